@@ -1,0 +1,1 @@
+"""Layer 5, the ``lance-sql`` command line."""

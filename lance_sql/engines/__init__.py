@@ -1,0 +1,1 @@
+"""Layer 4, engines: the DataFusion and Spark integrations."""

@@ -1,0 +1,1 @@
+"""DataFusion integration: table providers, SQL functions and the SessionContext."""

@@ -1,0 +1,1 @@
+"""Spark integration (optional extra ``lance-sql[spark]``)."""

@@ -1,0 +1,81 @@
+"""The typed errors every layer of lance-sql raises.
+
+One small hierarchy so that callers can catch ``LanceSqlError`` for anything
+this library refuses, or a precise subclass when they care why. Every error
+names the object at fault (a file, a key, a partition) in its message and, where
+it helps a program, as an attribute.
+"""
+
+from __future__ import annotations
+
+
+class LanceSqlError(Exception):
+    """Base class of every error lance-sql raises on purpose."""
+
+
+class FormatError(LanceSqlError):
+    """A file or metadata document is truncated, corrupted or not Lance at all."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+
+
+class NotFoundError(LanceSqlError, FileNotFoundError):
+    """A dataset, version, tag, namespace or partition table does not exist."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        LanceSqlError.__init__(self, f"{path}: {message}" if path else message)
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnsupportedFeatureError(LanceSqlError):
+    """The data uses a feature this reader does not understand (e.g. unknown flags)."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+
+
+class SpecError(LanceSqlError, ValueError):
+    """A partition spec, namespace schema or expression is invalid.
+
+    ``key`` names the JSON key or object at fault (for example
+    ``partition_spec_v2.fields[1].transform.num_buckets``).
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+
+
+class SchemaMismatchError(LanceSqlError, ValueError):
+    """Data written to a table or namespace does not match its schema."""
+
+
+class UnsafeLocationError(LanceSqlError):
+    """A stored location points outside the namespace root (absolute path, `..`, scheme)."""
+
+
+class CommitConflictError(LanceSqlError):
+    """A concurrent commit changed what this commit depends on; it was not applied."""
+
+
+class PlanningError(LanceSqlError):
+    """A query or filter cannot be planned (e.g. an unparseable filter string)."""
+
+
+__all__ = [
+    "CommitConflictError",
+    "FormatError",
+    "LanceSqlError",
+    "NotFoundError",
+    "PlanningError",
+    "SchemaMismatchError",
+    "SpecError",
+    "UnsafeLocationError",
+    "UnsupportedFeatureError",
+]

@@ -1,0 +1,1 @@
+"""Layer 2, tables: single Lance datasets and partitioned namespaces (model, read, write)."""

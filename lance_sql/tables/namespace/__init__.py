@@ -1,0 +1,1 @@
+"""Partitioned namespaces (lance-partitioning-spec): model, layout, read and write."""
