@@ -1,0 +1,1 @@
+"""Generated protobuf modules for the Lance messages in protos/ (do not edit)."""

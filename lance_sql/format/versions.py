@@ -1,0 +1,208 @@
+"""Which manifest files a dataset has, and which one a version or a tag means.
+
+Two naming schemes exist in ``{root}/_versions/`` (NOTES.md section 1):
+
+* V2 (what pylance 14 writes): ``{u64::MAX - version:020}.manifest``, so that a
+  lexical listing starts with the newest version;
+* V1 (older datasets): ``{version}.manifest``.
+
+A dataset uses one scheme. If any 20-digit name is present the directory is V2
+and names of other lengths are ignored (a V2 *detached* version, whose version
+has the top bit set, has a 19-digit name and is not part of the main history).
+In V1, detached versions (top bit set) are ignored too. The
+``latest_version_hint.json`` file is never trusted: the latest version is the
+highest one listed.
+
+Tags live in ``{root}/_refs/tags/{name}.json`` as JSON holding at least
+``version`` and ``branch`` (``null`` for main). A branch's own versions live
+under ``{root}/tree/{branch}/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from lance_sql.errors import FormatError, NotFoundError
+from lance_sql.format.storage import Entry, Location, list_dir, read_file
+
+U64_MAX = (1 << 64) - 1
+DETACHED_BIT = 1 << 63
+V2_DIGITS = 20
+MAX_TAG_FILE = 1 << 20
+
+_V1_NAME = re.compile(r"^(\d{1,20})\.manifest$")
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """One manifest file found in ``_versions/``."""
+
+    version: int
+    location: Location
+    size: int | None
+    scheme: str  # "v1" or "v2"
+
+
+@dataclass(frozen=True)
+class TagInfo:
+    """A tag as stored in ``_refs/tags/{name}.json``."""
+
+    name: str
+    version: int
+    branch: str | None
+    created_at: str | None
+    updated_at: str | None
+    manifest_size: int | None
+
+
+def manifest_name_v2(version: int) -> str:
+    """File name of ``version`` in the V2 scheme."""
+    return f"{U64_MAX - version:020d}.manifest"
+
+
+def manifest_name_v1(version: int) -> str:
+    """File name of ``version`` in the V1 scheme."""
+    return f"{version}.manifest"
+
+
+def branch_root(root: Location, branch: str | None) -> Location:
+    """The directory holding a branch's ``_versions/`` (the root itself for main)."""
+    if not branch:
+        return root
+    if not _valid_ref_name(branch):
+        raise NotFoundError(f"invalid branch name {branch!r}", path=root.url)
+    return root.join("tree", branch)
+
+
+def _valid_ref_name(name: str) -> bool:
+    """A tag or branch name that stays inside its directory (``/`` nests, ``..`` never)."""
+    if not name or "\\" in name or "\x00" in name:
+        return False
+    return all(part and part not in (".", "..") for part in name.split("/"))
+
+
+def list_manifests(root: Location) -> list[ManifestFile]:
+    """All main-lineage manifests of the dataset at ``root``, oldest first.
+
+    Raises NotFoundError naming the dataset when ``_versions/`` is missing or empty.
+    """
+    versions_dir = root.join("_versions")
+    try:
+        entries = list_dir(versions_dir)
+    except NotFoundError as exc:
+        raise NotFoundError(
+            "no Lance dataset here (no _versions/ directory)", path=root.url
+        ) from exc
+    parsed: list[tuple[str, int, Entry]] = []
+    for entry in entries:
+        if entry.is_dir:
+            continue
+        match = _V1_NAME.match(entry.name)
+        if match:
+            digits = match.group(1)
+            parsed.append((digits, int(digits), entry))
+    has_v2 = any(len(d) == V2_DIGITS for d, _, _ in parsed)
+    found: dict[int, ManifestFile] = {}
+    for digits, number, entry in parsed:
+        if has_v2:
+            if len(digits) != V2_DIGITS or number > U64_MAX:
+                continue
+            version, scheme = U64_MAX - number, "v2"
+        else:
+            version, scheme = number, "v1"
+        if version & DETACHED_BIT:
+            continue
+        found[version] = ManifestFile(version, entry.location, entry.size, scheme)
+    if not found:
+        raise NotFoundError("no Lance dataset here (no manifests in _versions/)", path=root.url)
+    return [found[v] for v in sorted(found)]
+
+
+def find_manifest(root: Location, version: int | None) -> ManifestFile:
+    """The manifest of ``version`` (the latest when None); NotFoundError if absent."""
+    manifests = list_manifests(root)
+    if version is None:
+        return manifests[-1]
+    for manifest in manifests:
+        if manifest.version == version:
+            return manifest
+    known = f"{manifests[0].version}..{manifests[-1].version}"
+    raise NotFoundError(f"version {version} does not exist (versions {known})", path=root.url)
+
+
+def tag_location(root: Location, name: str) -> Location:
+    """Where the tag ``name`` is stored; NotFoundError for names that cannot be tags."""
+    if not _valid_ref_name(name):
+        raise NotFoundError(f"invalid tag name {name!r}", path=root.url)
+    return root.join("_refs", "tags", f"{name}.json")
+
+
+def read_tag(root: Location, name: str) -> TagInfo:
+    """The tag ``name`` of the dataset at ``root``."""
+    loc = tag_location(root, name)
+    try:
+        data = read_file(loc)
+    except NotFoundError as exc:
+        raise NotFoundError(f"tag {name!r} does not exist", path=root.url) from exc
+    return _parse_tag(name, data, loc)
+
+
+def list_tag_infos(root: Location) -> dict[str, TagInfo]:
+    """All tags of the dataset at ``root`` by name (empty when there are none)."""
+    try:
+        entries = list_dir(root.join("_refs", "tags"))
+    except NotFoundError:
+        return {}
+    tags = {}
+    for entry in entries:
+        if entry.is_dir or not entry.name.endswith(".json"):
+            continue
+        name = entry.name[: -len(".json")]
+        tags[name] = _parse_tag(name, read_file(entry.location), entry.location)
+    return tags
+
+
+def _parse_tag(name: str, data: bytes, loc: Location) -> TagInfo:
+    if len(data) > MAX_TAG_FILE:
+        raise FormatError(f"tag file is {len(data)} bytes, too large", path=loc.url)
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FormatError(f"tag {name!r} is not valid JSON: {exc}", path=loc.url) from exc
+    if not isinstance(doc, dict):
+        raise FormatError(f"tag {name!r} is not a JSON object", path=loc.url)
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= U64_MAX:
+        raise FormatError(f"tag {name!r} has no valid 'version'", path=loc.url)
+    branch = doc.get("branch")
+    if branch is not None and not isinstance(branch, str):
+        raise FormatError(f"tag {name!r} has an invalid 'branch'", path=loc.url)
+    size = doc.get("manifestSize")
+    return TagInfo(
+        name=name,
+        version=version,
+        branch=branch or None,
+        created_at=_str_or_none(doc.get("createdAt")),
+        updated_at=_str_or_none(doc.get("updatedAt")),
+        manifest_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+    )
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+__all__ = [
+    "ManifestFile",
+    "TagInfo",
+    "branch_root",
+    "find_manifest",
+    "list_manifests",
+    "list_tag_infos",
+    "manifest_name_v1",
+    "manifest_name_v2",
+    "read_tag",
+    "tag_location",
+]
