@@ -1,0 +1,80 @@
+"""The DataFusion table for one Lance dataset: :class:`LanceTable` scans as partitions.
+
+Each scan node DataFusion plans calls the planner once: it pins the table's
+version for that scan (latest at that moment unless the table was registered
+at a version or tag) and splits the pinned version's fragments into
+``partitions`` units balanced by live rows; each unit is one DataFusion
+partition, streamed from pylance with the projection and the filter pushed
+into Lance.
+"""
+
+from __future__ import annotations
+
+import pyarrow.compute as pc
+
+from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capturing
+from lance_sql.tables.lance_table import LanceTable, Snapshot
+from lance_sql.tables.scan import FILTER_REFUSED, ScanMetrics, lance_scanner, matches_nothing
+
+#: Filters whose pushability is remembered per table (a service may see many distinct ones).
+_MAX_CACHED_FILTERS = 256
+
+
+class LanceDatasetTable(ScanUnitDataset):
+    """A ``pyarrow.dataset.Dataset`` over a :class:`LanceTable`, ready for ``register_table``."""
+
+    def __init__(self, table: LanceTable, *, name: str, partitions: int) -> None:
+        if partitions < 1:
+            raise ValueError(f"{name}: partitions must be >= 1, got {partitions}")
+        self.table = table
+        self.partitions = partitions
+        self._pushable: dict[str, str | None] = {}
+        super().__init__(table.schema, self._plan, name=name)
+
+    @property
+    def metrics(self) -> ScanMetrics:
+        """Rows and batches read from pylance by every scan of this table (thread-safe)."""
+        return self.table.metrics
+
+    def _plan(self, filter: pc.Expression | None) -> ScanPlan:
+        snapshot = self.table.snapshot()
+        units = self.table.units(snapshot, self.partitions)
+        fragments = sum(len(u.fragment_ids) for u in units)
+        pinned = "latest" if self.table.follow_latest else "pinned"
+        rows = sum(u.estimated_rows or 0 for u in units)
+        if filter is None:
+            where = "filter=none"
+        elif matches_nothing(filter):
+            where = "filter=false (nothing is read)"
+        elif not capturing():  # the Lance/pyarrow check costs a plan: EXPLAIN only
+            where = f"filter={filter}"
+        else:
+            refused = self._refusal(snapshot, filter)
+            where = (
+                f"filter={filter} (in Lance)"
+                if refused is None
+                else f"filter={filter} (in pyarrow: pylance refused it: {refused})"
+            )
+        description = (
+            f"LanceScan: table={self.name}, uri={self.table.uri}, version={snapshot.version} "
+            f"({pinned}), fragments={fragments}, partitions={len(units)}, rows={rows}, {where}"
+        )
+        return ScanPlan(units, description)
+
+    def _refusal(self, snapshot: Snapshot, filter: pc.Expression) -> str | None:
+        """Why pylance refuses ``filter`` (None when it accepts it); cached per filter text."""
+        key = str(filter)
+        if key not in self._pushable:
+            if len(self._pushable) >= _MAX_CACHED_FILTERS:
+                self._pushable.clear()
+            try:
+                lance_scanner(
+                    snapshot.dataset, columns=[], filter=filter, with_row_id=True
+                ).explain_plan()
+                self._pushable[key] = None
+            except FILTER_REFUSED as exc:
+                self._pushable[key] = str(exc).split(",")[0][:120]
+        return self._pushable[key]
+
+
+__all__ = ["LanceDatasetTable"]

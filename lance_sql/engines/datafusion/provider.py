@@ -1,0 +1,281 @@
+"""A generic DataFusion table over scan units, through the pyarrow-dataset protocol.
+
+datafusion-python 55 has no pure-Python ``TableProvider``. What it accepts from
+``SessionContext.register_table`` is an instance of ``pyarrow.dataset.Dataset``
+(checked with ``isinstance``), which it drives *by attribute name* from Rust
+(``crates/core/src/dataset.rs`` and ``dataset_exec.rs``). Verified by
+instrumenting a subclass under DataFusion 55.0.0, it calls:
+
+* ``dataset.schema`` (a property) - many times per query, while planning; the
+  Rust side ``unwrap()``s the result, so an exception here is a Rust panic
+  (``PanicException``). It must be a cheap, precomputed attribute.
+* once per scan node, while building the physical plan (on the thread that
+  called ``collect()``/``to_arrow_table()``, under the GIL):
+  ``dataset.scanner(columns=[...] | None, filter=Expression | None)`` - only
+  its ``projected_schema`` is read (the output schema of the scan node); then
+  ``dataset.get_fragments(filter)`` (filter positional) - turned into a
+  ``list``; **one element = one DataFusion partition**
+  (``UnknownPartitioning(len)``).
+* per partition, at execution, on a tokio worker thread:
+  ``fragment.scanner(dataset.schema, columns=..., filter=..., batch_size=N)``
+  (schema positional, ``N`` = ``datafusion.execution.batch_size``), then
+  ``projected_schema`` and ``to_batches()``, which is iterated lazily: the GIL
+  is taken for each ``next()`` only, so a ``LIMIT`` that stops pulling stops
+  the scan.
+* ``columns=[]`` is passed for ``count(*)``: batches with no columns but the
+  right ``num_rows`` are expected.
+
+Filters: DataFusion converts each WHERE conjunct it can (columns, literals,
+``= != < <= > >=``, AND, OR, NOT, IS [NOT] NULL, BETWEEN, IN lists of bool /
+int / float / utf8 literals) into one ``pyarrow.compute.Expression`` and marks
+it **Exact**: it will not re-check it, so every unit must apply it exactly.
+Everything else (LIKE, functions, casts, struct fields) stays in a
+``FilterExec`` above the scan. A WHERE that DataFusion simplifies to a
+constant arrives as a ``pyarrow.BooleanScalar`` instead of an Expression
+(normalized by :func:`lance_sql.tables.scan.normalize_filter`).
+
+``_limit`` is not passed down, no statistics are asked for
+(``Statistics::new_unknown``: no ``count_rows``), and the node is displayed as
+``DatasetExec: number_of_fragments=N, filter_expr=..., projection=[...]``
+without calling back into the dataset (hence :func:`capture_scans`).
+
+:class:`ScanUnitDataset` adapts that protocol to a *planner*
+``planner(filter) -> ScanPlan`` called once per scan node, so all partitions of
+a scan share one plan (one pinned version).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from lance_sql.tables.scan import ScanUnit, normalize_filter, projected_schema
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What one scan node reads: its units plus a description for EXPLAIN."""
+
+    units: Sequence[ScanUnit]
+    description: str = ""
+
+
+@dataclass
+class ScanRecord:
+    """One scan node planned while :func:`capture_scans` was active."""
+
+    table: str
+    columns: list[str] | None
+    filter: object  # as DataFusion passed it (an Expression, a constant Scalar or None)
+    plan: ScanPlan
+
+    @property
+    def filter_text(self) -> str | None:
+        return None if self.filter is None else str(self.filter)
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def capture_scans() -> Iterator[list[ScanRecord]]:
+    """Collect the scan nodes planned on this thread (DataFusion plans on the caller's thread)."""
+    previous = getattr(_local, "records", None)
+    records: list[ScanRecord] = []
+    _local.records = records
+    try:
+        yield records
+    finally:
+        _local.records = previous
+
+
+def capturing() -> bool:
+    """True while :func:`capture_scans` is active on this thread (an EXPLAIN is planned).
+
+    Planners use it to compute costly EXPLAIN-only details only when shown.
+    """
+    return getattr(_local, "records", None) is not None
+
+
+Planner = Callable[["pc.Expression | None"], ScanPlan]
+
+
+class _Scanner:
+    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches."""
+
+    def __init__(
+        self,
+        units: Sequence[ScanUnit],
+        schema: pa.Schema,
+        columns: Sequence[str] | None,
+        filter: pc.Expression | None,
+        batch_size: int | None,
+    ) -> None:
+        self._units = units
+        self._columns = None if columns is None else list(columns)
+        self._filter = normalize_filter(filter)
+        self._batch_size = batch_size
+        self.projected_schema = projected_schema(schema, self._columns)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for unit in self._units:
+            yield from unit.to_batches(self._columns, self._filter, self._batch_size)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return self.to_reader().read_all()
+
+
+class UnitFragment:
+    """One DataFusion partition: a scan unit behind pyarrow's ``Fragment.scanner`` shape."""
+
+    def __init__(self, unit: ScanUnit, schema: pa.Schema) -> None:
+        self.unit = unit
+        self._schema = schema
+
+    def scanner(
+        self,
+        schema: pa.Schema | None = None,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+        **_: Any,
+    ) -> _Scanner:
+        return _Scanner([self.unit], self._schema, columns, filter, batch_size)
+
+    def __repr__(self) -> str:
+        return f"UnitFragment({self.unit.describe()})"
+
+
+class ScanUnitDataset(pads.Dataset):
+    """A ``pyarrow.dataset.Dataset`` that DataFusion 55 scans unit by unit.
+
+    ``schema`` is fixed at construction (never computed inside the property);
+    ``planner(filter)`` is called once per scan node when DataFusion asks for
+    fragments and returns the units of that scan.
+    """
+
+    def __init__(self, schema: pa.Schema, planner: Planner, *, name: str = "") -> None:
+        # pads.Dataset is a Cython class with no usable constructor for subclasses;
+        # DataFusion only uses the attributes defined here.
+        if not isinstance(schema, pa.Schema):
+            raise TypeError(f"{name or 'table'}: schema must be a pyarrow.Schema")
+        self._lance_schema = schema
+        self._planner = planner
+        self.name = name
+        self._last_columns = threading.local()
+
+    @property
+    def schema(self) -> pa.Schema:  # type: ignore[override]
+        return self._lance_schema
+
+    def scanner(  # type: ignore[override]
+        self,
+        schema: pa.Schema | None = None,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+        **_: Any,
+    ) -> _Scanner:
+        """A lazy scanner over the whole table (DataFusion reads only ``projected_schema``)."""
+        self._last_columns.value = None if columns is None else list(columns)
+        return _LazyScanner(self, columns, filter, batch_size)
+
+    def get_fragments(self, filter: pc.Expression | None = None) -> list[UnitFragment]:  # type: ignore[override]
+        plan = self._planner(normalize_filter(filter))
+        records = getattr(_local, "records", None)
+        if records is not None:
+            columns = getattr(self._last_columns, "value", None)
+            records.append(ScanRecord(self.name, columns, filter, plan))
+        return [UnitFragment(unit, self._lance_schema) for unit in plan.units]
+
+    def plan(self, filter: pc.Expression | None = None) -> ScanPlan:
+        """The scan plan for ``filter`` (what ``get_fragments`` would scan)."""
+        return self._planner(normalize_filter(filter))
+
+    def count_rows(self, filter: pc.Expression | None = None, **_: Any) -> int:  # type: ignore[override]
+        filter = normalize_filter(filter)
+        return sum(unit.count_rows(filter) for unit in self._planner(filter).units)
+
+    def to_table(  # type: ignore[override]
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None, **_: Any
+    ) -> pa.Table:
+        return self.scanner(columns=columns, filter=filter).to_table()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class _LazyScanner(_Scanner):
+    """``ScanUnitDataset.scanner``: plans only if batches are actually requested."""
+
+    def __init__(
+        self,
+        dataset: ScanUnitDataset,
+        columns: Sequence[str] | None,
+        filter: pc.Expression | None,
+        batch_size: int | None,
+    ) -> None:
+        super().__init__((), dataset.schema, columns, filter, batch_size)
+        self._dataset = dataset
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for unit in self._dataset.plan(self._filter).units:
+            yield from unit.to_batches(self._columns, self._filter, self._batch_size)
+
+
+@dataclass
+class ExplainAnnotation:
+    """Lines to add under each ``DatasetExec`` of an EXPLAIN output."""
+
+    records: list[ScanRecord] = field(default_factory=list)
+
+    def annotate(self, plan_text: str) -> str:
+        """Insert a ``LanceScan:`` line under each ``DatasetExec:`` line of ``plan_text``."""
+        remaining = list(self.records)
+        out: list[str] = []
+        for line in plan_text.split("\n"):
+            out.append(line)
+            stripped = line.lstrip()
+            if not stripped.startswith("DatasetExec:") or not remaining:
+                continue
+            record = _match(stripped, remaining)
+            remaining.remove(record)
+            indent = line[: len(line) - len(stripped)] + "  "
+            columns = "all" if record.columns is None else f"[{', '.join(record.columns)}]"
+            out.append(f"{indent}{record.plan.description}, columns={columns}")
+        return "\n".join(out)
+
+
+def _match(line: str, records: list[ScanRecord]) -> ScanRecord:
+    """The record a ``DatasetExec`` line shows: same filter and projection, else the first."""
+    for record in records:
+        has_filter = record.filter_text is not None
+        if has_filter and f"filter_expr={record.filter_text}," not in line:
+            continue
+        if not has_filter and "filter_expr=" in line:
+            continue
+        if record.columns is not None and f"projection=[{', '.join(record.columns)}]" not in line:
+            continue
+        return record
+    return records[0]
+
+
+__all__ = [
+    "ExplainAnnotation",
+    "ScanPlan",
+    "ScanRecord",
+    "ScanUnitDataset",
+    "UnitFragment",
+    "capture_scans",
+    "capturing",
+]

@@ -1,0 +1,198 @@
+"""One Lance dataset as a table: opened at latest / a version / a tag, split into scan units.
+
+Registration validates the dataset with this project's own metadata reader
+(:func:`lance_sql.format.metadata.open_metadata`), which refuses unknown reader
+feature flags and reports missing datasets, versions and tags as typed errors,
+then opens it with pylance for data. pylance's untyped ``ValueError``/``OSError``
+are mapped to :mod:`lance_sql.errors` types naming the dataset.
+
+A table registered without a version *follows latest*: :meth:`LanceTable.snapshot`
+re-checks the latest version (one listing of ``_versions/``) each time a query
+plans a scan and pins that scan to it; the schema stays the one seen at
+registration (see :meth:`snapshot`). Open datasets are cached per version, so a
+query on an unchanged table reuses the already-open pylance dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import lance
+import pyarrow as pa
+
+from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError
+from lance_sql.tables.scan import LanceFragmentsUnit, ScanMetrics, split_fragments
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A pinned version of a table: what one scan (all its partitions) reads."""
+
+    dataset: lance.LanceDataset
+    version: int
+
+
+class LanceTable:
+    """A Lance dataset at ``uri`` (pinned by ``version``/``tag``, or following latest)."""
+
+    def __init__(
+        self,
+        uri: str,
+        dataset: lance.LanceDataset,
+        *,
+        follow_latest: bool,
+        tag: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        self.uri = uri
+        self.follow_latest = follow_latest
+        self.tag = tag
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.schema: pa.Schema = dataset.schema
+        self.metrics = ScanMetrics()
+        self._lock = threading.Lock()
+        self._current = Snapshot(dataset, dataset.version)
+        self._units: tuple[tuple[int, int], list[LanceFragmentsUnit]] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        uri: str | os.PathLike[str],
+        *,
+        version: int | None = None,
+        tag: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> LanceTable:
+        """Validate and open the dataset; typed errors name ``uri`` (and the version/tag)."""
+        uri = os.fspath(uri)
+        if version is not None and tag is not None:
+            raise ValueError(f"{uri}: give either version={version!r} or tag={tag!r}, not both")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+            raise TypeError(f"{uri}: version must be an int, got {version!r}")
+        _check_metadata(uri, version, tag, storage_options)
+        ref: int | str | None = tag if tag is not None else version
+        try:
+            dataset = lance.dataset(uri, version=ref, storage_options=_opts(storage_options))
+        except (ValueError, OSError) as exc:
+            raise _map_pylance_error(exc, uri, version, tag) from exc
+        return cls(
+            uri,
+            dataset,
+            follow_latest=version is None and tag is None,
+            tag=tag,
+            storage_options=storage_options,
+        )
+
+    @property
+    def version(self) -> int:
+        """The version the most recent scan pinned (the registered one when pinned)."""
+        return self._current.version
+
+    def snapshot(self) -> Snapshot:
+        """The version a new scan must read: latest now (when following latest), else pinned.
+
+        Thread-safe. The returned dataset is shared by every partition of the
+        scan. If the latest version no longer has every registered column (or
+        changed a type), the scan is refused with ``SchemaMismatchError``: the
+        table must be registered again to see the new schema.
+        """
+        if not self.follow_latest:
+            return self._current
+        current = self._current
+        try:
+            latest = current.dataset.latest_version
+        except (ValueError, OSError) as exc:
+            raise _map_pylance_error(exc, self.uri, None, None) from exc
+        if latest == current.version:
+            return current
+        with self._lock:
+            current = self._current
+            if latest > current.version:
+                try:
+                    ds = current.dataset.checkout_version(latest)
+                except (ValueError, OSError) as exc:
+                    raise _map_pylance_error(exc, self.uri, latest, None) from exc
+                _check_schema(self.uri, latest, self.schema, ds.schema)
+                current = Snapshot(ds, latest)
+                self._current = current
+            return current
+
+    def units(self, snapshot: Snapshot, k: int) -> list[LanceFragmentsUnit]:
+        """``snapshot``'s fragments as at most ``k`` units of similar live row counts.
+
+        Units hold no per-scan state, so the split of the current version is
+        cached and shared by every query until the version (or ``k``) changes.
+        """
+        key = (snapshot.version, k)
+        cached = self._units
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        units = split_fragments(
+            snapshot.dataset,
+            k,
+            schema=self.schema,
+            storage_options=self.storage_options,
+            metrics=self.metrics,
+        )
+        self._units = (key, units)
+        return units
+
+    def __repr__(self) -> str:
+        pin = "latest" if self.follow_latest else f"v{self.version}"
+        return f"LanceTable({self.uri!r}, {pin})"
+
+
+def _opts(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
+    return dict(storage_options) if storage_options else None
+
+
+def _check_metadata(
+    uri: str, version: int | None, tag: str | None, storage_options: Mapping[str, Any] | None
+) -> None:
+    """Refuse what pylance would misread or report vaguely (unknown flags, non-Lance dirs)."""
+    from lance_sql.format.metadata import open_metadata
+
+    try:
+        open_metadata(uri, version, tag=tag, storage_options=storage_options)
+    except NotFoundError as exc:
+        if version is None and tag is None and _is_local(uri) and os.path.exists(uri):
+            raise FormatError(
+                "exists but is not a Lance dataset (no _versions/ directory with a manifest)",
+                path=uri,
+            ) from exc
+        raise
+
+
+def _is_local(uri: str) -> bool:
+    return "://" not in uri or uri.startswith("file://")
+
+
+def _check_schema(uri: str, version: int, registered: pa.Schema, now: pa.Schema) -> None:
+    for f in registered:
+        idx = now.get_field_index(f.name)
+        if idx < 0:
+            raise SchemaMismatchError(
+                f"{uri}: version {version} has no column {f.name!r} (dropped after the table "
+                "was registered); register the table again"
+            )
+        if not now.field(idx).type.equals(f.type):
+            raise SchemaMismatchError(
+                f"{uri}: column {f.name!r} changed type from {f.type} to {now.field(idx).type} "
+                f"in version {version}; register the table again"
+            )
+
+
+def _map_pylance_error(exc: Exception, uri: str, version: int | None, tag: str | None) -> Exception:
+    text = str(exc)
+    lowered = text.lower()
+    if "not found" in lowered or "does not exist" in lowered:
+        what = f"tag {tag!r}" if tag else f"version {version}" if version is not None else "dataset"
+        return NotFoundError(f"{what} not found ({text.splitlines()[0][:200]})", path=uri)
+    return FormatError(f"pylance cannot open the dataset: {text.splitlines()[0][:300]}", path=uri)
+
+
+__all__ = ["LanceTable", "Snapshot"]

@@ -1,0 +1,534 @@
+"""Scan units: independently scannable pieces of a table, shared by every engine.
+
+A query over a Lance dataset (or over a partitioned namespace, whose partition
+tables are Lance datasets) is split into *scan units*. One unit is one piece of
+work an engine runs on its own: one DataFusion partition, one Spark task. The
+unit knows its output schema and how to stream Arrow batches with a projection
+and a filter applied **exactly** (engines treat pushed filters as exact and do
+not re-check them), so nothing engine-specific lives here.
+
+:class:`LanceFragmentsUnit` is the unit for "these fragments of one Lance
+dataset at one pinned version". It streams from pylance's scanner (which
+decodes in parallel and applies the filter inside Lance) and falls back to
+filtering in pyarrow when pylance refuses a filter it cannot translate (pylance
+14 refuses filters on unsigned-integer and large_string columns, nanosecond
+timestamp literals and expressions needing implicit casts). Filters have SQL
+semantics on both paths: ``is_in`` of a NULL is NULL (see
+:func:`with_sql_null_semantics`). Batches are pulled
+lazily, so an engine that stops reading (``LIMIT``) stops the scan.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import lance
+
+#: Errors pylance raises when it cannot translate a pyarrow filter expression.
+FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
+
+
+@dataclass
+class ScanMetrics:
+    """Thread-safe counters of what scans actually read (for tests, benchmarks, EXPLAIN).
+
+    ``rows_read`` counts rows delivered by the storage scanner *before* any
+    filter this project applies itself, i.e. the rows pulled out of pylance.
+    """
+
+    rows_read: int = 0
+    batches_read: int = 0
+    scans_started: int = 0
+    fallback_filters: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, rows: int) -> None:
+        with self._lock:
+            self.rows_read += rows
+            self.batches_read += 1
+
+    def started(self, *, fallback: bool = False) -> None:
+        with self._lock:
+            self.scans_started += 1
+            if fallback:
+                self.fallback_filters += 1
+
+    def reset(self) -> None:
+        with self._lock:
+            self.rows_read = self.batches_read = self.scans_started = self.fallback_filters = 0
+
+    def __getstate__(self) -> dict[str, Any]:  # counters are per process; start fresh
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+class ScanUnit(ABC):
+    """One independently scannable piece of a table (one engine partition or task)."""
+
+    @property
+    @abstractmethod
+    def schema(self) -> pa.Schema:
+        """The unit's full output schema (before projection)."""
+
+    @abstractmethod
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream batches of exactly ``project(schema, columns)`` with ``filter`` applied exactly.
+
+        ``columns=None`` means every column; ``columns=[]`` yields zero-column
+        batches that still carry row counts (``SELECT count(*)``). The iterator
+        is lazy: nothing is read before the first ``next``.
+        """
+
+    @abstractmethod
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        """Rows of this unit that satisfy ``filter`` (all live rows when None)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """A one-line description for EXPLAIN (what is read, at which version)."""
+
+    @property
+    def estimated_rows(self) -> int | None:
+        """Live rows before filtering when known from metadata, else None."""
+        return None
+
+
+_NOTHING = pc.scalar(False)
+
+
+def normalize_filter(filter: object) -> pc.Expression | None:
+    """A filter as an Expression, or None for "every row".
+
+    Engines may hand over a constant instead of an expression: DataFusion
+    simplifies ``x = 1 AND x BETWEEN 0 AND 0`` to the literal ``false`` and then
+    passes a ``pyarrow.BooleanScalar``. TRUE becomes None; FALSE and NULL become
+    ``pc.scalar(False)`` (see :func:`matches_nothing`).
+    """
+    if filter is None or isinstance(filter, pc.Expression):
+        return filter
+    if isinstance(filter, bool):
+        return None if filter else _NOTHING
+    if isinstance(filter, pa.Scalar):
+        return None if filter.is_valid and filter.as_py() is True else _NOTHING
+    raise TypeError(f"a filter must be a pyarrow.compute.Expression, got {type(filter).__name__}")
+
+
+def matches_nothing(filter: pc.Expression | None) -> bool:
+    """True for the constant filter no row passes (nothing needs reading)."""
+    return filter is not None and filter.equals(_NOTHING)
+
+
+def projected_schema(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
+    """``schema`` restricted to ``columns`` in that order (all of it when None)."""
+    if columns is None:
+        return schema
+    return pa.schema([schema.field(name) for name in columns], metadata=schema.metadata)
+
+
+def empty_batches(num_rows: int, batch_size: int | None) -> Iterator[pa.RecordBatch]:
+    """Zero-column batches carrying ``num_rows`` rows in total (for ``count(*)``)."""
+    step = batch_size or max(num_rows, 1)
+    done = 0
+    while done < num_rows:
+        n = min(step, num_rows - done)
+        yield pa.table({"_": pa.nulls(n)}).select([]).to_batches()[0]
+        done += n
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with exactly ``schema`` (field names, types, nullability, metadata).
+
+    pylance returns the right types but may differ in field metadata or
+    nullability flags; engines check schemas strictly, so rebuild when needed.
+    """
+    if batch.schema.equals(schema, check_metadata=True):
+        return batch
+    arrays = [
+        col if col.type.equals(f.type) else col.cast(f.type)
+        for col, f in zip(batch.columns, schema, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _needs_placeholder(t: pa.DataType) -> bool:
+    """Types that break filter serialization even when the filter does not mention them.
+
+    pylance serializes a filter to Substrait against the *whole* dataset schema
+    and only stubs out fixed-size lists and extension types; a decimal256,
+    duration, time or large_list column anywhere in the schema makes pyarrow
+    (or Lance, for times) refuse every filter. Found by probing pylance 14.
+    """
+    if (
+        pa.types.is_decimal256(t)
+        or pa.types.is_duration(t)
+        or pa.types.is_time(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or isinstance(t, pa.BaseExtensionType)
+    ):
+        return True
+    if pa.types.is_struct(t):
+        return any(
+            t.field(i).metadata is not None or _needs_placeholder(t.field(i).type)
+            for i in range(t.num_fields)
+        )
+    if pa.types.is_list(t) or pa.types.is_list_view(t):
+        return _needs_placeholder(t.value_type)
+    if pa.types.is_map(t):
+        return _needs_placeholder(t.key_type) or _needs_placeholder(t.item_type)
+    return False
+
+
+def _substrait_filter(filter: pc.Expression, schema: pa.Schema) -> bytes:
+    """``filter`` as Substrait against ``schema`` with unrelated awkward columns stubbed.
+
+    Positions are kept (Lance resolves references by position). A filter that
+    references a stubbed column fails here, like pylance would.
+    """
+    from pyarrow.substrait import serialize_expressions
+
+    stubbed = pa.schema(
+        [
+            pa.field(f"__lance_sql_placeholder_{i}", pa.int8()) if _needs_placeholder(f.type) else f
+            for i, f in enumerate(schema)
+        ]
+    )
+    return bytes(serialize_expressions([filter], ["my_filter"], stubbed))
+
+
+def lance_scanner(
+    dataset: lance.LanceDataset,
+    *,
+    columns: list[str] | None,
+    filter: pc.Expression | None,
+    fragments: list[Any] | None = None,
+    batch_size: int | None = None,
+    with_row_id: bool = False,
+) -> Any:
+    """A pylance scanner with ``filter`` pushed into Lance.
+
+    Goes through pylance's public ``scanner()`` unless the schema has a column
+    type that would make pylance refuse *every* filter; then the filter is
+    serialized here (see :func:`_substrait_filter`) and handed to pylance's
+    scanner builder. Raises one of :data:`FILTER_REFUSED` when Lance cannot take
+    the filter.
+    """
+    kwargs: dict[str, Any] = {
+        "columns": columns,
+        "fragments": fragments,
+        "batch_size": batch_size,
+        "with_row_id": with_row_id,
+        "scan_in_order": False,
+    }
+    schema = dataset.schema
+    if filter is None or not any(_needs_placeholder(f.type) for f in schema):
+        return dataset.scanner(filter=filter, **kwargs)
+    payload = _substrait_filter(filter, schema)
+    try:
+        from lance.dataset import ScannerBuilder
+
+        builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
+        if columns is not None:
+            builder.columns(columns)
+        if fragments is not None:
+            builder.with_fragments(fragments)
+        if batch_size is not None:
+            builder.batch_size(batch_size)
+        builder.with_row_id(with_row_id)
+        builder.scan_in_order(False)
+        builder._substrait_filter = payload
+    except (ImportError, AttributeError):  # pylance internals moved: the public path
+        return dataset.scanner(filter=filter, **kwargs)
+    return builder.to_scanner()
+
+
+class LanceFragmentsUnit(ScanUnit):
+    """Some fragments of one Lance dataset at one pinned version.
+
+    Pickles cheaply (uri, version, storage options, fragment ids and schema);
+    an unpickled unit reopens the dataset at the same version on first use.
+    """
+
+    def __init__(
+        self,
+        dataset: lance.LanceDataset,
+        fragment_ids: Sequence[int],
+        *,
+        schema: pa.Schema | None = None,
+        storage_options: dict[str, str] | None = None,
+        metrics: ScanMetrics | None = None,
+        estimated_rows: int | None = None,
+    ) -> None:
+        self._dataset: lance.LanceDataset | None = dataset
+        self.uri: str = dataset.uri
+        self.version: int = dataset.version
+        self.fragment_ids: tuple[int, ...] = tuple(fragment_ids)
+        self._schema = schema if schema is not None else dataset.schema
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.metrics = metrics if metrics is not None else ScanMetrics()
+        self._estimated_rows = estimated_rows
+        self._lock = threading.Lock()
+
+    # -- pickling: never ship the open dataset -------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_dataset"] = None
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def dataset(self) -> lance.LanceDataset:
+        with self._lock:
+            if self._dataset is None:
+                import lance
+
+                self._dataset = lance.dataset(
+                    self.uri, version=self.version, storage_options=self.storage_options
+                )
+            return self._dataset
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def estimated_rows(self) -> int | None:
+        return self._estimated_rows
+
+    def _fragments(self) -> list[Any]:
+        ds = self.dataset
+        return [ds.get_fragment(i) for i in self.fragment_ids]
+
+    def describe(self) -> str:
+        ids = ", ".join(str(i) for i in self.fragment_ids[:8])
+        more = ", ..." if len(self.fragment_ids) > 8 else ""
+        return f"{self.uri}@v{self.version} fragments=[{ids}{more}]"
+
+    def __repr__(self) -> str:
+        return f"LanceFragmentsUnit({self.describe()})"
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        filter = normalize_filter(filter)
+        if not self.fragment_ids or matches_nothing(filter):
+            return 0
+        if filter is None:
+            return sum(f.count_rows() for f in self._fragments())
+        return sum(b.num_rows for b in self.to_batches([], filter))
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        out_schema = projected_schema(self._schema, columns)
+        filter = normalize_filter(filter)
+        if matches_nothing(filter):
+            return iter(())
+        return self._generate(list(out_schema.names), out_schema, filter, batch_size)
+
+    def _generate(
+        self,
+        columns: list[str],
+        out_schema: pa.Schema,
+        filter: pc.Expression | None,
+        batch_size: int | None,
+    ) -> Iterator[pa.RecordBatch]:
+        if not self.fragment_ids:
+            return
+        if not columns and filter is None:
+            # count(*) without a filter: metadata only, no data read.
+            self.metrics.started()
+            yield from empty_batches(self.count_rows(), batch_size)
+            return
+        ds = self.dataset
+        fragments = self._fragments()
+        try:
+            scanner = lance_scanner(
+                ds,
+                columns=columns,
+                filter=filter,
+                fragments=fragments,
+                batch_size=batch_size,
+                with_row_id=not columns,
+            )
+            reader = scanner.to_reader()
+        except FILTER_REFUSED:
+            if filter is None:
+                raise
+            yield from self._fallback(columns, out_schema, filter, batch_size, fragments)
+            return
+        self.metrics.started()
+        with reader:
+            for batch in reader:
+                self.metrics.add(batch.num_rows)
+                if not columns:
+                    yield pa.table({"_": pa.nulls(batch.num_rows)}).select([]).to_batches()[0]
+                elif batch.num_rows:
+                    yield conform(batch, out_schema)
+
+    def _fallback(
+        self,
+        columns: list[str],
+        out_schema: pa.Schema,
+        filter: pc.Expression,
+        batch_size: int | None,
+        fragments: list[Any],
+    ) -> Iterator[pa.RecordBatch]:
+        """Read every column and apply ``filter`` with pyarrow (pylance refused it)."""
+        self.metrics.started(fallback=True)
+        filter = with_sql_null_semantics(filter)
+        scanner = self.dataset.scanner(
+            fragments=fragments, batch_size=batch_size, scan_in_order=False
+        )
+        with scanner.to_reader() as reader:
+            for batch in reader:
+                self.metrics.add(batch.num_rows)
+                kept = pa.Table.from_batches([batch]).filter(filter)
+                if not kept.num_rows:
+                    continue
+                if not columns:
+                    yield from empty_batches(kept.num_rows, None)
+                    continue
+                for b in kept.select(columns).to_batches():
+                    if b.num_rows:
+                        yield conform(b, out_schema)
+
+
+#: ``SetLookupOptions.NullMatchingBehavior.EMIT_NULL`` in Arrow C++ (MATCH=0, SKIP=1).
+_EMIT_NULL = 2
+
+
+def with_sql_null_semantics(filter: pc.Expression) -> pc.Expression:
+    """``filter`` with every ``is_in`` giving NULL for a NULL input, as SQL's ``IN`` does.
+
+    DataFusion translates ``x IN (...)`` to pyarrow's ``is_in`` with the default
+    ``null_matching_behavior=MATCH``, which yields *false* for a NULL ``x``; under
+    a ``NOT`` that keeps rows SQL drops. Lance evaluates ``is_in`` with SQL
+    semantics, so the pyarrow fallback must too. pyarrow has no public API to
+    walk an Expression; its serialized form (an Arrow IPC file whose literal
+    columns hold the function options) is edited instead: every
+    ``SetLookupOptions`` gets ``EMIT_NULL``, which equals SQL semantics for the
+    NULL-free value sets DataFusion produces. If that form ever changes, the
+    expression is returned unchanged.
+    """
+    try:
+        reduced = filter.__reduce__()
+        reader = pa.ipc.open_file(reduced[1][0])
+        if reader.num_record_batches != 1:
+            return filter
+        schema = reader.schema
+        batch = reader.get_batch(0)
+        columns, changed = [], False
+        for col in batch.columns:
+            t = col.type
+            if (
+                pa.types.is_struct(t)
+                and t.get_field_index("_type_name") >= 0
+                and t.get_field_index("null_matching_behavior") >= 0
+                and col.field("_type_name")[0].as_py() == b"SetLookupOptions"
+            ):
+                children = [col.field(i) for i in range(t.num_fields)]
+                i = t.get_field_index("null_matching_behavior")
+                children[i] = pa.array([_EMIT_NULL] * len(col), t.field(i).type)
+                col = pa.StructArray.from_arrays(children, fields=list(t))
+                changed = True
+            columns.append(col)
+        if not changed:
+            return filter
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, schema) as writer:
+            writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+        return reduced[0](sink.getvalue())
+    except Exception:  # private serialization changed: keep pyarrow's own semantics
+        return filter
+
+
+def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]:
+    """Split ``(item_id, size)`` pairs into at most ``k`` groups of similar total size.
+
+    Largest-first greedy assignment (each item to the currently smallest group),
+    ids sorted inside each group so a group reads its fragments in order. Never
+    returns empty groups; returns ``[]`` for no items.
+    """
+    k = max(1, min(k, len(sizes)))
+    if not sizes:
+        return []
+    heap = [(0, g) for g in range(k)]
+    groups: list[list[int]] = [[] for _ in range(k)]
+    for item, size in sorted(sizes, key=lambda p: (-p[1], p[0])):
+        total, g = heapq.heappop(heap)
+        groups[g].append(item)
+        heapq.heappush(heap, (total + size, g))
+    return [sorted(g) for g in groups if g]
+
+
+def split_fragments(
+    dataset: lance.LanceDataset,
+    k: int,
+    *,
+    schema: pa.Schema | None = None,
+    storage_options: dict[str, str] | None = None,
+    metrics: ScanMetrics | None = None,
+    fragment_rows: Sequence[tuple[int, int]] | None = None,
+) -> list[LanceFragmentsUnit]:
+    """Split ``dataset``'s fragments into at most ``k`` units balanced by live row count.
+
+    ``fragment_rows`` (``(fragment_id, live_rows)``) may come from metadata read
+    elsewhere; otherwise pylance's fragment metadata is used. An empty dataset
+    gives one empty unit, so engines always have at least one partition.
+    """
+    if fragment_rows is None:
+        fragment_rows = [(f.fragment_id, f.count_rows()) for f in dataset.get_fragments()]
+    groups = balanced_groups(fragment_rows, k)
+    rows = dict(fragment_rows)
+    if not groups:
+        groups = [[]]
+    return [
+        LanceFragmentsUnit(
+            dataset,
+            g,
+            schema=schema,
+            storage_options=storage_options,
+            metrics=metrics,
+            estimated_rows=sum(rows.get(i, 0) for i in g),
+        )
+        for g in groups
+    ]
+
+
+__all__ = [
+    "FILTER_REFUSED",
+    "LanceFragmentsUnit",
+    "ScanMetrics",
+    "ScanUnit",
+    "balanced_groups",
+    "conform",
+    "empty_batches",
+    "lance_scanner",
+    "matches_nothing",
+    "normalize_filter",
+    "projected_schema",
+    "split_fragments",
+    "with_sql_null_semantics",
+]
