@@ -1,21 +1,35 @@
 """``lance_sql.SessionContext``: DataFusion's SessionContext that also knows Lance tables.
 
 A thin subclass (datafusion-python's vocabulary, unchanged behaviour for every
-existing method) that registers lance-sql's SQL functions at construction and
-runs the SQL rewrite pipeline (:mod:`.sql_rewrite`) before DataFusion parses a
-query.
+existing method) that registers lance-sql's SQL functions at construction, runs
+the SQL rewrite pipeline (:mod:`.sql_rewrite`) before DataFusion parses a
+query, registers Lance datasets as tables (:meth:`SessionContext.register_lance`)
+and adds a ``LanceScan:`` line under each Lance ``DatasetExec`` of an
+``EXPLAIN`` (DataFusion renders that node without asking the table, so the
+version, fragment count and pushed filter would otherwise be invisible).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 import datafusion
-from datafusion import DataFrame, SessionConfig, SQLOptions
-from datafusion import RuntimeEnvBuilder
+import pyarrow as pa
+from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
 from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
+from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
 from lance_sql.engines.datafusion.sql_rewrite import rewrite_sql
+from lance_sql.tables.lance_table import LanceTable
+
+_EXPLAIN = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*explain\b", re.IGNORECASE | re.DOTALL)
+_SET_PARTITIONS = re.compile(r"^\s*set\b.*target_partitions", re.IGNORECASE | re.DOTALL)
 
 
 class SessionContext(datafusion.SessionContext):
@@ -26,9 +40,93 @@ class SessionContext(datafusion.SessionContext):
         config: SessionConfig | None = None,
         runtime: RuntimeEnvBuilder | None = None,
     ) -> None:
+        self._lance_lock = threading.RLock()
+        self._lance_tables: dict[str, LanceDatasetTable] = {}
+        self._target_partitions: int | None = None
         super().__init__(config, runtime)
         functions.register_functions(self)
 
+    # -- Lance tables --------------------------------------------------------------------
+    def register_lance(
+        self,
+        name: str,
+        uri: str | os.PathLike[str],
+        *,
+        version: int | None = None,
+        tag: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        """Register the Lance dataset at ``uri`` as table ``name``.
+
+        Without ``version``/``tag`` every query reads the latest version as of
+        when it is planned; with one, that version forever. The table's schema
+        is the one of the version seen now. Raises ``NotFoundError`` (no
+        dataset, version or tag), ``FormatError`` (not a Lance dataset, damaged
+        manifest) or ``UnsupportedFeatureError`` (unknown reader feature flags),
+        each naming ``uri``. Registering a name again replaces the table.
+        """
+        table = LanceTable.open(uri, version=version, tag=tag, storage_options=storage_options)
+        provider = LanceDatasetTable(table, name=name, partitions=self._partitions())
+        with self._lance_lock:
+            if self.table_exist(name):
+                super().deregister_table(name)
+            self.register_table(name, provider)
+            self._lance_tables[name] = provider
+
+    def register_namespace(
+        self,
+        name: str,
+        root: str | os.PathLike[str],
+        *,
+        version: int | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        prune: Any = "planner",
+    ) -> NamespaceTable | list[str]:
+        """Register the directory namespace at ``root``.
+
+        A partitioned namespace becomes one table ``name`` with the namespace
+        schema; queries prune partitions through the planner (``prune=None``
+        reads every partition table). A plain directory namespace (no partition
+        spec) becomes schema ``name`` with one table per namespace table,
+        queried as ``name.table``. Without ``version`` each query reads the
+        latest ``__manifest``; with one, that version forever.
+        """
+        return register_namespace(
+            self,
+            name,
+            root,
+            version=version,
+            storage_options=storage_options,
+            prune=prune,
+            partitions=self._partitions(),
+        )
+
+    def lance_table(self, name: str) -> LanceDatasetTable:
+        """The registered Lance table ``name`` (its ``metrics`` count the rows scans read)."""
+        with self._lance_lock:
+            try:
+                return self._lance_tables[name]
+            except KeyError:
+                raise KeyError(f"no Lance table named {name!r} is registered") from None
+
+    def register_table(self, name: str, table: Any) -> None:
+        """DataFusion's ``register_table``; a Lance table of that name is forgotten."""
+        with self._lance_lock:
+            self._lance_tables.pop(name, None)
+        super().register_table(name, table)
+
+    def deregister_table(self, name: str) -> None:
+        with self._lance_lock:
+            self._lance_tables.pop(name, None)
+        super().deregister_table(name)
+
+    def _partitions(self) -> int:
+        """DataFusion's ``target_partitions`` (no getter in datafusion-python: measure it)."""
+        if self._target_partitions is None:
+            self._target_partitions = _detect_target_partitions(self)
+        return self._target_partitions
+
+    # -- SQL -----------------------------------------------------------------------------
     def sql(
         self,
         query: str,
@@ -36,7 +134,56 @@ class SessionContext(datafusion.SessionContext):
         param_values: dict[str, Any] | None = None,
         **named_params: Any,
     ) -> DataFrame:
-        """Run ``query`` after lance-sql's rewrites (see :mod:`.sql_rewrite`)."""
-        return super().sql(
+        """Run ``query`` after lance-sql's rewrites (see :mod:`.sql_rewrite`).
+
+        ``EXPLAIN`` statements are planned at once (``EXPLAIN ANALYZE`` runs
+        once) and their output gets one description line under each scan node
+        of a lance-sql table (any :class:`ScanUnitDataset`, e.g. ``LanceScan:``).
+        """
+        df = super().sql(
             rewrite_sql(self, query), options=options, param_values=param_values, **named_params
         )
+        if _SET_PARTITIONS.match(query):
+            self._refresh_partitions()
+        if _EXPLAIN.match(query):
+            return self._annotated_explain(df)
+        return df
+
+    def _annotated_explain(self, df: DataFrame) -> DataFrame:
+        with capture_scans() as records:
+            table = df.to_arrow_table()
+        if not records or "plan" not in table.column_names:
+            return self._frame(table)
+        annotation = ExplainAnnotation(records)
+        plans = [annotation.annotate(p) if p else p for p in table.column("plan").to_pylist()]
+        idx = table.column_names.index("plan")
+        table = table.set_column(idx, table.schema.field(idx), pa.array(plans, pa.string()))
+        return self._frame(table)
+
+    def _frame(self, table: pa.Table) -> DataFrame:
+        """A DataFrame over ``table`` that registers no table name (``from_arrow`` does)."""
+        batches = table.combine_chunks().to_batches() or [
+            pa.RecordBatch.from_pylist([], schema=table.schema)
+        ]
+        return self.read_batches(batches)
+
+    def _refresh_partitions(self) -> None:
+        self._target_partitions = None
+        k = self._partitions()
+        with self._lance_lock:
+            for provider in self._lance_tables.values():
+                provider.partitions = k
+
+
+def _detect_target_partitions(ctx: datafusion.SessionContext) -> int:
+    """The partition count DataFusion plans a grouped aggregation with (= target_partitions)."""
+    try:
+        plan = datafusion.SessionContext.sql(
+            ctx, "SELECT x FROM (VALUES (1), (2)) AS t(x) GROUP BY x"
+        ).execution_plan()
+        return max(1, int(plan.partition_count))
+    except Exception:  # a context configured to refuse this still gets a sane default
+        return max(1, os.cpu_count() or 1)
+
+
+__all__ = ["SessionContext"]

@@ -1,0 +1,315 @@
+"""DataFusion tables over directory namespaces.
+
+* A **partitioned namespace** becomes one table with the namespace schema
+  (:class:`NamespaceTable`). Each scan node pins one ``__manifest`` version
+  (latest when the query is planned, or the registered ``version``), asks an
+  optional pruning hook which partition tables to read, and scans each of them
+  at the version ``__manifest`` pins: one DataFusion partition per partition
+  table (or per chunk of fragments of a large one), with the projection and
+  the filter pushed into each table's Lance scan.
+* A **plain directory namespace** (a V2 ``__manifest`` without partition spec,
+  e.g. written by pylance's ``DirectoryNamespace``) becomes a DataFusion schema
+  whose tables are its tables, queried as ``name."object_id"`` (ids of nested
+  tables contain ``$`` and need quotes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.errors import SchemaMismatchError
+from lance_sql.tables.lance_table import LanceTable
+from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.layout import root_uri
+from lance_sql.tables.namespace.manifest_table import read_manifest
+from lance_sql.tables.namespace.namespace import (
+    NotPartitionedError,
+    PartitionedNamespace,
+    parse_properties,
+)
+from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups, projected_schema
+
+#: ``prune(filter, namespace) -> partitions to read`` (None: all of them).
+PruneHook = Callable[
+    ["pc.Expression | None", PartitionedNamespace], "Iterable[PartitionTable | str] | None"
+]
+
+
+def planner_prune(
+    filter: pc.Expression | None,
+    namespace: PartitionedNamespace,
+    schema: pa.Schema | None = None,
+) -> list[str] | None:
+    """The default pruning hook: :func:`lance_sql.planning.planner.plan_partitions`.
+
+    Projects the scan's filter through every spec version onto the
+    ``__manifest`` partition columns (spec appendix D) and returns the object
+    ids of the partition tables that may hold matching rows. The full filter
+    is still applied inside every selected table, so pruning can only skip
+    work. A filter the planner cannot handle selects every table. ``schema``
+    is the schema the filter's column names refer to (the one registered in
+    DataFusion); specs refer to sources by field id, so it stays right after
+    renames.
+    """
+    if filter is None:
+        return None
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.planning.planner import plan_partitions
+
+    try:
+        plan = plan_partitions(
+            filter, namespace.specs, schema or namespace.schema, namespace.snapshot.rows
+        )
+    except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException):
+        return None
+    return plan.selected.column("object_id").to_pylist()
+
+
+class _EmptyUnit(ScanUnit):
+    """No rows: keeps at least one DataFusion partition when pruning removes everything."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._schema = schema
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        projected_schema(self._schema, columns)
+        return iter(())
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        return 0
+
+    def describe(self) -> str:
+        return "no partition tables"
+
+
+#: Batches pulled from a partition table's scan at a time (read-ahead per partition).
+BURST = 16
+
+
+class _ChainedUnit(ScanUnit):
+    """Several partition-table units read one after the other as one DataFusion partition.
+
+    Every concurrent stream competes for the GIL, so a namespace of many small
+    partition tables is scanned as ``partitions`` balanced chains rather than
+    one stream each. Batches are pulled from pylance in bursts of
+    :data:`BURST` (bounded read-ahead): measured on 16 partition tables, pulling
+    one batch per DataFusion poll made ``count(*), sum(x)`` ~1.5x slower than
+    bursts, which keep pylance's decode pipeline busy between polls.
+    """
+
+    def __init__(self, units: Sequence[ScanUnit], schema: pa.Schema) -> None:
+        self.units = list(units)
+        self._schema = schema
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def estimated_rows(self) -> int | None:
+        return sum(u.estimated_rows or 0 for u in self.units)
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        for unit in self.units:
+            batches = unit.to_batches(columns, filter, batch_size)
+            while burst := list(itertools.islice(batches, BURST)):
+                yield from burst
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        return sum(u.count_rows(filter) for u in self.units)
+
+    def describe(self) -> str:
+        return "; ".join(u.describe() for u in self.units)
+
+
+def _chain(units: Sequence[ScanUnit], k: int, schema: pa.Schema) -> list[ScanUnit]:
+    groups = balanced_groups([(i, u.estimated_rows or 0) for i, u in enumerate(units)], k)
+    return [_ChainedUnit([units[i] for i in g], schema) for g in groups]
+
+
+class NamespaceTable(ScanUnitDataset):
+    """A partitioned namespace as one DataFusion table (``register_table``-ready)."""
+
+    def __init__(
+        self,
+        namespace: PartitionedNamespace,
+        *,
+        name: str,
+        follow_latest: bool,
+        prune: PruneHook | None = None,
+        partitions: int | None = None,
+        rows_per_unit: int = 4_000_000,
+    ) -> None:
+        self.root = namespace.root
+        self.partitions = partitions or max(1, os.cpu_count() or 1)
+        self.storage_options = namespace.storage_options
+        self.follow_latest = follow_latest
+        self.prune = prune
+        self.rows_per_unit = rows_per_unit
+        self.metrics = ScanMetrics()
+        self._lock = threading.Lock()
+        self._namespace = namespace
+        namespace.metrics = self.metrics
+        self._manifest_ds: Any = None
+        super().__init__(namespace.schema, self._plan, name=name)
+
+    @property
+    def namespace(self) -> PartitionedNamespace:
+        """The namespace view the most recent scan used."""
+        return self._namespace
+
+    def _current(self) -> PartitionedNamespace:
+        if not self.follow_latest:
+            return self._namespace
+        import lance
+
+        with self._lock:
+            if self._manifest_ds is None:
+                self._manifest_ds = lance.dataset(
+                    self._namespace.snapshot.uri, storage_options=self.storage_options
+                )
+            latest = self._manifest_ds.latest_version
+            if latest != self._namespace.manifest_version:
+                ns = PartitionedNamespace.open(
+                    self.root, version=latest, storage_options=self.storage_options
+                )
+                _check_schema(self.name, self.schema, ns.schema, latest)
+                ns.metrics = self.metrics
+                ns.adopt_open_tables(self._namespace)
+                self._namespace = ns
+            return self._namespace
+
+    def _plan(self, filter: pc.Expression | None) -> ScanPlan:
+        ns = self._current()
+        partitions = self.prune(filter, ns) if self.prune is not None else None
+        table_units = list(
+            ns.scan_units(partitions, rows_per_unit=self.rows_per_unit, schema=self.schema)
+        )
+        tables = len({getattr(u, "entry", u).object_id for u in table_units})
+        total = len(ns.tables())
+        units = _chain(table_units, self.partitions, self.schema)
+        if not units:
+            units = [_EmptyUnit(self.schema)]
+        pin = "latest" if self.follow_latest else "pinned"
+        where = "filter=none" if filter is None else f"filter={filter} (in each partition table)"
+        description = (
+            f"LanceNamespaceScan: table={self.name}, root={self.root}, "
+            f"manifest_version={ns.manifest_version} ({pin}), partition_tables={tables}/{total}, "
+            f"units={len(table_units)}, partitions={len(units)}, {where}"
+        )
+        return ScanPlan(units, description)
+
+
+def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int) -> None:
+    """Every registered column must still exist (by field id) with the same type."""
+    by_id = {field_id_of(f): f for f in now}
+    for f in registered:
+        current = by_id.get(field_id_of(f))
+        if current is None or not current.type.equals(f.type):
+            raise SchemaMismatchError(
+                f"{name}: namespace column {f.name!r} (field id {field_id_of(f)}) was dropped "
+                f"or retyped in __manifest version {version}; register the namespace again"
+            )
+
+
+def register_namespace(
+    ctx: Any,
+    name: str,
+    root: str | os.PathLike[str],
+    *,
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    prune: PruneHook | str | None = "planner",
+    partitions: int | None = None,
+) -> NamespaceTable | list[str]:
+    """Register the directory namespace at ``root`` in DataFusion context ``ctx``.
+
+    A partitioned namespace becomes table ``name`` (returns its
+    :class:`NamespaceTable`); without ``version`` each query reads the latest
+    ``__manifest`` as of planning, with one that version forever. A plain
+    directory namespace becomes schema ``name`` holding one table per table of
+    the namespace, named by object id (returns the table names). ``prune`` is
+    the partition pruning hook: ``"planner"`` (default, :func:`planner_prune`),
+    ``None`` (read every partition table) or a callable
+    ``prune(filter, namespace) -> object ids | None``; ``partitions`` is the number of
+    DataFusion partitions a scan is split into (default: CPU count).
+    """
+    root_s = root_uri(root)
+    snapshot = read_manifest(root_s, version, storage_options=storage_options)
+    try:
+        parse_properties(snapshot.properties)
+    except NotPartitionedError:
+        return _register_directory(ctx, name, root_s, snapshot, storage_options, partitions)
+    ns = PartitionedNamespace(root_s, snapshot, storage_options=storage_options, read_only=True)
+    if prune == "planner":
+        registered = ns.schema
+
+        def prune(filter: pc.Expression | None, namespace: PartitionedNamespace) -> Any:
+            return planner_prune(filter, namespace, registered)
+
+    elif isinstance(prune, str):
+        raise ValueError(f"prune must be 'planner', None or a callable, got {prune!r}")
+    provider = NamespaceTable(
+        ns, name=name, follow_latest=version is None, prune=prune, partitions=partitions
+    )
+    if ctx.table_exist(name):
+        ctx.deregister_table(name)
+    ctx.register_table(name, provider)
+    return provider
+
+
+def _register_directory(
+    ctx: Any,
+    name: str,
+    root: str,
+    snapshot: Any,
+    storage_options: Mapping[str, str] | None,
+    partitions: int | None,
+) -> list[str]:
+    from datafusion.catalog import Schema
+
+    entries = table_entries(snapshot.rows, root, [])
+    schema = Schema.memory_schema()
+    k = partitions or max(1, os.cpu_count() or 1)
+    names = []
+    for entry in entries:
+        table = LanceTable.open(
+            entry.uri, version=entry.read_version, storage_options=storage_options
+        )
+        schema.register_table(
+            entry.object_id,
+            LanceDatasetTable(table, name=f"{name}.{entry.object_id}", partitions=k),
+        )
+        names.append(entry.object_id)
+    catalog = ctx.catalog()
+    if name in catalog.schema_names():
+        catalog.deregister_schema(name)
+    catalog.register_schema(name, schema)
+    return names
+
+
+__all__ = ["NamespaceTable", "PruneHook", "planner_prune", "register_namespace"]

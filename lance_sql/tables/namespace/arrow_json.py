@@ -1,0 +1,390 @@
+"""Arrow types and schemas as lance-namespace's JsonArrowDataType / JsonArrowSchema JSON.
+
+The partitioning spec stores the namespace ``schema`` and every ``result_type``
+in the lance-namespace client format (``lance_namespace_urllib3_client.models``:
+``JsonArrowSchema{fields, metadata}``, ``JsonArrowField{name, nullable, type,
+metadata}``, ``JsonArrowDataType{type, fields, length}``). The type names and the
+``length`` encodings below are the ones pylance 14's Rust converter writes
+(``bool``, ``utf8``, ``large_list``, ``fixed_size_binary`` with ``length``,
+``decimal128`` with ``length = precision * 1000 + scale``, ...), so documents
+written here are read by pylance and vice versa.
+
+That format has no slot for time units or time zones (pylance writes a bare
+``{"type": "timestamp"}``). To round-trip every Arrow type we add two optional
+keys, ``unit`` and ``timezone``, which lance-namespace's models ignore; when they
+are absent we read the Arrow defaults pylance would produce (``us``, no zone;
+``ms`` for time32). ``keys_sorted`` is likewise added for sorted maps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import SpecError
+
+FIELD_ID_KEY = "lance:field_id"
+
+# Names shared by both directions; the rest need parameters.
+_SIMPLE: dict[str, pa.DataType] = {
+    "null": pa.null(),
+    "bool": pa.bool_(),
+    "int8": pa.int8(),
+    "uint8": pa.uint8(),
+    "int16": pa.int16(),
+    "uint16": pa.uint16(),
+    "int32": pa.int32(),
+    "uint32": pa.uint32(),
+    "int64": pa.int64(),
+    "uint64": pa.uint64(),
+    "float16": pa.float16(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "date32": pa.date32(),
+    "date64": pa.date64(),
+    "utf8": pa.utf8(),
+    "large_utf8": pa.large_utf8(),
+    "utf8_view": pa.string_view(),
+    "binary": pa.binary(),
+    "large_binary": pa.large_binary(),
+    "binary_view": pa.binary_view(),
+}
+_SIMPLE_NAMES = {v: k for k, v in _SIMPLE.items()}
+# Spellings other writers use for the same types (read-only aliases).
+_ALIASES = {"boolean": "bool", "string": "utf8", "large_string": "large_utf8"}
+_DEFAULT_UNIT = {"timestamp": "us", "time32": "ms", "time64": "us", "duration": "us"}
+_DECIMALS = {
+    "decimal32": getattr(pa, "decimal32", None),
+    "decimal64": getattr(pa, "decimal64", None),
+    "decimal128": pa.decimal128,
+    "decimal256": pa.decimal256,
+}
+
+
+def data_type_to_json(data_type: pa.DataType) -> dict[str, Any]:
+    """The JsonArrowDataType object for ``data_type`` (inverse of :func:`data_type_from_json`)."""
+    name = _SIMPLE_NAMES.get(data_type)
+    if name is not None:
+        return {"type": name}
+    if pa.types.is_timestamp(data_type):
+        out: dict[str, Any] = {"type": "timestamp", "unit": data_type.unit}
+        if data_type.tz is not None:
+            out["timezone"] = data_type.tz
+        return out
+    if pa.types.is_time32(data_type):
+        return {"type": "time32", "unit": data_type.unit}
+    if pa.types.is_time64(data_type):
+        return {"type": "time64", "unit": data_type.unit}
+    if pa.types.is_duration(data_type):
+        return {"type": "duration", "unit": data_type.unit}
+    if pa.types.is_interval(data_type):
+        return {"type": "interval", "unit": "month_day_nano"}
+    if pa.types.is_decimal(data_type):
+        return {
+            "type": f"decimal{data_type.bit_width}",
+            "length": data_type.precision * 1000 + data_type.scale,
+        }
+    if pa.types.is_fixed_size_binary(data_type):
+        return {"type": "fixed_size_binary", "length": data_type.byte_width}
+    if pa.types.is_fixed_size_list(data_type):
+        return {
+            "type": "fixed_size_list",
+            "fields": [field_to_json(data_type.value_field)],
+            "length": data_type.list_size,
+        }
+    if pa.types.is_large_list(data_type):
+        return {"type": "large_list", "fields": [field_to_json(data_type.value_field)]}
+    if pa.types.is_map(data_type):
+        entries = pa.field(
+            "entries",
+            pa.struct([data_type.key_field, data_type.item_field]),
+            nullable=False,
+        )
+        out = {"type": "map", "fields": [field_to_json(entries)]}
+        if data_type.keys_sorted:
+            out["keys_sorted"] = True
+        return out
+    if pa.types.is_list(data_type):
+        return {"type": "list", "fields": [field_to_json(data_type.value_field)]}
+    if pa.types.is_struct(data_type):
+        return {
+            "type": "struct",
+            "fields": [field_to_json(data_type.field(i)) for i in range(data_type.num_fields)],
+        }
+    if pa.types.is_dictionary(data_type):
+        # Lance stores dictionaries by their value type; so does the JSON format.
+        return data_type_to_json(data_type.value_type)
+    raise SpecError(f"Arrow type {data_type} has no JsonArrowDataType form", key="type")
+
+
+def data_type_from_json(obj: Any, *, key: str = "type") -> pa.DataType:
+    """Parse a JsonArrowDataType object; errors name ``key`` (the JSON path of ``obj``)."""
+    if not isinstance(obj, Mapping):
+        raise SpecError(f"expected a JsonArrowDataType object, got {obj!r}", key=key)
+    name = obj.get("type")
+    if not isinstance(name, str):
+        raise SpecError("missing or non-string 'type'", key=f"{key}.type")
+    name = _ALIASES.get(name.lower(), name.lower())
+    simple = _SIMPLE.get(name)
+    if simple is not None:
+        return simple
+    if name in _DEFAULT_UNIT:
+        return _unit_type(name, obj, key)
+    if name == "interval":
+        return pa.month_day_nano_interval()
+    if name in _DECIMALS:
+        length = _int(obj, "length", key)
+        precision, scale = divmod(length, 1000)
+        factory = _DECIMALS[name]
+        if factory is None:
+            raise SpecError(f"{name} is not supported by this pyarrow", key=f"{key}.type")
+        try:
+            return factory(precision, scale)
+        except (ValueError, TypeError) as exc:
+            raise SpecError(f"invalid {name} length {length}: {exc}", key=f"{key}.length") from exc
+    if name == "fixed_size_binary":
+        return pa.binary(_int(obj, "length", key))
+    if name in ("list", "large_list", "fixed_size_list", "map", "struct"):
+        children = _children(obj, key)
+        if name == "struct":
+            return pa.struct(children)
+        if len(children) != 1:
+            raise SpecError(f"{name} needs exactly one child field", key=f"{key}.fields")
+        child = children[0]
+        if name == "list":
+            return pa.list_(child)
+        if name == "large_list":
+            return pa.large_list(child)
+        if name == "fixed_size_list":
+            return pa.list_(child, _int(obj, "length", key))
+        entries = child.type
+        if not pa.types.is_struct(entries) or entries.num_fields != 2:
+            raise SpecError("map entries must be a struct of key and value", key=f"{key}.fields")
+        return pa.map_(
+            entries.field(0), entries.field(1), keys_sorted=bool(obj.get("keys_sorted", False))
+        )
+    raise SpecError(f"unknown Arrow type name {obj.get('type')!r}", key=f"{key}.type")
+
+
+def _unit_type(name: str, obj: Mapping[str, Any], key: str) -> pa.DataType:
+    unit = obj.get("unit", _DEFAULT_UNIT[name])
+    try:
+        if name == "timestamp":
+            return pa.timestamp(unit, tz=obj.get("timezone"))
+        if name == "time32":
+            return pa.time32(unit)
+        if name == "time64":
+            return pa.time64(unit)
+        return pa.duration(unit)
+    except (ValueError, TypeError) as exc:
+        raise SpecError(f"invalid {name} unit {unit!r}: {exc}", key=f"{key}.unit") from exc
+
+
+def _int(obj: Mapping[str, Any], name: str, key: str) -> int:
+    value = obj.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(f"expected a non-negative integer, got {value!r}", key=f"{key}.{name}")
+    return value
+
+
+def _children(obj: Mapping[str, Any], key: str) -> list[pa.Field]:
+    fields = obj.get("fields")
+    if not isinstance(fields, list):
+        raise SpecError("nested type needs a 'fields' array", key=f"{key}.fields")
+    return [field_from_json(f, key=f"{key}.fields[{i}]") for i, f in enumerate(fields)]
+
+
+def field_to_json(field: pa.Field) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": field.name,
+        "nullable": field.nullable,
+        "type": data_type_to_json(field.type),
+    }
+    if field.metadata:
+        out["metadata"] = {
+            k.decode(): v.decode("utf-8", "replace") for k, v in field.metadata.items()
+        }
+    return out
+
+
+def field_from_json(obj: Any, *, key: str) -> pa.Field:
+    if not isinstance(obj, Mapping):
+        raise SpecError(f"expected a JsonArrowField object, got {obj!r}", key=key)
+    name = obj.get("name")
+    if not isinstance(name, str):
+        raise SpecError("missing or non-string 'name'", key=f"{key}.name")
+    nullable = obj.get("nullable", True)
+    if not isinstance(nullable, bool):
+        raise SpecError(f"'nullable' must be a boolean, got {nullable!r}", key=f"{key}.nullable")
+    metadata = obj.get("metadata") or None
+    if metadata is not None and not (
+        isinstance(metadata, Mapping)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
+        raise SpecError("'metadata' must map strings to strings", key=f"{key}.metadata")
+    return pa.field(
+        name, data_type_from_json(obj.get("type"), key=f"{key}.type"), nullable, metadata
+    )
+
+
+def schema_to_json(schema: pa.Schema) -> dict[str, Any]:
+    """The JsonArrowSchema object of ``schema`` (field metadata, incl. field ids, kept)."""
+    out: dict[str, Any] = {"fields": [field_to_json(f) for f in schema]}
+    if schema.metadata:
+        out["metadata"] = {
+            k.decode(): v.decode("utf-8", "replace") for k, v in schema.metadata.items()
+        }
+    return out
+
+
+def schema_from_json(obj: Any, *, key: str = "schema") -> pa.Schema:
+    """Parse a JsonArrowSchema (a dict or a JSON string); errors name the key path."""
+    if isinstance(obj, (str, bytes)):
+        obj = loads_limited(obj, key=key)
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("fields"), list):
+        raise SpecError("expected a JsonArrowSchema object with a 'fields' array", key=key)
+    fields = [field_from_json(f, key=f"{key}.fields[{i}]") for i, f in enumerate(obj["fields"])]
+    metadata = obj.get("metadata") or None
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise SpecError("'metadata' must be an object", key=f"{key}.metadata")
+    names = [f.name for f in fields]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise SpecError(f"duplicate column name {name!r}", key=f"{key}.fields[{i}].name")
+    return pa.schema(fields, metadata)
+
+
+MAX_JSON_BYTES = 1 << 20
+
+
+def loads_limited(text: str | bytes, *, key: str, limit: int = MAX_JSON_BYTES) -> Any:
+    """``json.loads`` that refuses documents over ``limit`` bytes before parsing them.
+
+    Metadata documents come from storage another party may write; bounding them
+    keeps a hostile or corrupted ``__manifest`` from exhausting memory.
+    """
+    size = len(text.encode() if isinstance(text, str) else text)
+    if size > limit:
+        raise SpecError(f"JSON document of {size} bytes exceeds the {limit}-byte limit", key=key)
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SpecError(f"invalid JSON: {exc}", key=key) from exc
+
+
+# ---------------------------------------------------------------------------
+# Field ids (``lance:field_id``)
+
+
+def iter_fields(
+    fields: Iterator[pa.Field] | list[pa.Field] | pa.Schema, path: str = ""
+) -> Iterator[tuple[str, pa.Field]]:
+    """Every field depth-first (pre-order, Lance's id order) with its dotted path."""
+    for field in fields:
+        full = f"{path}.{field.name}" if path else field.name
+        yield full, field
+        yield from iter_fields(_child_fields(field.type), full)
+
+
+def _child_fields(data_type: pa.DataType) -> list[pa.Field]:
+    if pa.types.is_struct(data_type):
+        return [data_type.field(i) for i in range(data_type.num_fields)]
+    if pa.types.is_map(data_type):
+        return [pa.field("entries", pa.struct([data_type.key_field, data_type.item_field]), False)]
+    if (
+        pa.types.is_list(data_type)
+        or pa.types.is_large_list(data_type)
+        or pa.types.is_fixed_size_list(data_type)
+    ):
+        return [data_type.value_field]
+    return []
+
+
+def field_id_of(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def assign_field_ids(schema: pa.Schema) -> pa.Schema:
+    """Give every field a ``lance:field_id``, depth-first from 0, as Lance does at creation.
+
+    A schema that already carries ids on every field is returned unchanged; one
+    that carries ids on some fields only is refused (the ids could not be
+    reconciled with the ones Lance would assign).
+    """
+    ids = [field_id_of(f) for _, f in iter_fields(schema)]
+    if all(i is not None for i in ids):
+        return schema
+    if any(i is not None for i in ids):
+        raise SpecError("some fields carry lance:field_id and some do not", key="schema")
+    counter = iter(range(len(ids)))
+    return pa.schema([_with_ids(f, counter) for f in schema], schema.metadata)
+
+
+def _with_ids(field: pa.Field, counter: Iterator[int]) -> pa.Field:
+    metadata = dict(field.metadata or {})
+    metadata[FIELD_ID_KEY.encode()] = str(next(counter)).encode()
+    data_type = field.type
+    if pa.types.is_struct(data_type):
+        data_type = pa.struct([_with_ids(c, counter) for c in _child_fields(data_type)])
+    elif pa.types.is_map(data_type):
+        entries = _with_ids(_child_fields(data_type)[0], counter)
+        data_type = pa.map_(
+            entries.type.field(0), entries.type.field(1), keys_sorted=data_type.keys_sorted
+        )
+    elif pa.types.is_fixed_size_list(data_type):
+        data_type = pa.list_(_with_ids(data_type.value_field, counter), data_type.list_size)
+    elif pa.types.is_large_list(data_type):
+        data_type = pa.large_list(_with_ids(data_type.value_field, counter))
+    elif pa.types.is_list(data_type):
+        data_type = pa.list_(_with_ids(data_type.value_field, counter))
+    return pa.field(field.name, data_type, field.nullable, metadata)
+
+
+def field_ids(schema: pa.Schema, *, key: str = "schema") -> dict[int, str]:
+    """Map every field id to its dotted path; refuse missing, malformed or duplicate ids."""
+    out: dict[int, str] = {}
+    map_paths = {p for p, f in iter_fields(schema) if pa.types.is_map(f.type)}
+    for path, field in iter_fields(schema):
+        raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
+        if raw is None and path.rsplit(".", 1)[0] in map_paths and field.name == "entries":
+            continue  # Arrow cannot attach metadata to a map's entries; Lance's id is implied
+        if raw is None:
+            raise SpecError(f"field {path!r} has no {FIELD_ID_KEY}", key=key)
+        try:
+            fid = int(raw)
+        except ValueError:
+            raise SpecError(
+                f"field {path!r} has a non-integer {FIELD_ID_KEY} {raw.decode()!r}", key=key
+            ) from None
+        if fid < 0:
+            raise SpecError(f"field {path!r} has a negative {FIELD_ID_KEY}", key=key)
+        if fid in out:
+            raise SpecError(f"fields {out[fid]!r} and {path!r} share {FIELD_ID_KEY} {fid}", key=key)
+        out[fid] = path
+    return out
+
+
+def field_by_id(schema: pa.Schema, fid: int) -> pa.Field | None:
+    for _, field in iter_fields(schema):
+        if field_id_of(field) == fid:
+            return field
+    return None
+
+
+def top_level_ids(schema: pa.Schema) -> dict[int, int]:
+    """Field id -> top-level column index, for top-level columns."""
+    return {field_id_of(f): i for i, f in enumerate(schema) if field_id_of(f) is not None}
+
+
+def dumps(obj: Any) -> str:
+    """Compact, deterministic JSON (the form stored in ``__manifest`` metadata)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,116 @@
+"""Names and paths of a (partitioned) directory namespace.
+
+Object ids are namespace paths joined with ``$`` (``v2$e9f0g1h2i3j4k5l6$dataset``);
+partition namespaces get 16 random base36 characters; tables live in
+directories ``{8 lowercase hex}_{object_id}`` (the V2 layout pylance's directory
+namespace uses, where the hex is a hash of a random number and the object id).
+Readers never recompute a directory name: they resolve the stored ``location``,
+and :func:`resolve_location` refuses any location that could escape the root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import string
+
+from lance_sql.errors import UnsafeLocationError
+
+DELIMITER = "$"
+MANIFEST_NAME = "__manifest"
+TABLE_NAME = "dataset"
+NAMESPACE = "namespace"
+TABLE = "table"
+
+_BASE36 = string.ascii_lowercase + string.digits
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def random_namespace_name() -> str:
+    """16 random characters from ``a-z0-9`` (~83 bits; spec: Partition Namespace Naming)."""
+    return "".join(secrets.choice(_BASE36) for _ in range(16))
+
+
+def join_object_id(*parts: str) -> str:
+    return DELIMITER.join(parts)
+
+
+def split_object_id(object_id: str) -> list[str]:
+    return object_id.split(DELIMITER)
+
+
+def spec_version_of(object_id: str) -> int | None:
+    """N when ``object_id`` lies under the ``v{N}`` spec version namespace, else None."""
+    head = object_id.split(DELIMITER, 1)[0]
+    if len(head) > 1 and head[0] == "v" and head[1:].isdigit() and head[1] != "0":
+        return int(head[1:])
+    return None
+
+
+def table_dir_name(object_id: str) -> str:
+    """``{8 hex}_{object_id}``: hash of a random number and the id, as pylance does."""
+    digest = hashlib.sha256(secrets.token_bytes(8) + object_id.encode()).hexdigest()
+    return f"{digest[:8]}_{object_id}"
+
+
+def root_uri(root: str | os.PathLike[str]) -> str:
+    """A root URI pylance and fsspec agree on: local paths absolute, no trailing slash."""
+    text = os.fspath(root)
+    if "://" not in text:
+        text = os.path.abspath(os.path.expanduser(text))
+    return text.rstrip("/") if len(text) > 1 else text
+
+
+def child_uri(root: str, relative: str) -> str:
+    return f"{root.rstrip('/')}/{relative}"
+
+
+def manifest_uri(root: str) -> str:
+    return child_uri(root, MANIFEST_NAME)
+
+
+def resolve_location(root: str, location: str | None, object_id: str) -> str:
+    """The URI of a table stored at ``location`` (relative to ``root``), refusing escapes.
+
+    Absolute paths, URLs of any scheme, drive letters, backslashes and ``..`` or
+    ``.`` segments are refused with :class:`UnsafeLocationError` naming the
+    object: a ``__manifest`` written by someone else must not make this reader
+    open (or a writer overwrite) data outside the namespace.
+    """
+    if location is None or location == "":
+        raise UnsafeLocationError(f"table {object_id!r} has no location in __manifest")
+    reason = None
+    if location.startswith(("/", "~")) or _SCHEME_RE.match(location):
+        reason = "is absolute or has a scheme"
+    elif "\\" in location or "\x00" in location:
+        reason = "contains a backslash or NUL"
+    else:
+        segments = location.split("/")
+        if any(s in ("", ".", "..") for s in segments):
+            reason = "has an empty, '.' or '..' path segment"
+    if reason:
+        raise UnsafeLocationError(
+            f"location {location!r} of table {object_id!r} {reason}; "
+            f"it must stay inside the namespace root {root}"
+        )
+    return child_uri(root, location)
+
+
+__all__ = [
+    "DELIMITER",
+    "MANIFEST_NAME",
+    "NAMESPACE",
+    "TABLE",
+    "TABLE_NAME",
+    "child_uri",
+    "join_object_id",
+    "manifest_uri",
+    "random_namespace_name",
+    "resolve_location",
+    "root_uri",
+    "spec_version_of",
+    "split_object_id",
+    "table_dir_name",
+]

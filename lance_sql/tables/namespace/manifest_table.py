@@ -1,0 +1,225 @@
+"""The ``__manifest`` Lance table: its schema, snapshots, and atomic commits.
+
+Base columns match what pylance 14's ``DirectoryNamespace`` writes (including
+the ``lance-schema:unenforced-primary-key:position`` marker on ``object_id`` and
+the ``object_id`` child name of ``base_objects``), so pylance can still list
+the namespace. Partitioned namespaces add ``read_version`` / ``read_branch`` /
+``read_tag`` and one nullable ``partition_field_{field_id}`` column per
+partition field of every spec version. Root properties (``schema``,
+``partition_spec_v{N}``) live in the Lance table metadata.
+
+Every change is one Lance commit against the version the writer read
+(``read_version``), so a concurrent change makes the commit fail with
+:class:`CommitConflictError` instead of silently losing rows. Row changes
+rewrite the whole (small) table with an ``Overwrite`` commit: a single version
+that readers see entirely or not at all; table metadata is carried over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import CommitConflictError, NotFoundError
+from lance_sql.tables.namespace.layout import manifest_uri
+from lance_sql.tables.namespace.spec import PartitionField
+
+PK_KEY = b"lance-schema:unenforced-primary-key:position"
+
+BASE_FIELDS = (
+    pa.field("object_id", pa.utf8(), nullable=False, metadata={PK_KEY: b"0"}),
+    pa.field("object_type", pa.utf8(), nullable=False),
+    pa.field("location", pa.utf8()),
+    pa.field("metadata", pa.utf8()),
+    pa.field("base_objects", pa.list_(pa.field("object_id", pa.utf8()))),
+)
+READ_FIELDS = (
+    pa.field("read_version", pa.uint64()),
+    pa.field("read_branch", pa.utf8()),
+    pa.field("read_tag", pa.utf8()),
+)
+BASE_NAMES = tuple(f.name for f in BASE_FIELDS + READ_FIELDS)
+
+
+def manifest_schema(partition_fields: Iterable[PartitionField] = ()) -> pa.Schema:
+    """Base + read columns + one column per distinct partition field id (first-seen order)."""
+    fields = list(BASE_FIELDS + READ_FIELDS)
+    seen: set[str] = set()
+    for pf in partition_fields:
+        if pf.field_id not in seen:
+            seen.add(pf.field_id)
+            fields.append(pa.field(pf.column_name, pf.result_type, nullable=True))
+    return pa.schema(fields)
+
+
+def conform_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` with exactly ``schema``: missing columns NULL, order and types fixed."""
+    arrays = []
+    for f in schema:
+        if f.name in rows.column_names:
+            col = rows.column(f.name)
+            arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
+        else:
+            arrays.append(pa.nulls(rows.num_rows, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@dataclass(frozen=True)
+class ManifestSnapshot:
+    """One version of ``__manifest``: all its rows and its root properties."""
+
+    root: str
+    version: int
+    rows: pa.Table
+    properties: dict[str, str]
+    lance_schema: pa.Schema = field(repr=False)
+
+    @property
+    def uri(self) -> str:
+        return manifest_uri(self.root)
+
+
+def _lance() -> Any:
+    import lance
+
+    return lance
+
+
+def read_manifest(
+    root: str, version: int | None = None, *, storage_options: Mapping[str, str] | None = None
+) -> ManifestSnapshot:
+    """Open ``__manifest`` (latest or ``version``); NotFoundError names what is missing."""
+    lance = _lance()
+    uri = manifest_uri(root)
+    try:
+        ds = lance.dataset(uri, version=version, storage_options=_opts(storage_options))
+    except (ValueError, OSError) as exc:
+        text = str(exc)
+        if version is not None and ("version" in text.lower() or "not found" in text.lower()):
+            raise NotFoundError(f"__manifest has no version {version}", path=uri) from exc
+        raise NotFoundError(
+            f"no __manifest table (not a directory namespace?): {text}", path=uri
+        ) from exc
+    return _snapshot(root, ds)
+
+
+def _snapshot(root: str, ds: Any) -> ManifestSnapshot:
+    properties: dict[str, str] = {}
+    schema_md = ds.schema.metadata or {}
+    # Readers also accept root properties from schema metadata; table metadata wins.
+    for k, v in schema_md.items():
+        properties[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
+    properties.update(ds.metadata or {})
+    return ManifestSnapshot(root, ds.version, ds.to_table(), properties, ds.schema)
+
+
+def _opts(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
+    return dict(storage_options) if storage_options else None
+
+
+def create_manifest(
+    root: str,
+    schema: pa.Schema,
+    properties: Mapping[str, str],
+    rows: pa.Table | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> ManifestSnapshot:
+    """Create ``__manifest`` (refusing an existing one) with ``rows`` and root properties.
+
+    Two Lance versions result: the rows, then the table metadata (pylance 14 has
+    no single operation for both). A reader of version 1 sees no partition spec.
+    """
+    lance = _lance()
+    uri = manifest_uri(root)
+    rows = conform_rows(rows if rows is not None else schema.empty_table(), schema)
+    try:
+        ds = lance.write_dataset(
+            rows, uri, schema=schema, mode="create", storage_options=_opts(storage_options)
+        )
+    except (OSError, ValueError) as exc:
+        if "exist" in str(exc).lower():
+            raise CommitConflictError(f"a namespace already exists at {root} ({exc})") from exc
+        raise
+    snap = _snapshot(root, ds)
+    return update_properties(snap, dict(properties), storage_options=storage_options)
+
+
+def commit_rows(
+    snapshot: ManifestSnapshot,
+    rows: pa.Table,
+    *,
+    schema: pa.Schema | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> ManifestSnapshot:
+    """Replace all rows (and optionally the schema) in ONE commit based on ``snapshot``.
+
+    Raises CommitConflictError when ``__manifest`` changed since ``snapshot``.
+    """
+    lance = _lance()
+    from lance.fragment import write_fragments
+
+    schema = schema or snapshot.lance_schema
+    rows = conform_rows(rows, schema)
+    uri = snapshot.uri
+    frags = (
+        write_fragments(
+            rows, uri, schema=schema, mode="overwrite", storage_options=_opts(storage_options)
+        )
+        if rows.num_rows
+        else []
+    )
+    op = lance.LanceOperation.Overwrite(schema, frags)
+    ds = _commit(uri, op, snapshot.version, storage_options)
+    return _snapshot(snapshot.root, ds)
+
+
+def update_properties(
+    snapshot: ManifestSnapshot,
+    updates: Mapping[str, str | None],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> ManifestSnapshot:
+    """Set (or with None, remove) root properties in one commit based on ``snapshot``."""
+    lance = _lance()
+    op = lance.LanceOperation.UpdateConfig(
+        table_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates))
+    )
+    ds = _commit(snapshot.uri, op, snapshot.version, storage_options)
+    return _snapshot(snapshot.root, ds)
+
+
+def _commit(uri: str, op: Any, read_version: int, storage_options: Mapping[str, str] | None) -> Any:
+    lance = _lance()
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        return lance.LanceDataset.commit(
+            uri,
+            op,
+            read_version=read_version,
+            storage_options=_opts(storage_options),
+            max_retries=0,
+        )
+    except LanceConflict as exc:
+        raise CommitConflictError(
+            f"__manifest at {uri} changed since version {read_version}; nothing was committed "
+            f"({exc})"
+        ) from exc
+
+
+__all__ = [
+    "BASE_FIELDS",
+    "BASE_NAMES",
+    "READ_FIELDS",
+    "ManifestSnapshot",
+    "commit_rows",
+    "conform_rows",
+    "create_manifest",
+    "manifest_schema",
+    "read_manifest",
+    "update_properties",
+]

@@ -1,0 +1,493 @@
+"""``PartitionedNamespace``: create, write, evolve and read a partitioned namespace.
+
+One object is one view of the namespace at one ``__manifest`` version (a
+snapshot): :attr:`specs`, :attr:`schema`, :meth:`partitions` and every read
+reflect that version, and each partition table is read at the version the
+snapshot pins. Writes (:meth:`append`, :meth:`overwrite`, :meth:`add_spec`,
+:meth:`rename_column`, :meth:`add_columns`) start from the latest ``__manifest``
+and move this object to the version they commit. A namespace opened at an old
+``version`` (time travel) is read-only.
+
+See ``docs/namespaces.md`` for the model, on-disk layout and guarantees.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import LanceSqlError, SpecError
+from lance_sql.tables.namespace.arrow_json import (
+    assign_field_ids,
+    dumps,
+    field_id_of,
+    field_ids,
+    loads_limited,
+    schema_from_json,
+    schema_to_json,
+)
+from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
+from lance_sql.tables.namespace.manifest_table import (
+    ManifestSnapshot,
+    commit_rows,
+    conform_rows,
+    create_manifest,
+    manifest_schema,
+    read_manifest,
+    update_properties,
+)
+from lance_sql.tables.namespace.reader import (
+    PartitionTable,
+    PartitionTableUnit,
+    map_columns,
+    open_partition_table,
+    table_entries,
+    table_field_ids,
+)
+from lance_sql.tables.namespace.spec import (
+    PartitionField,
+    PartitionSpec,
+    build_spec,
+    parse_spec_key,
+    validate_evolution,
+)
+from lance_sql.tables.namespace.writer import NamespaceWriter
+from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups
+
+SCHEMA_KEY = "schema"
+
+
+class NotPartitionedError(SpecError):
+    """``__manifest`` has no ``partition_spec_v{N}``: a plain directory namespace."""
+
+
+def parse_properties(
+    properties: Mapping[str, str],
+) -> tuple[pa.Schema, dict[int, PartitionSpec]]:
+    """The namespace schema and every spec version from ``__manifest`` root properties."""
+    spec_keys = {k: n for k in properties if (n := parse_spec_key(k)) is not None}
+    if not spec_keys:
+        raise NotPartitionedError(
+            "__manifest has no partition_spec_v<N> property: not a partitioned namespace",
+            key="partition_spec_v1",
+        )
+    if SCHEMA_KEY not in properties:
+        raise SpecError("partitioned namespace has no 'schema' property", key=SCHEMA_KEY)
+    schema = schema_from_json(properties[SCHEMA_KEY], key=SCHEMA_KEY)
+    field_ids(schema, key=SCHEMA_KEY)
+    latest = max(spec_keys.values())
+    specs: dict[int, PartitionSpec] = {}
+    for key, n in sorted(spec_keys.items(), key=lambda kv: kv[1]):
+        specs[n] = PartitionSpec.from_json(
+            loads_limited(properties[key], key=key),
+            schema=schema,
+            key=key,
+            expected_id=n,
+            allow_missing_sources=n != latest,
+        )
+    validate_evolution(specs)
+    return schema, specs
+
+
+def _normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
+    if isinstance(schema, pa.Schema):
+        out = assign_field_ids(schema)
+    else:
+        out = schema_from_json(schema, key=SCHEMA_KEY)
+        if all(field_id_of(f) is None for f in out):
+            out = assign_field_ids(out)
+    field_ids(out, key=SCHEMA_KEY)
+    return out
+
+
+def _depth_first_ids(schema: pa.Schema) -> bool:
+    """True when ids are 0..n-1 in depth-first order, the ids Lance gives a new table."""
+    ids = list(field_ids(schema))
+    return ids == list(range(len(ids)))
+
+
+class PartitionedNamespace:
+    """A partitioned namespace at ``root``, viewed at one ``__manifest`` version."""
+
+    def __init__(
+        self,
+        root: str,
+        snapshot: ManifestSnapshot,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.root = root
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.read_only = read_only
+        self.metrics = ScanMetrics()
+        self._set_snapshot(snapshot)
+
+    def _set_snapshot(self, snapshot: ManifestSnapshot) -> None:
+        schema, specs = parse_properties(snapshot.properties)
+        self._snapshot = snapshot
+        self._schema = schema
+        self._specs = specs
+        self._entries: list[PartitionTable] | None = None
+        # (uri, read_version, read_branch, read_tag) -> (pylance dataset, table schema with ids)
+        self._opened: dict[tuple[Any, ...], tuple[Any, pa.Schema]] = {}
+
+    # -- creation and opening -----------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        root: str | os.PathLike[str],
+        schema: pa.Schema | Mapping[str, Any] | str,
+        spec: PartitionSpec | Mapping[str, Any] | str | Sequence[Mapping[str, Any]],
+        *,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> PartitionedNamespace:
+        """Create a namespace at ``root`` with spec version 1.
+
+        ``schema``: a pyarrow schema (ids assigned depth-first from 0 when it has
+        none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, or a
+        list of convenient field dicts (see :func:`spec.build_spec`).
+        """
+        root_s = root_uri(root)
+        ns_schema = _normalize_schema(schema)
+        if not _depth_first_ids(ns_schema):
+            raise SpecError(
+                "field ids must be 0..n-1 in depth-first order (the ids Lance assigns to the "
+                "partition tables)",
+                key=SCHEMA_KEY,
+            )
+        if isinstance(spec, PartitionSpec):
+            from lance_sql.tables.namespace.spec import validate_spec
+
+            if spec.id != 1:
+                raise SpecError("the first spec of a namespace has id 1", key=f"{spec.key}.id")
+            validate_spec(spec, ns_schema)
+            parsed = spec
+        elif isinstance(spec, (str, bytes, Mapping)):
+            parsed = PartitionSpec.from_json(
+                spec, schema=ns_schema, key="partition_spec_v1", expected_id=1
+            )
+        else:
+            parsed = build_spec(spec, spec_id=1, schema=ns_schema)
+        properties = {
+            SCHEMA_KEY: dumps(schema_to_json(ns_schema)),
+            parsed.key: parsed.to_json_string(),
+        }
+        mschema = manifest_schema(parsed.fields)
+        rows = pa.Table.from_pylist(
+            [
+                {
+                    "object_id": parsed.namespace_name,
+                    "object_type": NAMESPACE,
+                    "metadata": "{}",
+                }
+            ],
+            schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
+        )
+        snap = create_manifest(
+            root_s,
+            mschema,
+            properties,
+            conform_rows(rows, mschema),
+            storage_options=storage_options,
+        )
+        return cls(root_s, snap, storage_options=storage_options)
+
+    @classmethod
+    def open(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        version: int | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> PartitionedNamespace:
+        """Open the namespace at ``root`` (latest ``__manifest``, or ``version``: read-only)."""
+        root_s = root_uri(root)
+        snap = read_manifest(root_s, version, storage_options=storage_options)
+        return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
+
+    def refresh(self) -> PartitionedNamespace:
+        """Move this view to the latest ``__manifest`` version."""
+        self._check_writable()
+        self._set_snapshot(read_manifest(self.root, storage_options=self.storage_options))
+        return self
+
+    # -- model ----------------------------------------------------------------------------
+    @property
+    def manifest_version(self) -> int:
+        return self._snapshot.version
+
+    @property
+    def snapshot(self) -> ManifestSnapshot:
+        return self._snapshot
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The namespace schema (every field carries ``lance:field_id``)."""
+        return self._schema
+
+    @property
+    def specs(self) -> dict[int, PartitionSpec]:
+        return dict(self._specs)
+
+    @property
+    def current_spec(self) -> PartitionSpec:
+        return self._specs[max(self._specs)]
+
+    def all_fields(self) -> list[PartitionField]:
+        """Every partition field of every spec version (one per field id, first seen)."""
+        seen: dict[str, PartitionField] = {}
+        for n in sorted(self._specs):
+            for f in self._specs[n].fields:
+                seen.setdefault(f.field_id, f)
+        return list(seen.values())
+
+    def tables(self) -> list[PartitionTable]:
+        """The partition tables of this snapshot (locations checked against the root)."""
+        if self._entries is None:
+            fids = [f.field_id for f in self.all_fields()]
+            self._entries = table_entries(self._snapshot.rows, self.root, fids)
+        return list(self._entries)
+
+    def partitions(self) -> pa.Table:
+        """One row per partition table: ids, location, pins, and every partition column."""
+        rows = self._snapshot.rows
+        mask = pc.equal(rows.column("object_type"), "table")
+        tables = rows.filter(mask)
+        mschema = manifest_schema(self.all_fields())
+        tables = conform_rows(tables, mschema)
+        specs = [spec_version_of(o) for o in tables.column("object_id").to_pylist()]
+        cols = {
+            "object_id": tables.column("object_id"),
+            "location": tables.column("location"),
+            "spec_version": pa.array(specs, pa.int32()),
+            "read_version": tables.column("read_version"),
+            "read_branch": tables.column("read_branch"),
+            "read_tag": tables.column("read_tag"),
+        }
+        for f in self.all_fields():
+            cols[f.column_name] = tables.column(f.column_name)
+        out = pa.table(cols)
+        return out.sort_by("object_id") if out.num_rows else out
+
+    # -- writing ----------------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise LanceSqlError(
+                f"namespace {self.root} was opened at __manifest version "
+                f"{self._snapshot.version}; open it without a version to write"
+            )
+
+    def append(self, data: Any, *, buffer_bytes: int | None = None) -> int:
+        """Add rows; returns the new ``__manifest`` version (see writer module for the protocol)."""
+        return self._write(data, "append", buffer_bytes)
+
+    def overwrite(self, data: Any, *, buffer_bytes: int | None = None) -> int:
+        """Replace all rows with ``data`` (partitions it lacks leave ``__manifest``)."""
+        return self._write(data, "overwrite", buffer_bytes)
+
+    def _write(self, data: Any, mode: str, buffer_bytes: int | None) -> int:
+        self.refresh()
+        kwargs = {} if buffer_bytes is None else {"buffer_bytes": buffer_bytes}
+        writer = NamespaceWriter(
+            self._snapshot,
+            self._schema,
+            self.current_spec,
+            mode=mode,
+            storage_options=self.storage_options,
+            **kwargs,
+        )
+        try:
+            writer.write(data)
+            snap = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        self._set_snapshot(snap)
+        return snap.version
+
+    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField]) -> PartitionSpec:
+        """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
+        self.refresh()
+        new_id = max(self._specs) + 1
+        spec = build_spec(fields, spec_id=new_id, schema=self._schema, previous=self._specs)
+        mschema = manifest_schema([*self.all_fields(), *spec.fields])
+        rows = conform_rows(self._snapshot.rows, mschema)
+        row = pa.Table.from_pylist(
+            [{"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
+            schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
+        )
+        rows = pa.concat_tables([rows, conform_rows(row, mschema)])
+        snap = commit_rows(
+            self._snapshot, rows, schema=mschema, storage_options=self.storage_options
+        )
+        snap = update_properties(
+            snap, {spec.key: spec.to_json_string()}, storage_options=self.storage_options
+        )
+        self._set_snapshot(snap)
+        return spec
+
+    def rename_column(self, old: str, new: str) -> None:
+        """Rename a top-level namespace column (same field id; partition tables untouched)."""
+        self.refresh()
+        names = self._schema.names
+        if old not in names:
+            raise SpecError(f"no column named {old!r}", key=SCHEMA_KEY)
+        if new in names:
+            raise SpecError(f"a column named {new!r} already exists", key=SCHEMA_KEY)
+        if not new:
+            raise SpecError("a column name must not be empty", key=SCHEMA_KEY)
+        fields = [f.with_name(new) if f.name == old else f for f in self._schema]
+        self._commit_schema(pa.schema(fields, self._schema.metadata))
+
+    def add_columns(self, fields: Sequence[pa.Field]) -> None:
+        """Add nullable top-level columns (new ids); existing partitions read them as NULL."""
+        self.refresh()
+        next_id = max(field_ids(self._schema)) + 1
+        added = []
+        for f in fields:
+            if f.name in self._schema.names:
+                raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
+            with_ids = assign_field_ids(pa.schema([pa.field(f.name, f.type, True)]))
+            shifted = _shift_ids(with_ids, next_id)
+            next_id = max(field_ids(shifted)) + 1
+            added.extend(shifted)
+        self._commit_schema(pa.schema([*self._schema, *added], self._schema.metadata))
+
+    def _commit_schema(self, schema: pa.Schema) -> None:
+        field_ids(schema, key=SCHEMA_KEY)
+        snap = update_properties(
+            self._snapshot,
+            {SCHEMA_KEY: dumps(schema_to_json(schema))},
+            storage_options=self.storage_options,
+        )
+        self._set_snapshot(snap)
+
+    # -- reading ----------------------------------------------------------------------------
+    def _open(self, entry: PartitionTable) -> tuple[Any, pa.Schema]:
+        """(pylance dataset at the pinned version, its schema with field ids); cached."""
+        key = (entry.uri, entry.read_version, entry.read_branch, entry.read_tag)
+        cached = self._opened.get(key)
+        if cached is None:
+            ds = open_partition_table(entry, storage_options=self.storage_options)
+            tschema = table_field_ids(entry, ds.version, storage_options=self.storage_options)
+            cached = (ds, tschema)
+            self._opened[key] = cached
+        return cached
+
+    def adopt_open_tables(self, other: PartitionedNamespace) -> None:
+        """Reuse ``other``'s open partition tables (same pins read the same data)."""
+        if other.root == self.root:
+            for key, value in other._opened.items():
+                self._opened.setdefault(key, value)
+
+    def scan_units(
+        self,
+        partitions: Iterable[PartitionTable | str] | None = None,
+        *,
+        rows_per_unit: int = 4_000_000,
+        schema: pa.Schema | None = None,
+    ) -> list[ScanUnit]:
+        """Scan units for ``partitions`` (object ids or entries; all when None).
+
+        One unit per partition table, split by fragments when a table holds more
+        than ``rows_per_unit`` rows. The explicit list is where partition pruning
+        plugs in. ``schema`` is the schema the units present (default: the
+        namespace schema); its columns are matched to each table by field id,
+        so a schema captured earlier (e.g. at SQL registration) keeps working
+        after later renames or added columns.
+        """
+        out_schema = self._schema if schema is None else schema
+        entries = self.tables()
+        if partitions is not None:
+            wanted = {p if isinstance(p, str) else p.object_id for p in partitions}
+            unknown = wanted - {e.object_id for e in entries}
+            if unknown:
+                raise LanceSqlError(f"not partition tables of this namespace: {sorted(unknown)}")
+            entries = [e for e in entries if e.object_id in wanted]
+        units: list[ScanUnit] = []
+        for entry in entries:
+            ds, tschema = self._open(entry)
+            mapping = map_columns(out_schema, tschema, object_id=entry.object_id)
+            sizes = [(f.fragment_id, f.count_rows()) for f in ds.get_fragments()]
+            total = sum(s for _, s in sizes)
+            k = max(1, -(-total // rows_per_unit))
+            for group in balanced_groups(sizes, k) or ([] if sizes else [[]]):
+                if not group and sizes:
+                    continue
+                rows = sum(dict(sizes).get(i, 0) for i in group)
+                units.append(
+                    PartitionTableUnit(
+                        entry,
+                        ds,
+                        group,
+                        mapping,
+                        storage_options=self.storage_options,
+                        metrics=self.metrics,
+                        estimated_rows=rows,
+                    )
+                )
+        return units
+
+    def to_table(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        *,
+        partitions: Iterable[PartitionTable | str] | None = None,
+    ) -> pa.Table:
+        """All rows (of ``partitions``) with the namespace schema, projected and filtered."""
+        if columns is not None:
+            missing = [c for c in columns if c not in self._schema.names]
+            if missing:
+                raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
+        out_schema = (
+            self._schema if columns is None else pa.schema([self._schema.field(c) for c in columns])
+        )
+        batches = []
+        for unit in self.scan_units(partitions):
+            batches.extend(unit.to_batches(columns, filter))
+        if not out_schema.names:
+            n = sum(b.num_rows for b in batches)
+            return pa.table({"_": pa.nulls(n)}).select([])
+        return pa.Table.from_batches(batches, schema=out_schema)
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        return sum(u.count_rows(filter) for u in self.scan_units())
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionedNamespace({self.root!r}, manifest_version={self.manifest_version}, "
+            f"specs={sorted(self._specs)})"
+        )
+
+
+def _shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
+    from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY
+
+    def shift(f: pa.Field) -> pa.Field:
+        md = dict(f.metadata or {})
+        fid = field_id_of(f)
+        if fid is not None:
+            md[FIELD_ID_KEY.encode()] = str(fid + offset).encode()
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([shift(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_large_list(t):
+            t = pa.large_list(shift(t.value_field))
+        elif pa.types.is_fixed_size_list(t):
+            t = pa.list_(shift(t.value_field), t.list_size)
+        elif pa.types.is_list(t):
+            t = pa.list_(shift(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(shift(t.key_field), shift(t.item_field), keys_sorted=t.keys_sorted)
+        return pa.field(f.name, t, f.nullable, md)
+
+    return pa.schema([shift(f) for f in schema])
+
+
+__all__ = ["NotPartitionedError", "PartitionedNamespace", "parse_properties"]

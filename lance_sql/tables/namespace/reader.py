@@ -1,0 +1,311 @@
+"""Reading partition tables as parts of one namespace table.
+
+Each partition table is read at the version ``__manifest`` pins (``read_version``,
+``read_branch``, ``read_tag``; latest when all are NULL), so a read sees exactly
+the state of the last namespace commit. Columns are matched to the namespace
+schema by ``lance:field_id`` (read from the partition table's own manifest by
+:func:`lance_sql.format.metadata.open_metadata`), not by name, so a renamed
+namespace column still finds its data in partition tables written before the
+rename; a namespace column a partition table lacks reads as NULL.
+
+:class:`PartitionTableUnit` wraps pylance fragment units of one partition table
+and presents them with the namespace schema. Filters are pushed into Lance
+after translating column references (via Substrait, which refers to fields by
+position); a filter over a column the table lacks is evaluated in pyarrow on
+rows completed with NULLs, so it is still applied exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import NotFoundError, SchemaMismatchError
+from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
+from lance_sql.tables.scan import (
+    LanceFragmentsUnit,
+    ScanMetrics,
+    ScanUnit,
+    conform,
+    empty_batches,
+    projected_schema,
+)
+
+
+@dataclass(frozen=True)
+class PartitionTable:
+    """One ``table`` row of ``__manifest``: where it is and which version to read."""
+
+    object_id: str
+    location: str
+    uri: str
+    spec_version: int | None
+    read_version: int | None
+    read_branch: str | None
+    read_tag: str | None
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        pin = (
+            f"tag={self.read_tag}"
+            if self.read_tag
+            else f"v{self.read_version}"
+            if self.read_version is not None
+            else "latest"
+        )
+        branch = f" branch={self.read_branch}" if self.read_branch else ""
+        return f"{self.object_id}@{pin}{branch}"
+
+
+def table_entries(rows: pa.Table, root: str, field_ids: Sequence[str]) -> list[PartitionTable]:
+    """The ``table`` rows of a ``__manifest`` snapshot; unsafe locations are refused."""
+    cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
+    n = rows.num_rows
+    out = []
+    for i in range(n):
+        if cols["object_type"][i] != "table":
+            continue
+        oid = cols["object_id"][i]
+        location = cols["location"][i]
+        uri = resolve_location(root, location, oid)
+        out.append(
+            PartitionTable(
+                object_id=oid,
+                location=location,
+                uri=uri,
+                spec_version=spec_version_of(oid),
+                read_version=_get(cols, "read_version", i),
+                read_branch=_get(cols, "read_branch", i),
+                read_tag=_get(cols, "read_tag", i),
+                values={
+                    fid: cols[f"partition_field_{fid}"][i]
+                    for fid in field_ids
+                    if f"partition_field_{fid}" in cols
+                },
+            )
+        )
+    out.sort(key=lambda e: e.object_id)
+    return out
+
+
+def _get(cols: Mapping[str, list[Any]], name: str, i: int) -> Any:
+    values = cols.get(name)
+    return None if values is None else values[i]
+
+
+def open_partition_table(
+    entry: PartitionTable, *, storage_options: Mapping[str, str] | None = None
+) -> Any:
+    """The pylance dataset of ``entry`` at its pinned version, branch or tag.
+
+    A table missing on disk (or a pinned version/tag that no longer exists)
+    raises NotFoundError naming the object id and its location.
+    """
+    import lance
+
+    opts = dict(storage_options) if storage_options else None
+    try:
+        if entry.read_tag:
+            ds = lance.dataset(entry.uri, version=entry.read_tag, storage_options=opts)
+        elif entry.read_branch:
+            ds = lance.dataset(entry.uri, storage_options=opts).checkout_version(
+                (entry.read_branch, entry.read_version)
+            )
+        else:
+            ds = lance.dataset(entry.uri, version=entry.read_version, storage_options=opts)
+    except (ValueError, OSError) as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise NotFoundError(
+            f"partition table {entry.object_id!r} at location {entry.location!r} "
+            f"({entry.describe()}) cannot be opened: {first}",
+            path=entry.uri,
+        ) from exc
+    return ds
+
+
+def table_field_ids(
+    entry: PartitionTable, version: int, *, storage_options: Mapping[str, str] | None = None
+) -> pa.Schema:
+    """The partition table's Arrow schema with ``lance:field_id`` on every field."""
+    from lance_sql.format.metadata import open_metadata
+
+    return open_metadata(
+        entry.uri, version, branch=entry.read_branch, storage_options=storage_options
+    ).schema
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """For each namespace column: the partition table column holding it, or None (NULL)."""
+
+    ns_schema: pa.Schema
+    table_schema: pa.Schema
+    sources: tuple[str | None, ...]
+
+    @property
+    def identity(self) -> bool:
+        """True when names and types coincide for every namespace column."""
+        return all(
+            src == f.name and self.table_schema.field(src).type.equals(f.type)
+            for src, f in zip(self.sources, self.ns_schema, strict=True)
+        )
+
+
+def map_columns(ns_schema: pa.Schema, table_schema: pa.Schema, *, object_id: str) -> ColumnMapping:
+    """Match namespace columns to table columns by ``lance:field_id`` (top level)."""
+    by_id = {field_id_of(f): f for f in table_schema if field_id_of(f) is not None}
+    sources: list[str | None] = []
+    for f in ns_schema:
+        fid = field_id_of(f)
+        src = by_id.get(fid) if fid is not None else None
+        if src is None and fid is None and f.name in table_schema.names:
+            src = table_schema.field(f.name)
+        if src is not None and not src.type.equals(f.type):
+            try:
+                pa.array([], src.type).cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"partition table {object_id!r}: column {src.name!r} (field id {fid}) has "
+                    f"type {src.type}, which cannot be read as {f.type} for namespace column "
+                    f"{f.name!r}"
+                ) from exc
+        sources.append(None if src is None else src.name)
+    return ColumnMapping(ns_schema, table_schema, tuple(sources))
+
+
+class PartitionTableUnit(ScanUnit):
+    """Fragments of one partition table, presented with the namespace schema."""
+
+    def __init__(
+        self,
+        entry: PartitionTable,
+        dataset: Any,
+        fragment_ids: Sequence[int],
+        mapping: ColumnMapping,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        metrics: ScanMetrics | None = None,
+        estimated_rows: int | None = None,
+    ) -> None:
+        self.entry = entry
+        self.mapping = mapping
+        self._ns_schema = mapping.ns_schema
+        table_schema = pa.schema(
+            [pa.field(f.name, f.type, f.nullable) for f in mapping.table_schema]
+        )
+        if mapping.identity:
+            table_schema = mapping.ns_schema
+        self._inner = LanceFragmentsUnit(
+            dataset,
+            fragment_ids,
+            schema=table_schema,
+            storage_options=dict(storage_options) if storage_options else None,
+            metrics=metrics,
+            estimated_rows=estimated_rows,
+        )
+        # The table schema with namespace names where mapped: the schema filters are
+        # serialised against, so Substrait's positional references land on table columns.
+        renamed = {
+            src: f.name for src, f in zip(mapping.sources, mapping.ns_schema, strict=True) if src
+        }
+        self._virtual = pa.schema(
+            [
+                pa.field(renamed.get(f.name, f"__lance_sql_unmapped_{i}"), f.type)
+                for i, f in enumerate(table_schema)
+            ]
+        )
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ns_schema
+
+    @property
+    def estimated_rows(self) -> int | None:
+        return self._inner.estimated_rows
+
+    def describe(self) -> str:
+        return f"{self.entry.describe()} {self._inner.describe()}"
+
+    def __repr__(self) -> str:
+        return f"PartitionTableUnit({self.describe()})"
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        if filter is None:
+            return self._inner.count_rows()
+        return sum(b.num_rows for b in self.to_batches([], filter))
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        out_schema = projected_schema(self._ns_schema, columns)
+        if self.mapping.identity:
+            return self._inner.to_batches(columns, filter, batch_size)
+        return self._mapped(out_schema, filter, batch_size)
+
+    def _mapped(
+        self, out_schema: pa.Schema, filter: pc.Expression | None, batch_size: int | None
+    ) -> Iterator[pa.RecordBatch]:
+        src_of = dict(zip(self._ns_schema.names, self.mapping.sources, strict=True))
+        translated = None
+        if filter is not None:
+            try:
+                translated = pc.Expression.from_substrait(filter.to_substrait(self._virtual))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                yield from self._filtered_in_pyarrow(out_schema, filter, batch_size)
+                return
+        wanted = [src_of[name] for name in out_schema.names if src_of[name] is not None]
+        wanted = list(dict.fromkeys(wanted))
+        for batch in self._inner.to_batches(wanted, translated, batch_size):
+            yield self._assemble(batch, out_schema, src_of)
+
+    def _assemble(
+        self, batch: pa.RecordBatch, out_schema: pa.Schema, src_of: Mapping[str, str | None]
+    ) -> pa.RecordBatch:
+        arrays = []
+        for f in out_schema:
+            src = src_of[f.name]
+            if src is None:
+                arrays.append(pa.nulls(batch.num_rows, f.type))
+            else:
+                col = batch.column(src)
+                arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
+        if not arrays:
+            return batch.select([])
+        return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+    def _filtered_in_pyarrow(
+        self, out_schema: pa.Schema, filter: pc.Expression, batch_size: int | None
+    ) -> Iterator[pa.RecordBatch]:
+        """The filter needs a column this table lacks: complete rows with NULLs, filter here."""
+        src_of = dict(zip(self._ns_schema.names, self.mapping.sources, strict=True))
+        present = list(dict.fromkeys(s for s in self.mapping.sources if s is not None))
+        for batch in self._inner.to_batches(present, None, batch_size):
+            full = self._assemble(batch, self._ns_schema, src_of)
+            kept = pa.Table.from_batches([full]).filter(filter)
+            if not kept.num_rows:
+                continue
+            if not out_schema.names:
+                yield from empty_batches(kept.num_rows, None)
+                continue
+            for b in kept.select(out_schema.names).to_batches():
+                if b.num_rows:
+                    yield conform(b, out_schema)
+
+
+__all__ = [
+    "ColumnMapping",
+    "PartitionTable",
+    "PartitionTableUnit",
+    "map_columns",
+    "open_partition_table",
+    "table_entries",
+    "table_field_ids",
+]

@@ -1,0 +1,667 @@
+"""Writing rows into a partitioned namespace: stage, commit tables, commit ``__manifest``.
+
+The write protocol (the spec's "Multi-Partition Transaction" done strictly):
+
+1. **Stage.** Input batches are checked against the namespace schema, their
+   partition values computed with :func:`udfs.apply_partition_field`, and rows
+   grouped per partition. Each partition's rows are buffered and written as
+   *uncommitted* Lance data files (``lance.fragment.write_fragments``) whenever
+   the buffers outgrow a memory budget, so memory stays bounded. Nothing is
+   committed anywhere during this phase: a bad batch half-way leaves every
+   table and ``__manifest`` untouched (staged files of new tables are removed).
+2. **Commit partition tables**, one commit each: ``Append`` on top of the
+   version ``__manifest`` pins (a version a failed or foreign write left on top
+   is first undone with ``Restore``, so it can never leak into the namespace),
+   ``Overwrite`` for an overwrite, or a creating ``Overwrite`` for a new table.
+3. **Commit ``__manifest`` once**: new namespace and table rows (with inherited
+   partition values) and the new ``read_version`` of every touched table, in a
+   single Lance commit against the ``__manifest`` version read in step 1.
+   Readers always read tables at ``read_version``, so they see the whole write
+   or none of it. If a concurrent commit got there first, an append is replayed
+   onto the latest ``__manifest`` when that is provably safe (see
+   :meth:`NamespaceWriter._rebase_blocker`); otherwise the write fails with
+   :class:`CommitConflictError`, the table versions made in step 2 stay
+   unreferenced, and the next writer restores over them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import (
+    CommitConflictError,
+    LanceSqlError,
+    SchemaMismatchError,
+    SpecError,
+    UnsupportedFeatureError,
+)
+from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.layout import (
+    NAMESPACE,
+    TABLE,
+    TABLE_NAME,
+    child_uri,
+    join_object_id,
+    random_namespace_name,
+    table_dir_name,
+)
+from lance_sql.tables.namespace.manifest_table import (
+    ManifestSnapshot,
+    conform_rows,
+    read_manifest,
+)
+from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.namespace.spec import PartitionSpec, source_fields
+
+DEFAULT_BUFFER_BYTES = 256 << 20
+
+
+# ---------------------------------------------------------------------------
+# Input
+
+
+def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
+    """Batches of a Table, RecordBatch, RecordBatchReader or iterable of batches/tables."""
+    if isinstance(data, pa.Table):
+        yield from data.to_batches()
+    elif isinstance(data, pa.RecordBatch):
+        yield data
+    elif isinstance(data, pa.RecordBatchReader):
+        yield from data
+    elif hasattr(data, "__arrow_c_stream__") and not isinstance(data, Iterable):
+        yield from pa.RecordBatchReader.from_stream(data)
+    elif isinstance(data, Iterable):
+        for item in data:
+            yield from iter_batches(item)
+    else:
+        raise TypeError(
+            f"cannot write {type(data).__name__}: give a pyarrow Table, RecordBatch, "
+            "RecordBatchReader or an iterable of RecordBatches"
+        )
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with exactly the namespace ``schema``, or SchemaMismatchError naming a column.
+
+    Columns are matched by name; order does not matter. A missing nullable
+    column is written as NULL; a missing non-nullable column, an extra column,
+    a different type or a NULL in a non-nullable column is an error. Nested
+    types may differ only in child field names (a safe cast).
+    """
+    names = set(schema.names)
+    seen: set[str] = set()
+    for name in batch.schema.names:
+        if name in seen:
+            raise SchemaMismatchError(f"column {name!r} appears more than once")
+        seen.add(name)
+        if name not in names:
+            raise SchemaMismatchError(
+                f"column {name!r} is not in the namespace schema (columns: {schema.names})"
+            )
+    arrays = []
+    for f in schema:
+        idx = batch.schema.get_field_index(f.name)
+        if idx < 0:
+            if not f.nullable:
+                raise SchemaMismatchError(f"non-nullable column {f.name!r} is missing")
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        col = batch.column(idx)
+        if not col.type.equals(f.type):
+            col = _cast_nested(col, f)
+        if not f.nullable and col.null_count:
+            raise SchemaMismatchError(
+                f"column {f.name!r} is not nullable but has {col.null_count} NULL values"
+            )
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _cast_nested(col: pa.Array, f: pa.Field) -> pa.Array:
+    if pa.types.is_nested(col.type) and pa.types.is_nested(f.type):
+        try:
+            return col.cast(f.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    raise SchemaMismatchError(f"column {f.name!r} has type {col.type}, the namespace has {f.type}")
+
+
+# ---------------------------------------------------------------------------
+# Partition values and grouping
+
+
+def partition_values(
+    batch: pa.RecordBatch, spec: PartitionSpec, schema: pa.Schema
+) -> list[pa.Array]:
+    """One array of partition values per field of ``spec`` (via :mod:`udfs`)."""
+    import udfs
+
+    sources = source_fields(schema)
+    out = []
+    for i, pf in enumerate(spec.fields):
+        cols = [_source_column(batch, sources, sid) for sid in pf.source_ids]
+        try:
+            values = udfs.apply_partition_field(
+                columns=cols,
+                transform=None if pf.transform is None else pf.transform.to_json(),
+                expression=pf.expression,
+                result_type=pf.result_type,
+            )
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            if not values.type.equals(pf.result_type):
+                values = values.cast(pf.result_type)
+        except (udfs.ExpressionError, udfs.UnsupportedTypeError, ValueError, TypeError) as exc:
+            raise SpecError(
+                f"partition field {pf.field_id!r} cannot be computed: {exc}",
+                key=f"{spec.key}.fields[{i}]",
+            ) from exc
+        out.append(values)
+    return out
+
+
+def _source_column(batch: pa.RecordBatch, sources: Mapping[int, Any], sid: int) -> pa.Array:
+    found = sources.get(sid)
+    if found is None:  # column removed: the spec says the source reads as NULL
+        return pa.nulls(batch.num_rows)
+    path = found[0].split(".")
+    col = batch.column(path[0])
+    for part in path[1:]:
+        col = pc.struct_field(col, part)
+    return col
+
+
+def _key(value: Any) -> Any:
+    """A hashable, equality-safe form of a partition value (NaN equals NaN)."""
+    if isinstance(value, float) and math.isnan(value):
+        return ("__nan__",)
+    return value
+
+
+def _dense_codes(arr: pa.Array) -> tuple[np.ndarray, int]:
+    """Codes ``0..size-1`` numbering the distinct values of ``arr`` (NULL is a value).
+
+    Small-range integers without NULLs (bucket numbers, years, hours) are
+    offset directly, skipping a hash-based dictionary encoding.
+    """
+    if pa.types.is_integer(arr.type) and arr.null_count == 0 and len(arr):
+        values = arr.to_numpy(zero_copy_only=False)
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 1 << 16:
+            return values.astype(np.int64) - lo, hi - lo + 1
+    enc = pc.dictionary_encode(arr, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), max(len(enc.dictionary), 1)
+
+
+def group_rows(
+    batch: pa.RecordBatch, values: Sequence[pa.Array]
+) -> list[tuple[tuple[Any, ...], tuple[Any, ...], np.ndarray | None]]:
+    """Split ``batch`` by partition: ``(key, raw values, row indices)`` per distinct tuple.
+
+    Indices are ascending (``None`` means every row); the rows themselves are
+    gathered later, in the writer's threads, so grouping stays cheap. Partition
+    value tuples are numbered densely and sorted with a stable radix sort
+    (numpy's for 16-bit keys), which is linear in the rows.
+    """
+    n = batch.num_rows
+    if n == 0:
+        return []
+    if not values:
+        return [((), (), None)]
+    codes: np.ndarray | None = None
+    for arr in values:
+        idx, size = _dense_codes(arr)
+        codes = idx if codes is None else codes * size + idx
+        if len(values) > 1:
+            uniq, inverse = np.unique(codes, return_inverse=True)
+            codes = inverse.astype(np.int64) if len(uniq) > 1 else np.zeros(n, np.int64)
+    assert codes is not None
+    groups = int(codes.max()) + 1
+    if groups == 1 or (codes == codes[0]).all():
+        raw = tuple(arr[0].as_py() for arr in values)
+        return [(tuple(_key(v) for v in raw), raw, None)]
+    small = codes.astype(np.uint16) if groups <= 1 << 16 else codes
+    order = np.argsort(small, kind="stable")
+    counts = np.bincount(small, minlength=groups)
+    out = []
+    start = 0
+    for count in counts.tolist():
+        if not count:
+            continue
+        rows = order[start : start + count]
+        first = int(rows[0])
+        raw = tuple(arr[first].as_py() for arr in values)
+        out.append((tuple(_key(v) for v in raw), raw, rows))
+        start += count
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Staging
+
+
+@dataclass
+class _Target:
+    """One partition table this write touches."""
+
+    key: tuple[Any, ...]
+    values: tuple[Any, ...]
+    object_id: str
+    location: str
+    uri: str
+    entry: PartitionTable | None  # None for a new table
+    names: dict[str, str] = field(default_factory=dict)  # namespace name -> table column
+    table_schema: pa.Schema | None = None
+    buffers: list[tuple[pa.RecordBatch, np.ndarray | None]] = field(default_factory=list)
+    buffered: int = 0
+    fragments: list[Any] = field(default_factory=list)
+    base_version: int | None = None
+    prepared: bool = False
+
+
+class NamespaceWriter:
+    """One append or overwrite of a namespace snapshot (see the module docstring)."""
+
+    def __init__(
+        self,
+        snapshot: ManifestSnapshot,
+        schema: pa.Schema,
+        spec: PartitionSpec,
+        *,
+        mode: str,
+        storage_options: Mapping[str, str] | None = None,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        threads: int = 2,
+        max_rebases: int = 3,
+    ) -> None:
+        if mode not in ("append", "overwrite"):
+            raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+        self.snapshot = snapshot
+        self.schema = schema
+        self.spec = spec
+        self.mode = mode
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.buffer_bytes = buffer_bytes
+        self.threads = max(1, threads)
+        self.max_rebases = max(0, max_rebases)
+        self._prefix = spec.namespace_name
+        self._table_schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
+        self._targets: dict[tuple[Any, ...], _Target] = {}
+        self._buffered = 0
+        self._new_rows: list[dict[str, Any]] = []
+        self._may_be_committed = False
+        self._load_existing()
+
+    # -- existing layout ----------------------------------------------------------------------
+    def _load_existing(self) -> None:
+        self._namespaces, self._tables, self._has_spec_row = self._layout(self.snapshot)
+        self._new_ns_keys: list[tuple[Any, ...]] = []
+        self._new_table_keys: list[tuple[Any, ...]] = []
+
+    def _layout(
+        self, snapshot: ManifestSnapshot
+    ) -> tuple[dict[tuple[Any, ...], str], dict[tuple[Any, ...], PartitionTable], bool]:
+        """Namespaces and tables of this write's spec version, keyed by partition values."""
+        rows = snapshot.rows
+        fids = [f.field_id for f in self.spec.fields]
+        namespaces: dict[tuple[Any, ...], str] = {}
+        tables: dict[tuple[Any, ...], PartitionTable] = {}
+        depth_of_table = len(fids) + 2
+        cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
+        for i, oid in enumerate(cols.get("object_id", [])):
+            parts = oid.split("$")
+            if parts[0] != self._prefix:
+                continue
+            level = len(parts) - 1
+            if cols["object_type"][i] == NAMESPACE and 1 <= level <= len(fids):
+                key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
+                namespaces[key] = oid
+        for entry in table_entries(rows, snapshot.root, fids):
+            parts = entry.object_id.split("$")
+            if parts[0] != self._prefix or len(parts) != depth_of_table:
+                continue
+            key = tuple(_key(entry.values.get(fid)) for fid in fids)
+            tables[key] = entry
+        has_spec_row = any(
+            oid == self._prefix and t == NAMESPACE
+            for oid, t in zip(cols.get("object_id", []), cols.get("object_type", []), strict=True)
+        )
+        return namespaces, tables, has_spec_row
+
+    # -- staging ----------------------------------------------------------------------------
+    def write(self, data: Any) -> None:
+        """Stage every batch of ``data`` (nothing is committed)."""
+        for batch in iter_batches(data):
+            batch = conform_batch(batch, self.schema)
+            if batch.num_rows == 0:
+                continue
+            values = partition_values(batch, self.spec, self.schema)
+            total = batch.nbytes
+            for key, raw, rows in group_rows(batch, values):
+                target = self._target(key, raw)
+                target.buffers.append((batch, rows))
+                size = total if rows is None else total * len(rows) // batch.num_rows
+                target.buffered += size
+                self._buffered += size
+            if self._buffered > self.buffer_bytes:
+                self._spill()
+
+    def _spill(self) -> None:
+        """Write every buffer: a buffered batch stays alive until all its groups are written,
+        so only a full flush really frees memory (and keeps the budget a true bound)."""
+        self._flush(list(self._targets.values()))
+
+    def _flush(self, targets: Sequence[_Target]) -> None:
+        targets = sorted((t for t in targets if t.buffers), key=lambda t: -t.buffered)
+        if not targets:
+            return
+        for t in targets:
+            self._prepare(t)
+            self._buffered -= t.buffered
+        if len(targets) == 1 or self.threads == 1:
+            for t in targets:
+                self._flush_one(t)
+            return
+        with ThreadPoolExecutor(min(self.threads, len(targets))) as pool:
+            list(pool.map(self._flush_one, targets))
+
+    def _flush_one(self, t: _Target) -> None:
+        from lance.fragment import write_fragments
+
+        parts = [
+            b if rows is None else pc.take(b, pa.array(rows), boundscheck=False)
+            for b, rows in t.buffers
+        ]
+        t.buffers, t.buffered = [], 0
+        table = pa.Table.from_batches(parts)
+        if t.names and any(k != v for k, v in t.names.items()):
+            table = table.rename_columns([t.names.get(n, n) for n in table.column_names])
+        mode = "append" if t.entry is not None and self.mode == "append" else "create"
+        if t.entry is not None and self.mode == "overwrite":
+            mode = "overwrite"
+        frags = write_fragments(
+            table,
+            t.uri,
+            schema=t.table_schema,
+            mode=mode,
+            storage_options=self.storage_options,
+        )
+        t.fragments.extend(frags)
+
+    def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> _Target:
+        target = self._targets.get(key)
+        if target is not None:
+            return target
+        entry = self._tables.get(key)
+        if entry is not None:
+            target = _Target(key, raw, entry.object_id, entry.location, entry.uri, entry)
+        else:
+            oid = self._new_object_ids(key, raw)
+            location = table_dir_name(oid)
+            target = _Target(key, raw, oid, location, child_uri(self.snapshot.root, location), None)
+            target.table_schema = self._table_schema
+            target.prepared = True
+            self._new_rows.append(self._row(oid, TABLE, raw, location=location))
+            self._new_table_keys.append(key)
+        self._targets[key] = target
+        return target
+
+    def _new_object_ids(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> str:
+        """Find or create the namespace at every level of ``key``; return the table's id."""
+        if not self._has_spec_row:
+            self._new_rows.append(self._row(self._prefix, NAMESPACE, ()))
+            self._has_spec_row = True
+        parent = self._prefix
+        for level in range(1, len(key) + 1):
+            prefix = key[:level]
+            oid = self._namespaces.get(prefix)
+            if oid is None:
+                oid = join_object_id(parent, random_namespace_name())
+                self._namespaces[prefix] = oid
+                self._new_rows.append(self._row(oid, NAMESPACE, raw[:level]))
+                self._new_ns_keys.append(prefix)
+            parent = oid
+        return join_object_id(parent, TABLE_NAME)
+
+    def _row(
+        self, oid: str, kind: str, values: tuple[Any, ...], *, location: str | None = None
+    ) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "object_id": oid,
+            "object_type": kind,
+            "location": location,
+            "metadata": "{}",
+        }
+        for pf, v in zip(self.spec.fields, values, strict=False):
+            row[pf.column_name] = v
+        return row
+
+    def _prepare(self, t: _Target) -> None:
+        """Before writing files into an existing table: pin its base and map its columns."""
+        if t.prepared:
+            return
+        import lance
+
+        from lance_sql.format.metadata import open_metadata
+
+        entry = t.entry
+        assert entry is not None
+        if entry.read_branch or entry.read_tag:
+            pin = f"tag {entry.read_tag}" if entry.read_tag else f"branch {entry.read_branch}"
+            raise UnsupportedFeatureError(
+                f"partition table {entry.object_id!r} is pinned to {pin}; "
+                "writing to pinned branches or tags is not supported"
+            )
+        from lance_sql.tables.namespace.reader import open_partition_table
+
+        ds = open_partition_table(
+            PartitionTable(
+                entry.object_id, entry.location, entry.uri, entry.spec_version, None, None, None
+            ),
+            storage_options=self.storage_options,
+        )
+        latest = ds.version
+        base = entry.read_version if entry.read_version is not None else latest
+        if self.mode == "append" and base != latest:
+            # Versions after the pinned one were never part of the namespace (a failed
+            # write, or a direct pylance write): restore so they cannot leak in.
+            ds = lance.LanceDataset.commit(
+                entry.uri,
+                lance.LanceOperation.Restore(base),
+                read_version=latest,
+                storage_options=self.storage_options,
+            )
+            latest = ds.version
+        tschema = open_metadata(entry.uri, latest, storage_options=self.storage_options).schema
+        by_id = {field_id_of(f): f.name for f in tschema}
+        missing = [f for f in self.schema if by_id.get(field_id_of(f)) is None]
+        if missing and self.mode == "append":
+            ds = lance.dataset(entry.uri, version=latest, storage_options=self.storage_options)
+            ds.add_columns([pa.field(f.name, f.type, True) for f in missing])
+            latest = ds.version
+            tschema = open_metadata(entry.uri, latest, storage_options=self.storage_options).schema
+            by_id = {field_id_of(f): f.name for f in tschema}
+        if self.mode == "append":
+            t.names = {f.name: by_id.get(field_id_of(f), f.name) for f in self.schema}
+            t.table_schema = pa.schema(
+                [pa.field(t.names[f.name], f.type, f.nullable) for f in self.schema]
+            )
+        else:
+            t.table_schema = self._table_schema
+        t.base_version = latest
+        t.prepared = True
+
+    # -- commit -----------------------------------------------------------------------------
+    def commit(self) -> ManifestSnapshot:
+        """Commit every touched table, then ``__manifest`` once; return the new snapshot."""
+        from lance_sql.tables.namespace.manifest_table import commit_rows
+
+        if not self._targets and self.mode == "append":
+            return self.snapshot  # nothing to write: no new version anywhere
+        self._flush(list(self._targets.values()))
+        versions: dict[str, int] = {}
+        for t in sorted(self._targets.values(), key=lambda t: t.object_id):
+            versions[t.object_id] = self._commit_table(t)
+        for attempt in range(self.max_rebases + 1):
+            rows = self._manifest_rows(versions)
+            self._may_be_committed = True
+            try:
+                return commit_rows(self.snapshot, rows, storage_options=self.storage_options)
+            except CommitConflictError as exc:
+                self._may_be_committed = False  # refused: __manifest was not changed
+                if self.mode != "append" or attempt == self.max_rebases:
+                    raise
+                latest = read_manifest(self.snapshot.root, storage_options=self.storage_options)
+                blocker = self._rebase_blocker(latest)
+                if blocker is not None:
+                    raise CommitConflictError(
+                        f"__manifest changed since version {self.snapshot.version} and this "
+                        f"append cannot be rebased onto version {latest.version}: {blocker}; "
+                        "nothing was committed to the namespace"
+                    ) from exc
+                self.snapshot = latest
+        raise AssertionError("unreachable")
+
+    def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
+        """Why this append cannot be replayed onto ``latest`` (None when it can).
+
+        Rebasing is safe when the concurrent commits changed neither the schema
+        nor the specs, did not move any partition table this append wrote (its
+        table commit was based on the pinned version), and did not create any
+        partition or partition namespace this append also created.
+        """
+        if _root_properties(latest.properties) != _root_properties(self.snapshot.properties):
+            return "the namespace schema or partition specs changed"
+        if not latest.lance_schema.equals(self.snapshot.lance_schema):
+            return "the __manifest columns changed"
+        namespaces, tables, has_spec_row = self._layout(latest)
+        for t in self._targets.values():
+            if t.entry is None:
+                continue
+            now = tables.get(t.key)
+            if now is None or (
+                now.object_id,
+                now.read_version,
+                now.read_branch,
+                now.read_tag,
+            ) != (t.entry.object_id, t.entry.read_version, t.entry.read_branch, t.entry.read_tag):
+                return f"partition table {t.object_id!r} was written or removed concurrently"
+        for key in self._new_table_keys:
+            if key in tables:
+                return f"partition {key!r} was created concurrently"
+        for key in self._new_ns_keys:
+            if key in namespaces:
+                return f"partition namespace for {key!r} was created concurrently"
+        if has_spec_row:
+            self._new_rows = [r for r in self._new_rows if r["object_id"] != self._prefix]
+        return None
+
+    def _commit_table(self, t: _Target) -> int:
+        """One Lance commit of ``t``'s staged fragments; returns the new table version."""
+        import lance
+        from lance.commit import CommitConflictError as LanceConflict
+
+        op_mod = lance.LanceOperation
+        if t.entry is None:
+            op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), None
+        elif self.mode == "overwrite":
+            op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), t.base_version
+        else:
+            op, read_version = op_mod.Append(t.fragments), t.base_version
+        try:
+            ds = lance.LanceDataset.commit(
+                t.uri, op, read_version=read_version, storage_options=self.storage_options
+            )
+        except LanceConflict as exc:
+            raise CommitConflictError(
+                f"partition table {t.object_id!r} at location {t.location!r} was changed "
+                f"concurrently; __manifest was not committed ({exc})"
+            ) from exc
+        return int(ds.version)
+
+    def _manifest_rows(self, versions: Mapping[str, int]) -> pa.Table:
+        schema = self.snapshot.lance_schema
+        base = conform_rows(self.snapshot.rows, schema)
+        new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
+        table = pa.concat_tables([base, new]) if new.num_rows else base
+        oids = table.column("object_id").to_pylist()
+        rv = table.column("read_version").to_pylist()
+        rv = [versions.get(o, r) for o, r in zip(oids, rv, strict=True)]
+        table = table.set_column(
+            table.schema.get_field_index("read_version"),
+            schema.field("read_version"),
+            pa.array(rv, pa.uint64()),
+        )
+        if self.mode == "overwrite":
+            table = _keep_live(table, set(versions))
+        return table
+
+    def abort(self) -> None:
+        """Best-effort removal of staged files of tables this write created.
+
+        Skipped when the ``__manifest`` commit may have happened (an error after
+        it was sent, other than a refused commit): those tables may be live.
+        """
+        from lance_sql.format.storage import resolve
+
+        if self._may_be_committed:
+            return
+
+        for t in self._targets.values():
+            if t.entry is None:
+                try:
+                    loc = resolve(t.uri, self.storage_options)
+                    if loc.fs.exists(loc.path):
+                        loc.fs.rm(loc.path, recursive=True)
+                except (OSError, LanceSqlError):
+                    pass
+
+
+def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: v for k, v in properties.items() if k == "schema" or k.startswith("partition_spec_v")
+    }
+
+
+def _val(cols: Mapping[str, list[Any]], fid: str, i: int) -> Any:
+    values = cols.get(f"partition_field_{fid}")
+    return None if values is None else values[i]
+
+
+def _loose(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field nullable (for building rows dict by dict)."""
+    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
+
+
+def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
+    """After an overwrite: only the written tables, their ancestors and spec version rows."""
+    keep_ns: set[str] = set()
+    for oid in tables:
+        parts = oid.split("$")
+        for i in range(1, len(parts)):
+            keep_ns.add("$".join(parts[:i]))
+    oids = table.column("object_id").to_pylist()
+    types = table.column("object_type").to_pylist()
+    mask = [
+        (o in tables) if t == TABLE else (o in keep_ns or "$" not in o)
+        for o, t in zip(oids, types, strict=True)
+    ]
+    return table.filter(pa.array(mask))
+
+
+__all__ = [
+    "DEFAULT_BUFFER_BYTES",
+    "NamespaceWriter",
+    "conform_batch",
+    "group_rows",
+    "iter_batches",
+    "partition_values",
+]
