@@ -1,1 +1,17 @@
-"""Layer 3, planning: one predicate IR, partition pruning and storage-partitioned joins."""
+"""Layer 3, planning: one predicate IR, partition pruning and storage-partitioned joins.
+
+Partition pruning (docs/pruning.md), one step per module:
+
+- :mod:`.predicates` — the IR; :mod:`.sql_filter`, :mod:`.substrait_filter` and
+  :mod:`.arrow_expr` convert SQL text / pyarrow expressions in and out;
+- :mod:`.passes` — push NOT down, bind names and coerce literals exactly
+  (:mod:`.literals`), simplify;
+- :mod:`.transforms` / :mod:`.time_ranges` / :mod:`.unwrap` — each transform's
+  inclusive and strict projections, time chains and zones;
+- :mod:`.projection` — a predicate through one spec version;
+- :mod:`.pruning` / :mod:`.planner` — the ``__manifest`` filter, selected
+  partitions, residuals and the report: ``plan_partitions(filter, specs,
+  schema, manifest_rows)``.
+
+Nothing here does I/O: tables in, tables out.
+"""

@@ -1,0 +1,103 @@
+"""Edge: the predicate IR -> a ``pyarrow.compute.Expression``.
+
+Used to filter ``__manifest`` (pyarrow ``Table.filter`` or pylance's
+``scanner(filter=...)``) and to push residual filters into Lance scans. The
+expression keeps SQL's filter semantics: where a pyarrow kernel would turn a
+NULL into TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL
+never passes. Transform terms have no pyarrow equivalent that Lance can run
+(``murmur3`` is not a pyarrow function), so converting them raises
+:class:`PlanningError`; callers fall back to the original filter.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.predicates import (
+    And,
+    Column,
+    Compare,
+    Const,
+    InList,
+    IsNull,
+    Not,
+    Or,
+    Predicate,
+    StartsWith,
+    Term,
+    Unsupported,
+)
+
+_OPS = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def _term(term: Term) -> pc.Expression:
+    if isinstance(term, Column):
+        return pc.field(term.name)
+    if term.kind in ("year", "month", "day", "hour"):
+        return getattr(pc, term.kind)(pc.field(term.column.name)).cast(pa.int32())
+    raise PlanningError(f"{term.sql()} has no pyarrow expression equivalent")
+
+
+def to_pyarrow(pred: Predicate) -> pc.Expression:
+    """A pyarrow expression with the same filter semantics as ``pred``."""
+    if isinstance(pred, Const):
+        return pc.scalar(pred.value)
+    if isinstance(pred, And):
+        out = to_pyarrow(pred.children[0])
+        for child in pred.children[1:]:
+            out = out & to_pyarrow(child)
+        return out
+    if isinstance(pred, Or):
+        out = to_pyarrow(pred.children[0])
+        for child in pred.children[1:]:
+            out = out | to_pyarrow(child)
+        return out
+    if isinstance(pred, Not):
+        inner = to_pyarrow(pred.child)
+        return ~inner
+    if isinstance(pred, Unsupported):
+        raise PlanningError(f"cannot convert unsupported predicate to pyarrow: {pred.description}")
+    term = _term(pred.term)
+    if isinstance(pred, Compare):
+        return _OPS[pred.op](term, pc.scalar(pred.literal.scalar()))
+    if isinstance(pred, InList):
+        values = pa.array([v.value for v in pred.values], type=pred.values[0].type)
+        found = term.isin(values)
+        return (~found & term.is_valid()) if pred.negated else found
+    if isinstance(pred, IsNull):
+        return term.is_valid() if pred.negated else term.is_null()
+    if isinstance(pred, StartsWith):
+        found = pc.starts_with(term, pattern=pred.prefix)
+        return ~found if pred.negated else found
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def filter_table(table: pa.Table, pred: Predicate) -> pa.Table:
+    """Rows of ``table`` for which ``pred`` is TRUE."""
+    if isinstance(pred, Const):
+        return table if pred.value else table.slice(0, 0)
+    return table.filter(to_pyarrow(pred))
+
+
+def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Array:
+    """A boolean mask: TRUE where ``pred`` is TRUE, FALSE where it is FALSE or NULL."""
+    if isinstance(pred, Const):
+        return pa.array([pred.value] * table.num_rows, pa.bool_())
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(table)
+    projected = dataset.to_table(columns={"m": to_pyarrow(pred)})
+    return pc.fill_null(projected.column("m"), False)
+
+
+__all__ = ["evaluate_mask", "filter_table", "to_pyarrow"]

@@ -1,0 +1,136 @@
+"""Evaluate a bound predicate on Arrow rows under SQL three-valued logic.
+
+The reference semantics of the IR: used by tests as the oracle that pruning is
+checked against (itself cross-checked with DataFusion), and by callers that
+need the exact rows of a small table (e.g. a residual on a handful of rows).
+Transform terms are computed with :mod:`udfs` (the code that computes stored
+partition values) or, for ``date_trunc`` / ``CAST(ts AS DATE)`` on zoned
+timestamps, by DataFusion itself (pyarrow refuses ambiguous local times).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.predicates import (
+    And,
+    Column,
+    Compare,
+    Const,
+    InList,
+    IsNull,
+    Not,
+    Or,
+    Predicate,
+    StartsWith,
+    Term,
+    TransformTerm,
+    Unsupported,
+)
+
+_OPS = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def term_values(term: Term, table: pa.Table) -> pa.Array:
+    """The values of a term for every row of ``table``."""
+    if isinstance(term, Column):
+        return _column(table, term.name)
+    import udfs.hashing
+    import udfs.transforms
+
+    cols = [_column(table, c.name) for c in term.columns]
+    kind = term.kind
+    if kind in ("year", "month", "day", "hour"):
+        return _plain(getattr(udfs.transforms, kind)(cols[0]))
+    if kind == "truncate":
+        return _plain(udfs.transforms.truncate(cols[0], term.param))
+    if kind == "bucket":
+        if len(cols) == 1:
+            return _plain(udfs.transforms.bucket(cols[0], term.param))
+        return _plain(udfs.transforms.multi_bucket(cols, term.param))
+    hashes = _plain(
+        udfs.hashing.murmur3(cols[0]) if len(cols) == 1 else udfs.hashing.murmur3_multi(cols)
+    )
+    if kind == "murmur3":
+        return hashes
+    if kind == "hash_mod":  # SQL % takes the sign of the dividend
+        h = hashes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        r = np.fmod(h, term.param).astype(np.int32)
+        return pa.array(r, pa.int32(), mask=hashes.is_null().to_numpy(zero_copy_only=False))
+    if kind == "date_trunc":
+        return _datafusion_term(term, cols[0])
+    raise PlanningError(f"cannot evaluate {term.sql()}")
+
+
+def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def _datafusion_term(term: TransformTerm, values: pa.Array) -> pa.Array:
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches("t", [[pa.record_batch([values], names=["v"])]])
+    expr = "CAST(v AS DATE)" if term.as_date else f"date_trunc('{term.unit}', v)"
+    out = ctx.sql(f"SELECT {expr} AS r FROM t").to_arrow_table().column(0)
+    out = out.combine_chunks() if out.num_chunks else pa.array([], out.type)
+    target = term.value_type()
+    return out.cast(target) if target is not None and out.type != target else out
+
+
+def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:
+    """A boolean array (TRUE / FALSE / NULL) of ``pred`` for every row of ``table``."""
+    n = table.num_rows
+    if isinstance(pred, Const):
+        return pa.array([pred.value] * n, pa.bool_())
+    if isinstance(pred, And):
+        out = evaluate(pred.children[0], table)
+        for child in pred.children[1:]:
+            out = pc.and_kleene(out, evaluate(child, table))
+        return out
+    if isinstance(pred, Or):
+        out = evaluate(pred.children[0], table)
+        for child in pred.children[1:]:
+            out = pc.or_kleene(out, evaluate(child, table))
+        return out
+    if isinstance(pred, Not):
+        return pc.invert(evaluate(pred.child, table))
+    if isinstance(pred, Unsupported):
+        raise PlanningError(f"cannot evaluate unsupported predicate {pred.description}")
+    values = term_values(pred.term, table)
+    if isinstance(pred, Compare):
+        return _OPS[pred.op](values, pred.literal.scalar().cast(values.type))
+    if isinstance(pred, InList):
+        value_set = pa.array([v.value for v in pred.values], type=pred.values[0].type)
+        found = pc.is_in(values, value_set=value_set.cast(values.type))
+        found = pc.if_else(pc.is_null(values), pa.scalar(None, pa.bool_()), found)
+        return pc.invert(found) if pred.negated else found
+    if isinstance(pred, IsNull):
+        return pc.is_valid(values) if pred.negated else pc.is_null(values)
+    if isinstance(pred, StartsWith):
+        found = pc.starts_with(values, pattern=pred.prefix)
+        return pc.invert(found) if pred.negated else found
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def matching_rows(pred: Predicate, table: pa.Table) -> pa.Table:
+    """The rows of ``table`` where ``pred`` is TRUE."""
+    return table.filter(pc.fill_null(evaluate(pred, table), False))
+
+
+__all__ = ["evaluate", "matching_rows", "term_values"]

@@ -1,0 +1,108 @@
+"""Partitions -> join groups: evaluate the group key of every partition and bucket them.
+
+Each partition's key comes from the fields of *its own* spec version (the
+offers chosen by :mod:`.compatibility`), so partitions written under different
+specs land in one common key space. A partition whose key has a NULL in a
+component that is NULL only for NULL join keys holds rows that can never
+match: it becomes a one-partition "NULL group" kept only on a preserved side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import udfs
+from lance_sql.errors import PlanningError
+from lance_sql.planning.joins.compatibility import Component, Offer
+from lance_sql.planning.joins.keys import canonical_values
+
+
+@dataclass(frozen=True)
+class PartitionRef:
+    """One partition table as the join plan ships it to a task."""
+
+    object_id: str
+    location: str | None
+    spec_version: int
+    read_version: int | None = None
+    read_branch: str | None = None
+    read_tag: str | None = None
+    values: tuple[tuple[str, Any], ...] = ()  # (field_id, value) of its spec's fields
+
+
+def _column(partitions: pa.Table, field_id: str, side: str) -> pa.ChunkedArray:
+    name = f"partition_field_{field_id}"
+    if name not in partitions.column_names:
+        raise PlanningError(f"{side} partitions table lacks column {name!r}")
+    return partitions.column(name)
+
+
+def component_values(comp: Component, offer: Offer, rows: pa.Table, side: str) -> list[Any]:
+    """The canonical value of ``comp`` for every row of ``rows`` (one spec version)."""
+    cols = [_column(rows, f.field_id, side).combine_chunks() for f in offer.fields]
+    if rows.num_rows == 0:
+        return []
+    col = cols[0]
+    if comp.kind in ("identity", "expression"):
+        return canonical_values(col)
+    if comp.kind == "bucket":
+        if offer.from_identity:
+            hashed = (
+                udfs.bucket(col, comp.param)
+                if len(cols) == 1
+                else udfs.multi_bucket(cols, comp.param)
+            )
+            return hashed.to_pylist()
+        return [None if v is None else v % comp.param for v in col.cast(pa.int64()).to_pylist()]
+    if comp.kind == "truncate":
+        if pa.types.is_integer(col.type) and not pa.types.is_uint64(col.type):
+            col = col.cast(pa.int64())  # one width for both sides; uint64 stays as it is
+        return canonical_values(udfs.truncate(col, comp.param))
+    # time parts
+    if offer.from_identity:
+        return udfs.apply_transform({"type": comp.kind}, [col]).to_pylist()
+    return col.cast(pa.int64()).to_pylist()
+
+
+def partition_refs(rows: pa.Table, spec_fields: Sequence[str]) -> list[PartitionRef]:
+    """PartitionRefs for ``rows`` (all of one spec version, whose field ids are given)."""
+
+    def col(name: str) -> list[Any]:
+        if name in rows.column_names:
+            return rows.column(name).to_pylist()
+        return [None] * rows.num_rows
+
+    values = {f: col(f"partition_field_{f}") for f in spec_fields}
+    ids, locs, specs = col("object_id"), col("location"), col("spec_version")
+    rv, rb, rt = col("read_version"), col("read_branch"), col("read_tag")
+    return [
+        PartitionRef(
+            ids[i],
+            locs[i],
+            specs[i],
+            rv[i],
+            rb[i],
+            rt[i],
+            tuple((f, values[f][i]) for f in spec_fields),
+        )
+        for i in range(rows.num_rows)
+    ]
+
+
+def rows_of_version(partitions: pa.Table, version: int) -> pa.Table:
+    return partitions.filter(pc.equal(partitions.column("spec_version"), version))
+
+
+def sort_key(key: tuple[Any, ...] | None) -> tuple:
+    """A total order over group keys (NULL groups last) so plans are deterministic."""
+    if key is None:
+        return (1,)
+    return (0, *((v is None, type(v).__name__, 0 if v is None else v) for v in key))
+
+
+__all__ = ["PartitionRef", "component_values", "partition_refs", "rows_of_version", "sort_key"]

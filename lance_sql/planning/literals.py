@@ -1,0 +1,437 @@
+"""Exact coercion of a comparison's literal to the type of the term it is compared with.
+
+Pruning is only as correct as this step: a literal rounded the wrong way (or
+wrapped around) prunes partitions that hold matching rows. So every literal is
+converted to the term's own storage domain *exactly*, as an integer or a
+rational number, and a comparison whose literal falls between two
+representable values or outside the type's range is rewritten to the exact
+equivalent over representable values (``int_col < 1.5`` becomes
+``int_col <= 1``, ``int_col = 1.5`` becomes FALSE, ``int32_col < 3e9`` becomes
+``int32_col IS NOT NULL``). What cannot be decided exactly becomes
+:class:`~.predicates.Unsupported` (never a lossy value).
+
+Which side DataFusion 55 casts is mirrored from its type-coercion rules,
+checked against a real ``SessionContext``:
+
+- a string compared with a temporal column is cast *to the column's type*
+  (so ``date_col = '2025-12-10 05:00'`` is TRUE for 2025-12-10, and a string
+  without offset on a zoned column is local time in the column's zone, one
+  with an offset or ``Z`` is that instant);
+- ``TIMESTAMP 'text'`` is first a naive timestamp(ns) (an offset in the text
+  is converted to UTC and dropped), then cast to the column's type: on a
+  zoned column that naive value is read as *local* time, so
+  ``TIMESTAMP '...Z'`` does not mean the UTC instant there; on a µs column
+  the ns value truncates. These casts are performed by DataFusion itself so
+  that its parser decides;
+- an integer compared with a date32 column counts days since 1970-01-01;
+- ``TIMESTAMP '...'`` compared with a date column compares as timestamps
+  (the date at midnight); ``DATE '...'`` on a timestamp column is cast to the
+  column's type (local midnight in a zone);
+- a number compared with an integer or decimal column compares exactly
+  (DataFusion widens the column to float64 for a float literal, which is exact
+  for int32 and for int64 magnitudes below 2**53; beyond that the literal is
+  Unsupported).
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import threading
+from fractions import Fraction
+from functools import lru_cache
+
+import pyarrow as pa
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.predicates import (
+    FALSE,
+    Compare,
+    InList,
+    IsNull,
+    Literal,
+    Predicate,
+    Term,
+    Unsupported,
+)
+
+_UNIT_NAME = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_US_PER_DAY = 86_400_000_000
+
+
+def datafusion_type_name(t: pa.DataType) -> str:
+    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
+    if pa.types.is_timestamp(t):
+        tz = "None" if t.tz is None else f'Some("{t.tz}")'
+        return f"Timestamp({_UNIT_NAME[t.unit]}, {tz})"
+    if t == pa.date32():
+        return "Date32"
+    names = {
+        pa.int8(): "Int8",
+        pa.int16(): "Int16",
+        pa.int32(): "Int32",
+        pa.int64(): "Int64",
+        pa.uint8(): "UInt8",
+        pa.uint16(): "UInt16",
+        pa.uint32(): "UInt32",
+        pa.uint64(): "UInt64",
+        pa.float64(): "Float64",
+    }
+    if t in names:
+        return names[t]
+    raise PlanningError(f"no DataFusion cast target for type {t}")
+
+
+_LOCK = threading.RLock()  # one shared SessionContext: register + plan under a lock
+
+
+@lru_cache(maxsize=1)
+def _context():
+    import datafusion
+
+    return datafusion.SessionContext()
+
+
+@lru_cache(maxsize=8192)
+def datafusion_cast(sql_value: str, target: pa.DataType) -> int | None:
+    """Cast a SQL literal to a temporal ``target`` with DataFusion; return the storage int.
+
+    Raises :class:`PlanningError` naming the literal when DataFusion cannot cast
+    it (e.g. ``'2025-13-45'`` for a date, a nonexistent local time in a zone).
+    """
+    query = f"SELECT arrow_cast({sql_value}, '{datafusion_type_name(target)}') AS v"
+    try:
+        with _LOCK:
+            arr = _context().sql(query).to_arrow_table().column(0)
+    except Exception as exc:  # DataFusion raises plain Exceptions
+        raise PlanningError(f"cannot cast literal {sql_value} to {target}: {exc}") from exc
+    storage = pa.int32() if pa.types.is_date32(target) else pa.int64()
+    value = arr.cast(storage)[0].as_py()
+    return value
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    if pa.types.is_signed_integer(t):
+        return -(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1
+    return 0, (1 << t.bit_width) - 1
+
+
+def _domain(t: pa.DataType) -> tuple[int, int] | None:
+    """The storage-integer range of an integer-like type, else None."""
+    if pa.types.is_integer(t):
+        return _int_range(t)
+    if pa.types.is_decimal(t):
+        top = 10**t.precision - 1
+        return -top, top
+    if pa.types.is_date32(t):
+        return _int_range(pa.int32())
+    if pa.types.is_timestamp(t):
+        return _int_range(pa.int64())
+    return None
+
+
+class _Undecidable(Exception):
+    """The literal's exact value in the term's domain cannot be determined."""
+
+
+def _number(lit: Literal) -> Fraction:
+    """A numeric literal as an exact Fraction (raises _Undecidable if not numeric)."""
+    v = lit.value
+    if isinstance(v, bool) or v is None:
+        raise _Undecidable
+    if isinstance(v, int):
+        return Fraction(v)
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            raise _Undecidable
+        return Fraction(v)
+    if isinstance(v, decimal.Decimal):
+        if not v.is_finite():
+            raise _Undecidable
+        return Fraction(v)
+    raise _Undecidable
+
+
+def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
+    """The exact value of ``lit`` in ``target``'s integer storage units.
+
+    Raises :class:`PlanningError` where DataFusion itself refuses the
+    comparison and ``_Undecidable`` where the exact meaning is not known.
+    """
+    ltype = lit.type
+    text = lit.text
+    if pa.types.is_integer(target) or pa.types.is_decimal(target):
+        scale = target.scale if pa.types.is_decimal(target) else 0
+        if text is None and (pa.types.is_string(ltype) or pa.types.is_large_string(ltype)):
+            raw = str(lit.value).strip()
+            try:
+                q = (
+                    Fraction(int(raw))
+                    if pa.types.is_integer(target)
+                    else Fraction(decimal.Decimal(raw))
+                )
+            except (ValueError, decimal.InvalidOperation) as exc:
+                raise PlanningError(f"cannot cast string literal {raw!r} to {target}") from exc
+            if pa.types.is_decimal(target) and (q * 10**scale).denominator != 1:
+                raise _Undecidable  # DataFusion rounds the string to the scale
+            return q * 10**scale
+        if text is not None or not (
+            pa.types.is_integer(ltype) or pa.types.is_floating(ltype) or pa.types.is_decimal(ltype)
+        ):
+            raise _Undecidable
+        q = _number(lit)
+        if isinstance(lit.value, float):
+            # DataFusion compares in float64: exact only while the column's
+            # values are exactly representable as float64.
+            if pa.types.is_integer(target) and target.bit_width == 64 and abs(q) >= 2**53:
+                raise _Undecidable
+            if pa.types.is_decimal(target) and target.precision > 15:
+                raise _Undecidable
+        return q * 10**scale
+    if pa.types.is_date32(target):
+        if text is not None:
+            return datafusion_comparison_value(target, f"TIMESTAMP {_sql_string(text)}")
+        if pa.types.is_date32(ltype):
+            return Fraction(int(lit.value))
+        if pa.types.is_date64(ltype):
+            return Fraction(int(lit.value), 86_400_000)
+        if pa.types.is_integer(ltype):
+            return Fraction(int(lit.value))
+        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
+            return datafusion_comparison_value(target, _sql_string(str(lit.value)))
+        if pa.types.is_timestamp(ltype) and ltype.tz is None:
+            return Fraction(int(lit.value), _PER_SECOND[ltype.unit] * 86_400)
+        raise _Undecidable
+    if pa.types.is_timestamp(target):
+        if text is not None:
+            return datafusion_comparison_value(target, f"TIMESTAMP {_sql_string(text)}")
+        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
+            return datafusion_comparison_value(target, _sql_string(str(lit.value)))
+        if pa.types.is_date32(ltype):
+            return datafusion_comparison_value(target, f"arrow_cast({int(lit.value)}, 'Date32')")
+        if pa.types.is_timestamp(ltype):
+            if (ltype.tz is None) != (target.tz is None):
+                raise _Undecidable  # naive vs zoned instant: no exact common meaning
+            return Fraction(int(lit.value) * _PER_SECOND[target.unit], _PER_SECOND[ltype.unit])
+        if pa.types.is_integer(ltype):
+            raise PlanningError(
+                f"cannot compare timestamp column with integer literal {lit.value}"
+                " (DataFusion refuses Timestamp = Int64)"
+            )
+        raise _Undecidable
+    raise _Undecidable
+
+
+_TABLES: dict[str, str] = {}
+
+
+@lru_cache(maxsize=8192)
+def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
+    """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
+
+    DataFusion's coercion of temporal literals has several special cases
+    (``DATE`` on a zoned column is UTC midnight, ``TIMESTAMP 'text'`` is naive
+    then local in a zoned column, a date column is cast to timestamp(ns) for a
+    ``TIMESTAMP`` literal...). Rather than re-deriving them, this plans
+    ``c = <literal>`` over an empty table with a column of ``target``'s type and
+    reads the folded literal from the optimised plan. Raises
+    :class:`PlanningError` when DataFusion refuses the literal.
+    """
+    ctx = _context()
+    key = str(target)
+    with _LOCK:
+        name = _TABLES.get(key)
+        if name is None:
+            name = f"__lance_sql_coerce_{len(_TABLES)}"
+            batch = pa.record_batch([pa.array([], target)], names=["c"])
+            ctx.register_record_batches(name, [[batch]])
+            _TABLES[key] = name
+        try:
+            sql = f"SELECT c FROM {name} WHERE c = {literal_sql}"
+            plan = ctx.sql(sql).optimized_logical_plan()
+        except Exception as exc:  # DataFusion raises plain Exceptions
+            raise PlanningError(
+                f"cannot compare {target} column with {literal_sql}: {exc}"
+            ) from exc
+    node = plan.to_variant()
+    while type(node).__name__ != "Filter":
+        inputs = node.input()
+        if not inputs:
+            raise _Undecidable
+        node = inputs[0].to_variant()
+    pred = node.predicate().to_variant()
+    if type(pred).__name__ != "BinaryExpr":
+        raise _Undecidable
+    left, right = pred.left(), pred.right()
+    if right.variant_name() != "Literal":
+        raise _Undecidable
+    lit = right.to_variant()
+    dtype = lit.data_type()
+    if dtype.startswith("Timestamp"):
+        raw, _tz = lit.value_timestamp()
+        unit = dtype.split("(")[1].split(",")[0].split(")")[0].strip()
+        per_second = {"s": 1, "ms": 1_000, "µs": 1_000_000, "us": 1_000_000, "ns": 10**9}[unit]
+    elif dtype == "Date32":
+        raw, per_second = lit.value_date32(), None
+    else:
+        raise _Undecidable
+    if raw is None:
+        raise _Undecidable
+    if left.variant_name() == "Column":
+        if per_second is None:
+            return Fraction(int(raw))
+        if not pa.types.is_timestamp(target):
+            raise _Undecidable
+        return Fraction(int(raw) * _PER_SECOND[target.unit], per_second)
+    # the column was cast: only date32 -> naive timestamp compares exactly in days
+    if pa.types.is_date32(target) and per_second is not None:
+        return Fraction(int(raw), per_second * 86_400)
+    raise _Undecidable
+
+
+def _make_literal(value: int, target: pa.DataType) -> Literal:
+    if pa.types.is_decimal(target):
+        return Literal(decimal.Decimal(value).scaleb(-target.scale), target)
+    return Literal(int(value), target)
+
+
+def _is_not_null(term: Term) -> Predicate:
+    return IsNull(term, negated=True)
+
+
+def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> Predicate:
+    """``term op q`` for an integer-valued term with domain ``_domain(target)``, exactly."""
+    lo, hi = _domain(target)  # type: ignore[misc]
+    integral = q.denominator == 1
+    if op == "=":
+        return (
+            Compare(term, "=", _make_literal(int(q), target))
+            if integral and lo <= q <= hi
+            else FALSE
+        )
+    if op == "!=":
+        if integral and lo <= q <= hi:
+            return Compare(term, "!=", _make_literal(int(q), target))
+        return _is_not_null(term)
+    if op in ("<", "<="):
+        bound = (math.ceil(q) - 1) if op == "<" else math.floor(q)  # term <= bound
+        if bound >= hi:
+            return _is_not_null(term)
+        if bound < lo:
+            return FALSE
+        if integral:
+            return Compare(term, op, _make_literal(int(q), target))
+        return Compare(term, "<=", _make_literal(bound, target))
+    bound = (math.floor(q) + 1) if op == ">" else math.ceil(q)  # term >= bound
+    if bound <= lo:
+        return _is_not_null(term)
+    if bound > hi:
+        return FALSE
+    if integral:
+        return Compare(term, op, _make_literal(int(q), target))
+    return Compare(term, ">=", _make_literal(bound, target))
+
+
+def _plain_value(lit: Literal, target: pa.DataType) -> object:
+    """The literal as a value of a non-integer-like ``target`` (string, float, bool, binary)."""
+    v = lit.value
+    if lit.text is not None:
+        raise _Undecidable
+    ltype = lit.type
+    if pa.types.is_string(target) or pa.types.is_large_string(target):
+        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
+            return str(v)
+        raise _Undecidable  # DataFusion would cast the string column instead
+    if pa.types.is_floating(target):
+        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
+            try:
+                f = float(str(v))
+            except ValueError as exc:
+                raise PlanningError(f"cannot cast string literal {v!r} to {target}") from exc
+        else:
+            q = _number(lit)
+            f = float(q)
+            if Fraction(f) != q:
+                raise _Undecidable
+        if math.isnan(f):
+            raise _Undecidable
+        if target == pa.float32() and float(pa.scalar(f, pa.float32()).as_py()) != f:
+            raise _Undecidable
+        return f
+    if pa.types.is_boolean(target) and pa.types.is_boolean(ltype):
+        return bool(v)
+    if (pa.types.is_binary(target) or pa.types.is_large_binary(target)) and isinstance(
+        v, (bytes, bytearray)
+    ):
+        return bytes(v)
+    raise _Undecidable
+
+
+def coerce_compare(term: Term, op: str, lit: Literal, target: pa.DataType) -> Predicate:
+    """``term op lit`` with ``lit`` converted exactly to ``target`` (the term's value type)."""
+    if lit.is_null:
+        return FALSE  # a comparison with NULL is never TRUE
+    try:
+        if _domain(target) is not None:
+            return _rational_compare(term, op, _storage_value(lit, target), target)
+        return Compare(term, op, Literal(_plain_value(lit, target), target))
+    except _Undecidable:
+        return Unsupported(
+            f"{term.sql()} {op} {lit.sql()} (literal of type {lit.type} not exact as {target})",
+            _term_columns(term),
+        )
+
+
+def coerce_in(
+    term: Term, values: tuple[Literal, ...], negated: bool, target: pa.DataType
+) -> Predicate:
+    """``term [NOT] IN (values)`` with each value coerced exactly; unmatchable values dropped."""
+    kept: list[Literal] = []
+    has_null = False
+    for lit in values:
+        if lit.is_null:
+            has_null = True
+            continue
+        eq = coerce_compare(term, "=", lit, target)
+        if eq == FALSE:
+            continue  # this value can never equal the term
+        if not isinstance(eq, Compare):
+            return Unsupported(
+                f"{term.sql()} {'NOT ' if negated else ''}IN (...) with literal {lit.sql()}"
+                f" not exact as {target}",
+                _term_columns(term),
+            )
+        if eq.literal not in kept:
+            kept.append(eq.literal)
+    if negated:
+        if has_null:
+            return FALSE  # x NOT IN (..., NULL) is never TRUE
+        if not kept:
+            return _is_not_null(term)
+        if len(kept) == 1:
+            return Compare(term, "!=", kept[0])
+        return InList(term, tuple(kept), negated=True)
+    if not kept:
+        return FALSE
+    if len(kept) == 1:
+        return Compare(term, "=", kept[0])
+    return InList(term, tuple(kept))
+
+
+def _term_columns(term: Term) -> tuple[str, ...]:
+    cols = getattr(term, "columns", None) or (term,)
+    return tuple(c.name for c in cols)
+
+
+__all__ = [
+    "coerce_compare",
+    "coerce_in",
+    "datafusion_cast",
+    "datafusion_comparison_value",
+    "datafusion_type_name",
+]

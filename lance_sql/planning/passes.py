@@ -1,0 +1,219 @@
+"""The planner's small passes over the predicate IR, each a plain function tree -> tree.
+
+Order matters and is fixed by :func:`prepare`:
+
+1. :func:`push_not` moves every NOT down to the leaves (De Morgan; ``NOT(a < 5)``
+   becomes ``a >= 5``, ``NOT IN`` / ``IS NOT NULL`` / ``NOT starts_with``). These
+   rewrites are exact under SQL's three-valued logic: a leaf over a NULL is
+   NULL before and after, and NOT(NULL) is NULL.
+2. :func:`bind` resolves column names against the namespace schema (field ids
+   from ``lance:field_id``) and coerces every literal exactly to the type of the
+   term it is compared with (:mod:`.literals`). Coercion may replace a leaf by
+   another that keeps exactly the same rows *when used as a filter* (e.g.
+   ``x IN (1, NULL)`` keeps the rows of ``x IN (1)``); that is only sound where
+   no NOT sits above the leaf, which step 1 guarantees.
+3. :func:`simplify` folds constants and flattens AND/OR.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.literals import coerce_compare, coerce_in
+from lance_sql.planning.predicates import (
+    FALSE,
+    NEGATED_OP,
+    And,
+    Column,
+    Compare,
+    Const,
+    InList,
+    IsNull,
+    Not,
+    Or,
+    Predicate,
+    StartsWith,
+    Term,
+    TransformTerm,
+    Unsupported,
+    and_,
+    or_,
+    to_sql,
+)
+
+FIELD_ID_KEY = b"lance:field_id"
+
+
+def push_not(pred: Predicate, negate: bool = False) -> Predicate:
+    """Push NOT to the leaves; the result contains no :class:`Not` node."""
+    if isinstance(pred, Not):
+        return push_not(pred.child, not negate)
+    if isinstance(pred, And):
+        parts = [push_not(c, negate) for c in pred.children]
+        return or_(*parts) if negate else and_(*parts)
+    if isinstance(pred, Or):
+        parts = [push_not(c, negate) for c in pred.children]
+        return and_(*parts) if negate else or_(*parts)
+    if not negate:
+        return pred
+    if isinstance(pred, Const):
+        return Const(not pred.value)
+    if isinstance(pred, Compare):
+        return Compare(pred.term, NEGATED_OP[pred.op], pred.literal)
+    if isinstance(pred, InList):
+        return InList(pred.term, pred.values, not pred.negated)
+    if isinstance(pred, IsNull):
+        return IsNull(pred.term, not pred.negated)
+    if isinstance(pred, StartsWith):
+        return StartsWith(pred.term, pred.prefix, not pred.negated)
+    if isinstance(pred, Unsupported):
+        return Unsupported(f"NOT ({pred.description})", pred.columns)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def field_id_of(field: pa.Field) -> int | None:
+    """The Lance field id stored in ``field``'s metadata, if any."""
+    meta = field.metadata or {}
+    raw = meta.get(FIELD_ID_KEY)
+    return int(raw) if raw is not None else None
+
+
+def resolve_column(name: str, schema: pa.Schema) -> Column:
+    """Bind a column name (exact match first, then a unique case-insensitive one)."""
+    idx = schema.get_field_index(name)
+    if idx < 0:
+        matches = [i for i, f in enumerate(schema) if f.name.lower() == name.lower()]
+        if len(matches) != 1:
+            known = ", ".join(schema.names)
+            raise PlanningError(f"unknown column {name!r} in filter (columns: {known})")
+        idx = matches[0]
+    field = schema.field(idx)
+    return Column(field.name, field_id_of(field), field.type)
+
+
+_TIME_KINDS = ("year", "month", "day", "hour", "date_trunc")
+
+
+def _bind_term(term: Term, schema: pa.Schema) -> Term:
+    if isinstance(term, Column):
+        return resolve_column(term.name, schema)
+    cols = tuple(resolve_column(c.name, schema) for c in term.columns)
+    src = cols[0].type
+    if term.kind in _TIME_KINDS and not (pa.types.is_date(src) or pa.types.is_timestamp(src)):
+        raise PlanningError(f"{term.sql()}: column {cols[0].name!r} is {src}, not a date/timestamp")
+    if term.kind == "date_trunc" and term.as_date and pa.types.is_date32(src):
+        return cols[0]  # CAST(date_col AS DATE) is the column itself
+    if term.kind == "truncate" and not (
+        pa.types.is_integer(src)
+        or pa.types.is_decimal(src)
+        or pa.types.is_string(src)
+        or pa.types.is_large_string(src)
+    ):
+        raise PlanningError(f"{term.sql()}: cannot truncate column {cols[0].name!r} of type {src}")
+    return TransformTerm(term.kind, cols, term.param, term.unit, term.as_date)
+
+
+def _value_type(term: Term) -> pa.DataType:
+    if isinstance(term, Column):
+        return term.type
+    return term.value_type()
+
+
+def bind(pred: Predicate, schema: pa.Schema) -> Predicate:
+    """Resolve names and coerce literals; raises :class:`PlanningError` for unknown columns."""
+    if isinstance(pred, And):
+        return and_(*(bind(c, schema) for c in pred.children))
+    if isinstance(pred, Or):
+        return or_(*(bind(c, schema) for c in pred.children))
+    if isinstance(pred, Not):
+        return Not(bind(pred.child, schema))
+    if isinstance(pred, (Const, Unsupported)):
+        return pred
+    term = _bind_term(pred.term, schema)
+    target = _value_type(term)
+    if isinstance(pred, Compare):
+        return coerce_compare(term, pred.op, pred.literal, target)
+    if isinstance(pred, InList):
+        return coerce_in(term, pred.values, pred.negated, target)
+    if isinstance(pred, IsNull):
+        return IsNull(term, pred.negated)
+    if isinstance(pred, StartsWith):
+        if not (pa.types.is_string(target) or pa.types.is_large_string(target)):
+            return Unsupported(to_sql(StartsWith(term, pred.prefix, pred.negated)), (term.sql(),))
+        if pred.prefix == "":
+            return FALSE if pred.negated else IsNull(term, negated=True)
+        return StartsWith(term, pred.prefix, pred.negated)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def simplify(pred: Predicate) -> Predicate:
+    """Constant folding, AND/OR flattening, and ``a = 1 OR a = 2`` -> ``a IN (1, 2)``.
+
+    The IN merge matters for pruning: multi-column transforms and expression
+    fields enumerate only ``=`` / ``IN`` conjuncts, and DataFusion hands IN
+    lists to a dataset provider as OR chains (``a != 1 AND a != 2`` likewise
+    becomes ``a NOT IN (1, 2)``).
+    """
+    if isinstance(pred, And):
+        return _merge(and_(*(simplify(c) for c in pred.children)), negated=True)
+    if isinstance(pred, Or):
+        return _merge(or_(*(simplify(c) for c in pred.children)), negated=False)
+    if isinstance(pred, Not):
+        inner = simplify(pred.child)
+        if isinstance(inner, Const):
+            return Const(not inner.value)
+        return Not(inner)
+    return pred
+
+
+def _merge(pred: Predicate, negated: bool) -> Predicate:
+    """Merge ``=`` (in an OR) or ``!=`` (in an AND) leaves on one term into one IN list."""
+    if not isinstance(pred, (And, Or)):
+        return pred
+    op = "!=" if negated else "="
+    groups: dict[object, list] = {}
+    for child in pred.children:
+        if isinstance(child, Compare) and child.op == op:
+            groups.setdefault(child.term, []).append(child.literal)
+        elif isinstance(child, InList) and child.negated == negated:
+            groups.setdefault(child.term, []).extend(child.values)
+    out: list[Predicate] = []
+    done: set[object] = set()
+    for child in pred.children:
+        term = getattr(child, "term", None)
+        merge = (isinstance(child, Compare) and child.op == op) or (
+            isinstance(child, InList) and child.negated == negated
+        )
+        if merge and len(groups.get(term, ())) > 1:
+            if term in done:
+                continue
+            done.add(term)
+            values: list = []
+            for v in groups[term]:
+                if v not in values:
+                    values.append(v)
+            out.append(
+                InList(term, tuple(values), negated)
+                if len(values) > 1
+                else Compare(term, op, values[0])
+            )
+        else:
+            out.append(child)
+    return and_(*out) if isinstance(pred, And) else or_(*out)
+
+
+def prepare(pred: Predicate, schema: pa.Schema) -> Predicate:
+    """push_not -> bind -> simplify: the normal form every planning step expects."""
+    return simplify(bind(push_not(pred), schema))
+
+
+__all__ = [
+    "FIELD_ID_KEY",
+    "bind",
+    "field_id_of",
+    "prepare",
+    "push_not",
+    "resolve_column",
+    "simplify",
+]

@@ -1,0 +1,84 @@
+"""Planner API for the namespace layer: filter + specs + ``__manifest`` rows -> partitions.
+
+Free of I/O on purpose: tables in, tables out. The namespace layer reads
+``__manifest`` (all of it, or pre-filtered with :attr:`PartitionPlan.manifest_filter`
+pushed into pylance), calls :func:`plan_partitions`, and scans each selected
+partition table with that partition's residual filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.passes import prepare
+from lance_sql.planning.predicates import TRUE, Predicate, to_sql
+from lance_sql.planning.pruning import (
+    ManifestFilter,
+    PruningReport,
+    project_to_manifest,
+    report,
+    residuals,
+    select_rows,
+)
+from lance_sql.tables.namespace.spec import PartitionSpec
+
+FilterLike = Predicate | pc.Expression | str | None
+
+
+def to_predicate(filter: FilterLike, schema: pa.Schema) -> Predicate:
+    """Any accepted filter form -> a prepared predicate over the namespace schema."""
+    if filter is None:
+        return TRUE
+    if isinstance(filter, str):
+        from lance_sql.planning.sql_filter import parse_filter
+
+        return parse_filter(filter, schema)
+    if isinstance(filter, pc.Expression):
+        from lance_sql.planning.substrait_filter import from_pyarrow
+
+        return from_pyarrow(filter, schema)
+    return prepare(filter, schema)
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """Selected partition tables and, row for row, the filter still to apply to each."""
+
+    predicate: Predicate
+    manifest_filter: ManifestFilter
+    selected: pa.Table
+    residuals: tuple[Predicate, ...]
+    report: PruningReport
+
+    def residual_sql(self, i: int) -> str:
+        return to_sql(self.residuals[i])
+
+
+def plan_partitions(
+    filter: FilterLike,
+    specs: dict[int, PartitionSpec],
+    schema: pa.Schema,
+    manifest_rows: pa.Table,
+) -> PartitionPlan:
+    """Prune ``manifest_rows`` (``__manifest`` rows: object_id, object_type, partition columns).
+
+    Returns the partition-table rows that may hold matching rows, the residual
+    predicate per selected row (TRUE where the partition's values prove the
+    whole filter), and a :class:`PruningReport`.
+    """
+    for name in ("object_id", "object_type"):
+        if name not in manifest_rows.column_names:
+            raise PlanningError(f"__manifest rows lack the {name!r} column")
+    pred = to_predicate(filter, schema)
+    mf = project_to_manifest(pred, specs, schema)
+    tables = manifest_rows.filter(pc.equal(manifest_rows.column("object_type"), "table"))
+    selected = select_rows(tables, mf)
+    res = residuals(selected, mf)
+    return PartitionPlan(pred, mf, selected, tuple(res), report(mf, tables, selected, res))
+
+
+__all__ = ["FilterLike", "PartitionPlan", "plan_partitions", "to_predicate"]

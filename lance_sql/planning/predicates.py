@@ -1,0 +1,403 @@
+"""The one predicate IR of the planner: immutable terms, literals and boolean nodes.
+
+Every filter the planner sees (SQL text, a pyarrow/substrait expression, a
+partition predicate over ``__manifest`` columns) is converted into these nodes
+at the edge and back out at the other edge; the passes in between
+(:mod:`.passes`, :mod:`.projection`) only ever see this tree. Nodes are frozen
+dataclasses so that they can be shared, hashed and compared structurally.
+
+Semantics are SQL's three-valued logic: a comparison with a NULL operand is
+NULL, and a filter keeps a row only when the predicate is TRUE.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+# --------------------------------------------------------------------------- terms
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column reference; ``field_id``/``type`` are filled in by :func:`.passes.bind`."""
+
+    name: str
+    field_id: int | None = None
+    type: pa.DataType | None = field(default=None, compare=False)
+
+    def sql(self) -> str:
+        return quote_ident(self.name)
+
+
+#: Transform-term kinds and the SQL each one stands for (``c`` = the column(s)).
+TERM_KINDS = {
+    "year": "date_part('year', c)",
+    "month": "date_part('month', c)",
+    "day": "date_part('day', c)",
+    "hour": "date_part('hour', c)",
+    "date_trunc": "date_trunc(unit, c)  (CAST(c AS DATE) is unit 'day' as a date)",
+    "bucket": "abs(murmur3(c)) % N  or  abs(murmur3_multi(c0, c1, ...)) % N",
+    "hash_mod": "murmur3(c) % N  (sign of the dividend, so in (-N, N))",
+    "murmur3": "murmur3(c) / murmur3_multi(c0, c1, ...)",
+    "truncate": "left(c, W)  or  c - c % W",
+}
+
+
+@dataclass(frozen=True)
+class TransformTerm:
+    """A known transform applied to column(s), e.g. ``date_part('year', ts)``.
+
+    ``param`` is N for bucket/hash_mod, W for truncate; ``unit`` is the
+    date_trunc unit; ``as_date`` marks ``CAST(ts AS DATE)`` (a date_trunc to
+    'day' whose value is a date32).
+    """
+
+    kind: str
+    columns: tuple[Column, ...]
+    param: int | None = None
+    unit: str | None = None
+    as_date: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in TERM_KINDS:
+            raise ValueError(f"unknown transform term kind {self.kind!r}")
+
+    @property
+    def column(self) -> Column:
+        return self.columns[0]
+
+    def value_type(self) -> pa.DataType | None:
+        """The Arrow type of the term's value (None while unbound)."""
+        src = self.column.type
+        if self.kind in ("year", "month", "day", "hour", "bucket", "hash_mod", "murmur3"):
+            return pa.int32()
+        if self.kind == "date_trunc":
+            if self.as_date:
+                return pa.date32()
+            if src is not None and pa.types.is_date(src):
+                return pa.timestamp("ns")
+            return src
+        return src  # truncate
+
+    def sql(self) -> str:
+        cols = ", ".join(c.sql() for c in self.columns)
+        if self.kind in ("year", "month", "day", "hour"):
+            return f"date_part('{self.kind}', {cols})"
+        if self.kind == "date_trunc":
+            if self.as_date:
+                return f"CAST({cols} AS DATE)"
+            return f"date_trunc('{self.unit}', {cols})"
+        fn = "murmur3" if len(self.columns) == 1 else "murmur3_multi"
+        if self.kind == "bucket":
+            return f"abs({fn}({cols})) % {self.param}"
+        if self.kind == "hash_mod":
+            return f"{fn}({cols}) % {self.param}"
+        if self.kind == "murmur3":
+            return f"{fn}({cols})"
+        src = self.column.type
+        if src is not None and (pa.types.is_string(src) or pa.types.is_large_string(src)):
+            return f"left({cols}, {self.param})"
+        return f"({cols} - {cols} % {self.param})"
+
+
+Term = Column | TransformTerm
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A typed literal. ``value`` is a plain Python value in Arrow's storage form:
+
+    ints for integers, dates (days since epoch) and timestamps (units since
+    epoch); ``decimal.Decimal`` for decimals; str / bytes / float / bool.
+    ``text`` keeps a temporal literal's original text (``TIMESTAMP '...'`` or
+    a string compared with a temporal column) until :func:`.passes.bind`
+    resolves it with the column's own type, as DataFusion does.
+    """
+
+    value: object
+    type: pa.DataType
+    text: str | None = None
+
+    @property
+    def is_null(self) -> bool:
+        return self.value is None and self.text is None
+
+    def scalar(self) -> pa.Scalar:
+        return pa.scalar(self.value, type=self.type)
+
+    def sql(self) -> str:
+        return literal_sql(self)
+
+
+# ------------------------------------------------------------------------- predicates
+
+COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=")
+NEGATED_OP = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+FLIPPED_OP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``term op literal`` (the literal is always on the right)."""
+
+    term: Term
+    op: str
+    literal: Literal
+
+    def __post_init__(self) -> None:
+        if self.op not in COMPARISON_OPS:
+            raise ValueError(f"unknown comparison operator {self.op!r}")
+
+
+@dataclass(frozen=True)
+class InList:
+    """``term IN (v1, ...)``, or ``NOT IN`` when ``negated``."""
+
+    term: Term
+    values: tuple[Literal, ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """``term IS NULL``, or ``IS NOT NULL`` when ``negated``."""
+
+    term: Term
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class StartsWith:
+    """``starts_with(term, prefix)`` (``LIKE 'prefix%'``), or its negation."""
+
+    term: Term
+    prefix: str
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class And:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    child: Predicate
+
+
+@dataclass(frozen=True)
+class Const:
+    """TRUE or FALSE."""
+
+    value: bool
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Anything the planner cannot reason about: TRUE inclusively, FALSE strictly.
+
+    ``description`` says what it was (shown in EXPLAIN and in residuals).
+    ``columns`` lists the columns it reads, when known.
+    """
+
+    description: str
+    columns: tuple[str, ...] = ()
+
+
+Predicate = Compare | InList | IsNull | StartsWith | And | Or | Not | Const | Unsupported
+Leaf = Compare | InList | IsNull | StartsWith | Unsupported
+
+TRUE = Const(True)
+FALSE = Const(False)
+
+
+def is_leaf(pred: Predicate) -> bool:
+    return isinstance(pred, (Compare, InList, IsNull, StartsWith, Unsupported))
+
+
+def leaf_term(pred: Predicate) -> Term | None:
+    """The term a leaf predicate tests (None for Unsupported and boolean nodes)."""
+    if isinstance(pred, (Compare, InList, IsNull, StartsWith)):
+        return pred.term
+    return None
+
+
+# ----------------------------------------------------------------- smart constructors
+
+
+def and_(*children: Predicate) -> Predicate:
+    """Conjunction with flattening and constant folding (TRUE dropped, FALSE absorbs)."""
+    out: list[Predicate] = []
+    for child in children:
+        parts = child.children if isinstance(child, And) else (child,)
+        for part in parts:
+            if part == TRUE:
+                continue
+            if part == FALSE:
+                return FALSE
+            if part not in out:
+                out.append(part)
+    if not out:
+        return TRUE
+    if len(out) == 1:
+        return out[0]
+    return And(tuple(out))
+
+
+def or_(*children: Predicate) -> Predicate:
+    """Disjunction with flattening and constant folding (FALSE dropped, TRUE absorbs)."""
+    out: list[Predicate] = []
+    for child in children:
+        parts = child.children if isinstance(child, Or) else (child,)
+        for part in parts:
+            if part == FALSE:
+                continue
+            if part == TRUE:
+                return TRUE
+            if part not in out:
+                out.append(part)
+    if not out:
+        return FALSE
+    if len(out) == 1:
+        return out[0]
+    return Or(tuple(out))
+
+
+def conjuncts(pred: Predicate) -> tuple[Predicate, ...]:
+    """The top-level conjuncts of ``pred`` (``(pred,)`` when it is not an AND)."""
+    if isinstance(pred, And):
+        return pred.children
+    if pred == TRUE:
+        return ()
+    return (pred,)
+
+
+def columns_of(pred: Predicate) -> set[str]:
+    """Names of every column the predicate reads."""
+    out: set[str] = set()
+    if isinstance(pred, (And, Or)):
+        for child in pred.children:
+            out |= columns_of(child)
+    elif isinstance(pred, Not):
+        out |= columns_of(pred.child)
+    elif isinstance(pred, Unsupported):
+        out |= set(pred.columns)
+    elif isinstance(pred, (Compare, InList, IsNull, StartsWith)):
+        term = pred.term
+        cols = (term,) if isinstance(term, Column) else term.columns
+        out |= {c.name for c in cols}
+    return out
+
+
+# ------------------------------------------------------------------------- to SQL
+
+
+def quote_ident(name: str) -> str:
+    """A DataFusion identifier: bare when it is a plain lower-case name, else quoted."""
+    if (
+        name
+        and (name[0].isalpha() or name[0] == "_")
+        and all(ch.isdigit() or ch == "_" or ("a" <= ch <= "z") for ch in name)
+    ):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def literal_sql(lit: Literal) -> str:
+    """DataFusion SQL text for a literal that keeps its exact type."""
+    if lit.text is not None and lit.value is None:
+        return f"TIMESTAMP {_quote_str(lit.text)}"
+    if lit.value is None:
+        return "NULL"
+    t = lit.type
+    if pa.types.is_boolean(t):
+        return "TRUE" if lit.value else "FALSE"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _quote_str(str(lit.value))
+    if pa.types.is_date(t):
+        try:
+            return f"DATE '{lit.scalar().as_py().isoformat()}'"
+        except (ValueError, OverflowError):
+            return f"arrow_cast({int(lit.value)}, 'Date32')"
+    if pa.types.is_timestamp(t):
+        return _timestamp_sql(int(lit.value), t)
+    if pa.types.is_integer(t):
+        return str(lit.value)
+    if pa.types.is_decimal(t):
+        return f"arrow_cast('{lit.value}', 'Decimal128({t.precision}, {t.scale})')"
+    if pa.types.is_floating(t):
+        return repr(float(lit.value))
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "X'" + bytes(lit.value).hex() + "'"
+    return _quote_str(str(lit.value))
+
+
+def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
+    """SQL text of a timestamp that DataFusion reads back as exactly that value.
+
+    Naive: ``TIMESTAMP '...'``. Zoned: a ``Z``-suffixed string cast to the zoned
+    type (``TIMESTAMP '...Z'`` would be read as local time in the column's zone).
+    """
+    per_us = {"s": 1_000_000, "ms": 1_000, "us": 1}
+    if t.unit in per_us or value % 1000 == 0:
+        micros = value * per_us[t.unit] if t.unit in per_us else value // 1000
+        try:
+            text = (_EPOCH + datetime.timedelta(microseconds=micros)).isoformat()
+        except OverflowError:
+            text = None
+        if text is not None and t.tz is None:
+            return f"TIMESTAMP '{text}'"
+        if text is not None:  # a string with Z cast to the zoned type is that instant
+            return f"arrow_cast('{text}Z', 'Timestamp({_UNIT[t.unit]}, Some(\"{t.tz}\"))')"
+    tz = "None" if t.tz is None else f'Some("{t.tz}")'
+    return f"arrow_cast({value}, 'Timestamp({_UNIT[t.unit]}, {tz})')"
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_UNIT = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
+
+
+def to_sql(pred: Predicate) -> str:
+    """DataFusion SQL text for a predicate (for display, EXPLAIN and ``__manifest`` SQL)."""
+    if isinstance(pred, Const):
+        return "TRUE" if pred.value else "FALSE"
+    if isinstance(pred, And):
+        return " AND ".join(_paren(c, And) for c in pred.children)
+    if isinstance(pred, Or):
+        return " OR ".join(_paren(c, Or) for c in pred.children)
+    if isinstance(pred, Not):
+        return f"NOT ({to_sql(pred.child)})"
+    if isinstance(pred, Unsupported):
+        return f"/* unsupported: {pred.description} */ TRUE"
+    term = pred.term.sql()
+    if isinstance(pred, Compare):
+        op = "<>" if pred.op == "!=" else pred.op
+        return f"{term} {op} {pred.literal.sql()}"
+    if isinstance(pred, InList):
+        values = ", ".join(v.sql() for v in pred.values)
+        return f"{term} {'NOT IN' if pred.negated else 'IN'} ({values})"
+    if isinstance(pred, IsNull):
+        return f"{term} IS {'NOT NULL' if pred.negated else 'NULL'}"
+    if isinstance(pred, StartsWith):
+        call = f"starts_with({term}, {_quote_str(pred.prefix)})"
+        return f"NOT {call}" if pred.negated else call
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def _paren(child: Predicate, parent: type) -> str:
+    text = to_sql(child)
+    if isinstance(child, (And, Or)) and not isinstance(child, parent):
+        return f"({text})"
+    return text

@@ -1,0 +1,243 @@
+"""Per-spec ``__manifest`` filter, partition selection and residuals.
+
+:func:`project_to_manifest` turns a prepared predicate into one filter over
+``__manifest`` (the spec's appendix D)::
+
+    object_type = 'table' AND (
+        (starts_with(object_id, 'v1$') AND <inclusive projection through spec 1>)
+     OR (starts_with(object_id, 'v2$') AND <inclusive projection through spec 2>)
+     OR NOT (starts_with(object_id, 'v1$') OR starts_with(object_id, 'v2$')))
+
+The last clause keeps partition tables of a version the caller passed no spec
+for: pruning must never lose rows, even of a namespace it does not fully
+understand. Alongside, each top-level conjunct of the predicate gets a strict
+projection per spec; a partition whose stored values satisfy it holds only
+rows matching that conjunct, so the scan need not re-check it
+(:func:`residuals`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.arrow_expr import evaluate_mask, to_pyarrow
+from lance_sql.planning.predicates import (
+    TRUE,
+    Column,
+    Compare,
+    Literal,
+    Not,
+    Predicate,
+    StartsWith,
+    and_,
+    conjuncts,
+    or_,
+    to_sql,
+)
+from lance_sql.planning.projection import SpecProjector
+from lance_sql.tables.namespace.spec import PartitionSpec
+
+OBJECT_ID = Column("object_id", None, pa.string())
+OBJECT_TYPE = Column("object_type", None, pa.string())
+IS_TABLE = Compare(OBJECT_TYPE, "=", Literal("table", pa.string()))
+
+
+def version_prefix(spec_id: int) -> str:
+    """The ``object_id`` prefix of every object under spec version ``spec_id``."""
+    return f"v{spec_id}$"
+
+
+def in_version(spec_id: int) -> Predicate:
+    return StartsWith(OBJECT_ID, version_prefix(spec_id))
+
+
+@dataclass(frozen=True)
+class SpecFilter:
+    """What one spec version contributes: its partition predicate and per-conjunct proofs."""
+
+    spec_id: int
+    inclusive: Predicate
+    strict: tuple[Predicate, ...]  # one per top-level conjunct of the filter
+
+
+@dataclass(frozen=True)
+class ManifestFilter:
+    """A pruning filter over ``__manifest`` plus what is needed to compute residuals."""
+
+    filter: Predicate  # the prepared source filter (over namespace columns)
+    conjuncts: tuple[Predicate, ...]
+    specs: dict[int, SpecFilter] = field(default_factory=dict)
+
+    @property
+    def predicate(self) -> Predicate:
+        """The whole ``__manifest`` predicate (IS_TABLE AND per-version disjunction)."""
+        branches = [and_(in_version(i), s.inclusive) for i, s in sorted(self.specs.items())]
+        known = or_(*(in_version(i) for i in sorted(self.specs)))
+        others = Not(known) if self.specs else TRUE
+        return and_(IS_TABLE, or_(*branches, others))
+
+    def to_sql(self) -> str:
+        """DataFusion SQL text of :attr:`predicate` (for EXPLAIN and ``__manifest`` queries)."""
+        return to_sql(self.predicate)
+
+    def to_pyarrow(self) -> pc.Expression:
+        """The predicate as a pyarrow expression (pylance ``scanner(filter=...)`` accepts it)."""
+        return to_pyarrow(self.predicate)
+
+    def spec_sql(self, spec_id: int) -> str:
+        return to_sql(self.specs[spec_id].inclusive)
+
+
+def project_to_manifest(
+    pred: Predicate, specs: dict[int, PartitionSpec], schema: pa.Schema
+) -> ManifestFilter:
+    """Project a prepared predicate (:func:`.passes.prepare`) through every spec version."""
+    parts = conjuncts(pred)
+    out: dict[int, SpecFilter] = {}
+    for spec_id, spec in sorted(specs.items()):
+        projector = SpecProjector(spec, schema)
+        out[spec_id] = SpecFilter(
+            spec_id,
+            projector.inclusive(pred),
+            tuple(projector.strict(c) for c in parts),
+        )
+    return ManifestFilter(pred, parts, out)
+
+
+def spec_id_of(object_id: str) -> int | None:
+    """The spec version of a partition table's ``object_id`` (``v{N}$...``), if any."""
+    head = object_id.split("$", 1)[0]
+    if head.startswith("v") and head[1:].isdigit() and "$" in object_id:
+        return int(head[1:])
+    return None
+
+
+def select_rows(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
+    """The partition-table rows of ``manifest`` the filter keeps (order preserved)."""
+    mask = evaluate_mask(_with_partition_columns(manifest, mf), mf.predicate)
+    return manifest.filter(mask)
+
+
+def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
+    """``manifest`` after checking it has every partition column the filter reads.
+
+    A missing column must not be read as all-NULL: that would prune every
+    partition of the versions using it.
+    """
+    needed: dict[str, None] = {}
+    from lance_sql.planning.predicates import columns_of
+
+    for s in mf.specs.values():
+        for name in columns_of(s.inclusive) | set().union(*(columns_of(p) for p in s.strict)):
+            needed[name] = None
+    missing = sorted(name for name in needed if name not in manifest.column_names)
+    if missing:
+        raise PlanningError(
+            f"__manifest lacks partition column(s) {', '.join(missing)} of its partition specs"
+        )
+    return manifest
+
+
+def spec_ids(table: pa.Table) -> np.ndarray:
+    """The spec version of every row's ``object_id`` (-1 where it is not ``v{N}$...``)."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    found = pc.extract_regex(table.column("object_id"), r"^v(?P<v>[0-9]{1,9})\$")
+    versions = pc.struct_field(found, "v").cast(pa.int64()).fill_null(-1)
+    return versions.to_numpy()
+
+
+def residuals(rows: pa.Table, mf: ManifestFilter) -> list[Predicate]:
+    """For each row of ``rows`` (selected manifest rows), the filter still to apply.
+
+    The AND of the conjuncts whose strict projection is not TRUE for that
+    partition's stored values; TRUE when every conjunct is proven. Rows with
+    the same proofs share one predicate object (computed once per pattern).
+    """
+    table = _with_partition_columns(rows, mf)
+    versions = spec_ids(table)
+    out: list[Predicate] = [mf.filter] * table.num_rows  # unknown versions: the whole filter
+    for spec_id, s in mf.specs.items():
+        where = np.flatnonzero(versions == spec_id)
+        if where.size == 0:
+            continue
+        code = np.zeros(table.num_rows, dtype=np.int64)
+        for bit, p in enumerate(s.strict):
+            mask = evaluate_mask(table, p)
+            code |= np.asarray(mask, dtype=bool).astype(np.int64) << bit
+        cache: dict[int, Predicate] = {}
+        for r in where:
+            c = int(code[r])
+            pred = cache.get(c)
+            if pred is None:
+                kept = [x for bit, x in enumerate(mf.conjuncts) if not (c >> bit) & 1]
+                pred = cache[c] = and_(*kept)
+            out[r] = pred
+    return out
+
+
+@dataclass(frozen=True)
+class SpecReport:
+    spec_id: int
+    filter_sql: str
+    selected: int
+    total: int
+    fully_matching: int  # selected partitions needing no re-check at all
+
+
+@dataclass(frozen=True)
+class PruningReport:
+    """What pruning did, per spec version (for EXPLAIN and tests)."""
+
+    manifest_filter_sql: str
+    specs: tuple[SpecReport, ...]
+    selected: int
+    total: int
+
+    def lines(self) -> list[str]:
+        out = [f"partitions: {self.selected}/{self.total} selected"]
+        for s in self.specs:
+            out.append(
+                f"  v{s.spec_id}: {s.selected}/{s.total} selected"
+                f" ({s.fully_matching} without re-check); filter: {s.filter_sql}"
+            )
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def report(
+    mf: ManifestFilter, all_rows: pa.Table, selected: pa.Table, residual: list[Predicate]
+) -> PruningReport:
+    all_v, sel_v = spec_ids(all_rows), spec_ids(selected)
+    done = np.array([r == TRUE for r in residual], dtype=bool)
+    specs = tuple(
+        SpecReport(
+            spec_id,
+            mf.spec_sql(spec_id),
+            int((sel_v == spec_id).sum()),
+            int((all_v == spec_id).sum()),
+            int(((sel_v == spec_id) & done).sum()),
+        )
+        for spec_id in sorted(mf.specs)
+    )
+    return PruningReport(mf.to_sql(), specs, selected.num_rows, all_rows.num_rows)
+
+
+__all__ = [
+    "ManifestFilter",
+    "PruningReport",
+    "SpecFilter",
+    "SpecReport",
+    "project_to_manifest",
+    "residuals",
+    "select_rows",
+    "spec_id_of",
+    "version_prefix",
+]

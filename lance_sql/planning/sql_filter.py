@@ -1,0 +1,322 @@
+"""Edge: a WHERE-clause expression in DataFusion SQL -> the predicate IR.
+
+Parsed with sqlglot (its Postgres dialect is the closest to DataFusion's SQL).
+Recognised leaves: comparisons, BETWEEN, IN / NOT IN, IS [NOT] NULL,
+``LIKE 'prefix%'`` and the transform terms a user writes to hit partitions
+directly (``date_part('year', ts)``, ``year(ts)``, ``EXTRACT(month FROM d)``,
+``date_trunc('day', ts)``, ``CAST(ts AS DATE)``, ``murmur3(k) % 16``,
+``abs(murmur3(k)) % 16``, ``left(s, 2)``, ``x - x % 5``). Anything else inside
+a boolean tree becomes :class:`~.predicates.Unsupported` (kept, never pruned
+on); text that is not a boolean expression at all raises
+:class:`~lance_sql.errors.PlanningError`.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.passes import prepare
+from lance_sql.planning.predicates import (
+    FALSE,
+    FLIPPED_OP,
+    TRUE,
+    Column,
+    Compare,
+    InList,
+    IsNull,
+    Literal,
+    Not,
+    Predicate,
+    StartsWith,
+    Term,
+    TransformTerm,
+    Unsupported,
+    and_,
+    or_,
+)
+
+_CMP = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_UNITS = ("year", "month", "day", "hour")
+
+
+class _NotATerm(Exception):
+    pass
+
+
+def parse_filter(sql: str, schema: pa.Schema) -> Predicate:
+    """Parse, bind and normalise a DataFusion SQL filter against the namespace schema."""
+    return prepare(parse_filter_unbound(sql), schema)
+
+
+def parse_filter_unbound(sql: str) -> Predicate:
+    """Parse a SQL filter into the IR without binding names (columns carry names only)."""
+    if not sql or not sql.strip():
+        raise PlanningError("empty filter")
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except ParseError as exc:
+        raise PlanningError(f"cannot parse filter {sql!r}: {exc}") from exc
+    if isinstance(tree, (exp.Select, exp.Query)) or not isinstance(tree, exp.Expression):
+        raise PlanningError(f"filter {sql!r} is a query, not a boolean expression")
+    if isinstance(tree, (exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        raise PlanningError(f"filter {sql!r} is not a boolean expression")
+    return _pred(tree)
+
+
+def _pred(node: exp.Expression) -> Predicate:
+    if isinstance(node, exp.Paren):
+        return _pred(node.this)
+    if isinstance(node, exp.And):
+        return and_(_pred(node.this), _pred(node.expression))
+    if isinstance(node, exp.Or):
+        return or_(_pred(node.this), _pred(node.expression))
+    if isinstance(node, exp.Not):
+        return Not(_pred(node.this))
+    if isinstance(node, exp.Boolean):
+        return TRUE if node.this else FALSE
+    if isinstance(node, exp.Null):
+        return Unsupported("NULL")  # never TRUE, and NOT NULL is NULL too
+    try:
+        return _leaf(node)
+    except _NotATerm:
+        return Unsupported(node.sql(dialect="postgres"), _column_names(node))
+
+
+def _leaf(node: exp.Expression) -> Predicate:
+    for cls, op in _CMP.items():
+        if isinstance(node, cls):
+            left, right = node.this, node.expression
+            if _is_literal(right):
+                return Compare(_term(left), op, _literal(right))
+            if _is_literal(left):
+                return Compare(_term(right), FLIPPED_OP[op], _literal(left))
+            raise _NotATerm
+    if isinstance(node, exp.Between):
+        term = _term(node.this)
+        low, high = node.args["low"], node.args["high"]
+        if not (_is_literal(low) and _is_literal(high)):
+            raise _NotATerm
+        return and_(Compare(term, ">=", _literal(low)), Compare(term, "<=", _literal(high)))
+    if isinstance(node, exp.In):
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            raise _NotATerm
+        values = node.expressions
+        if not all(_is_literal(v) for v in values):
+            raise _NotATerm
+        return InList(_term(node.this), tuple(_literal(v) for v in values))
+    if isinstance(node, exp.Is):
+        if isinstance(node.expression, exp.Null):
+            pred: Predicate = IsNull(_term(node.this))
+            return Not(pred) if node.args.get("negate") else pred
+        raise _NotATerm
+    if isinstance(node, exp.Like):
+        if node.args.get("escape") is not None:
+            raise _NotATerm
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise _NotATerm
+        text = pattern.this
+        term = _term(node.this)
+        if "_" in text or "\\" in text:
+            raise _NotATerm
+        body = text.rstrip("%")
+        if "%" in body:
+            raise _NotATerm
+        if body == text:
+            pred = Compare(term, "=", Literal(text, pa.string()))
+        elif body == "":
+            pred = IsNull(term, negated=True)
+        else:
+            pred = StartsWith(term, body)
+        return Not(pred) if node.args.get("negate") else pred
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "starts_with":
+        args = node.expressions
+        if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].is_string:
+            return StartsWith(_term(args[0]), args[1].this)
+        raise _NotATerm
+    if isinstance(node, exp.Column):
+        return Compare(_column(node), "=", Literal(True, pa.bool_()))
+    raise _NotATerm
+
+
+# ----------------------------------------------------------------------- literals
+
+
+def _is_literal(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Paren):
+        return _is_literal(node.this)
+    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)):
+        return True
+    if isinstance(node, exp.Neg):
+        return isinstance(node.this, exp.Literal) and not node.this.is_string
+    if isinstance(node, exp.Cast):
+        return (
+            isinstance(node.this, exp.Literal)
+            and node.this.is_string
+            and _cast_kind(node)
+            in (
+                "date",
+                "timestamp",
+            )
+        )
+    return False
+
+
+def _cast_kind(node: exp.Cast) -> str | None:
+    to = node.to.this
+    if to == exp.DataType.Type.DATE:
+        return "date"
+    if to in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME):
+        return "timestamp"
+    return None
+
+
+def _number(text: str, negative: bool) -> Literal:
+    """A numeric literal typed as DataFusion types it.
+
+    Integers are Int64; beyond Int64 DataFusion makes them UInt64 or Float64,
+    whose comparisons with integer columns it then performs in a type that
+    may round, so they are kept as float64 (exact only where the coercion
+    step can prove it, else Unsupported). Anything with a '.' or exponent is
+    Float64.
+    """
+    sign = -1 if negative else 1
+    if all(ch.isdigit() for ch in text):
+        value = sign * int(text)
+        if -(2**63) <= value < 2**63:
+            return Literal(value, pa.int64())
+        return Literal(float(value), pa.float64())
+    return Literal(sign * float(text), pa.float64())
+
+
+def _literal(node: exp.Expression) -> Literal:
+    if isinstance(node, exp.Paren):
+        return _literal(node.this)
+    if isinstance(node, exp.Null):
+        return Literal(None, pa.null())
+    if isinstance(node, exp.Boolean):
+        return Literal(bool(node.this), pa.bool_())
+    if isinstance(node, exp.Neg):
+        return _number(node.this.this, negative=True)
+    if isinstance(node, exp.Cast):
+        text = node.this.this
+        if _cast_kind(node) == "date":
+            from lance_sql.planning.literals import datafusion_cast
+
+            sql = "'" + text.replace("'", "''") + "'"
+            return Literal(datafusion_cast(sql, pa.date32()), pa.date32())
+        return Literal(None, pa.timestamp("ns"), text=text)
+    if node.is_string:
+        return Literal(node.this, pa.string())
+    return _number(node.this, negative=False)
+
+
+# -------------------------------------------------------------------------- terms
+
+
+def _column(node: exp.Column) -> Column:
+    if node.table:
+        # qualified names: keep the last part (the planner sees one table)
+        pass
+    ident = node.this
+    name = ident.this if ident.args.get("quoted") else ident.this.lower()
+    return Column(name)
+
+
+def _int_arg(node: exp.Expression) -> int:
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+        return int(node.this)
+    raise _NotATerm
+
+
+def _term(node: exp.Expression) -> Term:
+    if isinstance(node, exp.Paren):
+        return _term(node.this)
+    if isinstance(node, exp.Column):
+        return _column(node)
+    if isinstance(node, (exp.Year, exp.Month, exp.Day)):
+        unit = type(node).__name__.lower()
+        return TransformTerm(unit, (_column_only(node.this),))
+    if isinstance(node, exp.Extract):
+        unit = node.this.name.lower()
+        if unit not in _UNITS:
+            raise _NotATerm
+        return TransformTerm(unit, (_column_only(node.expression),))
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        unit_node = node.args.get("unit")
+        unit = unit_node.name.lower() if unit_node is not None else ""
+        if unit not in _UNITS:
+            raise _NotATerm
+        return TransformTerm("date_trunc", (_column_only(node.this),), unit=unit)
+    if isinstance(node, exp.Cast):
+        if node.to.this == exp.DataType.Type.DATE:
+            return TransformTerm("date_trunc", (_column_only(node.this),), unit="day", as_date=True)
+        raise _NotATerm
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+        args = node.expressions
+        if name in ("murmur3", "murmur3_multi") and args:
+            return TransformTerm("murmur3", tuple(_column_only(a) for a in args))
+        if name in _UNITS and len(args) == 1:
+            return TransformTerm(name, (_column_only(args[0]),))
+        if name in ("date_part", "datepart") and len(args) == 2:
+            unit = args[0].this.lower() if isinstance(args[0], exp.Literal) else ""
+            if unit in _UNITS:
+                return TransformTerm(unit, (_column_only(args[1]),))
+        raise _NotATerm
+    if isinstance(node, exp.Hour):
+        return TransformTerm("hour", (_column_only(node.this),))
+    if isinstance(node, exp.Left):
+        return TransformTerm(
+            "truncate", (_column_only(node.this),), param=_int_arg(node.expression)
+        )
+    if isinstance(node, exp.Substring):
+        start, length = node.args.get("start"), node.args.get("length")
+        if start is not None and length is not None and _int_arg(start) == 1:
+            return TransformTerm("truncate", (_column_only(node.this),), param=_int_arg(length))
+        raise _NotATerm
+    if isinstance(node, exp.Mod):
+        n = _int_arg(node.expression)
+        inner = node.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Abs):
+            hashed = _term(inner.this)
+            if isinstance(hashed, TransformTerm) and hashed.kind == "murmur3" and n > 0:
+                return TransformTerm("bucket", hashed.columns, param=n)
+            raise _NotATerm
+        hashed = _term(inner)
+        if isinstance(hashed, TransformTerm) and hashed.kind == "murmur3" and n > 0:
+            return TransformTerm("hash_mod", hashed.columns, param=n)
+        raise _NotATerm
+    if isinstance(node, exp.Sub):
+        left, right = node.this, node.expression
+        while isinstance(right, exp.Paren):
+            right = right.this
+        if isinstance(left, exp.Column) and isinstance(right, exp.Mod):
+            inner = right.this
+            if isinstance(inner, exp.Column) and _column(inner) == _column(left):
+                width = _int_arg(right.expression)
+                if width > 0:
+                    return TransformTerm("truncate", (_column(left),), param=width)
+        raise _NotATerm
+    raise _NotATerm
+
+
+def _column_only(node: exp.Expression) -> Column:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Column):
+        return _column(node)
+    raise _NotATerm
+
+
+def _column_names(node: exp.Expression) -> tuple[str, ...]:
+    return tuple(sorted({_column(c).name for c in node.find_all(exp.Column)}))
+
+
+__all__ = ["parse_filter", "parse_filter_unbound"]

@@ -1,0 +1,214 @@
+"""Edge: a ``pyarrow.compute.Expression`` (what DataFusion hands a dataset provider) -> IR.
+
+pyarrow exposes no expression tree, but it serialises one to Substrait
+(``Expression.to_substrait(schema)``), which the ``substrait`` package's
+protobuf classes decode. Functions map as follows: equal / not_equal / lt /
+lte / gt / gte -> comparisons, and / or / not -> boolean nodes, is_null /
+is_not_null -> IS [NOT] NULL, singular_or_list -> IN, starts_with ->
+starts_with, a bare boolean column -> ``col = TRUE``. Anything else (casts,
+arithmetic, other functions) becomes :class:`~.predicates.Unsupported`, which
+never prunes.
+
+Two pyarrow quirks are handled explicitly:
+
+- pyarrow 26 writes timestamp literals in the deprecated Substrait fields
+  ``timestamp`` (14) and ``timestamp_tz`` (27), in microseconds, which newer
+  protobuf classes keep only as unknown fields; they are read from there.
+- pyarrow cannot serialise some expressions at all (nanosecond timestamp
+  literals, ``is_null(nan_is_null=True)``): the whole filter is then
+  Unsupported (no pruning, no error) since nothing of it can be read safely.
+- ``is_in`` with a NULL in its value set matches NULL in pyarrow (not in SQL),
+  so such a leaf is Unsupported.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.planning.passes import prepare
+from lance_sql.planning.predicates import (
+    FALSE,
+    TRUE,
+    Column,
+    Compare,
+    InList,
+    IsNull,
+    Literal,
+    Not,
+    Predicate,
+    StartsWith,
+    Unsupported,
+    and_,
+    or_,
+)
+
+_CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+class _Opaque(Exception):
+    """A sub-expression that is not a term or a literal the planner understands."""
+
+
+def from_pyarrow(expr: pc.Expression, schema: pa.Schema) -> Predicate:
+    """Decode, bind and normalise a pyarrow filter expression against ``schema``."""
+    return prepare(decode(expr, schema), schema)
+
+
+def decode(expr: pc.Expression, schema: pa.Schema) -> Predicate:
+    """Decode a pyarrow expression into the (unbound) IR."""
+    from substrait import extended_expression_pb2
+
+    try:
+        buf = expr.to_substrait(schema)
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        return Unsupported(f"{expr} (not serialisable to Substrait: {exc})", tuple(schema.names))
+    message = extended_expression_pb2.ExtendedExpression()
+    message.ParseFromString(bytes(buf))
+    functions = {
+        ext.extension_function.function_anchor: ext.extension_function.name.split(":")[0]
+        for ext in message.extensions
+        if ext.HasField("extension_function")
+    }
+    decoder = _Decoder(functions, schema)
+    return decoder.pred(message.referred_expr[0].expression)
+
+
+class _Decoder:
+    def __init__(self, functions: dict[int, str], schema: pa.Schema) -> None:
+        self.functions = functions
+        self.schema = schema
+
+    def pred(self, node) -> Predicate:
+        kind = node.WhichOneof("rex_type")
+        try:
+            if kind == "scalar_function":
+                return self._function(node.scalar_function)
+            if kind == "singular_or_list":
+                return self._in(node.singular_or_list)
+            if kind == "selection":
+                return Compare(self._column(node), "=", Literal(True, pa.bool_()))
+            if kind == "literal":
+                lit = self._literal(node.literal)
+                if lit.type == pa.bool_():
+                    return TRUE if lit.value else FALSE
+        except _Opaque:
+            pass
+        return Unsupported(f"substrait {kind}", self._columns(node))
+
+    def _function(self, fn) -> Predicate:
+        name = self.functions.get(fn.function_reference, "?")
+        args = [a.value for a in fn.arguments]
+        if name in ("and", "or"):
+            parts = [self.pred(a) for a in args]
+            return and_(*parts) if name == "and" else or_(*parts)
+        if name == "not" and len(args) == 1:
+            return Not(self.pred(args[0]))
+        if name in ("is_null", "is_not_null") and len(args) == 1:
+            return IsNull(self._column(args[0]), negated=name == "is_not_null")
+        if name in _CMP and len(args) == 2:
+            left, right = args
+            if right.WhichOneof("rex_type") == "literal":
+                return Compare(self._column(left), _CMP[name], self._literal(right.literal))
+            if left.WhichOneof("rex_type") == "literal":
+                return Compare(self._column(right), _FLIP[_CMP[name]], self._literal(left.literal))
+            raise _Opaque
+        if name == "starts_with" and len(args) == 2:
+            for opt in fn.options:
+                if opt.name == "case_sensitivity" and "INSENSITIVE" in ",".join(opt.preference):
+                    raise _Opaque
+            prefix = self._literal(args[1].literal)
+            if not isinstance(prefix.value, str):
+                raise _Opaque
+            return StartsWith(self._column(args[0]), prefix.value)
+        raise _Opaque
+
+    def _in(self, node) -> Predicate:
+        values = []
+        for option in node.options:
+            if option.WhichOneof("rex_type") != "literal":
+                raise _Opaque
+            lit = self._literal(option.literal)
+            if lit.is_null:
+                raise _Opaque  # pyarrow's is_in matches NULL to NULL; SQL does not
+            values.append(lit)
+        if not values:
+            return FALSE
+        return InList(self._column(node.value), tuple(values))
+
+    def _column(self, node) -> Column:
+        if node.WhichOneof("rex_type") != "selection":
+            raise _Opaque
+        ref = node.selection.direct_reference.struct_field
+        if ref.HasField("child"):
+            raise _Opaque  # nested field
+        return Column(self.schema.field(ref.field).name)
+
+    def _columns(self, node) -> tuple[str, ...]:
+        names: set[str] = set()
+
+        def walk(msg) -> None:
+            for fd, value in msg.ListFields():
+                if fd.name == "selection":
+                    ref = value.direct_reference.struct_field
+                    if ref.field < len(self.schema):
+                        names.add(self.schema.field(ref.field).name)
+                if fd.message_type is None:
+                    continue
+                if hasattr(value, "ListFields"):
+                    walk(value)
+                else:  # a repeated message field
+                    for item in value:
+                        walk(item)
+
+        walk(node)
+        return tuple(sorted(names))
+
+    def _literal(self, lit) -> Literal:
+        kind = lit.WhichOneof("literal_type")
+        if kind is None:
+            from google.protobuf import unknown_fields
+
+            for field in unknown_fields.UnknownFieldSet(lit):
+                if field.field_number == 14:  # deprecated timestamp (µs, naive)
+                    return Literal(_signed64(field.data), pa.timestamp("us"))
+                if field.field_number == 27:  # deprecated timestamp_tz (µs since epoch)
+                    return Literal(_signed64(field.data), pa.timestamp("us", "UTC"))
+            raise _Opaque
+        if kind == "null":
+            return Literal(None, pa.null())
+        if kind == "boolean":
+            return Literal(lit.boolean, pa.bool_())
+        if kind in ("i8", "i16", "i32", "i64"):
+            return Literal(int(getattr(lit, kind)), pa.int64())
+        if kind in ("fp32", "fp64"):
+            return Literal(float(getattr(lit, kind)), pa.float64())
+        if kind in ("string", "var_char", "fixed_char"):
+            value = getattr(lit, kind)
+            return Literal(value if isinstance(value, str) else value.value, pa.string())
+        if kind in ("binary", "fixed_binary"):
+            return Literal(bytes(getattr(lit, kind)), pa.binary())
+        if kind == "date":
+            return Literal(int(lit.date), pa.date32())
+        if kind in ("precision_timestamp", "precision_timestamp_tz"):
+            ts = getattr(lit, kind)
+            unit = {0: "s", 3: "ms", 6: "us", 9: "ns"}.get(ts.precision)
+            if unit is None:
+                raise _Opaque
+            tz = "UTC" if kind.endswith("_tz") else None
+            return Literal(int(ts.value), pa.timestamp(unit, tz))
+        if kind == "decimal":
+            raw = int.from_bytes(lit.decimal.value, "little", signed=True)
+            value = decimal.Decimal(raw).scaleb(-lit.decimal.scale)
+            return Literal(value, pa.decimal128(max(lit.decimal.precision, 1), lit.decimal.scale))
+        raise _Opaque
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+__all__ = ["decode", "from_pyarrow"]
