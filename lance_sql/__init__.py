@@ -18,13 +18,54 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CommitConflictError",
+    "DatasetMetadata",
     "FormatError",
+    "JoinPlan",
     "LanceSqlError",
     "NotFoundError",
+    "PartitionField",
+    "PartitionSpec",
+    "PartitionedNamespace",
     "PlanningError",
     "SchemaMismatchError",
+    "SessionContext",
     "SpecError",
+    "Transform",
     "UnsafeLocationError",
     "UnsupportedFeatureError",
     "__version__",
+    "list_tags",
+    "list_versions",
+    "open_metadata",
+    "plan_join",
+    "plan_partitions",
 ]
+
+
+# Public API objects live in their layers; they are imported lazily so that
+# ``import lance_sql`` stays cheap and the format layer needs no DataFusion.
+_LAZY = {
+    "SessionContext": "lance_sql.engines.datafusion.context",
+    "open_metadata": "lance_sql.format.metadata",
+    "DatasetMetadata": "lance_sql.format.metadata",
+    "PartitionedNamespace": "lance_sql.tables.namespace.namespace",
+    "PartitionSpec": "lance_sql.tables.namespace.spec",
+    "PartitionField": "lance_sql.tables.namespace.spec",
+    "Transform": "lance_sql.tables.namespace.spec",
+    "list_versions": "lance_sql.format.metadata",
+    "list_tags": "lance_sql.format.metadata",
+    "plan_partitions": "lance_sql.planning.planner",
+    "plan_join": "lance_sql.planning.joins",
+    "JoinPlan": "lance_sql.planning.joins",
+}
+
+
+def __getattr__(name: str) -> object:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'lance_sql' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

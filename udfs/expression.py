@@ -1,0 +1,294 @@
+"""Partition expressions: evaluate a DataFusion SQL expression over ``col0, col1, ...``.
+
+The spec requires partition expressions to be deterministic and stateless
+(NOTES 2.2). The check is strict and done on DataFusion's own parse of the
+expression (``SessionContext.parse_sql_expr``, which parses one expression
+only: no statement can be smuggled in):
+
+- every node must be one of a small set of expression kinds (columns,
+  literals, operators, CASE, CAST, IN-lists, LIKE, BETWEEN, IS ...): subqueries,
+  aggregates, window functions, placeholders and UNNEST are refused;
+- every function must be on :data:`ALLOWED_FUNCTIONS`, deterministic DataFusion
+  scalar functions plus ``murmur3``/``murmur3_multi``. ``random()``, ``now()``,
+  ``uuid()``, ``current_date`` and anything unknown are refused.
+
+The declared ``result_type`` is then enforced (:func:`enforce_result_type`).
+DataFusion is imported lazily; each thread keeps one private SessionContext.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+
+from udfs.errors import ExpressionError
+from udfs.hashing import as_arrow
+from udfs.transforms import apply_transform, derived_expression
+
+_TABLE = "__lance_expression_input"
+_RESULT = "__lance_result"
+
+_LEAVES = {"Column", "Literal"}
+_NODES = {
+    "Alias",
+    "BinaryExpr",
+    "Not",
+    "IsNull",
+    "IsNotNull",
+    "IsTrue",
+    "IsFalse",
+    "IsUnknown",
+    "IsNotTrue",
+    "IsNotFalse",
+    "IsNotUnknown",
+    "Negative",
+    "Between",
+    "Case",
+    "Cast",
+    "TryCast",
+    "Like",
+    "SimilarTo",
+    "RLike",
+    "InList",
+    "ScalarFunction",
+}
+
+#: Deterministic, stateless DataFusion 55 scalar functions (canonical names and aliases).
+ALLOWED_FUNCTIONS = frozenset(
+    {
+        # lance-sql
+        "murmur3",
+        "murmur3_multi",
+        # math
+        "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
+        "cos", "cosh", "cot", "degrees", "exp", "factorial", "floor", "gcd", "isnan", "iszero",
+        "lcm", "ln", "log", "log10", "log2", "nanvl", "pi", "pow", "power", "radians", "round",
+        "signum", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+        # strings and binaries
+        "ascii", "bit_length", "btrim", "char_length", "character_length", "chr", "concat",
+        "concat_ws", "contains", "decode", "encode", "ends_with", "find_in_set", "initcap",
+        "instr", "left", "length", "levenshtein", "lower", "lpad", "ltrim", "octet_length",
+        "overlay", "position", "regexp_count", "regexp_instr", "regexp_like", "regexp_match",
+        "regexp_replace", "repeat", "replace", "reverse", "right", "rpad", "rtrim", "split_part",
+        "starts_with", "strpos", "substr", "substr_index", "substring", "substring_index",
+        "to_hex", "translate", "trim", "upper", "md5", "sha224", "sha256", "sha384", "sha512",
+        "digest",
+        # dates and times (never the current time)
+        "date_bin", "date_part", "date_trunc", "datepart", "datetrunc", "extract",
+        "from_unixtime", "make_date", "to_char", "date_format", "to_date", "to_local_time",
+        "to_timestamp", "to_timestamp_micros", "to_timestamp_millis", "to_timestamp_nanos",
+        "to_timestamp_seconds", "to_unixtime",
+        # conditionals, casts, structs
+        "coalesce", "greatest", "least", "ifnull", "nullif", "nvl", "nvl2", "arrow_cast",
+        "arrow_typeof", "get_field", "named_struct", "struct", "make_array",
+    }
+)  # fmt: skip
+
+_local = threading.local()
+
+
+def _context() -> Any:
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        import datafusion
+
+        ctx = datafusion.SessionContext()
+        _local.ctx = ctx
+    return ctx
+
+
+def _input_table(columns: Sequence[Any]) -> tuple[pa.Table, bool]:
+    cols = [as_arrow(c) for c in columns]
+    chunked = any(isinstance(c, pa.ChunkedArray) for c in cols)
+    if cols:
+        n = len(cols[0])
+        for i, c in enumerate(cols):
+            if len(c) != n:
+                raise ValueError(f"column col{i} has {len(c)} values, col0 has {n}")
+    names = [f"col{i}" for i in range(len(cols))]
+    if not cols:  # a constant expression still needs one row per ... nothing: no rows
+        return pa.table({"__lance_no_columns": pa.array([], pa.null())}), chunked
+    return pa.table(dict(zip(names, cols, strict=True))), chunked
+
+
+def _check_tree(expr: Any, expression: str) -> None:
+    kind = expr.variant_name()
+    if kind in _LEAVES:
+        return
+    if kind not in _NODES:
+        raise ExpressionError(
+            expression, f"{kind} is not allowed in a partition expression", part=kind
+        )
+    if kind == "ScalarFunction":
+        name = expr.rex_call_operator()
+        if not (name in ALLOWED_FUNCTIONS or name.startswith("__lance_murmur3")):
+            raise ExpressionError(
+                expression,
+                f"function {name}() is not allowed: only deterministic, stateless functions "
+                "may compute partition values",
+                part=name,
+            )
+    for child in expr.rex_call_operands():
+        _check_tree(child, expression)
+
+
+def _datafusion_message(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _to_array(table: pa.Table, chunked: bool, arrow_type: pa.DataType) -> Any:
+    column = table.column(0) if table.num_columns else pa.chunked_array([], arrow_type)
+    if chunked:
+        return column
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return pa.concat_arrays(column.chunks) if column.num_chunks else pa.array([], arrow_type)
+
+
+def evaluate_expression(
+    expression: str, columns: Sequence[Any], result_type: pa.DataType | None = None
+) -> pa.Array | pa.ChunkedArray:
+    """Evaluate a spec partition expression over ``columns`` (named ``col0, col1, ...``).
+
+    Refuses non-deterministic or unknown functions, subqueries, aggregates and
+    window functions (:class:`ExpressionError` naming the expression and the
+    part at fault). When ``result_type`` is given, the result must have that
+    type, or be losslessly castable to it (:func:`enforce_result_type`).
+    Array columns give an Array, any chunked column a ChunkedArray.
+    """
+    from udfs.errors import UnsupportedTypeError
+    from udfs.sql_dispatch import DispatchArityError, dispatch_sql
+
+    if not isinstance(expression, str) or not expression.strip():
+        raise ExpressionError(str(expression), "an expression must be a non-empty string")
+    table, chunked = _input_table(columns)
+    ctx = _context()
+    ctx.deregister_table(_TABLE)
+    batches = table.to_batches() or [
+        pa.record_batch([pa.array([], f.type) for f in table.schema], schema=table.schema)
+    ]
+    ctx.register_record_batches(_TABLE, [batches])
+    prefix = "SELECT "
+    suffix = f"\nAS {_RESULT} FROM {_TABLE}"
+    try:
+        statement = dispatch_sql(ctx, prefix + expression + suffix)
+    except (UnsupportedTypeError, DispatchArityError) as exc:
+        raise ExpressionError(expression, str(exc), part="murmur3") from exc
+    rewritten = statement[len(prefix) : len(statement) - len(suffix)]
+    base = ctx.table(_TABLE)
+    try:
+        expr = ctx.parse_sql_expr(rewritten, base.logical_plan().to_variant().schema())
+    except Exception as exc:
+        raise ExpressionError(expression, _datafusion_message(exc)) from exc
+    _check_tree(expr, expression)
+    try:
+        result = base.select(expr.alias(_RESULT))
+        arrow_type = result.schema().field(0).type
+        values = _to_array(result.to_arrow_table(), chunked, arrow_type)
+    except Exception as exc:
+        raise ExpressionError(expression, _datafusion_message(exc)) from exc
+    if result_type is None:
+        return values
+    return enforce_result_type(values, result_type, expression)
+
+
+# --- result types ----------------------------------------------------------------
+
+
+def _family(t: pa.DataType) -> tuple[Any, ...]:
+    if pat.is_dictionary(t):
+        return _family(t.value_type)
+    if pat.is_integer(t):
+        return ("integer",)
+    if pat.is_floating(t):
+        return ("float",)
+    if pat.is_decimal(t):
+        return ("decimal",)
+    if pat.is_string(t) or pat.is_large_string(t) or pat.is_string_view(t):
+        return ("string",)
+    if pat.is_binary(t) or pat.is_large_binary(t) or pat.is_binary_view(t):
+        return ("binary",)
+    if pat.is_date(t):
+        return ("date",)
+    if pat.is_timestamp(t):
+        return ("timestamp", t.tz)
+    if pat.is_time(t):
+        return ("time",)
+    if pat.is_duration(t):
+        return ("duration",)
+    return ("exact", t)
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    if pat.is_dictionary(a.type):
+        a = a.cast(a.type.value_type)
+    if pat.is_dictionary(b.type):
+        b = b.cast(b.type.value_type)
+    if a.null_count != b.null_count:
+        return False
+    if pat.is_floating(a.type):
+        x = a.to_numpy(zero_copy_only=False)
+        y = b.to_numpy(zero_copy_only=False)
+        return bool(np.array_equal(x, y, equal_nan=True))
+    return bool(a.equals(b))
+
+
+def enforce_result_type(values: Any, result_type: pa.DataType, expression: str) -> Any:
+    """Return ``values`` as ``result_type``, or raise :class:`ExpressionError`.
+
+    Equal types pass. Otherwise the value's type must be of the same kind
+    (integer, float, decimal, string, binary, date, timestamp with the same time
+    zone...) and the cast must be lossless on these values: it must succeed with
+    overflow checks and cast back to the same values. An all-NULL (null type)
+    result casts to anything.
+    """
+    if not isinstance(result_type, pa.DataType):
+        raise TypeError(f"result_type must be a pyarrow DataType, got {result_type!r}")
+    actual = values.type
+    if actual == result_type:
+        return values
+    mismatch = f"returns {actual}, but the declared result_type is {result_type}"
+    if pat.is_null(actual):
+        return values.cast(result_type)
+    if _family(actual) != _family(result_type):
+        raise ExpressionError(expression, mismatch, part="result_type")
+    try:
+        cast = values.cast(result_type, safe=True)
+        lossless = _same_values(cast.cast(actual, safe=False), values)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ExpressionError(
+            expression, f"{mismatch}, and its values do not fit it ({exc})", part="result_type"
+        ) from exc
+    if not lossless:
+        raise ExpressionError(
+            expression, f"{mismatch}, and the cast would change values", part="result_type"
+        )
+    return cast
+
+
+def apply_partition_field(
+    *,
+    columns: Sequence[Any],
+    transform: Mapping[str, Any] | Any | None = None,
+    expression: str | None = None,
+    result_type: pa.DataType | None,
+) -> pa.Array | pa.ChunkedArray:
+    """One spec partition field's values: exactly one of ``transform`` / ``expression``.
+
+    The result has exactly ``result_type`` (a lossless cast of an equivalent type
+    is applied; anything else raises :class:`ExpressionError`). ``result_type=None``
+    skips the check.
+    """
+    if (transform is None) == (expression is None):
+        raise ValueError("a partition field needs exactly one of transform or expression")
+    if expression is not None:
+        return evaluate_expression(expression, columns, result_type)
+    values = apply_transform(transform, columns)
+    if result_type is None:
+        return values
+    return enforce_result_type(values, result_type, derived_expression(transform, len(columns)))

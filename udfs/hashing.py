@@ -1,0 +1,193 @@
+"""``murmur3`` and ``murmur3_multi`` over Arrow arrays (NOTES 2.1).
+
+- ``murmur3(x)``: MurmurHash3 x86 32-bit, seed 0, of the canonical bytes of each
+  value (:mod:`udfs.canonical`), as int32; NULL in, NULL out.
+- ``murmur3_multi([x0, x1, ...])``: the same hash over the concatenation of the
+  canonical bytes of the non-NULL arguments, in argument order; NULL only when
+  every argument is NULL. So ``murmur3_multi([x]) == murmur3(x)``.
+
+Shapes: an ``Array`` gives an ``Array``, a ``ChunkedArray`` a ``ChunkedArray``
+with the same chunking. ``murmur3_multi`` with any chunked input returns a
+``ChunkedArray`` chunked at the union of all inputs' chunk boundaries (every input
+is sliced, zero-copy, at those boundaries); with only plain arrays it returns an
+``Array``. Python sequences and numpy arrays are accepted and converted with
+``pa.array``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+
+from udfs import _kernels
+from udfs.canonical import Bytes, Words, canonical, is_supported, valid_mask
+from udfs.errors import UnsupportedTypeError
+
+ArrayLike = pa.Array | pa.ChunkedArray
+_INT32 = pa.int32()
+_WORKERS = max(1, min(os.cpu_count() or 1, 8))
+_PARALLEL_MIN_ROWS = 1 << 18
+_EXECUTOR: list[ThreadPoolExecutor] = []
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def as_arrow(values: Any) -> pa.Array | pa.ChunkedArray:
+    """Accept Arrow arrays as they are; convert anything else with ``pa.array``."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if isinstance(values, pa.Scalar):
+        return pa.array([values.as_py()], values.type)
+    return pa.array(values)
+
+
+def _int32_array(hashes: np.ndarray, valid: pa.Array | None) -> pa.Array:
+    """Wrap kernel output (uint32) as an int32 array, taking validity from ``valid``."""
+    data = pa.py_buffer(hashes)  # uint32 bits are the int32 values
+    if valid is None:
+        return pa.Array.from_buffers(_INT32, len(hashes), [None, data], null_count=0)
+    return pa.Array.from_buffers(_INT32, len(hashes), [valid.buffers()[1], data], null_count=-1)
+
+
+def _hash_range(form: Words | Bytes, out: np.ndarray, start: int, stop: int) -> None:
+    if isinstance(form, Words):
+        values = form.values[start:stop]
+        kernel = _kernels.hash_words if values.dtype == np.int64 else _kernels.hash_int_values
+        kernel(values, out[start:stop])
+    else:
+        data = np.ascontiguousarray(form.data)  # the kernel's word loads need stride 1
+        _kernels.hash_bytes(form.offsets[start : stop + 1], data, out[start:stop])
+
+
+def _executor() -> ThreadPoolExecutor:
+    with _EXECUTOR_LOCK:
+        if not _EXECUTOR:
+            _EXECUTOR.append(ThreadPoolExecutor(_WORKERS, thread_name_prefix="udfs-murmur3"))
+        return _EXECUTOR[0]
+
+
+def _hash_canonical(form: Words | Bytes, n: int) -> np.ndarray:
+    """Hash every value. Large arrays are split over the cores (kernels release the GIL);
+    small ones (DataFusion's batches) run in the calling thread."""
+    out = np.empty(n, dtype=np.uint32)
+    parts = min(_WORKERS, n // _PARALLEL_MIN_ROWS)
+    if parts < 2:
+        _hash_range(form, out, 0, n)
+        return out
+    cuts = [n * k // parts for k in range(parts + 1)]
+    futures = [
+        _executor().submit(_hash_range, form, out, a, b) for a, b in itertools.pairwise(cuts)
+    ]
+    for future in futures:
+        future.result()
+    return out
+
+
+def _murmur3_array(arr: pa.Array) -> pa.Array:
+    t = arr.type
+    if pat.is_dictionary(t):
+        if not is_supported(t.value_type):
+            raise UnsupportedTypeError("murmur3", t)
+        hashed_dictionary = _murmur3_array(arr.dictionary)
+        return hashed_dictionary.take(arr.indices)
+    form = canonical(arr, "murmur3")
+    n = len(arr)
+    if form is None:
+        return pa.nulls(n, pa.int32())
+    hashes = _hash_canonical(form, n)
+    return _int32_array(hashes, arr.is_valid() if arr.null_count else None)
+
+
+def murmur3(values: Any) -> pa.Array | pa.ChunkedArray:
+    """murmur3 of every value: int32, NULL for NULL. Array in, Array out; chunked stays chunked."""
+    arr = as_arrow(values)
+    if isinstance(arr, pa.ChunkedArray):
+        if not is_supported(arr.type):
+            raise UnsupportedTypeError("murmur3", arr.type)
+        return pa.chunked_array([_murmur3_array(c) for c in arr.chunks], pa.int32())
+    return _murmur3_array(arr)
+
+
+def _boundaries(columns: Sequence[pa.Array | pa.ChunkedArray]) -> list[int]:
+    cuts: set[int] = set()
+    for col in columns:
+        if isinstance(col, pa.ChunkedArray):
+            pos = 0
+            for chunk in col.chunks:
+                pos += len(chunk)
+                cuts.add(pos)
+    return sorted(c for c in cuts if c > 0)
+
+
+def _piece(col: pa.Array | pa.ChunkedArray, start: int, length: int) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        sliced = col.slice(start, length)
+        if sliced.num_chunks == 1:
+            return sliced.chunk(0)
+        if sliced.num_chunks == 0:
+            return pa.array([], col.type)
+        return pa.concat_arrays(sliced.chunks)  # unreachable with common boundaries
+    return col.slice(start, length)
+
+
+def _murmur3_multi_arrays(columns: Sequence[pa.Array], n: int) -> pa.Array:
+    state_h = np.zeros(n, dtype=np.uint64)
+    state_tail = np.zeros(n, dtype=np.uint64)
+    state_tail_len = np.zeros(n, dtype=np.int64)
+    state_len = np.zeros(n, dtype=np.int64)
+    any_valid = np.zeros(n, dtype=np.bool_)
+    all_rows = np.ones(n, dtype=np.bool_)
+    for col in columns:
+        if pat.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        form = canonical(col, "murmur3_multi")
+        if form is None:
+            continue
+        mask = valid_mask(col)
+        valid = all_rows if mask is None else mask
+        any_valid |= valid
+        if isinstance(form, Words):
+            values = form.values.astype(np.int64, copy=False)
+            _kernels.feed_words(state_h, state_tail, state_tail_len, state_len, values, valid)
+        else:
+            _kernels.feed_bytes(
+                state_h, state_tail, state_tail_len, state_len, form.offsets, form.data, valid
+            )
+    out = np.empty(n, dtype=np.uint32)
+    _kernels.finish_streams(state_h, state_tail, state_tail_len, state_len, out)
+    if bool(any_valid.all()):
+        return _int32_array(out, None)
+    return _int32_array(out, pa.array(any_valid))
+
+
+def murmur3_multi(columns: Sequence[Any]) -> pa.Array | pa.ChunkedArray:
+    """murmur3 over the concatenated canonical bytes of the non-NULL arguments of each row.
+
+    NULL only where every argument is NULL. All columns must have the same length.
+    """
+    if isinstance(columns, (pa.Array, pa.ChunkedArray)) or not len(columns):
+        raise ValueError("murmur3_multi needs a non-empty sequence of columns")
+    cols = [as_arrow(c) for c in columns]
+    for col in cols:
+        if not is_supported(col.type):
+            raise UnsupportedTypeError("murmur3_multi", col.type)
+    n = len(cols[0])
+    for i, col in enumerate(cols):
+        if len(col) != n:
+            raise ValueError(f"murmur3_multi: column {i} has {len(col)} values, column 0 has {n}")
+    if not any(isinstance(c, pa.ChunkedArray) for c in cols):
+        return _murmur3_multi_arrays(cols, n)
+    chunks = []
+    start = 0
+    for end in _boundaries(cols):
+        pieces = [_piece(c, start, end - start) for c in cols]
+        chunks.append(_murmur3_multi_arrays(pieces, end - start))
+        start = end
+    return pa.chunked_array(chunks, pa.int32())
