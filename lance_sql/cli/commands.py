@@ -1,0 +1,235 @@
+"""The ``sql``, ``explain``, ``inspect`` and ``partitions`` subcommands.
+
+Each function takes the parsed arguments and a writer for stdout and returns
+the exit code; errors are raised and turned into one line by ``main``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from lance_sql.cli.output import format_table, write_table
+from lance_sql.cli.plan_stats import explain_text, scan_stats
+from lance_sql.cli.session import UsageError, check_local_root, make_context
+from lance_sql.cli.statements import split_statements
+
+__all__ = ["cmd_explain", "cmd_inspect", "cmd_partitions", "cmd_sql", "read_queries"]
+
+
+def read_queries(args: Any) -> list[str]:
+    """Statements from the positional QUERY or ``-f FILE`` (exactly one of them)."""
+    if (args.query is None) == (args.file is None):
+        raise UsageError("give either a QUERY or -f FILE")
+    if args.file is not None:
+        try:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise FileNotFoundError(f"cannot read SQL file {args.file!r}: {e.strerror}") from e
+    else:
+        text = args.query
+    stmts = split_statements(text)
+    if not stmts:
+        raise UsageError("no SQL statement given")
+    return stmts
+
+
+def cmd_sql(args: Any, out: TextIO) -> int:
+    import time
+
+    import pyarrow as pa
+
+    if args.output and not args.format:
+        args.format = Path(args.output).suffix.lstrip(".").lower() or None
+        if args.format not in ("csv", "json", "parquet"):
+            raise UsageError("--output needs --format csv|json|parquet")
+    if args.format and not args.output:
+        raise UsageError("--format needs --output FILE")
+    stmts = read_queries(args)
+    ctx = make_context(args.ns, args.lance)
+    results: list[pa.Table] = []
+    for i, stmt in enumerate(stmts):
+        t0 = time.perf_counter()
+        table = ctx.sql(stmt).to_arrow_table()
+        elapsed = time.perf_counter() - t0
+        results.append(table)
+        if args.output:
+            continue
+        if len(stmts) > 1:
+            out.write(f"-- statement {i + 1}\n")
+        out.write(format_table(table, args.max_rows) + "\n")
+        if args.timing:
+            out.write(f"time: {elapsed * 1000:.1f} ms\n")
+    if args.output:
+        write_table(results[-1], args.output, args.format)
+        out.write(f"wrote {results[-1].num_rows} rows to {args.output}\n")
+    return 0
+
+
+def cmd_explain(args: Any, out: TextIO) -> int:
+    stmts = read_queries(args)
+    ctx = make_context(args.ns, args.lance)
+    for stmt in stmts:
+        plan = explain_text(ctx, stmt, analyze=args.analyze)
+        out.write(plan.rstrip() + "\n")
+        stats = scan_stats(plan)
+        if stats:
+            out.write("pruning:\n")
+            for s in stats:
+                out.write(f"  {s}\n")
+    return 0
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):  # a file removed while walking
+                total += (Path(dirpath) / f).stat().st_size
+    return total
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _open_namespace(root: str) -> Any:
+    from lance_sql import PartitionedNamespace
+    from lance_sql.errors import NotFoundError
+
+    check_local_root(root, "namespace")
+    if "://" not in root and not (Path(root) / "__manifest").exists():
+        raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
+    return PartitionedNamespace.open(root)
+
+
+def inspect_report(root: str) -> dict[str, Any]:
+    """Specs, schema, partition counts per spec version and sizes of a namespace."""
+    ns = _open_namespace(root)
+    base = Path(root)
+    parts = ns.partitions()
+    rows = []
+    for p in parts.to_pylist():
+        size = _dir_size(base / p["location"])
+        values = {
+            k[len("partition_field_") :]: v
+            for k, v in p.items()
+            if k.startswith("partition_field_") and v is not None
+        }
+        rows.append(
+            {
+                "object_id": p["object_id"],
+                "spec_version": p["spec_version"],
+                "read_version": p["read_version"],
+                "bytes": size,
+                "values": {k: str(v) for k, v in values.items()},
+            }
+        )
+    per_spec: dict[int, int] = {}
+    for r in rows:
+        per_spec[r["spec_version"]] = per_spec.get(r["spec_version"], 0) + 1
+    return {
+        "root": str(base.resolve()),
+        "manifest_version": ns.manifest_version,
+        "schema": [
+            {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in ns.schema
+        ],
+        "specs": {str(k): v.to_json() for k, v in sorted(ns.specs.items())},
+        "partitions_per_spec": {str(k): per_spec.get(k, 0) for k in sorted(ns.specs)},
+        "rows": ns.count_rows(),
+        "partitions": rows,
+        "total_bytes": sum(r["bytes"] for r in rows),
+        "manifest_bytes": _dir_size(base / "__manifest"),
+    }
+
+
+def cmd_inspect(args: Any, out: TextIO) -> int:
+    rep = inspect_report(args.root)
+    if args.json:
+        out.write(json.dumps(rep, indent=2, default=str) + "\n")
+        return 0
+    w = out.write
+    w(f"namespace: {rep['root']}\n__manifest version: {rep['manifest_version']}\n")
+    w(f"rows: {rep['rows']}\nschema:\n")
+    for f in rep["schema"]:
+        w(f"  {f['name']}: {f['type']}{'' if f['nullable'] else ' not null'}\n")
+    w("partition specs:\n")
+    for sid, spec in rep["specs"].items():
+        fields = ", ".join(_describe_field(f) for f in spec.get("fields", []))
+        w(f"  v{sid}: {fields}  ({rep['partitions_per_spec'][sid]} partition tables)\n")
+    w(f"partition tables ({len(rep['partitions'])}):\n")
+    for p in rep["partitions"]:
+        vals = ", ".join(f"{k}={v}" for k, v in p["values"].items())
+        size = _human(p["bytes"])
+        w(f"  v{p['spec_version']} {vals or '-'}  version={p['read_version']}  {size}\n")
+    w(
+        f"total size: {_human(rep['total_bytes'])} in partition tables"
+        f" + {_human(rep['manifest_bytes'])} __manifest\n"
+    )
+    return 0
+
+
+def _describe_field(f: dict[str, Any]) -> str:
+    t = f.get("transform")
+    if t is None:
+        return f"{f['field_id']}=<{f.get('expression')}>"
+    arg = t.get("num_buckets") or t.get("width")
+    name = f"{t['type']}[{arg}]" if arg else t["type"]
+    return f"{f['field_id']}={name}(source ids {f.get('source_ids')})"
+
+
+def partitions_json(root: str, where: str | None) -> dict[str, Any]:
+    """The partition tables a filter selects, with the planner's report."""
+    from lance_sql.planning.planner import plan_partitions
+
+    ns = _open_namespace(root)
+    parts = ns.partitions()
+    versions = dict(
+        zip(
+            parts.column("object_id").to_pylist(),
+            parts.column("spec_version").to_pylist(),
+            strict=True,
+        )
+    )
+    plan = plan_partitions(where, ns.specs, ns.schema, ns.snapshot.rows)
+    sel = []
+    for r in plan.selected.to_pylist():
+        values = {
+            k[len("partition_field_") :]: v
+            for k, v in r.items()
+            if k.startswith("partition_field_") and v is not None
+        }
+        sel.append(
+            {
+                "object_id": r["object_id"],
+                "location": r["location"],
+                "spec_version": versions.get(r["object_id"]),
+                "read_version": r["read_version"],
+                "values": {
+                    k: v if isinstance(v, (int, float, str, bool)) else str(v)
+                    for k, v in values.items()
+                },
+            }
+        )
+    return {
+        "root": str(Path(root).resolve()),
+        "manifest_version": ns.manifest_version,
+        "where": where,
+        "total": plan.report.total,
+        "selected": plan.report.selected,
+        "report": plan.report.lines(),
+        "partitions": sel,
+    }
+
+
+def cmd_partitions(args: Any, out: TextIO) -> int:
+    out.write(json.dumps(partitions_json(args.root, args.where), indent=2) + "\n")
+    return 0

@@ -1,0 +1,165 @@
+"""``lance-sql import``: stream a parquet/CSV/JSON file into a partitioned namespace.
+
+The file is read in record batches and handed to ``append`` as a generator,
+so memory stays bounded by the writer's buffer, not the file size. The
+progress bar (rich, on stderr) only appears when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+__all__ = ["cmd_import", "open_batches", "read_json_file"]
+
+_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+}
+
+
+def read_json_file(path: str, what: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise FileNotFoundError(f"cannot read {what} file {path!r}: {e.strerror}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} file {path!r} is not valid JSON: {e}") from e
+
+
+def open_batches(
+    path: str, fmt: str | None = None
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch], int | None]:
+    """``(schema, batches, total_rows or None)`` of a data file, read lazily."""
+    p = Path(path)
+    fmt = fmt or _FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise ValueError(
+            f"cannot tell the format of {path!r}: use .parquet, .csv or .json, or --format"
+        )
+    if not p.is_file():
+        raise FileNotFoundError(f"import file {path!r} does not exist")
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            f = pq.ParquetFile(p)
+            return f.schema_arrow, f.iter_batches(batch_size=65536), f.metadata.num_rows
+        if fmt == "csv":
+            import pyarrow.csv as pcsv
+
+            r = pcsv.open_csv(p)
+            return r.schema, iter(r), None
+        import pyarrow.json as pjson
+
+        t = pjson.read_json(p)  # pyarrow has no streaming JSON reader
+        return t.schema, iter(t.to_batches(max_chunksize=65536)), t.num_rows
+    except pa.ArrowInvalid as e:
+        raise ValueError(f"cannot read {fmt} file {path!r}: {e}") from e
+
+
+def _cast_to(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Cast each batch to the namespace schema (CSV/JSON infer int64/timestamps loosely)."""
+    for b in batches:
+        cols = []
+        for f in schema:
+            if f.name not in b.schema.names:
+                cols.append(pa.nulls(b.num_rows, f.type))
+                continue
+            col = b.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        extra = set(b.schema.names) - set(schema.names)
+        if extra:
+            from lance_sql.errors import SchemaMismatchError
+
+            raise SchemaMismatchError(
+                f"import file has columns not in the namespace schema: {sorted(extra)}"
+            )
+        yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _progress(
+    batches: Iterator[pa.RecordBatch], total: int | None, enabled: bool
+) -> Iterator[pa.RecordBatch]:
+    if not enabled:
+        yield from batches
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("rows"),
+        TimeElapsedColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    ) as prog:
+        task = prog.add_task("import", total=total)
+        for b in batches:
+            yield b
+            prog.advance(task, b.num_rows)
+
+
+def cmd_import(args: Any, out: TextIO) -> int:
+    from lance_sql import PartitionedNamespace
+
+    root = Path(args.root)
+    exists = (root / "__manifest").exists()
+    spec = read_json_file(args.spec, "spec") if args.spec else None
+    if spec is not None and isinstance(spec, dict):
+        spec = spec.get("fields", spec)
+    if spec is not None and not isinstance(spec, list):
+        raise ValueError(
+            f"spec file {args.spec!r} must hold a list of partition fields"
+            ' or an object with "fields"'
+        )
+    file_schema, batches, total = open_batches(args.source, args.format)
+    if exists:
+        ns = PartitionedNamespace.open(root)
+    else:
+        if spec is None:
+            raise ValueError(
+                f"{root} is not a partitioned namespace yet: --spec is required to create it"
+            )
+        schema = _load_schema(args.schema) if args.schema else file_schema
+        ns = PartitionedNamespace.create(root, schema, spec)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    counted = _Counter(_cast_to(ns.schema, batches))
+    ns.append(_progress(iter(counted), total, show))
+    ns = PartitionedNamespace.open(root)
+    verb = "appended" if exists else "created namespace with"
+    out.write(
+        f"{verb} {counted.rows} rows; {root}: {ns.count_rows()} rows in "
+        f"{ns.partitions().num_rows} partition tables, __manifest version {ns.manifest_version}\n"
+    )
+    return 0
+
+
+class _Counter:
+    def __init__(self, it: Iterator[pa.RecordBatch]) -> None:
+        self._it = it
+        self.rows = 0
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        for b in self._it:
+            self.rows += b.num_rows
+            yield b
+
+
+def _load_schema(path: str) -> pa.Schema:
+    from lance_sql.tables.namespace.arrow_json import schema_from_json
+
+    return schema_from_json(read_json_file(path, "schema"))

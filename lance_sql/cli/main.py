@@ -1,0 +1,146 @@
+"""Entry point of the ``lance-sql`` command (``lance_sql.cli.main:main``).
+
+Errors become one line on stderr (``lance-sql: error: ...``) with exit code 1
+for runtime and data errors and 2 for usage errors; ``--debug`` shows the
+traceback instead, for bug reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import traceback
+from collections.abc import Sequence
+
+from lance_sql.cli.session import UsageError
+
+__all__ = ["build_parser", "main"]
+
+PROG = "lance-sql"
+
+
+def _add_bindings(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ns",
+        action="append",
+        default=[],
+        metavar="NAME=ROOT",
+        help="register a (partitioned) namespace as table NAME (repeatable)",
+    )
+    p.add_argument(
+        "--lance",
+        action="append",
+        default=[],
+        metavar="NAME=URI",
+        help="register a Lance dataset as table NAME (repeatable)",
+    )
+    p.add_argument("query", nargs="?", help="SQL text (or use -f FILE)")
+    p.add_argument("-f", "--file", help="file with one or more ';'-separated statements")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="SQL over Lance datasets and partitioned namespaces (DataFusion).",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("demo", help="build sample namespaces and run sql_examples/")
+    p.add_argument("--dir", default="lance-sql-demo", help="folder for the demo data")
+    p.add_argument("--max-rows", type=int, default=10, help="rows shown per result")
+
+    p = sub.add_parser("sql", help="run queries and print the results")
+    _add_bindings(p)
+    p.add_argument("--format", choices=("csv", "json", "parquet"), help="file format for --output")
+    p.add_argument("--output", "-o", help="write the (last) result to this file")
+    p.add_argument("--max-rows", type=int, default=50, help="rows shown per result")
+    p.add_argument("--timing", action="store_true", help="print the time of each statement")
+
+    p = sub.add_parser("explain", help="show the plan with partition pruning details")
+    _add_bindings(p)
+    p.add_argument("--analyze", action="store_true", help="EXPLAIN ANALYZE (runs the query)")
+
+    p = sub.add_parser("inspect", help="specs, schema, partitions and sizes of a namespace")
+    p.add_argument("root", help="partitioned namespace root")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("partitions", help="partition tables a filter selects, as JSON")
+    p.add_argument("root", help="partitioned namespace root")
+    p.add_argument("--where", help="SQL filter over the namespace columns")
+
+    p = sub.add_parser("import", help="create or append to a namespace from a data file")
+    p.add_argument("root", help="partitioned namespace root (created if missing)")
+    p.add_argument("--from", dest="source", required=True, help="data.parquet|csv|json")
+    p.add_argument("--format", choices=("parquet", "csv", "json"), help="override the file format")
+    p.add_argument("--spec", help="partition spec JSON (required to create)")
+    p.add_argument("--schema", help="namespace schema JSON (JsonArrowSchema); default: the file's")
+    prog = p.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None)
+    prog.add_argument("--no-progress", dest="progress", action="store_false")
+    return parser
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    if args.command == "demo":
+        from lance_sql.cli.demo import cmd_demo
+
+        return cmd_demo(args, out)
+    if args.command == "import":
+        from lance_sql.cli.importer import cmd_import
+
+        return cmd_import(args, out)
+    from lance_sql.cli import commands
+
+    fn = {
+        "sql": commands.cmd_sql,
+        "explain": commands.cmd_explain,
+        "inspect": commands.cmd_inspect,
+        "partitions": commands.cmd_partitions,
+    }[args.command]
+    return fn(args, out)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = _ANSI.sub("", str(exc)).strip() or type(exc).__name__
+    first = msg.splitlines()[0]
+    return first if len(first) <= 500 else first[:497] + "..."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code instead of exiting."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as e:  # argparse has already printed usage + message
+        return int(e.code) if isinstance(e.code, int) else 2
+    try:
+        return _dispatch(args)
+    except UsageError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `lance-sql ... | head`: the reader left, stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

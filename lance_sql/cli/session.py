@@ -1,0 +1,50 @@
+"""Build a :class:`lance_sql.SessionContext` from ``--ns`` / ``--lance`` flags."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["UsageError", "check_local_root", "make_context", "parse_binding"]
+
+
+class UsageError(Exception):
+    """A malformed command line (exit code 2), detected after argparse."""
+
+
+def parse_binding(text: str, flag: str) -> tuple[str, str]:
+    """``NAME=URI`` -> ``(NAME, URI)``; anything else is a usage error naming the flag."""
+    name, sep, uri = text.partition("=")
+    if not sep or not name.strip() or not uri.strip():
+        raise UsageError(f"{flag} expects NAME=PATH, got {text!r}")
+    return name.strip(), uri.strip()
+
+
+def check_local_root(root: str, what: str) -> None:
+    """Fail early, with a short message, for a local path that does not exist.
+
+    pylance's own not-found message is several lines of Rust source locations;
+    URIs with a scheme (``s3://``) are left to the engine.
+    """
+    from pathlib import Path
+
+    from lance_sql.errors import NotFoundError
+
+    if "://" not in root and not Path(root).exists():
+        raise NotFoundError(f"{what} {root!r} does not exist")
+
+
+def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: Any = "planner"):
+    """A session with every ``--ns`` namespace and ``--lance`` dataset registered."""
+    from lance_sql import SessionContext
+
+    ctx = SessionContext()
+    for item in ns:
+        name, root = parse_binding(item, "--ns")
+        check_local_root(root, "namespace")
+        ctx.register_namespace(name, root, prune=prune)
+    for item in lance:
+        name, uri = parse_binding(item, "--lance")
+        check_local_root(uri, "Lance dataset")
+        ctx.register_lance(name, uri)
+    return ctx
