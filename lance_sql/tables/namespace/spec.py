@@ -31,17 +31,7 @@ from lance_sql.tables.namespace.arrow_json import (
     iter_fields,
     loads_limited,
 )
-
-TRANSFORM_TYPES = (
-    "identity",
-    "year",
-    "month",
-    "day",
-    "hour",
-    "bucket",
-    "multi_bucket",
-    "truncate",
-)
+from udfs.transforms import TRANSFORM_TYPES
 
 SPEC_KEY_PREFIX = "partition_spec_v"
 _SPEC_KEY_RE = re.compile(r"^partition_spec_v([1-9][0-9]*)$")
