@@ -1,0 +1,190 @@
+"""Partition-wise (storage-partitioned) join on Spark: one task per join group, no Exchange.
+
+A Python data source cannot report its partitioning to Spark, so Spark's own
+SPJ never applies. Instead the driver plans the join with
+:func:`lance_sql.planning.joins.plan_join`, and ``spark.range(0, n, 1, n)``
+gives exactly one task per join group; ``mapInArrow`` then joins that group's
+partition tables locally with DataFusion. ``range`` with explicit slices needs
+no shuffle, so the physical plan has no ``Exchange``.
+
+Output columns: the left columns, then the right columns; a right column whose
+name is also a left column is renamed ``<name>_right``. Semi and anti joins
+return the left columns only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.engines.spark.types import spark_arrow_schema, spark_struct, to_spark_batch
+
+_SQL_HOW = {
+    "inner": "INNER JOIN",
+    "left": "LEFT JOIN",
+    "right": "RIGHT JOIN",
+    "full": "FULL OUTER JOIN",
+    "semi": "LEFT SEMI JOIN",
+    "anti": "LEFT ANTI JOIN",
+}
+_SPARK_HOW = {"semi": "left_semi", "anti": "left_anti", "full": "full_outer"}
+
+
+def _on_pairs(on: Any) -> list[tuple[str, str]]:
+    if isinstance(on, str):
+        return [(on, on)]
+    return [(p, p) if isinstance(p, str) else (p[0], p[1]) for p in on]
+
+
+def output_schema(left: pa.Schema, right: pa.Schema, how: str) -> pa.Schema:
+    """Joined columns as this module names them (see the module docstring)."""
+    if how in ("semi", "anti"):
+        return left
+    fields = list(left)
+    for f in right:
+        name = f"{f.name}_right" if f.name in left.names else f.name
+        fields.append(pa.field(name, f.type, True))
+    if how in ("right", "full"):
+        fields[: len(left)] = [pa.field(f.name, f.type, True) for f in left]
+    return pa.schema(fields)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def group_sql(
+    left: pa.Schema,
+    right: pa.Schema,
+    on: Sequence[tuple[str, str]],
+    how: str,
+    left_filter: str | None,
+    right_filter: str | None,
+) -> str:
+    """The DataFusion SQL one task runs over its group (tables ``l`` and ``r``)."""
+    lsrc = f"(SELECT * FROM l WHERE {left_filter})" if left_filter else "l"
+    rsrc = f"(SELECT * FROM r WHERE {right_filter})" if right_filter else "r"
+    cond = " AND ".join(f"a.{_quote(lk)} = b.{_quote(rk)}" for lk, rk in on)
+    if how in ("semi", "anti"):
+        cols = ", ".join(f"a.{_quote(c)}" for c in left.names)
+    else:
+        out = output_schema(left, right, how)
+        cols = ", ".join(
+            [f"a.{_quote(c)}" for c in left.names]
+            + [
+                f"b.{_quote(c)} AS {_quote(n)}"
+                for c, n in zip(right.names, out.names[len(left) :], strict=True)
+            ]
+        )
+    return f"SELECT {cols} FROM {lsrc} a {_SQL_HOW[how]} {rsrc} b ON {cond}"
+
+
+def run_group(
+    left_units: Sequence[Any],
+    right_units: Sequence[Any],
+    left: pa.Schema,
+    right: pa.Schema,
+    sql: str,
+) -> Iterator[pa.RecordBatch]:
+    """Join one group locally with DataFusion (runs inside a Spark task)."""
+    from lance_sql.engines.datafusion.context import SessionContext
+    from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+
+    ctx = SessionContext()
+    for name, units, schema in (("l", left_units, left), ("r", right_units, right)):
+        ctx.register_table(
+            name, ScanUnitDataset(schema, lambda _f, u=units: ScanPlan(list(u)), name=name)
+        )
+    yield from ctx.sql(sql).collect()
+
+
+def partitioned_join(
+    spark: Any,
+    left_root: str,
+    right_root: str,
+    *,
+    on: Any,
+    how: str = "inner",
+    left_filter: str | None = None,
+    right_filter: str | None = None,
+    left_version: int | None = None,
+    right_version: int | None = None,
+) -> Any:
+    """Join two partitioned namespaces on Spark, one task per join group, shuffle-free.
+
+    ``on``: a column name, or a list of names or ``(left, right)`` pairs.
+    ``how``: inner, left, right, full (outer), semi, anti. ``left_filter`` /
+    ``right_filter``: SQL conditions applied to that side before the join (they
+    also prune partitions). When the namespaces' partitionings are not
+    compatible for ``on``, warns and returns Spark's own join of the two
+    ``lance_ns`` reads (same result, with a shuffle).
+    """
+    from lance_sql.planning.joins import plan_join
+    from lance_sql.planning.joins.plan import normalize_how
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    pairs = _on_pairs(on)
+    how = normalize_how(how)
+    lns = PartitionedNamespace.open(left_root, version=left_version)
+    rns = PartitionedNamespace.open(right_root, version=right_version)
+    plan = plan_join(lns, rns, pairs, how, left_filter=left_filter, right_filter=right_filter)
+    lschema, rschema = lns.schema, rns.schema
+    if not plan.compatible:
+        warnings.warn(
+            f"partitioned_join {left_root} x {right_root}: not partition-compatible "
+            f"({plan.reason}); falling back to a Spark join with a shuffle",
+            stacklevel=2,
+        )
+        return _spark_join(spark, left_root, right_root, pairs, how, left_filter, right_filter)
+    sql = group_sql(lschema, rschema, pairs, how, left_filter, right_filter)
+    groups = [
+        (
+            lns.scan_units([p.object_id for p in g.left]) if g.left else [],
+            rns.scan_units([p.object_id for p in g.right]) if g.right else [],
+        )
+        for g in plan.groups
+    ]
+    out = output_schema(lschema, rschema, how)
+    target = spark_arrow_schema(out)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                lu, ru = groups[i]
+                for rb in run_group(lu, ru, lschema, rschema, sql):
+                    if rb.num_rows:
+                        yield to_spark_batch(rb, target)
+
+    n = max(1, len(groups))
+    if not groups:
+        groups.append(([], []))
+    return spark.range(0, n, 1, n).mapInArrow(task, spark_struct(out))
+
+
+def _spark_join(
+    spark: Any,
+    left_root: str,
+    right_root: str,
+    on: Sequence[tuple[str, str]],
+    how: str,
+    left_filter: str | None,
+    right_filter: str | None,
+) -> Any:
+    from pyspark.sql import functions as F
+
+    ldf = spark.read.format("lance_ns").load(left_root)
+    rdf = spark.read.format("lance_ns").load(right_root)
+    if left_filter:
+        ldf = ldf.filter(left_filter)
+    if right_filter:
+        rdf = rdf.filter(right_filter)
+    renamed = {c: (f"{c}_right" if c in ldf.columns else c) for c in rdf.columns}
+    rdf = rdf.select([F.col(c).alias(n) for c, n in renamed.items()])
+    cond = [ldf[lk] == rdf[renamed[rk]] for lk, rk in on]
+    return ldf.join(rdf, cond, _SPARK_HOW.get(how, how))
+
+
+__all__ = ["group_sql", "output_schema", "partitioned_join", "run_group"]

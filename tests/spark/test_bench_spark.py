@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def test_bench_spark_tiny(spark: Any) -> None:
+    path = Path(__file__).parents[2] / "benchmarks" / "bench_spark.py"
+    spec = importlib.util.spec_from_file_location("bench_spark", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    results = mod.run(200, 1, spark=spark)
+    assert len(results) == 2 and all(o > 0 and b > 0 for _, o, b in results)
+    spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
