@@ -21,7 +21,10 @@ import datafusion
 import pyarrow as pa
 from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
-from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion import (
+    functions,
+    spj_rewrite,  # noqa: F401  (registers its SQL pass)
+)
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
@@ -39,10 +42,17 @@ class SessionContext(datafusion.SessionContext):
         self,
         config: SessionConfig | None = None,
         runtime: RuntimeEnvBuilder | None = None,
+        *,
+        spj: bool = False,
     ) -> None:
         self._lance_lock = threading.RLock()
         self._lance_tables: dict[str, LanceDatasetTable] = {}
         self._target_partitions: int | None = None
+        #: partitioned namespaces registered here, for the storage-partitioned-join pass
+        self._lance_namespaces: dict[str, NamespaceTable] = {}
+        #: whether joins of two namespaces run as storage-partitioned joins (see :meth:`set_spj`)
+        self.spj_enabled = spj
+        self.spj_last_reason: str | None = None
         super().__init__(config, runtime)
         functions.register_functions(self)
 
@@ -91,7 +101,7 @@ class SessionContext(datafusion.SessionContext):
         queried as ``name.table``. Without ``version`` each query reads the
         latest ``__manifest``; with one, that version forever.
         """
-        return register_namespace(
+        registered = register_namespace(
             self,
             name,
             root,
@@ -100,6 +110,14 @@ class SessionContext(datafusion.SessionContext):
             prune=prune,
             partitions=self._partitions(),
         )
+        if isinstance(registered, NamespaceTable):
+            with self._lance_lock:
+                self._lance_namespaces[name] = registered
+        return registered
+
+    def set_spj(self, enabled: bool) -> None:
+        """Turn storage-partitioned joins of registered namespaces on or off (default off)."""
+        self.spj_enabled = bool(enabled)
 
     def lance_table(self, name: str) -> LanceDatasetTable:
         """The registered Lance table ``name`` (its ``metrics`` count the rows scans read)."""
@@ -113,11 +131,16 @@ class SessionContext(datafusion.SessionContext):
         """DataFusion's ``register_table``; a Lance table of that name is forgotten."""
         with self._lance_lock:
             self._lance_tables.pop(name, None)
+            if getattr(self, "_lance_namespaces", None) is not None and not isinstance(
+                table, NamespaceTable
+            ):
+                self._lance_namespaces.pop(name, None)
         super().register_table(name, table)
 
     def deregister_table(self, name: str) -> None:
         with self._lance_lock:
             self._lance_tables.pop(name, None)
+            self._lance_namespaces.pop(name, None)
         super().deregister_table(name)
 
     def _partitions(self) -> int:
