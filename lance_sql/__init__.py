@@ -27,6 +27,7 @@ __all__ = [
     "PartitionSpec",
     "PartitionedNamespace",
     "PlanningError",
+    "ScanPlan",
     "SchemaMismatchError",
     "SessionContext",
     "SpecError",
@@ -39,6 +40,7 @@ __all__ = [
     "open_metadata",
     "plan_join",
     "plan_partitions",
+    "plan_scan",
 ]
 
 
@@ -56,6 +58,8 @@ _LAZY = {
     "list_tags": "lance_sql.format.metadata",
     "plan_partitions": "lance_sql.planning.planner",
     "plan_join": "lance_sql.planning.joins",
+    "plan_scan": "lance_sql.planning.scan_plan",
+    "ScanPlan": "lance_sql.planning.scan_plan",
     "JoinPlan": "lance_sql.planning.joins",
 }
 
