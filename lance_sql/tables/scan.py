@@ -95,9 +95,13 @@ class ScanUnit(ABC):
         is lazy: nothing is read before the first ``next``.
         """
 
-    @abstractmethod
     def count_rows(self, filter: pc.Expression | None = None) -> int:
-        """Rows of this unit that satisfy ``filter`` (all live rows when None)."""
+        """Rows of this unit that satisfy ``filter`` (all live rows when None).
+
+        The default counts zero-column batches; units that know their counts
+        from metadata override it for the unfiltered case.
+        """
+        return sum(b.num_rows for b in self.to_batches([], filter))
 
     @abstractmethod
     def describe(self) -> str:
@@ -333,7 +337,7 @@ class LanceFragmentsUnit(ScanUnit):
             return 0
         if filter is None:
             return sum(f.count_rows() for f in self._fragments())
-        return sum(b.num_rows for b in self.to_batches([], filter))
+        return super().count_rows(filter)
 
     def to_batches(
         self,

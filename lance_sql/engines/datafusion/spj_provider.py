@@ -83,9 +83,6 @@ class GroupJoinUnit(ScanUnit):
         n = sum(len(g.left) + len(g.right) for g in self.groups)
         return f"GroupJoin(groups={len(self.groups)}, partition_tables={n})"
 
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
-        return sum(b.num_rows for b in self.to_batches([], filter))
-
     def to_batches(
         self,
         columns: Sequence[str] | None = None,

@@ -237,7 +237,7 @@ class PartitionTableUnit(ScanUnit):
     def count_rows(self, filter: pc.Expression | None = None) -> int:
         if filter is None:
             return self._inner.count_rows()
-        return sum(b.num_rows for b in self.to_batches([], filter))
+        return super().count_rows(filter)
 
     def to_batches(
         self,
