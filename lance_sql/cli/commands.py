@@ -119,11 +119,7 @@ def inspect_report(root: str) -> dict[str, Any]:
     rows = []
     for p in parts.to_pylist():
         size = _dir_size(base / p["location"])
-        values = {
-            k[len("partition_field_") :]: v
-            for k, v in p.items()
-            if k.startswith("partition_field_") and v is not None
-        }
+        values = _partition_values(p)
         rows.append(
             {
                 "object_id": p["object_id"],
@@ -202,11 +198,7 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
     plan = plan_partitions(where, ns.specs, ns.schema, ns.snapshot.rows)
     sel = []
     for r in plan.selected.to_pylist():
-        values = {
-            k[len("partition_field_") :]: v
-            for k, v in r.items()
-            if k.startswith("partition_field_") and v is not None
-        }
+        values = _partition_values(r)
         sel.append(
             {
                 "object_id": r["object_id"],
@@ -233,3 +225,9 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
 def cmd_partitions(args: Any, out: TextIO) -> int:
     out.write(json.dumps(partitions_json(args.root, args.where), indent=2) + "\n")
     return 0
+
+
+def _partition_values(row: dict[str, Any]) -> dict[str, Any]:
+    """``{field_id: value}`` of a ``__manifest`` row's non-NULL ``partition_field_*`` columns."""
+    prefix = "partition_field_"
+    return {k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix) and v is not None}

@@ -102,34 +102,6 @@ def spj_dataframe(
     return ctx.sql("\nUNION ALL\n".join(parts))
 
 
-def group_join_dataframe(
-    group: JoinGroup,
-    plan: JoinPlan,
-    left: Any,
-    right: Any,
-    *,
-    extra_condition: str | None = None,
-    schema: Any = None,
-) -> datafusion.DataFrame:
-    """One group's join in a fresh :func:`spj_context` (what an SPJ table unit runs).
-
-    ``left`` / ``right`` are :class:`~.spj_provider.SpjSide` s; output columns
-    are named ``alias.column`` (the SPJ table's ``schema``, left then right).
-    ``extra_condition`` is SQL over ``l.`` / ``r.`` columns, added to the ON.
-    """
-    ctx = spj_context()
-    _register(ctx, "l", left.namespace, [r.object_id for r in group.left])
-    _register(ctx, "r", right.namespace, [r.object_id for r in group.right])
-    names = iter(schema.names)
-    items = [f"l.{_q(c)} AS {_q(next(names))}" for c in left.columns]
-    items += [f"r.{_q(c)} AS {_q(next(names))}" for c in right.columns]
-    cond = " AND ".join(f"l.{_q(a)} = r.{_q(b)}" for a, b in plan.on)
-    if extra_condition:
-        cond = f"{cond} AND ({extra_condition})"
-    join = _JOIN_SQL[plan.how]
-    return ctx.sql(f"SELECT {', '.join(items) or '1'} FROM l {join} r ON {cond}")
-
-
 def _register(
     ctx: datafusion.SessionContext,
     name: str,
@@ -145,4 +117,4 @@ def _register(
     ctx.register_table(name, table)
 
 
-__all__ = ["SPJ_CONFIG", "group_join_dataframe", "spj_context", "spj_dataframe"]
+__all__ = ["SPJ_CONFIG", "spj_context", "spj_dataframe"]
