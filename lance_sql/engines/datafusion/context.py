@@ -28,7 +28,7 @@ from lance_sql.engines.datafusion import (
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
-from lance_sql.engines.datafusion.sql_rewrite import rewrite_sql
+from lance_sql.engines.datafusion.sql_rewrite import query_scope, rewrite_sql
 from lance_sql.tables.lance_table import LanceTable
 
 _EXPLAIN = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*explain\b", re.IGNORECASE | re.DOTALL)
@@ -163,9 +163,10 @@ class SessionContext(datafusion.SessionContext):
         once) and their output gets one description line under each scan node
         of a lance-sql table (any :class:`ScanUnitDataset`, e.g. ``LanceScan:``).
         """
-        df = super().sql(
-            rewrite_sql(self, query), options=options, param_values=param_values, **named_params
-        )
+        with query_scope(self):
+            df = super().sql(
+                rewrite_sql(self, query), options=options, param_values=param_values, **named_params
+            )
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
         if _EXPLAIN.match(query):

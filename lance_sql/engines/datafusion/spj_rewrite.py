@@ -11,7 +11,6 @@ reason in ``ctx.spj_last_reason``.
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any
 
@@ -19,10 +18,13 @@ import sqlglot
 from sqlglot import exp
 
 from lance_sql.engines.datafusion.spj_provider import SpjSide, SpjTable, spj_column
-from lance_sql.engines.datafusion.sql_rewrite import register_pass
+from lance_sql.engines.datafusion.sql_rewrite import (
+    fresh_table_name,
+    register_pass,
+    register_query_table,
+)
 from lance_sql.planning.joins import plan_join
 
-_COUNTER = itertools.count()
 _KINDS = {"": "inner", "INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
 _ALIAS = "__lance_spj"
 _EXPLAIN = re.compile(r"^\s*explain\s+(?:(?:analyze|verbose)\s+)*", re.IGNORECASE)
@@ -174,14 +176,14 @@ def _rewrite_select(ctx: Any, namespaces: dict[str, Any], select: exp.Select) ->
             new_exprs.append(_map(e, to_spj))
     rest = {k: _map(v, to_spj) for k, v in select.args.items() if k in _CLAUSES and v is not None}
     later = [_map(j, to_spj) for j in joins[1:]]
-    name = f"__lance_spj_{next(_COUNTER)}"
+    name = fresh_table_name("__lance_spj")
     table = SpjTable(
         plan,
         SpjSide(lns, lprov.schema, la, left_t.name, tuple(c for c in lcols if ("l", c) in used)),
         SpjSide(rns, rprov.schema, ra, right_t.name, tuple(c for c in rcols if ("r", c) in used)),
         name=name,
     )
-    ctx.register_table(name, table)
+    register_query_table(ctx, name, table)
     source: exp.Expression = exp.to_table(name)
     if extra:
         cond = exp.and_(*[_map(c.copy(), to_spj) for c in extra])

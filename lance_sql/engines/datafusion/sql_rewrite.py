@@ -12,7 +12,10 @@ one job, each tested on its own).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,6 +47,47 @@ def register_pass(name: str, run: SqlPass) -> None:
 
 def registered_passes() -> tuple[NamedPass, ...]:
     return tuple(_PASSES)
+
+
+_NAMES = itertools.count()
+_SCOPE = threading.local()
+
+
+@contextmanager
+def query_scope(ctx: datafusion.SessionContext) -> Iterator[None]:
+    """Drop the tables passes register for one query (:func:`register_query_table`) at exit.
+
+    ``SessionContext.sql`` plans the rewritten query inside this scope. A
+    DataFusion logical plan holds its table providers, so the names can go as
+    soon as the query is planned; the scope is per thread, so queries planned
+    concurrently on one context never drop each other's tables.
+    """
+    outer = getattr(_SCOPE, "names", None)
+    _SCOPE.names = []
+    try:
+        yield
+    finally:
+        names, _SCOPE.names = _SCOPE.names, outer
+        for name in names:
+            if ctx.table_exist(name):
+                ctx.deregister_table(name)
+
+
+def fresh_table_name(prefix: str) -> str:
+    """A table name ``{prefix}_{n}`` no other query of this process uses."""
+    return f"{prefix}_{next(_NAMES)}"
+
+
+def register_query_table(ctx: datafusion.SessionContext, name: str, table: object) -> None:
+    """Register ``table`` as ``name`` (from :func:`fresh_table_name`) for the query being rewritten.
+
+    Inside :func:`query_scope` the name is dropped once the query is planned;
+    outside one (a pass called directly, e.g. in a test) it stays registered.
+    """
+    ctx.register_table(name, table)
+    names = getattr(_SCOPE, "names", None)
+    if names is not None:
+        names.append(name)
 
 
 def rewrite_sql(ctx: datafusion.SessionContext, sql: str) -> str:
