@@ -8,6 +8,10 @@ written by pylance, the best of ``--repeat`` runs of
   filter and the aggregate computed by pyarrow;
 * ``SELECT * LIMIT 10``: rows actually pulled out of pylance (counter), not a time.
 
+The context is ``lance_sql.SessionContext()`` with no config, i.e. what a user
+gets (``batch_size`` 131072, Lance scans ramping up from 8,192-row batches); the
+batch sizes seen are printed.
+
 Usage: ``python benchmarks/bench_scan.py [--rows N] [--repeat R] [--dir PATH]``.
 """
 
@@ -87,6 +91,12 @@ def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
             {"query": name, "lance_sql_s": t_ours, "pylance_s": t_base, "ratio": t_ours / t_base}
         )
 
+    sizes = [b.num_rows for b in ctx.sql("SELECT x FROM t").collect()]
+    print(
+        f"config: lance_sql.SessionContext() defaults, target_partitions="
+        f"{ctx.lance_table('t').partitions}, largest batch {max(sizes, default=0):,} rows "
+        f"(DataFusion batch_size), first batches {sizes[:4]} (ramp-up)"
+    )
     metrics = ctx.lance_table("t").metrics
     metrics.reset()
     got = ctx.sql("SELECT * FROM t LIMIT 10").to_arrow_table().num_rows

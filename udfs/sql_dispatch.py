@@ -31,6 +31,7 @@ DataFusion is imported lazily: ``import udfs`` does not need it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 import weakref
@@ -266,6 +267,195 @@ def register_typed(ctx: Any, function: str, types: list[pa.DataType]) -> str:
     return name
 
 
+# --- readable output column names ---------------------------------------------------
+
+#: A typed call in a DataFusion column name: ``__lance_murmur3__int64(`` -> ``murmur3(``.
+_TYPED_CALL = re.compile(r"__lance_(murmur3(?:_multi)?)__[a-z0-9_]*\(")
+#: Tokens that end a select list at its own nesting depth.
+_SELECT_LIST_END = {
+    "FROM", "WHERE", "GROUP_BY", "HAVING", "WINDOW", "QUALIFY", "ORDER_BY", "LIMIT", "OFFSET",
+    "FETCH", "UNION", "INTERSECT", "EXCEPT", "INTO", "SEMICOLON",
+}  # fmt: skip
+#: Tokens after which a trailing identifier is an alias (``murmur3(x) h``).
+_ENDS_EXPRESSION = {"R_PAREN", "R_BRACKET", "VAR", "IDENTIFIER", "NUMBER", "STRING"}
+
+
+def readable_name(column_name: str) -> str:
+    """The name DataFusion would give a column if the typed UDFs were called ``murmur3``...
+
+    ``__lance_murmur3__int64(t.x) % Int64(16)`` -> ``murmur3(t.x) % Int64(16)``.
+    """
+    return _TYPED_CALL.sub(r"\1(", column_name)
+
+
+_OPEN = ("L_PAREN", "L_BRACKET", "L_BRACE")
+_CLOSE = ("R_PAREN", "R_BRACKET", "R_BRACE")
+
+
+def _depths(tokens: list[_Token]) -> list[int]:
+    """The bracket depth each token stands at."""
+    out = []
+    depth = 0
+    for tok in tokens:
+        if tok.kind in _CLOSE:
+            depth -= 1
+        out.append(depth)
+        if tok.kind in _OPEN:
+            depth += 1
+    return out
+
+
+def _select_items(tokens: list[_Token], select: int) -> list[list[_Token]]:
+    """The items of the select list that starts after token ``select`` (a SELECT)."""
+    start = select + 1
+    if start < len(tokens) and tokens[start].kind in ("DISTINCT", "ALL"):
+        start += 1
+        if start < len(tokens) and tokens[start].kind == "ON":  # DISTINCT ON (...)
+            depth = 0
+            for j in range(start + 1, len(tokens)):
+                depth += tokens[j].kind == "L_PAREN"
+                depth -= tokens[j].kind == "R_PAREN"
+                if depth == 0:
+                    start = j + 1
+                    break
+    items: list[list[_Token]] = [[]]
+    depth = 0
+    for tok in tokens[start:]:
+        if depth == 0 and (tok.kind in _SELECT_LIST_END or tok.kind in _CLOSE):
+            break
+        if tok.kind in _OPEN:
+            depth += 1
+        elif tok.kind in _CLOSE:
+            depth -= 1
+        elif tok.kind == "COMMA" and depth == 0:
+            items.append([])
+            continue
+        items[-1].append(tok)
+    return [item for item in items if item]
+
+
+def _has_alias(item: list[_Token]) -> bool:
+    if len(item) < 2:
+        return False
+    if item[-2].kind == "ALIAS":
+        return True
+    return item[-1].kind in ("VAR", "IDENTIFIER") and item[-2].kind in _ENDS_EXPRESSION
+
+
+def _has_typed_call(item: list[_Token]) -> bool:
+    return any(
+        tok.kind == "VAR" and tok.text.startswith("__lance_murmur3") and nxt.kind == "L_PAREN"
+        for tok, nxt in itertools.pairwise(item)
+    )
+
+
+def _query_text(sql: str, tokens: list[_Token], depths: list[int], select: int) -> str | None:
+    """A query DataFusion can plan on its own whose output columns are ``select``'s list.
+
+    The whole statement for its main SELECT (``CREATE VIEW/TABLE ... AS`` cut off);
+    for a subquery, its text up to the closing bracket, after the statement's WITH
+    clause (the CTEs it may read). None for other statements (EXPLAIN, INSERT...).
+    """
+    first = tokens[0].kind
+    if depths[select] == 0:
+        if first in ("SELECT", "WITH"):
+            return sql
+        if first != "CREATE":
+            return None
+        for i in range(1, select + 1):  # CREATE ... AS [WITH ...] SELECT
+            if (
+                depths[i] == 0
+                and tokens[i - 1].kind == "ALIAS"
+                and tokens[i].kind
+                in (
+                    "SELECT",
+                    "WITH",
+                )
+            ):
+                return sql[tokens[i].start :]
+        return None
+    level = depths[select]
+    end = next(
+        (j for j in range(select, len(tokens)) if depths[j] < level), len(tokens)
+    )  # the closing bracket
+    body = sql[tokens[select].start : tokens[end].start if end < len(tokens) else len(sql)]
+    with_at = next((i for i, t in enumerate(tokens) if t.kind == "WITH" and depths[i] == 0), None)
+    if with_at is None:
+        return body
+    main = next(
+        (i for i in range(with_at, len(tokens)) if tokens[i].kind == "SELECT" and depths[i] == 0),
+        None,
+    )
+    if main is None:
+        return body
+    return sql[tokens[with_at].start : tokens[main].start] + " " + body
+
+
+def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
+    """Alias the unaliased typed calls of the ``ordinal``-th SELECT's list (see below)."""
+    import datafusion
+
+    tokens = _tokens(sql)
+    selects = [i for i, t in enumerate(tokens) if t.kind == "SELECT"]
+    if ordinal >= len(selects):
+        return sql
+    select = selects[ordinal]
+    candidates = [
+        item
+        for item in _select_items(tokens, select)
+        if _has_typed_call(item) and not _has_alias(item)
+    ]
+    if not candidates:
+        return sql
+    query = _query_text(sql, tokens, _depths(tokens), select)
+    if query is None:
+        return sql
+    try:
+        names = datafusion.SessionContext.sql(ctx, query).schema().names
+    except Exception:  # e.g. a correlated subquery: its names are never seen anyway
+        return sql
+    typed = [name for name in names if _TYPED_CALL.search(name)]
+    if len(typed) != len(candidates):
+        return sql
+    parts: list[str] = []
+    pos = 0
+    for item, name in zip(candidates, typed, strict=True):
+        end = item[-1].end
+        alias = readable_name(name).replace('"', '""')
+        parts.append(f'{sql[pos:end]} AS "{alias}"')
+        pos = end
+    parts.append(sql[pos:])
+    return "".join(parts)
+
+
+def with_readable_names(ctx: Any, sql: str) -> str:
+    """Alias every unaliased typed call in a select list with its readable name.
+
+    The typed UDFs (``__lance_murmur3__int64``) would otherwise name the result
+    columns. DataFusion names a column by its expression, so each select list
+    holding unaliased typed calls is planned (logical plan only: nothing runs,
+    no DDL is executed) for the names DataFusion gives, and each such item gets
+    ``AS "<readable_name(...)>"``, e.g. ``murmur3(t.x) % Int64(16)``: exactly what
+    DataFusion names a call of a UDF called ``murmur3``. Select lists are done
+    innermost first, so a ``*`` over a subquery or a CTE sees readable names.
+    Items map to the planned columns in order; a list whose items cannot be
+    matched one to one, or that cannot be planned on its own (a correlated
+    subquery), keeps the typed names, as do statements other than queries and
+    ``CREATE ... AS`` queries (EXPLAIN shows the typed names).
+    """
+    if "__lance_murmur3" not in sql:
+        return sql
+    tokens = _tokens(sql)
+    if not tokens or tokens[0].kind not in ("SELECT", "WITH", "CREATE"):
+        return sql
+    depths = _depths(tokens)
+    selects = [(depths[i], i) for i, t in enumerate(tokens) if t.kind == "SELECT"]
+    order = sorted(range(len(selects)), key=lambda k: (-selects[k][0], -selects[k][1]))
+    for ordinal in order:  # aliases add no SELECT token: ordinals stay valid
+        sql = _alias_select_list(ctx, sql, ordinal)
+    return sql
+
+
 # --- asking DataFusion for types ----------------------------------------------------
 
 
@@ -443,6 +633,7 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     rewritten, complete = _resolve(ctx, state, sql, calls)
     if not complete:  # left for DataFusion to report; do not remember
         return rewritten
+    rewritten = with_readable_names(ctx, rewritten)
     with state.lock:
         state.cache[sql] = (identifiers, fingerprint, rewritten)
         while len(state.cache) > _CACHE_SIZE:

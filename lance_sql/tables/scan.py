@@ -155,6 +155,63 @@ def empty_batches(num_rows: int, batch_size: int | None) -> Iterator[pa.RecordBa
         done += n
 
 
+#: Rows of the first batch a unit reads from storage, whatever the engine's batch size.
+RAMP_START_ROWS = 8192
+
+
+def storage_batch_size(batch_size: int | None) -> int | None:
+    """The batch size to read from storage for an engine asking for ``batch_size``.
+
+    Never more than :data:`RAMP_START_ROWS`: a ``LIMIT 10`` that stops after the
+    first batch then reads at most that many rows, however large the engine's
+    batches are (see :func:`ramp_up`, which grows the batches handed to it).
+    """
+    if batch_size is None or batch_size <= RAMP_START_ROWS:
+        return batch_size
+    return RAMP_START_ROWS
+
+
+def _combine(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    if batches[0].num_columns == 0:  # count(*): only the row count matters
+        rows = sum(b.num_rows for b in batches)
+        return pa.table({"_": pa.nulls(rows)}).select([]).to_batches()[0]
+    return pa.concat_batches(batches)
+
+
+def ramp_up(batches: Iterator[pa.RecordBatch], batch_size: int | None) -> Iterator[pa.RecordBatch]:
+    """Pass ``batches`` (read at :func:`storage_batch_size`) on, growing them to ``batch_size``.
+
+    Why: an engine pays a fixed cost per batch (a Python UDF call, an FFI
+    crossing), so large batches make whole-table queries cheaper, while a
+    ``LIMIT`` wants the first rows after reading as little as possible. The first
+    batch is passed on as it comes; after it, consecutive batches are
+    concatenated into batches of at most 2x, 4x, ... :data:`RAMP_START_ROWS`
+    rows, capped at ``batch_size``. Engines pull lazily, so a consumer that stops
+    early stops the reading too. Batches must share one schema (:func:`conform`).
+    """
+    if batch_size is None or batch_size <= RAMP_START_ROWS:
+        yield from batches
+        return
+    target = 0  # the first batch goes out alone
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if pending and rows + batch.num_rows > target:
+            yield _combine(pending)
+            pending, rows = [], 0
+            target = min(max(2 * target, 2 * RAMP_START_ROWS), batch_size)
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= target:
+            yield _combine(pending)
+            pending, rows = [], 0
+            target = min(max(2 * target, 2 * RAMP_START_ROWS), batch_size)
+    if pending:
+        yield _combine(pending)
+
+
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """``batch`` with exactly ``schema`` (field names, types, nullability, metadata).
 
@@ -349,7 +406,9 @@ class LanceFragmentsUnit(ScanUnit):
         filter = normalize_filter(filter)
         if matches_nothing(filter):
             return iter(())
-        return self._generate(list(out_schema.names), out_schema, filter, batch_size)
+        return ramp_up(
+            self._generate(list(out_schema.names), out_schema, filter, batch_size), batch_size
+        )
 
     def _generate(
         self,
@@ -367,6 +426,7 @@ class LanceFragmentsUnit(ScanUnit):
             return
         ds = self.dataset
         fragments = self._fragments()
+        batch_size = storage_batch_size(batch_size)
         try:
             scanner = lance_scanner(
                 ds,
@@ -523,6 +583,7 @@ def split_fragments(
 
 __all__ = [
     "FILTER_REFUSED",
+    "RAMP_START_ROWS",
     "LanceFragmentsUnit",
     "ScanMetrics",
     "ScanUnit",
@@ -533,6 +594,8 @@ __all__ = [
     "matches_nothing",
     "normalize_filter",
     "projected_schema",
+    "ramp_up",
     "split_fragments",
+    "storage_batch_size",
     "with_sql_null_semantics",
 ]

@@ -13,13 +13,21 @@ import pytest
 
 import lance_sql
 from lance_sql.engines.datafusion.provider import capture_scans
+from lance_sql.engines.datafusion.session_defaults import DEFAULT_BATCH_SIZE
 from lance_sql.errors import (
     FormatError,
     NotFoundError,
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from lance_sql.tables.scan import LanceFragmentsUnit, balanced_groups, split_fragments
+from lance_sql.tables.scan import (
+    RAMP_START_ROWS,
+    LanceFragmentsUnit,
+    balanced_groups,
+    ramp_up,
+    split_fragments,
+    storage_batch_size,
+)
 
 
 def rows(ctx: lance_sql.SessionContext, sql: str) -> list[dict]:
@@ -147,8 +155,70 @@ def test_limit_stops_reading_early(ctx, write_lance, numbers_table) -> None:
     ctx.register_lance("t", uri)
     metrics = ctx.lance_table("t").metrics
     assert ctx.sql("SELECT * FROM t LIMIT 10").to_arrow_table().num_rows == 10
-    # at most one batch (datafusion.execution.batch_size = 8192) per partition
-    assert 0 < metrics.rows_read <= 2 * 8192
+    # the session's batches are 131,072 rows, but a scan starts with one 8,192-row
+    # batch (RAMP_START_ROWS): at most one per partition is read
+    assert 0 < metrics.rows_read <= 2 * RAMP_START_ROWS
+    metrics.reset()
+    assert ctx.sql("SELECT id FROM t WHERE y > 10 LIMIT 10").to_arrow_table().num_rows == 10
+    assert 0 < metrics.rows_read <= 4 * RAMP_START_ROWS
+
+
+def test_default_session_uses_large_batches(ctx) -> None:
+    table = pa.table({"x": pa.array(range(300_000), pa.int64())})
+    ctx.register_record_batches("m", [table.to_batches()])
+    sizes = [b.num_rows for b in ctx.sql("SELECT x + 1 FROM m").collect()]
+    assert max(sizes) == DEFAULT_BATCH_SIZE == 131072
+    small = lance_sql.SessionContext(datafusion.SessionConfig())  # a config is used as given
+    small.register_record_batches("m", [table.to_batches()])
+    assert max(b.num_rows for b in small.sql("SELECT x + 1 FROM m").collect()) == 8192
+
+
+def test_lance_scan_batches_ramp_up_to_the_session_batch_size(ctx, write_lance) -> None:
+    table = pa.table({"id": pa.array(range(300_000), pa.int64())})
+    uri = write_lance(table, "ramp")  # one fragment: one partition reads it all
+    ctx.register_lance("t", uri)
+    batches = ctx.sql("SELECT id FROM t").collect()
+    sizes = [b.num_rows for b in batches]
+    assert sizes[:5] == [8192, 16384, 32768, 65536, DEFAULT_BATCH_SIZE]
+    assert max(sizes) == DEFAULT_BATCH_SIZE and sum(sizes) == 300_000
+    got = pa.Table.from_batches(batches).column("id").to_pylist()
+    assert sorted(got) == list(range(300_000))
+    assert scalar(ctx, "SELECT count(*) FROM t WHERE id % 3 = 0") == 100_000
+    assert scalar(ctx, "SELECT count(*) FROM t WHERE id >= 1000") == 299_000
+    small = lance_sql.SessionContext(datafusion.SessionConfig())
+    small.register_lance("t", uri)
+    assert {b.num_rows for b in small.sql("SELECT id FROM t").collect()} <= {8192, 300_000 % 8192}
+
+
+def test_ramp_up_coalesces_lazily() -> None:
+    schema = pa.schema([pa.field("a", pa.int64())])
+    pulled = []
+
+    def source(n: int, size: int):
+        for i in range(n):
+            pulled.append(i)
+            yield pa.record_batch([pa.array(range(i * size, (i + 1) * size), pa.int64())], schema)
+
+    out = ramp_up(source(40, 8192), 65536)
+    first = next(out)
+    assert first.num_rows == 8192 and pulled == [0]  # the first batch goes out alone
+    sizes = [first.num_rows] + [b.num_rows for b in out]
+    assert sizes == [8192, 16384, 32768, 65536, 65536, 65536, 65536, 8192]  # 40 x 8192 rows
+    pulled.clear()
+    assert [b.num_rows for b in ramp_up(source(3, 100), 8192)] == [100, 100, 100]  # no ramp
+    assert [b.num_rows for b in ramp_up(source(5, 7000), None)] == [7000] * 5
+    # uneven inputs never exceed the target and keep every row in order
+    uneven = ramp_up(source(30, 5000), 20_000)
+    batches = list(uneven)
+    assert max(b.num_rows for b in batches) <= 20_000
+    flat = pa.Table.from_batches(batches).column("a").to_pylist()
+    assert flat == list(range(150_000))
+    empty = pa.table({"_": pa.nulls(5000)}).select([]).to_batches()[0]
+    counted = list(ramp_up(iter([empty] * 10), 65536))
+    assert [b.num_columns for b in counted] == [0, 0, 0]
+    assert [b.num_rows for b in counted] == [5000, 15000, 30000]
+    assert storage_batch_size(65536) == RAMP_START_ROWS
+    assert storage_batch_size(1000) == 1000 and storage_batch_size(None) is None
 
 
 def test_partitions_follow_target_partitions(numbers_uri) -> None:
@@ -521,3 +591,42 @@ def test_projection_reads_fewer_bytes(ctx, write_lance) -> None:
     assert ctx.sql("SELECT * FROM w").to_arrow_table().num_rows == n
     full = ds.io_stats_incremental().read_bytes
     assert 0 < narrow * 5 < full
+
+
+def test_ramped_batches_keep_every_type(ctx, write_lance) -> None:
+    """Concatenated (ramped) batches carry nested, dictionary and string columns intact."""
+    n = 40_000
+    ids = pa.array(range(n), pa.int64())
+    table = pa.table(
+        {
+            "id": ids,
+            "s": pa.array([None if i % 7 == 0 else f"v{i % 97}" for i in range(n)]),
+            "d": pa.array([f"k{i % 5}" for i in range(n)]).dictionary_encode(),
+            "l": pa.array([[i, i + 1] if i % 3 else None for i in range(n)]),
+            "st": pa.array([{"a": i, "b": str(i)} for i in range(n)]),
+            "ts": pc.cast(ids, pa.timestamp("us", "UTC")),
+        }
+    )
+    uri = write_lance(table, "typed")
+    ctx.register_lance("t", uri)
+    batches = ctx.sql("SELECT * FROM t").collect()
+    assert [b.num_rows for b in batches][:3] == [8192, 16384, 15424]
+    got = pa.Table.from_batches(batches).sort_by("id")
+    expected = lance.dataset(uri).to_table().sort_by("id")
+    assert got.schema.equals(expected.schema)
+    assert got.equals(expected)
+
+
+def test_fallback_filter_path_ramps_too(ctx, write_lance) -> None:
+    """pylance refuses filters on uint64; the pyarrow fallback reads small and grows too."""
+    n = 60_000
+    uri = write_lance(pa.table({"u": pa.array(range(n), pa.uint64())}), "unsigned")
+    ctx.register_lance("t", uri)
+    metrics = ctx.lance_table("t").metrics
+    batches = ctx.sql("SELECT u FROM t WHERE u >= 10").collect()
+    assert metrics.fallback_filters >= 1
+    assert sum(b.num_rows for b in batches) == n - 10
+    assert max(b.num_rows for b in batches) > RAMP_START_ROWS
+    metrics.reset()
+    assert ctx.sql("SELECT u FROM t WHERE u >= 10 LIMIT 3").to_arrow_table().num_rows == 3
+    assert 0 < metrics.rows_read <= 2 * RAMP_START_ROWS

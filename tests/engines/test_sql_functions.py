@@ -330,3 +330,86 @@ def test_same_text_in_different_scopes_gets_each_scopes_type() -> None:
     assert got["m"] == [max(as_int)] * 2
     union = "SELECT murmur3(x) FROM a UNION ALL SELECT murmur3(x) FROM b"
     assert sorted(_one(ctx, union)) == sorted(as_str + as_int)
+
+
+# --- readable column names ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "names"),
+    [
+        ("SELECT murmur3(k) FROM u", ["murmur3(u.k)"]),
+        ("SELECT murmur3(k) % 16 FROM u", ["murmur3(u.k) % Int64(16)"]),
+        ("SELECT abs(murmur3(k)) % 16 FROM u", ["abs(murmur3(u.k)) % Int64(16)"]),
+        ("SELECT murmur3_multi(k, 'x'), k FROM u", ['murmur3_multi(u.k,Utf8("x"))', "k"]),
+        ("SELECT murmur3_multi(i64, s, d32) FROM t", ["murmur3_multi(t.i64,t.s,t.d32)"]),
+        ("SELECT murmur3(1)", ["murmur3(Int64(1))"]),
+        (
+            'SELECT murmur3(k) h, murmur3(k) AS "H 2", murmur3(k) + 1 FROM u',
+            ["h", "H 2", "murmur3(u.k) + Int64(1)"],
+        ),
+        ("SELECT DISTINCT murmur3(k) FROM u", ["murmur3(u.k)"]),
+        ("SELECT *, murmur3(k) FROM u", ["k", "murmur3(u.k)"]),
+        ("SELECT * FROM (SELECT murmur3(k) FROM u)", ["murmur3(u.k)"]),
+        (
+            "SELECT *, murmur3(k) FROM (SELECT murmur3(k), k FROM u) q",
+            ["murmur3(u.k)", "k", "murmur3(q.k)"],
+        ),
+        ("WITH a AS (SELECT murmur3(k) FROM u) SELECT * FROM a", ["murmur3(u.k)"]),
+        (
+            "SELECT murmur3(k), count(*) FROM u GROUP BY murmur3(k) ORDER BY murmur3(k)",
+            ["murmur3(u.k)", "count(*)"],
+        ),
+        ("SELECT murmur3(k) FROM u UNION ALL SELECT murmur3(s) FROM t", ["murmur3(u.k)"]),
+    ],
+)
+def test_unaliased_calls_get_datafusion_style_names(
+    ctx: lance_sql.SessionContext, sql: str, names: list[str]
+) -> None:
+    """Named as DataFusion names a UDF called murmur3 (like ``abs(u.k)``); aliases kept."""
+    df = ctx.sql(sql)
+    assert df.schema().names == names
+    assert df.to_arrow_table().column_names == names
+
+
+def test_readable_names_match_datafusion_naming_of_a_plain_udf(
+    ctx: lance_sql.SessionContext,
+) -> None:
+    """The names equal those DataFusion gives the registered ``murmur3(Int64)`` UDF itself."""
+    import datafusion
+
+    for expression in ("murmur3(k)", "murmur3(k) % 16", "murmur3(k + 1) * 2"):
+        sql = f"SELECT {expression} FROM u"
+        plain = datafusion.SessionContext.sql(ctx, sql).schema().names  # no dispatch pass
+        assert ctx.sql(sql).schema().names == plain
+
+
+def test_readable_names_in_views_and_tables(ctx: lance_sql.SessionContext) -> None:
+    ctx.sql("CREATE VIEW hv AS SELECT murmur3(k), murmur3(k) AS h FROM u")
+    assert ctx.sql("SELECT * FROM hv").schema().names == ["murmur3(u.k)", "h"]
+    ctx.sql("CREATE TABLE ht AS WITH q AS (SELECT 1 AS one) SELECT murmur3(k) FROM u, q")
+    assert ctx.table("ht").schema().names == ["murmur3(u.k)"]
+    assert ctx.sql('SELECT "murmur3(u.k)" FROM ht').to_pydict() == {
+        "murmur3(u.k)": udfs.murmur3(pa.array([1, 2, 3])).to_pylist()
+    }
+
+
+def test_readable_names_keep_results_and_subqueries(ctx: lance_sql.SessionContext) -> None:
+    got = ctx.sql(
+        "SELECT k, (SELECT max(murmur3(u2.k)) FROM u u2 WHERE u2.k = u.k) FROM u "
+        "WHERE murmur3(k) IN (SELECT murmur3(k) FROM u) ORDER BY k"
+    ).to_pydict()
+    assert got == {
+        "k": [1, 2, 3],
+        "max(murmur3(u2.k))": udfs.murmur3(pa.array([1, 2, 3])).to_pylist(),
+    }
+
+
+def test_readable_name_rewrites_only_typed_calls() -> None:
+    assert sql_dispatch.readable_name("__lance_murmur3__int64(t.x) % Int64(16)") == (
+        "murmur3(t.x) % Int64(16)"
+    )
+    assert sql_dispatch.readable_name("__lance_murmur3_multi__string__int32(t.s,t.i)") == (
+        "murmur3_multi(t.s,t.i)"
+    )
+    assert sql_dispatch.readable_name("murmur3(x)") == "murmur3(x)"

@@ -330,3 +330,32 @@ def test_import_needs_neither_datafusion_nor_lance_sql() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    "arrow_type",
+    [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32()],
+)
+def test_integer_fast_path_slices_and_nulls(arrow_type: pa.DataType) -> None:
+    """The integer fast path (one call per SQL batch) honours offsets and validity."""
+    values = [None if i % 5 == 3 else (i * 37) % 100 for i in range(41)]
+    arr = pa.array(values, arrow_type)
+    for piece in (arr, arr.slice(3), arr.slice(9, 17), arr.slice(41), arr.slice(4, 1)):
+        assert udfs.murmur3(piece).to_pylist() == murmur3_reference(piece)
+        assert udfs.murmur3(piece).type == pa.int32()
+
+
+def test_integer_fast_path_edge_buffers() -> None:
+    """Empty arrays, all-NULL arrays and uint64 (hashed as its 8 bytes) on the fast path."""
+    assert udfs.murmur3(pa.array([], pa.int64())).to_pylist() == []
+    assert udfs.murmur3(pa.array([None, None], pa.int32())).to_pylist() == [None, None]
+    u64 = pa.array([0, 1, 2**64 - 1, None], pa.uint64()).slice(1)
+    assert udfs.murmur3(u64).to_pylist() == murmur3_reference(u64)
+    assert udfs.murmur3(pa.array([1], pa.int64())).to_pylist() == [1392991556]
+
+
+def test_large_int32_arrays_split_over_threads_hash_like_int64() -> None:
+    ints = np.arange(-300_000, 400_000, dtype=np.int64)
+    got32 = udfs.murmur3(pa.array(ints.astype(np.int32)).slice(3))
+    got64 = udfs.murmur3(pa.array(ints).slice(3))
+    assert got32.equals(got64)

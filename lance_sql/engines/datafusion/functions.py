@@ -5,8 +5,10 @@ number (>= 1) of arguments of mixed types, anywhere in a query. DataFusion 55's
 Python UDFs have one exact signature each, so calls are dispatched by the
 ``murmur3_dispatch`` rewrite pass (see :mod:`udfs.sql_dispatch`): each call is
 renamed to a typed UDF registered on demand for its exact argument types, which
-DataFusion itself reports in the call's own scope. Queries that do not mention
-``murmur3`` are left byte-for-byte untouched.
+DataFusion itself reports in the call's own scope. Unaliased select items holding
+a call get an alias with the name DataFusion would give a UDF called ``murmur3``
+(``murmur3(t.x) % Int64(16)``), so the typed names never reach result columns.
+Queries that do not mention ``murmur3`` are left byte-for-byte untouched.
 
 The plain names are registered too, for the DataFrame API and for calls the
 pass leaves alone (queries DataFusion cannot plan anyway): ``murmur3(Int64)`` and
