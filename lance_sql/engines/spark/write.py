@@ -1,19 +1,21 @@
-"""``df.write.format("lance_ns")``: tasks stage Arrow data, the driver commits once.
+"""``df.write.format("lance_ns")``: tasks stage Lance files, the driver commits once.
 
-Each task writes its batches to one Arrow IPC file in a staging directory
-(``{root}/_spark_staging/{write id}/``) and returns the file path. The
-driver's ``commit`` appends (or overwrites) all staged rows through the
-namespace writer in one call, so every partition value gets exactly one
-partition table holding all tasks' rows and ``__manifest`` changes once
-(atomic across partitions). ``abort`` deletes the staged files; ``__manifest``
-is untouched. Limitation: the driver performs the Lance write (data flows
-through it once); task-side staging of Lance fragments is future work.
+Each Spark task stages its rows with :meth:`PartitionedNamespace.stage`: it
+writes uncommitted Lance data files straight into the partition tables'
+directories (new partitions included) and returns the small JSON of its
+:class:`StagedWrite` as the commit message. All tasks of one job share a
+write id, so a new partition that several tasks write gets one directory and
+ends as one partition table. The driver's ``commit`` calls
+:meth:`PartitionedNamespace.commit_staged` once: each touched partition table
+is committed once, then ``__manifest`` once (atomic across partitions); no
+row passes through the driver. ``abort`` deletes the staged files
+(:meth:`PartitionedNamespace.abort_staged`) and leaves ``__manifest``
+untouched. Staged files are invisible to readers until the commit: no
+``__manifest`` version points at them.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,68 +23,70 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lance_sql.errors import LanceSqlError
+from lance_sql.errors import SchemaMismatchError
 
 
 @dataclass
-class StagedFile(WriterCommitMessage):
-    path: str | None
+class StagedCommit(WriterCommitMessage):
+    """One task's staged write (``StagedWrite.to_json()``) and its row count."""
+
+    staged: str
     rows: int
 
 
 class LanceNamespaceWriter(DataSourceArrowWriter):
+    """Created on the driver, pickled to every task (see the module docstring)."""
+
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
         from lance_sql.engines.spark.source import open_namespace
 
         self.options = dict(options)
         self.overwrite = overwrite
+        self.mode = "overwrite" if overwrite else "append"
         ns = open_namespace(self.options)  # fails early (on the driver) for a bad root
         self.root = str(ns.root)
         self.schema = ns.schema
-        self.staging = os.path.join(self.root, "_spark_staging", uuid.uuid4().hex)
+        self.write_id = uuid.uuid4().hex
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFile:
-        os.makedirs(self.staging, exist_ok=True)
-        path = os.path.join(self.staging, f"{uuid.uuid4().hex}.arrow")
-        rows = 0
-        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, self.schema) as out:
-            for batch in iterator:
-                table = pa.Table.from_batches([batch])
-                missing = [n for n in self.schema.names if n not in table.column_names]
-                if missing:
-                    raise LanceSqlError(f"lance_ns {self.root}: DataFrame lacks columns {missing}")
-                table = table.select(self.schema.names).cast(self.schema)
-                for b in table.to_batches():
-                    out.write_batch(b)
-                rows += table.num_rows
-        return StagedFile(path, rows)
-
-    def commit(self, messages: list[StagedFile | None]) -> None:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
         from lance_sql.engines.spark.source import open_namespace
 
-        try:
-            tables = []
-            for m in messages:
-                if m is not None and m.path is not None:
-                    with pa.memory_map(m.path) as src:
-                        tables.append(pa.ipc.open_file(src).read_all())
-            data = pa.concat_tables(tables) if tables else self.schema.empty_table()
-            ns = open_namespace(self.options)
-            if self.overwrite:
-                ns.overwrite(data)
-            elif data.num_rows:
-                ns.append(data)
-        finally:
-            self._cleanup()
+        ns = open_namespace(self.options)
+        staged = ns.stage(self._conformed(iterator), mode=self.mode, write_id=self.write_id)
+        return StagedCommit(staged.to_json(), staged.rows)
 
-    def abort(self, messages: list[StagedFile | None]) -> None:
-        self._cleanup()
+    def _conformed(self, iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Spark's Arrow batches with the namespace's column order and types."""
+        for batch in iterator:
+            missing = [n for n in self.schema.names if n not in batch.schema.names]
+            if missing:
+                raise SchemaMismatchError(
+                    f"lance_ns {self.root}: the DataFrame lacks column(s) {missing}"
+                )
+            table = pa.Table.from_batches([batch]).select(self.schema.names)
+            yield from table.cast(self.schema).to_batches()
 
-    def _cleanup(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
-        parent = os.path.dirname(self.staging)
-        if os.path.isdir(parent) and not os.listdir(parent):
-            os.rmdir(parent)
+    def commit(self, messages: list[StagedCommit | None]) -> None:
+        from lance_sql.engines.spark.source import open_namespace
+
+        ns = open_namespace(self.options)
+        ns.commit_staged(self._staged(messages), mode=self.mode)
+
+    def abort(self, messages: list[StagedCommit | None]) -> None:
+        from lance_sql.engines.spark.source import open_namespace
+
+        ns = open_namespace(self.options)
+        ns.abort_staged(self._staged(messages))
+
+    @staticmethod
+    def _staged(messages: list[StagedCommit | None]) -> list[object]:
+        from lance_sql.tables.namespace.writer import StagedWrite
+
+        return [
+            StagedWrite.from_json(m.staged)
+            for m in messages
+            if isinstance(m, StagedCommit) and m.staged
+        ]
 
 
-__all__ = ["LanceNamespaceWriter", "StagedFile"]
+__all__ = ["LanceNamespaceWriter", "StagedCommit"]

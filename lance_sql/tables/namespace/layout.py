@@ -33,6 +33,20 @@ def random_namespace_name() -> str:
     return "".join(secrets.choice(_BASE36) for _ in range(16))
 
 
+def derived_namespace_name(seed: str) -> str:
+    """16 ``a-z0-9`` characters derived from ``seed`` (a write id and a partition key).
+
+    Distributed writers use this so every task of one job names a new
+    partition namespace identically and their files land in one table.
+    """
+    digest = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
+    out = []
+    for _ in range(16):
+        digest, r = divmod(digest, len(_BASE36))
+        out.append(_BASE36[r])
+    return "".join(out)
+
+
 def join_object_id(*parts: str) -> str:
     return DELIMITER.join(parts)
 
@@ -49,10 +63,21 @@ def spec_version_of(object_id: str) -> int | None:
     return None
 
 
-def table_dir_name(object_id: str) -> str:
-    """``{8 hex}_{object_id}``: hash of a random number and the id, as pylance does."""
-    digest = hashlib.sha256(secrets.token_bytes(8) + object_id.encode()).hexdigest()
+def table_dir_name(object_id: str, seed: str | None = None) -> str:
+    """``{8 hex}_{object_id}``: hash of a random number and the id, as pylance does.
+
+    With ``seed`` (a distributed write's id) the hex is derived from it instead,
+    so all tasks of that write pick the same directory for a new table.
+    """
+    salt = secrets.token_bytes(8) if seed is None else seed.encode()
+    digest = hashlib.sha256(salt + object_id.encode()).hexdigest()
     return f"{digest[:8]}_{object_id}"
+
+
+def data_dir_uri(root: str, location: str, branch: str | None = None) -> str:
+    """Where a table's data files live: ``{location}[/tree/{branch}]/data``."""
+    base = child_uri(root, location)
+    return f"{base}/tree/{branch}/data" if branch else f"{base}/data"
 
 
 def root_uri(root: str | os.PathLike[str]) -> str:
@@ -105,6 +130,8 @@ __all__ = [
     "TABLE",
     "TABLE_NAME",
     "child_uri",
+    "data_dir_uri",
+    "derived_namespace_name",
     "join_object_id",
     "manifest_uri",
     "random_namespace_name",

@@ -6,7 +6,10 @@ the ``object_id`` child name of ``base_objects``), so pylance can still list
 the namespace. Partitioned namespaces add ``read_version`` / ``read_branch`` /
 ``read_tag`` and one nullable ``partition_field_{field_id}`` column per
 partition field of every spec version. Root properties (``schema``,
-``partition_spec_v{N}``) live in the Lance table metadata.
+``partition_spec_v{N}``) live in the Lance table metadata and, identically, in
+the schema metadata: a Lance ``Overwrite`` can set schema metadata in the same
+commit as the rows, so creating a namespace or adding a spec version is one
+commit; readers overlay table metadata on schema metadata.
 
 Every change is one Lance commit against the version the writer read
 (``read_version``), so a concurrent change makes the commit fail with
@@ -23,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_sql.errors import CommitConflictError, NotFoundError
+from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.tables.namespace.layout import manifest_uri
 from lance_sql.tables.namespace.spec import PartitionField
 
@@ -106,7 +109,21 @@ def read_manifest(
     return _snapshot(root, ds)
 
 
+REQUIRED = {"object_id": pa.utf8(), "object_type": pa.utf8(), "location": pa.utf8()}
+
+
+def _check_columns(schema: pa.Schema, uri: str) -> None:
+    """A damaged or foreign ``__manifest`` must fail here, typed, not deep in a reader."""
+    for name, t in REQUIRED.items():
+        idx = schema.get_field_index(name)
+        if idx < 0 or not schema.field(idx).type.equals(t):
+            raise FormatError(
+                f"__manifest has no {t} column {name!r} (columns: {schema.names})", path=uri
+            )
+
+
 def _snapshot(root: str, ds: Any) -> ManifestSnapshot:
+    _check_columns(ds.schema, manifest_uri(root))
     properties: dict[str, str] = {}
     schema_md = ds.schema.metadata or {}
     # Readers also accept root properties from schema metadata; table metadata wins.
@@ -130,11 +147,14 @@ def create_manifest(
 ) -> ManifestSnapshot:
     """Create ``__manifest`` (refusing an existing one) with ``rows`` and root properties.
 
-    Two Lance versions result: the rows, then the table metadata (pylance 14 has
-    no single operation for both). A reader of version 1 sees no partition spec.
+    Version 1 is complete on its own: the root properties travel as schema
+    metadata of the creating write, so no reader ever sees a namespace without
+    its spec. Version 2 mirrors them into the Lance table metadata, where the
+    spec says they live (:func:`mirror_properties`).
     """
     lance = _lance()
     uri = manifest_uri(root)
+    schema = with_properties(schema, properties)
     rows = conform_rows(rows if rows is not None else schema.empty_table(), schema)
     try:
         ds = lance.write_dataset(
@@ -144,8 +164,38 @@ def create_manifest(
         if "exist" in str(exc).lower():
             raise CommitConflictError(f"a namespace already exists at {root} ({exc})") from exc
         raise
-    snap = _snapshot(root, ds)
-    return update_properties(snap, dict(properties), storage_options=storage_options)
+    return mirror_properties(_snapshot(root, ds), properties, storage_options=storage_options)
+
+
+def mirror_properties(
+    snapshot: ManifestSnapshot,
+    properties: Mapping[str, str],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> ManifestSnapshot:
+    """Copy root ``properties`` just committed as schema metadata into the table metadata.
+
+    The partitioning spec keeps root properties in ``__manifest``'s table
+    metadata, but pylance 14 cannot set table metadata in the commit that
+    writes rows, so writers commit rows and properties atomically as schema
+    metadata first and mirror them here. Only new keys or values equal to the
+    schema metadata's are written, so a crash between the two commits leaves
+    nothing stale (readers overlay both maps). Losing a race to another
+    writer is harmless for the same reason: the next property update mirrors.
+    """
+    if not properties:
+        return snapshot
+    try:
+        return update_properties(snapshot, dict(properties), storage_options=storage_options)
+    except CommitConflictError:
+        return snapshot
+
+
+def with_properties(schema: pa.Schema, properties: Mapping[str, str]) -> pa.Schema:
+    """``schema`` whose metadata also holds ``properties`` (root properties of ``__manifest``)."""
+    md = dict(schema.metadata or {})
+    md.update({k.encode(): v.encode() for k, v in properties.items()})
+    return schema.with_metadata(md)
 
 
 def commit_rows(
@@ -153,16 +203,21 @@ def commit_rows(
     rows: pa.Table,
     *,
     schema: pa.Schema | None = None,
+    properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> ManifestSnapshot:
     """Replace all rows (and optionally the schema) in ONE commit based on ``snapshot``.
 
-    Raises CommitConflictError when ``__manifest`` changed since ``snapshot``.
+    Root ``properties`` given here are added in the same commit (as schema
+    metadata); the snapshot's properties are carried over. Raises
+    CommitConflictError when ``__manifest`` changed since ``snapshot``.
     """
     lance = _lance()
     from lance.fragment import write_fragments
 
-    schema = schema or snapshot.lance_schema
+    schema = with_properties(
+        schema or snapshot.lance_schema, {**snapshot.properties, **(properties or {})}
+    )
     rows = conform_rows(rows, schema)
     uri = snapshot.uri
     frags = (
@@ -186,7 +241,8 @@ def update_properties(
     """Set (or with None, remove) root properties in one commit based on ``snapshot``."""
     lance = _lance()
     op = lance.LanceOperation.UpdateConfig(
-        table_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates))
+        table_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
+        schema_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
     )
     ds = _commit(snapshot.uri, op, snapshot.version, storage_options)
     return _snapshot(snapshot.root, ds)
@@ -221,5 +277,7 @@ __all__ = [
     "create_manifest",
     "manifest_schema",
     "read_manifest",
+    "mirror_properties",
     "update_properties",
+    "with_properties",
 ]

@@ -37,6 +37,7 @@ from lance_sql.tables.namespace.manifest_table import (
     conform_rows,
     create_manifest,
     manifest_schema,
+    mirror_properties,
     read_manifest,
     update_properties,
 )
@@ -55,7 +56,12 @@ from lance_sql.tables.namespace.spec import (
     parse_spec_key,
     validate_evolution,
 )
-from lance_sql.tables.namespace.writer import NamespaceWriter
+from lance_sql.tables.namespace.writer import (
+    NamespaceWriter,
+    StagedWrite,
+    abort_staged,
+    commit_staged,
+)
 from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups
 
 SCHEMA_KEY = "schema"
@@ -310,6 +316,72 @@ class PartitionedNamespace:
         self._set_snapshot(snap)
         return snap.version
 
+    # -- staged writes (distributed writers) -------------------------------------------------
+    def stage(
+        self,
+        data: Any,
+        *,
+        mode: str = "append",
+        write_id: str | None = None,
+        buffer_bytes: int | None = None,
+    ) -> StagedWrite:
+        """Write ``data`` as uncommitted Lance files; commit later with :meth:`commit_staged`.
+
+        For distributed writers: each task stages its rows (against this
+        object's snapshot) and returns the small :class:`StagedWrite`; one
+        driver commits all of them. Nothing is visible to readers before that
+        commit. Tasks of one job should share ``write_id``: new partitions are
+        then named alike by every task, so their files land in one table
+        directory (stages with different ids are merged at commit by moving
+        files). ``mode`` must match the later commit's mode.
+        """
+        self._check_writable()
+        if mode not in ("append", "overwrite"):
+            raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+        import uuid
+
+        kwargs = {} if buffer_bytes is None else {"buffer_bytes": buffer_bytes}
+        writer = NamespaceWriter(
+            self._snapshot,
+            self._schema,
+            self.current_spec,
+            mode=mode,
+            storage_options=self.storage_options,
+            write_id=write_id or uuid.uuid4().hex,
+            staging=True,
+            **kwargs,
+        )
+        try:
+            writer.write(data)
+            return writer.staged()
+        except BaseException:
+            writer.abort()  # this task's own files only
+            raise
+
+    def commit_staged(self, staged: Iterable[StagedWrite], *, mode: str = "append") -> int:
+        """Commit staged writes atomically: each partition table once, ``__manifest`` once.
+
+        Returns the new ``__manifest`` version (unchanged for an empty append).
+        ``mode="overwrite"`` replaces the whole namespace with the staged rows.
+        On failure ``__manifest`` is unchanged (call :meth:`abort_staged` to
+        remove the remaining files).
+        """
+        self.refresh()
+        snap = commit_staged(
+            self._snapshot,
+            self._schema,
+            self.current_spec,
+            list(staged),
+            mode=mode,
+            storage_options=self.storage_options,
+        )
+        self._set_snapshot(snap)
+        return snap.version
+
+    def abort_staged(self, staged: Iterable[StagedWrite]) -> None:
+        """Delete staged files (best effort); ``__manifest`` is not touched."""
+        abort_staged(self.root, list(staged), storage_options=self.storage_options)
+
     def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField]) -> PartitionSpec:
         """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
         self.refresh()
@@ -323,9 +395,13 @@ class PartitionedNamespace:
         )
         rows = pa.concat_tables([rows, conform_rows(row, mschema)])
         snap = commit_rows(
-            self._snapshot, rows, schema=mschema, storage_options=self.storage_options
-        )
-        snap = update_properties(
+            self._snapshot,
+            rows,
+            schema=mschema,
+            properties={spec.key: spec.to_json_string()},
+            storage_options=self.storage_options,
+        )  # one commit: the new rows, columns and spec property together
+        snap = mirror_properties(
             snap, {spec.key: spec.to_json_string()}, storage_options=self.storage_options
         )
         self._set_snapshot(snap)

@@ -22,10 +22,19 @@ The write protocol (the spec's "Multi-Partition Transaction" done strictly):
    :meth:`NamespaceWriter._rebase_blocker`); otherwise the write fails with
    :class:`CommitConflictError`, the table versions made in step 2 stay
    unreferenced, and the next writer restores over them.
+
+A partition table pinned to a branch (``read_branch``) is written and
+committed on that branch; one pinned to a tag is refused (tags are immutable).
+
+Distributed writers split step 1 from steps 2-3: tasks run a writer with
+``staging=True`` and hand its :class:`StagedWrite` (files written, nothing
+committed) to one driver, whose :func:`commit_staged` adopts all of them into
+one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,8 +58,11 @@ from lance_sql.tables.namespace.layout import (
     TABLE,
     TABLE_NAME,
     child_uri,
+    data_dir_uri,
+    derived_namespace_name,
     join_object_id,
     random_namespace_name,
+    resolve_location,
     table_dir_name,
 )
 from lance_sql.tables.namespace.manifest_table import (
@@ -62,6 +74,7 @@ from lance_sql.tables.namespace.reader import PartitionTable, table_entries
 from lance_sql.tables.namespace.spec import PartitionSpec, source_fields
 
 DEFAULT_BUFFER_BYTES = 256 << 20
+SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
 
 
 # ---------------------------------------------------------------------------
@@ -201,6 +214,56 @@ def _dense_codes(arr: pa.Array) -> tuple[np.ndarray, int]:
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), max(len(enc.dictionary), 1)
 
 
+def _group_codes(values: Sequence[pa.Array], n: int) -> np.ndarray | None:
+    """Dense codes numbering the distinct partition value tuples; None for a single tuple."""
+    if not values:
+        return None
+    codes: np.ndarray | None = None
+    for arr in values:
+        idx, size = _dense_codes(arr)
+        codes = idx if codes is None else codes * size + idx
+        if len(values) > 1:
+            uniq, inverse = np.unique(codes, return_inverse=True)
+            codes = inverse.astype(np.int64) if len(uniq) > 1 else np.zeros(n, np.int64)
+    assert codes is not None
+    if int(codes.max()) == 0 or (codes == codes[0]).all():
+        return None
+    return codes
+
+
+def split_batch(
+    batch: pa.RecordBatch, values: Sequence[pa.Array], *, threads: int = 2
+) -> list[tuple[tuple[Any, ...], tuple[Any, ...], pa.RecordBatch]]:
+    """Split ``batch`` by partition: ``(key, raw values, rows)`` per distinct value tuple.
+
+    Rows keep their input order within a partition. The batch is reordered
+    once with a counting-sort scatter (:mod:`regroup`), so each partition's
+    rows are a zero-copy slice; this is several times cheaper than gathering
+    every partition with ``take``.
+    """
+    from lance_sql.tables.namespace.regroup import regroup
+
+    n = batch.num_rows
+    if n == 0:
+        return []
+    codes = _group_codes(values, n)
+    if codes is None:
+        raw = tuple(arr[0].as_py() for arr in values)
+        return [(tuple(_key(v) for v in raw), raw, batch)]
+    groups = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=groups)
+    grouped, firsts = regroup(batch, codes, counts, threads=threads)
+    out = []
+    start = 0
+    for count, first in zip(counts.tolist(), firsts.tolist(), strict=True):
+        if not count:
+            continue
+        raw = tuple(arr[first].as_py() for arr in values)
+        out.append((tuple(_key(v) for v in raw), raw, grouped.slice(start, count)))
+        start += count
+    return out
+
+
 def group_rows(
     batch: pa.RecordBatch, values: Sequence[pa.Array]
 ) -> list[tuple[tuple[Any, ...], tuple[Any, ...], np.ndarray | None]]:
@@ -214,20 +277,11 @@ def group_rows(
     n = batch.num_rows
     if n == 0:
         return []
-    if not values:
-        return [((), (), None)]
-    codes: np.ndarray | None = None
-    for arr in values:
-        idx, size = _dense_codes(arr)
-        codes = idx if codes is None else codes * size + idx
-        if len(values) > 1:
-            uniq, inverse = np.unique(codes, return_inverse=True)
-            codes = inverse.astype(np.int64) if len(uniq) > 1 else np.zeros(n, np.int64)
-    assert codes is not None
-    groups = int(codes.max()) + 1
-    if groups == 1 or (codes == codes[0]).all():
+    codes = _group_codes(values, n)
+    if codes is None:
         raw = tuple(arr[0].as_py() for arr in values)
         return [(tuple(_key(v) for v in raw), raw, None)]
+    groups = int(codes.max()) + 1
     small = codes.astype(np.uint16) if groups <= 1 << 16 else codes
     order = np.argsort(small, kind="stable")
     counts = np.bincount(small, minlength=groups)
@@ -265,6 +319,16 @@ class _Target:
     fragments: list[Any] = field(default_factory=list)
     base_version: int | None = None
     prepared: bool = False
+    dataset: Any = None  # pylance dataset checked out on the pinned branch (None: main)
+
+    @property
+    def branch(self) -> str | None:
+        return None if self.entry is None else self.entry.read_branch
+
+    @property
+    def base(self) -> Any:
+        """What pylance writes and commits to: the branch's dataset, or the table URI."""
+        return self.uri if self.dataset is None else self.dataset
 
 
 class NamespaceWriter:
@@ -281,6 +345,8 @@ class NamespaceWriter:
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         threads: int = 2,
         max_rebases: int = 3,
+        write_id: str | None = None,
+        staging: bool = False,
     ) -> None:
         if mode not in ("append", "overwrite"):
             raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -292,6 +358,10 @@ class NamespaceWriter:
         self.buffer_bytes = buffer_bytes
         self.threads = max(1, threads)
         self.max_rebases = max(0, max_rebases)
+        # write_id: names of new partitions derive from it (all tasks of one distributed
+        # write agree); staging: write files only, never commit anything (see stage()).
+        self.write_id = write_id
+        self.staging = staging
         self._prefix = spec.namespace_name
         self._table_schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
         self._targets: dict[tuple[Any, ...], _Target] = {}
@@ -338,21 +408,30 @@ class NamespaceWriter:
 
     # -- staging ----------------------------------------------------------------------------
     def write(self, data: Any) -> None:
-        """Stage every batch of ``data`` (nothing is committed)."""
-        for batch in iter_batches(data):
-            batch = conform_batch(batch, self.schema)
-            if batch.num_rows == 0:
-                continue
-            values = partition_values(batch, self.spec, self.schema)
-            total = batch.nbytes
-            for key, raw, rows in group_rows(batch, values):
-                target = self._target(key, raw)
-                target.buffers.append((batch, rows))
-                size = total if rows is None else total * len(rows) // batch.num_rows
-                target.buffered += size
-                self._buffered += size
-            if self._buffered > self.buffer_bytes:
-                self._spill()
+        """Stage every batch of ``data`` (nothing is committed).
+
+        Batches larger than :data:`SPLIT_ROWS` are split first: the reordered
+        copy :func:`split_batch` makes then stays small, and the budget check
+        runs often enough to keep memory bounded for huge input batches too.
+        """
+        for whole in iter_batches(data):
+            for start in range(0, max(whole.num_rows, 1), SPLIT_ROWS):
+                self._write_batch(whole.slice(start, SPLIT_ROWS))
+
+    def _write_batch(self, batch: pa.RecordBatch) -> None:
+        batch = conform_batch(batch, self.schema)
+        if batch.num_rows == 0:
+            return
+        values = partition_values(batch, self.spec, self.schema)
+        total = batch.nbytes
+        for key, raw, rows in split_batch(batch, values, threads=self.threads):
+            target = self._target(key, raw)
+            target.buffers.append((rows, None))
+            size = total * rows.num_rows // batch.num_rows
+            target.buffered += size
+            self._buffered += size
+        if self._buffered > self.buffer_bytes:
+            self._spill()
 
     def _spill(self) -> None:
         """Write every buffer: a buffered batch stays alive until all its groups are written,
@@ -389,7 +468,7 @@ class NamespaceWriter:
             mode = "overwrite"
         frags = write_fragments(
             table,
-            t.uri,
+            t.base,
             schema=t.table_schema,
             mode=mode,
             storage_options=self.storage_options,
@@ -405,7 +484,7 @@ class NamespaceWriter:
             target = _Target(key, raw, entry.object_id, entry.location, entry.uri, entry)
         else:
             oid = self._new_object_ids(key, raw)
-            location = table_dir_name(oid)
+            location = table_dir_name(oid, self.write_id)
             target = _Target(key, raw, oid, location, child_uri(self.snapshot.root, location), None)
             target.table_schema = self._table_schema
             target.prepared = True
@@ -424,7 +503,12 @@ class NamespaceWriter:
             prefix = key[:level]
             oid = self._namespaces.get(prefix)
             if oid is None:
-                oid = join_object_id(parent, random_namespace_name())
+                name = (
+                    random_namespace_name()
+                    if self.write_id is None
+                    else derived_namespace_name(f"{self.write_id}:{parent}:{raw[:level]!r}")
+                )
+                oid = join_object_id(parent, name)
                 self._namespaces[prefix] = oid
                 self._new_rows.append(self._row(oid, NAMESPACE, raw[:level]))
                 self._new_ns_keys.append(prefix)
@@ -445,49 +529,72 @@ class NamespaceWriter:
         return row
 
     def _prepare(self, t: _Target) -> None:
-        """Before writing files into an existing table: pin its base and map its columns."""
+        """Before writing files into an existing table: pin its base and map its columns.
+
+        A table pinned to a branch is written on that branch; one pinned to a tag
+        (immutable) is refused. While staging nothing is committed: the version
+        to restore over is left to the committer, and a table lacking namespace
+        columns (which would need a schema commit) is refused.
+        """
         if t.prepared:
             return
         import lance
 
         from lance_sql.format.metadata import open_metadata
+        from lance_sql.tables.namespace.reader import open_partition_table
 
         entry = t.entry
         assert entry is not None
-        if entry.read_branch or entry.read_tag:
-            pin = f"tag {entry.read_tag}" if entry.read_tag else f"branch {entry.read_branch}"
+        if entry.read_tag:
             raise UnsupportedFeatureError(
-                f"partition table {entry.object_id!r} is pinned to {pin}; "
-                "writing to pinned branches or tags is not supported"
+                f"partition table {entry.object_id!r} (partition {self._describe(t)}) is pinned "
+                f"to tag {entry.read_tag!r}: tags are immutable, so it cannot be written; "
+                "pin it to a version or a branch first",
+                path=entry.uri,
             )
-        from lance_sql.tables.namespace.reader import open_partition_table
-
-        ds = open_partition_table(
-            PartitionTable(
-                entry.object_id, entry.location, entry.uri, entry.spec_version, None, None, None
-            ),
-            storage_options=self.storage_options,
+        branch = entry.read_branch
+        head = PartitionTable(
+            entry.object_id, entry.location, entry.uri, entry.spec_version, None, branch, None
         )
+        ds = open_partition_table(head, storage_options=self.storage_options)
         latest = ds.version
         base = entry.read_version if entry.read_version is not None else latest
-        if self.mode == "append" and base != latest:
+        if self.mode == "append" and base != latest and not self.staging:
             # Versions after the pinned one were never part of the namespace (a failed
             # write, or a direct pylance write): restore so they cannot leak in.
-            ds = lance.LanceDataset.commit(
-                entry.uri,
-                lance.LanceOperation.Restore(base),
-                read_version=latest,
-                storage_options=self.storage_options,
-            )
+            from lance.commit import CommitConflictError as LanceConflict
+
+            try:
+                ds = lance.LanceDataset.commit(
+                    ds if branch else entry.uri,
+                    lance.LanceOperation.Restore(base),
+                    read_version=latest,
+                    storage_options=self.storage_options,
+                )
+            except LanceConflict as exc:  # another writer restored or appended meanwhile
+                raise CommitConflictError(
+                    f"partition table {entry.object_id!r} at location {entry.location!r} "
+                    f"was changed concurrently while restoring version {base}; nothing was "
+                    f"committed to the namespace ({exc})"
+                ) from exc
             latest = ds.version
-        tschema = open_metadata(entry.uri, latest, storage_options=self.storage_options).schema
+        at = base if self.staging else latest
+        opts = self.storage_options
+        tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
         by_id = {field_id_of(f): f.name for f in tschema}
         missing = [f for f in self.schema if by_id.get(field_id_of(f)) is None]
         if missing and self.mode == "append":
-            ds = lance.dataset(entry.uri, version=latest, storage_options=self.storage_options)
+            if self.staging:
+                raise UnsupportedFeatureError(
+                    f"partition table {entry.object_id!r} lacks namespace column(s) "
+                    f"{[f.name for f in missing]}; a staged write cannot change its schema "
+                    "(append through PartitionedNamespace.append once, which adds them)",
+                    path=entry.uri,
+                )
             ds.add_columns([pa.field(f.name, f.type, True) for f in missing])
             latest = ds.version
-            tschema = open_metadata(entry.uri, latest, storage_options=self.storage_options).schema
+            at = latest
+            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
             by_id = {field_id_of(f): f.name for f in tschema}
         if self.mode == "append":
             t.names = {f.name: by_id.get(field_id_of(f), f.name) for f in self.schema}
@@ -496,8 +603,14 @@ class NamespaceWriter:
             )
         else:
             t.table_schema = self._table_schema
+        t.dataset = ds if branch else None
         t.base_version = latest
         t.prepared = True
+
+    def _describe(self, t: _Target) -> str:
+        return ", ".join(
+            f"{pf.field_id}={v!r}" for pf, v in zip(self.spec.fields, t.values, strict=False)
+        )
 
     # -- commit -----------------------------------------------------------------------------
     def commit(self) -> ManifestSnapshot:
@@ -578,13 +691,22 @@ class NamespaceWriter:
             op, read_version = op_mod.Append(t.fragments), t.base_version
         try:
             ds = lance.LanceDataset.commit(
-                t.uri, op, read_version=read_version, storage_options=self.storage_options
+                t.base, op, read_version=read_version, storage_options=self.storage_options
             )
         except LanceConflict as exc:
             raise CommitConflictError(
                 f"partition table {t.object_id!r} at location {t.location!r} was changed "
                 f"concurrently; __manifest was not committed ({exc})"
             ) from exc
+        if read_version is not None and int(ds.version) != read_version + 1:
+            # Lance rebased our Append over a concurrent writer's uncommitted one: the new
+            # version holds that writer's rows too, and pinning it would publish them
+            # (half of a commit that may still fail). Leave it unreferenced.
+            raise CommitConflictError(
+                f"partition table {t.object_id!r} at location {t.location!r} was written "
+                f"concurrently (version {read_version} moved to {int(ds.version) - 1}); "
+                "__manifest was not committed"
+            )
         return int(ds.version)
 
     def _manifest_rows(self, versions: Mapping[str, int]) -> pa.Table:
@@ -604,6 +726,81 @@ class NamespaceWriter:
             table = _keep_live(table, set(versions))
         return table
 
+    # -- staging (distributed writers) ---------------------------------------------------
+    def staged(self) -> StagedWrite:
+        """Write every buffer to uncommitted files and describe them; nothing is committed."""
+        if not self.staging:
+            raise ValueError("staged() needs a NamespaceWriter created with staging=True")
+        self._flush(list(self._targets.values()))
+        parts = tuple(
+            StagedPartition(
+                values=t.values,
+                object_id=t.object_id,
+                location=t.location,
+                new=t.entry is None,
+                branch=t.branch,
+                fragments=tuple(json.dumps(f.to_json()) for f in t.fragments),
+                table_version=t.base_version,
+            )
+            for t in sorted(self._targets.values(), key=lambda t: t.object_id)
+            if t.fragments
+        )
+        return StagedWrite(
+            root=self.snapshot.root,
+            write_id=self.write_id or "",
+            mode=self.mode,
+            manifest_version=self.snapshot.version,
+            spec_id=self.spec.id,
+            schema=self.snapshot.properties.get("schema", ""),
+            value_types=tuple(pf.result_type for pf in self.spec.fields),
+            partitions=parts,
+        )
+
+    def adopt(self, stages: Sequence[StagedWrite]) -> None:
+        """Take over staged files as this writer's fragments (the driver side of staging).
+
+        Each staged partition joins the target for its partition values in the
+        latest ``__manifest``; files staged in another directory (a partition
+        created since, or staged by writes with different ids) are moved there,
+        so one partition always ends as one table.
+        """
+        from lance.fragment import FragmentMetadata
+
+        schema_json = self.snapshot.properties.get("schema", "")
+        _check_stages(self.snapshot.root, stages)
+        for st in stages:
+            if st.mode != self.mode:
+                raise ValueError(
+                    f"staged write {st.write_id!r} was staged for {st.mode!r}, "
+                    f"it cannot be committed as {self.mode!r}"
+                )
+            if st.spec_id != self.spec.id or st.schema != schema_json:
+                raise CommitConflictError(
+                    f"staged write {st.write_id!r} was staged at __manifest version "
+                    f"{st.manifest_version} (spec v{st.spec_id}); the namespace schema or "
+                    f"partition spec changed since (now spec v{self.spec.id}): stage again"
+                )
+        moves: list[tuple[StagedPartition, _Target, list[Any]]] = []
+        for st in stages:
+            self.write_id = st.write_id or None
+            for part in st.partitions:
+                key = tuple(_key(v) for v in part.values)
+                t = self._target(key, tuple(part.values))
+                if t.entry is not None:
+                    self._prepare(t)
+                frags = [FragmentMetadata.from_json(f) for f in part.fragments]
+                if (part.location, part.branch) != (t.location, t.branch):
+                    moves.append((part, t, frags))
+                t.fragments.extend(frags)
+        root = self.snapshot.root
+        for part, t, frags in moves:
+            _move_files(
+                data_dir_uri(root, part.location, part.branch),
+                data_dir_uri(root, t.location, t.branch),
+                frags,
+                self.storage_options,
+            )
+
     def abort(self) -> None:
         """Best-effort removal of staged files of tables this write created.
 
@@ -614,7 +811,14 @@ class NamespaceWriter:
 
         if self._may_be_committed:
             return
-
+        if self.staging:  # new-table directories may be shared with other tasks' files
+            for t in self._targets.values():
+                _remove_files(
+                    data_dir_uri(self.snapshot.root, t.location, t.branch),
+                    t.fragments,
+                    self.storage_options,
+                )
+            return
         for t in self._targets.values():
             if t.entry is None:
                 try:
@@ -623,6 +827,267 @@ class NamespaceWriter:
                         loc.fs.rm(loc.path, recursive=True)
                 except (OSError, LanceSqlError):
                     pass
+
+
+# ---------------------------------------------------------------------------
+# Staged writes (distributed writers: tasks stage, one driver commits)
+
+
+@dataclass(frozen=True)
+class StagedPartition:
+    """Uncommitted Lance data files one staging task wrote for one partition."""
+
+    values: tuple[Any, ...]  # partition values, one per field of the spec staged for
+    object_id: str
+    location: str  # table directory relative to the root (where the files are)
+    new: bool  # True when the table did not exist in the staged-against snapshot
+    branch: str | None  # the partition table's pinned branch (files under tree/{branch})
+    fragments: tuple[str, ...]  # FragmentMetadata JSON, one per data fragment
+    table_version: int | None = None  # latest table version when staged (None: new table)
+
+    @property
+    def rows(self) -> int:
+        return sum(int(json.loads(f)["physical_rows"]) for f in self.fragments)
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """What one task staged: small, picklable, and JSON round-trippable (``to_json``).
+
+    Nothing it describes is visible to readers until ``commit_staged``: the
+    files sit in partition table directories no ``__manifest`` version pins
+    (new tables) or outside every committed version (existing tables).
+    """
+
+    root: str
+    write_id: str
+    mode: str
+    manifest_version: int
+    spec_id: int
+    schema: str  # the namespace schema JSON the files were written for
+    value_types: tuple[pa.DataType, ...]
+    partitions: tuple[StagedPartition, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.partitions)
+
+    def to_json(self) -> str:
+        import base64
+
+        values = (
+            pa.table(
+                {
+                    f"v{i}": pa.array([p.values[i] for p in self.partitions], t)
+                    for i, t in enumerate(self.value_types)
+                }
+            )
+            if self.value_types
+            else pa.table({"_": pa.nulls(len(self.partitions))})
+        )
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, values.schema) as out:
+            out.write_table(values)
+        return json.dumps(
+            {
+                "format": STAGED_FORMAT,
+                "root": self.root,
+                "write_id": self.write_id,
+                "mode": self.mode,
+                "manifest_version": self.manifest_version,
+                "spec_id": self.spec_id,
+                "schema": self.schema,
+                "values": base64.b64encode(sink.getvalue().to_pybytes()).decode(),
+                "partitions": [
+                    {
+                        "object_id": p.object_id,
+                        "location": p.location,
+                        "new": p.new,
+                        "branch": p.branch,
+                        "table_version": p.table_version,
+                        "fragments": [json.loads(f) for f in p.fragments],
+                    }
+                    for p in self.partitions
+                ],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> StagedWrite:
+        import base64
+
+        obj = json.loads(text)
+        if not isinstance(obj, dict) or obj.get("format") != STAGED_FORMAT:
+            raise ValueError(f"not a staged write (expected format {STAGED_FORMAT!r})")
+        values = pa.ipc.open_stream(base64.b64decode(obj["values"])).read_all()
+        types = () if values.column_names == ["_"] else tuple(f.type for f in values.schema)
+        rows = [tuple(r.values()) for r in values.to_pylist()] if types else None
+        parts = tuple(
+            StagedPartition(
+                values=rows[i] if rows is not None else (),
+                object_id=p["object_id"],
+                location=p["location"],
+                new=bool(p["new"]),
+                branch=p.get("branch"),
+                fragments=tuple(json.dumps(f) for f in p["fragments"]),
+                table_version=p.get("table_version"),
+            )
+            for i, p in enumerate(obj["partitions"])
+        )
+        return cls(
+            root=obj["root"],
+            write_id=obj["write_id"],
+            mode=obj["mode"],
+            manifest_version=int(obj["manifest_version"]),
+            spec_id=int(obj["spec_id"]),
+            schema=obj["schema"],
+            value_types=types,
+            partitions=parts,
+        )
+
+
+STAGED_FORMAT = "lance-sql.staged-write.v1"
+
+
+def _fragment_paths(fragments: Iterable[Any]) -> list[str]:
+    out = []
+    for f in fragments:
+        meta = json.loads(f) if isinstance(f, str) else f.to_json()
+        out.extend(df["path"] for df in meta["files"])
+    return out
+
+
+def _move_files(
+    src: str, dst: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
+) -> None:
+    """Move fragments' data files from data directory ``src`` to ``dst`` (names unchanged)."""
+    from lance_sql.format.storage import resolve
+
+    s, d = resolve(src, storage_options), resolve(dst, storage_options)
+    d.fs.makedirs(d.path, exist_ok=True)
+    for name in _fragment_paths(fragments):
+        s.fs.mv(f"{s.path}/{name}", f"{d.path}/{name}")
+
+
+def _remove_files(
+    data_dir: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
+) -> None:
+    """Best-effort deletion of fragments' data files from ``data_dir``."""
+    from lance_sql.format.storage import resolve
+
+    try:
+        loc = resolve(data_dir, storage_options)
+        for name in _fragment_paths(fragments):
+            path = f"{loc.path}/{name}"
+            if loc.fs.exists(path):
+                loc.fs.rm(path)
+    except (OSError, LanceSqlError):
+        pass
+
+
+def commit_staged(
+    snapshot: ManifestSnapshot,
+    schema: pa.Schema,
+    spec: PartitionSpec,
+    stages: Sequence[StagedWrite],
+    *,
+    mode: str,
+    storage_options: Mapping[str, str] | None = None,
+) -> ManifestSnapshot:
+    """Commit staged writes: each touched partition table once, then ``__manifest`` once.
+
+    ``snapshot`` is the latest ``__manifest``. Uses NamespaceWriter's commit
+    path (restore of unpinned versions, one table commit each, rebase on a
+    concurrent ``__manifest`` commit). On failure ``__manifest`` is unchanged
+    and the files of partitions that would have been new are removed.
+    """
+    writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
+    try:
+        writer.adopt(stages)
+        if not writer._targets and mode == "append":
+            return snapshot
+        return writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def abort_staged(
+    root: str,
+    stages: Sequence[StagedWrite],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> None:
+    """Best-effort deletion of staged files; ``__manifest`` is never touched.
+
+    Files that a committed table version references are kept (an abort after
+    a successful commit must not corrupt it); a new table's directory goes
+    entirely unless ``__manifest`` lists it.
+    """
+    from lance_sql.format.storage import resolve
+
+    try:
+        snap = read_manifest(root, storage_options=storage_options)
+        live = {e.location: e for e in table_entries(snap.rows, snap.root, [])}
+    except LanceSqlError:
+        return  # cannot tell which tables are live: deleting anything could lose data
+    _check_stages(root, stages)
+    for st in stages:
+        for p in st.partitions:
+            entry = live.get(p.location)
+            if p.new and entry is None:
+                try:
+                    loc = resolve(child_uri(root, p.location), storage_options)
+                    if loc.fs.exists(loc.path):
+                        loc.fs.rm(loc.path, recursive=True)
+                except (OSError, LanceSqlError):
+                    pass
+                continue
+            try:
+                used = _committed_paths(root, p, storage_options)
+            except (OSError, ValueError, LanceSqlError):
+                continue  # cannot tell what is committed: keep everything
+            stale = [f for f in p.fragments if not set(_fragment_paths([f])) & used]
+            _remove_files(data_dir_uri(root, p.location, p.branch), stale, storage_options)
+
+
+def _check_stages(root: str, stages: Sequence[StagedWrite]) -> None:
+    """Refuse stages of another namespace and any location or file escaping the root.
+
+    A StagedWrite arrives as JSON from other processes; committing or aborting
+    it moves and deletes files, so nothing in it may point outside the root.
+    """
+    for st in stages:
+        if st.root.rstrip("/") != root.rstrip("/"):
+            raise LanceSqlError(
+                f"staged write {st.write_id!r} belongs to namespace {st.root}, not {root}"
+            )
+        for p in st.partitions:
+            where = p.location if not p.branch else f"{p.location}/tree/{p.branch}"
+            resolve_location(root, where, p.object_id)
+            for name in _fragment_paths(p.fragments):
+                resolve_location(root, f"{where}/data/{name}", p.object_id)
+
+
+def _committed_paths(
+    root: str, p: StagedPartition, storage_options: Mapping[str, str] | None
+) -> set[str]:
+    """Data files referenced by table versions made after ``p`` was staged."""
+    from lance_sql.tables.namespace.reader import open_partition_table
+
+    head = PartitionTable(
+        p.object_id, p.location, child_uri(root, p.location), None, None, p.branch, None
+    )
+    ds = open_partition_table(head, storage_options=storage_options)
+    first = 0 if p.table_version is None else p.table_version + 1
+    used: set[str] = set()
+    for v in range(first, ds.version + 1):
+        try:
+            at = ds.checkout_version((p.branch, v) if p.branch else v)
+        except (OSError, ValueError):
+            continue  # a version cleaned up (or never on this branch)
+        used.update(_fragment_paths(f.metadata for f in at.get_fragments()))
+    return used
 
 
 def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
@@ -660,8 +1125,13 @@ def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
 __all__ = [
     "DEFAULT_BUFFER_BYTES",
     "NamespaceWriter",
+    "StagedPartition",
+    "StagedWrite",
+    "abort_staged",
+    "commit_staged",
     "conform_batch",
     "group_rows",
     "iter_batches",
     "partition_values",
+    "split_batch",
 ]

@@ -59,7 +59,10 @@ def _appendix_namespace(root: str) -> PartitionedNamespace:
 def test_appendix_reproduction(root: str) -> None:
     ns = _appendix_namespace(root)
     # Appendix A: metadata properties, exact JSON.
-    md = lance.dataset(os.path.join(root, "__manifest")).metadata
+    # create and add_spec are one commit each, so the properties travel as schema
+    # metadata (readers overlay table metadata, written by later property updates).
+    mds = lance.dataset(os.path.join(root, "__manifest")).schema.metadata
+    md = {k.decode(): v.decode() for k, v in mds.items()}
     assert json.loads(md["partition_spec_v1"]) == APPENDIX_SPEC_V1
     assert json.loads(md["partition_spec_v2"]) == APPENDIX_SPEC_V2
     assert json.loads(md["schema"]) == APPENDIX_SCHEMA
@@ -383,7 +386,7 @@ def test_append_streams_a_reader_with_small_buffers(root: str) -> None:
     assert sorted(ns.to_table(["k"]).column("k").to_pylist()) == list(range(20_000))
     # One new version per table and ONE __manifest commit for the whole append.
     assert {e.read_version for e in ns.tables()} == {1}
-    assert ns.manifest_version == 3
+    assert ns.manifest_version == 3  # create (1, 2: properties mirrored) + this append (3)
 
 
 # -- schema checks and failed writes -------------------------------------------------------
@@ -610,8 +613,35 @@ def test_read_branch_pin(root: str) -> None:
     commit_rows(ns.snapshot, rows)
     pinned = PartitionedNamespace.open(root)
     assert sorted(pinned.to_table().column("id").to_pylist()) == [1, 2]
-    with pytest.raises(UnsupportedFeatureError, match="branch dev"):
-        pinned.append(events([4], [D(2025, 12, 10)], ["US"]))
+    # Appends to a branch-pinned partition go to the branch; main stays as it was.
+    branch.insert(events([9], [D(2025, 12, 10)], ["US"]))  # foreign, never pinned
+    pinned.append(events([4, 5], [D(2025, 12, 10), D(2025, 12, 11)], ["US", "US"]))
+    got = {e.values["event_date"]: e for e in pinned.tables()}
+    on_branch = got[D(2025, 12, 10)]
+    assert on_branch.read_branch == "dev" and on_branch.read_version == 5  # restore + append
+    assert got[D(2025, 12, 11)].read_branch is None
+    assert sorted(pinned.to_table().column("id").to_pylist()) == [1, 2, 4, 5]
+    assert sorted(lance.dataset(entry.uri).to_table().column("id").to_pylist()) == [1, 3]
+    dev = lance.dataset(entry.uri).checkout_version(("dev", 5))
+    assert sorted(dev.to_table().column("id").to_pylist()) == [1, 2, 4]
+
+
+def test_write_to_a_tag_pinned_partition_is_refused(root: str) -> None:
+    ns = PartitionedNamespace.create(root, APPENDIX_SCHEMA, APPENDIX_SPEC_V1)
+    ns.append(events([1], [D(2025, 12, 10)], ["US"]))
+    (entry,) = ns.tables()
+    lance.dataset(entry.uri).tags.create("t1", 1)
+    rows = ns.snapshot.rows
+    is_table = pc.equal(rows.column("object_type"), "table")
+    idx = rows.column_names.index("read_tag")
+    tags = pc.if_else(is_table, pa.scalar("t1"), pa.scalar(None, pa.utf8()))
+    commit_rows(ns.snapshot, rows.set_column(idx, rows.schema.field(idx), tags))
+    pinned = PartitionedNamespace.open(root)
+    before = pinned.manifest_version
+    with pytest.raises(UnsupportedFeatureError, match=r"v1\$.*\$dataset.*tag 't1'"):
+        pinned.append(events([2], [D(2025, 12, 10)], ["US"]))
+    assert PartitionedNamespace.open(root).manifest_version == before
+    assert lance.dataset(entry.uri).version == 1
 
 
 def test_empty_append_commits_nothing_and_zero_field_spec(root: str) -> None:
@@ -649,6 +679,33 @@ def test_overwrite_replaces_everything_in_one_commit(root: str) -> None:
 
 
 # -- evolution -----------------------------------------------------------------------------
+
+
+def test_create_and_add_spec_are_complete_in_their_first_commit(root: str) -> None:
+    # Rows, columns and properties land in ONE commit (schema metadata); the next
+    # commit only mirrors the properties into the table metadata, as the spec asks.
+    ns = PartitionedNamespace.create(root, APPENDIX_SCHEMA, APPENDIX_SPEC_V1)
+    m = lance.dataset(os.path.join(root, "__manifest"))
+    assert ns.manifest_version == 2 and len(m.versions()) == 2
+    assert PartitionedNamespace.open(root, version=1).current_spec.id == 1
+    first = lance.dataset(os.path.join(root, "__manifest"), version=1)
+    assert b"partition_spec_v1" in first.schema.metadata
+    assert {"partition_spec_v1", "schema"} <= set(m.metadata)  # the spec's table metadata
+    ns.append(events([1], [D(2025, 12, 10)], ["US"]))
+    ns.add_spec(APPENDIX_SPEC_V2["fields"])
+    assert ns.manifest_version == 5
+    assert len(lance.dataset(os.path.join(root, "__manifest")).versions()) == 5
+    for version in (4, 5):
+        reopened = PartitionedNamespace.open(root, version=version)
+        assert sorted(reopened.specs) == [1, 2]
+    assert reopened.snapshot.lance_schema.names[-2:] == [
+        "partition_field_event_year",
+        "partition_field_country",
+    ]
+    # A later property update (rename) keeps every property readable.
+    ns.rename_column("country", "nation")
+    again = PartitionedNamespace.open(root)
+    assert sorted(again.specs) == [1, 2] and "nation" in again.schema.names
 
 
 def test_add_spec_reuses_field_ids_and_extends_manifest(root: str) -> None:
@@ -816,3 +873,15 @@ def test_schema_without_field_ids_gets_depth_first_ids(root: str) -> None:
         {"a": 1, "s": {"x": 5}, "b": "p"},
         {"a": 2, "s": {"x": 6}, "b": "q"},
     ]
+
+
+def test_manifest_lacking_a_base_column_is_a_format_error(tmp_path: Path) -> None:
+    from lance_sql.errors import FormatError
+
+    root = tmp_path / "broken"
+    lance.write_dataset(
+        pa.table({"object_id": ["v1"], "object_type": ["namespace"], "locaion": [None]}),
+        str(root / "__manifest"),
+    )
+    with pytest.raises(FormatError, match="'location'"):
+        PartitionedNamespace.open(str(root))
