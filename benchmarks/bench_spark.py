@@ -1,7 +1,21 @@
 """Spark benchmarks: partition-wise join vs sort-merge join; pruned vs unpruned read.
 
-Run: /work/venv/bin/python benchmarks/bench_spark.py [--rows N] [--repeats R]
-Both sides of each ratio are measured in the same run (best of R).
+Run: /work/venv/bin/python benchmarks/bench_spark.py [--rows N] [--repeats R] [--buckets B]
+
+Each ratio compares two runs of the *same* query in the same Spark session,
+best of R after one untimed warm-up (Python workers and JIT warm on both
+sides); every run's result is checked, so a faster wrong answer cannot win.
+
+- join: ``partitioned_join`` (one task per bucket pair, no Exchange) vs Spark's
+  sort-merge join of the same two ``lance_ns`` reads (broadcast disabled);
+  both counted.
+- read: ``filter("k = 7").collect()`` on a namespace with B bucket partitions,
+  pruned (1 of B partition tables read) vs ``pruning=false`` (all B read; the
+  filter still applied inside each scan). Default layout: one Spark partition
+  per partition table. A second row runs ``count()`` instead (a second Spark
+  stage on both sides). A third repeats the read with ``rows_per_partition``
+  packing on both sides, where the unpruned read is one task instead of B: it
+  shows how much of the first ratio is Spark's per-task overhead.
 """
 
 from __future__ import annotations
@@ -17,13 +31,17 @@ from typing import Any
 import pyarrow as pa
 
 
-def _best(fn: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
+def _best(fn: Callable[[], Any], repeats: int, check: Callable[[Any], bool]) -> float:
+    """Best wall time of ``repeats`` runs after one warm-up; every result must pass ``check``."""
+    runs = repeats + (1 if repeats > 1 else 0)
+    times = []
+    for _ in range(runs):
         t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+        out = fn()
+        times.append(time.perf_counter() - t)
+        if not check(out):
+            raise AssertionError(f"benchmark result is wrong: {out!r}")
+    return min(times[-repeats:])
 
 
 def _ns(root: str, rows: int, buckets: int) -> None:
@@ -36,7 +54,10 @@ def _ns(root: str, rows: int, buckets: int) -> None:
     ns.append(pa.table({"k": range(rows), "v": [float(i) for i in range(rows)]}, schema=schema))
 
 
-def run(rows: int, repeats: int, spark: Any = None) -> list[tuple[str, float, float]]:
+def run(
+    rows: int, repeats: int, spark: Any = None, buckets: int = 64
+) -> list[tuple[str, float, float]]:
+    """[(case, ours seconds, baseline seconds)]; ``spark``: reuse a session (tests)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -48,32 +69,74 @@ def run(rows: int, repeats: int, spark: Any = None) -> list[tuple[str, float, fl
         spark = (
             SparkSession.builder.master("local[2]")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .getOrCreate()
         )
         spark.sparkContext.setLogLevel("ERROR")
     lance_spark.register(spark)
+    prev = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        left, right, wide = f"{tmp}/l", f"{tmp}/r", f"{tmp}/w"
-        _ns(left, rows, 8)
-        _ns(right, rows, 8)
-        _ns(wide, rows, 64)
-        spj = _best(
-            lambda: lance_spark.partitioned_join(spark, left, right, on="k").count(), repeats
-        )
-        smj = _best(
-            lambda: _spark_join(spark, left, right, [("k", "k")], "inner", None, None).count(),
-            repeats,
-        )
-        results.append(("join: partition-wise vs sort-merge", spj, smj))
-        reader = spark.read.format("lance_ns")
-        pruned = _best(lambda: reader.load(wide).filter("k = 7").count(), repeats)
-        off = spark.read.format("lance_ns").option("pruning", "false")
-        full = _best(lambda: off.load(wide).filter("k = 7").count(), repeats)
-        results.append(("read 1 of 64 partitions: pruned vs unpruned", pruned, full))
-    if own:
-        spark.stop()
+    key = min(7, rows - 1)
+    expected = [(key, float(key))]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            left, right, wide = f"{tmp}/l", f"{tmp}/r", f"{tmp}/w"
+            _ns(left, rows, 8)
+            _ns(right, rows, 8)
+            _ns(wide, rows, buckets)
+
+            def count_is_rows(n: int) -> bool:
+                return n == rows
+
+            spj = _best(
+                lambda: lance_spark.partitioned_join(spark, left, right, on="k").count(),
+                repeats,
+                count_is_rows,
+            )
+            smj = _best(
+                lambda: _spark_join(spark, left, right, [("k", "k")], "inner", None, None).count(),
+                repeats,
+                count_is_rows,
+            )
+            results.append(("join: partition-wise vs sort-merge", spj, smj))
+
+            def read(options: dict[str, str]) -> Callable[[], list[tuple]]:
+                def go() -> list[tuple]:
+                    df = spark.read.format("lance_ns").options(**options).load(wide)
+                    return [tuple(r) for r in df.filter(f"k = {key}").collect()]
+
+                return go
+
+            def right_row(out: list[tuple]) -> bool:
+                return out == expected
+
+            label = f"read 1 of {buckets} partitions: pruned vs unpruned"
+            pruned = _best(read({}), repeats, right_row)
+            full = _best(read({"pruning": "false"}), repeats, right_row)
+            results.append((label, pruned, full))
+
+            def count(options: dict[str, str]) -> Callable[[], int]:
+                def go() -> int:
+                    df = spark.read.format("lance_ns").options(**options).load(wide)
+                    return df.filter(f"k = {key}").count()
+
+                return go
+
+            def one(n: int) -> bool:
+                return n == 1
+
+            pruned_c = _best(count({}), repeats, one)
+            full_c = _best(count({"pruning": "false"}), repeats, one)
+            results.append(("  same, count() instead of collect()", pruned_c, full_c))
+            packing = {"rows_per_partition": str(max(rows, 1))}
+            pruned_p = _best(read(packing), repeats, right_row)
+            full_p = _best(read({**packing, "pruning": "false"}), repeats, right_row)
+            results.append((f"  same, tables packed (rows_per_partition={rows})", pruned_p, full_p))
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", prev)
+        if own:
+            spark.stop()
     return results
 
 
@@ -81,10 +144,14 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=2_000_000)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--buckets", type=int, default=64, help="partitions of the read namespace")
     a = p.parse_args()
-    print(f"{'case':46} {'ours s':>8} {'baseline s':>10} {'speedup':>8}")
-    for name, ours, base in run(a.rows, a.repeats):
-        print(f"{name:46} {ours:8.3f} {base:10.3f} {base / ours:7.1f}x")
+    results = run(a.rows, a.repeats, buckets=a.buckets)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"rows={a.rows} repeats={a.repeats} (best of) load average: {load}")
+    print(f"{'case':58} {'ours s':>8} {'baseline s':>10} {'speedup':>8}")
+    for name, ours, base in results:
+        print(f"{name:58} {ours:8.3f} {base:10.3f} {base / ours:7.1f}x")
 
 
 if __name__ == "__main__":

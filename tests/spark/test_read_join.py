@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from lance_sql.planning.scan_plan import plan_scan
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 pytestmark = pytest.mark.spark
 
@@ -43,16 +44,95 @@ def test_pruned_read(spark: Any, tmp_path: Any, make_ns: Any) -> None:
     assert _rows(off.filter("k = 3")) == [(3, "3", 3.0)]
     packed = spark.read.format("lance_ns").option("rows_per_partition", "1000").load(root)
     assert packed.rdd.getNumPartitions() == 1 and packed.count() == 200
+    # about 25 rows per table: a 60-row target packs 2 tables per Spark partition
+    from lance_sql.engines.spark.source import pack
+
+    sizes = [u.estimated_rows for u in ns.scan_units()]
+    groups = pack(ns.scan_units(), 60)
+    assert 1 < len(groups) < 8 and all(sum(u.estimated_rows for u in g) <= 60 for g in groups)
+    assert sum(sizes) == 200
+    packed = spark.read.format("lance_ns").option("rows_per_partition", "60").load(root)
+    assert packed.rdd.getNumPartitions() == len(groups)
+    assert _rows(packed) == _rows(df)
+    assert _rows(packed.filter("k in (3, 4, 5)")) == _rows(df.filter("k in (3, 4, 5)"))
 
 
-def test_version_option(spark: Any, tmp_path: Any, make_ns: Any) -> None:
+def test_version_storage_and_column_options(spark: Any, tmp_path: Any, make_ns: Any) -> None:
     root = str(tmp_path / "ns")
     ns = make_ns(root, range(10))
     v = ns.manifest_version
+    loaded = spark.read.format("lance_ns").load(root)
     ns.append(pa.table({"k": [100], "s": ["x"], "v": [1.0]}, schema=ns.schema))
     assert spark.read.format("lance_ns").load(root).count() == 11
+    # a DataFrame keeps the __manifest version current at load(): one consistent snapshot
+    assert loaded.count() == 10
     old = spark.read.format("lance_ns").option("version", str(v)).load(root)
-    assert old.count() == 10
+    assert old.count() == 10 and old.filter("k = 100").count() == 0
+    opts = spark.read.format("lance_ns").option("storage_options", "{}").load(root)
+    assert opts.count() == 11
+    cols = spark.read.format("lance_ns").option("columns", "v, k").load(root)
+    assert cols.columns == ["v", "k"]
+    assert sorted(r.k for r in cols.filter("k > 8").collect()) == [9, 100]
+    typed = spark.read.format("lance_ns").schema("k long, s string").load(root)
+    assert _rows(typed.filter("k = 3")) == [(3, "3")]
+    empty = str(tmp_path / "empty")
+    PartitionedNamespace.create(
+        empty, ns.schema, [{"source": "k", "transform": "bucket", "num_buckets": 4}]
+    )
+    assert spark.read.format("lance_ns").load(empty).collect() == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "match"),
+    [
+        ("storage_options", "{not json", "storage_options is not JSON"),
+        ("version", "abc", "option version='abc'"),
+        ("rows_per_partition", "0", "option rows_per_partition='0'"),
+        ("columns", "k,nope", "nope"),
+        ("pruning", "maybe", "option pruning='maybe'"),
+    ],
+)
+def test_bad_read_options_name_the_option(
+    tmp_path: Any, make_ns: Any, option: str, value: str, match: str
+) -> None:
+    """Checked in-process (the same code runs in Spark's planning worker)."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    from lance_sql.engines.spark.source import LanceNamespaceDataSource
+    from lance_sql.errors import LanceSqlError
+
+    root = str(tmp_path / "ns")
+    make_ns(root, range(3))
+    source = LanceNamespaceDataSource({"path": root, option: value})
+    with pytest.raises(LanceSqlError, match=match) as info:
+        source.reader(source.schema())
+    assert root in str(info.value)
+    ok = LanceNamespaceDataSource({"path": root})
+    with pytest.raises(LanceSqlError, match="nope"):
+        ok.reader(StructType([StructField("k", LongType()), StructField("nope", IntegerType())]))
+
+
+def test_bad_option_surfaces_through_spark(spark: Any, tmp_path: Any, make_ns: Any) -> None:
+    root = str(tmp_path / "ns")
+    make_ns(root, range(3))
+    with pytest.raises(Exception, match="storage_options is not JSON"):
+        spark.read.format("lance_ns").option("storage_options", "{x").load(root).collect()
+
+
+def test_pack_first_fit_decreasing() -> None:
+    from lance_sql.engines.spark.source import pack
+
+    class Unit:
+        def __init__(self, name: str, rows: int) -> None:
+            self.name, self.estimated_rows = name, rows
+
+    units = [Unit("a", 50), Unit("b", 200), Unit("c", 30), Unit("d", 60), Unit("e", 20)]
+    assert [[u.name for u in g] for g in pack(units, None)] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    groups = [[u.name for u in g] for g in pack(units, 100)]
+    # b is above the target and stays alone; the small ones fill groups of <= 100 rows
+    assert groups == [["a", "e"], ["b"], ["c", "d"]]
+    assert sorted(n for g in groups for n in g) == ["a", "b", "c", "d", "e"]
+    assert pack([], 100) == []
 
 
 def _spark_join(spark: Any, lroot: str, rroot: str, how: str) -> Any:
@@ -61,7 +141,7 @@ def _spark_join(spark: Any, lroot: str, rroot: str, how: str) -> Any:
     return _spark_join(spark, lroot, rroot, [("k", "k")], how, None, None)
 
 
-@pytest.mark.parametrize("how", ["inner", "left", "full", "anti"])
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full", "semi", "anti"])
 def test_partitioned_join_equals_spark_join(
     spark: Any, tmp_path: Any, make_ns: Any, how: str
 ) -> None:
@@ -98,3 +178,28 @@ def test_incompatible_join_falls_back_with_warning(spark: Any, tmp_path: Any, ma
         df = partitioned_join(spark, lroot, rroot, on=[("k", "v")])
     assert any("falling back" in str(w.message) for w in caught)
     assert sorted(r.k for r in df.collect()) == list(range(10, 20))
+
+
+def test_reader_plans_once_and_tasks_read_pickled_units(tmp_path: Any, make_ns: Any) -> None:
+    """In-process replay of Spark's protocol: plan, pickle, read; storage options travel."""
+    import pickle
+
+    from pyspark.sql.datasource import EqualTo
+
+    from lance_sql.engines.spark.source import LanceNamespaceDataSource
+
+    root = str(tmp_path / "ns")
+    make_ns(root, range(40))
+    source = LanceNamespaceDataSource({"path": root, "storage_options": '{"timeout": "30s"}'})
+    source = pickle.loads(pickle.dumps(source))  # as shipped from load() to the planner
+    reader = source.reader(source.schema())
+    assert list(reader.pushFilters([EqualTo(("k",), 3)])) == []
+    parts = reader.partitions()
+    assert len(parts) == 1
+    units = [u for p in parts for u in p.units]
+    assert [u._inner.storage_options for u in units] == [{"timeout": "30s"}]
+    task_reader = pickle.loads(pickle.dumps(reader))
+    part = pickle.loads(pickle.dumps(parts[0]))
+    batches = list(task_reader.read(part))
+    assert [b.to_pydict() for b in batches] == [{"k": [3], "s": ["3"], "v": [3.0]}]
+    assert batches[0].schema.equals(reader.target)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_sql.engines.spark.types import spark_arrow_schema, spark_struct, to_spark_batch
+from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 
 _SQL_HOW = {
     "inner": "INNER JOIN",
@@ -138,7 +138,17 @@ def partitioned_join(
             f"({plan.reason}); falling back to a Spark join with a shuffle",
             stacklevel=2,
         )
-        return _spark_join(spark, left_root, right_root, pairs, how, left_filter, right_filter)
+        return _spark_join(
+            spark,
+            left_root,
+            right_root,
+            pairs,
+            how,
+            left_filter,
+            right_filter,
+            left_version=lns.manifest_version,
+            right_version=rns.manifest_version,
+        )
     sql = group_sql(lschema, rschema, pairs, how, left_filter, right_filter)
     groups = [
         (
@@ -148,7 +158,8 @@ def partitioned_join(
         for g in plan.groups
     ]
     out = output_schema(lschema, rschema, how)
-    target = spark_arrow_schema(out)
+    struct = spark_struct(out)
+    target = spark_target_schema(struct)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -161,7 +172,7 @@ def partitioned_join(
     n = max(1, len(groups))
     if not groups:
         groups.append(([], []))
-    return spark.range(0, n, 1, n).mapInArrow(task, spark_struct(out))
+    return spark.range(0, n, 1, n).mapInArrow(task, struct)
 
 
 def _spark_join(
@@ -172,11 +183,24 @@ def _spark_join(
     how: str,
     left_filter: str | None,
     right_filter: str | None,
+    *,
+    left_version: int | None = None,
+    right_version: int | None = None,
 ) -> Any:
+    """Spark's own join of two ``lance_ns`` reads, named like :func:`output_schema`.
+
+    Reads the same ``__manifest`` versions the partition-wise plan would have read.
+    """
     from pyspark.sql import functions as F
 
-    ldf = spark.read.format("lance_ns").load(left_root)
-    rdf = spark.read.format("lance_ns").load(right_root)
+    def load(root: str, version: int | None) -> Any:
+        reader = spark.read.format("lance_ns")
+        if version is not None:
+            reader = reader.option("version", str(version))
+        return reader.load(root)
+
+    ldf = load(left_root, left_version)
+    rdf = load(right_root, right_version)
     if left_filter:
         ldf = ldf.filter(left_filter)
     if right_filter:

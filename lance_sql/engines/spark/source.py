@@ -1,15 +1,27 @@
 """The ``lance_ns`` Python data source: partition-pruned reads of a Lance partitioned namespace.
 
-Spark calls ``pushFilters`` on the driver, then ``partitions()`` (in a Python
-worker, after pickling the reader), then ``read(partition)`` in each task.
-Pruning happens in ``partitions()``; each input partition carries pickled scan
-units, so a task opens only the fragments it reads, never ``__manifest``.
+How Spark drives it (pyspark 4.3), and where the work happens:
+
+- ``load(root)``: a Python worker builds the :class:`LanceNamespaceDataSource` and
+  calls ``schema()``. That reads ``__manifest`` once and **pins its version**: the
+  DataFrame keeps reading that snapshot (schema and data from the same commit),
+  as Spark's file sources keep their file listing. Load again to see later commits.
+- each action: one planning worker calls ``reader()``, ``pushFilters()`` and
+  ``partitions()``. Pruning and packing happen there, once per query; every input
+  partition carries pickled scan units (about 1 KB per partition table), so a
+  task opens only the Lance fragments it reads, never ``__manifest``.
+- ``read(partition)`` in each task streams Arrow batches cast to the exact Arrow
+  schema Spark expects.
+
+Column pruning: the pyspark 4.3 data source API never tells a reader which
+columns a query uses, so the columns read are the DataFrame's columns. Users
+prune with ``.option("columns", "a,b")`` or a user schema (``.schema("a long")``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -17,31 +29,94 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from lance_sql.engines.spark.filters import split
-from lance_sql.engines.spark.types import spark_arrow_schema, spark_struct, to_spark_batch
-from lance_sql.errors import LanceSqlError
+from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
+from lance_sql.errors import LanceSqlError, SchemaMismatchError
 
 NAME = "lance_ns"
 
+#: Read options and what they do (also in the data source's docstring and docs/spark.md).
+OPTIONS = {
+    "version": "__manifest version to read (default: the latest at load())",
+    "storage_options": "JSON object of object-store options (passed to pylance and fsspec)",
+    "columns": "comma-separated columns to read (column pruning; default: all)",
+    "rows_per_partition": "pack partition tables smaller than this many rows into shared "
+    "Spark partitions (default: one Spark partition per partition table)",
+    "pruning": "false reads every partition table (the filter is still applied)",
+}
 
-def open_namespace(options: dict[str, str]) -> Any:
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
+def _root(options: Mapping[str, str]) -> str:
     root = options.get("path")
     if not root:
         raise LanceSqlError("lance_ns: give the namespace root, e.g. .load('/data/ns')")
-    version = options.get("version")
-    so = options.get("storage_options")
+    return root
+
+
+def int_option(options: Mapping[str, str], key: str) -> int | None:
+    """A positive integer option, None when absent; anything else raises naming it."""
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return None
     try:
-        storage = json.loads(so) if so else None
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < (0 if key == "version" else 1):
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option {key}={raw!r} is not a "
+            f"{'non-negative' if key == 'version' else 'positive'} integer"
+        )
+    return value
+
+
+def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
+    """The ``storage_options`` option (a JSON object of strings), or None."""
+    raw = options.get("storage_options")
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
     except ValueError as e:
-        raise LanceSqlError(f"lance_ns {root}: storage_options is not JSON: {e}") from e
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option storage_options is not JSON: {e}"
+        ) from e
+    if not isinstance(value, dict):
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option storage_options must be a JSON object, "
+            f"got {type(value).__name__}"
+        )
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
+    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    root = _root(options)
+    if version is None:
+        version = int_option(options, "version")
     return PartitionedNamespace.open(
-        root, version=int(version) if version else None, storage_options=storage
+        root, version=version, storage_options=storage_options(options)
     )
 
 
+def selected_columns(options: Mapping[str, str], schema: pa.Schema) -> pa.Schema:
+    """``schema`` restricted to the ``columns`` option (in the option's order)."""
+    raw = options.get("columns")
+    if raw is None or not raw.strip():
+        return schema
+    names = [c.strip() for c in raw.split(",") if c.strip()]
+    missing = [c for c in names if c not in schema.names]
+    if missing:
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option columns names {missing}, which are not "
+            f"namespace columns (columns: {schema.names})"
+        )
+    return pa.schema([schema.field(c) for c in dict.fromkeys(names)])
+
+
 class LanceInputPartition(InputPartition):
-    """Scan units of one or more (small) partition tables, run in one Spark task."""
+    """Scan units of one partition table, or of several small ones packed together."""
 
     def __init__(self, units: Sequence[Any], object_ids: Sequence[str]) -> None:
         super().__init__(list(object_ids))
@@ -49,28 +124,62 @@ class LanceInputPartition(InputPartition):
 
 
 def pack(units: Sequence[Any], rows_per_partition: int | None) -> list[list[Any]]:
-    """One group per unit, or consecutive units packed until ``rows_per_partition`` rows."""
+    """Group scan units into Spark input partitions.
+
+    Without a target: one group per unit. With one: first-fit decreasing by the
+    units' row counts from metadata; a unit at or above the target stays alone,
+    smaller ones share groups of at most ``rows_per_partition`` rows. Groups keep
+    the units' original order, so a task reads its tables in ``object_id`` order.
+    """
     if not rows_per_partition:
         return [[u] for u in units]
-    groups: list[list[Any]] = []
-    rows = 0
-    for u in units:
-        if groups and rows + (u.estimated_rows or 0) <= rows_per_partition:
-            groups[-1].append(u)
-            rows += u.estimated_rows or 0
+    order = sorted(range(len(units)), key=lambda i: (-(units[i].estimated_rows or 0), i))
+    groups: list[list[int]] = []
+    sizes: list[int] = []
+    for i in order:
+        rows = units[i].estimated_rows or 0
+        for g, size in enumerate(sizes):
+            if size + rows <= rows_per_partition:
+                groups[g].append(i)
+                sizes[g] += rows
+                break
         else:
-            groups.append([u])
-            rows = u.estimated_rows or 0
-    return groups
+            groups.append([i])
+            sizes.append(rows)
+    groups.sort(key=min)
+    return [[units[i] for i in sorted(g)] for g in groups]
 
 
 class LanceNamespaceReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], arrow_schema: pa.Schema) -> None:
+    """Plans (prunes, packs) once per query in ``partitions()``; ``read()`` runs in tasks."""
+
+    def __init__(
+        self,
+        options: Mapping[str, str],
+        ns_schema: pa.Schema,
+        spark_schema: Any,
+        version: int | None,
+    ) -> None:
         self.options = dict(options)
-        self.arrow_schema = arrow_schema
-        self.spark_schema = spark_arrow_schema(arrow_schema)
+        self.ns_schema = ns_schema
+        self.version = version
+        self.columns = [f.name for f in spark_schema.fields]
+        missing = [c for c in self.columns if c not in ns_schema.names]
+        if missing:
+            raise SchemaMismatchError(
+                f"lance_ns {self.options.get('path')}: the read schema names {missing}, which "
+                f"are not namespace columns (columns: {ns_schema.names})"
+            )
+        self.target = spark_target_schema(spark_schema)
         self.filter: pc.Expression | None = None
-        self.pruning = self.options.get("pruning", "true").lower() != "false"
+        pruning = self.options.get("pruning", "true").strip().lower()
+        if pruning not in ("true", "false"):
+            raise LanceSqlError(
+                f"lance_ns {self.options.get('path')}: option pruning={pruning!r} is not "
+                "true or false"
+            )
+        self.pruning = pruning == "true"
+        self.rows_per_partition = int_option(self.options, "rows_per_partition")
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
         """Keep every filter with an exact pyarrow form; return the rest to Spark.
@@ -79,15 +188,15 @@ class LanceNamespaceReader(DataSourceReader):
         (rows where the filter is false or NULL are dropped, as Spark would), so
         Spark does not evaluate them again.
         """
-        self.filter, rest = split(filters, self.arrow_schema)
+        self.filter, rest = split(filters, self.ns_schema)
         yield from rest
 
-    def plan(self) -> Any:
-        """The :class:`~lance_sql.planning.scan_plan.ScanPlan` of this read."""
+    def plan(self) -> tuple[Any, Any]:
+        """(namespace at the pinned version, :class:`~lance_sql.planning.scan_plan.ScanPlan`)."""
         from lance_sql.errors import PlanningError
         from lance_sql.planning.scan_plan import plan_scan
 
-        ns = open_namespace(self.options)
+        ns = open_namespace(self.options, self.version)
         if self.filter is None or not self.pruning:
             return ns, plan_scan(ns)
         try:
@@ -97,45 +206,52 @@ class LanceNamespaceReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         ns, plan = self.plan()
-        rows = int(self.options.get("rows_per_partition", 0) or 0) or None
-        units = plan.scan_units(ns, schema=self.arrow_schema) if plan.partitions else []
-        groups = pack(units, rows)
+        units = plan.scan_units(ns, schema=self.ns_schema) if plan.partitions else []
+        groups = pack(units, self.rows_per_partition)
         if not groups:
             return [LanceInputPartition([], [])]
-        return [LanceInputPartition(g, [u.entry.object_id for u in g]) for g in groups]
+        return [
+            LanceInputPartition(g, list(dict.fromkeys(u.entry.object_id for u in g)))
+            for g in groups
+        ]
 
     def read(self, partition: LanceInputPartition) -> Iterator[pa.RecordBatch]:
         for unit in partition.units:
-            for batch in unit.to_batches(None, self.filter):
+            for batch in unit.to_batches(self.columns, self.filter):
                 if batch.num_rows:
-                    yield to_spark_batch(batch, self.spark_schema)
+                    yield to_spark_batch(batch, self.target)
 
 
 class LanceNamespaceDataSource(DataSource):
     """``spark.read.format("lance_ns").load(root)`` / ``df.write.format("lance_ns").save(root)``.
 
-    Options: ``version`` (``__manifest`` version to read), ``storage_options``
-    (JSON object), ``rows_per_partition`` (pack small partition tables into one
-    Spark partition up to this many rows), ``pruning`` (``false`` reads every
-    partition table; the filter is still applied).
+    Read options: ``version`` (``__manifest`` version; default the latest at
+    ``load()``), ``storage_options`` (JSON object), ``columns`` (comma-separated
+    columns to read), ``rows_per_partition`` (pack partition tables smaller than
+    this into shared Spark partitions), ``pruning`` (``false`` reads every
+    partition table; the filter is still applied). A user schema
+    (``.schema("k long, v double")``) also selects columns; its types are cast to.
     """
 
     @classmethod
     def name(cls) -> str:
         return NAME
 
-    def _arrow_schema(self) -> pa.Schema:
-        schema = getattr(self, "_schema_cache", None)
-        if schema is None:
-            schema = open_namespace(self.options).schema
-            self._schema_cache = schema
-        return schema
+    def _state(self) -> tuple[pa.Schema, int]:
+        """(namespace schema, pinned ``__manifest`` version), read once per DataFrame."""
+        state = getattr(self, "_pinned", None)
+        if state is None:
+            ns = open_namespace(self.options)
+            state = (ns.schema, ns.manifest_version)
+            self._pinned = state
+        return state
 
     def schema(self) -> Any:
-        return spark_struct(self._arrow_schema())
+        return spark_struct(selected_columns(self.options, self._state()[0]))
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return LanceNamespaceReader(self.options, self._arrow_schema())
+        ns_schema, version = self._state()
+        return LanceNamespaceReader(self.options, ns_schema, schema, version)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from lance_sql.engines.spark.write import LanceNamespaceWriter
@@ -143,4 +259,13 @@ class LanceNamespaceDataSource(DataSource):
         return LanceNamespaceWriter(self.options, overwrite)
 
 
-__all__ = ["NAME", "LanceNamespaceDataSource", "LanceNamespaceReader", "pack"]
+__all__ = [
+    "NAME",
+    "OPTIONS",
+    "LanceInputPartition",
+    "LanceNamespaceDataSource",
+    "LanceNamespaceReader",
+    "open_namespace",
+    "pack",
+    "selected_columns",
+]

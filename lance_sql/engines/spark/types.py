@@ -16,55 +16,108 @@ timestamp[any, tz]      timestamp[us, UTC]               TIMESTAMP
 timestamp[any]          timestamp[us]                    TIMESTAMP_NTZ
 date64                  date32                           DATE
 time32/time64           int64 (microseconds)             BIGINT
+duration[any]           duration[us]                     INTERVAL DAY TO SECOND
+decimal256(p <= 38)     decimal128(p, s)                 DECIMAL(p,s)
 large_list, fixed list  list                             ARRAY
 dictionary<k, v>        v (decoded)                      type of v
 ======================  ===============================  ==========================
 
 Every mapping widens or keeps the value, so casts never lose data (nanosecond
-timestamps are truncated to microseconds, Spark's resolution).
+timestamps and durations are truncated to microseconds, Spark's resolution).
+Types Spark cannot hold (decimal256 above precision 38, month/day/nano
+intervals, unions, extension types) raise :class:`UnsupportedFeatureError`
+naming the column, when the schema is mapped (``load()``), not mid-scan.
+
+The exact Arrow schema a batch must have is Spark's own rendering of the Spark
+schema (:func:`spark_target_schema`: list items named ``element``, nullability
+from the Spark schema), so batches are cast to that, never to a guess.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
+
+_SIMPLE = {
+    pa.uint8(): pa.int16(),
+    pa.uint16(): pa.int32(),
+    pa.uint32(): pa.int64(),
+    pa.uint64(): pa.decimal128(20, 0),
+    pa.float16(): pa.float32(),
+    pa.date64(): pa.date32(),
+}
+_PASS = (
+    pa.types.is_boolean,
+    pa.types.is_signed_integer,
+    pa.types.is_float32,
+    pa.types.is_float64,
+    pa.types.is_decimal128,
+    pa.types.is_string,
+    pa.types.is_binary,
+    pa.types.is_date32,
+    pa.types.is_null,
+)
 
 
-def spark_arrow_type(t: pa.DataType) -> pa.DataType:
-    """The Arrow type Spark accepts for values of type ``t``."""
+def spark_arrow_type(t: pa.DataType, column: str = "?", *, nested: bool = False) -> pa.DataType:
+    """The Arrow type Spark accepts for values of type ``t`` (``column`` names errors).
+
+    Times become int64 microseconds; inside lists/structs/maps only ``time64[us]``
+    can (its raw value already is microseconds), other units raise.
+    """
+    if t in _SIMPLE:
+        return _SIMPLE[t]
+    if any(check(t) for check in _PASS):
+        return t
     if pa.types.is_dictionary(t):
-        return spark_arrow_type(t.value_type)
+        return spark_arrow_type(t.value_type, column, nested=nested)
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return pa.string()
     if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return pa.binary()
     if pa.types.is_fixed_size_binary(t):
         return pa.binary()
-    mapped = {
-        pa.uint8(): pa.int16(),
-        pa.uint16(): pa.int32(),
-        pa.uint32(): pa.int64(),
-        pa.uint64(): pa.decimal128(20, 0),
-        pa.float16(): pa.float32(),
-        pa.date64(): pa.date32(),
-    }
-    if t in mapped:
-        return mapped[t]
+    if pa.types.is_decimal256(t) and t.precision <= 38:
+        return pa.decimal128(t.precision, t.scale)
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", "UTC") if t.tz else pa.timestamp("us")
-    if pa.types.is_time(t):
+    if pa.types.is_time(t) and (not nested or t.unit == "us"):
         return pa.int64()
+    if pa.types.is_duration(t):
+        return pa.duration("us")
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        f = t.value_field
-        return pa.list_(pa.field(f.name, spark_arrow_type(f.type), f.nullable))
+        item = _spark_field(t.value_field, f"{column}[]", nested=True)
+        return pa.list_(item)
     if pa.types.is_struct(t):
-        return pa.struct([spark_field(t.field(i)) for i in range(t.num_fields)])
+        return pa.struct(
+            [
+                _spark_field(t.field(i), f"{column}.{t.field(i).name}", nested=True)
+                for i in range(t.num_fields)
+            ]
+        )
     if pa.types.is_map(t):
-        return pa.map_(spark_arrow_type(t.key_type), spark_arrow_type(t.item_type))
-    return t
+        return pa.map_(
+            spark_arrow_type(t.key_type, f"{column}.key", nested=True),
+            pa.field("value", spark_arrow_type(t.item_type, f"{column}.value", nested=True), True),
+        )
+    raise UnsupportedFeatureError(
+        f"column {column!r} has type {t}, which Spark cannot represent (supported: integers, "
+        "floats, decimals up to precision 38, bool, strings, binaries, dates, timestamps, "
+        "times (nested: time64[us] only), durations, lists, structs, maps); read it with "
+        "lance_sql instead"
+    )
+
+
+def _spark_field(f: pa.Field, column: str, *, nested: bool = False) -> pa.Field:
+    return pa.field(f.name, spark_arrow_type(f.type, column, nested=nested), f.nullable)
 
 
 def spark_field(f: pa.Field) -> pa.Field:
-    return pa.field(f.name, spark_arrow_type(f.type), f.nullable)
+    return _spark_field(f, f.name)
 
 
 def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
@@ -72,41 +125,87 @@ def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([spark_field(f) for f in schema])
 
 
-def _cast_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
-    if arr.type == target:
-        return arr
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if pa.types.is_time(arr.type):
-        unit = arr.type.unit
-        ints = arr.cast(pa.int64() if arr.type.bit_width == 64 else pa.int32()).cast(pa.int64())
-        div = {"s": -1_000_000, "ms": -1000, "us": 1, "ns": 1000}[unit]
-        return ints.cast(pa.int64()) if div == 1 else _time_to_us(ints, div)
-    if pa.types.is_timestamp(arr.type) and arr.type.unit == "ns":
-        arr = arr.cast(pa.timestamp("us", arr.type.tz), safe=False)
-    return arr.cast(target)
-
-
-def _time_to_us(ints: pa.Array, div: int) -> pa.Array:
-    import pyarrow.compute as pc
-
-    if div < 0:
-        return pc.multiply(ints, -div)
-    return pc.divide(ints, div)
-
-
-def to_spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` cast column by column to ``schema`` (a :func:`spark_arrow_schema`)."""
-    if batch.schema.equals(schema):
-        return batch
-    cols = [_cast_array(batch.column(f.name), f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def spark_struct(schema: pa.Schema):  # -> pyspark StructType (pyspark imported lazily)
+def spark_struct(schema: pa.Schema) -> Any:
+    """The Spark ``StructType`` of a namespace schema (pyspark imported lazily)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(spark_arrow_schema(schema))
 
 
-__all__ = ["spark_arrow_schema", "spark_arrow_type", "spark_struct", "to_spark_batch"]
+def spark_target_schema(struct: Any) -> pa.Schema:
+    """The exact Arrow schema Spark checks batches against for the Spark schema ``struct``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+def _has(t: pa.DataType, check: Any) -> bool:
+    if check(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has(t.field(i).type, check) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has(t.value_type, check)
+    if pa.types.is_map(t):
+        return _has(t.key_type, check) or _has(t.item_type, check)
+    if pa.types.is_dictionary(t):
+        return _has(t.value_type, check)
+    return False
+
+
+def _truncates(t: pa.DataType) -> bool:
+    return (pa.types.is_timestamp(t) or pa.types.is_duration(t)) and t.unit == "ns"
+
+
+def _time_to_us(arr: pa.Array) -> pa.Array:
+    """A time32/time64 array as int64 microseconds since midnight."""
+    ints = arr.cast(pa.int64() if arr.type.bit_width == 64 else pa.int32()).cast(pa.int64())
+    unit = arr.type.unit
+    if unit == "us":
+        return ints
+    if unit == "ns":
+        return pc.floor(pc.divide(ints.cast(pa.float64()), 1000)).cast(pa.int64())
+    return pc.multiply(ints, 1_000_000 if unit == "s" else 1000)
+
+
+def cast_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """``arr`` as ``target`` (a Spark Arrow type); only sub-microsecond digits are dropped."""
+    if arr.type.equals(target, check_metadata=False):
+        return arr
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_time(arr.type):
+        return _time_to_us(arr).cast(target)
+    # nanosecond timestamps/durations: truncation to microseconds is intended (Spark's
+    # resolution); every other mapping widens, so a safe cast is used for them.
+    return arr.cast(target, safe=not _has(arr.type, _truncates))
+
+
+def to_spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` cast column by column (matched by name) to ``schema``.
+
+    A value the target type cannot hold (e.g. a user schema reading an int64
+    column as INT) raises :class:`SchemaMismatchError` naming the column.
+    """
+    if batch.schema.equals(schema):
+        return batch
+    cols = []
+    for f in schema:
+        col = batch.column(f.name)
+        try:
+            cols.append(cast_array(col, f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaMismatchError(
+                f"column {f.name!r} of type {col.type} cannot be read as {f.type}: {e}"
+            ) from e
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+__all__ = [
+    "cast_array",
+    "spark_arrow_schema",
+    "spark_arrow_type",
+    "spark_struct",
+    "spark_target_schema",
+    "to_spark_batch",
+]
