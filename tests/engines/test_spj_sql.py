@@ -82,12 +82,122 @@ def test_spj_equals_plain_join(roots, join, query) -> None:
     assert "StoragePartitionedJoin: orders o x customers c" in text
 
 
-def test_extra_condition_inner_join(roots) -> None:
+@pytest.mark.parametrize("join", ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
+def test_extra_condition(roots, join) -> None:
     sql = (
-        "SELECT o.order_id, c.id FROM orders o JOIN customers c "
+        f"SELECT o.order_id, c.id FROM orders o {join} customers c "
         "ON o.customer_id = c.id AND o.amount > c.id"
     )
-    assert _rows(_ctx(roots, True), sql) == _rows(_ctx(roots, False), sql)
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert on.spj_last_reason is None
+
+
+@pytest.mark.parametrize(
+    ("join", "cols"),
+    [
+        ("LEFT SEMI JOIN", "o.order_id, o.amount"),
+        ("LEFT ANTI JOIN", "o.*"),
+        ("RIGHT SEMI JOIN", "c.id, c.segment"),
+        ("RIGHT ANTI JOIN", "*"),
+    ],
+)
+def test_semi_and_anti_joins(roots, join, cols) -> None:
+    sql = f"SELECT {cols} FROM orders o {join} customers c ON o.customer_id = c.id"
+    on, off = _ctx(roots, True), _ctx(roots, False)
+    assert _rows(on, sql) == _rows(off, sql)
+    assert on.sql(sql).schema().names == off.sql(sql).schema().names
+    text = _explain(on, sql)
+    how = {"LEFT SEMI": "semi", "LEFT ANTI": "anti", "RIGHT SEMI": "right_semi"}
+    how["RIGHT ANTI"] = "right_anti"
+    assert f"how={how[join.rsplit(' ', 1)[0]]}," in text
+
+
+def _explain(ctx: lance_sql.SessionContext, sql: str) -> str:
+    return "\n".join(ctx.sql("EXPLAIN " + sql).to_arrow_table().column("plan").to_pylist())
+
+
+def test_aggregate_runs_partially_in_groups(roots) -> None:
+    sql = (
+        "SELECT c.segment, sum(o.amount), count(*) AS n, avg(o.order_id), min(o.amount), "
+        "max(c.id) FROM orders o JOIN customers c ON o.customer_id = c.id "
+        "WHERE o.amount > 3 GROUP BY c.segment HAVING count(*) > 1 ORDER BY n"
+    )
+    on, off = _ctx(roots, True), _ctx(roots, False)
+    got_schema, want_schema = on.sql(sql).schema(), off.sql(sql).schema()
+    assert got_schema.names == want_schema.names  # names as written
+    assert got_schema.types == want_schema.types
+    got, want = on.sql(sql).to_pylist(), off.sql(sql).to_pylist()
+    assert [r["segment"] for r in got] == [r["segment"] for r in want]
+    for g, w in zip(got, want, strict=True):
+        assert g == pytest.approx(w)
+    assert "in each group: where + partial aggregate" in _explain(on, sql)
+
+
+def test_where_prunes_each_side_before_grouping(roots) -> None:
+    on = _ctx(roots, True)
+    base = "SELECT o.order_id, c.segment FROM orders o JOIN customers c ON o.customer_id = c.id"
+    assert "groups=8," in _explain(on, base)
+    sql = base + " WHERE o.customer_id = 7 AND c.segment <> 'x'"
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert "groups=1," in _explain(on, sql)
+    # a WHERE on the null-supplying side of an outer join must not prune that side
+    sql = base.replace(" JOIN ", " LEFT JOIN ") + " WHERE c.id IS NULL"
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    text = _explain(on, sql)
+    assert re.search(r"groups=\d+, .*partitions left=1[0-6] right=8", text)
+
+
+def test_set_lance_spj(roots) -> None:
+    ctx = _ctx(roots, False)
+    sql = "SELECT o.order_id FROM orders o JOIN customers c ON o.customer_id = c.id"
+    assert "storage-partitioned join: not used (turned off" in _explain(ctx, sql)
+    for statement, value in [
+        ("SET lance.spj = true", True),
+        ("set LANCE.SPJ to 'off';", False),
+        ("SET lance.spj=1", True),
+        ("SET lance.spj = FALSE", False),
+    ]:
+        assert ctx.sql(statement).to_arrow_table().num_rows == 0
+        assert ctx.spj_enabled is value
+    ctx.set_spj(True)
+    assert "StoragePartitionedJoin: orders o x customers c" in _explain(ctx, sql)
+    assert "not used" not in _explain(ctx, sql)
+    assert lance_sql.SessionContext(spj=True).spj_enabled
+    with pytest.raises(lance_sql.errors.PlanningError, match=r"lance\.spj.*'maybe'"):
+        ctx.sql("SET lance.spj = maybe")
+    assert ctx.spj_enabled
+
+
+def test_explain_says_why_not_used(roots) -> None:
+    ctx = _ctx(roots, True)
+    sql = "SELECT o.order_id FROM orders o JOIN customers c ON o.order_id = c.id"
+    text = _explain(ctx, sql)
+    assert "storage-partitioned join: not used (no common partition grouping" in text
+    assert "StoragePartitionedJoin" not in text
+    # a join that does not involve two namespaces gets no line
+    assert "storage-partitioned join" not in _explain(
+        ctx, "SELECT * FROM orders o JOIN extra e ON e.k = o.customer_id"
+    )
+
+
+def test_no_temporary_table_remains(roots) -> None:
+    ctx = _ctx(roots, True)
+    sql = (
+        "SELECT c.segment, sum(o.amount) AS s FROM orders o JOIN customers c "
+        "ON o.customer_id = c.id GROUP BY c.segment"
+    )
+    frames = [ctx.sql(sql) for _ in range(3)]
+    _explain(ctx, sql)
+    leftovers = [
+        t
+        for t in ctx.catalog().schema().table_names()
+        if t.startswith("__lance_spj") or t.startswith("__spj")
+    ]
+    assert leftovers == []
+    want = _rows(_ctx(roots, False), sql)
+    for df in frames:  # the plans keep their providers: they still execute
+        assert Counter(tuple(r.values()) for r in df.to_pylist()) == want
 
 
 def test_explain_appendix_f(roots) -> None:
@@ -135,11 +245,9 @@ def test_incompatible_or_unsupported_falls_back(roots) -> None:
     sql = "SELECT o.order_id FROM orders o JOIN customers c ON o.order_id = c.id"
     assert _rows(ctx, sql) == _rows(_ctx(roots, False), sql)
     assert "no partition field on the join keys" in (ctx.spj_last_reason or "")
-    sql = (
-        "SELECT o.order_id FROM orders o LEFT JOIN customers c ON o.customer_id = c.id AND c.id > 3"
-    )
+    sql = "SELECT o.order_id FROM orders o CROSS JOIN customers c"
     assert _rows(ctx, sql) == _rows(_ctx(roots, False), sql)
-    assert "non-equi ON conditions on a left join" in (ctx.spj_last_reason or "")
+    assert "join type CROSS is not supported" in (ctx.spj_last_reason or "")
 
 
 def test_rewrite_is_byte_identical_without_namespace_join(roots) -> None:
@@ -159,4 +267,52 @@ def test_benchmark_runs_tiny() -> None:
     assert spec.loader is not None
     spec.loader.exec_module(module)
     ratios = module.main(["--orders", "2000", "--customers", "300", "--repeats", "1"])
-    assert set(ratios) == {"time_ratio", "rss_ratio"}
+    assert set(ratios) == {"time_ratio", "rss_ratio", "query_rss_ratio"}
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["murmur3(o.customer_id) > 0", "abs(murmur3(c.id)) % 8 = 3", "o.amount::int > 2"],
+)
+def test_lance_functions_in_where(roots, where) -> None:
+    sql = (
+        "SELECT c.segment, count(*) AS n FROM orders o JOIN customers c "
+        f"ON o.customer_id = c.id WHERE {where} GROUP BY c.segment"
+    )
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert on.spj_last_reason is None  # each group query dispatches murmur3 in its context
+
+
+@pytest.mark.parametrize(
+    ("where", "how"),
+    [
+        ("o.customer_id IN (SELECT c.id FROM customers c WHERE c.segment = 's1')", "semi"),
+        ("EXISTS (SELECT 1 FROM customers c WHERE c.id = o.customer_id)", "semi"),
+        ("NOT EXISTS (SELECT 1 FROM customers c WHERE c.id = o.customer_id AND c.id > 5)", "anti"),
+    ],
+)
+def test_exists_and_in_become_semi_and_anti_joins(roots, where, how) -> None:
+    sql = f"SELECT o.order_id, o.amount FROM orders o WHERE {where} AND o.amount > 1"
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert f"how={how}," in _explain(on, sql)
+
+
+def test_not_in_is_not_an_anti_join(roots) -> None:
+    sql = (
+        "SELECT o.order_id FROM orders o WHERE o.customer_id NOT IN (SELECT c.id FROM customers c)"
+    )
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert "StoragePartitionedJoin" not in _explain(on, sql)
+
+
+def test_correlated_subquery_falls_back(roots) -> None:
+    sql = (
+        "SELECT o.order_id FROM orders o JOIN customers c ON o.customer_id = c.id "
+        "WHERE o.amount > (SELECT min(e.w) FROM extra e WHERE e.k = c.id)"
+    )
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert "a subquery refers to the joined tables" in (on.spj_last_reason or "")

@@ -24,14 +24,20 @@ from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 from lance_sql.engines.datafusion import (
     functions,
     spj_rewrite,  # noqa: F401  (registers its SQL pass)
+    transform_filters,  # noqa: F401  (registers its SQL pass)
 )
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
+from lance_sql.engines.datafusion.session_defaults import default_config
 from lance_sql.engines.datafusion.sql_rewrite import query_scope, rewrite_sql
+from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
 
 _EXPLAIN = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*explain\b", re.IGNORECASE | re.DOTALL)
+_SET_SPJ = re.compile(
+    r"^\s*set\s+lance\.spj\s*(?:=|\bto\b)\s*(\S+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL
+)
 _SET_PARTITIONS = re.compile(r"^\s*set\b.*target_partitions", re.IGNORECASE | re.DOTALL)
 
 
@@ -53,6 +59,10 @@ class SessionContext(datafusion.SessionContext):
         #: whether joins of two namespaces run as storage-partitioned joins (see :meth:`set_spj`)
         self.spj_enabled = spj
         self.spj_last_reason: str | None = None
+        #: why namespace joins of the last query were not storage-partitioned (EXPLAIN shows it)
+        self.spj_reasons: list[str] = []
+        if config is None:  # batch_size 131072: fewer Python UDF calls (see session_defaults)
+            config = default_config()
         super().__init__(config, runtime)
         functions.register_functions(self)
 
@@ -116,7 +126,11 @@ class SessionContext(datafusion.SessionContext):
         return registered
 
     def set_spj(self, enabled: bool) -> None:
-        """Turn storage-partitioned joins of registered namespaces on or off (default off)."""
+        """Turn storage-partitioned joins of registered namespaces on or off.
+
+        SQL: ``SET lance.spj = true`` / ``false`` (intercepted here: DataFusion
+        refuses configuration keys outside its own namespaces).
+        """
         self.spj_enabled = bool(enabled)
 
     def lance_table(self, name: str) -> LanceDatasetTable:
@@ -163,6 +177,11 @@ class SessionContext(datafusion.SessionContext):
         once) and their output gets one description line under each scan node
         of a lance-sql table (any :class:`ScanUnitDataset`, e.g. ``LanceScan:``).
         """
+        setting = _SET_SPJ.match(query)
+        if setting:
+            self.set_spj(_spj_value(setting.group(1)))
+            return self._frame(pa.table({}))
+        self.spj_reasons = []
         with query_scope(self):
             df = super().sql(
                 rewrite_sql(self, query), options=options, param_values=param_values, **named_params
@@ -170,8 +189,22 @@ class SessionContext(datafusion.SessionContext):
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
         if _EXPLAIN.match(query):
-            return self._annotated_explain(df)
+            df = self._annotated_explain(df)
+            if self.spj_reasons:
+                df = self._spj_not_used(df, self.spj_reasons)
         return df
+
+    def _spj_not_used(self, df: DataFrame, reasons: list[str]) -> DataFrame:
+        """EXPLAIN: one line per namespace join that was not made storage-partitioned."""
+        table = df.to_arrow_table()
+        if "plan" not in table.column_names or table.num_rows == 0:
+            return df
+        lines = "\n".join(f"storage-partitioned join: not used ({r})" for r in reasons)
+        plans = table.column("plan").to_pylist()
+        plans[0] = lines + "\n" + (plans[0] or "")
+        idx = table.column_names.index("plan")
+        table = table.set_column(idx, table.schema.field(idx), pa.array(plans, pa.string()))
+        return self._frame(table)
 
     def _annotated_explain(self, df: DataFrame) -> DataFrame:
         with capture_scans() as records:
@@ -197,6 +230,16 @@ class SessionContext(datafusion.SessionContext):
         with self._lance_lock:
             for provider in self._lance_tables.values():
                 provider.partitions = k
+
+
+def _spj_value(text: str) -> bool:
+    """The value of ``SET lance.spj = <text>`` (true/false, on/off, 1/0, optionally quoted)."""
+    value = text.strip("'\"").lower()
+    if value in ("true", "on", "1"):
+        return True
+    if value in ("false", "off", "0"):
+        return False
+    raise PlanningError(f"SET lance.spj: expected true or false, got {text!r}")
 
 
 def _detect_target_partitions(ctx: datafusion.SessionContext) -> int:

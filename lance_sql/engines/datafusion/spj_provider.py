@@ -1,29 +1,41 @@
-"""A storage-partitioned join as one table: one DataFusion partition per join group.
+"""A storage-partitioned join as one table: one DataFusion partition per chain of join groups.
 
 The settings that make a per-group join shuffle-free (``repartition_joins``
 off) are session-wide, and the user's other joins must be planned as before.
 So the join is not planned in the user's session at all: :class:`SpjTable` is
 a :class:`ScanUnitDataset` whose units are :class:`GroupJoinUnit` s, and each
-unit runs its group's join on its own. The outer query sees a
-table with one partition per group: groups run in parallel, memory is bounded
-by a group, and no ``RepartitionExec`` sits over either namespace scan (those
-scans live inside the units).
+unit runs its groups' query (the join, the WHERE conditions and, for an
+aggregate over the join, the partial aggregation: see :mod:`.spj_rewrite`) in
+a private DataFusion context where each side is the namespace restricted to
+the group's partition tables. The outer query sees a table with one
+partition per unit: groups run in parallel, memory is bounded by a group,
+and no ``RepartitionExec`` sits over either namespace scan (those scans live
+inside the units).
 
-Units execute on DataFusion's tokio worker threads, and a nested DataFusion
-query there deadlocks (it needs workers of the same global runtime, all
-blocked in units). So a group's join runs in Arrow's own hash join
-(``pyarrow.Table.join``, Acero: NULL keys never match), on both sides'
-partition tables read with the namespace's scan units.
+Why a dedicated thread pool: units are iterated on DataFusion's tokio worker
+threads, where a nested query cannot block on the (global) runtime, and a
+nested query whose plan spawns tasks would wait for workers that are all
+blocked in units. So each group's query runs with ``collect()`` on a plain
+thread of :data:`_POOL`, planned with one target partition and side tables of
+one partition each: its plan spawns nothing, so it never needs a tokio worker
+(measured: ``execute_stream`` spawns and deadlocks; ``collect`` does not).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
+import datafusion
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -37,17 +49,38 @@ from lance_sql.tables.scan import (
 
 #: More groups than this are chained into this many units (one DataFusion partition each).
 MAX_UNITS = 256
+#: The table names of the two sides inside a group's query.
+LEFT_TABLE, RIGHT_TABLE = "__spj_left", "__spj_right"
+#: A nested group query runs with these settings: one partition, nothing spawned.
+GROUP_CONFIG = {
+    "datafusion.execution.target_partitions": "1",
+    "datafusion.optimizer.repartition_joins": "false",
+    "datafusion.optimizer.enable_round_robin_repartition": "false",
+}
+
+_POOL_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def group_pool() -> ThreadPoolExecutor:
+    """The process-wide threads that run group queries (one per core: bounds concurrent groups)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="lance-spj"
+            )
+        return _POOL
 
 
 @dataclass(frozen=True)
 class SpjSide:
-    """One side of the join: the pinned namespace, its alias in the query and its columns."""
+    """One side of the join: the pinned namespace, its alias in the query and its table name."""
 
     namespace: PartitionedNamespace
     schema: pa.Schema  # the registered table's schema (columns matched by field id)
     alias: str
     name: str  # the registered table name (for EXPLAIN)
-    columns: tuple[str, ...]
 
 
 def spj_column(alias: str, column: str) -> str:
@@ -55,21 +88,55 @@ def spj_column(alias: str, column: str) -> str:
     return f"{alias}.{column}"
 
 
-def spj_schema(left: SpjSide, right: SpjSide, how: str) -> pa.Schema:
-    """Left columns then right columns, renamed ``alias.col``; outer sides become nullable."""
-    fields = []
-    for side, nullable in ((left, how in ("right", "full")), (right, how in ("left", "full"))):
-        schema = side.schema
-        for c in side.columns:
-            f = schema.field(c)
-            fields.append(
-                pa.field(spj_column(side.alias, c), f.type, f.nullable or nullable, f.metadata)
-            )
-    return pa.schema(fields)
+def group_context(left: SpjSide, right: SpjSide, group: JoinGroup | None) -> Any:
+    """A private context with both sides registered, restricted to ``group`` (all when None).
+
+    Each side prunes with the planner too (the group query's WHERE conditions
+    on one side arrive as that side's scan filter), and is one partition.
+    """
+    config = datafusion.SessionConfig()
+    for key, value in GROUP_CONFIG.items():
+        config = config.set(key, value)
+    ctx = datafusion.SessionContext(config)
+    functions.register_functions(ctx)
+    for table, side, refs in (
+        (LEFT_TABLE, left, None if group is None else group.left),
+        (RIGHT_TABLE, right, None if group is None else group.right),
+    ):
+        ctx.register_table(table, _side_table(side, refs))
+    return ctx
+
+
+def _side_table(side: SpjSide, refs: Sequence[Any] | None) -> NamespaceTable:
+    ids = None if refs is None else [r.object_id for r in refs]
+    registered = side.schema
+
+    def prune(filter: pc.Expression | None, ns: PartitionedNamespace) -> list[str] | None:
+        pruned = planner_prune(filter, ns, registered)
+        if ids is None:
+            return pruned
+        return list(ids) if pruned is None else [i for i in ids if i in set(pruned)]
+
+    table = NamespaceTable(
+        side.namespace, name=side.name, follow_latest=False, prune=prune, partitions=1
+    )
+    table._lance_schema = registered  # the registered column names (field ids match)
+    return table
+
+
+def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
+    """One group's query, collected (called on a :func:`group_pool` thread)."""
+    ctx = group_context(table.left, table.right, group)
+    return [b for b in group_query(ctx, table.group_sql).collect() if b.num_rows]
+
+
+def group_query(ctx: Any, sql: str) -> Any:
+    """``sql`` planned in a :func:`group_context` (lance-sql functions dispatched there too)."""
+    return ctx.sql(functions.murmur3_dispatch(ctx, sql))
 
 
 class GroupJoinUnit(ScanUnit):
-    """The join of one or more groups, run in a private shuffle-free DataFusion context."""
+    """The query of one or more groups, each run in a private shuffle-free DataFusion context."""
 
     def __init__(self, table: SpjTable, groups: Sequence[JoinGroup]) -> None:
         self._table = table
@@ -105,45 +172,21 @@ class GroupJoinUnit(ScanUnit):
                 if columns is not None and not columns:
                     yield _rows_only(b.num_rows)
                     continue
-                yield conform(b.select(list(out_schema.names)) if columns else b, out_schema)
+                b = conform(b.rename_columns(self.schema.names), self.schema)
+                yield b.select(list(out_schema.names)) if columns else b
 
     def _stream(self) -> Iterator[pa.RecordBatch]:
-        t = self._table
-        for g in self.groups:
-            yield from group_join(g, t.plan, t.left, t.right, t.schema).to_batches()
-
-
-def _side_table(side: SpjSide, refs: Sequence[object]) -> pa.Table:
-    """The group's partition tables of one side, columns renamed ``alias.col``."""
-    ids = [r.object_id for r in refs]  # type: ignore[attr-defined]
-    cols = list(side.columns)
-    names = [spj_column(side.alias, c) for c in cols]
-    schema = projected_schema(side.schema, cols)
-    batches = []
-    if ids:
-        for unit in side.namespace.scan_units(ids, schema=side.schema):
-            batches.extend(unit.to_batches(cols))
-    table = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
-    return table.rename_columns(names)
-
-
-def group_join(
-    group: JoinGroup, plan: JoinPlan, left: SpjSide, right: SpjSide, schema: pa.Schema
-) -> pa.Table:
-    """One group's join with Arrow's hash join (NULL keys never match)."""
-    lt = _side_table(left, group.left)
-    rt = _side_table(right, group.right)
-    lkeys = [spj_column(left.alias, a) for a, _ in plan.on]
-    rkeys = [spj_column(right.alias, b) for _, b in plan.on]
-    if plan.how == "inner" and (lt.num_rows == 0 or rt.num_rows == 0):
-        return schema.empty_table()
-    joined = lt.join(
-        rt, lkeys, rkeys, join_type=_ARROW_JOIN[plan.how], coalesce_keys=False, use_threads=False
-    )
-    return joined.select(schema.names).cast(schema)
-
-
-_ARROW_JOIN = {"inner": "inner", "left": "left outer", "right": "right outer", "full": "full outer"}
+        """Run the groups one after the other; the next group starts while this one is consumed."""
+        pool = group_pool()
+        pending: Future[list[pa.RecordBatch]] | None = None
+        for i, g in enumerate(self.groups):
+            current = pending or pool.submit(run_group, self._table, g)
+            pending = None
+            batches = current.result()
+            if i + 1 < len(self.groups):
+                pending = pool.submit(run_group, self._table, self.groups[i + 1])
+            yield from batches
+            del batches
 
 
 def _rows_only(n: int) -> pa.RecordBatch:
@@ -151,7 +194,13 @@ def _rows_only(n: int) -> pa.RecordBatch:
 
 
 class SpjTable(ScanUnitDataset):
-    """The result of a compatible :class:`JoinPlan` as a table (one unit per group)."""
+    """The result of a compatible :class:`JoinPlan` as a table (one unit per group).
+
+    ``group_sql`` is the query each group runs over tables :data:`LEFT_TABLE`
+    and :data:`RIGHT_TABLE`; ``schema`` its output schema (see
+    :func:`group_schema`). ``pushed`` describes for EXPLAIN what runs inside
+    the groups besides the join.
+    """
 
     def __init__(
         self,
@@ -160,7 +209,10 @@ class SpjTable(ScanUnitDataset):
         right: SpjSide,
         *,
         name: str,
+        group_sql: str,
+        schema: pa.Schema,
         extra_condition: str | None = None,
+        pushed: str | None = None,
         max_units: int = MAX_UNITS,
     ) -> None:
         if not plan.compatible:
@@ -168,9 +220,11 @@ class SpjTable(ScanUnitDataset):
         self.plan = plan
         self.left = left
         self.right = right
+        self.group_sql = group_sql
         self.extra_condition = extra_condition
+        self.pushed = pushed
         self.max_units = max_units
-        super().__init__(spj_schema(left, right, plan.how), self._plan_units, name=name)
+        super().__init__(schema, self._plan_units, name=name)
 
     def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
         groups = list(self.plan.groups)
@@ -188,12 +242,31 @@ class SpjTable(ScanUnitDataset):
         nl = sum(len(g.left) for g in plan.groups)
         nr = sum(len(g.right) for g in plan.groups)
         extra = f", condition={self.extra_condition}" if self.extra_condition else ""
+        pushed = f", in each group: {self.pushed}" if self.pushed else ""
         return (
             f"StoragePartitionedJoin: {self.left.name} {self.left.alias} x "
             f"{self.right.name} {self.right.alias}, how={plan.how}, on=[{on}]{extra}, "
             f"groups={len(plan.groups)}, regrouping={plan.regrouping}, "
-            f"partitions left={nl} right={nr}"
+            f"partitions left={nl} right={nr}{pushed}"
         )
 
 
-__all__ = ["GroupJoinUnit", "SpjSide", "SpjTable", "spj_column", "spj_schema"]
+def group_schema(left: SpjSide, right: SpjSide, group_sql: str) -> pa.Schema:
+    """The output schema of ``group_sql`` (logical planning only: nothing is read)."""
+    ctx = group_context(left, right, None)
+    return group_query(ctx, group_sql).schema()
+
+
+__all__ = [
+    "GROUP_CONFIG",
+    "LEFT_TABLE",
+    "RIGHT_TABLE",
+    "GroupJoinUnit",
+    "SpjSide",
+    "SpjTable",
+    "group_pool",
+    "group_query",
+    "group_schema",
+    "run_group",
+    "spj_column",
+]

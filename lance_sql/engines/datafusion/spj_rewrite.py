@@ -1,23 +1,41 @@
 """SQL pass ``storage_partitioned_join``: a join of two namespaces becomes one SPJ table.
 
-For ``FROM ns1 a [INNER|LEFT|RIGHT|FULL] JOIN ns2 b ON a.k = b.k [AND ...]``
-whose :func:`plan_join` is compatible, the join is replaced by a temporary
-:class:`~.spj_provider.SpjTable` (columns ``"a.col"``) and every reference to
-``a`` / ``b`` columns in that SELECT is rewritten to it; the user's session
-configuration is untouched, so other joins plan exactly as before. Anything
-not understood leaves the query text unchanged (byte for byte) and records the
-reason in ``ctx.spj_last_reason``.
+For ``FROM ns1 a <join> ns2 b ON a.k = b.k [AND ...]`` (inner, left, right,
+full, left/right semi and anti joins) whose :func:`plan_join` is compatible,
+the join is replaced by a temporary :class:`~.spj_provider.SpjTable`. Each
+join group runs the *group query*: the same join over the group's partition
+tables, with the WHERE conjuncts that only use the two sides, and, when the
+SELECT is an aggregation over the join (GROUP BY columns of the two sides and
+``sum`` / ``count`` / ``min`` / ``max`` / ``avg``), the partial aggregation;
+the outer query keeps the rest (final aggregation, HAVING, ORDER BY, further
+joins), its columns rewritten to the SPJ table's (``"a.col"``, ``__p0``...).
+That is what Spark does after a storage-partitioned join: only the small
+partial results cross back into the user's query.
+
+The user's session configuration is untouched, so other joins plan exactly as
+before. Anything not understood leaves the query text unchanged (byte for
+byte) and records the reason in ``ctx.spj_last_reason`` and, for EXPLAIN, in
+``ctx.spj_reasons`` (shown as ``storage-partitioned join: not used (...)``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
+import datafusion
 import sqlglot
 from sqlglot import exp
 
-from lance_sql.engines.datafusion.spj_provider import SpjSide, SpjTable, spj_column
+from lance_sql.engines.datafusion.spj_provider import (
+    LEFT_TABLE,
+    RIGHT_TABLE,
+    SpjSide,
+    SpjTable,
+    group_schema,
+    spj_column,
+)
 from lance_sql.engines.datafusion.sql_rewrite import (
     fresh_table_name,
     register_pass,
@@ -25,9 +43,61 @@ from lance_sql.engines.datafusion.sql_rewrite import (
 )
 from lance_sql.planning.joins import plan_join
 
-_KINDS = {"": "inner", "INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
+#: (join side, join kind) as sqlglot parses them -> plan_join's ``how``
+_KINDS = {
+    ("", ""): "inner",
+    ("", "INNER"): "inner",
+    ("LEFT", ""): "left",
+    ("LEFT", "OUTER"): "left",
+    ("RIGHT", ""): "right",
+    ("RIGHT", "OUTER"): "right",
+    ("FULL", ""): "full",
+    ("FULL", "OUTER"): "full",
+    ("", "SEMI"): "semi",
+    ("LEFT", "SEMI"): "semi",
+    ("", "ANTI"): "anti",
+    ("LEFT", "ANTI"): "anti",
+    ("RIGHT", "SEMI"): "right_semi",
+    ("RIGHT", "ANTI"): "right_anti",
+}
+_JOIN_SQL = {
+    "inner": "JOIN",
+    "left": "LEFT JOIN",
+    "right": "RIGHT JOIN",
+    "full": "FULL JOIN",
+    "semi": "LEFT SEMI JOIN",
+    "anti": "LEFT ANTI JOIN",
+    "right_semi": "RIGHT SEMI JOIN",
+    "right_anti": "RIGHT ANTI JOIN",
+}
+#: the same join with its two tables written the other way round
+_SWAPPED = {
+    "inner": "inner",
+    "left": "right",
+    "right": "left",
+    "full": "full",
+    "semi": "right_semi",
+    "anti": "right_anti",
+    "right_semi": "semi",
+    "right_anti": "anti",
+}
+#: which sides' columns a join type outputs
+_VISIBLE = {"semi": "l", "anti": "l", "right_semi": "r", "right_anti": "r"}
+#: sides whose rows a WHERE conjunct on them may prune before the join (not null-supplying)
+_PRUNABLE = {
+    "inner": "lr",
+    "left": "l",
+    "right": "r",
+    "full": "",
+    "semi": "l",
+    "anti": "l",
+    "right_semi": "r",
+    "right_anti": "r",
+}
+_PARTIAL = (exp.Sum, exp.Count, exp.Min, exp.Max, exp.Avg)
 _ALIAS = "__lance_spj"
 _EXPLAIN = re.compile(r"^\s*explain\s+(?:(?:analyze|verbose)\s+)*", re.IGNORECASE)
+_TRIGGER = re.compile(r"\bjoin\b|\bexists\b|\bin\s*\(\s*select\b", re.IGNORECASE)
 
 
 class _Skip(Exception):
@@ -36,211 +106,627 @@ class _Skip(Exception):
 
 def storage_partitioned_join(ctx: Any, sql: str) -> str:
     namespaces = getattr(ctx, "_lance_namespaces", None)
-    if not namespaces or not getattr(ctx, "spj_enabled", False):
+    if not namespaces or not _TRIGGER.search(sql):
         return sql
     lowered = sql.lower()
-    if "join" not in lowered or not any(n.lower() in lowered for n in namespaces):
+    if not any(n.lower() in lowered for n in namespaces):
         return sql
     prefix = _EXPLAIN.match(sql)
+    enabled = getattr(ctx, "spj_enabled", False)
+    if not enabled and not prefix:
+        return sql
     head = prefix.group(0) if prefix else ""
     try:
         tree = sqlglot.parse_one(sql[len(head) :], read="postgres")
     except Exception:
         return sql
+    reasons: list[str] = []
     changed = False
     for select in list(tree.find_all(exp.Select)):
         try:
-            changed |= _rewrite_select(ctx, namespaces, select)
+            if not enabled:
+                if _namespace_join(namespaces, select):
+                    raise _Skip("turned off; SET lance.spj = true turns it on")
+                continue
+            text = sql[len(head) :] if select is tree else None
+            semi = _semi_join_form(namespaces, select)
+            if semi is not None:
+                original = text or select.sql(dialect="postgres")
+                if _rewrite_select(ctx, namespaces, semi, original):
+                    if select is tree:
+                        tree = semi
+                    else:
+                        select.replace(semi)
+                    changed = True
+                continue
+            changed |= _rewrite_select(ctx, namespaces, select, text)
         except _Skip as skip:
-            ctx.spj_last_reason = str(skip)
+            reasons.append(str(skip))
+    _record(ctx, reasons)
     if not changed:
+        return sql
+    if any(j.kind in ("SEMI", "ANTI") for j in tree.find_all(exp.Join)):
+        # sqlglot would print a remaining semi/anti join as (NOT) EXISTS: keep the original
+        _record(ctx, [*reasons, "another semi/anti join in the same query"])
         return sql
     return head + tree.sql(dialect="postgres")
 
 
-def _rewrite_select(ctx: Any, namespaces: dict[str, Any], select: exp.Select) -> bool:
+def _record(ctx: Any, reasons: list[str]) -> None:
+    ctx.spj_reasons = list(reasons)
+    ctx.spj_last_reason = reasons[-1] if reasons else None
+
+
+def _namespace_join(namespaces: dict[str, Any], select: exp.Select) -> bool:
     from_ = select.args.get("from_", select.args.get("from"))
     joins = select.args.get("joins") or []
     if from_ is None or not joins:
         return False
-    left_t, join = from_.this, joins[0]
-    right_t = join.this
-    if not (isinstance(left_t, exp.Table) and isinstance(right_t, exp.Table)):
-        return False
-    if left_t.db or right_t.db or left_t.name not in namespaces or right_t.name not in namespaces:
-        return False
-    kind = (join.side or join.kind or "").upper()
-    if kind not in _KINDS or join.args.get("using") or join.args.get("method"):
-        raise _Skip(f"join type {kind or 'cross'} is not supported")
-    how = _KINDS[kind]
-    la, ra = left_t.alias_or_name, right_t.alias_or_name
-    if la == ra:
-        raise _Skip("both sides have the same alias")
-    lprov, rprov = namespaces[left_t.name], namespaces[right_t.name]
-    lcols, rcols = list(lprov.schema.names), list(rprov.schema.names)
-    on = join.args.get("on")
-    if on is None:
-        raise _Skip("no ON condition")
+    tables = [from_.this, joins[0].this]
+    return all(isinstance(t, exp.Table) and not t.db and t.name in namespaces for t in tables)
 
-    def side_of(col: exp.Column) -> str:
+
+def _semi_join_form(namespaces: dict[str, Any], select: exp.Select) -> exp.Select | None:
+    """``FROM ns1 a WHERE [NOT] EXISTS (SELECT .. FROM ns2 b WHERE c)`` or ``WHERE a.x IN
+    (SELECT b.y FROM ns2 b [WHERE c])`` as a copy with ``LEFT SEMI|ANTI JOIN ns2 b ON ..``.
+
+    Only a top-level WHERE conjunct is taken; ``NOT IN`` is not (a NULL in the
+    subquery makes it false for every row, which an anti join does not do).
+    """
+    from_ = select.args.get("from_", select.args.get("from"))
+    where = select.args.get("where")
+    if from_ is None or where is None or select.args.get("joins"):
+        return None
+    outer = from_.this
+    if not (isinstance(outer, exp.Table) and not outer.db and outer.name in namespaces):
+        return None
+    conjuncts = _conjuncts(where.this)
+    for i, conj in enumerate(conjuncts):
+        negated = isinstance(conj, exp.Not)
+        inner = conj.this if negated else conj
+        if isinstance(inner, exp.Exists):
+            sub, extra = inner.this, None
+        elif isinstance(inner, exp.In) and not negated and inner.args.get("query") is not None:
+            sub, extra = inner.args["query"], inner.this
+        else:
+            continue
+        sub = sub.this if isinstance(sub, exp.Subquery) else sub
+        if not isinstance(sub, exp.Select) or not _plain_subquery(namespaces, sub):
+            continue
+        table = sub.args.get("from_", sub.args.get("from")).this
+        if table.alias_or_name == outer.alias_or_name:
+            continue
+        conds = _conjuncts(sub.args["where"].this) if sub.args.get("where") is not None else []
+        if extra is not None:
+            if len(sub.expressions) != 1 or not isinstance(sub.expressions[0], exp.Column):
+                continue
+            conds = [exp.EQ(this=extra.copy(), expression=sub.expressions[0].copy()), *conds]
+        if not conds:
+            continue
+        copy = select.copy()
+        rest = [c.copy() for j, c in enumerate(conjuncts) if j != i]
+        copy.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
+        join = exp.Join(this=table.copy(), on=exp.and_(*[c.copy() for c in conds]), side="LEFT")
+        join.set("kind", "ANTI" if negated else "SEMI")
+        copy.set("joins", [join])
+        return copy
+    return None
+
+
+def _plain_subquery(namespaces: dict[str, Any], sub: exp.Select) -> bool:
+    from_ = sub.args.get("from_", sub.args.get("from"))
+    if from_ is None or sub.args.get("joins") or sub.args.get("with"):
+        return False
+    if any(sub.args.get(k) for k in ("group", "having", "limit", "offset", "distinct", "order")):
+        return False
+    t = from_.this
+    return isinstance(t, exp.Table) and not t.db and t.name in namespaces
+
+
+@dataclass
+class _Sides:
+    """Column resolution for the two sides of the join in one SELECT."""
+
+    la: str
+    ra: str
+    lcols: list[str]
+    rcols: list[str]
+    others: bool  # further joins: unknown unqualified columns may be theirs
+    outputs: set[str] = field(default_factory=set)  # SELECT aliases (ORDER BY may use them)
+
+    def side_of(self, col: exp.Column) -> str | None:
+        """ "l" / "r" for a column of a side, None for another table's; _Skip when unresolvable."""
         if col.table:
-            if col.table == la:
+            if col.table == self.la:
                 return "l"
-            if col.table == ra:
+            if col.table == self.ra:
                 return "r"
+            if self.others:
+                return None
             raise _Skip(f"column {col.sql()} refers to another table")
-        in_l, in_r = col.name in lcols, col.name in rcols
+        in_l, in_r = col.name in self.lcols, col.name in self.rcols
         if in_l and in_r:
             raise _Skip(f"column {col.name} is ambiguous")
         if in_l:
             return "l"
         if in_r:
             return "r"
+        if self.others or col.name in self.outputs:
+            return None
         raise _Skip(f"column {col.name} is not in either side")
 
+    def alias(self, side: str) -> str:
+        return self.la if side == "l" else self.ra
+
+
+def _rewrite_select(
+    ctx: Any, namespaces: dict[str, Any], select: exp.Select, text: str | None = None
+) -> bool:
+    """Rewrite one SELECT whose FROM joins two namespaces (``text``: its SQL as written)."""
+    if not _namespace_join(namespaces, select):
+        return False
+    from_ = select.args.get("from_", select.args.get("from"))
+    joins = select.args.get("joins") or []
+    left_t, join = from_.this, joins[0]
+    right_t = join.this
+    key = ((join.side or "").upper(), (join.kind or "").upper())
+    if key not in _KINDS or join.args.get("using") or join.args.get("method"):
+        raise _Skip(f"join type {' '.join(k for k in key if k) or 'cross'} is not supported")
+    how = _KINDS[key]
+    la, ra = left_t.alias_or_name, right_t.alias_or_name
+    if la == ra:
+        raise _Skip("both sides have the same alias")
+    lprov, rprov = namespaces[left_t.name], namespaces[right_t.name]
+    sides = _Sides(la, ra, list(lprov.schema.names), list(rprov.schema.names), len(joins) > 1)
+    sides.outputs = {e.alias for e in select.expressions if isinstance(e, exp.Alias)}
+    on = join.args.get("on")
+    if on is None:
+        raise _Skip("no ON condition")
+    if any(isinstance(n, (exp.Subquery, exp.Exists)) for n in on.walk()):
+        raise _Skip("a subquery in the ON condition")
+
+    for sub in select.find_all(exp.Select):
+        if sub is not select and any(c.table in (la, ra) for c in sub.find_all(exp.Column)):
+            raise _Skip("a subquery refers to the joined tables")
+
     keys: list[tuple[str, str]] = []
-    extra: list[exp.Expression] = []
-    for conj in on.flatten() if isinstance(on, exp.And) else [on]:
+    for conj in _conjuncts(on):
         if (
             isinstance(conj, exp.EQ)
             and isinstance(conj.left, exp.Column)
             and isinstance(conj.right, exp.Column)
         ):
-            s1, s2 = side_of(conj.left), side_of(conj.right)
+            s1, s2 = sides.side_of(conj.left), sides.side_of(conj.right)
             if {s1, s2} == {"l", "r"}:
                 lc, rc = (conj.left, conj.right) if s1 == "l" else (conj.right, conj.left)
                 keys.append((lc.name, rc.name))
-                continue
-        extra.append(conj)
     if not keys:
         raise _Skip("no equi-join condition between the two namespaces")
-    if extra and how != "inner":
-        raise _Skip(f"non-equi ON conditions on a {how} join")
-    if len(joins) > 1 and any(isinstance(s, exp.Star) for s in select.expressions):
-        raise _Skip("SELECT * with further joins")
-    lns, rns = lprov.namespace, rprov.namespace
-    try:
-        plan = plan_join(lns, rns, keys, how)
-    except Exception as exc:  # planning errors mean "plain join", never a failed query
-        raise _Skip(f"join planning failed: {exc}") from exc
-    if not plan.compatible:
-        raise _Skip(plan.reason or "incompatible partitioning")
     for a, b in keys:
         if not lprov.schema.field(a).type.equals(rprov.schema.field(b).type):
             raise _Skip(f"join key types differ: {a} and {b}")
+    visible = _VISIBLE.get(how, "lr")
 
-    # every column of either side becomes "alias.col" of the SPJ table
-    def to_spj(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-            try:
-                side = side_of(node)
-            except _Skip:
-                if node.table in (la, ra) or (not node.table and len(joins) == 1):
-                    raise
-                return node
-            alias = la if side == "l" else ra
-            return exp.column(exp.to_identifier(spj_column(alias, node.name), quoted=True), _ALIAS)
-        return node
-
-    used = _used_columns(select, la, ra, side_of, lcols, rcols)
-    new_exprs: list[exp.Expression] = []
-    out_names: list[str] = []
-    for e in select.expressions:
-        if isinstance(e, exp.Star):
-            out_names += lcols + rcols
-        elif isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
-            out_names += lcols if e.table == la else rcols if e.table == ra else []
+    # WHERE conjuncts over the visible sides only run inside each group
+    where = select.args.get("where")
+    pushed: list[exp.Expression] = []
+    kept: list[exp.Expression] = []
+    for conj in _conjuncts(where.this) if where is not None else []:
+        used = _sides_used(conj, sides)
+        if used is not None and used <= set(visible):
+            pushed.append(conj)
         else:
-            out_names.append(e.alias_or_name)
-    dup = {n for n in out_names if out_names.count(n) > 1}
+            kept.append(conj)
+    side_filters: dict[str, list[str]] = {"l": [], "r": []}
+    for conj in pushed:
+        used = _sides_used(conj, sides) or set()
+        if len(used) == 1 and next(iter(used)) in _PRUNABLE[how]:
+            side_filters[next(iter(used))].append(_unqualified(conj))
+    plan = _plan(lprov.namespace, rprov.namespace, keys, how, side_filters)
+    if not plan.compatible:
+        raise _Skip(plan.reason or "incompatible partitioning")
 
-    def named(col: exp.Expression, name: str) -> exp.Expression:
-        # a name two outputs share stays "alias.col" (DataFusion forbids duplicates)
-        return col if name in dup else exp.alias_(col, exp.to_identifier(name, quoted=True))
-
-    for e in select.expressions:
-        if isinstance(e, exp.Star):
-            pairs = [(la, c) for c in lcols] + [(ra, c) for c in rcols]
-        elif isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table in (la, ra):
-            pairs = [(e.table, c) for c in (lcols if e.table == la else rcols)]
+    names = _output_names(ctx, select, text)
+    agg = _aggregation(select, sides, visible) if len(joins) == 1 and not kept else None
+    lside = SpjSide(lprov.namespace, lprov.schema, la, left_t.name)
+    rside = SpjSide(rprov.namespace, rprov.schema, ra, right_t.name)
+    # DataFusion builds its hash table on the first table of the FROM: make it the smaller side
+    first = (LEFT_TABLE, la, how)
+    if _rows(rprov.namespace, plan, "right") < _rows(lprov.namespace, plan, "left"):
+        first = (RIGHT_TABLE, ra, _SWAPPED[how])
+    second = (RIGHT_TABLE, ra) if first[0] == LEFT_TABLE else (LEFT_TABLE, la)
+    from_sql = (
+        f"FROM {first[0]} AS {_q(first[1])} {_JOIN_SQL[first[2]]} "
+        f"{second[0]} AS {_q(second[1])} ON {on.sql(dialect='postgres')}"
+    )
+    if pushed:
+        from_sql += " WHERE " + " AND ".join(f"({c.sql(dialect='postgres')})" for c in pushed)
+    if agg is not None:
+        group_sql, outer = agg.group_sql(from_sql), agg
+        try:
+            schema = group_schema(lside, rside, group_sql)
+        except Exception:  # e.g. a function only the user's session knows: no partial step
+            agg = None
         else:
-            pairs = []
-        if pairs:
-            for alias, c in pairs:
-                col = exp.column(exp.to_identifier(spj_column(alias, c), quoted=True), _ALIAS)
-                new_exprs.append(named(col, c))
-            continue
-        if isinstance(e, exp.Column):
-            new_exprs.append(named(_map(e, to_spj), e.name))
-        else:
-            new_exprs.append(_map(e, to_spj))
-    rest = {k: _map(v, to_spj) for k, v in select.args.items() if k in _CLAUSES and v is not None}
-    later = [_map(j, to_spj) for j in joins[1:]]
+            if agg.has_decimal_sum(schema):
+                agg = None
+    if agg is None:
+        needed = _needed_columns(select, sides, visible, where_kept=kept, pushed=pushed)
+        cols = [
+            f"{_q(sides.alias(s))}.{_q(c)} AS {_q(spj_column(sides.alias(s), c))}"
+            for s, c in needed
+        ]
+        group_sql = f"SELECT {', '.join(cols) or '1 AS __one'} {from_sql}"
+        try:
+            schema = group_schema(lside, rside, group_sql)
+        except Exception as exc:
+            raise _Skip(f"the per-group query cannot be planned on its own: {exc}") from exc
     name = fresh_table_name("__lance_spj")
+    extra = [c for c in _conjuncts(on) if not _is_key(c, sides)]
+    details = []
+    if pushed:
+        details.append("where")
+    if agg is not None:
+        details.append("partial aggregate")
     table = SpjTable(
         plan,
-        SpjSide(lns, lprov.schema, la, left_t.name, tuple(c for c in lcols if ("l", c) in used)),
-        SpjSide(rns, rprov.schema, ra, right_t.name, tuple(c for c in rcols if ("r", c) in used)),
+        lside,
+        rside,
         name=name,
+        group_sql=group_sql,
+        schema=schema,
+        extra_condition=" AND ".join(c.sql() for c in extra) or None,
+        pushed=" + ".join(details) or None,
     )
     register_query_table(ctx, name, table)
-    source: exp.Expression = exp.to_table(name)
-    if extra:
-        cond = exp.and_(*[_map(c.copy(), to_spj) for c in extra])
-        source = (
-            exp.select("*").from_(exp.alias_(exp.to_table(name), _ALIAS, table=True)).where(cond)
-        ).subquery(_ALIAS)
+    if agg is not None:
+        outer.apply(select, names)
     else:
-        source = exp.alias_(source, _ALIAS, table=True)
-    select.set("expressions", new_exprs)
-    select.set("from_" if "from_" in select.args else "from", exp.From(this=source))
-    select.set("joins", later or None)
-    for k, v in rest.items():
-        select.set(k, v)
-    ctx.spj_last_reason = None
+        _apply_plain(select, sides, visible, names, kept)
+    select.set(
+        "from_" if "from_" in select.args else "from",
+        exp.From(this=exp.alias_(exp.to_table(name), _ALIAS, table=True)),
+    )
+    select.set("joins", [_map(j, sides) for j in joins[1:]] or None)
     return True
 
 
-_CLAUSES = ("where", "group", "having", "order", "qualify", "distribute", "sort", "cluster")
+def _rows(ns: Any, plan: Any, side: str) -> int:
+    """Rows of the plan's partition tables of one side (table metadata; no data read)."""
+    ids = [r.object_id for g in plan.groups for r in getattr(g, side)]
+    try:
+        return sum(u.estimated_rows or 0 for u in ns.scan_units(ids)) if ids else 0
+    except Exception:  # an estimate only: fall back to counting partition tables
+        return len(ids)
 
 
-def _map(node: exp.Expression, fn: Any) -> exp.Expression:
-    """Rewrite columns of ``node`` that belong to this SELECT (not to nested subqueries)."""
+def _plan(lns: Any, rns: Any, keys: list[tuple[str, str]], how: str, filters: dict) -> Any:
+    """plan_join with each side's WHERE conditions pruning it (without them if they fail)."""
+    lf = " AND ".join(f"({f})" for f in filters["l"]) or None
+    rf = " AND ".join(f"({f})" for f in filters["r"]) or None
+    try:
+        return plan_join(lns, rns, keys, how, left_filter=lf, right_filter=rf)
+    except Exception:  # a condition the pruning planner cannot read prunes nothing
+        pass
+    try:
+        return plan_join(lns, rns, keys, how)
+    except Exception as exc:  # planning errors mean "plain join", never a failed query
+        raise _Skip(f"join planning failed: {exc}") from exc
 
-    def visit(n: exp.Expression) -> exp.Expression:
-        if isinstance(n, exp.Column):
-            outer = n.find_ancestor(exp.Select)
-            if outer is not None and outer is not top_select:
-                return n
-            return fn(n)
-        return n
 
-    top_select = node.find_ancestor(exp.Select) if not isinstance(node, exp.Select) else node
-    return node.transform(visit, copy=False)
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
-def _used_columns(
-    select: exp.Select, la: str, ra: str, side_of: Any, lcols: list[str], rcols: list[str]
-) -> set[tuple[str, str]]:
-    used: set[tuple[str, str]] = set()
-    for e in select.expressions:
-        if isinstance(e, exp.Star):
-            return {("l", c) for c in lcols} | {("r", c) for c in rcols}
-        if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
-            if e.table == la:
-                used |= {("l", c) for c in lcols}
-            elif e.table == ra:
-                used |= {("r", c) for c in rcols}
-    for col in select.find_all(exp.Column):
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _is_key(conj: exp.Expression, sides: _Sides) -> bool:
+    if not (
+        isinstance(conj, exp.EQ)
+        and isinstance(conj.left, exp.Column)
+        and isinstance(conj.right, exp.Column)
+    ):
+        return False
+    return {sides.side_of(conj.left), sides.side_of(conj.right)} == {"l", "r"}
+
+
+def _sides_used(node: exp.Expression, sides: _Sides) -> set[str] | None:
+    """The sides ``node`` reads; None when it reads anything else or cannot move into a group."""
+    if any(isinstance(n, (exp.Subquery, exp.Exists, exp.Window, exp.AggFunc)) for n in node.walk()):
+        return None
+    used: set[str] = set()
+    for col in node.find_all(exp.Column):
         if isinstance(col.this, exp.Star):
-            continue
-        try:
-            used.add((side_of(col), col.name))
-        except _Skip:
-            continue
+            return None
+        side = sides.side_of(col)
+        if side is None:
+            return None
+        used.add(side)
     return used
 
 
-register_pass("storage_partitioned_join", storage_partitioned_join)
+def _unqualified(node: exp.Expression) -> str:
+    copy = node.copy()
+    for col in copy.find_all(exp.Column):
+        col.set("table", None)
+    return copy.sql(dialect="postgres")
+
+
+def _output_names(ctx: Any, select: exp.Select, text: str | None) -> list[str] | None:
+    """DataFusion's output names of the SELECT as written (None when it cannot plan it alone)."""
+    if text is None:
+        if any(j.kind in ("SEMI", "ANTI") for j in select.find_all(exp.Join)):
+            return None  # sqlglot prints these as (NOT) EXISTS
+        text = select.sql(dialect="postgres")
+    try:
+        df = datafusion.SessionContext.sql(ctx, text)
+        return list(df.schema().names)
+    except Exception:
+        return None
+
+
+def _spj_col(alias: str, column: str) -> exp.Column:
+    return exp.column(exp.to_identifier(spj_column(alias, column), quoted=True), _ALIAS)
+
+
+def _map(node: exp.Expression, sides: _Sides, replace: Any = None) -> exp.Expression:
+    """Rewrite this SELECT's column references (not nested subqueries') to the SPJ table."""
+    top = node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
+
+    def visit(n: exp.Expression) -> exp.Expression:
+        if replace is not None:
+            r = replace(n)
+            if r is not None:
+                return r
+        if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+            outer = n.find_ancestor(exp.Select)
+            if outer is not None and outer is not top:
+                return n
+            side = sides.side_of(n)
+            if side is None:
+                return n
+            return _spj_col(sides.alias(side), n.name)
+        return n
+
+    return node.transform(visit, copy=False)
+
+
+def _star_pairs(e: exp.Expression, sides: _Sides, visible: str) -> list[tuple[str, str]] | None:
+    lpairs = [(sides.la, c) for c in sides.lcols] if "l" in visible else []
+    rpairs = [(sides.ra, c) for c in sides.rcols] if "r" in visible else []
+    if isinstance(e, exp.Star):
+        return lpairs + rpairs
+    if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+        if e.table == sides.la:
+            return lpairs
+        if e.table == sides.ra:
+            return rpairs
+    return None
+
+
+def _select_list(
+    select: exp.Select, sides: _Sides, visible: str, names: list[str] | None, mapper: Any
+) -> list[exp.Expression]:
+    """The rewritten SELECT list: stars expanded, every output keeps its original name."""
+    expanded: list[tuple[exp.Expression, str | None]] = []
+    for e in select.expressions:
+        pairs = _star_pairs(e, sides, visible)
+        if pairs is not None:
+            expanded += [(_spj_col(a, c), c) for a, c in pairs]
+        elif isinstance(e, exp.Alias):
+            expanded.append((mapper(e), None))
+        elif isinstance(e, exp.Column):
+            expanded.append((mapper(e), e.name))
+        else:
+            expanded.append((mapper(e), ""))
+    if names is not None and len(names) != len(expanded):
+        names = None
+    taken = [n for _, n in expanded if n]
+    out = []
+    for i, (node, name) in enumerate(expanded):
+        if name is None:
+            out.append(node)
+        elif name == "":
+            out.append(node if names is None else exp.alias_(node, _ident(names[i])))
+        elif taken.count(name) > 1:
+            out.append(node)  # a name two outputs share stays "alias.col" (no duplicates)
+        else:
+            out.append(exp.alias_(node, _ident(name)))
+    return out
+
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+_CLAUSES = ("group", "having", "order", "qualify", "distribute", "sort", "cluster")
+
+
+def _apply_plain(
+    select: exp.Select,
+    sides: _Sides,
+    visible: str,
+    names: list[str] | None,
+    kept: list[exp.Expression],
+) -> None:
+    def mapper(e: exp.Expression) -> exp.Expression:
+        return _map(e, sides)
+
+    select.set("expressions", _select_list(select, sides, visible, names, mapper))
+    for k in _CLAUSES:
+        if select.args.get(k) is not None:
+            select.set(k, mapper(select.args[k]))
+    if kept:
+        select.set("where", exp.Where(this=mapper(exp.and_(*kept))))
+    else:
+        select.set("where", None)
+
+
+def _needed_columns(
+    select: exp.Select,
+    sides: _Sides,
+    visible: str,
+    *,
+    where_kept: list[exp.Expression],
+    pushed: list[exp.Expression],
+) -> list[tuple[str, str]]:
+    """Side columns the outer query reads, in side order (star: all visible columns)."""
+    used: set[tuple[str, str]] = set()
+    for e in select.expressions:
+        pairs = _star_pairs(e, sides, visible)
+        if pairs is not None:
+            used |= {("l" if a == sides.la else "r", c) for a, c in pairs}
+    nodes = [e for e in select.expressions] + where_kept
+    nodes += [select.args[k] for k in _CLAUSES if select.args.get(k) is not None]
+    nodes += (select.args.get("joins") or [])[1:]
+    for node in nodes:
+        for col in node.find_all(exp.Column):
+            if isinstance(col.this, exp.Star):
+                continue
+            outer = col.find_ancestor(exp.Select)
+            if outer is not None and outer is not select:
+                continue
+            side = sides.side_of(col)
+            if side is not None:
+                used.add((side, col.name))
+    order = [("l", c) for c in sides.lcols] + [("r", c) for c in sides.rcols]
+    return [p for p in order if p in used and p[0] in visible]
+
+
+@dataclass
+class _Aggregation:
+    """A GROUP BY over the join split into a per-group partial and an outer final step."""
+
+    sides: _Sides
+    visible: str
+    group_cols: list[tuple[str, str]]
+    partials: dict[str, tuple[str, exp.Expression]] = field(default_factory=dict)  # sql -> name
+
+    def group_sql(self, from_sql: str) -> str:
+        cols = [
+            f"{_q(self.sides.alias(s))}.{_q(c)} AS {_q(spj_column(self.sides.alias(s), c))}"
+            for s, c in self.group_cols
+        ]
+        items = cols + [
+            f"{node.sql(dialect='postgres')} AS {_q(name)}" for name, node in self.partials.values()
+        ]
+        group = ", ".join(f"{_q(self.sides.alias(s))}.{_q(c)}" for s, c in self.group_cols)
+        return f"SELECT {', '.join(items)} {from_sql}" + (f" GROUP BY {group}" if group else "")
+
+    def has_decimal_sum(self, schema: Any) -> bool:
+        """Sums of decimals widen at each step: a two-step sum would change the result type."""
+        import pyarrow as pa
+
+        return any(
+            isinstance(node, exp.Sum) and pa.types.is_decimal(schema.field(name).type)
+            for name, node in self.partials.values()
+        )
+
+    def final(self, agg: exp.Expression) -> exp.Expression:
+        def part(node: exp.Expression) -> exp.Column:
+            key = node.sql(dialect="postgres")
+            if key not in self.partials:
+                self.partials[key] = (f"__p{len(self.partials)}", node)
+            return exp.column(_ident(self.partials[key][0]), _ALIAS)
+
+        if isinstance(agg, exp.Sum):
+            return exp.Sum(this=part(agg.copy()))
+        if isinstance(agg, exp.Count):
+            return exp.Sum(this=part(agg.copy()))
+        if isinstance(agg, (exp.Min, exp.Max)):
+            return type(agg)(this=part(agg.copy()))
+        # avg(x) = sum(x) / count(x), in float64 like DataFusion's avg of numbers
+        s = part(exp.Sum(this=agg.this.copy()))
+        n = part(exp.Count(this=agg.this.copy()))
+        num = exp.cast(exp.Sum(this=s), "DOUBLE")
+        den = exp.cast(exp.Nullif(this=exp.Sum(this=n), expression=exp.Literal.number(0)), "DOUBLE")
+        return exp.Div(this=num, expression=den)
+
+    def apply(self, select: exp.Select, names: list[str] | None) -> None:
+        def replace(n: exp.Expression) -> exp.Expression | None:
+            if isinstance(n, _PARTIAL):
+                return self.final(n)
+            return None
+
+        def mapper(e: exp.Expression) -> exp.Expression:
+            return _map(e, self.sides, replace)
+
+        exprs = _select_list(select, self.sides, self.visible, names, mapper)
+        select.set("expressions", exprs)
+        for k in ("having", "order", "qualify"):
+            if select.args.get(k) is not None:
+                select.set(k, mapper(select.args[k]))
+        select.set(
+            "group",
+            exp.Group(expressions=[_spj_col(self.sides.alias(s), c) for s, c in self.group_cols])
+            if self.group_cols
+            else None,
+        )
+        select.set("where", None)
+
+
+def _aggregation(select: exp.Select, sides: _Sides, visible: str) -> _Aggregation | None:
+    """The partial/final split of this SELECT, or None when it is not such an aggregation."""
+    group = select.args.get("group")
+    aggs = [a for e in select.expressions for a in e.find_all(exp.AggFunc)]
+    if group is None and not aggs:
+        return None
+    if any(select.args.get(k) for k in ("qualify", "distribute", "sort", "cluster")):
+        return None
+    if any(isinstance(n, (exp.Window, exp.Subquery)) for n in select.walk()):
+        return None
+    if any(_star_pairs(e, sides, visible) is not None for e in select.expressions):
+        return None
+    group_cols: list[tuple[str, str]] = []
+    for g in group.expressions if group is not None else []:
+        if not isinstance(g, exp.Column) or isinstance(g.this, exp.Star):
+            return None
+        side = sides.side_of(g)
+        if side is None or side not in visible:
+            return None
+        if (side, g.name) not in group_cols:
+            group_cols.append((side, g.name))
+    if group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
+        return None
+    nodes = list(select.expressions)
+    nodes += [select.args[k] for k in ("having", "order") if select.args.get(k) is not None]
+    for node in nodes:
+        for agg in node.find_all(exp.AggFunc):
+            if not isinstance(agg, _PARTIAL) or agg.find(exp.Distinct) is not None:
+                return None
+            if agg.find_ancestor(exp.AggFunc) is not None:
+                return None
+            inner = agg.this
+            if isinstance(agg, exp.Count) and isinstance(inner, exp.Star):
+                continue
+            if len(agg.args.get("expressions") or []) > 0:
+                return None
+            used = _sides_used(inner, sides) if inner is not None else None
+            if used is None or not used <= set(visible):
+                return None
+        # a column outside aggregates must be a GROUP BY column (or an output alias)
+        for col in node.find_all(exp.Column):
+            if col.find_ancestor(exp.AggFunc) is not None:
+                continue
+            side = sides.side_of(col)
+            if side is not None and (side, col.name) not in group_cols:
+                return None
+    out = _Aggregation(sides, visible, group_cols)
+    for node in nodes:  # name the partials now: the group query is built before apply()
+        for agg in node.find_all(exp.AggFunc):
+            out.final(agg)
+    return out
+
+
+# Before murmur3_dispatch: each group query dispatches its own murmur3 calls in its context.
+register_pass("storage_partitioned_join", storage_partitioned_join, before="murmur3_dispatch")
 
 __all__ = ["storage_partitioned_join"]
