@@ -10,6 +10,7 @@ still apply, so pruning never changes results.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,12 +40,19 @@ class PlannedPartition:
 
 @dataclass(frozen=True)
 class SpecVersionReport:
-    """Pruning of one spec version: the manifest filter used and selected/total counts."""
+    """Pruning of one spec version: the manifest filter used and selected/total counts.
+
+    ``fully_matching`` counts selected partitions whose partition values prove
+    the whole filter (their scans need not re-check it). ``manifest_filter`` is
+    ``TRUE`` for a version nothing was pruned in (no filter, or one the planner
+    could not use).
+    """
 
     spec_version: int
     manifest_filter: str
     selected: int
     total: int
+    fully_matching: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,8 @@ class ScanPlan:
             lines.append(f"  no pruning: {self.reason}")
         for s in self.specs:
             lines.append(
-                f"  v{s.spec_version}: {s.selected}/{s.total} selected; filter: {s.manifest_filter}"
+                f"  v{s.spec_version}: {s.selected}/{s.total} selected"
+                f" ({s.fully_matching} without re-check); manifest filter: {s.manifest_filter}"
             )
         if self.filter_sql is not None:
             lines.append(f"  scan filter: {self.filter_sql}")
@@ -206,26 +215,54 @@ def _partition(row: Mapping[str, Any], value_cols: Sequence[str]) -> PlannedPart
     )
 
 
+def _unpruned_versions(parts: pa.Table, specs: Mapping[int, Any]) -> tuple[SpecVersionReport, ...]:
+    """Per spec version, every partition selected (a scan without pruning)."""
+    versions = parts.column("spec_version").to_pylist()
+    return tuple(
+        SpecVersionReport(v, "TRUE", versions.count(v), versions.count(v)) for v in sorted(specs)
+    )
+
+
 def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
     """Prune ``ns`` (a ``PartitionedNamespace``) for ``filter`` (SQL text, pyarrow expression).
 
-    A filter the planner cannot use selects every partition (``pruned`` False, with
-    the reason); a filter that does not parse at all raises, naming the filter.
+    ``ns`` may also be the namespace's root path: then only the ``__manifest``
+    rows the filter selects are read (the filter runs inside the Lance scan,
+    :func:`.manifest_scan.plan_scan_at`). A filter the planner cannot use
+    selects every partition (``pruned`` False, with the reason); a filter that
+    does not parse at all raises, naming the filter.
     """
     from lance_sql.errors import LanceSqlError
+    from lance_sql.planning import manifest_scan
     from lance_sql.planning.planner import plan_partitions, to_predicate
     from lance_sql.planning.predicates import to_sql
 
+    if isinstance(ns, (str, os.PathLike)):
+        return manifest_scan.plan_scan_at(ns, filter)
+    if filter is not None:
+        try:
+            pred = to_predicate(filter, ns.schema)
+        except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
+            raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
+        try:  # vectorised over the in-memory __manifest rows; no per-partition Python
+            plan = plan_partitions(pred, ns.specs, ns.schema, ns.snapshot.rows)
+            return manifest_scan.scan_plan_from(
+                plan, root=str(ns.root), manifest_version=ns.manifest_version, specs=ns.specs
+            )
+        except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException):
+            pass  # reported below, with every partition selected
     parts = ns.partitions()
     value_cols = [c for c in parts.column_names if c not in _BASE]
     total = parts.num_rows
     common = {"root": str(ns.root), "manifest_version": ns.manifest_version}
+    everything = _unpruned_versions(parts, ns.specs)
     if filter is None:
         rows = parts.to_pylist()
         return ScanPlan(
             **common,
             partitions=tuple(_partition(r, value_cols) for r in rows),
             total_partitions=total,
+            specs=everything,
         )
     try:
         pred = to_predicate(filter, ns.schema)
@@ -240,6 +277,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
             **common,
             partitions=tuple(_partition(r, value_cols) for r in parts.to_pylist()),
             total_partitions=total,
+            specs=everything,
             filter_sql=filter_sql,
             pruned=False,
             reason=str(e),
@@ -251,7 +289,8 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         partitions=tuple(_partition(r, value_cols) for r in selected),
         total_partitions=total,
         specs=tuple(
-            SpecVersionReport(s.spec_id, s.filter_sql, s.selected, s.total) for s in rep.specs
+            SpecVersionReport(s.spec_id, s.filter_sql, s.selected, s.total, s.fully_matching)
+            for s in rep.specs
         ),
         manifest_filter=rep.manifest_filter_sql,
         filter_sql=filter_sql,

@@ -107,7 +107,7 @@ def _leaf(node: exp.Expression) -> Predicate:
         values = node.expressions
         if not all(_is_literal(v) for v in values):
             raise _NotATerm
-        return InList(_term(node.this), tuple(_literal(v) for v in values))
+        return InList(_term(node.this), _common_type(tuple(_literal(v) for v in values)))
     if isinstance(node, exp.Is):
         if isinstance(node.expression, exp.Null):
             pred: Predicate = IsNull(_term(node.this))
@@ -133,6 +133,11 @@ def _leaf(node: exp.Expression) -> Predicate:
         else:
             pred = StartsWith(term, body)
         return Not(pred) if node.args.get("negate") else pred
+    if isinstance(node, exp.StartsWith):  # sqlglot >= 26 parses starts_with(s, 'p') to this
+        prefix = node.expression
+        if isinstance(prefix, exp.Literal) and prefix.is_string:
+            return StartsWith(_term(node.this), prefix.this)
+        raise _NotATerm
     if isinstance(node, exp.Anonymous) and node.name.lower() == "starts_with":
         args = node.expressions
         if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].is_string:
@@ -213,6 +218,25 @@ def _literal(node: exp.Expression) -> Literal:
     if node.is_string:
         return Literal(node.this, pa.string())
     return _number(node.this, negative=False)
+
+
+def _common_type(values: tuple[Literal, ...]) -> tuple[Literal, ...]:
+    """An IN list's literals as DataFusion compares them: in one common type.
+
+    DataFusion coerces the column and *all* list items to one type, so
+    ``i64 IN (-9223372036854775807, 26.0)`` compares in Float64 and also
+    matches -2^63 (both round to the same float). Integers next to a float
+    become floats here (the binding step then keeps only exact comparisons);
+    other mixes of literal types are not modelled and raise ``_NotATerm``.
+    """
+    types = {v.type for v in values if not pa.types.is_null(v.type)}
+    if len(types) <= 1:
+        return values
+    if types == {pa.int64(), pa.float64()}:
+        return tuple(
+            Literal(float(v.value), pa.float64()) if v.type == pa.int64() else v for v in values
+        )
+    raise _NotATerm
 
 
 # -------------------------------------------------------------------------- terms

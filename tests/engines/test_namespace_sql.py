@@ -163,6 +163,31 @@ def test_default_planner_pruning_is_sound_and_prunes(
         assert int(selected) < int(total)
 
 
+def test_explain_reports_every_spec_version(namespace: PartitionedNamespace) -> None:
+    ctx = SessionContext()
+    ctx.register_namespace("events", namespace.root)
+    by_version = {}
+    for t in namespace.tables():
+        by_version.setdefault(t.object_id.split("$")[0], []).append(t)
+    n1, n2 = len(by_version["v1"]), len(by_version["v2"])
+    plan = "\n".join(
+        ctx.sql("EXPLAIN SELECT id FROM events WHERE country = 'FR'")
+        .to_arrow_table()
+        .column("plan")
+        .to_pylist()
+    )
+    (line,) = [x for x in plan.splitlines() if "LanceNamespaceScan:" in x]
+    parts = namespace.partitions().to_pylist()
+    fr = sum(1 for p in parts if p["spec_version"] == 1 and p["partition_field_country"] == "FR")
+    assert 0 < fr < n1 and f"partition_tables={fr + n2}/{n1 + n2}" in line
+    assert f"v1: {fr}/{n1}, manifest_filter=partition_field_country = 'FR'" in line
+    assert f"v2: {n2}/{n2}, manifest_filter=TRUE" in line  # v2 has no field on country
+    plan = "\n".join(
+        ctx.sql("EXPLAIN SELECT id FROM events").to_arrow_table().column("plan").to_pylist()
+    )
+    assert f"spec_versions=[v1: {n1}/{n1}, manifest_filter=TRUE; v2: {n2}/{n2}," in plan
+
+
 def test_prune_hook_selects_partition_tables(namespace: PartitionedNamespace) -> None:
     wanted = [e for e in namespace.tables() if e.spec_version == 2]
     seen: list[Any] = []

@@ -55,3 +55,29 @@ def test_bad_inputs_name_the_culprit(ns: PartitionedNamespace) -> None:
         ScanPlan.from_json('{"format": "x"}')
     with pytest.raises(PlanningError, match="scan_plan"):
         ScanPlan.from_arrow(pa.table({"a": [1]}))
+
+
+def test_per_spec_version_reports_round_trip(ns: PartitionedNamespace) -> None:
+    ns.add_spec([{"source": "s", "transform": "identity"}])
+    ns.append(pa.table({"k": range(10), "s": [str(i % 2) for i in range(10)]}, schema=SCHEMA))
+    full = plan_scan(ns)
+    assert [(s.spec_version, s.selected, s.total, s.manifest_filter) for s in full.specs] == [
+        (1, 8, 8, "TRUE"),
+        (2, 2, 2, "TRUE"),
+    ]
+    plan = plan_scan(ns, "s = '1' AND k >= 0")
+    v1, v2 = plan.specs
+    assert (v1.selected, v1.total, v1.manifest_filter) == (8, 8, "TRUE")
+    assert (v2.selected, v2.total) == (1, 2) and "partition_field_s = '1'" in v2.manifest_filter
+    assert v2.fully_matching == 0  # k >= 0 is not proven by an identity field on s
+    assert plan_scan(ns, "s = '1'").specs[1].fully_matching == 1
+    for p in (full, plan):
+        assert ScanPlan.from_json(p.to_json()) == p
+        assert ScanPlan.from_arrow(p.to_arrow()) == p
+    text = plan.explain()
+    assert "v1: 8/8 selected" in text and "v2: 1/2 selected (0 without re-check)" in text
+    # plans serialised before the field existed still load
+    old = plan.to_dict()
+    for s in old["specs"]:
+        del s["fully_matching"]
+    assert ScanPlan.from_dict(old).specs[1].fully_matching == 0

@@ -15,9 +15,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +47,20 @@ PruneHook = Callable[
 ]
 
 
+_PLANNING_ERRORS: tuple[type[BaseException], ...] = (
+    NotImplementedError,
+    ValueError,
+    TypeError,
+    pa.ArrowException,
+)
+
+
+def _planning_errors() -> tuple[type[BaseException], ...]:
+    from lance_sql.errors import LanceSqlError
+
+    return (LanceSqlError, *_PLANNING_ERRORS)
+
+
 def planner_prune(
     filter: pc.Expression | None,
     namespace: PartitionedNamespace,
@@ -61,18 +77,79 @@ def planner_prune(
     DataFusion); specs refer to sources by field id, so it stays right after
     renames.
     """
-    if filter is None:
-        return None
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.planning.planner import plan_partitions
+    plan = plan_pruning(filter, None, namespace, schema or namespace.schema)
+    return None if plan is None else plan.selected.column("object_id").to_pylist()
 
-    try:
-        plan = plan_partitions(
-            filter, namespace.specs, schema or namespace.schema, namespace.snapshot.rows
-        )
-    except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException):
+
+def plan_pruning(
+    filter: pc.Expression | None,
+    prune_filter: str | None,
+    namespace: PartitionedNamespace,
+    schema: pa.Schema,
+) -> Any:
+    """The planner's ``PartitionPlan`` for ``filter`` AND ``prune_filter`` (None: no pruning).
+
+    ``filter`` is what DataFusion pushed into the scan; ``prune_filter`` is SQL
+    text over ``schema`` that the query's WHERE implies but DataFusion does not
+    push (transform terms, see :mod:`.transform_filters`). Either one that the
+    planner cannot read is dropped (dropping a conjunct only widens the
+    selection), so pruning never fails a query.
+    """
+    if filter is None and prune_filter is None:
         return None
-    return plan.selected.column("object_id").to_pylist()
+    # DataFusion asks for fragments from inside its tokio runtime, and the
+    # planner may itself run DataFusion (literal folding, expression fields):
+    # a nested runtime panics, so planning runs on a thread of its own.
+    return _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+
+
+_PLANNING_THREAD = concurrent.futures.ThreadPoolExecutor(
+    max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="lance-sql-prune"
+)
+
+
+def _plan_pruning(
+    filter: pc.Expression | None,
+    prune_filter: str | None,
+    namespace: PartitionedNamespace,
+    schema: pa.Schema,
+) -> Any:
+    from lance_sql.planning.planner import plan_partitions, to_predicate
+    from lance_sql.planning.predicates import and_
+
+    errors = _planning_errors()
+    preds = []
+    for f in (filter, prune_filter):
+        if f is None:
+            continue
+        try:
+            preds.append(to_predicate(f, schema))
+        except errors:
+            continue
+    if not preds:
+        return None
+    try:
+        return plan_partitions(and_(*preds), namespace.specs, schema, namespace.snapshot.rows)
+    except errors:
+        return None
+
+
+class PlannerPrune:
+    """The ``"planner"`` pruning hook, bound to the schema registered in DataFusion.
+
+    A callable :data:`PruneHook` like any other; :class:`NamespaceTable`
+    recognises it to also get the planner's per-spec-version report (EXPLAIN)
+    and to add pruning-only filters (:meth:`NamespaceTable.with_prune_filter`).
+    """
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+
+    def __call__(self, filter: pc.Expression | None, namespace: PartitionedNamespace) -> Any:
+        return planner_prune(filter, namespace, self.schema)
+
+    def plan(self, filter: pc.Expression | None, prune_filter: str | None, namespace: Any) -> Any:
+        return plan_pruning(filter, prune_filter, namespace, self.schema)
 
 
 class _EmptyUnit(ScanUnit):
@@ -175,7 +252,35 @@ class NamespaceTable(ScanUnitDataset):
         self._namespace = namespace
         namespace.metrics = self.metrics
         self._manifest_ds: Any = None
+        #: SQL filter over the namespace columns used for pruning only (never applied to rows)
+        self.prune_filter: str | None = None
+        self._base: NamespaceTable | None = None
         super().__init__(namespace.schema, self._plan, name=name)
+
+    @property
+    def prunes_with_planner(self) -> bool:
+        """True when pruning uses the planner (so :meth:`with_prune_filter` can add to it)."""
+        return isinstance(self.prune, PlannerPrune)
+
+    def with_prune_filter(self, sql: str) -> NamespaceTable:
+        """This table, pruning also with ``sql`` (a filter the query's WHERE implies).
+
+        The derived table reads the same namespace views (and counts into the
+        same :attr:`metrics`); ``sql`` only narrows the partition tables
+        selected, rows are filtered by the query as before. Used by the
+        transform-term pass (:mod:`.transform_filters`) for predicates
+        DataFusion does not push into a Python table.
+        """
+        if not self.prunes_with_planner:
+            raise ValueError(f"{self.name}: prune filters need the planner pruning hook")
+        base = self._base or self
+        derived = NamespaceTable.__new__(NamespaceTable)
+        derived.__dict__.update(base.__dict__)
+        derived._last_columns = threading.local()
+        derived._base = base
+        derived.prune_filter = sql
+        derived._planner = derived._plan
+        return derived
 
     @property
     def namespace(self) -> PartitionedNamespace:
@@ -183,6 +288,9 @@ class NamespaceTable(ScanUnitDataset):
         return self._namespace
 
     def _current(self) -> PartitionedNamespace:
+        if self._base is not None:
+            self._namespace = self._base._current()
+            return self._namespace
         if not self.follow_latest:
             return self._namespace
         import lance
@@ -205,23 +313,81 @@ class NamespaceTable(ScanUnitDataset):
 
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
-        partitions = self.prune(filter, ns) if self.prune is not None else None
+        spec_filters: dict[int, str] = {}
+        if isinstance(self.prune, PlannerPrune):
+            plan = self.prune.plan(filter, self.prune_filter, ns)
+            partitions = None if plan is None else plan.selected.column("object_id").to_pylist()
+            if plan is not None:
+                spec_filters = {s.spec_id: s.filter_sql for s in plan.report.specs}
+        else:
+            partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = list(
             ns.scan_units(partitions, rows_per_unit=self.rows_per_unit, schema=self.schema)
         )
-        tables = len({getattr(u, "entry", u).object_id for u in table_units})
-        total = len(ns.tables())
+        selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
+        totals = _version_totals(ns)
         units = _chain(table_units, self.partitions, self.schema)
         if not units:
             units = [_EmptyUnit(self.schema)]
         pin = "latest" if self.follow_latest else "pinned"
         where = "filter=none" if filter is None else f"filter={filter} (in each partition table)"
+        prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
+        versions = spec_version_lines(selected_ids, totals, spec_filters)
         description = (
             f"LanceNamespaceScan: table={self.name}, root={self.root}, "
-            f"manifest_version={ns.manifest_version} ({pin}), partition_tables={tables}/{total}, "
-            f"units={len(table_units)}, partitions={len(units)}, {where}"
+            f"manifest_version={ns.manifest_version} ({pin}), "
+            f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
+            f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
+            f"spec_versions=[{'; '.join(versions)}]"
         )
         return ScanPlan(units, description)
+
+
+_TOTALS_LOCK = threading.Lock()
+_TOTALS: weakref.WeakKeyDictionary[PartitionedNamespace, dict[int | None, int]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _version_totals(ns: PartitionedNamespace) -> dict[int | None, int]:
+    """Partition tables per spec version of this namespace view (computed once per view)."""
+    from lance_sql.tables.namespace.layout import spec_version_of
+
+    with _TOTALS_LOCK:
+        hit = _TOTALS.get(ns)
+    if hit is not None:
+        return hit
+    totals: dict[int | None, int] = {}
+    for t in ns.tables():
+        v = spec_version_of(t.object_id)
+        totals[v] = totals.get(v, 0) + 1
+    with _TOTALS_LOCK:
+        _TOTALS[ns] = totals
+    return totals
+
+
+def spec_version_lines(
+    selected: set[str], totals: Mapping[int | None, int], manifest_filters: Mapping[int, str]
+) -> list[str]:
+    """Per spec version: ``v{N}: selected/total, manifest_filter=...`` (EXPLAIN).
+
+    ``totals`` counts the partition tables per version (None: an object id
+    outside any ``v{N}$``); ``manifest_filters`` holds the planner's
+    per-version partition predicate; a version without one (no pruning, or a
+    version no spec describes) reads ``TRUE``.
+    """
+    from lance_sql.tables.namespace.layout import spec_version_of
+
+    chosen: dict[int | None, int] = {}
+    for object_id in selected:
+        v = spec_version_of(object_id)
+        chosen[v] = chosen.get(v, 0) + 1
+    out = []
+    for version in sorted(totals, key=lambda v: (v is None, v or 0)):
+        label = "other" if version is None else f"v{version}"
+        mf = manifest_filters.get(version, "TRUE") if version is not None else "TRUE"
+        out.append(f"{label}: {chosen.get(version, 0)}/{totals[version]}, manifest_filter={mf}")
+    return out
 
 
 def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int) -> None:
@@ -266,11 +432,7 @@ def register_namespace(
         return _register_directory(ctx, name, root_s, snapshot, storage_options, partitions)
     ns = PartitionedNamespace(root_s, snapshot, storage_options=storage_options, read_only=True)
     if prune == "planner":
-        registered = ns.schema
-
-        def prune(filter: pc.Expression | None, namespace: PartitionedNamespace) -> Any:
-            return planner_prune(filter, namespace, registered)
-
+        prune = PlannerPrune(ns.schema)
     elif isinstance(prune, str):
         raise ValueError(f"prune must be 'planner', None or a callable, got {prune!r}")
     provider = NamespaceTable(
@@ -312,4 +474,12 @@ def _register_directory(
     return names
 
 
-__all__ = ["NamespaceTable", "PruneHook", "planner_prune", "register_namespace"]
+__all__ = [
+    "NamespaceTable",
+    "PlannerPrune",
+    "PruneHook",
+    "plan_pruning",
+    "planner_prune",
+    "register_namespace",
+    "spec_version_lines",
+]

@@ -36,13 +36,21 @@ class NamedPass:
 _PASSES: list[NamedPass] = []
 
 
-def register_pass(name: str, run: SqlPass) -> None:
-    """Append a rewrite to the pipeline (replacing one of the same name, in place)."""
+def register_pass(name: str, run: SqlPass, *, before: str | None = None) -> None:
+    """Add a rewrite to the pipeline: replace one of the same name in place, else append.
+
+    ``before`` names a pass this one must run ahead of (e.g. a pass that reads
+    ``murmur3`` calls before ``murmur3_dispatch`` renames them): a new pass is
+    inserted just ahead of it when it is registered already, and appended
+    otherwise (the named pass, registered later, then lands after it). The
+    order of the other passes never changes.
+    """
     for i, existing in enumerate(_PASSES):
         if existing.name == name:
             _PASSES[i] = NamedPass(name, run)
             return
-    _PASSES.append(NamedPass(name, run))
+    at = next((i for i, p in enumerate(_PASSES) if p.name == before), len(_PASSES))
+    _PASSES.insert(at, NamedPass(name, run))
 
 
 def registered_passes() -> tuple[NamedPass, ...]:
