@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import fsspec
@@ -60,9 +61,72 @@ def resolve(
         text = os.fsdecode(text)
     if "://" not in text and not text.startswith("memory:"):
         text = os.path.abspath(os.path.expanduser(text))
-    fs, path = fsspec.core.url_to_fs(text, **dict(storage_options or {}))
+    fs, path = fsspec.core.url_to_fs(text, **fsspec_options(text, storage_options))
     url = text.rstrip("/") if len(text) > 1 else text
     return Location(fs, path.rstrip("/") or path, url)
+
+
+# Lance (object_store) option names -> what they mean, per backend. Both the bare and the
+# ``aws_``-prefixed spellings are accepted, as object_store does.
+_S3_KEYS = {
+    "endpoint": ("aws_endpoint", "endpoint", "aws_endpoint_url", "endpoint_url"),
+    "key": ("aws_access_key_id", "access_key_id"),
+    "secret": ("aws_secret_access_key", "secret_access_key"),
+    "token": ("aws_session_token", "session_token", "aws_token", "token"),
+    "region": ("aws_region", "region", "aws_default_region"),
+    "allow_http": ("allow_http", "aws_allow_http"),
+    "virtual_hosted": ("aws_virtual_hosted_style_request", "virtual_hosted_style_request"),
+}
+_LANCE_ONLY_KEYS = frozenset(
+    k for names in _S3_KEYS.values() for k in names if k not in ("key", "secret", "token")
+)
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def fsspec_options(uri: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The fsspec constructor arguments meaning what Lance-style ``storage_options`` mean.
+
+    One options dict must work for both halves of the library: pylance (Rust
+    object_store names such as ``aws_endpoint``, ``aws_access_key_id``,
+    ``allow_http``) and the metadata layer (fsspec/s3fs names such as ``key``,
+    ``client_kwargs={"endpoint_url": ...}``). For ``s3://`` (and ``s3a://``)
+    URIs the Lance names are translated; native s3fs arguments given alongside
+    are kept and win. Other schemes get the options unchanged.
+    """
+    opts = dict(storage_options or {})
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    if scheme not in ("s3", "s3a"):
+        return opts
+    found: dict[str, Any] = {}
+    for meaning, names in _S3_KEYS.items():
+        for name in names:
+            if name in opts:
+                found.setdefault(meaning, opts[name])
+    out = {k: v for k, v in opts.items() if k not in _LANCE_ONLY_KEYS}
+    client = dict(out.pop("client_kwargs", None) or {})
+    endpoint = found.get("endpoint")
+    if endpoint:
+        endpoint = str(endpoint)
+        if "://" not in endpoint:
+            scheme_ = "http" if _truthy(found.get("allow_http", False)) else "https"
+            endpoint = f"{scheme_}://{endpoint}"
+        client.setdefault("endpoint_url", endpoint)
+    if found.get("region"):
+        client.setdefault("region_name", str(found["region"]))
+    if client:
+        out["client_kwargs"] = client
+    for meaning in ("key", "secret", "token"):
+        if meaning in found and meaning not in out:
+            out[meaning] = found[meaning]
+    # pylance writes behind fsspec's back: a cached listing would hide new versions.
+    out.setdefault("use_listings_cache", False)
+    if "virtual_hosted" in found and "config_kwargs" not in out:
+        style = "virtual" if _truthy(found["virtual_hosted"]) else "path"
+        out["config_kwargs"] = {"s3": {"addressing_style": style}}
+    return out
 
 
 @contextmanager
@@ -149,13 +213,81 @@ def exists(loc: Location) -> bool:
     return bool(loc.fs.exists(loc.path))
 
 
+@dataclass(frozen=True)
+class FileInfo:
+    """One file found by :func:`walk_files`: where, how big, when last modified."""
+
+    location: Location
+    relative: str  # path below the walked directory, ``/``-separated
+    size: int
+    mtime: datetime | None  # timezone-aware UTC; None when the backend does not say
+
+
+def _mtime(info: Mapping[str, Any]) -> datetime | None:
+    """Modification time from an fsspec info dict (local: ``mtime``; S3: ``LastModified``)."""
+    for key in ("mtime", "LastModified", "last_modified", "modified", "updated", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, datetime):
+            return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        if isinstance(value, (int, float)):
+            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return None
+
+
+def walk_files(loc: Location) -> list[FileInfo]:
+    """Every file below the directory at ``loc`` (recursively), sorted by relative path.
+
+    A missing directory gives an empty list: callers use this to find what to
+    clean up, where "nothing there" is a normal answer.
+    """
+    try:
+        found = loc.fs.find(loc.path, detail=True)
+    except FileNotFoundError:
+        return []
+    base = loc.path.rstrip("/")
+    out = []
+    for full, info in found.items():
+        full = str(full).rstrip("/")
+        if info.get("type") == "directory" or full == base or not full.startswith(base + "/"):
+            continue
+        rel = full[len(base) + 1 :]
+        out.append(
+            FileInfo(
+                location=Location(loc.fs, full, f"{loc.url.rstrip('/')}/{rel}"),
+                relative=rel,
+                size=int(info.get("size") or 0),
+                mtime=_mtime(info),
+            )
+        )
+    out.sort(key=lambda f: f.relative)
+    return out
+
+
+def remove_file(loc: Location) -> None:
+    """Delete the file at ``loc`` (a file already gone is not an error)."""
+    with suppress(FileNotFoundError):
+        loc.fs.rm_file(loc.path)
+
+
 __all__ = [
     "Entry",
+    "FileInfo",
     "Location",
     "exists",
     "file_size",
+    "fsspec_options",
     "list_dir",
     "read_file",
     "read_range",
+    "remove_file",
     "resolve",
+    "walk_files",
 ]

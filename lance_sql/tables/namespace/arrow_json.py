@@ -273,6 +273,8 @@ def loads_limited(text: str | bytes, *, key: str, limit: int = MAX_JSON_BYTES) -
         return json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise SpecError(f"invalid JSON: {exc}", key=key) from exc
+    except RecursionError as exc:  # e.g. 100,000 nested brackets, well under the size limit
+        raise SpecError("JSON document is nested too deeply", key=key) from exc
 
 
 # ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from lance_sql.tables.namespace.arrow_json import (
     iter_fields,
     loads_limited,
 )
+from udfs.expression import ALLOWED_FUNCTIONS
 from udfs.transforms import TRANSFORM_TYPES
 
 SPEC_KEY_PREFIX = "partition_spec_v"
@@ -442,6 +443,14 @@ def _validate_expression(expression: str, n_sources: int, *, key: str) -> None:
             fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if fname in _NONDETERMINISTIC or type(node).__name__ in _NONDETERMINISTIC_CLASSES:
                 raise SpecError(f"function {fname}() is not deterministic and stateless", key=key)
+            if isinstance(node, exp.Anonymous) and fname not in ALLOWED_FUNCTIONS:
+                # Unknown to sqlglot: a UDF or a typo. Only the allow-list of udfs may run
+                # when partition values are computed; refuse it now, not at the first write.
+                raise SpecError(
+                    f"function {fname}() is not on the allow-list of deterministic, stateless "
+                    "functions for partition expressions",
+                    key=key,
+                )
 
 
 def validate_spec(
