@@ -31,6 +31,7 @@ __all__ = [
     "SchemaMismatchError",
     "SessionContext",
     "SpecError",
+    "StagedWrite",
     "Transform",
     "UnsafeLocationError",
     "UnsupportedFeatureError",
@@ -61,6 +62,7 @@ _LAZY = {
     "plan_scan": "lance_sql.planning.scan_plan",
     "ScanPlan": "lance_sql.planning.scan_plan",
     "JoinPlan": "lance_sql.planning.joins",
+    "StagedWrite": "lance_sql.tables.namespace.writer",
 }
 
 

@@ -102,3 +102,13 @@ def test_negative_age_refused(dirty):
     root, _ = dirty
     with pytest.raises(ValueError, match="older_than"):
         cleanup_namespace(PartitionedNamespace.open(root), older_than=timedelta(seconds=-1))
+
+
+def test_namespace_method_is_a_dry_run_by_default(dirty):
+    root, _ = dirty
+    ns = PartitionedNamespace.open(root)
+    report = ns.cleanup(older_than=timedelta(0))
+    assert report.dry_run and report.files
+    assert all(Path(f).exists() for f in report.files)
+    assert ns.cleanup(older_than=timedelta(0), dry_run=False).files == report.files
+    assert ns.cleanup(older_than=timedelta(0)).files == []

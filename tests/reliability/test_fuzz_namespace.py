@@ -278,12 +278,6 @@ def test_fuzz_manifest_files_no_crash_no_hang(manifest_fuzz):
     assert refused > MANIFEST_CASES // 4
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="pylance reads manifests before this project's parser and its errors (panics, "
-    "ArrowInvalid, missing __manifest columns) are not all wrapped yet: see "
-    "docs/reliability.md, 'Open findings'",
-)
 def test_fuzz_manifest_files_typed_errors(manifest_fuzz):
     assert manifest_fuzz["untyped"] == {}
 

@@ -181,10 +181,9 @@ def _latest_manifest(table_dir: str) -> str:
 
 
 # pylance opens partition tables and __manifest before this project's own parser
-# sees their manifests, and its refusal ("cannot be read by this version of Lance")
-# is wrapped as NotFoundError. Typed and naming the table, but the wrong type: the
-# precise checks are xfail until reader.open_partition_table / manifest_table.
-# read_manifest map that refusal to UnsupportedFeatureError (see docs/reliability.md).
+# sees their manifests; on its refusal the format parser diagnoses the manifest
+# (lance_sql.tables.pylance_errors), so unknown reader flags are
+# UnsupportedFeatureError naming the table.
 def test_unknown_reader_flag_in_partition_table_refused(namespace):
     root = namespace
     entry = PartitionedNamespace.open(root).tables()[0]
@@ -204,9 +203,6 @@ def test_unknown_reader_flag_in_manifest_table_refused(namespace):
     assert "__manifest" in str(err.value)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="pylance's refusal is wrapped as NotFoundError (needs reader.py change)"
-)
 def test_unknown_reader_flag_is_unsupported_feature_partition_table(namespace):
     root = namespace
     entry = PartitionedNamespace.open(root).tables()[0]
@@ -215,9 +211,6 @@ def test_unknown_reader_flag_is_unsupported_feature_partition_table(namespace):
         PartitionedNamespace.open(root).to_table()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="pylance's refusal is wrapped as NotFoundError (needs manifest_table.py)"
-)
 def test_unknown_reader_flag_is_unsupported_feature_manifest_table(namespace):
     root = namespace
     set_reader_flag(_latest_manifest(f"{root}/__manifest"), 40)

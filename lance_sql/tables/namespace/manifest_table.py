@@ -29,6 +29,7 @@ import pyarrow as pa
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.tables.namespace.layout import manifest_uri
 from lance_sql.tables.namespace.spec import PartitionField
+from lance_sql.tables.pylance_errors import pylance_errors
 
 PK_KEY = b"lance-schema:unenforced-primary-key:position"
 
@@ -97,16 +98,20 @@ def read_manifest(
     """Open ``__manifest`` (latest or ``version``); NotFoundError names what is missing."""
     lance = _lance()
     uri = manifest_uri(root)
-    try:
-        ds = lance.dataset(uri, version=version, storage_options=_opts(storage_options))
-    except (ValueError, OSError) as exc:
-        text = str(exc)
-        if version is not None and ("version" in text.lower() or "not found" in text.lower()):
-            raise NotFoundError(f"__manifest has no version {version}", path=uri) from exc
-        raise NotFoundError(
-            f"no __manifest table (not a directory namespace?): {text}", path=uri
-        ) from exc
-    return _snapshot(root, ds)
+    with pylance_errors(
+        "__manifest (the namespace's table index)",
+        uri,
+        version=version,
+        storage_options=storage_options,
+    ):
+        try:
+            ds = lance.dataset(uri, version=version, storage_options=_opts(storage_options))
+        except (ValueError, OSError) as exc:
+            text = str(exc).lower()
+            if version is not None and ("version" in text or "not found" in text):
+                raise NotFoundError(f"__manifest has no version {version}", path=uri) from exc
+            raise
+        return _snapshot(root, ds)
 
 
 REQUIRED = {"object_id": pa.utf8(), "object_type": pa.utf8(), "location": pa.utf8()}
@@ -276,8 +281,8 @@ __all__ = [
     "conform_rows",
     "create_manifest",
     "manifest_schema",
-    "read_manifest",
     "mirror_properties",
+    "read_manifest",
     "update_properties",
     "with_properties",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +31,7 @@ from lance_sql.tables.namespace.arrow_json import (
     schema_from_json,
     schema_to_json,
 )
+from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
 from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -381,6 +383,15 @@ class PartitionedNamespace:
     def abort_staged(self, staged: Iterable[StagedWrite]) -> None:
         """Delete staged files (best effort); ``__manifest`` is not touched."""
         abort_staged(self.root, list(staged), storage_options=self.storage_options)
+
+    def cleanup(self, *, older_than: timedelta, dry_run: bool = True) -> CleanupReport:
+        """Remove files of failed or killed writers that no ``__manifest`` version references.
+
+        Dry-run by default: the report lists what would go. ``older_than``
+        protects writers still in flight (their files are recent); see
+        :func:`~lance_sql.tables.namespace.cleanup.cleanup_namespace`.
+        """
+        return cleanup_namespace(self, older_than=older_than, dry_run=dry_run)
 
     def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField]) -> PartitionSpec:
         """Create spec version N+1 (field ids reused per the spec); new data goes under it."""

@@ -24,9 +24,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import NotFoundError, SchemaMismatchError
+from lance_sql.errors import FormatError, SchemaMismatchError
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
+from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
     LanceFragmentsUnit,
     ScanMetrics,
@@ -109,23 +110,20 @@ def open_partition_table(
     import lance
 
     opts = dict(storage_options) if storage_options else None
-    try:
+    with pylance_errors(
+        f"partition table {entry.object_id!r} at location {entry.location!r} "
+        f"({entry.describe()})",
+        entry.uri,
+        version=None if entry.read_branch or entry.read_tag else entry.read_version,
+        storage_options=storage_options,
+    ):
         if entry.read_tag:
-            ds = lance.dataset(entry.uri, version=entry.read_tag, storage_options=opts)
-        elif entry.read_branch:
-            ds = lance.dataset(entry.uri, storage_options=opts).checkout_version(
+            return lance.dataset(entry.uri, version=entry.read_tag, storage_options=opts)
+        if entry.read_branch:
+            return lance.dataset(entry.uri, storage_options=opts).checkout_version(
                 (entry.read_branch, entry.read_version)
             )
-        else:
-            ds = lance.dataset(entry.uri, version=entry.read_version, storage_options=opts)
-    except (ValueError, OSError) as exc:
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise NotFoundError(
-            f"partition table {entry.object_id!r} at location {entry.location!r} "
-            f"({entry.describe()}) cannot be opened: {first}",
-            path=entry.uri,
-        ) from exc
-    return ds
+        return lance.dataset(entry.uri, version=entry.read_version, storage_options=opts)
 
 
 def table_field_ids(
@@ -247,8 +245,19 @@ class PartitionTableUnit(ScanUnit):
     ) -> Iterator[pa.RecordBatch]:
         out_schema = projected_schema(self._ns_schema, columns)
         if self.mapping.identity:
-            return self._inner.to_batches(columns, filter, batch_size)
-        return self._mapped(out_schema, filter, batch_size)
+            batches = self._inner.to_batches(columns, filter, batch_size)
+        else:
+            batches = self._mapped(out_schema, filter, batch_size)
+        return self._typed_errors(batches)
+
+    def _typed_errors(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """A damaged data file or manifest fails the scan typed, naming this partition table."""
+        with pylance_errors(
+            f"partition table {self.entry.object_id!r} at location {self.entry.location!r}",
+            self.entry.uri,
+            missing=FormatError,
+        ):
+            yield from batches
 
     def _mapped(
         self, out_schema: pa.Schema, filter: pc.Expression | None, batch_size: int | None
