@@ -11,6 +11,7 @@ never passes. Transform terms have no pyarrow equivalent that Lance can run
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -92,7 +93,7 @@ def filter_table(table: pa.Table, pred: Predicate) -> pa.Table:
 def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Array:
     """A boolean mask: TRUE where ``pred`` is TRUE, FALSE where it is FALSE or NULL."""
     if isinstance(pred, Const):
-        return pa.array([pred.value] * table.num_rows, pa.bool_())
+        return pa.array(np.full(table.num_rows, bool(pred.value)), pa.bool_())
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(table)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -19,10 +20,14 @@ from lance_sql.planning.predicates import TRUE, Predicate, to_sql
 from lance_sql.planning.pruning import (
     ManifestFilter,
     PruningReport,
+    fully_proven,
     project_to_manifest,
+    proofs,
     report,
-    residuals,
+    residuals_from_proofs,
     select_rows,
+    spec_ids,
+    spec_ids_of,
 )
 from lance_sql.tables.namespace.spec import PartitionSpec
 
@@ -75,10 +80,25 @@ def plan_partitions(
             raise PlanningError(f"__manifest rows lack the {name!r} column")
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, specs, schema)
-    tables = manifest_rows.filter(pc.equal(manifest_rows.column("object_type"), "table"))
-    selected = select_rows(tables, mf)
-    res = residuals(selected, mf)
-    return PartitionPlan(pred, mf, selected, tuple(res), report(mf, tables, selected, res))
+    is_table = pc.equal(manifest_rows.column("object_type"), "table")
+    table_versions = spec_ids_of(pc.filter(manifest_rows.column("object_id"), is_table))
+    selected = select_rows(manifest_rows, mf)  # the predicate includes object_type = 'table'
+    return finish_plan(pred, mf, selected, table_versions)
 
 
-__all__ = ["FilterLike", "PartitionPlan", "plan_partitions", "to_predicate"]
+def finish_plan(
+    pred: Predicate, mf: ManifestFilter, selected: pa.Table, table_versions: np.ndarray
+) -> PartitionPlan:
+    """Residuals and report for ``selected`` (rows passing ``mf``), vectorised.
+
+    ``table_versions`` is the spec version of every partition table of the
+    manifest (:func:`.pruning.spec_ids`), for the report's totals.
+    """
+    versions = spec_ids(selected)
+    proven = proofs(selected, mf, versions)
+    res = residuals_from_proofs(proven, mf)
+    rep = report(mf, table_versions, versions, fully_proven(proven))
+    return PartitionPlan(pred, mf, selected, tuple(res), rep)
+
+
+__all__ = ["FilterLike", "PartitionPlan", "finish_plan", "plan_partitions", "to_predicate"]

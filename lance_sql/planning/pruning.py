@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from lance_sql.errors import PlanningError
 from lance_sql.planning.arrow_expr import evaluate_mask, to_pyarrow
 from lance_sql.planning.predicates import (
+    FALSE,
     TRUE,
     Column,
     Compare,
@@ -143,13 +144,76 @@ def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
     return manifest
 
 
+_VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as layout.spec_version_of: no leading zero
+
+
 def spec_ids(table: pa.Table) -> np.ndarray:
     """The spec version of every row's ``object_id`` (-1 where it is not ``v{N}$...``)."""
-    if table.num_rows == 0:
+    return spec_ids_of(table.column("object_id")) if table.num_rows else np.zeros(0, np.int64)
+
+
+def spec_ids_of(object_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """:func:`spec_ids` of an ``object_id`` column (one vectorised regex, no Python loop)."""
+    if len(object_ids) == 0:
         return np.zeros(0, dtype=np.int64)
-    found = pc.extract_regex(table.column("object_id"), r"^v(?P<v>[0-9]{1,9})\$")
+    found = pc.extract_regex(object_ids, _VERSION_RE)
     versions = pc.struct_field(found, "v").cast(pa.int64()).fill_null(-1)
-    return versions.to_numpy()
+    return np.asarray(versions.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def proofs(rows: pa.Table, mf: ManifestFilter, versions: np.ndarray | None = None) -> np.ndarray:
+    """Which conjuncts each row's partition values prove: a bool matrix (rows x conjuncts).
+
+    One vectorised evaluation per (spec version, conjunct) over the whole
+    column set, never a loop over partitions: a row of version N gets the
+    strict projection of spec N; a row of no known version proves nothing.
+    """
+    table = _with_partition_columns(rows, mf)
+    n, k = table.num_rows, len(mf.conjuncts)
+    out = np.zeros((n, k), dtype=bool)
+    if n == 0 or k == 0:
+        return out
+    versions = spec_ids(table) if versions is None else versions
+    for spec_id, s in mf.specs.items():
+        in_spec = versions == spec_id
+        if not in_spec.any():
+            continue
+        for bit, p in enumerate(s.strict):
+            if p == FALSE:
+                continue
+            mask = np.ones(n, dtype=bool) if p == TRUE else _mask_numpy(table, p)
+            out[:, bit] |= mask & in_spec
+    return out
+
+
+def fully_proven(proven: np.ndarray) -> np.ndarray:
+    """Rows whose every conjunct is proven (residual TRUE: no re-check at all)."""
+    return proven.all(axis=1)
+
+
+def _mask_numpy(table: pa.Table, pred: Predicate) -> np.ndarray:
+    mask = evaluate_mask(table, pred)
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks() if mask.num_chunks else pa.array([], pa.bool_())
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predicate]:
+    """Per row, the AND of the conjuncts it does not prove (one predicate per distinct pattern).
+
+    A row that proves nothing keeps the whole filter object (:attr:`ManifestFilter.filter`).
+    """
+    n, k = proven.shape
+    if n == 0 or k == 0:  # no conjunct: the filter is TRUE
+        return [mf.filter] * n
+    patterns, inverse = np.unique(proven, axis=0, return_inverse=True)
+    preds = np.empty(len(patterns), dtype=object)
+    for i, pattern in enumerate(patterns):
+        if not pattern.any():
+            preds[i] = mf.filter
+        else:
+            preds[i] = and_(*(c for c, done in zip(mf.conjuncts, pattern, strict=True) if not done))
+    return list(preds[np.asarray(inverse).reshape(-1)])
 
 
 def residuals(rows: pa.Table, mf: ManifestFilter) -> list[Predicate]:
@@ -159,26 +223,7 @@ def residuals(rows: pa.Table, mf: ManifestFilter) -> list[Predicate]:
     partition's stored values; TRUE when every conjunct is proven. Rows with
     the same proofs share one predicate object (computed once per pattern).
     """
-    table = _with_partition_columns(rows, mf)
-    versions = spec_ids(table)
-    out: list[Predicate] = [mf.filter] * table.num_rows  # unknown versions: the whole filter
-    for spec_id, s in mf.specs.items():
-        where = np.flatnonzero(versions == spec_id)
-        if where.size == 0:
-            continue
-        code = np.zeros(table.num_rows, dtype=np.int64)
-        for bit, p in enumerate(s.strict):
-            mask = evaluate_mask(table, p)
-            code |= np.asarray(mask, dtype=bool).astype(np.int64) << bit
-        cache: dict[int, Predicate] = {}
-        for r in where:
-            c = int(code[r])
-            pred = cache.get(c)
-            if pred is None:
-                kept = [x for bit, x in enumerate(mf.conjuncts) if not (c >> bit) & 1]
-                pred = cache[c] = and_(*kept)
-            out[r] = pred
-    return out
+    return residuals_from_proofs(proofs(rows, mf), mf)
 
 
 @dataclass(frozen=True)
@@ -213,10 +258,22 @@ class PruningReport:
 
 
 def report(
-    mf: ManifestFilter, all_rows: pa.Table, selected: pa.Table, residual: list[Predicate]
+    mf: ManifestFilter,
+    all_rows: pa.Table | np.ndarray,
+    selected: pa.Table | np.ndarray,
+    residual: list[Predicate] | np.ndarray,
 ) -> PruningReport:
-    all_v, sel_v = spec_ids(all_rows), spec_ids(selected)
-    done = np.array([r == TRUE for r in residual], dtype=bool)
+    """The report from table rows, or from their spec versions (:func:`spec_ids`) directly.
+
+    ``residual`` is the residual list, or a bool array telling which selected
+    rows need no re-check at all.
+    """
+    all_v = spec_ids(all_rows) if isinstance(all_rows, pa.Table) else all_rows
+    sel_v = spec_ids(selected) if isinstance(selected, pa.Table) else selected
+    if isinstance(residual, np.ndarray):
+        done = residual.astype(bool)
+    else:
+        done = np.array([r is TRUE or r == TRUE for r in residual], dtype=bool)
     specs = tuple(
         SpecReport(
             spec_id,
@@ -227,7 +284,7 @@ def report(
         )
         for spec_id in sorted(mf.specs)
     )
-    return PruningReport(mf.to_sql(), specs, selected.num_rows, all_rows.num_rows)
+    return PruningReport(mf.to_sql(), specs, len(sel_v), len(all_v))
 
 
 __all__ = [
@@ -235,9 +292,14 @@ __all__ = [
     "PruningReport",
     "SpecFilter",
     "SpecReport",
+    "fully_proven",
     "project_to_manifest",
+    "proofs",
     "residuals",
+    "residuals_from_proofs",
     "select_rows",
     "spec_id_of",
+    "spec_ids",
+    "spec_ids_of",
     "version_prefix",
 ]

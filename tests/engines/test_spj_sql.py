@@ -164,7 +164,7 @@ def test_set_lance_spj(roots) -> None:
     assert "StoragePartitionedJoin: orders o x customers c" in _explain(ctx, sql)
     assert "not used" not in _explain(ctx, sql)
     assert lance_sql.SessionContext(spj=True).spj_enabled
-    assert lance_sql.SessionContext().spj_enabled  # on by default
+    assert not lance_sql.SessionContext().spj_enabled  # off by default (docs/joins.md)
     with pytest.raises(lance_sql.errors.PlanningError, match=r"lance\.spj.*'maybe'"):
         ctx.sql("SET lance.spj = maybe")
     assert ctx.spj_enabled
