@@ -9,7 +9,7 @@ written by pylance, the best of ``--repeat`` runs of
 * ``SELECT * LIMIT 10``: rows actually pulled out of pylance (counter), not a time.
 
 The context is ``lance_sql.SessionContext()`` with no config, i.e. what a user
-gets (``batch_size`` 131072, Lance scans ramping up from 8,192-row batches); the
+gets (``batch_size`` 131072; Lance scans read batches of at most 16,384 rows); the
 batch sizes seen are printed.
 
 Usage: ``python benchmarks/bench_scan.py [--rows N] [--repeat R] [--dir PATH]``.
@@ -95,7 +95,7 @@ def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
     print(
         f"config: lance_sql.SessionContext() defaults, target_partitions="
         f"{ctx.lance_table('t').partitions}, largest batch {max(sizes, default=0):,} rows "
-        f"(DataFusion batch_size), first batches {sizes[:4]} (ramp-up)"
+        f"(DataFusion batch_size), first batches {sizes[:4]}"
     )
     metrics = ctx.lance_table("t").metrics
     metrics.reset()

@@ -21,10 +21,9 @@ from lance_sql.errors import (
     UnsupportedFeatureError,
 )
 from lance_sql.tables.scan import (
-    RAMP_START_ROWS,
+    STORAGE_BATCH_ROWS,
     LanceFragmentsUnit,
     balanced_groups,
-    ramp_up,
     split_fragments,
     storage_batch_size,
 )
@@ -155,12 +154,12 @@ def test_limit_stops_reading_early(ctx, write_lance, numbers_table) -> None:
     ctx.register_lance("t", uri)
     metrics = ctx.lance_table("t").metrics
     assert ctx.sql("SELECT * FROM t LIMIT 10").to_arrow_table().num_rows == 10
-    # the session's batches are 131,072 rows, but a scan starts with one 8,192-row
-    # batch (RAMP_START_ROWS): at most one per partition is read
-    assert 0 < metrics.rows_read <= 2 * RAMP_START_ROWS
+    # the session's batches are 131,072 rows, but scans read at most
+    # STORAGE_BATCH_ROWS per batch: at most one batch per partition is read
+    assert 0 < metrics.rows_read <= 2 * STORAGE_BATCH_ROWS
     metrics.reset()
     assert ctx.sql("SELECT id FROM t WHERE y > 10 LIMIT 10").to_arrow_table().num_rows == 10
-    assert 0 < metrics.rows_read <= 4 * RAMP_START_ROWS
+    assert 0 < metrics.rows_read <= 4 * STORAGE_BATCH_ROWS
 
 
 def test_default_session_uses_large_batches(ctx) -> None:
@@ -173,14 +172,13 @@ def test_default_session_uses_large_batches(ctx) -> None:
     assert max(b.num_rows for b in small.sql("SELECT x + 1 FROM m").collect()) == 8192
 
 
-def test_lance_scan_batches_ramp_up_to_the_session_batch_size(ctx, write_lance) -> None:
+def test_lance_scans_read_storage_sized_batches(ctx, write_lance) -> None:
     table = pa.table({"id": pa.array(range(300_000), pa.int64())})
-    uri = write_lance(table, "ramp")  # one fragment: one partition reads it all
+    uri = write_lance(table, "big")  # one fragment: one partition reads it all
     ctx.register_lance("t", uri)
     batches = ctx.sql("SELECT id FROM t").collect()
     sizes = [b.num_rows for b in batches]
-    assert sizes[:5] == [8192, 16384, 32768, 65536, DEFAULT_BATCH_SIZE]
-    assert max(sizes) == DEFAULT_BATCH_SIZE and sum(sizes) == 300_000
+    assert max(sizes) == STORAGE_BATCH_ROWS and sum(sizes) == 300_000
     got = pa.Table.from_batches(batches).column("id").to_pylist()
     assert sorted(got) == list(range(300_000))
     assert scalar(ctx, "SELECT count(*) FROM t WHERE id % 3 = 0") == 100_000
@@ -190,34 +188,8 @@ def test_lance_scan_batches_ramp_up_to_the_session_batch_size(ctx, write_lance) 
     assert {b.num_rows for b in small.sql("SELECT id FROM t").collect()} <= {8192, 300_000 % 8192}
 
 
-def test_ramp_up_coalesces_lazily() -> None:
-    schema = pa.schema([pa.field("a", pa.int64())])
-    pulled = []
-
-    def source(n: int, size: int):
-        for i in range(n):
-            pulled.append(i)
-            yield pa.record_batch([pa.array(range(i * size, (i + 1) * size), pa.int64())], schema)
-
-    out = ramp_up(source(40, 8192), 65536)
-    first = next(out)
-    assert first.num_rows == 8192 and pulled == [0]  # the first batch goes out alone
-    sizes = [first.num_rows] + [b.num_rows for b in out]
-    assert sizes == [8192, 16384, 32768, 65536, 65536, 65536, 65536, 8192]  # 40 x 8192 rows
-    pulled.clear()
-    assert [b.num_rows for b in ramp_up(source(3, 100), 8192)] == [100, 100, 100]  # no ramp
-    assert [b.num_rows for b in ramp_up(source(5, 7000), None)] == [7000] * 5
-    # uneven inputs never exceed the target and keep every row in order
-    uneven = ramp_up(source(30, 5000), 20_000)
-    batches = list(uneven)
-    assert max(b.num_rows for b in batches) <= 20_000
-    flat = pa.Table.from_batches(batches).column("a").to_pylist()
-    assert flat == list(range(150_000))
-    empty = pa.table({"_": pa.nulls(5000)}).select([]).to_batches()[0]
-    counted = list(ramp_up(iter([empty] * 10), 65536))
-    assert [b.num_columns for b in counted] == [0, 0, 0]
-    assert [b.num_rows for b in counted] == [5000, 15000, 30000]
-    assert storage_batch_size(65536) == RAMP_START_ROWS
+def test_storage_batch_size_caps_the_engines_batch_size() -> None:
+    assert storage_batch_size(131072) == STORAGE_BATCH_ROWS
     assert storage_batch_size(1000) == 1000 and storage_batch_size(None) is None
 
 
@@ -593,8 +565,8 @@ def test_projection_reads_fewer_bytes(ctx, write_lance) -> None:
     assert 0 < narrow * 5 < full
 
 
-def test_ramped_batches_keep_every_type(ctx, write_lance) -> None:
-    """Concatenated (ramped) batches carry nested, dictionary and string columns intact."""
+def test_storage_batches_keep_every_type(ctx, write_lance) -> None:
+    """Storage-sized batches carry nested, dictionary and string columns intact."""
     n = 40_000
     ids = pa.array(range(n), pa.int64())
     table = pa.table(
@@ -610,15 +582,15 @@ def test_ramped_batches_keep_every_type(ctx, write_lance) -> None:
     uri = write_lance(table, "typed")
     ctx.register_lance("t", uri)
     batches = ctx.sql("SELECT * FROM t").collect()
-    assert [b.num_rows for b in batches][:3] == [8192, 16384, 15424]
+    assert max(b.num_rows for b in batches) == STORAGE_BATCH_ROWS
     got = pa.Table.from_batches(batches).sort_by("id")
     expected = lance.dataset(uri).to_table().sort_by("id")
     assert got.schema.equals(expected.schema)
     assert got.equals(expected)
 
 
-def test_fallback_filter_path_ramps_too(ctx, write_lance) -> None:
-    """pylance refuses filters on uint64; the pyarrow fallback reads small and grows too."""
+def test_fallback_filter_path_reads_storage_batches(ctx, write_lance) -> None:
+    """pylance refuses filters on uint64; the pyarrow fallback reads the same batch sizes."""
     n = 60_000
     uri = write_lance(pa.table({"u": pa.array(range(n), pa.uint64())}), "unsigned")
     ctx.register_lance("t", uri)
@@ -626,7 +598,7 @@ def test_fallback_filter_path_ramps_too(ctx, write_lance) -> None:
     batches = ctx.sql("SELECT u FROM t WHERE u >= 10").collect()
     assert metrics.fallback_filters >= 1
     assert sum(b.num_rows for b in batches) == n - 10
-    assert max(b.num_rows for b in batches) > RAMP_START_ROWS
+    assert 8192 < max(b.num_rows for b in batches) <= STORAGE_BATCH_ROWS
     metrics.reset()
     assert ctx.sql("SELECT u FROM t WHERE u >= 10 LIMIT 3").to_arrow_table().num_rows == 3
-    assert 0 < metrics.rows_read <= 2 * RAMP_START_ROWS
+    assert 0 < metrics.rows_read <= 2 * STORAGE_BATCH_ROWS

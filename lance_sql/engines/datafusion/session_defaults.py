@@ -8,10 +8,10 @@ batch holds (measured in datafusion-python 55 with a UDF returning a
 precomputed array: +55 us per call at 8,192 rows, 2 partitions). With 16x
 fewer calls lance-sql's SQL functions (``murmur3``, ``murmur3_multi``) run at
 the speed of their compiled kernels; DataFusion's own operators are no slower
-with large batches (docs/benchmarks/scan.md). Lance scans still begin with an
-8,192-row batch and grow from there (:func:`lance_sql.tables.scan.ramp_up`), so
-a ``LIMIT`` reads no more than with DataFusion's default. Pass a ``config`` to
-``SessionContext`` to choose otherwise: it is used as given.
+with large batches (docs/benchmarks/scan.md). Lance scans read at most 16,384
+rows per batch (:func:`lance_sql.tables.scan.storage_batch_size`), so a
+``LIMIT`` still reads little. Pass a ``config`` to ``SessionContext`` to choose
+otherwise: it is used as given.
 """
 
 from __future__ import annotations

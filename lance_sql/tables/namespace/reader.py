@@ -111,8 +111,7 @@ def open_partition_table(
 
     opts = dict(storage_options) if storage_options else None
     with pylance_errors(
-        f"partition table {entry.object_id!r} at location {entry.location!r} "
-        f"({entry.describe()})",
+        f"partition table {entry.object_id!r} at location {entry.location!r} ({entry.describe()})",
         entry.uri,
         version=None if entry.read_branch or entry.read_tag else entry.read_version,
         storage_options=storage_options,
