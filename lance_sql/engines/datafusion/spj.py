@@ -25,7 +25,8 @@ SPJ_CONFIG = {
     "datafusion.optimizer.repartition_joins": "false",
     "datafusion.optimizer.enable_round_robin_repartition": "false",
 }
-_JOIN_SQL = {
+#: the SQL join keyword of each JoinPlan ``how``
+JOIN_SQL = {
     "inner": "JOIN",
     "left": "LEFT JOIN",
     "right": "RIGHT JOIN",
@@ -86,7 +87,7 @@ def spj_dataframe(
     rcols = list(right_columns or right.schema.names)
     cond = " AND ".join(f"l.{_q(a)} = r.{_q(b)}" for a, b in plan.on)
     select = _select_list(plan, lcols, rcols, right_prefix)
-    join = _JOIN_SQL[plan.how]
+    join = JOIN_SQL[plan.how]
     if not plan.compatible:
         lname, rname = f"{name}_left", f"{name}_right"
         _register(ctx, lname, left, None)
@@ -117,4 +118,4 @@ def _register(
     ctx.register_table(name, table)
 
 
-__all__ = ["SPJ_CONFIG", "spj_context", "spj_dataframe"]
+__all__ = ["JOIN_SQL", "SPJ_CONFIG", "spj_context", "spj_dataframe"]

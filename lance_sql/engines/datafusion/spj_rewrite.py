@@ -28,6 +28,7 @@ import datafusion
 import sqlglot
 from sqlglot import exp
 
+from lance_sql.engines.datafusion.spj import JOIN_SQL
 from lance_sql.engines.datafusion.spj_provider import (
     LEFT_TABLE,
     RIGHT_TABLE,
@@ -59,16 +60,6 @@ _KINDS = {
     ("LEFT", "ANTI"): "anti",
     ("RIGHT", "SEMI"): "right_semi",
     ("RIGHT", "ANTI"): "right_anti",
-}
-_JOIN_SQL = {
-    "inner": "JOIN",
-    "left": "LEFT JOIN",
-    "right": "RIGHT JOIN",
-    "full": "FULL JOIN",
-    "semi": "LEFT SEMI JOIN",
-    "anti": "LEFT ANTI JOIN",
-    "right_semi": "RIGHT SEMI JOIN",
-    "right_anti": "RIGHT ANTI JOIN",
 }
 #: the same join with its two tables written the other way round
 _SWAPPED = {
@@ -336,7 +327,7 @@ def _rewrite_select(
         first = (RIGHT_TABLE, ra, _SWAPPED[how])
     second = (RIGHT_TABLE, ra) if first[0] == LEFT_TABLE else (LEFT_TABLE, la)
     from_sql = (
-        f"FROM {first[0]} AS {_q(first[1])} {_JOIN_SQL[first[2]]} "
+        f"FROM {first[0]} AS {_q(first[1])} {JOIN_SQL[first[2]]} "
         f"{second[0]} AS {_q(second[1])} ON {on.sql(dialect='postgres')}"
     )
     if pushed:

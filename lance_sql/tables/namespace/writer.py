@@ -264,44 +264,6 @@ def split_batch(
     return out
 
 
-def group_rows(
-    batch: pa.RecordBatch, values: Sequence[pa.Array]
-) -> list[tuple[tuple[Any, ...], tuple[Any, ...], np.ndarray | None]]:
-    """Split ``batch`` by partition: ``(key, raw values, row indices)`` per distinct tuple.
-
-    Indices are ascending (``None`` means every row); the rows themselves are
-    gathered later, in the writer's threads, so grouping stays cheap. Partition
-    value tuples are numbered densely and sorted with a stable radix sort
-    (numpy's for 16-bit keys), which is linear in the rows.
-    """
-    n = batch.num_rows
-    if n == 0:
-        return []
-    codes = _group_codes(values, n)
-    if codes is None:
-        raw = tuple(arr[0].as_py() for arr in values)
-        return [(tuple(_key(v) for v in raw), raw, None)]
-    groups = int(codes.max()) + 1
-    small = codes.astype(np.uint16) if groups <= 1 << 16 else codes
-    order = np.argsort(small, kind="stable")
-    counts = np.bincount(small, minlength=groups)
-    out = []
-    start = 0
-    for count in counts.tolist():
-        if not count:
-            continue
-        rows = order[start : start + count]
-        first = int(rows[0])
-        raw = tuple(arr[first].as_py() for arr in values)
-        out.append((tuple(_key(v) for v in raw), raw, rows))
-        start += count
-    return out
-
-
-# ---------------------------------------------------------------------------
-# Staging
-
-
 @dataclass
 class _Target:
     """One partition table this write touches."""
@@ -1130,7 +1092,6 @@ __all__ = [
     "abort_staged",
     "commit_staged",
     "conform_batch",
-    "group_rows",
     "iter_batches",
     "partition_values",
     "split_batch",
