@@ -39,6 +39,7 @@ from lance_sql.planning.pruning import (
     spec_ids,
     spec_ids_of,
 )
+from lance_sql.tables.namespace.manifest_table import root_properties
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 #: Columns a scan plan needs besides the partition columns.
@@ -50,16 +51,6 @@ PUSHDOWN_FALLBACKS = [0]
 _TOTALS: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
 _TOTALS_LOCK = threading.Lock()
 _TOTALS_MAX = 16
-
-
-def manifest_properties(dataset: Any) -> dict[str, str]:
-    """Root properties of an open ``__manifest``: schema metadata, overlaid by table metadata."""
-    out = {
-        k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
-        for k, v in (dataset.schema.metadata or {}).items()
-    }
-    out.update(dataset.metadata or {})
-    return out
 
 
 def partition_columns(specs: Mapping[int, PartitionSpec]) -> list[str]:
@@ -245,7 +236,7 @@ def plan_scan_at(
     from lance_sql.tables.namespace.namespace import parse_properties
 
     ds = open_manifest(root, version, storage_options=storage_options)
-    schema, specs = parse_properties(manifest_properties(ds))
+    schema, specs = parse_properties(root_properties(ds))
     try:
         pred = to_predicate(filter, schema)
     except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
@@ -257,7 +248,6 @@ def plan_scan_at(
 
 __all__ = [
     "PLAN_COLUMNS",
-    "manifest_properties",
     "open_manifest",
     "partition_columns",
     "plan_manifest",

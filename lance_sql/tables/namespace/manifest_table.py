@@ -127,15 +127,23 @@ def _check_columns(schema: pa.Schema, uri: str) -> None:
             )
 
 
+def root_properties(ds: Any) -> dict[str, str]:
+    """Root properties of an open ``__manifest``: schema metadata, overlaid by table metadata.
+
+    Writers commit them as schema metadata with the rows and mirror them into
+    the table metadata (:func:`mirror_properties`); table metadata wins.
+    """
+    properties = {
+        k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+        for k, v in (ds.schema.metadata or {}).items()
+    }
+    properties.update(ds.metadata or {})
+    return properties
+
+
 def _snapshot(root: str, ds: Any) -> ManifestSnapshot:
     _check_columns(ds.schema, manifest_uri(root))
-    properties: dict[str, str] = {}
-    schema_md = ds.schema.metadata or {}
-    # Readers also accept root properties from schema metadata; table metadata wins.
-    for k, v in schema_md.items():
-        properties[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
-    properties.update(ds.metadata or {})
-    return ManifestSnapshot(root, ds.version, ds.to_table(), properties, ds.schema)
+    return ManifestSnapshot(root, ds.version, ds.to_table(), root_properties(ds), ds.schema)
 
 
 def _opts(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -283,6 +291,7 @@ __all__ = [
     "manifest_schema",
     "mirror_properties",
     "read_manifest",
+    "root_properties",
     "update_properties",
     "with_properties",
 ]

@@ -298,17 +298,22 @@ class PartitionedNamespace:
         """Replace all rows with ``data`` (partitions it lacks leave ``__manifest``)."""
         return self._write(data, "overwrite", buffer_bytes)
 
-    def _write(self, data: Any, mode: str, buffer_bytes: int | None) -> int:
-        self.refresh()
-        kwargs = {} if buffer_bytes is None else {"buffer_bytes": buffer_bytes}
-        writer = NamespaceWriter(
+    def _writer(self, mode: str, buffer_bytes: int | None, **options: Any) -> NamespaceWriter:
+        """A writer against this object's snapshot, schema and current spec."""
+        if buffer_bytes is not None:
+            options["buffer_bytes"] = buffer_bytes
+        return NamespaceWriter(
             self._snapshot,
             self._schema,
             self.current_spec,
             mode=mode,
             storage_options=self.storage_options,
-            **kwargs,
+            **options,
         )
+
+    def _write(self, data: Any, mode: str, buffer_bytes: int | None) -> int:
+        self.refresh()
+        writer = self._writer(mode, buffer_bytes)
         try:
             writer.write(data)
             snap = writer.commit()
@@ -342,16 +347,8 @@ class PartitionedNamespace:
             raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         import uuid
 
-        kwargs = {} if buffer_bytes is None else {"buffer_bytes": buffer_bytes}
-        writer = NamespaceWriter(
-            self._snapshot,
-            self._schema,
-            self.current_spec,
-            mode=mode,
-            storage_options=self.storage_options,
-            write_id=write_id or uuid.uuid4().hex,
-            staging=True,
-            **kwargs,
+        writer = self._writer(
+            mode, buffer_bytes, write_id=write_id or uuid.uuid4().hex, staging=True
         )
         try:
             writer.write(data)
