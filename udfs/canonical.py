@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
-from udfs import _kernels
+from udfs._kernels_proxy import kernels as _kernels
 from udfs.errors import UnsupportedTypeError
 
 _CANONICAL_NAN = np.int64(0x7FF8000000000000)

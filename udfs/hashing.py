@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
-from udfs import _kernels
+from udfs._kernels_proxy import kernels as _kernels
 from udfs.canonical import Bytes, Words, canonical, is_supported, valid_mask
 from udfs.errors import UnsupportedTypeError
 

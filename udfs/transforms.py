@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
-from udfs import _kernels
+from udfs._kernels_proxy import kernels as _kernels
 from udfs.canonical import _buffer_values
 from udfs.errors import UnsupportedTypeError
 from udfs.hashing import as_arrow, murmur3, murmur3_multi
