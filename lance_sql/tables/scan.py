@@ -25,7 +25,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -94,6 +94,17 @@ class ScanUnit(ABC):
         batches that still carry row counts (``SELECT count(*)``). The iterator
         is lazy: nothing is read before the first ``next``.
         """
+
+    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
+        """This unit's rows matching ``filter``, projected to ``columns``, as one table.
+
+        For an engine that wants a small unit in memory at once (one join group
+        of a storage-partitioned join) rather than as a stream it pulls batch
+        by batch through Python. The default collects :meth:`to_batches`;
+        storage units override it with a native read.
+        """
+        schema = projected_schema(self.schema, columns)
+        return pa.Table.from_batches(list(self.to_batches(columns, filter)), schema=schema)
 
     def count_rows(self, filter: pc.Expression | None = None) -> int:
         """Rows of this unit that satisfy ``filter`` (all live rows when None).
@@ -173,11 +184,15 @@ def storage_batch_size(batch_size: int | None) -> int | None:
     return STORAGE_BATCH_ROWS
 
 
-def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly ``schema`` (field names, types, nullability, metadata).
+_Tabular = TypeVar("_Tabular", pa.RecordBatch, pa.Table)
 
-    pylance returns the right types but may differ in field metadata or
-    nullability flags; engines check schemas strictly, so rebuild when needed.
+
+def conform(batch: _Tabular, schema: pa.Schema) -> _Tabular:
+    """``batch`` (a record batch or a table) with exactly ``schema``.
+
+    Field names, types, nullability and metadata: pylance returns the right
+    types but may differ in field metadata or nullability flags; engines check
+    schemas strictly, so rebuild when needed (no data is copied).
     """
     if batch.schema.equals(schema, check_metadata=True):
         return batch
@@ -185,7 +200,7 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
         col if col.type.equals(f.type) else col.cast(f.type)
         for col, f in zip(batch.columns, schema, strict=True)
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return type(batch).from_arrays(arrays, schema=schema)
 
 
 def _needs_placeholder(t: pa.DataType) -> bool:
@@ -368,6 +383,27 @@ class LanceFragmentsUnit(ScanUnit):
         if matches_nothing(filter):
             return iter(())
         return self._generate(list(out_schema.names), out_schema, filter, batch_size)
+
+    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
+        """Read natively with pylance's ``to_table`` (decoded in parallel, off the GIL)."""
+        out_schema = projected_schema(self._schema, columns)
+        filter = normalize_filter(filter)
+        if not self.fragment_ids or matches_nothing(filter):
+            return out_schema.empty_table()
+        if not columns:
+            return super().read_table(columns, filter)
+        try:
+            scanner = lance_scanner(
+                self.dataset, columns=list(columns), filter=filter, fragments=self._fragments()
+            )
+            self.metrics.started()
+            table = scanner.to_table()
+        except FILTER_REFUSED:
+            if filter is None:
+                raise
+            return super().read_table(columns, filter)
+        self.metrics.add(table.num_rows)
+        return conform(table, out_schema)
 
     def _generate(
         self,

@@ -317,3 +317,30 @@ def test_correlated_subquery_falls_back(roots) -> None:
     on = _ctx(roots, True)
     assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
     assert "a subquery refers to the joined tables" in (on.spj_last_reason or "")
+
+
+def test_group_sides_read_only_needed_columns_and_rows(roots) -> None:
+    """Each group reads the columns its query needs, with the side's pushable WHERE."""
+    from lance_sql.engines.datafusion import spj_provider
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace as NS
+
+    left, right = (
+        spj_provider.SpjSide(NS.open(r), NS.open(r).schema, alias, name)
+        for r, alias, name in ((roots[0], "o", "orders"), (roots[1], "c", "customers"))
+    )
+    sql = (
+        f"SELECT c.segment, o.order_id FROM {spj_provider.LEFT_TABLE} o "
+        f"JOIN {spj_provider.RIGHT_TABLE} c ON o.customer_id = c.id "
+        "WHERE o.amount > 20 AND c.segment LIKE 's1%'"
+    )
+    reads = spj_provider.plan_side_reads(left, right, sql)
+    orders, customers = reads[spj_provider.LEFT_TABLE], reads[spj_provider.RIGHT_TABLE]
+    assert set(orders.columns) == {"order_id", "customer_id", "amount"}
+    assert set(customers.columns) == {"id", "segment"}  # LIKE stays in the query: segment read
+    assert orders.filter is not None and "amount" in str(orders.filter)
+    count = (
+        f"SELECT count(*) FROM {spj_provider.LEFT_TABLE} o "
+        f"JOIN {spj_provider.RIGHT_TABLE} c ON o.customer_id = c.id"
+    )
+    reads = spj_provider.plan_side_reads(left, right, count)
+    assert reads[spj_provider.LEFT_TABLE].columns == ("customer_id",)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
+from lance_sql.engines.datafusion import spj_provider
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SPECS = {
@@ -118,6 +119,31 @@ WHERE_ONE = ["", " WHERE {x}.v > 2", " WHERE {x}.k IN (1, 2, 3)", " WHERE {x}.k 
     where=st.integers(0, 100),
 )
 def test_spj_on_equals_off(pool, contexts, left, right, join, extra, shape, where) -> None:
+    _check_join(contexts, left, right, join, extra, shape, where)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    left=st.sampled_from(sorted(SPECS)),
+    right=st.sampled_from(sorted(SPECS)),
+    join=st.sampled_from(JOINS),
+    extra=st.sampled_from(EXTRA),
+    shape=st.integers(0, 100),
+    where=st.integers(0, 100),
+)
+def test_streamed_group_sides_equal_off(
+    pool, contexts, monkeypatch, left, right, join, extra, shape, where
+) -> None:
+    """Group sides too large to read into memory are streamed: same rows."""
+    monkeypatch.setattr(spj_provider, "MATERIALIZE_ROWS", 0)
+    _check_join(contexts, left, right, join, extra, shape, where)
+
+
+def _check_join(contexts, left, right, join, extra, shape, where) -> None:
     on, off = contexts
     one_side = "SEMI" in join or "ANTI" in join
     shapes, wheres = (SHAPES_ONE, WHERE_ONE) if one_side else (SHAPES_BOTH, WHERE_BOTH)

@@ -75,6 +75,7 @@ class ScanRecord:
     columns: list[str] | None
     filter: object  # as DataFusion passed it (an Expression, a constant Scalar or None)
     plan: ScanPlan
+    dataset: object = field(default=None, repr=False, compare=False)  # the scanned table
 
     @property
     def filter_text(self) -> str | None:
@@ -195,7 +196,7 @@ class ScanUnitDataset(pads.Dataset):
         records = getattr(_local, "records", None)
         if records is not None:
             columns = getattr(self._last_columns, "value", None)
-            records.append(ScanRecord(self.name, columns, filter, plan))
+            records.append(ScanRecord(self.name, columns, filter, plan, self))
         return [UnitFragment(unit, self._lance_schema) for unit in plan.units]
 
     def plan(self, filter: pc.Expression | None = None) -> ScanPlan:

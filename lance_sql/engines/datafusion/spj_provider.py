@@ -12,6 +12,18 @@ partition per unit: groups run in parallel, memory is bounded by a group,
 and no ``RepartitionExec`` sits over either namespace scan (those scans live
 inside the units).
 
+A group reads each side into memory first (:meth:`ScanUnit.read_table`: one
+native pylance read per partition table, off the GIL) and runs its query over
+those in-memory tables, so no batch of the join passes through Python. What
+each side reads is planned once per query (:func:`plan_side_reads`): the
+columns the group query needs, the filter DataFusion would push into the
+side's scan (applied by Lance while reading; the query applies its WHERE
+again) and the partition tables that filter can match. A side holding more
+than :data:`MATERIALIZE_ROWS` rows in a group is streamed instead, so a skewed
+group cannot exhaust memory. Measured on the appendix F benchmark, reading
+the sides into memory took a third off the group work (see
+``docs/benchmarks/spj.md``).
+
 Why a dedicated thread pool: units are iterated on DataFusion's tokio worker
 threads, where a nested query cannot block on the (global) runtime, and a
 nested query whose plan spawns tasks would wait for workers that are all
@@ -36,13 +48,14 @@ import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion import functions
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
     matches_nothing,
+    normalize_filter,
     projected_schema,
     with_sql_null_semantics,
 )
@@ -51,9 +64,14 @@ from lance_sql.tables.scan import (
 MAX_UNITS = 256
 #: The table names of the two sides inside a group's query.
 LEFT_TABLE, RIGHT_TABLE = "__spj_left", "__spj_right"
+#: A group side with at most this many rows (before filtering) is read into memory.
+MATERIALIZE_ROWS = 4_000_000
+#: Rows per batch inside a group's query (and per batch of a side read into memory).
+GROUP_BATCH_ROWS = 16384
 #: A nested group query runs with these settings: one partition, nothing spawned.
 GROUP_CONFIG = {
     "datafusion.execution.target_partitions": "1",
+    "datafusion.execution.batch_size": str(GROUP_BATCH_ROWS),
     "datafusion.optimizer.repartition_joins": "false",
     "datafusion.optimizer.enable_round_robin_repartition": "false",
 }
@@ -88,23 +106,111 @@ def spj_column(alias: str, column: str) -> str:
     return f"{alias}.{column}"
 
 
-def group_context(left: SpjSide, right: SpjSide, group: JoinGroup | None) -> Any:
-    """A private context with both sides registered, restricted to ``group`` (all when None).
-
-    Each side prunes with the planner too (the group query's WHERE conditions
-    on one side arrive as that side's scan filter), and is one partition.
-    """
+def private_context() -> Any:
+    """A DataFusion context with :data:`GROUP_CONFIG` and the lance-sql functions."""
     config = datafusion.SessionConfig()
     for key, value in GROUP_CONFIG.items():
         config = config.set(key, value)
     ctx = datafusion.SessionContext(config)
     functions.register_functions(ctx)
+    return ctx
+
+
+def group_context(left: SpjSide, right: SpjSide, group: JoinGroup | None) -> Any:
+    """A private context with both sides as scans, restricted to ``group`` (all when None).
+
+    Each side prunes with the planner too (the group query's WHERE conditions
+    on one side arrive as that side's scan filter), and is one partition.
+    """
+    ctx = private_context()
     for table, side, refs in (
         (LEFT_TABLE, left, None if group is None else group.left),
         (RIGHT_TABLE, right, None if group is None else group.right),
     ):
         ctx.register_table(table, _side_table(side, refs))
     return ctx
+
+
+@dataclass(frozen=True)
+class SideRead:
+    """What every group reads of one side (planned once per query by :func:`plan_side_reads`).
+
+    ``columns``: what the group query needs from the side; ``filter``: the
+    conjuncts DataFusion pushes into the side's scan (pre-applied while
+    reading, re-applied by the query); ``partitions``: the partition tables
+    that filter can match (None: all of them).
+    """
+
+    columns: tuple[str, ...]
+    filter: pc.Expression | None
+    partitions: frozenset[str] | None
+
+
+def plan_side_reads(left: SpjSide, right: SpjSide, group_sql: str) -> dict[str, SideRead]:
+    """The :class:`SideRead` of :data:`LEFT_TABLE` and :data:`RIGHT_TABLE` for ``group_sql``."""
+    sides = {LEFT_TABLE: left, RIGHT_TABLE: right}
+    columns = _needed_columns(sides, group_sql)
+    filters = _pushed_filters(sides, group_sql)
+    reads = {}
+    for name, side in sides.items():
+        pruned = planner_prune(filters[name], side.namespace, side.schema)
+        reads[name] = SideRead(
+            columns[name], filters[name], None if pruned is None else frozenset(pruned)
+        )
+    return reads
+
+
+def _needed_columns(sides: dict[str, SpjSide], group_sql: str) -> dict[str, tuple[str, ...]]:
+    """Each side's columns the query reads, from its plan over empty in-memory sides.
+
+    In-memory tables take no filters, so their scans list every column the
+    query uses, including those only its WHERE mentions.
+    """
+    ctx = private_context()
+    for name, side in sides.items():
+        ctx.register_record_batches(name, [[_empty_batch(side.schema)]])
+    used: dict[str, set[str]] = {name: set() for name in sides}
+    seen: set[str] = set()
+    pending = [group_query(ctx, group_sql).optimized_logical_plan()]
+    while pending:
+        node = pending.pop()
+        pending.extend(node.inputs())
+        scan = node.to_variant()
+        if type(scan).__name__ == "TableScan" and scan.table_name() in used:
+            seen.add(scan.table_name())
+            used[scan.table_name()].update(col for _, col in scan.projection())
+    out = {}
+    for name, side in sides.items():
+        names = side.schema.names
+        if name not in seen:  # not scanned as such (an optimizer rewrite): read everything
+            out[name] = tuple(names)
+        else:  # no column at all (only rows counted): one column carries the row count
+            out[name] = tuple(n for n in names if n in used[name]) or tuple(names[:1])
+    return out
+
+
+def _pushed_filters(sides: dict[str, SpjSide], group_sql: str) -> dict[str, pc.Expression | None]:
+    """The filter DataFusion pushes into each side's scan (None when several scans differ)."""
+    ctx = private_context()
+    tables = {name: _side_table(side, None) for name, side in sides.items()}
+    for name, table in tables.items():
+        ctx.register_table(name, table)
+    with capture_scans() as records:
+        group_query(ctx, group_sql).execution_plan()
+    out: dict[str, pc.Expression | None] = {}
+    for name, table in tables.items():
+        mine = [normalize_filter(r.filter) for r in records if r.dataset is table]
+        same = len(mine) == 1 or (mine and all(_same(f, mine[0]) for f in mine))
+        out[name] = mine[0] if same else None
+    return out
+
+
+def _same(a: pc.Expression | None, b: pc.Expression | None) -> bool:
+    return a is None if b is None else a is not None and a.equals(b)
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def _side_table(side: SpjSide, refs: Sequence[Any] | None) -> NamespaceTable:
@@ -126,8 +232,34 @@ def _side_table(side: SpjSide, refs: Sequence[Any] | None) -> NamespaceTable:
 
 def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
     """One group's query, collected (called on a :func:`group_pool` thread)."""
-    ctx = group_context(table.left, table.right, group)
+    ctx = private_context()
+    reads = table.side_reads
+    for name, side, refs in (
+        (LEFT_TABLE, table.left, group.left),
+        (RIGHT_TABLE, table.right, group.right),
+    ):
+        read = reads[name]
+        kept = read.partitions
+        ids = [r.object_id for r in refs if kept is None or r.object_id in kept]
+        units = side.namespace.scan_units(ids, schema=side.schema)
+        if sum(u.estimated_rows or 0 for u in units) <= MATERIALIZE_ROWS:
+            ctx.register_record_batches(name, [_read_side(units, read, side.schema)])
+        else:
+            ctx.register_table(name, _side_table(side, refs))
     return [b for b in group_query(ctx, table.group_sql).collect() if b.num_rows]
+
+
+def _read_side(
+    units: Sequence[ScanUnit], read: SideRead, schema: pa.Schema
+) -> list[pa.RecordBatch]:
+    """``read`` of ``units`` in memory, as batches of at most :data:`GROUP_BATCH_ROWS` rows."""
+    batches = [
+        b
+        for unit in units
+        for b in unit.read_table(read.columns, read.filter).to_batches(GROUP_BATCH_ROWS)
+        if b.num_rows
+    ]
+    return batches or [_empty_batch(projected_schema(schema, read.columns))]
 
 
 def group_query(ctx: Any, sql: str) -> Any:
@@ -224,6 +356,9 @@ class SpjTable(ScanUnitDataset):
         self.extra_condition = extra_condition
         self.pushed = pushed
         self.max_units = max_units
+        # Planned now, on the caller's thread: nested DataFusion planning cannot run
+        # inside DataFusion's runtime (where this table's partitions are asked for).
+        self.side_reads = plan_side_reads(left, right, group_sql)
         super().__init__(schema, self._plan_units, name=name)
 
     def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
@@ -260,13 +395,17 @@ def group_schema(left: SpjSide, right: SpjSide, group_sql: str) -> pa.Schema:
 __all__ = [
     "GROUP_CONFIG",
     "LEFT_TABLE",
+    "MATERIALIZE_ROWS",
     "RIGHT_TABLE",
     "GroupJoinUnit",
+    "SideRead",
     "SpjSide",
     "SpjTable",
     "group_pool",
     "group_query",
     "group_schema",
+    "plan_side_reads",
+    "private_context",
     "run_group",
     "spj_column",
 ]

@@ -249,14 +249,23 @@ class PartitionTableUnit(ScanUnit):
             batches = self._mapped(out_schema, filter, batch_size)
         return self._typed_errors(batches)
 
+    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
+        if not self.mapping.identity or not columns:
+            return super().read_table(columns, filter)
+        with self._pylance_errors():
+            return self._inner.read_table(columns, filter)
+
     def _typed_errors(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with self._pylance_errors():
+            yield from batches
+
+    def _pylance_errors(self) -> Any:
         """A damaged data file or manifest fails the scan typed, naming this partition table."""
-        with pylance_errors(
+        return pylance_errors(
             f"partition table {self.entry.object_id!r} at location {self.entry.location!r}",
             self.entry.uri,
             missing=FormatError,
-        ):
-            yield from batches
+        )
 
     def _mapped(
         self, out_schema: pa.Schema, filter: pc.Expression | None, batch_size: int | None
