@@ -344,3 +344,21 @@ def test_group_sides_read_only_needed_columns_and_rows(roots) -> None:
     )
     reads = spj_provider.plan_side_reads(left, right, count)
     assert reads[spj_provider.LEFT_TABLE].columns == ("customer_id",)
+
+
+def test_eager_aggregation_in_groups(roots) -> None:
+    """Aggregates over one side of an inner join aggregate that side before the join."""
+    base = (
+        "SELECT c.segment, sum(o.amount) AS s, count(*) AS n, min(o.order_id) AS m "
+        "FROM orders o {j} customers c ON o.customer_id = c.id WHERE o.amount > 3 "
+        "GROUP BY c.segment ORDER BY c.segment"
+    )
+    on, off = _ctx(roots, True), _ctx(roots, False)
+    sql = base.format(j="JOIN")
+    assert on.sql(sql).to_pylist() == off.sql(sql).to_pylist()  # quarters: sums are exact
+    assert "partial aggregate + o aggregated before the join" in _explain(on, sql)
+    outer = base.format(j="LEFT JOIN")  # NULL-extended rows: only the partial aggregate
+    assert "aggregated before the join" not in _explain(on, outer)
+    both = sql.replace("min(o.order_id)", "min(c.id)")  # aggregates read both sides
+    assert "aggregated before the join" not in _explain(on, both)
+    assert _rows(on, both) == _rows(off, both)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.engines.datafusion import spj_provider
+from lance_sql.engines.datafusion import spj_provider, spj_rewrite
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SPECS = {
@@ -90,6 +90,17 @@ SHAPES_ONE = [
     "SELECT count(*) FROM {l} a {j} {r} b ON {on}{w}",
     "SELECT {x}.k, e.w FROM {l} a {j} {r} b ON {on} LEFT JOIN extra e ON e.k = {x}.v{w}",
 ]
+# aggregates over an inner join that read one side (eager aggregation applies) or both
+AGGREGATES = [
+    "SELECT b.v, count(*) AS n, sum(a.v) AS s FROM {l} a JOIN {r} b ON {on}{w} GROUP BY b.v",
+    "SELECT b.v, min(a.v), max(a.k), avg(a.v), count(a.k) FROM {l} a JOIN {r} b ON {on}{w} "
+    "GROUP BY b.v",
+    "SELECT a.v, b.v, sum(b.k), count(*) FROM {l} a JOIN {r} b ON {on}{w} GROUP BY a.v, b.v",
+    "SELECT count(*), sum(b.v) FROM {l} a JOIN {r} b ON {on}{w}",
+    "SELECT count(*) FROM {l} a JOIN {r} b ON {on}{w}",
+    "SELECT b.k, sum(a.v), sum(b.v) FROM {l} a JOIN {r} b ON {on}{w} GROUP BY b.k",
+    "SELECT a.k, count(a.v) AS n FROM {l} a JOIN {r} b ON {on}{w} GROUP BY a.k HAVING count(*) > 1",
+]
 JOINS = [
     "JOIN",
     "LEFT JOIN",
@@ -141,6 +152,32 @@ def test_streamed_group_sides_equal_off(
     """Group sides too large to read into memory are streamed: same rows."""
     monkeypatch.setattr(spj_provider, "MATERIALIZE_ROWS", 0)
     _check_join(contexts, left, right, join, extra, shape, where)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    left=st.sampled_from(sorted(SPECS)),
+    right=st.sampled_from(sorted(SPECS)),
+    extra=st.sampled_from(EXTRA),
+    shape=st.sampled_from(AGGREGATES),
+    where=st.sampled_from(WHERE_BOTH),
+)
+def test_eager_aggregation_equals_off(
+    pool, contexts, monkeypatch, left, right, extra, shape, where
+) -> None:
+    """Aggregating one side before the join inside each group (always on here): same rows."""
+    monkeypatch.setattr(spj_rewrite, "EAGER_MIN_RATIO", 0)
+    on, off = contexts
+    sql = shape.format(l=left, r=right, on="a.k = b.k" + extra, w=where)
+    assert _rows(on, sql) == _rows(off, sql), sql
+    got, want = on.sql(sql).schema(), off.sql(sql).schema()
+    assert got.types == want.types, sql
+    if len(set(want.names)) == len(want.names):  # shared names stay "alias.col" with SPJ
+        assert got.names == want.names, sql
 
 
 def _check_join(contexts, left, right, join, extra, shape, where) -> None:

@@ -322,8 +322,9 @@ def _rewrite_select(
     lside = SpjSide(lprov.namespace, lprov.schema, la, left_t.name)
     rside = SpjSide(rprov.namespace, rprov.schema, ra, right_t.name)
     # DataFusion builds its hash table on the first table of the FROM: make it the smaller side
+    rows = {"l": _rows(lprov.namespace, plan, "left"), "r": _rows(rprov.namespace, plan, "right")}
     first = (LEFT_TABLE, la, how)
-    if _rows(rprov.namespace, plan, "right") < _rows(lprov.namespace, plan, "left"):
+    if rows["r"] < rows["l"]:
         first = (RIGHT_TABLE, ra, _SWAPPED[how])
     second = (RIGHT_TABLE, ra) if first[0] == LEFT_TABLE else (LEFT_TABLE, la)
     from_sql = (
@@ -332,6 +333,7 @@ def _rewrite_select(
     )
     if pushed:
         from_sql += " WHERE " + " AND ".join(f"({c.sql(dialect='postgres')})" for c in pushed)
+    eager: str | None = None
     if agg is not None:
         group_sql, outer = agg.group_sql(from_sql), agg
         try:
@@ -341,6 +343,16 @@ def _rewrite_select(
         else:
             if agg.has_decimal_sum(schema):
                 agg = None
+    if agg is not None and how == "inner" and EAGER_AGGREGATION:
+        pre = _eager_group_sql(agg, on, pushed, rows)
+        if pre is not None:
+            try:
+                pre_schema = group_schema(lside, rside, pre[1])
+            except Exception:  # the plain partial aggregation then
+                pass
+            else:
+                if pre_schema.types == schema.types:
+                    eager, group_sql, schema = pre[0], pre[1], pre_schema
     if agg is None:
         needed = _needed_columns(select, sides, visible, where_kept=kept, pushed=pushed)
         cols = [
@@ -359,6 +371,8 @@ def _rewrite_select(
         details.append("where")
     if agg is not None:
         details.append("partial aggregate")
+    if eager is not None:
+        details.append(f"{eager} aggregated before the join")
     table = SpjTable(
         plan,
         lside,
@@ -601,13 +615,15 @@ class _Aggregation:
     group_cols: list[tuple[str, str]]
     partials: dict[str, tuple[str, exp.Expression]] = field(default_factory=dict)  # sql -> name
 
-    def group_sql(self, from_sql: str) -> str:
+    def group_sql(self, from_sql: str, partials: dict[str, str] | None = None) -> str:
+        """The per-group query over ``from_sql`` (``partials``: name -> SQL replacing a partial)."""
         cols = [
             f"{_q(self.sides.alias(s))}.{_q(c)} AS {_q(spj_column(self.sides.alias(s), c))}"
             for s, c in self.group_cols
         ]
         items = cols + [
-            f"{node.sql(dialect='postgres')} AS {_q(name)}" for name, node in self.partials.values()
+            f"{(partials or {}).get(name) or node.sql(dialect='postgres')} AS {_q(name)}"
+            for name, node in self.partials.values()
         ]
         group = ", ".join(f"{_q(self.sides.alias(s))}.{_q(c)}" for s, c in self.group_cols)
         return f"SELECT {', '.join(items)} {from_sql}" + (f" GROUP BY {group}" if group else "")
@@ -662,6 +678,86 @@ class _Aggregation:
             else None,
         )
         select.set("where", None)
+
+
+#: Aggregate one side of an inner join before the join inside each group (see below).
+EAGER_AGGREGATION = True
+#: ... when that side has at least this many times the other side's rows.
+EAGER_MIN_RATIO = 2
+#: how a partial over pre-aggregated rows combines them (COUNT: a sum of counts)
+_COMBINE = {
+    exp.Sum: "SUM({})",
+    exp.Count: "COALESCE(SUM({}), 0)",
+    exp.Min: "MIN({})",
+    exp.Max: "MAX({})",
+}
+
+
+def _eager_group_sql(
+    agg: _Aggregation,
+    on: exp.Expression,
+    pushed: list[exp.Expression],
+    rows: dict[str, int],
+) -> tuple[str, str] | None:
+    """``(alias, group query)`` that aggregates one side before an inner join, or None.
+
+    When every partial aggregate reads one side P only (``count(*)`` reads
+    none), each group can first aggregate P by the columns of P the rest of
+    the query needs (the join keys, other ON and WHERE columns, GROUP BY
+    columns) and join the other side B to those few rows: each P row then
+    stands for its group's rows, so a sum of sums, a sum of counts and a min of
+    mins equal the aggregates over the joined rows, whatever the multiplicity
+    of B's keys (the pushing-aggregation-through-joins transformation, as
+    Trino's ``push_partial_aggregation_through_join``). It pays when P's keys
+    repeat: it is used only when P holds :data:`EAGER_MIN_RATIO` times B's rows
+    (so a key of B meets that many rows of P on average). Inner joins only: an
+    outer join's NULL-extended rows would need different combinations.
+    """
+    sides = agg.sides
+    touched: set[str] = set()
+    for node in (n for _, n in agg.partials.values()):
+        if type(node) not in _COMBINE:
+            return None
+        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
+            continue
+        used = _sides_used(node.this, sides) if node.this is not None else None
+        if not used or len(used) > 1:
+            return None
+        touched |= used
+    if len(touched) > 1:
+        return None
+    p = next(iter(touched)) if touched else max("lr", key=lambda s: rows[s])
+    b = "r" if p == "l" else "l"
+    if rows[p] < EAGER_MIN_RATIO * max(rows[b], 1):
+        return None
+    p_only = [c for c in pushed if _sides_used(c, sides) == {p}]
+    rest = [c for c in pushed if not any(c is q for q in p_only)]
+    keys: set[str] = {c for side, c in agg.group_cols if side == p}
+    for node in [on, *rest]:
+        keys |= {col.name for col in node.find_all(exp.Column) if sides.side_of(col) == p}
+    p_cols = sides.lcols if p == "l" else sides.rcols
+    ordered = [c for c in p_cols if c in keys]
+    if not ordered:
+        return None
+    pa_, ba = _q(sides.alias(p)), _q(sides.alias(b))
+    items = [f"{pa_}.{_q(c)} AS {_q(c)}" for c in ordered]
+    combined: dict[str, str] = {}
+    for i, (name, node) in enumerate(agg.partials.values()):
+        items.append(f"{node.sql(dialect='postgres')} AS {_q(f'__e{i}')}")
+        combined[name] = _COMBINE[type(node)].format(f"{pa_}.{_q(f'__e{i}')}")
+    where = " AND ".join(f"({c.sql(dialect='postgres')})" for c in p_only)
+    pre = (
+        f"SELECT {', '.join(items)} FROM {LEFT_TABLE if p == 'l' else RIGHT_TABLE} AS {pa_}"
+        + (f" WHERE {where}" if where else "")
+        + f" GROUP BY {', '.join(f'{pa_}.{_q(c)}' for c in ordered)}"
+    )
+    from_sql = (
+        f"FROM {LEFT_TABLE if b == 'l' else RIGHT_TABLE} AS {ba} JOIN ({pre}) AS {pa_} "
+        f"ON {on.sql(dialect='postgres')}"
+    )
+    if rest:
+        from_sql += " WHERE " + " AND ".join(f"({c.sql(dialect='postgres')})" for c in rest)
+    return sides.alias(p), agg.group_sql(from_sql, combined)
 
 
 def _aggregation(select: exp.Select, sides: _Sides, visible: str) -> _Aggregation | None:
