@@ -163,8 +163,8 @@ def test_set_lance_spj(roots) -> None:
     ctx.set_spj(True)
     assert "StoragePartitionedJoin: orders o x customers c" in _explain(ctx, sql)
     assert "not used" not in _explain(ctx, sql)
-    assert lance_sql.SessionContext(spj=True).spj_enabled
-    assert not lance_sql.SessionContext().spj_enabled  # off by default (docs/joins.md)
+    assert not lance_sql.SessionContext(spj=False).spj_enabled
+    assert lance_sql.SessionContext().spj_enabled  # on by default (docs/joins.md)
     with pytest.raises(lance_sql.errors.PlanningError, match=r"lance\.spj.*'maybe'"):
         ctx.sql("SET lance.spj = maybe")
     assert ctx.spj_enabled
@@ -238,7 +238,7 @@ def test_other_joins_planned_as_before(roots) -> None:
         ctx.from_pydict({"b": [2, 3]}, name="t2")
         return ctx.sql(sql).to_arrow_table().column("plan").to_pylist()
 
-    assert plan(_ctx(roots, True)) == plan(lance_sql.SessionContext())
+    assert plan(_ctx(roots, True)) == plan(lance_sql.SessionContext(spj=False))
 
 
 def test_incompatible_or_unsupported_falls_back(roots) -> None:
@@ -267,7 +267,9 @@ def test_benchmark_runs_tiny() -> None:
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
-    ratios = module.main(["--orders", "2000", "--customers", "300", "--repeats", "1"])
+    ratios = module.main(
+        ["--orders", "2000", "--customers", "300", "--repeats", "1", "--rounds", "2"]
+    )
     assert set(ratios) == {"time_ratio", "rss_ratio", "query_rss_ratio"}
 
 

@@ -112,7 +112,14 @@ JOINS = [
     "RIGHT ANTI JOIN",
 ]
 EXTRA = ["", " AND a.v > b.v", " AND b.v <> 3", " AND a.v < 5"]
-WHERE_BOTH = ["", " WHERE a.v > 2", " WHERE b.v IS NULL OR b.k < 9", " WHERE a.k = 1"]
+WHERE_BOTH = [
+    "",
+    " WHERE a.v > 2",
+    " WHERE b.v IS NULL OR b.k < 9",
+    " WHERE a.k = 1",
+    # not pushable into a scan (abs), repeated (a common subexpression), over both sides
+    " WHERE abs(b.v - 3) > 1 OR b.k < 9 AND (a.v > 2 OR abs(b.v - 3) > 1)",
+]
 WHERE_ONE = ["", " WHERE {x}.v > 2", " WHERE {x}.k IN (1, 2, 3)", " WHERE {x}.k IS NULL"]
 
 
@@ -178,6 +185,16 @@ def test_eager_aggregation_equals_off(
     assert got.types == want.types, sql
     if len(set(want.names)) == len(want.names):  # shared names stay "alias.col" with SPJ
         assert got.names == want.names, sql
+
+
+def test_where_over_both_sides_of_a_right_self_join(pool, contexts) -> None:
+    """Found by this test: DataFusion 55 moved ``a.v > 2`` onto ``b`` over in-memory sides."""
+    on, off = contexts
+    sql = (
+        "SELECT a.v AS x, b.v AS y FROM b16 a RIGHT JOIN b16 b ON a.k = b.k "
+        "WHERE b.v IS NULL OR b.k < 9 AND (a.v > 2 OR b.v IS NULL)"
+    )
+    assert _rows(on, sql) == _rows(off, sql)
 
 
 def _check_join(contexts, left, right, join, extra, shape, where) -> None:

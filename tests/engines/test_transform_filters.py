@@ -86,7 +86,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def ctxs(root: str) -> tuple[SessionContext, SessionContext]:
-    pruned, full = SessionContext(), SessionContext()
+    # SPJ off: a join of two namespaces is left to the storage-partitioned-join pass
+    # otherwise (test_self_join_is_left_to_spj), and these tests are about this pass
+    pruned, full = SessionContext(spj=False), SessionContext(spj=False)
     pruned.register_namespace("ns", root)
     full.register_namespace("ns", root, prune=None)
     return pruned, full
@@ -267,6 +269,20 @@ def test_subqueries_unions_and_self_joins(ctxs: tuple[SessionContext, SessionCon
     ):
         assert rewrite_sql(pruned, sql).count("__lance_prune") >= 1, sql
         assert _result(pruned, sql) == _result(full, sql), sql
+
+
+def test_self_join_is_left_to_spj(root: str, ctxs: tuple[SessionContext, SessionContext]) -> None:
+    """With SPJ on, a join of two namespaces keeps their names for the SPJ pass."""
+    spj = SessionContext()
+    spj.register_namespace("ns", root)
+    sql = (
+        "SELECT a.k FROM ns a JOIN ns b ON a.k = b.k WHERE left(a.s, 2) = 'ab' "
+        "AND abs(murmur3(b.k)) % 4 = 1"
+    )
+    assert "__lance_prune" not in rewrite_sql(spj, sql)
+    assert _result(spj, sql) == _result(ctxs[1], sql)
+    dim_join = "SELECT n.k FROM ns n JOIN (SELECT 1 AS k) d ON n.k = d.k WHERE left(n.s, 2) = 'ab'"
+    assert "__lance_prune" in rewrite_sql(spj, dim_join)  # not a namespace pair: pruned here
 
 
 def test_query_tables_are_dropped_after_planning(

@@ -49,7 +49,7 @@ class SessionContext(datafusion.SessionContext):
         config: SessionConfig | None = None,
         runtime: RuntimeEnvBuilder | None = None,
         *,
-        spj: bool = False,
+        spj: bool = True,
     ) -> None:
         self._lance_lock = threading.RLock()
         self._lance_tables: dict[str, LanceDatasetTable] = {}
@@ -57,8 +57,8 @@ class SessionContext(datafusion.SessionContext):
         #: partitioned namespaces registered here, for the storage-partitioned-join pass
         self._lance_namespaces: dict[str, NamespaceTable] = {}
         #: whether joins of two compatible namespaces run group by group (see :meth:`set_spj`);
-        #: off by default: equal results and ~0.3x the query memory, but not faster than
-        #: DataFusion's own hash join on 2 cores yet (docs/benchmarks/spj.md)
+        #: on by default, as in Spark 3.4+: equal results, faster and less memory than
+        #: DataFusion's own hash join on the appendix F benchmark (docs/benchmarks/spj.md)
         self.spj_enabled = spj
         self.spj_last_reason: str | None = None
         #: why namespace joins of the last query were not storage-partitioned (EXPLAIN shows it)

@@ -13,8 +13,8 @@ and no ``RepartitionExec`` sits over either namespace scan (those scans live
 inside the units).
 
 A group reads each side into memory first (:meth:`ScanUnit.read_table`: one
-native pylance read per partition table, off the GIL) and runs its query over
-those in-memory tables, so no batch of the join passes through Python. What
+native pylance read per partition table, off the GIL, decoded in parallel) and
+its query scans those rows (:class:`InMemorySideUnit`). What
 each side reads is planned once per query (:func:`plan_side_reads`): the
 columns the group query needs, the filter DataFusion would push into the
 side's scan (applied by Lance while reading; the query applies its WHERE
@@ -54,6 +54,7 @@ from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
+    empty_batches,
     matches_nothing,
     normalize_filter,
     projected_schema,
@@ -243,23 +244,71 @@ def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
         ids = [r.object_id for r in refs if kept is None or r.object_id in kept]
         units = side.namespace.scan_units(ids, schema=side.schema)
         if sum(u.estimated_rows or 0 for u in units) <= MATERIALIZE_ROWS:
-            ctx.register_record_batches(name, [_read_side(units, read, side.schema)])
+            ctx.register_table(name, _in_memory_side(side, units, read))
         else:
             ctx.register_table(name, _side_table(side, refs))
     return [b for b in group_query(ctx, table.group_sql).collect() if b.num_rows]
 
 
-def _read_side(
-    units: Sequence[ScanUnit], read: SideRead, schema: pa.Schema
-) -> list[pa.RecordBatch]:
-    """``read`` of ``units`` in memory, as batches of at most :data:`GROUP_BATCH_ROWS` rows."""
-    batches = [
-        b
-        for unit in units
-        for b in unit.read_table(read.columns, read.filter).to_batches(GROUP_BATCH_ROWS)
-        if b.num_rows
-    ]
-    return batches or [_empty_batch(projected_schema(schema, read.columns))]
+def _in_memory_side(side: SpjSide, units: Sequence[ScanUnit], read: SideRead) -> ScanUnitDataset:
+    """A group side read into memory now, scanned by DataFusion like any side.
+
+    Not a DataFusion memory table: those carry statistics, and with them
+    DataFusion 55 swaps join inputs and pushes WHERE conditions through
+    projections whose column names repeat (both sides' ``k``), where its
+    physical filter pushdown can move a condition onto the wrong side (seen
+    in the differential test: ``a.v > 2`` applied to ``b.v``). A scan of
+    unknown size keeps the plan of the streamed side, which the plain join
+    has too.
+    """
+    unit = InMemorySideUnit(units, read, side.schema)
+    plan = ScanPlan([unit], unit.describe())
+    return ScanUnitDataset(side.schema, lambda _filter: plan, name=side.name)
+
+
+class InMemorySideUnit(ScanUnit):
+    """Rows of some partition tables read once into memory with a :class:`SideRead`.
+
+    DataFusion plans the group query again over this side and pushes the same
+    filter, so the rows are served as read (sliced, not copied). A scan asking
+    for anything else (another filter, a column not read) streams from storage
+    instead: correct before fast.
+    """
+
+    def __init__(self, units: Sequence[ScanUnit], read: SideRead, schema: pa.Schema) -> None:
+        self._units = list(units)
+        self._read = read
+        self._schema = schema
+        tables = [u.read_table(read.columns, read.filter) for u in self._units]
+        self._table = (
+            pa.concat_tables(tables)
+            if tables
+            else projected_schema(schema, read.columns).empty_table()
+        )
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def describe(self) -> str:
+        return f"in memory: {self._table.num_rows} rows of {len(self._units)} partition table(s)"
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        wanted = list(self._schema.names) if columns is None else list(columns)
+        filter = normalize_filter(filter)
+        if matches_nothing(filter):
+            return iter(())
+        if not _same(filter, self._read.filter) or not set(wanted) <= set(self._table.column_names):
+            return (b for u in self._units for b in u.to_batches(columns, filter, batch_size))
+        if not wanted:
+            return empty_batches(self._table.num_rows, batch_size)
+        chunk = batch_size or GROUP_BATCH_ROWS
+        return (b for b in self._table.select(wanted).to_batches(chunk) if b.num_rows)
 
 
 def group_query(ctx: Any, sql: str) -> Any:
@@ -398,6 +447,7 @@ __all__ = [
     "MATERIALIZE_ROWS",
     "RIGHT_TABLE",
     "GroupJoinUnit",
+    "InMemorySideUnit",
     "SideRead",
     "SpjSide",
     "SpjTable",

@@ -151,7 +151,7 @@ def _targets(
 ) -> list[_Target]:
     first = _from_of(select)
     joins: list[exp.Join] = list(select.args.get("joins") or [])
-    if first is None or (spj and joins):
+    if first is None or (spj and joins and _namespace_pair(first, joins[0], namespaces, ctes)):
         return []  # the storage-partitioned-join pass must still see the namespace names
     where = select.args.get("where")
     where_parts = _and_parts(where.this if isinstance(where, exp.Where) else None)
@@ -185,6 +185,20 @@ def _targets(
             continue
         out.append(_Target(source, provider, qualifier, parts, unqualified_ok))
     return out
+
+
+def _namespace_pair(
+    first: exp.Expression, join: exp.Join, namespaces: dict[str, NamespaceTable], ctes: set[str]
+) -> bool:
+    """True when FROM and the first JOIN are both namespaces: a storage-partitioned join."""
+
+    def is_namespace(node: exp.Expression) -> bool:
+        if not isinstance(node, exp.Table) or node.args.get("db") or node.args.get("catalog"):
+            return False
+        name = _ident_name(node.this)
+        return name is not None and name.lower() not in ctes and name in namespaces
+
+    return is_namespace(first) and is_namespace(join.this)
 
 
 # ------------------------------------------------------------------ rewriting one target
