@@ -170,6 +170,11 @@ def empty_batches(num_rows: int, batch_size: int | None) -> Iterator[pa.RecordBa
 STORAGE_BATCH_ROWS = 16384
 
 
+#: Rows per batch of :meth:`ScanUnit.read_table`: the rows are held in memory anyway,
+#: and every batch is a step for the engine that scans them (pylance's default: 8192).
+READ_TABLE_BATCH_ROWS = 65536
+
+
 def storage_batch_size(batch_size: int | None) -> int | None:
     """The batch size to read from storage for an engine asking for ``batch_size``.
 
@@ -394,7 +399,11 @@ class LanceFragmentsUnit(ScanUnit):
             return super().read_table(columns, filter)
         try:
             scanner = lance_scanner(
-                self.dataset, columns=list(columns), filter=filter, fragments=self._fragments()
+                self.dataset,
+                columns=list(columns),
+                filter=filter,
+                fragments=self._fragments(),
+                batch_size=READ_TABLE_BATCH_ROWS,
             )
             self.metrics.started()
             table = scanner.to_table()
@@ -578,6 +587,7 @@ def split_fragments(
 
 __all__ = [
     "FILTER_REFUSED",
+    "READ_TABLE_BATCH_ROWS",
     "STORAGE_BATCH_ROWS",
     "LanceFragmentsUnit",
     "ScanMetrics",
