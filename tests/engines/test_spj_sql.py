@@ -364,3 +364,55 @@ def test_eager_aggregation_in_groups(roots) -> None:
     both = sql.replace("min(o.order_id)", "min(c.id)")  # aggregates read both sides
     assert "aggregated before the join" not in _explain(on, both)
     assert _rows(on, both) == _rows(off, both)
+
+
+def test_sides_stream_when_their_reads_cannot_be_planned(roots, monkeypatch) -> None:
+    """A failure planning what groups read makes them stream their sides, not fail."""
+    from lance_sql.engines.datafusion import spj_provider
+
+    def refuse(*_args):
+        raise RuntimeError("cannot plan")
+
+    monkeypatch.setattr(spj_provider, "_needed_columns", refuse)
+    sql = QUERIES[3].format(j="JOIN")
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert "StoragePartitionedJoin" in _explain(on, sql)
+
+
+@pytest.mark.parametrize(
+    ("key_type", "values", "spec"),
+    [
+        (pa.string(), ["a", "bb", None, "a", "ccc", "bb"], {"transform": "identity"}),
+        (
+            pa.string(),
+            ["a", "bb", None, "a", "ccc", "bb"],
+            {"transform": "bucket", "num_buckets": 4},
+        ),
+        (pa.date32(), [0, 1, None, 400, 400, 31], {"transform": "month"}),
+        (pa.decimal128(9, 2), [1, 2, None, 1, 3, 2], {"transform": "bucket", "num_buckets": 3}),
+        (pa.int32(), [5, 6, None, 5, 27, 6], {"transform": "truncate", "width": 10}),
+    ],
+)
+def test_key_types_equal_plain_join(tmp_path, key_type, values, spec) -> None:
+    """Keys of other types, with NULLs, through every partition transform family."""
+    import decimal
+
+    if pa.types.is_decimal(key_type):
+        values = [None if v is None else decimal.Decimal(v) for v in values]
+    schema = pa.schema([pa.field("k", key_type), pa.field("x", pa.int64())])
+    for name in ("l", "r"):
+        ns = PartitionedNamespace.create(str(tmp_path / name), schema, [{"source": "k", **spec}])
+        ns.append(pa.table({"k": pa.array(values, key_type), "x": list(range(len(values)))}))
+    contexts = []
+    for spj in (True, False):
+        ctx = lance_sql.SessionContext(spj=spj)
+        ctx.register_namespace("l", str(tmp_path / "l"))
+        ctx.register_namespace("r", str(tmp_path / "r"))
+        contexts.append(ctx)
+    for sql in (
+        "SELECT a.k, a.x AS ax, b.x AS bx FROM l a FULL JOIN r b ON a.k = b.k",
+        "SELECT b.k, count(*), sum(a.x) FROM l a JOIN r b ON a.k = b.k GROUP BY b.k",
+    ):
+        assert _rows(contexts[0], sql) == _rows(contexts[1], sql), sql
+        assert contexts[0].spj_last_reason is None, (sql, contexts[0].spj_last_reason)

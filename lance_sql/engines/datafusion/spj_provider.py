@@ -241,11 +241,11 @@ def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
         (LEFT_TABLE, table.left, group.left),
         (RIGHT_TABLE, table.right, group.right),
     ):
-        read = reads[name]
-        kept = read.partitions
+        read = None if reads is None else reads[name]
+        kept = None if read is None else read.partitions
         ids = [r.object_id for r in refs if kept is None or r.object_id in kept]
         units = side.namespace.scan_units(ids, schema=side.schema)
-        if sum(u.estimated_rows or 0 for u in units) <= MATERIALIZE_ROWS:
+        if read is not None and sum(u.estimated_rows or 0 for u in units) <= MATERIALIZE_ROWS:
             ctx.register_table(name, _in_memory_side(side, units, read))
         else:
             ctx.register_table(name, _side_table(side, refs))
@@ -409,7 +409,12 @@ class SpjTable(ScanUnitDataset):
         self.max_units = max_units
         # Planned now, on the caller's thread: nested DataFusion planning cannot run
         # inside DataFusion's runtime (where this table's partitions are asked for).
-        self.side_reads = plan_side_reads(left, right, group_sql)
+        # If it cannot be planned, every group streams its sides (slower, same rows).
+        self.side_reads: dict[str, SideRead] | None
+        try:
+            self.side_reads = plan_side_reads(left, right, group_sql)
+        except Exception:
+            self.side_reads = None
         super().__init__(schema, self._plan_units, name=name)
 
     def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
