@@ -152,7 +152,7 @@ class PlannerPrune:
         return plan_pruning(filter, prune_filter, namespace, self.schema)
 
 
-class _EmptyUnit(ScanUnit):
+class EmptyUnit(ScanUnit):
     """No rows: keeps at least one DataFusion partition when pruning removes everything."""
 
     def __init__(self, schema: pa.Schema) -> None:
@@ -328,7 +328,7 @@ class NamespaceTable(ScanUnitDataset):
         totals = _version_totals(ns)
         units = _chain(table_units, self.partitions, self.schema)
         if not units:
-            units = [_EmptyUnit(self.schema)]
+            units = [EmptyUnit(self.schema)]
         pin = "latest" if self.follow_latest else "pinned"
         where = "filter=none" if filter is None else f"filter={filter} (in each partition table)"
         prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
@@ -475,6 +475,7 @@ def _register_directory(
 
 
 __all__ = [
+    "EmptyUnit",
     "NamespaceTable",
     "PlannerPrune",
     "PruneHook",

@@ -47,7 +47,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion import functions
-from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
+from lance_sql.engines.datafusion.namespace_provider import (
+    EmptyUnit,
+    NamespaceTable,
+    planner_prune,
+)
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -195,7 +199,13 @@ def _needed_columns(sides: dict[str, SpjSide], group_sql: str) -> dict[str, tupl
 def _pushed_filters(sides: dict[str, SpjSide], group_sql: str) -> dict[str, pc.Expression | None]:
     """The filter DataFusion pushes into each side's scan (None when several scans differ)."""
     ctx = private_context()
-    tables = {name: _side_table(side, None) for name, side in sides.items()}
+    # scans that only record what DataFusion asks of them: no partition table is opened
+    tables = {
+        name: ScanUnitDataset(
+            side.schema, lambda _f, s=side.schema: ScanPlan([EmptyUnit(s)]), name=side.name
+        )
+        for name, side in sides.items()
+    }
     for name, table in tables.items():
         ctx.register_table(name, table)
     with capture_scans() as records:
