@@ -121,38 +121,30 @@ WHERE_BOTH = [
     " WHERE abs(b.v - 3) > 1 OR b.k < 9 AND (a.v > 2 OR abs(b.v - 3) > 1)",
 ]
 WHERE_ONE = ["", " WHERE {x}.v > 2", " WHERE {x}.k IN (1, 2, 3)", " WHERE {x}.k IS NULL"]
+#: hypothesis settings shared by the property tests here (fixtures are module-scoped)
+SETTINGS = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+}
+#: a join between two namespaces of the pool, with its type, ON extra, shape and WHERE
+JOIN_CASES = {
+    "left": st.sampled_from(sorted(SPECS)),
+    "right": st.sampled_from(sorted(SPECS)),
+    "join": st.sampled_from(JOINS),
+    "extra": st.sampled_from(EXTRA),
+    "shape": st.integers(0, 100),
+    "where": st.integers(0, 100),
+}
 
 
-@settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    left=st.sampled_from(sorted(SPECS)),
-    right=st.sampled_from(sorted(SPECS)),
-    join=st.sampled_from(JOINS),
-    extra=st.sampled_from(EXTRA),
-    shape=st.integers(0, 100),
-    where=st.integers(0, 100),
-)
+@settings(max_examples=300, **SETTINGS)
+@given(**JOIN_CASES)
 def test_spj_on_equals_off(pool, contexts, left, right, join, extra, shape, where) -> None:
     _check_join(contexts, left, right, join, extra, shape, where)
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    left=st.sampled_from(sorted(SPECS)),
-    right=st.sampled_from(sorted(SPECS)),
-    join=st.sampled_from(JOINS),
-    extra=st.sampled_from(EXTRA),
-    shape=st.integers(0, 100),
-    where=st.integers(0, 100),
-)
+@settings(max_examples=60, **SETTINGS)
+@given(**JOIN_CASES)
 def test_streamed_group_sides_equal_off(
     pool, contexts, monkeypatch, left, right, join, extra, shape, where
 ) -> None:
@@ -161,11 +153,7 @@ def test_streamed_group_sides_equal_off(
     _check_join(contexts, left, right, join, extra, shape, where)
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(max_examples=150, **SETTINGS)
 @given(
     left=st.sampled_from(sorted(SPECS)),
     right=st.sampled_from(sorted(SPECS)),
@@ -221,11 +209,7 @@ SUBQUERY_SHAPES = [
 ]
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(max_examples=100, **SETTINGS)
 @given(
     left=st.sampled_from(sorted(SPECS)),
     right=st.sampled_from(sorted(SPECS)),
