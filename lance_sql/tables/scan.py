@@ -405,12 +405,12 @@ class LanceFragmentsUnit(ScanUnit):
                 fragments=self._fragments(),
                 batch_size=READ_TABLE_BATCH_ROWS,
             )
-            self.metrics.started()
             table = scanner.to_table()
         except FILTER_REFUSED:
             if filter is None:
                 raise
-            return super().read_table(columns, filter)
+            return super().read_table(columns, filter)  # the pyarrow fallback of to_batches
+        self.metrics.started()
         self.metrics.add(table.num_rows)
         return conform(table, out_schema)
 
