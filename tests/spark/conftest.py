@@ -22,9 +22,18 @@ SCHEMA = pa.schema(
 )
 
 
-def make_ns(root: str, keys: range, buckets: int = 8, tag: str = "") -> PartitionedNamespace:
+def make_ns(
+    root: str,
+    keys: range,
+    buckets: int = 8,
+    tag: str = "",
+    storage_options: dict[str, str] | None = None,
+) -> PartitionedNamespace:
     ns = PartitionedNamespace.create(
-        root, SCHEMA, [{"source": "k", "transform": "bucket", "num_buckets": buckets}]
+        root,
+        SCHEMA,
+        [{"source": "k", "transform": "bucket", "num_buckets": buckets}],
+        storage_options=storage_options,
     )
     ks = list(keys)
     ns.append(

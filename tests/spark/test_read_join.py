@@ -167,6 +167,22 @@ def test_partitioned_join_filters(spark: Any, tmp_path: Any, make_ns: Any) -> No
     assert sorted(r.k for r in df.collect()) == list(range(30, 40))
 
 
+@pytest.mark.parametrize("on", [[("k", "k")], [("k", "v")]])
+def test_partitioned_join_on_s3(spark: Any, s3_server: Any, make_ns: Any, on: Any) -> None:
+    """Namespaces on an S3 store: the options reach the tasks (and the fallback's reads)."""
+    from lance_sql.engines.spark import partitioned_join
+
+    options, bucket = s3_server
+    b = bucket()
+    lroot, rroot = f"s3://{b}/l", f"s3://{b}/r"
+    make_ns(lroot, range(0, 60), storage_options=options)
+    make_ns(rroot, range(30, 100), storage_options=options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # [("k", "v")] falls back to Spark's join
+        df = partitioned_join(spark, lroot, rroot, on=on, storage_options=options)
+    assert sorted(r.k for r in df.collect()) == list(range(30, 60))  # v == k on each side
+
+
 def test_incompatible_join_falls_back_with_warning(spark: Any, tmp_path: Any, make_ns: Any) -> None:
     from lance_sql.engines.spark import partitioned_join
 

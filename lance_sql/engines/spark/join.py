@@ -14,8 +14,9 @@ return the left columns only.
 
 from __future__ import annotations
 
+import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -112,15 +113,18 @@ def partitioned_join(
     right_filter: str | None = None,
     left_version: int | None = None,
     right_version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Any:
     """Join two partitioned namespaces on Spark, one task per join group, shuffle-free.
 
     ``on``: a column name, or a list of names or ``(left, right)`` pairs.
     ``how``: inner, left, right, full (outer), semi, anti. ``left_filter`` /
     ``right_filter``: SQL conditions applied to that side before the join (they
-    also prune partitions). When the namespaces' partitionings are not
-    compatible for ``on``, warns and returns Spark's own join of the two
-    ``lance_ns`` reads (same result, with a shuffle).
+    also prune partitions). ``storage_options``: object-store options (as for
+    pylance, e.g. ``aws_endpoint``) for both namespaces; the scan units carry
+    them to the tasks. When the namespaces' partitionings are not compatible
+    for ``on``, warns and returns Spark's own join of the two ``lance_ns``
+    reads (same result, with a shuffle).
     """
     from lance_sql.planning.joins import plan_join
     from lance_sql.planning.joins.plan import normalize_how
@@ -128,8 +132,12 @@ def partitioned_join(
 
     pairs = _on_pairs(on)
     how = normalize_how(how)
-    lns = PartitionedNamespace.open(left_root, version=left_version)
-    rns = PartitionedNamespace.open(right_root, version=right_version)
+    lns = PartitionedNamespace.open(
+        left_root, version=left_version, storage_options=storage_options
+    )
+    rns = PartitionedNamespace.open(
+        right_root, version=right_version, storage_options=storage_options
+    )
     plan = plan_join(lns, rns, pairs, how, left_filter=left_filter, right_filter=right_filter)
     lschema, rschema = lns.schema, rns.schema
     if not plan.compatible:
@@ -148,6 +156,7 @@ def partitioned_join(
             right_filter,
             left_version=lns.manifest_version,
             right_version=rns.manifest_version,
+            storage_options=storage_options,
         )
     sql = group_sql(lschema, rschema, pairs, how, left_filter, right_filter)
     groups = [
@@ -186,6 +195,7 @@ def _spark_join(
     *,
     left_version: int | None = None,
     right_version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Any:
     """Spark's own join of two ``lance_ns`` reads, named like :func:`output_schema`.
 
@@ -197,6 +207,8 @@ def _spark_join(
         reader = spark.read.format("lance_ns")
         if version is not None:
             reader = reader.option("version", str(version))
+        if storage_options:
+            reader = reader.option("storage_options", json.dumps(dict(storage_options)))
         return reader.load(root)
 
     ldf = load(left_root, left_version)
