@@ -416,3 +416,27 @@ def test_key_types_equal_plain_join(tmp_path, key_type, values, spec) -> None:
     ):
         assert _rows(contexts[0], sql) == _rows(contexts[1], sql), sql
         assert contexts[0].spj_last_reason is None, (sql, contexts[0].spj_last_reason)
+
+
+def test_damaged_partition_table_is_named(tmp_path) -> None:
+    """A data file damaged under a storage-partitioned join fails the query naming its table."""
+    import glob
+
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("v", pa.int64())])
+    for name in ("l", "r"):
+        ns = PartitionedNamespace.create(
+            str(tmp_path / name), schema, [{"source": "k", "transform": "bucket", "num_buckets": 4}]
+        )
+        ns.append(pa.table({"k": list(range(100)), "v": list(range(100))}))
+    entry = PartitionedNamespace.open(str(tmp_path / "l")).tables()[0]
+    with open(glob.glob(f"{entry.uri}/data/*.lance")[0], "r+b") as f:
+        f.truncate(100)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("l", str(tmp_path / "l"))
+    ctx.register_namespace("r", str(tmp_path / "r"))
+    sql = "SELECT a.k, b.v FROM l a JOIN r b ON a.k = b.k"
+    assert "StoragePartitionedJoin" in _explain(ctx, sql)
+    with pytest.raises(
+        Exception, match=r"FormatError: .*partition table '" + re.escape(entry.object_id)
+    ):
+        ctx.sql(sql).collect()
