@@ -440,3 +440,27 @@ def test_damaged_partition_table_is_named(tmp_path) -> None:
         Exception, match=r"FormatError: .*partition table '" + re.escape(entry.object_id)
     ):
         ctx.sql(sql).collect()
+
+
+def test_cte_shadowing_a_namespace_is_not_the_namespace(roots) -> None:
+    """``WITH orders AS (...)`` is the CTE, not the namespace: found after SPJ went on by default."""
+    sql = (
+        "WITH orders AS (SELECT * FROM orders WHERE order_id < 10) "
+        "SELECT count(*) AS n FROM orders o JOIN customers c ON o.customer_id = c.id"
+    )
+    on, off = _ctx(roots, True), _ctx(roots, False)
+    assert _rows(on, sql) == _rows(off, sql)
+    assert "StoragePartitionedJoin" not in _explain(on, sql)
+    exists = (
+        "WITH customers AS (SELECT * FROM customers WHERE id < 5) SELECT o.order_id FROM orders o "
+        "WHERE EXISTS (SELECT 1 FROM customers c WHERE c.id = o.customer_id)"
+    )
+    assert _rows(on, exists) == _rows(off, exists)
+
+
+def test_unquoted_names_resolve_as_datafusion_does(roots) -> None:
+    """``FROM Orders`` is table ``orders`` to DataFusion, so it is storage-partitioned too."""
+    sql = "SELECT count(*) AS n FROM Orders o JOIN CUSTOMERS c ON o.customer_id = c.id"
+    on = _ctx(roots, True)
+    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+    assert "StoragePartitionedJoin" in _explain(on, sql)

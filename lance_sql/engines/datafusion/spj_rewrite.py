@@ -38,7 +38,9 @@ from lance_sql.engines.datafusion.spj_provider import (
     spj_column,
 )
 from lance_sql.engines.datafusion.sql_rewrite import (
+    cte_names,
     fresh_table_name,
+    namespace_name,
     register_pass,
     register_query_table,
 )
@@ -111,26 +113,27 @@ def storage_partitioned_join(ctx: Any, sql: str) -> str:
         tree = sqlglot.parse_one(sql[len(head) :], read="postgres")
     except Exception:
         return sql
+    ctes = cte_names(tree)
     reasons: list[str] = []
     changed = False
     for select in list(tree.find_all(exp.Select)):
         try:
             if not enabled:
-                if _namespace_join(namespaces, select):
+                if _namespace_join(namespaces, ctes, select):
                     raise _Skip("turned off; SET lance.spj = true turns it on")
                 continue
             text = sql[len(head) :] if select is tree else None
-            semi = _semi_join_form(namespaces, select)
+            semi = _semi_join_form(namespaces, ctes, select)
             if semi is not None:
                 original = text or select.sql(dialect="postgres")
-                if _rewrite_select(ctx, namespaces, semi, original):
+                if _rewrite_select(ctx, namespaces, ctes, semi, original):
                     if select is tree:
                         tree = semi
                     else:
                         select.replace(semi)
                     changed = True
                 continue
-            changed |= _rewrite_select(ctx, namespaces, select, text)
+            changed |= _rewrite_select(ctx, namespaces, ctes, select, text)
         except _Skip as skip:
             reasons.append(str(skip))
     _record(ctx, reasons)
@@ -148,16 +151,18 @@ def _record(ctx: Any, reasons: list[str]) -> None:
     ctx.spj_last_reason = reasons[-1] if reasons else None
 
 
-def _namespace_join(namespaces: dict[str, Any], select: exp.Select) -> bool:
+def _namespace_join(namespaces: dict[str, Any], ctes: set[str], select: exp.Select) -> bool:
     from_ = select.args.get("from_", select.args.get("from"))
     joins = select.args.get("joins") or []
     if from_ is None or not joins:
         return False
     tables = [from_.this, joins[0].this]
-    return all(isinstance(t, exp.Table) and not t.db and t.name in namespaces for t in tables)
+    return all(namespace_name(t, namespaces, ctes) for t in tables)
 
 
-def _semi_join_form(namespaces: dict[str, Any], select: exp.Select) -> exp.Select | None:
+def _semi_join_form(
+    namespaces: dict[str, Any], ctes: set[str], select: exp.Select
+) -> exp.Select | None:
     """``FROM ns1 a WHERE [NOT] EXISTS (SELECT .. FROM ns2 b WHERE c)`` or ``WHERE a.x IN
     (SELECT b.y FROM ns2 b [WHERE c])`` as a copy with ``LEFT SEMI|ANTI JOIN ns2 b ON ..``.
 
@@ -169,7 +174,7 @@ def _semi_join_form(namespaces: dict[str, Any], select: exp.Select) -> exp.Selec
     if from_ is None or where is None or select.args.get("joins"):
         return None
     outer = from_.this
-    if not (isinstance(outer, exp.Table) and not outer.db and outer.name in namespaces):
+    if namespace_name(outer, namespaces, ctes) is None:
         return None
     conjuncts = _conjuncts(where.this)
     for i, conj in enumerate(conjuncts):
@@ -182,7 +187,7 @@ def _semi_join_form(namespaces: dict[str, Any], select: exp.Select) -> exp.Selec
         else:
             continue
         sub = sub.this if isinstance(sub, exp.Subquery) else sub
-        if not isinstance(sub, exp.Select) or not _plain_subquery(namespaces, sub):
+        if not isinstance(sub, exp.Select) or not _plain_subquery(namespaces, ctes, sub):
             continue
         table = sub.args.get("from_", sub.args.get("from")).this
         if table.alias_or_name == outer.alias_or_name:
@@ -204,14 +209,13 @@ def _semi_join_form(namespaces: dict[str, Any], select: exp.Select) -> exp.Selec
     return None
 
 
-def _plain_subquery(namespaces: dict[str, Any], sub: exp.Select) -> bool:
+def _plain_subquery(namespaces: dict[str, Any], ctes: set[str], sub: exp.Select) -> bool:
     from_ = sub.args.get("from_", sub.args.get("from"))
     if from_ is None or sub.args.get("joins") or sub.args.get("with"):
         return False
     if any(sub.args.get(k) for k in ("group", "having", "limit", "offset", "distinct", "order")):
         return False
-    t = from_.this
-    return isinstance(t, exp.Table) and not t.db and t.name in namespaces
+    return namespace_name(from_.this, namespaces, ctes) is not None
 
 
 @dataclass
@@ -251,10 +255,14 @@ class _Sides:
 
 
 def _rewrite_select(
-    ctx: Any, namespaces: dict[str, Any], select: exp.Select, text: str | None = None
+    ctx: Any,
+    namespaces: dict[str, Any],
+    ctes: set[str],
+    select: exp.Select,
+    text: str | None = None,
 ) -> bool:
     """Rewrite one SELECT whose FROM joins two namespaces (``text``: its SQL as written)."""
-    if not _namespace_join(namespaces, select):
+    if not _namespace_join(namespaces, ctes, select):
         return False
     from_ = select.args.get("from_", select.args.get("from"))
     joins = select.args.get("joins") or []
@@ -267,7 +275,8 @@ def _rewrite_select(
     la, ra = left_t.alias_or_name, right_t.alias_or_name
     if la == ra:
         raise _Skip("both sides have the same alias")
-    lprov, rprov = namespaces[left_t.name], namespaces[right_t.name]
+    lprov = namespaces[namespace_name(left_t, namespaces, ctes)]
+    rprov = namespaces[namespace_name(right_t, namespaces, ctes)]
     sides = _Sides(la, ra, list(lprov.schema.names), list(rprov.schema.names), len(joins) > 1)
     sides.outputs = {e.alias for e in select.expressions if isinstance(e, exp.Alias)}
     on = join.args.get("on")

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from sqlglot import exp
 
 if TYPE_CHECKING:
     import datafusion
@@ -96,6 +98,35 @@ def register_query_table(ctx: datafusion.SessionContext, name: str, table: objec
     names = getattr(_SCOPE, "names", None)
     if names is not None:
         names.append(name)
+
+
+def cte_names(tree: exp.Expression) -> set[str]:
+    """The names the query's WITH clauses define, lowercased (each shadows a table of that name)."""
+    return {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+
+
+def identifier_name(ident: exp.Expression | None) -> str | None:
+    """An identifier as DataFusion resolves it: an unquoted one is lowercased."""
+    if not isinstance(ident, exp.Identifier):
+        return None
+    return ident.this if ident.quoted else ident.this.lower()
+
+
+def namespace_name(
+    node: exp.Expression, namespaces: Mapping[str, object], ctes: set[str]
+) -> str | None:
+    """The registered namespace a FROM or JOIN item reads, else None.
+
+    Only a bare table reference (no schema or catalog) names one, and not when
+    a CTE of the same name shadows it: passes that replace a namespace
+    reference must not replace a CTE's.
+    """
+    if not isinstance(node, exp.Table) or node.args.get("db") or node.args.get("catalog"):
+        return None
+    name = identifier_name(node.this)
+    if name is None or name.lower() in ctes or name not in namespaces:
+        return None
+    return name
 
 
 def rewrite_sql(ctx: datafusion.SessionContext, sql: str) -> str:

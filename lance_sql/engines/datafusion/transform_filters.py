@@ -43,7 +43,10 @@ from sqlglot import exp
 
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.sql_rewrite import (
+    cte_names,
     fresh_table_name,
+    identifier_name,
+    namespace_name,
     register_pass,
     register_query_table,
 )
@@ -90,7 +93,7 @@ def transform_filters(ctx: Any, sql: str) -> str:
         return sql
     if tree is None:
         return sql
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    ctes = cte_names(tree)
     spj = bool(getattr(ctx, "spj_enabled", False))
     edits: list[tuple[int, int, str]] = []
     try:
@@ -123,12 +126,6 @@ class _Target:
     unqualified_ok: bool
 
 
-def _ident_name(ident: exp.Expression | None) -> str | None:
-    if not isinstance(ident, exp.Identifier):
-        return None
-    return ident.this if ident.quoted else ident.this.lower()
-
-
 def _from_of(select: exp.Select) -> exp.Expression | None:
     node = select.args.get("from_") or select.args.get("from")
     return node.this if isinstance(node, exp.From) else None
@@ -151,8 +148,10 @@ def _targets(
 ) -> list[_Target]:
     first = _from_of(select)
     joins: list[exp.Join] = list(select.args.get("joins") or [])
-    if first is None or (spj and joins and _namespace_pair(first, joins[0], namespaces, ctes)):
-        return []  # the storage-partitioned-join pass must still see the namespace names
+    if first is None or (
+        spj and joins and all(namespace_name(t, namespaces, ctes) for t in (first, joins[0].this))
+    ):
+        return []  # a join of two namespaces: the storage-partitioned-join pass needs their names
     where = select.args.get("where")
     where_parts = _and_parts(where.this if isinstance(where, exp.Where) else None)
     all_inner = all(_is_inner(j) for j in joins)
@@ -166,16 +165,12 @@ def _targets(
             on_parts += _and_parts(on)
     out = []
     for source, is_from in sources:
-        if not isinstance(source, exp.Table) or source.args.get("db") or source.args.get("catalog"):
+        name = namespace_name(source, namespaces, ctes)
+        if name is None:
             continue
-        name = _ident_name(source.this)
-        if name is None or name.lower() in ctes:
-            continue
-        provider = namespaces.get(name)
-        if provider is None:
-            continue
+        provider = namespaces[name]
         alias_node = source.args.get("alias")
-        alias = _ident_name(alias_node.this) if isinstance(alias_node, exp.TableAlias) else None
+        alias = identifier_name(alias_node.this) if isinstance(alias_node, exp.TableAlias) else None
         qualifier = alias or name
         if all_inner:
             parts, unqualified_ok = where_parts + on_parts, True
@@ -185,20 +180,6 @@ def _targets(
             continue
         out.append(_Target(source, provider, qualifier, parts, unqualified_ok))
     return out
-
-
-def _namespace_pair(
-    first: exp.Expression, join: exp.Join, namespaces: dict[str, NamespaceTable], ctes: set[str]
-) -> bool:
-    """True when FROM and the first JOIN are both namespaces: a storage-partitioned join."""
-
-    def is_namespace(node: exp.Expression) -> bool:
-        if not isinstance(node, exp.Table) or node.args.get("db") or node.args.get("catalog"):
-            return False
-        name = _ident_name(node.this)
-        return name is not None and name.lower() not in ctes and name in namespaces
-
-    return is_namespace(first) and is_namespace(join.this)
 
 
 # ------------------------------------------------------------------ rewriting one target
@@ -251,7 +232,7 @@ def _conjunct_text(part: exp.Expression, target: _Target) -> str | None:
             if not target.unqualified_ok:
                 return None
             continue
-        if _ident_name(qualifier) != target.qualifier:
+        if identifier_name(qualifier) != target.qualifier:
             return None
         col.set("table", None)
     try:
