@@ -213,8 +213,7 @@ def _pushed_filters(sides: dict[str, SpjSide], group_sql: str) -> dict[str, pc.E
     out: dict[str, pc.Expression | None] = {}
     for name, table in tables.items():
         mine = [normalize_filter(r.filter) for r in records if r.dataset is table]
-        same = len(mine) == 1 or (mine and all(_same(f, mine[0]) for f in mine))
-        out[name] = mine[0] if same else None
+        out[name] = mine[0] if mine and all(_same(f, mine[0]) for f in mine) else None
     return out
 
 
@@ -251,15 +250,20 @@ def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
         (LEFT_TABLE, table.left, group.left),
         (RIGHT_TABLE, table.right, group.right),
     ):
-        read = None if reads is None else reads[name]
-        kept = None if read is None else read.partitions
-        ids = [r.object_id for r in refs if kept is None or r.object_id in kept]
-        units = side.namespace.scan_units(ids, schema=side.schema)
-        if read is not None and sum(u.estimated_rows or 0 for u in units) <= MATERIALIZE_ROWS:
-            ctx.register_table(name, _in_memory_side(side, units, read))
-        else:
-            ctx.register_table(name, _side_table(side, refs))
+        ctx.register_table(name, _group_side(side, refs, None if reads is None else reads[name]))
     return [b for b in group_query(ctx, table.group_sql).collect() if b.num_rows]
+
+
+def _group_side(side: SpjSide, refs: Sequence[Any], read: SideRead | None) -> ScanUnitDataset:
+    """One side of a group: read into memory, or streamed when unplanned or too large."""
+    if read is None:
+        return _side_table(side, refs)
+    kept = read.partitions
+    ids = [r.object_id for r in refs if kept is None or r.object_id in kept]
+    units = side.namespace.scan_units(ids, schema=side.schema)
+    if sum(u.estimated_rows or 0 for u in units) > MATERIALIZE_ROWS:
+        return _side_table(side, refs)
+    return _in_memory_side(side, units, read)
 
 
 def _in_memory_side(side: SpjSide, units: Sequence[ScanUnit], read: SideRead) -> ScanUnitDataset:
