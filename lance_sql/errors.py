@@ -56,6 +56,32 @@ class SchemaMismatchError(LanceSqlError, ValueError):
     """Data written to a table or namespace does not match its schema."""
 
 
+class PartitionSchemaError(SchemaMismatchError):
+    """A partition table's column does not have the namespace column's type (never cast)."""
+
+    def __init__(
+        self, *, table: str, column: str, table_column: str, expected: object, actual: object
+    ) -> None:
+        super().__init__(
+            f"partition table {table!r}: column {table_column!r} (namespace column "
+            f"{column!r}) has type {actual}, the namespace schema says {expected}"
+        )
+        self.table = table
+        self.column = column
+        self.table_column = table_column
+        self.expected = expected
+        self.actual = actual
+
+
+class ManifestDamagedError(FormatError):
+    """``__manifest`` lost what a partitioned namespace needs (e.g. rewritten by another
+    writer): ``missing`` names each lost part; ``lance-sql repair`` rebuilds them."""
+
+    def __init__(self, message: str, *, path: str | None = None, missing: list[str]) -> None:
+        super().__init__(message, path=path)
+        self.missing = list(missing)
+
+
 class UnsafeLocationError(LanceSqlError):
     """A stored location points outside the namespace root (absolute path, `..`, scheme)."""
 
@@ -72,7 +98,9 @@ __all__ = [
     "CommitConflictError",
     "FormatError",
     "LanceSqlError",
+    "ManifestDamagedError",
     "NotFoundError",
+    "PartitionSchemaError",
     "PlanningError",
     "SchemaMismatchError",
     "SpecError",

@@ -32,6 +32,11 @@ from lance_sql.tables.namespace.arrow_json import (
     schema_to_json,
 )
 from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
+from lance_sql.tables.namespace.field_map import (
+    canonical_schema,
+    last_field_id,
+    with_last_field_id,
+)
 from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -87,7 +92,6 @@ def parse_properties(
         raise SpecError("partitioned namespace has no 'schema' property", key=SCHEMA_KEY)
     schema = schema_from_json(properties[SCHEMA_KEY], key=SCHEMA_KEY)
     field_ids(schema, key=SCHEMA_KEY)
-    latest = max(spec_keys.values())
     specs: dict[int, PartitionSpec] = {}
     for key, n in sorted(spec_keys.items(), key=lambda kv: kv[1]):
         specs[n] = PartitionSpec.from_json(
@@ -95,27 +99,26 @@ def parse_properties(
             schema=schema,
             key=key,
             expected_id=n,
-            allow_missing_sources=n != latest,
+            allow_missing_sources=True,  # a removed source column reads as NULL (spec)
         )
     validate_evolution(specs)
     return schema, specs
 
 
 def _normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
+    """The namespace schema to store: field ids (depth-first from 0 when none are given),
+    view types as their canonical types, and the last assigned field id recorded."""
     if isinstance(schema, pa.Schema):
-        out = assign_field_ids(schema)
+        out = (
+            schema if all(field_id_of(f) is not None for f in schema) else assign_field_ids(schema)
+        )
     else:
         out = schema_from_json(schema, key=SCHEMA_KEY)
         if all(field_id_of(f) is None for f in out):
             out = assign_field_ids(out)
-    field_ids(out, key=SCHEMA_KEY)
-    return out
-
-
-def _depth_first_ids(schema: pa.Schema) -> bool:
-    """True when ids are 0..n-1 in depth-first order, the ids Lance gives a new table."""
-    ids = list(field_ids(schema))
-    return ids == list(range(len(ids)))
+    ids = field_ids(out, key=SCHEMA_KEY)
+    out = canonical_schema(out)
+    return with_last_field_id(out, last_field_id(out, ids))
 
 
 class PartitionedNamespace:
@@ -162,12 +165,6 @@ class PartitionedNamespace:
         """
         root_s = root_uri(root)
         ns_schema = _normalize_schema(schema)
-        if not _depth_first_ids(ns_schema):
-            raise SpecError(
-                "field ids must be 0..n-1 in depth-first order (the ids Lance assigns to the "
-                "partition tables)",
-                key=SCHEMA_KEY,
-            )
         if isinstance(spec, PartitionSpec):
             from lance_sql.tables.namespace.spec import validate_spec
 
@@ -264,8 +261,15 @@ class PartitionedNamespace:
     def partitions(self) -> pa.Table:
         """One row per partition table: ids, location, pins, and every partition column."""
         rows = self._snapshot.rows
-        mask = pc.equal(rows.column("object_type"), "table")
-        tables = rows.filter(mask)
+        is_partition = [
+            t == "table" and spec_version_of(o) is not None
+            for o, t in zip(
+                rows.column("object_id").to_pylist(),
+                rows.column("object_type").to_pylist(),
+                strict=True,
+            )
+        ]
+        tables = rows.filter(pa.array(is_partition, pa.bool_()))
         mschema = manifest_schema(self.all_fields())
         tables = conform_rows(tables, mschema)
         specs = [spec_version_of(o) for o in tables.column("object_id").to_pylist()]
@@ -429,18 +433,43 @@ class PartitionedNamespace:
         self._commit_schema(pa.schema(fields, self._schema.metadata))
 
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
-        """Add nullable top-level columns (new ids); existing partitions read them as NULL."""
+        """Add nullable top-level columns (new ids); existing partitions read them as NULL.
+
+        New ids follow the highest id ever assigned (recorded in the schema
+        metadata), so a dropped column's id is never given to another column.
+        """
         self.refresh()
-        next_id = max(field_ids(self._schema)) + 1
+        next_id = self._last_field_id() + 1
         added = []
+        names = set(self._schema.names)
         for f in fields:
-            if f.name in self._schema.names:
+            if f.name in names:
                 raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
-            with_ids = assign_field_ids(pa.schema([pa.field(f.name, f.type, True)]))
-            shifted = _shift_ids(with_ids, next_id)
+            names.add(f.name)
+            plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
+            shifted = _shift_ids(assign_field_ids(plain), next_id)
             next_id = max(field_ids(shifted)) + 1
             added.extend(shifted)
-        self._commit_schema(pa.schema([*self._schema, *added], self._schema.metadata))
+        schema = pa.schema([*self._schema, *added], self._schema.metadata)
+        self._commit_schema(with_last_field_id(schema, next_id - 1))
+
+    def drop_columns(self, names: Sequence[str]) -> None:
+        """Remove top-level columns from the namespace schema (partition tables untouched).
+
+        Their field ids are never reused; a partition field whose source was
+        dropped computes NULL for new rows, and pruning treats it as unknown.
+        """
+        self.refresh()
+        missing = [n for n in names if n not in self._schema.names]
+        if missing:
+            raise SpecError(f"no column(s) named {missing}", key=SCHEMA_KEY)
+        last = self._last_field_id()
+        kept = [f for f in self._schema if f.name not in set(names)]
+        self._commit_schema(with_last_field_id(pa.schema(kept, self._schema.metadata), last))
+
+    def _last_field_id(self) -> int:
+        used = [sid for spec in self._specs.values() for f in spec.fields for sid in f.source_ids]
+        return last_field_id(self._schema, used)
 
     def _commit_schema(self, schema: pa.Schema) -> None:
         field_ids(schema, key=SCHEMA_KEY)

@@ -3,8 +3,9 @@
 Each partition table is read at the version ``__manifest`` pins (``read_version``,
 ``read_branch``, ``read_tag``; latest when all are NULL), so a read sees exactly
 the state of the last namespace commit. Columns are matched to the namespace
-schema by ``lance:field_id`` (read from the partition table's own manifest by
-:func:`lance_sql.format.metadata.open_metadata`), not by name, so a renamed
+schema by namespace field id (recorded on each table column, see
+:mod:`lance_sql.tables.namespace.field_map`; read from the partition table's own
+manifest by :func:`lance_sql.format.metadata.open_metadata`), not by name, so a renamed
 namespace column still finds its data in partition tables written before the
 rename; a namespace column a partition table lacks reads as NULL.
 
@@ -24,8 +25,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import FormatError, SchemaMismatchError
+from lance_sql.errors import FormatError
 from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
@@ -64,7 +66,11 @@ class PartitionTable:
 
 
 def table_entries(rows: pa.Table, root: str, field_ids: Sequence[str]) -> list[PartitionTable]:
-    """The ``table`` rows of a ``__manifest`` snapshot; unsafe locations are refused."""
+    """The partition tables of a ``__manifest`` snapshot; unsafe locations are refused.
+
+    Only ``table`` rows under a ``v<N>`` spec version namespace are partition
+    tables; other tables (created at the root by pylance or lancedb) are skipped.
+    """
     cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
     n = rows.num_rows
     out = []
@@ -72,6 +78,9 @@ def table_entries(rows: pa.Table, root: str, field_ids: Sequence[str]) -> list[P
         if cols["object_type"][i] != "table":
             continue
         oid = cols["object_id"][i]
+        version = spec_version_of(oid)
+        if version is None:
+            continue  # not under v<N>: another writer's table, not a partition table
         location = cols["location"][i]
         uri = resolve_location(root, location, oid)
         out.append(
@@ -79,7 +88,7 @@ def table_entries(rows: pa.Table, root: str, field_ids: Sequence[str]) -> list[P
                 object_id=oid,
                 location=location,
                 uri=uri,
-                spec_version=spec_version_of(oid),
+                spec_version=version,
                 read_version=_get(cols, "read_version", i),
                 read_branch=_get(cols, "read_branch", i),
                 read_tag=_get(cols, "read_tag", i),
@@ -154,23 +163,21 @@ class ColumnMapping:
 
 
 def map_columns(ns_schema: pa.Schema, table_schema: pa.Schema, *, object_id: str) -> ColumnMapping:
-    """Match namespace columns to table columns by ``lance:field_id`` (top level)."""
-    by_id = {field_id_of(f): f for f in table_schema if field_id_of(f) is not None}
+    """Match namespace columns to table columns by namespace field id (top level).
+
+    A table column holds the namespace column whose id its marker records
+    (:mod:`field_map`); unmarked tables fall back to Lance's own field ids.
+    A matched column of another type is refused with PartitionSchemaError.
+    """
+    by_id = columns_by_namespace_id(table_schema)
     sources: list[str | None] = []
     for f in ns_schema:
         fid = field_id_of(f)
         src = by_id.get(fid) if fid is not None else None
         if src is None and fid is None and f.name in table_schema.names:
             src = table_schema.field(f.name)
-        if src is not None and not src.type.equals(f.type):
-            try:
-                pa.array([], src.type).cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"partition table {object_id!r}: column {src.name!r} (field id {fid}) has "
-                    f"type {src.type}, which cannot be read as {f.type} for namespace column "
-                    f"{f.name!r}"
-                ) from exc
+        if src is not None:
+            check_column_type(object_id, src.name, src.type, f)
         sources.append(None if src is None else src.name)
     return ColumnMapping(ns_schema, table_schema, tuple(sources))
 

@@ -439,6 +439,12 @@ def _validate_expression(expression: str, n_sources: int, *, key: str) -> None:
                 raise SpecError(
                     f"{name} has no source (source_ids has {n_sources} entries)", key=key
                 )
+        if isinstance(node, (exp.AggFunc, exp.Window)):
+            raise SpecError(
+                f"{node.sql(dialect='postgres')!r} is an aggregate or window function: a "
+                "partition expression must compute each row's value from that row alone",
+                key=key,
+            )
         if isinstance(node, exp.Func):
             fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if fname in _NONDETERMINISTIC or type(node).__name__ in _NONDETERMINISTIC_CLASSES:
@@ -613,9 +619,18 @@ def _default_field_id(
     )
     t = probe.transform
     if t.type == "identity":
-        return cols
-    if t.type in _BUCKETS:
-        return f"{cols}_bucket_{t.num_buckets}"
-    if t.type == "truncate":
-        return f"{cols}_trunc_{t.width}"
-    return f"{cols}_{t.type}"
+        name = cols
+    elif t.type in _BUCKETS:
+        name = f"{cols}_bucket_{t.num_buckets}"
+    elif t.type == "truncate":
+        name = f"{cols}_trunc_{t.width}"
+    else:
+        name = f"{cols}_{t.type}"
+    # A default id must not be one an earlier field of another definition holds.
+    taken = {old.field_id for spec in previous.values() for old in spec.fields}
+    if name in taken and t.type != "bucket" and t.type in _BUCKETS:
+        name = f"{cols}_{t.type}_{t.num_buckets}"
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name

@@ -34,6 +34,7 @@ one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -53,6 +54,14 @@ from lance_sql.errors import (
     UnsupportedFeatureError,
 )
 from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.field_map import (
+    cast_to_namespace,
+    check_column_type,
+    columns_by_namespace_id,
+    is_marked,
+    marked_field,
+    table_schema_for,
+)
 from lance_sql.tables.namespace.layout import (
     NAMESPACE,
     TABLE,
@@ -129,7 +138,7 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
             continue
         col = batch.column(idx)
         if not col.type.equals(f.type):
-            col = _cast_nested(col, f)
+            col = _cast_to_namespace(col, f)
         if not f.nullable and col.null_count:
             raise SchemaMismatchError(
                 f"column {f.name!r} is not nullable but has {col.null_count} NULL values"
@@ -138,7 +147,12 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _cast_nested(col: pa.Array, f: pa.Field) -> pa.Array:
+def _cast_to_namespace(col: pa.Array, f: pa.Field) -> pa.Array:
+    """``col`` as the namespace type: view, large and dictionary variants, or nested
+    types differing only in child names, are cast; anything else is refused."""
+    cast = cast_to_namespace(col, f)
+    if cast is not None:
+        return cast
     if pa.types.is_nested(col.type) and pa.types.is_nested(f.type):
         try:
             return col.cast(f.type, safe=True)
@@ -161,6 +175,10 @@ def partition_values(
     out = []
     for i, pf in enumerate(spec.fields):
         cols = [_source_column(batch, sources, sid) for sid in pf.source_ids]
+        if len(cols) == 1 and pa.types.is_null(cols[0].type):
+            # the source column was removed: it reads as NULL, so does the partition value
+            out.append(pa.nulls(batch.num_rows, pf.result_type))
+            continue
         try:
             values = udfs.apply_partition_field(
                 columns=cols,
@@ -193,9 +211,16 @@ def _source_column(batch: pa.RecordBatch, sources: Mapping[int, Any], sid: int) 
 
 
 def _key(value: Any) -> Any:
-    """A hashable, equality-safe form of a partition value (NaN equals NaN)."""
+    """A hashable, equality-safe form of a partition value (NaN equals NaN).
+
+    Zoned datetimes are keyed by their UTC instant: Python compares and hashes
+    two aware datetimes of one zone by wall time (``fold`` ignored), which
+    would merge the two instants of a repeated fall-back hour.
+    """
     if isinstance(value, float) and math.isnan(value):
         return ("__nan__",)
+    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        return ("__instant__", value.astimezone(_dt.timezone.utc))
     return value
 
 
@@ -325,7 +350,7 @@ class NamespaceWriter:
         self.write_id = write_id
         self.staging = staging
         self._prefix = spec.namespace_name
-        self._table_schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
+        self._table_schema = table_schema_for(schema)
         self._targets: dict[tuple[Any, ...], _Target] = {}
         self._buffered = 0
         self._new_rows: list[dict[str, Any]] = []
@@ -543,7 +568,16 @@ class NamespaceWriter:
         at = base if self.staging else latest
         opts = self.storage_options
         tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
-        by_id = {field_id_of(f): f.name for f in tschema}
+        if not is_marked(tschema) and not self.staging and self.mode == "append":
+            ds = _mark_legacy_columns(ds if branch else entry.uri, tschema, latest, opts)
+            latest = at = ds.version
+            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+        by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
+        if self.mode == "append":
+            for f in self.schema:
+                name = by_id.get(field_id_of(f))
+                if name is not None:
+                    check_column_type(entry.object_id, name, tschema.field(name).type, f)
         missing = [f for f in self.schema if by_id.get(field_id_of(f)) is None]
         if missing and self.mode == "append":
             if self.staging:
@@ -553,15 +587,25 @@ class NamespaceWriter:
                     "(append through PartitionedNamespace.append once, which adds them)",
                     path=entry.uri,
                 )
-            ds.add_columns([pa.field(f.name, f.type, True) for f in missing])
+            taken = set(tschema.names)
+            added = []
+            for f in missing:
+                name = f.name if f.name not in taken else f"{f.name}__field_{field_id_of(f)}"
+                taken.add(name)
+                added.append(marked_field(name, f, nullable=True))
+            ds.add_columns(added)
             latest = ds.version
             at = latest
             tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
-            by_id = {field_id_of(f): f.name for f in tschema}
+            by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
         if self.mode == "append":
-            t.names = {f.name: by_id.get(field_id_of(f), f.name) for f in self.schema}
+            t.names = {f.name: by_id[field_id_of(f)] for f in self.schema}
+            nullable = {f.name: f.nullable for f in tschema}
             t.table_schema = pa.schema(
-                [pa.field(t.names[f.name], f.type, f.nullable) for f in self.schema]
+                [
+                    marked_field(t.names[f.name], f, nullable=nullable[t.names[f.name]])
+                    for f in self.schema
+                ]
             )
         else:
             t.table_schema = self._table_schema
@@ -1050,6 +1094,33 @@ def _committed_paths(
             continue  # a version cleaned up (or never on this branch)
         used.update(_fragment_paths(f.metadata for f in at.get_fragments()))
     return used
+
+
+def _mark_legacy_columns(
+    base: Any, tschema: pa.Schema, read_version: int, storage_options: Mapping[str, str] | None
+) -> Any:
+    """Record on every column of an unmarked (older) table the namespace id it holds.
+
+    Unmarked tables are read by Lance field id; marking keeps that mapping
+    when this write adds columns (whose Lance ids differ from the namespace's).
+    """
+    import lance
+    from lance.commit import CommitConflictError as LanceConflict
+
+    from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY
+
+    updates = {
+        fid: lance.LanceOperation.UpdateMap({NS_FIELD_ID_KEY: str(fid)})
+        for f in tschema
+        if (fid := field_id_of(f)) is not None
+    }
+    op = lance.LanceOperation.UpdateConfig(field_metadata_updates=updates)
+    try:
+        return lance.LanceDataset.commit(
+            base, op, read_version=read_version, storage_options=storage_options, max_retries=0
+        )
+    except LanceConflict as exc:
+        raise CommitConflictError(f"partition table changed concurrently ({exc})") from exc
 
 
 def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:

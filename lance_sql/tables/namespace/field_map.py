@@ -1,0 +1,264 @@
+"""Namespace field ids of partition-table columns, and the types a namespace column may hold.
+
+The namespace owns field-id assignment: every namespace column has a
+``lance:field_id`` in the namespace schema JSON, ids are never reused (the
+highest id ever assigned is kept in the schema metadata under
+:data:`LAST_FIELD_ID_KEY`), and every partition table is read and written by
+namespace field id. Lance assigns its own ids to a table's columns (0..n-1 at
+creation, ``max + 1`` for an added column), which stop matching the
+namespace's as soon as a column was dropped anywhere. So lance-sql records
+the namespace field id of each top-level partition-table column in that
+column's Lance field metadata under :data:`NS_FIELD_ID_KEY`:
+
+- a table with at least one marked column is read by its markers only; an
+  unmarked column there was added by another writer and is ignored;
+- a table without any marker (written before markers existed) is read by its
+  Lance field ids; lance-sql marks its columns on the first write.
+
+Types are compared exactly (after naming nested children alike): a partition
+table column whose type differs from the namespace column's is refused with
+:class:`PartitionSchemaError`, never cast. Input data may use the view and large
+variants of a namespace type (``string_view`` for ``utf8``, ...); writers cast
+those to the namespace's canonical type (:func:`canonical_type`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import PartitionSchemaError
+from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of, field_ids
+
+NS_FIELD_ID_KEY = "lance_sql:namespace_field_id"
+LAST_FIELD_ID_KEY = "lance_sql:last_field_id"
+
+
+def marker_of(field: pa.Field) -> int | None:
+    """The namespace field id recorded on a partition-table column, if any."""
+    raw = (field.metadata or {}).get(NS_FIELD_ID_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def is_marked(table_schema: pa.Schema) -> bool:
+    return any(marker_of(f) is not None for f in table_schema)
+
+
+def columns_by_namespace_id(table_schema: pa.Schema) -> dict[int, pa.Field]:
+    """Top-level table columns keyed by the namespace field id they hold."""
+    if is_marked(table_schema):
+        return {m: f for f in table_schema if (m := marker_of(f)) is not None}
+    return {fid: f for f in table_schema if (fid := field_id_of(f)) is not None}
+
+
+def marked_field(name: str, ns_field: pa.Field, *, nullable: bool | None = None) -> pa.Field:
+    """A table column ``name`` holding ``ns_field``: namespace type, marker, no Lance id."""
+    md = {k: v for k, v in (ns_field.metadata or {}).items() if k != FIELD_ID_KEY.encode()}
+    fid = field_id_of(ns_field)
+    if fid is not None:
+        md[NS_FIELD_ID_KEY.encode()] = str(fid).encode()
+    return pa.field(
+        name,
+        _strip_ids(ns_field.type),
+        ns_field.nullable if nullable is None else nullable,
+        md or None,
+    )
+
+
+def table_schema_for(ns_schema: pa.Schema) -> pa.Schema:
+    """The schema a new partition table is created with: namespace columns, marked."""
+    return pa.schema([marked_field(f.name, f) for f in ns_schema])
+
+
+def _strip_ids(t: pa.DataType) -> pa.DataType:
+    """``t`` without ``lance:field_id`` on nested children (Lance assigns its own)."""
+
+    def strip(f: pa.Field) -> pa.Field:
+        md = {k: v for k, v in (f.metadata or {}).items() if k != FIELD_ID_KEY.encode()}
+        return pa.field(f.name, _strip_ids(f.type), f.nullable, md or None)
+
+    if pa.types.is_struct(t):
+        return pa.struct([strip(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_large_list(t):
+        return pa.large_list(strip(t.value_field))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(strip(t.value_field), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(strip(t.value_field))
+    if pa.types.is_map(t):
+        return pa.map_(strip(t.key_field), strip(t.item_field), keys_sorted=t.keys_sorted)
+    return t
+
+
+# -- field-id assignment ----------------------------------------------------------------------
+
+
+def last_field_id(schema: pa.Schema, spec_source_ids: Iterable[int] = ()) -> int:
+    """The highest field id ever assigned: recorded, in the schema, or used by a spec."""
+    recorded = (schema.metadata or {}).get(LAST_FIELD_ID_KEY.encode())
+    candidates = [-1, *field_ids(schema), *spec_source_ids]
+    if recorded is not None and recorded.strip().isdigit():
+        candidates.append(int(recorded))
+    return max(candidates)
+
+
+def with_last_field_id(schema: pa.Schema, last: int) -> pa.Schema:
+    """``schema`` recording ``last`` when its own ids do not show it (a dropped column had it)."""
+    md = dict(schema.metadata or {})
+    md.pop(LAST_FIELD_ID_KEY.encode(), None)
+    if last > max([-1, *field_ids(schema)]):
+        md[LAST_FIELD_ID_KEY.encode()] = str(last).encode()
+    return pa.schema(list(schema), md or None)
+
+
+# -- types ------------------------------------------------------------------------------------
+
+
+def canonical_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with view, large and dictionary variants replaced by the plain type."""
+    if pa.types.is_dictionary(t):
+        return canonical_type(t.value_type)
+    if t in (pa.string_view(), pa.large_string()):
+        return pa.utf8()
+    if t in (pa.binary_view(), pa.large_binary()):
+        return pa.binary()
+    if pa.types.is_struct(t):
+        return pa.struct([_canonical_field(t.field(i)) for i in range(t.num_fields)])
+    if (
+        pa.types.is_large_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+        or (pa.types.is_list(t) and not pa.types.is_fixed_size_list(t))
+    ):
+        return pa.list_(_canonical_field(t.value_field))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(_canonical_field(t.value_field), t.list_size)
+    if pa.types.is_map(t):
+        return pa.map_(_canonical_field(t.key_field), _canonical_field(t.item_field), t.keys_sorted)
+    return t
+
+
+def _canonical_field(f: pa.Field) -> pa.Field:
+    return pa.field("_", canonical_type(f.type), True)
+
+
+def shape(t: pa.DataType) -> pa.DataType:
+    """``t`` with nested children named alike and nullable (what a stored type must equal)."""
+
+    def child(f: pa.Field) -> pa.Field:
+        return pa.field("_", shape(f.type), True)
+
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(t.field(i).name, shape(t.field(i).type)) for i in range(
+            t.num_fields)])  # fmt: skip
+    if pa.types.is_large_list(t):
+        return pa.large_list(child(t.value_field))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(child(t.value_field), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(child(t.value_field))
+    if pa.types.is_map(t):
+        return pa.map_(child(t.key_field), child(t.item_field), t.keys_sorted)
+    return t
+
+
+def same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    """True when a column of type ``a`` holds values of namespace type ``b`` unchanged."""
+    return a.equals(b) or shape(a).equals(shape(b))
+
+
+def check_column_type(
+    object_id: str, column: str, table_type: pa.DataType, ns_field: pa.Field
+) -> None:
+    """Refuse a partition-table column whose type is not the namespace column's."""
+    if not same_type(table_type, ns_field.type):
+        raise PartitionSchemaError(
+            table=object_id,
+            column=ns_field.name,
+            table_column=column,
+            expected=ns_field.type,
+            actual=table_type,
+        )
+
+
+def canonical_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with view variants stored as their canonical types (metadata kept)."""
+    out = []
+    for f in schema:
+        t = f.type
+        if _has_view(t):
+            t = _replace_views(t)
+        out.append(pa.field(f.name, t, f.nullable, f.metadata))
+    return pa.schema(out, schema.metadata)
+
+
+def _has_view(t: pa.DataType) -> bool:
+    if t in (pa.string_view(), pa.binary_view()):
+        return True
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return True
+    return any(_has_view(t.field(i).type) for i in range(t.num_fields))
+
+
+def _replace_views(t: pa.DataType) -> pa.DataType:
+    def fld(f: pa.Field) -> pa.Field:
+        return pa.field(f.name, _replace_views(f.type), f.nullable, f.metadata)
+
+    if t == pa.string_view():
+        return pa.utf8()
+    if t == pa.binary_view():
+        return pa.binary()
+    if pa.types.is_list_view(t):
+        return pa.list_(fld(t.value_field))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list(fld(t.value_field))
+    if pa.types.is_struct(t):
+        return pa.struct([fld(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_large_list(t):
+        return pa.large_list(fld(t.value_field))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(fld(t.value_field), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(fld(t.value_field))
+    if pa.types.is_map(t):
+        return pa.map_(fld(t.key_field), fld(t.item_field), t.keys_sorted)
+    return t
+
+
+def cast_to_namespace(col: Any, f: pa.Field) -> Any:
+    """``col`` as namespace type ``f.type`` when it is a view/large/dictionary variant of it.
+
+    Returns None when the types are not variants of one another (the caller refuses).
+    """
+    if not canonical_type(col.type).equals(canonical_type(f.type)):
+        return None
+    try:
+        return col.cast(f.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+__all__ = [
+    "LAST_FIELD_ID_KEY",
+    "NS_FIELD_ID_KEY",
+    "canonical_schema",
+    "canonical_type",
+    "cast_to_namespace",
+    "check_column_type",
+    "columns_by_namespace_id",
+    "is_marked",
+    "last_field_id",
+    "marked_field",
+    "marker_of",
+    "same_type",
+    "shape",
+    "table_schema_for",
+    "with_last_field_id",
+]
