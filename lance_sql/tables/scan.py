@@ -14,7 +14,8 @@ filtering in pyarrow when pylance refuses a filter it cannot translate (pylance
 14 refuses filters on unsigned-integer and large_string columns, nanosecond
 timestamp literals and expressions needing implicit casts). Filters have SQL
 semantics on both paths: ``is_in`` of a NULL is NULL (see
-:func:`with_sql_null_semantics`). Batches are pulled
+:func:`with_sql_null_semantics`) and floats compare as DataFusion compares them
+(-0.0 = 0.0, NaN = NaN and NaN above every number; see :mod:`.float_filters`). Batches are pulled
 lazily, so an engine that stops reading (``LIMIT``) stops the scan.
 """
 
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from lance_sql.tables.float_filters import with_sql_float_semantics
 
 if TYPE_CHECKING:
     import lance
@@ -125,6 +128,8 @@ class ScanUnit(ABC):
 
 
 _NOTHING = pc.scalar(False)
+_EVERYTHING = pc.scalar(True)
+_NULLS = (pc.scalar(pa.scalar(None, pa.bool_())), pc.scalar(None))
 
 
 def normalize_filter(filter: object) -> pc.Expression | None:
@@ -132,10 +137,18 @@ def normalize_filter(filter: object) -> pc.Expression | None:
 
     Engines may hand over a constant instead of an expression: DataFusion
     simplifies ``x = 1 AND x BETWEEN 0 AND 0`` to the literal ``false`` and then
-    passes a ``pyarrow.BooleanScalar``. TRUE becomes None; FALSE and NULL become
-    ``pc.scalar(False)`` (see :func:`matches_nothing`).
+    passes a ``pyarrow.BooleanScalar`` (or, when other conjuncts were folded
+    away, a literal Expression). TRUE becomes None; FALSE and NULL become
+    ``pc.scalar(False)`` (see :func:`matches_nothing`): a row passes a filter
+    only where it is TRUE.
     """
-    if filter is None or isinstance(filter, pc.Expression):
+    if filter is None:
+        return None
+    if isinstance(filter, pc.Expression):
+        if filter.equals(_EVERYTHING):
+            return None
+        if filter.equals(_NOTHING) or any(filter.equals(n) for n in _NULLS):
+            return _NOTHING
         return filter
     if isinstance(filter, bool):
         return None if filter else _NOTHING
@@ -279,6 +292,10 @@ def lance_scanner(
         "scan_in_order": False,
     }
     schema = dataset.schema
+    if filter is not None:
+        # Lance compares two float columns in total order (-0.0 < 0.0): give it
+        # DataFusion's float semantics instead (see float_filters).
+        filter = with_sql_float_semantics(filter, schema, columns_only=True)
     if filter is None or not any(_needs_placeholder(f.type) for f in schema):
         return dataset.scanner(filter=filter, **kwargs)
     payload = _substrait_filter(filter, schema)
@@ -465,7 +482,7 @@ class LanceFragmentsUnit(ScanUnit):
     ) -> Iterator[pa.RecordBatch]:
         """Read every column and apply ``filter`` with pyarrow (pylance refused it)."""
         self.metrics.started(fallback=True)
-        filter = with_sql_null_semantics(filter)
+        filter = with_sql_semantics(filter, self.dataset.schema)
         scanner = self.dataset.scanner(
             fragments=fragments, batch_size=batch_size, scan_in_order=False
         )
@@ -530,6 +547,16 @@ def with_sql_null_semantics(filter: pc.Expression) -> pc.Expression:
         return reduced[0](sink.getvalue())
     except Exception:  # private serialization changed: keep pyarrow's own semantics
         return filter
+
+
+def with_sql_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
+    """``filter`` as SQL (DataFusion) evaluates it, for pyarrow compute over ``schema``.
+
+    ``is_in`` gives NULL for NULL (:func:`with_sql_null_semantics`) and float
+    comparisons treat -0.0 as 0.0 and NaN as equal to NaN and greater than
+    every other value (:func:`~.float_filters.with_sql_float_semantics`).
+    """
+    return with_sql_float_semantics(with_sql_null_semantics(filter), schema)
 
 
 def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]:
@@ -602,4 +629,5 @@ __all__ = [
     "split_fragments",
     "storage_batch_size",
     "with_sql_null_semantics",
+    "with_sql_semantics",
 ]

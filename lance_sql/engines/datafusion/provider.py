@@ -39,6 +39,12 @@ constant arrives as a ``pyarrow.BooleanScalar`` instead of an Expression
 ``DatasetExec: number_of_fragments=N, filter_expr=..., projection=[...]``
 without calling back into the dataset (hence :func:`capture_scans`).
 
+Errors: every callback records the lance-sql errors it raises
+(:mod:`.errors`), so that :func:`~.errors.typed_errors` can raise them typed
+out of DataFusion's ``collect()``; the ``schema`` property never raises.
+Importing this module installs :mod:`.filter_operators`, without which a
+pushed filter holding a boolean literal fails inside datafusion-python.
+
 :class:`ScanUnitDataset` adapts that protocol to a *planner*
 ``planner(filter) -> ScanPlan`` called once per scan node, so all partitions of
 a scan share one plan (one pinned version).
@@ -56,7 +62,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from lance_sql.engines.datafusion import filter_operators
+from lance_sql.engines.datafusion.errors import recorded, recorded_iter
 from lance_sql.tables.scan import ScanUnit, normalize_filter, projected_schema
+
+filter_operators.install()
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class ScanPlan:
     description: str = ""
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a filter Expression has no truth value
 class ScanRecord:
     """One scan node planned while :func:`capture_scans` was active."""
 
@@ -126,6 +136,9 @@ class _Scanner:
         self.projected_schema = projected_schema(schema, self._columns)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        return recorded_iter(self._batches())
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         for unit in self._units:
             yield from unit.to_batches(self._columns, self._filter, self._batch_size)
 
@@ -143,6 +156,7 @@ class UnitFragment:
         self.unit = unit
         self._schema = schema
 
+    @recorded
     def scanner(
         self,
         schema: pa.Schema | None = None,
@@ -179,6 +193,7 @@ class ScanUnitDataset(pads.Dataset):
     def schema(self) -> pa.Schema:  # type: ignore[override]
         return self._lance_schema
 
+    @recorded
     def scanner(  # type: ignore[override]
         self,
         schema: pa.Schema | None = None,
@@ -191,6 +206,7 @@ class ScanUnitDataset(pads.Dataset):
         self._last_columns.value = None if columns is None else list(columns)
         return _LazyScanner(self, columns, filter, batch_size)
 
+    @recorded
     def get_fragments(self, filter: pc.Expression | None = None) -> list[UnitFragment]:  # type: ignore[override]
         plan = self._planner(normalize_filter(filter))
         records = getattr(_local, "records", None)
@@ -229,7 +245,7 @@ class _LazyScanner(_Scanner):
         super().__init__((), dataset.schema, columns, filter, batch_size)
         self._dataset = dataset
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         for unit in self._dataset.plan(self._filter).units:
             yield from unit.to_batches(self._columns, self._filter, self._batch_size)
 
@@ -250,7 +266,7 @@ class ExplainAnnotation:
             if not stripped.startswith("DatasetExec:") or not remaining:
                 continue
             record = _match(stripped, remaining)
-            remaining.remove(record)
+            remaining = [r for r in remaining if r is not record]
             indent = line[: len(line) - len(stripped)] + "  "
             columns = "all" if record.columns is None else f"[{', '.join(record.columns)}]"
             out.append(f"{indent}{record.plan.description}, columns={columns}")

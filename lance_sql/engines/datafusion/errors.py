@@ -1,0 +1,259 @@
+"""Typed lance-sql errors back out of DataFusion.
+
+A :class:`~lance_sql.errors.LanceSqlError` raised inside a table provider
+callback (``get_fragments``, ``scanner``, ``to_batches``, ...) crosses Rust on
+its way to the caller and comes out of ``collect()`` as a bare ``Exception``
+whose text renders the Python error in one of two ways (datafusion-python 55):
+
+* planning (``get_fragments``, ``scanner``): pyo3's ``Debug`` of the error,
+  ``PyErr { type: <class 'lance_sql.errors.X'>, value: X('message'), traceback: ... }``;
+* execution (``to_batches`` on a tokio worker): its ``Display``,
+  ``External error: X: message``.
+
+A nested query (a storage-partitioned join group run from a callback) nests
+these texts, the inner one escaped as a Python string literal inside the outer.
+
+:func:`recording` (or :func:`record`) remembers each lance-sql error as it
+leaves a callback, in a small process-wide registry (bounded; an entry is
+dropped when it is recovered or when newer ones push it out).
+:func:`typed_error` finds, in the text of the exception DataFusion raised, the
+recorded error it renders (its ``repr`` or ``Name: message`` form) and returns
+that very object (same class, message, attributes and traceback). An error
+that was not recorded (or was pushed out) is rebuilt from the ``PyErr`` text:
+same class and message, the DataFusion exception as ``__cause__``.
+:func:`typed_errors` / :func:`reraise_typed` raise it in place of DataFusion's.
+
+Nothing of this raises in a provider's ``schema`` property: DataFusion turns
+an exception there into a Rust panic, so providers compute schemas eagerly.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import contextlib
+import importlib
+import re
+import threading
+from collections.abc import Callable, Iterator
+from typing import NoReturn, ParamSpec, TypeVar
+
+import lance_sql.errors as lance_errors
+from lance_sql.errors import LanceSqlError
+
+#: Recorded errors kept at most (each holds its traceback's frames until recovered or evicted).
+MAX_RECORDED = 64
+
+_lock = threading.Lock()
+_recorded: collections.OrderedDict[int, LanceSqlError] = collections.OrderedDict()
+
+# pyo3's Debug of a PyErr: the class (module-qualified) and the value's repr.
+_PYERR = re.compile(r"PyErr \{ type: <class '(?P<cls>[\w.]+)'>, value: (?P<name>\w+)\(")
+_PYERR_END = re.compile(r"\), traceback: (?:None|Some\()")
+# PyErr's Display, ``Name: message``, after the start or another ``...: `` prefix.
+_DISPLAY = re.compile(r"(?:^|: )(?P<name>[A-Z]\w*): ")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def record(exc: BaseException) -> None:
+    """Remember ``exc`` (when it is a lance-sql error) as raised into DataFusion."""
+    if not isinstance(exc, LanceSqlError):
+        return
+    with _lock:
+        _recorded.pop(id(exc), None)
+        _recorded[id(exc)] = exc
+        while len(_recorded) > MAX_RECORDED:
+            _recorded.popitem(last=False)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[None]:
+    """Record any lance-sql error leaving the block (it still propagates, unchanged)."""
+    try:
+        yield
+    except LanceSqlError as exc:
+        record(exc)
+        raise
+
+
+def recorded_iter(it: Iterator[R]) -> Iterator[R]:
+    """``it``, recording any lance-sql error raised while it is iterated."""
+    with recording():
+        yield from it
+
+
+def recorded(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator: ``fn`` records the lance-sql errors it raises."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with recording():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def typed_error(exc: BaseException) -> LanceSqlError | None:
+    """The lance-sql error that DataFusion's exception ``exc`` carries, or None.
+
+    ``exc`` itself when it already is one; else the recorded original whose
+    rendering appears earliest in ``exc``'s text (it is removed from the
+    registry), else one rebuilt from a ``PyErr`` rendering of a lance-sql class.
+    """
+    if isinstance(exc, LanceSqlError):
+        return exc
+    text = str(exc)
+    if not text:
+        return None
+    texts = list(_texts(text, depth=0))
+    found = _find_recorded(texts)
+    if found is not None:
+        return found
+    rebuilt = _rebuild_debug(texts) or _rebuild_display(texts)
+    if rebuilt is not None:
+        rebuilt.__cause__ = exc
+    return rebuilt
+
+
+def reraise_typed(exc: BaseException) -> NoReturn:
+    """Raise the lance-sql error ``exc`` carries (see :func:`typed_error`), else ``exc``."""
+    typed = typed_error(exc)
+    if typed is None or typed is exc:
+        raise exc
+    raise typed  # a recorded original keeps its own cause; DataFusion's is its context
+
+
+@contextlib.contextmanager
+def typed_errors() -> Iterator[None]:
+    """Inside, a DataFusion exception that carries a lance-sql error is raised as that error."""
+    try:
+        yield
+    except LanceSqlError:
+        raise
+    except Exception as exc:  # PanicException (a BaseException) is never ours to map
+        reraise_typed(exc)
+
+
+def typed(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator: ``fn`` (e.g. ``DataFrame.collect``) raises typed lance-sql errors."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with typed_errors():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+# -- finding the error in DataFusion's text ------------------------------------------------
+
+
+def _texts(text: str, depth: int) -> Iterator[str]:
+    """``text``, then the string arguments of every ``PyErr`` value in it, recursively."""
+    yield text
+    if depth >= 4:
+        return
+    for match in _PYERR.finditer(text):
+        args = _args_at(text, match.end() - 1)
+        for arg in args or ():
+            if isinstance(arg, str) and arg:
+                yield from _texts(arg, depth + 1)
+
+
+def _args_at(text: str, open_paren: int) -> tuple[object, ...] | None:
+    """The literal arguments of the call whose ``(`` is at ``open_paren`` (None: unreadable)."""
+    for end in _PYERR_END.finditer(text, open_paren):
+        source = text[open_paren : end.start() + 1]
+        try:
+            value = ast.literal_eval(source)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        return value if isinstance(value, tuple) else (value,)
+    return None
+
+
+def _renderings(exc: LanceSqlError) -> tuple[str, str]:
+    return repr(exc), f"{type(exc).__name__}: {exc}"
+
+
+def _find_recorded(texts: list[str]) -> LanceSqlError | None:
+    with _lock:
+        candidates = list(reversed(_recorded.values()))  # newest first
+    for text in texts:
+        best: tuple[int, LanceSqlError] | None = None
+        for exc in candidates:
+            for rendering in _renderings(exc):
+                at = text.find(rendering)
+                if at >= 0 and (best is None or at < best[0]):
+                    best = (at, exc)
+        if best is not None:
+            with _lock:
+                _recorded.pop(id(best[1]), None)
+            return best[1]
+    return None
+
+
+def _rebuild_debug(texts: list[str]) -> LanceSqlError | None:
+    """A lance-sql error rebuilt from the first ``PyErr { type: ..., value: ... }`` naming one."""
+    for text in texts:
+        for match in _PYERR.finditer(text):
+            cls = _lance_class(match.group("cls"))
+            if cls is None or cls.__name__ != match.group("name"):
+                continue
+            args = _args_at(text, match.end() - 1)
+            if args is not None and all(isinstance(a, str) for a in args):
+                return _instance(cls, args)
+    return None
+
+
+def _rebuild_display(texts: list[str]) -> LanceSqlError | None:
+    """A lance-sql error rebuilt from ``Name: message`` (the message runs to the text's end)."""
+    for text in texts:
+        for match in _DISPLAY.finditer(text):
+            cls = getattr(lance_errors, match.group("name"), None)
+            if isinstance(cls, type) and issubclass(cls, LanceSqlError):
+                return _instance(cls, (text[match.end() :].strip(),))
+    return None
+
+
+def _lance_class(qualified: str) -> type[LanceSqlError] | None:
+    module, _, name = qualified.rpartition(".")
+    if not (module == "lance_sql" or module.startswith("lance_sql.")):
+        return None  # never import anything a message names outside this package
+    try:
+        cls = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+    return cls if isinstance(cls, type) and issubclass(cls, LanceSqlError) else None
+
+
+def _instance(cls: type[LanceSqlError], args: tuple[object, ...]) -> LanceSqlError:
+    """An instance of ``cls`` whose ``str`` is exactly the recorded message.
+
+    Constructors add prefixes (``path: ``) or take keyword arguments only, so
+    the instance is made without calling them; attributes they would set
+    (``path``, ``key``, ...) read as None.
+    """
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, *args)
+    for attr in ("path", "key"):
+        if attr not in exc.__dict__:
+            setattr(exc, attr, None)
+    return exc
+
+
+__all__ = [
+    "MAX_RECORDED",
+    "record",
+    "recorded",
+    "recorded_iter",
+    "recording",
+    "reraise_typed",
+    "typed",
+    "typed_error",
+    "typed_errors",
+]
