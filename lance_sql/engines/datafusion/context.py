@@ -1,12 +1,15 @@
 """``lance_sql.SessionContext``: DataFusion's SessionContext that also knows Lance tables.
 
 A thin subclass (datafusion-python's vocabulary, unchanged behaviour for every
-existing method) that registers lance-sql's SQL functions at construction, runs
-the SQL rewrite pipeline (:mod:`.sql_rewrite`) before DataFusion parses a
-query, registers Lance datasets as tables (:meth:`SessionContext.register_lance`)
-and adds a ``LanceScan:`` line under each Lance ``DatasetExec`` of an
-``EXPLAIN`` (DataFusion renders that node without asking the table, so the
-version, fragment count and pushed filter would otherwise be invisible).
+existing method) that registers lance-sql's SQL functions at construction,
+registers Lance datasets and namespaces as tables, and returns
+:class:`~.dataframe.LanceDataFrame` s from ``sql`` and ``table``: their plans
+get lance-sql's plan-level passes (storage-partitioned joins, transform-term
+pruning; :mod:`.plan_rewrite`) each time they run, whether built from SQL or
+from DataFrame calls. ``EXPLAIN`` shows the rewritten plan, a description
+line under each scan node of a lance-sql table (``LanceScan:``,
+``LanceNamespaceScan:``, ``StoragePartitionedJoin:``) and, for each join of
+two namespaces left as it was, ``storage-partitioned join: not used (why)``.
 """
 
 from __future__ import annotations
@@ -21,13 +24,11 @@ import datafusion
 import pyarrow as pa
 from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
-from lance_sql.engines.datafusion import (
-    functions,
-    spj_rewrite,  # noqa: F401  (registers its SQL pass)
-    transform_filters,  # noqa: F401  (registers its SQL pass)
-)
+from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion.dataframe import LanceDataFrame
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
+from lance_sql.engines.datafusion.plan_rewrite import rewrite
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
 from lance_sql.engines.datafusion.session_defaults import default_config
 from lance_sql.engines.datafusion.sql_rewrite import query_scope, rewrite_sql
@@ -60,9 +61,6 @@ class SessionContext(datafusion.SessionContext):
         #: on by default, as in Spark 3.4+: equal results, faster and less memory than
         #: DataFusion's own hash join on the appendix F benchmark (docs/benchmarks/spj.md)
         self.spj_enabled = spj
-        self.spj_last_reason: str | None = None
-        #: why namespace joins of the last query were not storage-partitioned (EXPLAIN shows it)
-        self.spj_reasons: list[str] = []
         if config is None:  # batch_size 131072: fewer Python UDF calls (see session_defaults)
             config = default_config()
         super().__init__(config, runtime)
@@ -135,6 +133,11 @@ class SessionContext(datafusion.SessionContext):
         """
         self.spj_enabled = bool(enabled)
 
+    def registered_namespaces(self) -> dict[str, NamespaceTable]:
+        """The partitioned namespaces registered here, by table name."""
+        with self._lance_lock:
+            return dict(self._lance_namespaces)
+
     def lance_table(self, name: str) -> LanceDatasetTable:
         """The registered Lance table ``name`` (its ``metrics`` count the rows scans read)."""
         with self._lance_lock:
@@ -173,17 +176,16 @@ class SessionContext(datafusion.SessionContext):
         param_values: dict[str, Any] | None = None,
         **named_params: Any,
     ) -> DataFrame:
-        """Run ``query`` after lance-sql's rewrites (see :mod:`.sql_rewrite`).
+        """DataFusion's ``sql``, returning a :class:`LanceDataFrame` (see the module doc).
 
         ``EXPLAIN`` statements are planned at once (``EXPLAIN ANALYZE`` runs
-        once) and their output gets one description line under each scan node
-        of a lance-sql table (any :class:`ScanUnitDataset`, e.g. ``LanceScan:``).
+        once) and show the plan lance-sql runs. ``SET lance.spj = true|false``
+        turns storage-partitioned joins on or off for this context.
         """
         setting = _SET_SPJ.match(query)
         if setting:
             self.set_spj(_spj_value(setting.group(1)))
             return self._frame(pa.table({}))
-        self.spj_reasons = []
         with query_scope(self):
             df = super().sql(
                 rewrite_sql(self, query), options=options, param_values=param_values, **named_params
@@ -191,32 +193,34 @@ class SessionContext(datafusion.SessionContext):
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
         if _EXPLAIN.match(query):
-            df = self._annotated_explain(df)
-            if self.spj_reasons:
-                df = self._spj_not_used(df, self.spj_reasons)
-        return df
+            return self._explain(df)
+        return LanceDataFrame(df, self)
 
-    def _spj_not_used(self, df: DataFrame, reasons: list[str]) -> DataFrame:
-        """EXPLAIN: one line per namespace join that was not made storage-partitioned."""
-        table = df.to_arrow_table()
-        if "plan" not in table.column_names or table.num_rows == 0:
-            return df
-        lines = "\n".join(f"storage-partitioned join: not used ({r})" for r in reasons)
-        plans = table.column("plan").to_pylist()
-        plans[0] = lines + "\n" + (plans[0] or "")
-        idx = table.column_names.index("plan")
-        table = table.set_column(idx, table.schema.field(idx), pa.array(plans, pa.string()))
-        return self._frame(table)
+    def table(self, name: str) -> DataFrame:
+        """DataFusion's ``table``, returning a :class:`LanceDataFrame`."""
+        return LanceDataFrame(super().table(name), self)
 
-    def _annotated_explain(self, df: DataFrame) -> DataFrame:
+    def _explain(self, df: DataFrame) -> DataFrame:
+        """An EXPLAIN of the plan lance-sql runs, with lance-sql's lines added."""
+        plan = df.logical_plan()
+        node = plan.to_variant()
+        inner = self.create_dataframe_from_logical_plan(plan.inputs()[0])
+        done = rewrite(self, inner)
+        verbose = type(node).__name__ == "Analyze" or node.verbose()
         with capture_scans() as records:
-            table = df.to_arrow_table()
-        if not records or "plan" not in table.column_names:
-            return self._frame(table)
-        annotation = ExplainAnnotation(records)
-        plans = [annotation.annotate(p) if p else p for p in table.column("plan").to_pylist()]
-        idx = table.column_names.index("plan")
-        table = table.set_column(idx, table.schema.field(idx), pa.array(plans, pa.string()))
+            if done.dataframe is inner or verbose:
+                table = df.to_arrow_table()
+                if done.dataframe is not inner:
+                    done.reasons.append("EXPLAIN ANALYZE and VERBOSE show the plan without it")
+            else:
+                table = _explain_table(done.dataframe)
+        if records and "plan" in table.column_names:
+            annotation = ExplainAnnotation(records)
+            table = _map_plans(table, lambda p: annotation.annotate(p) if p else p)
+        lines = "\n".join(f"storage-partitioned join: not used ({r})" for r in done.reasons)
+        if lines and "plan" in table.column_names and table.num_rows:
+            first = table.column("plan")[0].as_py() or ""
+            table = _map_plans(table, lambda p: lines + "\n" + p if p == first else p)
         return self._frame(table)
 
     def _frame(self, table: pa.Table) -> DataFrame:
@@ -232,6 +236,24 @@ class SessionContext(datafusion.SessionContext):
         with self._lance_lock:
             for provider in self._lance_tables.values():
                 provider.partitions = k
+
+
+def _explain_table(df: DataFrame) -> pa.Table:
+    """DataFusion's EXPLAIN output (``plan_type``, ``plan``) for ``df``'s plan."""
+    logical = df.optimized_logical_plan().display_indent()
+    physical = df.execution_plan().display_indent()
+    return pa.table(
+        {
+            "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
+            "plan": pa.array([logical, physical], pa.string()),
+        }
+    )
+
+
+def _map_plans(table: pa.Table, fn: Any) -> pa.Table:
+    idx = table.column_names.index("plan")
+    plans = [fn(p) for p in table.column("plan").to_pylist()]
+    return table.set_column(idx, table.schema.field(idx), pa.array(plans, pa.string()))
 
 
 def _spj_value(text: str) -> bool:

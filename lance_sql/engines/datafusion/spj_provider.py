@@ -5,7 +5,7 @@ off) are session-wide, and the user's other joins must be planned as before.
 So the join is not planned in the user's session at all: :class:`SpjTable` is
 a :class:`ScanUnitDataset` whose units are :class:`GroupJoinUnit` s, and each
 unit runs its groups' query (the join, the WHERE conditions and, for an
-aggregate over the join, the partial aggregation: see :mod:`.spj_rewrite`) in
+conditions inside the join: see :mod:`.spj_plan`) in
 a private DataFusion context where each side is the namespace restricted to
 the group's partition tables. The outer query sees a table with one
 partition per unit: groups run in parallel, memory is bounded by a group,
@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import datafusion
 import pyarrow as pa
@@ -153,11 +153,11 @@ class SideRead:
     partitions: frozenset[str] | None
 
 
-def plan_side_reads(left: SpjSide, right: SpjSide, group_sql: str) -> dict[str, SideRead]:
-    """The :class:`SideRead` of :data:`LEFT_TABLE` and :data:`RIGHT_TABLE` for ``group_sql``."""
+def plan_side_reads(left: SpjSide, right: SpjSide, group: GroupQuery) -> dict[str, SideRead]:
+    """The :class:`SideRead` of :data:`LEFT_TABLE` and :data:`RIGHT_TABLE` for ``group``."""
     sides = {LEFT_TABLE: left, RIGHT_TABLE: right}
-    columns = _needed_columns(sides, group_sql)
-    filters = _pushed_filters(sides, group_sql)
+    columns = _needed_columns(sides, group)
+    filters = _pushed_filters(sides, group)
     reads = {}
     for name, side in sides.items():
         pruned = planner_prune(filters[name], side.namespace, side.schema)
@@ -167,7 +167,7 @@ def plan_side_reads(left: SpjSide, right: SpjSide, group_sql: str) -> dict[str, 
     return reads
 
 
-def _needed_columns(sides: dict[str, SpjSide], group_sql: str) -> dict[str, tuple[str, ...]]:
+def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, tuple[str, ...]]:
     """Each side's columns the query reads, from its plan over empty in-memory sides.
 
     In-memory tables take no filters, so their scans list every column the
@@ -178,7 +178,7 @@ def _needed_columns(sides: dict[str, SpjSide], group_sql: str) -> dict[str, tupl
         ctx.register_record_batches(name, [[_empty_batch(side.schema)]])
     used: dict[str, set[str]] = {name: set() for name in sides}
     seen: set[str] = set()
-    pending = [group_query(ctx, group_sql).optimized_logical_plan()]
+    pending = [group.dataframe(ctx).optimized_logical_plan()]
     while pending:
         node = pending.pop()
         pending.extend(node.inputs())
@@ -196,7 +196,7 @@ def _needed_columns(sides: dict[str, SpjSide], group_sql: str) -> dict[str, tupl
     return out
 
 
-def _pushed_filters(sides: dict[str, SpjSide], group_sql: str) -> dict[str, pc.Expression | None]:
+def _pushed_filters(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, pc.Expression | None]:
     """The filter DataFusion pushes into each side's scan (None when several scans differ)."""
     ctx = private_context()
     # scans that only record what DataFusion asks of them: no partition table is opened
@@ -209,7 +209,7 @@ def _pushed_filters(sides: dict[str, SpjSide], group_sql: str) -> dict[str, pc.E
     for name, table in tables.items():
         ctx.register_table(name, table)
     with capture_scans() as records:
-        group_query(ctx, group_sql).execution_plan()
+        group.dataframe(ctx).execution_plan()
     out: dict[str, pc.Expression | None] = {}
     for name, table in tables.items():
         mine = [normalize_filter(r.filter) for r in records if r.dataset is table]
@@ -251,7 +251,7 @@ def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
         (RIGHT_TABLE, table.right, group.right),
     ):
         ctx.register_table(name, _group_side(side, refs, None if reads is None else reads[name]))
-    return [b for b in group_query(ctx, table.group_sql).collect() if b.num_rows]
+    return [b for b in table.group.dataframe(ctx).collect() if b.num_rows]
 
 
 def _group_side(side: SpjSide, refs: Sequence[Any], read: SideRead | None) -> ScanUnitDataset:
@@ -327,9 +327,16 @@ class InMemorySideUnit(ScanUnit):
         return (b for b in self._table.select(wanted).to_batches(chunk) if b.num_rows)
 
 
-def group_query(ctx: Any, sql: str) -> Any:
-    """``sql`` planned in a :func:`group_context` (lance-sql functions dispatched there too)."""
-    return ctx.sql(functions.murmur3_dispatch(ctx, sql))
+class GroupQuery(Protocol):
+    """The query every group runs over :data:`LEFT_TABLE` and :data:`RIGHT_TABLE`."""
+
+    def dataframe(self, ctx: Any) -> Any:
+        """The query planned in ``ctx`` (a :func:`private_context` holding both side tables)."""
+        ...
+
+    def describe(self) -> str:
+        """What runs inside each group besides the join, for EXPLAIN ("" for nothing)."""
+        ...
 
 
 class GroupJoinUnit(ScanUnit):
@@ -393,10 +400,9 @@ def _rows_only(n: int) -> pa.RecordBatch:
 class SpjTable(ScanUnitDataset):
     """The result of a compatible :class:`JoinPlan` as a table (one unit per group).
 
-    ``group_sql`` is the query each group runs over tables :data:`LEFT_TABLE`
+    ``group`` is the query each group runs over tables :data:`LEFT_TABLE`
     and :data:`RIGHT_TABLE`; ``schema`` its output schema (see
-    :func:`group_schema`). ``pushed`` describes for EXPLAIN what runs inside
-    the groups besides the join.
+    :func:`group_schema`).
     """
 
     def __init__(
@@ -406,10 +412,8 @@ class SpjTable(ScanUnitDataset):
         right: SpjSide,
         *,
         name: str,
-        group_sql: str,
+        group: GroupQuery,
         schema: pa.Schema,
-        extra_condition: str | None = None,
-        pushed: str | None = None,
         max_units: int = MAX_UNITS,
     ) -> None:
         if not plan.compatible:
@@ -417,16 +421,14 @@ class SpjTable(ScanUnitDataset):
         self.plan = plan
         self.left = left
         self.right = right
-        self.group_sql = group_sql
-        self.extra_condition = extra_condition
-        self.pushed = pushed
+        self.group = group
         self.max_units = max_units
         # Planned now, on the caller's thread: nested DataFusion planning cannot run
         # inside DataFusion's runtime (where this table's partitions are asked for).
         # If it cannot be planned, every group streams its sides (slower, same rows).
         self.side_reads: dict[str, SideRead] | None
         try:
-            self.side_reads = plan_side_reads(left, right, group_sql)
+            self.side_reads = plan_side_reads(left, right, group)
         except Exception:
             self.side_reads = None
         super().__init__(schema, self._plan_units, name=name)
@@ -446,20 +448,20 @@ class SpjTable(ScanUnitDataset):
         on = ", ".join(f"{a}={b}" for a, b in plan.on)
         nl = sum(len(g.left) for g in plan.groups)
         nr = sum(len(g.right) for g in plan.groups)
-        extra = f", condition={self.extra_condition}" if self.extra_condition else ""
-        pushed = f", in each group: {self.pushed}" if self.pushed else ""
+        inside = self.group.describe()
+        pushed = f", in each group: {inside}" if inside else ""
         return (
             f"StoragePartitionedJoin: {self.left.name} {self.left.alias} x "
-            f"{self.right.name} {self.right.alias}, how={plan.how}, on=[{on}]{extra}, "
+            f"{self.right.name} {self.right.alias}, how={plan.how}, on=[{on}], "
             f"groups={len(plan.groups)}, regrouping={plan.regrouping}, "
             f"partitions left={nl} right={nr}{pushed}"
         )
 
 
-def group_schema(left: SpjSide, right: SpjSide, group_sql: str) -> pa.Schema:
-    """The output schema of ``group_sql`` (logical planning only: nothing is read)."""
+def group_schema(left: SpjSide, right: SpjSide, group: GroupQuery) -> pa.Schema:
+    """The output schema of ``group`` (logical planning only: nothing is read)."""
     ctx = group_context(left, right, None)
-    return group_query(ctx, group_sql).schema()
+    return group.dataframe(ctx).schema()
 
 
 __all__ = [
@@ -473,7 +475,7 @@ __all__ = [
     "SpjSide",
     "SpjTable",
     "group_pool",
-    "group_query",
+    "GroupQuery",
     "group_schema",
     "plan_side_reads",
     "private_context",

@@ -1,0 +1,109 @@
+"""``LanceDataFrame``: a DataFusion DataFrame whose plan lance-sql rewrites each time it runs.
+
+``lance_sql.SessionContext.sql`` and ``.table`` return these. Building a
+DataFrame (``filter``, ``join``, ``select``, ...) is DataFusion's own work and
+returns a ``LanceDataFrame`` again; running one (``collect``, ``show``,
+``to_arrow_table``, ``count``, ``execute_stream``, ``execution_plan``,
+``write_parquet``, iteration, ...) first applies lance-sql's plan passes
+(:mod:`.plan_rewrite`: storage-partitioned joins, transform-term pruning),
+against the namespaces as they are *now*, then runs the result; a lance-sql
+error raised anywhere inside reaches the caller as that typed error
+(:mod:`.errors`). ``logical_plan()`` shows the plan as built.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import datafusion
+from datafusion import DataFrame
+
+from lance_sql.engines.datafusion.errors import typed_errors
+from lance_sql.engines.datafusion.plan_rewrite import Rewrite, rewrite
+
+#: DataFrame methods that run the plan (everything else only builds one)
+EXECUTING = (
+    "__arrow_c_stream__",
+    "__iter__",
+    "__aiter__",
+    "__repr__",
+    "_repr_html_",
+    "cache",
+    "collect",
+    "collect_column",
+    "collect_partitioned",
+    "count",
+    "execute_stream",
+    "execute_stream_partitioned",
+    "execution_plan",
+    "explain",
+    "show",
+    "to_arrow_table",
+    "to_pandas",
+    "to_polars",
+    "to_pydict",
+    "to_pylist",
+    "write_csv",
+    "write_json",
+    "write_parquet",
+    "write_parquet_with_options",
+    "write_table",
+)
+
+
+class LanceDataFrame(DataFrame):
+    """A ``datafusion.DataFrame`` that knows the lance-sql context it came from."""
+
+    def __init__(self, df: Any, ctx: Any) -> None:
+        super().__init__(df.df if isinstance(df, DataFrame) else df)
+        self._lance_ctx = ctx
+
+    def lance_rewrite(self) -> Rewrite:
+        """The plan lance-sql would run now, with what it did (for tests and EXPLAIN)."""
+        with typed_errors():
+            return rewrite(self._lance_ctx, DataFrame(self.df))
+
+
+def _executing(name: str) -> Any:
+    base = getattr(DataFrame, name)
+
+    @functools.wraps(base)
+    def run(self: LanceDataFrame, *args: Any, **kwargs: Any) -> Any:
+        with typed_errors():
+            planned = rewrite(self._lance_ctx, DataFrame(self.df)).dataframe
+            result = base(planned, *args, **kwargs)
+        if isinstance(result, DataFrame):
+            return LanceDataFrame(result, self._lance_ctx)
+        return result
+
+    return run
+
+
+def _building(name: str) -> Any:
+    base = getattr(DataFrame, name)
+
+    @functools.wraps(base)
+    def build(self: LanceDataFrame, *args: Any, **kwargs: Any) -> Any:
+        with typed_errors():
+            result = base(self, *args, **kwargs)
+        return LanceDataFrame(result, self._lance_ctx) if isinstance(result, DataFrame) else result
+
+    return build
+
+
+for _name, _member in list(vars(DataFrame).items()):
+    if not callable(_member) or isinstance(_member, (staticmethod, classmethod)):
+        continue
+    if _name in EXECUTING:
+        setattr(LanceDataFrame, _name, _executing(_name))
+    elif not _name.startswith("_") or _name == "__getitem__":
+        setattr(LanceDataFrame, _name, _building(_name))
+
+
+def wrap(df: datafusion.DataFrame, ctx: Any) -> LanceDataFrame:
+    """``df`` as a :class:`LanceDataFrame` of ``ctx`` (itself if it is one already)."""
+    return df if isinstance(df, LanceDataFrame) else LanceDataFrame(df, ctx)
+
+
+__all__ = ["EXECUTING", "LanceDataFrame", "wrap"]

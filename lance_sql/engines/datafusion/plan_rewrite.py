@@ -1,0 +1,114 @@
+"""lance-sql's plan-level integration: one rewrite of a DataFrame's plan, right before it runs.
+
+Called by :class:`~.dataframe.LanceDataFrame` each time a plan is executed
+(``collect``, ``show``, ``to_arrow_table``, ``execution_plan``, ...), for
+DataFrames built from SQL and from DataFrame calls alike, so storage-partitioned
+join groups and partition lists are resolved against the namespaces' current
+``__manifest`` (or their pinned versions) at that moment, as plain scans are.
+
+The rewrite works on DataFusion's optimized logical plan, converted to
+Substrait (:mod:`.substrait_plan`), edited by the passes (:mod:`.spj_plan`,
+:mod:`.prune_plan`) and converted back. It never changes an answer: a plan is
+only rewritten when a pass applies, never when it holds a construct the
+Substrait round trip is known to lose (a null-aware anti join from
+``NOT IN``), and the rewritten plan must have exactly the original output
+schema (names, types, nullability), else the original plan runs and the
+reason is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.prune_plan import attach_prune_filters
+from lance_sql.engines.datafusion.spj_plan import storage_partitioned_joins
+from lance_sql.engines.datafusion.sql_rewrite import query_scope
+
+
+@dataclass
+class Rewrite:
+    """The DataFrame to run and what lance-sql did to it (for EXPLAIN)."""
+
+    dataframe: Any
+    used: list[Any] = field(default_factory=list)  # SpjTables
+    reasons: list[str] = field(default_factory=list)  # namespace joins left as they were
+    pruned: dict[str, Any] = field(default_factory=dict)  # pruning copies of namespace tables
+
+
+def _scans(plan: Any) -> list[str]:
+    """Table names of every TableScan of a logical plan."""
+    out: list[str] = []
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        pending.extend(node.inputs())
+        v = node.to_variant()
+        if type(v).__name__ == "TableScan":
+            out.append(str(v.table_name()).split(".")[-1])
+    return out
+
+
+def rewrite(ctx: Any, df: Any) -> Rewrite:
+    """``df`` with lance-sql's plan passes applied (``df`` itself when none applies)."""
+    namespaces = ctx.registered_namespaces()
+    if not namespaces:
+        return Rewrite(df)
+    logical = df.optimized_logical_plan()
+    scans = [s for s in _scans(logical) if s in namespaces]
+    if not scans:
+        return Rewrite(df)
+    text = logical.display_indent()
+    joins = len(scans) >= 2 and " Join:" in text
+    want_spj = ctx.spj_enabled and joins
+    want_prune = "Filter:" in text
+    out = Rewrite(df)
+    if joins and not ctx.spj_enabled:
+        out.reasons.append("turned off (SET lance.spj = true turns it on)")
+    if not (want_spj or want_prune):
+        return out
+    if " null_aware" in text:
+        if want_spj:
+            out.reasons.append("the query has a NOT IN subquery (a null-aware anti join)")
+        return out
+    try:
+        plan = sp.to_substrait(ctx, logical)
+    except Exception as exc:  # DataFusion cannot express the plan in Substrait
+        if want_spj:
+            out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
+        return out
+    with query_scope(ctx):
+        changed = False
+        if want_prune:
+            out.pruned = attach_prune_filters(ctx, plan, logical, namespaces)
+            changed = bool(out.pruned)
+        if want_spj:
+            spj = storage_partitioned_joins(ctx, plan, {**namespaces, **out.pruned})
+            out.used, out.reasons = spj.used, spj.reasons
+            changed = changed or bool(spj.used)
+        if not changed:
+            return out
+        try:
+            new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
+            same = new.schema().equals(df.schema(), check_metadata=False)
+        except Exception as exc:
+            return _unchanged(out, f"the rewritten plan was refused ({_first_line(exc)})")
+    if not same:
+        return _unchanged(out, "the rewritten plan changes the output schema")
+    out.dataframe = new
+    return out
+
+
+def _unchanged(out: Rewrite, why: str) -> Rewrite:
+    out.reasons = [*out.reasons, *(f"{t.left.name} x {t.right.name}: {why}" for t in out.used)]
+    out.used, out.pruned = [], {}
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+__all__ = ["Rewrite", "rewrite"]

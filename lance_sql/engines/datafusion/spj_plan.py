@@ -1,0 +1,193 @@
+"""The storage-partitioned-join pass over a query's Substrait plan.
+
+Every join whose two inputs are scans of registered partitioned namespaces
+(through filters and projections only) and whose equality keys are columns
+the namespaces are compatibly partitioned on (:func:`lance_sql.planning.joins.plan_join`)
+is replaced, in place, by a read of a query-scoped :class:`SpjTable`. That
+table's output columns are exactly the join's, in the same order, so every
+expression above it (which Substrait writes as column positions) keeps its
+meaning; each group runs the *same* join subtree (its filters, projections,
+extra ON conditions) over that group's partition tables only. Conditions
+above the join stay above it: a WHERE over an outer join is applied to the
+join's output, never inside the groups.
+
+Joins with a namespace on both sides that cannot be made storage-partitioned
+get a reason (EXPLAIN prints it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from substrait import algebra_pb2, plan_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
+from lance_sql.engines.datafusion.spj_provider import (
+    LEFT_TABLE,
+    RIGHT_TABLE,
+    SpjSide,
+    SpjTable,
+    group_schema,
+)
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.planning.joins.plan import plan_join
+
+#: Substrait join type -> JoinPlan ``how`` (mark and single joins are never storage-partitioned)
+JOIN_HOW = {
+    algebra_pb2.JoinRel.JOIN_TYPE_INNER: "inner",
+    algebra_pb2.JoinRel.JOIN_TYPE_LEFT: "left",
+    algebra_pb2.JoinRel.JOIN_TYPE_RIGHT: "right",
+    algebra_pb2.JoinRel.JOIN_TYPE_OUTER: "full",
+    algebra_pb2.JoinRel.JOIN_TYPE_LEFT_SEMI: "semi",
+    algebra_pb2.JoinRel.JOIN_TYPE_LEFT_ANTI: "anti",
+    algebra_pb2.JoinRel.JOIN_TYPE_RIGHT_SEMI: "right_semi",
+    algebra_pb2.JoinRel.JOIN_TYPE_RIGHT_ANTI: "right_anti",
+}
+
+
+@dataclass(frozen=True)
+class SubstraitGroupQuery:
+    """A join subtree over :data:`LEFT_TABLE` / :data:`RIGHT_TABLE`, run in each group.
+
+    ``udfs``: the user's scalar UDFs the subtree calls, registered into each
+    private group context (DataFusion resolves functions by name).
+    """
+
+    plan: plan_pb2.Plan
+    udfs: tuple[Any, ...] = ()
+    inside: str = ""
+
+    def dataframe(self, ctx: Any) -> Any:
+        for udf in self.udfs:
+            ctx.register_udf(udf)
+        return ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, self.plan))
+
+    def describe(self) -> str:
+        return self.inside
+
+
+@dataclass
+class SpjOutcome:
+    """What the pass did: tables it created (EXPLAIN lines) and joins it left, with reasons."""
+
+    used: list[SpjTable] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def storage_partitioned_joins(
+    ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, NamespaceTable]
+) -> SpjOutcome:
+    """Replace every compatible namespace join of ``plan`` (in place); see the module doc."""
+    outcome = SpjOutcome()
+    names = sp.function_names(plan)
+    pending = [sp.root_rel(plan)]
+    while pending:
+        rel = pending.pop()
+        if sp.kind(rel) == "join":
+            why = _replace(ctx, plan, rel, namespaces, names, outcome)
+            if why is None:
+                continue  # replaced: its inputs now live inside the groups
+            if why:
+                outcome.reasons.append(why)
+        pending.extend(reversed(sp.inputs(rel)))
+    return outcome
+
+
+def _namespaces_under(rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]) -> list[str]:
+    return [t for r in sp.walk(rel) if (t := sp.table_name(r)) is not None and t in namespaces]
+
+
+def _replace(
+    ctx: Any,
+    plan: plan_pb2.Plan,
+    rel: algebra_pb2.Rel,
+    namespaces: Mapping[str, NamespaceTable],
+    names: dict[int, str],
+    outcome: SpjOutcome,
+) -> str | None:
+    """Replace join ``rel``; None when replaced, else why not ("" when it is no namespace join)."""
+    join = rel.join
+    lns, rns = _namespaces_under(join.left, namespaces), _namespaces_under(join.right, namespaces)
+    if not lns or not rns:
+        return ""
+    where = f"{'/'.join(lns)} x {'/'.join(rns)}"
+    left, right = sp.scan_chain(join.left), sp.scan_chain(join.right)
+    if left is None or right is None or left.table not in namespaces or right.table not in namespaces:
+        return f"{where}: an input of the join is not a plain scan of a namespace"
+    how = JOIN_HOW.get(join.type)
+    if how is None:
+        return f"{where}: {algebra_pb2.JoinRel.JoinType.Name(join.type)} joins are not supported"
+    keys = _keys(join, left.columns, right.columns, names)
+    if not keys:
+        return f"{where}: no equality of plain columns between the two sides"
+    ltable, rtable = namespaces[left.table], namespaces[right.table]
+    lsnap, rsnap = ltable._current(), rtable._current()
+    jp = plan_join(lsnap, rsnap, on=keys, how=how)
+    if not jp.compatible:
+        return f"{where}: {jp.reason}"
+    group_plan = sp.subplan(plan, rel)
+    body = sp.root_rel(group_plan).join
+    sp.rename_tables(body.left, left.table, LEFT_TABLE)
+    sp.rename_tables(body.right, right.table, RIGHT_TABLE)
+    group = SubstraitGroupQuery(group_plan, _user_udfs(ctx, group_plan))
+    lside = SpjSide(lsnap, ltable.schema, left.table, ltable.name)
+    rside = SpjSide(rsnap, rtable.schema, right.table, rtable.name)
+    out = group_schema(lside, rside, group)
+    schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(out)])
+    name = fresh_table_name("__lance_spj")
+    table = SpjTable(jp, lside, rside, name=name, group=group, schema=schema)
+    register_query_table(ctx, name, table)
+    read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
+    if sp.kind(read) != "read":
+        raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
+    read.read.common.CopyFrom(join.common)
+    rel.CopyFrom(read)
+    outcome.used.append(table)
+    return None
+
+
+def _keys(
+    join: algebra_pb2.JoinRel,
+    lcols: tuple[str | None, ...],
+    rcols: tuple[str | None, ...],
+    names: dict[int, str],
+) -> list[tuple[str, str]]:
+    """The join's ``left column = right column`` equalities, as namespace column names."""
+    if not join.HasField("expression"):
+        return []
+    n = len(lcols)
+    keys: list[tuple[str, str]] = []
+    for conj in sp.conjuncts(join.expression, names):
+        pair = sp.equality_fields(conj, names)
+        if pair is None:
+            continue
+        a, b = sorted(pair)
+        if a >= n or b < n or b - n >= len(rcols):
+            continue
+        lc, rc = lcols[a], rcols[b - n]
+        if lc is not None and rc is not None and (lc, rc) not in keys:
+            keys.append((lc, rc))
+    return keys
+
+
+def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
+    """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
+    from lance_sql.engines.datafusion.spj_provider import private_context
+
+    builtin = set(private_context().udfs())
+    out = []
+    for name in sorted(set(sp.function_names(plan).values())):
+        if name in builtin:
+            continue
+        try:
+            out.append(ctx.udf(name))
+        except (KeyError, Exception):  # an aggregate or a built-in of another kind
+            continue
+    return tuple(out)
+
+
+__all__ = ["JOIN_HOW", "SpjOutcome", "SubstraitGroupQuery", "storage_partitioned_joins"]

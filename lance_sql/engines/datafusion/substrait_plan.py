@@ -1,0 +1,235 @@
+"""DataFusion logical plans as Substrait messages, and back: the plan-level edge of lance-sql.
+
+datafusion-python 55 gives Python no way to build or edit a logical plan node
+by node, but it converts plans to and from Substrait
+(``datafusion.substrait.Producer`` / ``Consumer``), and the ``substrait``
+package parses those bytes into protobuf messages Python can edit. Substrait
+refers to columns by position, not by name, so a subtree (a join) can be
+replaced by a read of a table with the same output columns in the same order
+and every expression above it still means what it meant (docs/architecture.md,
+"Plan-level integration", has the measured cost and the alternatives).
+
+This module only converts and walks; the passes that edit plans live in
+:mod:`.spj_plan` and :mod:`.prune_plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from datafusion import substrait as ss
+from substrait import algebra_pb2, plan_pb2
+
+Rel = algebra_pb2.Rel
+
+#: Rel kinds whose single input keeps every row's identity (a filter or a projection):
+#: a join input made of these over a read is "a scan" for storage-partitioned joins.
+ROW_WISE = ("filter", "project")
+
+
+def to_substrait(ctx: Any, logical_plan: Any) -> plan_pb2.Plan:
+    """``logical_plan`` as a Substrait plan message (raises where DataFusion cannot convert)."""
+    plan = plan_pb2.Plan()
+    plan.ParseFromString(ss.Producer.to_substrait_plan(logical_plan, ctx).encode())
+    return plan
+
+
+def from_substrait(ctx: Any, plan: plan_pb2.Plan) -> Any:
+    """The DataFusion logical plan of ``plan``, resolving table names in ``ctx``."""
+    return ss.Consumer.from_substrait_plan(
+        ctx, ss.Serde.deserialize_bytes(plan.SerializeToString())
+    )
+
+
+def root_rel(plan: plan_pb2.Plan) -> Rel:
+    """The input of the plan's (single) root relation."""
+    for rel in plan.relations:
+        if rel.HasField("root"):
+            return rel.root.input
+    raise ValueError("Substrait plan without a root relation")
+
+
+def kind(rel: Rel) -> str:
+    """The relation's kind: ``read``, ``filter``, ``project``, ``join``, ..."""
+    return rel.WhichOneof("rel_type") or ""
+
+
+def inputs(rel: Rel) -> list[Rel]:
+    """The relation's input relations, left to right."""
+    body = getattr(rel, kind(rel))
+    out: list[Rel] = []
+    for name in ("input", "left", "right"):
+        if body.DESCRIPTOR.fields_by_name.get(name) is not None and body.HasField(name):
+            out.append(getattr(body, name))
+    if body.DESCRIPTOR.fields_by_name.get("inputs") is not None:
+        out.extend(body.inputs)
+    return out
+
+
+def walk(rel: Rel) -> Iterator[Rel]:
+    """Every relation under ``rel`` (itself first), depth first, left to right.
+
+    Relations inside expressions (subqueries) are not visited: a plan holding
+    one is never rewritten (see :func:`has_subquery`).
+    """
+    yield rel
+    for child in inputs(rel):
+        yield from walk(child)
+
+
+def has_subquery(message: Any) -> bool:
+    """Whether any expression in ``message`` holds a subquery (its relations are not walked)."""
+    for field, value in message.ListFields():
+        if field.name == "subquery":
+            return True
+        if field.message_type is None:
+            continue
+        items = value if field.label == field.LABEL_REPEATED else [value]
+        if any(hasattr(v, "ListFields") and has_subquery(v) for v in items):
+            return True
+    return False
+
+
+def table_name(rel: Rel) -> str | None:
+    """The table a ``read`` of a named table reads (its last name part), else None."""
+    if kind(rel) != "read" or not rel.read.HasField("named_table"):
+        return None
+    names = rel.read.named_table.names
+    return names[-1] if names else None
+
+
+@dataclass(frozen=True)
+class ScanChain:
+    """A join input that is a read of a named table under filters and projections only.
+
+    ``columns[i]`` is the table column the input's output field ``i`` is, or
+    None where that field is computed (not a plain column).
+    """
+
+    read: Rel
+    table: str
+    columns: tuple[str | None, ...]
+
+
+def scan_chain(rel: Rel) -> ScanChain | None:
+    """``rel`` as a :class:`ScanChain`, else None (an aggregate, a join, a limit, ...)."""
+    k = kind(rel)
+    if k == "read":
+        name = table_name(rel)
+        if name is None:
+            return None
+        base = list(rel.read.base_schema.names)
+        cols: list[str | None] = list(base)
+        if rel.read.HasField("projection"):
+            items = rel.read.projection.select.struct_items
+            cols = [base[i.field] for i in items]
+        return ScanChain(rel, name, tuple(_emit(rel, cols)))
+    if k not in ROW_WISE:
+        return None
+    below = scan_chain(getattr(rel, k).input)
+    if below is None:
+        return None
+    if k == "filter":
+        return ScanChain(below.read, below.table, tuple(_emit(rel, list(below.columns))))
+    out: list[str | None] = list(below.columns)
+    for expr in rel.project.expressions:
+        ref = field_ref(expr)
+        out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
+    return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
+
+
+def _emit(rel: Rel, fields: list[str | None]) -> list[str | None]:
+    """The fields a relation outputs after its ``common.emit`` mapping (if any)."""
+    common = getattr(rel, kind(rel)).common
+    if common.HasField("emit"):
+        return [fields[i] for i in common.emit.output_mapping]
+    return fields
+
+
+def field_ref(expr: algebra_pb2.Expression) -> int | None:
+    """The input field index of a plain column reference, else None."""
+    if expr.WhichOneof("rex_type") != "selection":
+        return None
+    sel = expr.selection
+    if not sel.HasField("root_reference") or not sel.HasField("direct_reference"):
+        return None
+    seg = sel.direct_reference
+    if seg.WhichOneof("reference_type") != "struct_field" or seg.struct_field.HasField("child"):
+        return None
+    return seg.struct_field.field
+
+
+def function_names(plan: plan_pb2.Plan) -> dict[int, str]:
+    """Function anchor -> name (without its signature suffix) of the plan's extensions."""
+    out: dict[int, str] = {}
+    for ext in plan.extensions:
+        if ext.HasField("extension_function"):
+            fn = ext.extension_function
+            out[fn.function_anchor] = fn.name.split(":", 1)[0]
+    return out
+
+
+def conjuncts(expr: algebra_pb2.Expression, names: dict[int, str]) -> list[algebra_pb2.Expression]:
+    """``expr`` split at its top-level ANDs."""
+    if expr.WhichOneof("rex_type") == "scalar_function":
+        fn = expr.scalar_function
+        if names.get(fn.function_reference) == "and":
+            return [c for a in fn.arguments for c in conjuncts(a.value, names)]
+    return [expr]
+
+
+def equality_fields(
+    expr: algebra_pb2.Expression, names: dict[int, str]
+) -> tuple[int, int] | None:
+    """``(i, j)`` when ``expr`` is ``field_i = field_j`` (plain columns), else None."""
+    if expr.WhichOneof("rex_type") != "scalar_function":
+        return None
+    fn = expr.scalar_function
+    if names.get(fn.function_reference) != "equal" or len(fn.arguments) != 2:
+        return None
+    a, b = (field_ref(arg.value) for arg in fn.arguments)
+    if a is None or b is None:
+        return None
+    return a, b
+
+
+def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:
+    """A plan whose root is a copy of ``rel``, with ``plan``'s extensions (output names kept)."""
+    out = plan_pb2.Plan()
+    out.CopyFrom(plan)
+    del out.relations[:]
+    root = out.relations.add().root
+    root.input.CopyFrom(rel)
+    return out
+
+
+def rename_tables(rel: Rel, old: str, new: str) -> None:
+    """Point every read of table ``old`` under ``rel`` at table ``new`` (in place)."""
+    for node in walk(rel):
+        if table_name(node) == old:
+            names = node.read.named_table.names
+            del names[:]
+            names.append(new)
+
+
+__all__ = [
+    "ROW_WISE",
+    "ScanChain",
+    "conjuncts",
+    "equality_fields",
+    "field_ref",
+    "from_substrait",
+    "function_names",
+    "has_subquery",
+    "inputs",
+    "kind",
+    "rename_tables",
+    "root_rel",
+    "scan_chain",
+    "subplan",
+    "table_name",
+    "to_substrait",
+    "walk",
+]
