@@ -116,7 +116,12 @@ def _replace(
         return ""
     where = f"{'/'.join(lns)} x {'/'.join(rns)}"
     left, right = sp.scan_chain(join.left), sp.scan_chain(join.right)
-    if left is None or right is None or left.table not in namespaces or right.table not in namespaces:
+    if (
+        left is None
+        or right is None
+        or left.table not in namespaces
+        or right.table not in namespaces
+    ):
         return f"{where}: an input of the join is not a plain scan of a namespace"
     how = JOIN_HOW.get(join.type)
     if how is None:

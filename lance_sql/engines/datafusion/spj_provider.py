@@ -196,7 +196,9 @@ def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, t
     return out
 
 
-def _pushed_filters(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, pc.Expression | None]:
+def _pushed_filters(
+    sides: dict[str, SpjSide], group: GroupQuery
+) -> dict[str, pc.Expression | None]:
     """The filter DataFusion pushes into each side's scan (None when several scans differ)."""
     ctx = private_context()
     # scans that only record what DataFusion asks of them: no partition table is opened
@@ -470,12 +472,12 @@ __all__ = [
     "MATERIALIZE_ROWS",
     "RIGHT_TABLE",
     "GroupJoinUnit",
+    "GroupQuery",
     "InMemorySideUnit",
     "SideRead",
     "SpjSide",
     "SpjTable",
     "group_pool",
-    "GroupQuery",
     "group_schema",
     "plan_side_reads",
     "private_context",

@@ -180,9 +180,7 @@ def conjuncts(expr: algebra_pb2.Expression, names: dict[int, str]) -> list[algeb
     return [expr]
 
 
-def equality_fields(
-    expr: algebra_pb2.Expression, names: dict[int, str]
-) -> tuple[int, int] | None:
+def equality_fields(expr: algebra_pb2.Expression, names: dict[int, str]) -> tuple[int, int] | None:
     """``(i, j)`` when ``expr`` is ``field_i = field_j`` (plain columns), else None."""
     if expr.WhichOneof("rex_type") != "scalar_function":
         return None
