@@ -27,10 +27,17 @@ checked against a real ``SessionContext``:
 - ``TIMESTAMP '...'`` compared with a date column compares as timestamps
   (the date at midnight); ``DATE '...'`` on a timestamp column is cast to the
   column's type (local midnight in a zone);
-- a number compared with an integer or decimal column compares exactly
-  (DataFusion widens the column to float64 for a float literal, which is exact
-  for int32 and for int64 magnitudes below 2**53; beyond that the literal is
-  Unsupported).
+- an integer compared with an integer or decimal column compares exactly;
+- a float compared with an integer column widens the column to float64, which
+  is exact for int32 and for int64 magnitudes below 2**53 (beyond that the
+  literal is Unsupported);
+- a float compared with a decimal column is cast to a decimal (Decimal(30,15)
+  for float64 against decimal(10,2), Decimal(15,7) for float32: the scale is at
+  least 15 resp. 7), *rounding* it there (``c0 = 12.30`` matches decimal 12.30
+  although float64 12.30 is 12.300000000000000710...): the rounded value is
+  read from DataFusion's own folded plan (:func:`datafusion_comparison_value`);
+  a string compared with a decimal column is cast to the column's type, also
+  rounding, and read the same way.
 """
 
 from __future__ import annotations
@@ -111,6 +118,16 @@ def datafusion_cast(sql_value: str, target: pa.DataType) -> int | None:
     return value
 
 
+def _float_sql(value: float, ltype: pa.DataType) -> str:
+    """A SQL expression DataFusion reads as exactly ``value`` of float type ``ltype``."""
+    if math.isnan(value) or math.isinf(value):
+        raise _Undecidable
+    text = repr(float(value))
+    if pa.types.is_float32(ltype):
+        return f"arrow_cast({text}, 'Float32')"
+    return f"arrow_cast({text}, 'Float64')"
+
+
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -178,19 +195,23 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
             except (ValueError, decimal.InvalidOperation) as exc:
                 raise PlanningError(f"cannot cast string literal {raw!r} to {target}") from exc
             if pa.types.is_decimal(target) and (q * 10**scale).denominator != 1:
-                raise _Undecidable  # DataFusion rounds the string to the scale
+                # DataFusion casts the string to the column's type, rounding it
+                return datafusion_comparison_value(target, _sql_string(raw))
             return q * 10**scale
         if text is not None or not (
             pa.types.is_integer(ltype) or pa.types.is_floating(ltype) or pa.types.is_decimal(ltype)
         ):
             raise _Undecidable
         q = _number(lit)
-        if isinstance(lit.value, float):
-            # DataFusion compares in float64: exact only while the column's
-            # values are exactly representable as float64.
+        if isinstance(lit.value, float) or pa.types.is_floating(ltype):
+            if pa.types.is_decimal(target):
+                # DataFusion casts the float to a decimal (Decimal(30,15) for a
+                # float64 against decimal(10,2)), rounding it there, and compares
+                # decimals: ask DataFusion for that rounded value.
+                return datafusion_comparison_value(target, _float_sql(float(lit.value), ltype))
+            # An integer column is widened to float64: exact only while the
+            # column's values are exactly representable as float64.
             if pa.types.is_integer(target) and target.bit_width == 64 and abs(q) >= 2**53:
-                raise _Undecidable
-            if pa.types.is_decimal(target) and target.precision > 15:
                 raise _Undecidable
         return q * 10**scale
     if pa.types.is_date32(target):
@@ -278,6 +299,8 @@ def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fracti
         per_second = {"s": 1, "ms": 1_000, "µs": 1_000_000, "us": 1_000_000, "ns": 10**9}[unit]
     elif dtype == "Date32":
         raw, per_second = lit.value_date32(), None
+    elif dtype.startswith("Decimal128") and pa.types.is_decimal(target):
+        return _decimal_comparison_value(lit, left, target)
     else:
         raise _Undecidable
     if raw is None:
@@ -292,6 +315,26 @@ def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fracti
     if pa.types.is_date32(target) and per_second is not None:
         return Fraction(int(raw), per_second * 86_400)
     raise _Undecidable
+
+
+def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) -> Fraction:
+    """The decimal literal of a folded ``c = lit`` in ``target``'s unscaled units, exactly.
+
+    DataFusion either folded the literal into the column's own type (``c =
+    12.30``) or compares the column cast to a wider decimal (``CAST(c AS
+    Decimal128(30, 15)) = 12.301000000000000``); widening a decimal never
+    rounds, so comparing the unscaled column value with the literal rescaled to
+    the column's scale is exact. A narrowing cast of the column is undecidable.
+    """
+    raw, _precision, lit_scale = lit.value_decimal128()  # type: ignore[attr-defined]
+    if raw is None:
+        raise _Undecidable
+    kind = left.variant_name()  # type: ignore[attr-defined]
+    if kind not in ("Column", "Cast", "TryCast"):
+        raise _Undecidable
+    if kind != "Column" and lit_scale < target.scale:
+        raise _Undecidable
+    return Fraction(int(raw) * 10**target.scale, 10**lit_scale)
 
 
 def _make_literal(value: int, target: pa.DataType) -> Literal:

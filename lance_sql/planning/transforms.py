@@ -468,7 +468,8 @@ class TruncateTransform(FieldTransform):
 
     def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
         # left(s, W) / c - c % W on the same column with the same width is this field
-        # exactly (decimals excluded: the field truncates the unscaled value, SQL does not).
+        # exactly (decimals excluded: DataFusion widens that term's type, e.g. decimal(11,2),
+        # and the literal's coercion to it is not mirrored here).
         if (
             term.kind == "truncate"
             and term.param == self.width

@@ -158,18 +158,22 @@ def test_truncate_strings_by_characters_binaries_by_bytes() -> None:
         assert got.type == t and got.to_pylist() == [b"\xc3", b"", None]
 
 
-def test_truncate_decimals_truncate_the_unscaled_value() -> None:
-    values = [decimal.Decimal(v) for v in ("12.34", "-12.34", "0.04", "-0.04")] + [None]
+def test_truncate_decimals_truncate_the_decimal_value() -> None:
+    # The spec's col0 - (col0 % W) on the decimal value, as DataFusion 55 evaluates it.
+    values = [decimal.Decimal(v) for v in ("12.34", "-12.34", "0.04", "-0.04", "1.25")] + [None]
     for t in (pa.decimal128(10, 2), pa.decimal256(40, 2)):
         got = udfs.truncate(pa.array(values, t), 5)
         assert got.type == t
         assert got.to_pylist() == [
-            decimal.Decimal("12.30"),
-            decimal.Decimal("-12.30"),
+            decimal.Decimal("10.00"),
+            decimal.Decimal("-10.00"),
+            decimal.Decimal("0.00"),
             decimal.Decimal("0.00"),
             decimal.Decimal("0.00"),
             None,
         ]
+    one_25 = pa.array([decimal.Decimal("1.25")], pa.decimal128(10, 2))
+    assert udfs.truncate(one_25, 100).to_pylist() == [decimal.Decimal("0.00")]
 
 
 @FAST
@@ -187,7 +191,7 @@ def test_property_decimal_truncate_matches_python(
     )
 
     def trunc(u: int) -> int:
-        r = abs(u) % width
+        r = abs(u) % (width * 10**t.scale)  # W in value units
         return u - r if u >= 0 else u + r
 
     expected = [
