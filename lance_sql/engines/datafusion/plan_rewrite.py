@@ -22,8 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters
-from lance_sql.engines.datafusion.spj_plan import storage_partitioned_joins
+from lance_sql.engines.datafusion.spj_plan import (
+    compatible_pair,
+    output_width,
+    storage_partitioned_joins,
+)
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
 
 
@@ -84,7 +89,15 @@ def rewrite(ctx: Any, df: Any) -> Rewrite:
             out.pruned = attach_prune_filters(ctx, plan, logical, namespaces)
             changed = bool(out.pruned)
         if want_spj:
-            spj = storage_partitioned_joins(ctx, plan, {**namespaces, **out.pruned})
+            tables = {**namespaces, **out.pruned}
+            if len(scans) >= 2:
+                reorder_namespace_joins(
+                    plan,
+                    lambda a, b, keys: compatible_pair(tables, a, b, keys),
+                    tables,
+                    lambda rel: output_width(ctx, plan, rel),
+                )
+            spj = storage_partitioned_joins(ctx, plan, tables)
             out.used, out.reasons = spj.used, spj.reasons
             changed = changed or bool(spj.used)
         if not changed:

@@ -97,6 +97,26 @@ def storage_partitioned_joins(
     return outcome
 
 
+def compatible_pair(
+    namespaces: Mapping[str, NamespaceTable],
+    left: sp.ScanChain,
+    right: sp.ScanChain,
+    keys: list[tuple[str, str]],
+) -> bool:
+    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned."""
+    lt, rt = namespaces[left.table], namespaces[right.table]
+    return plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible
+
+
+def output_width(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> int:
+    """How many columns ``rel`` outputs (a scan chain's are known; else DataFusion says)."""
+    chain = sp.scan_chain(rel)
+    if chain is not None:
+        return len(chain.columns)
+    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
+    return len(ctx.create_dataframe_from_logical_plan(logical).schema())
+
+
 def _namespaces_under(rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]) -> list[str]:
     return [t for r in sp.walk(rel) if (t := sp.table_name(r)) is not None and t in namespaces]
 
@@ -195,4 +215,11 @@ def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
     return tuple(out)
 
 
-__all__ = ["JOIN_HOW", "SpjOutcome", "SubstraitGroupQuery", "storage_partitioned_joins"]
+__all__ = [
+    "JOIN_HOW",
+    "SpjOutcome",
+    "SubstraitGroupQuery",
+    "compatible_pair",
+    "output_width",
+    "storage_partitioned_joins",
+]

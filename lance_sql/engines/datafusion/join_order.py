@@ -1,0 +1,308 @@
+"""Bring two co-partitioned namespaces of an inner-join chain next to each other.
+
+DataFusion orders ``customer, orders, lineitem WHERE c.k = o.ck AND o.k = l.k``
+as ``(customer JOIN orders) JOIN lineitem``: orders and lineitem never meet as
+the two inputs of one join, so the storage-partitioned-join pass
+(:mod:`.spj_plan`) could not use their common partitioning. This pass
+flattens each tree of inner joins (with the filters and plain column
+projections between them) into its inputs and conditions, and, when two
+namespace scans in it are joined by an equality and compatibly partitioned,
+rebuilds the tree with those two joined first: ``(orders JOIN lineitem) JOIN
+customer``. Inner joins are associative and commutative, every condition
+lands on the lowest join that sees all its columns, and the rebuilt tree
+emits the columns in the original order, so the rows are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from substrait import algebra_pb2, plan_pb2, type_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+
+Rel = algebra_pb2.Rel
+Expr = algebra_pb2.Expression
+#: A column of the flattened tree: (input number, field number within that input)
+Col = tuple[int, int]
+
+INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
+
+
+class _NotFlat(Exception):
+    """The subtree is not a tree of inner joins this pass can rebuild."""
+
+
+@dataclass
+class _Tree:
+    leaves: list[Rel] = field(default_factory=list)
+    widths: list[int] = field(default_factory=list)
+    conds: list[Expr] = field(default_factory=list)  # field refs hold 1_000_000 * leaf + field
+    joins: int = 0
+
+
+_SCALE = 1_000_000
+
+
+def reorder_namespace_joins(
+    plan: plan_pb2.Plan,
+    is_pair: Callable[[sp.ScanChain, sp.ScanChain, list[tuple[str, str]]], bool],
+    namespaces: Mapping[str, Any],
+    width: Callable[[Rel], int],
+) -> int:
+    """Rebuild inner-join trees so a compatible namespace pair is joined first; how many.
+
+    ``is_pair(left, right, keys)`` says whether two namespace scans joined on
+    ``keys`` (column pairs) would be storage-partitioned; ``width(rel)`` is
+    the number of output columns of a relation that is not a join.
+    """
+    names = sp.function_names(plan)
+    done = 0
+    pending = [sp.root_rel(plan)]
+    while pending:
+        rel = pending.pop()
+        if sp.kind(rel) == "join" and rel.join.type == INNER:
+            try:
+                if _rebuild(plan, rel, names, is_pair, namespaces, width):
+                    done += 1
+                    continue
+            except _NotFlat:
+                pass
+        pending.extend(sp.inputs(rel))
+    return done
+
+
+def _flatten(rel: Rel, tree: _Tree, width: Callable[[Rel], int]) -> list[Col]:
+    """Add ``rel`` to ``tree``; the columns it outputs, in order."""
+    k = sp.kind(rel)
+    body = getattr(rel, k)
+    if k == "join" and rel.join.type == INNER and not rel.join.HasField("post_join_filter"):
+        tree.joins += 1
+        cols = _flatten(rel.join.left, tree, width) + _flatten(rel.join.right, tree, width)
+        if rel.join.HasField("expression"):
+            tree.conds.append(_globalize(rel.join.expression, cols))
+        return _emit(body, cols)
+    if k == "filter" and _is_join_tree(rel.filter.input):
+        cols = _flatten(rel.filter.input, tree, width)
+        tree.conds.append(_globalize(rel.filter.condition, cols))
+        return _emit(body, cols)
+    if k == "project" and _is_join_tree(rel.project.input):
+        refs = [sp.field_ref(e) for e in rel.project.expressions]
+        if any(r is None for r in refs):
+            raise _NotFlat("a computed projection between joins")
+        cols = _flatten(rel.project.input, tree, width)
+        return _emit(body, cols + [cols[r] for r in refs if r is not None])
+    n = len(tree.leaves)
+    tree.leaves.append(rel)
+    tree.widths.append(width(rel))
+    return [(n, j) for j in range(tree.widths[-1])]
+
+
+def _is_join_tree(rel: Rel) -> bool:
+    k = sp.kind(rel)
+    if k == "join":
+        return rel.join.type == INNER
+    return k in ("filter", "project") and _is_join_tree(getattr(rel, k).input)
+
+
+def _emit(body: Any, cols: list[Col]) -> list[Col]:
+    if body.common.HasField("emit"):
+        return [cols[i] for i in body.common.emit.output_mapping]
+    return cols
+
+
+def _refs(expr: Any) -> list[Any]:
+    """Every root field reference message inside ``expr`` (refuses subqueries)."""
+    out: list[Any] = []
+    if sp.has_subquery(expr):
+        raise _NotFlat("a subquery in a join condition")
+    stack = [expr]
+    while stack:
+        msg = stack.pop()
+        if isinstance(msg, algebra_pb2.Expression.FieldReference):
+            if msg.HasField("outer_reference"):
+                raise _NotFlat("an outer reference")
+            if msg.HasField("root_reference") and msg.HasField("direct_reference"):
+                if msg.direct_reference.WhichOneof("reference_type") != "struct_field":
+                    raise _NotFlat("a non-struct reference")
+                out.append(msg)
+            continue
+        for desc, value in msg.ListFields():
+            if desc.message_type is None:
+                continue
+            stack.extend(value if desc.label == desc.LABEL_REPEATED else [value])
+    return out
+
+
+def _globalize(expr: Expr, cols: list[Col]) -> Expr:
+    out = Expr()
+    out.CopyFrom(expr)
+    for ref in _refs(out):
+        leaf, j = cols[ref.direct_reference.struct_field.field]
+        ref.direct_reference.struct_field.field = leaf * _SCALE + j
+    return out
+
+
+def _localize(expr: Expr, cols: list[Col]) -> Expr:
+    index = {c: i for i, c in enumerate(cols)}
+    out = Expr()
+    out.CopyFrom(expr)
+    for ref in _refs(out):
+        g = ref.direct_reference.struct_field.field
+        ref.direct_reference.struct_field.field = index[(g // _SCALE, g % _SCALE)]
+    return out
+
+
+def _leaves_of(expr: Expr) -> set[int]:
+    return {r.direct_reference.struct_field.field // _SCALE for r in _refs(expr)}
+
+
+def _rebuild(
+    plan: plan_pb2.Plan,
+    rel: Rel,
+    names: dict[int, str],
+    is_pair: Callable[[sp.ScanChain, sp.ScanChain, list[tuple[str, str]]], bool],
+    namespaces: Mapping[str, Any],
+    width: Callable[[Rel], int],
+) -> bool:
+    tree = _Tree()
+    out = _flatten(rel, tree, width)
+    if len(tree.leaves) < 3:
+        return False
+    chains = {
+        i: c
+        for i, leaf in enumerate(tree.leaves)
+        if (c := sp.scan_chain(leaf)) is not None and c.table in namespaces
+    }
+    conds = [c for cond in tree.conds for c in sp.conjuncts(cond, names)]
+    pair = _pick_pair(conds, chains, names, is_pair)
+    if pair is None or _already_siblings(rel, pair, tree):
+        return False
+    order = _join_order(pair, conds, len(tree.leaves))
+    if order is None:
+        return False
+    rebuilt = _build(tree, order, conds, names, plan)
+    cols = [(leaf, j) for leaf in order for j in range(tree.widths[leaf])]
+    position = {c: i for i, c in enumerate(cols)}
+    emit = rebuilt.join.common.emit.output_mapping
+    del emit[:]
+    emit.extend(position[c] for c in out)
+    rel.CopyFrom(rebuilt)
+    return True
+
+
+def _pick_pair(
+    conds: list[Expr],
+    chains: dict[int, sp.ScanChain],
+    names: dict[int, str],
+    is_pair: Callable[[sp.ScanChain, sp.ScanChain, list[tuple[str, str]]], bool],
+) -> tuple[int, int] | None:
+    keys: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    for cond in conds:
+        pair = sp.equality_fields(cond, names)
+        if pair is None:
+            continue
+        (la, ja), (lb, jb) = ((g // _SCALE, g % _SCALE) for g in pair)
+        if la == lb or la not in chains or lb not in chains:
+            continue
+        if la > lb:
+            (la, ja), (lb, jb) = (lb, jb), (la, ja)
+        ca, cb = chains[la].columns[ja], chains[lb].columns[jb]
+        if ca is not None and cb is not None:
+            keys.setdefault((la, lb), []).append((ca, cb))
+    for (a, b), on in keys.items():
+        if is_pair(chains[a], chains[b], on):
+            return a, b
+    return None
+
+
+def _already_siblings(rel: Rel, pair: tuple[int, int], tree: _Tree) -> bool:
+    """Whether the pair's two scans are the two inputs of one join already."""
+    a, b = (tree.leaves[i] for i in pair)
+    for node in sp.walk(rel):
+        if sp.kind(node) == "join":
+            left, right = node.join.left, node.join.right
+            if (left == a and right == b) or (left == b and right == a):
+                return True
+    return False
+
+
+def _join_order(pair: tuple[int, int], conds: list[Expr], n: int) -> list[int] | None:
+    """The pair first, then each input connected by a condition to those before it."""
+    order = list(pair)
+    linked = [_leaves_of(c) for c in conds]
+    while len(order) < n:
+        have = set(order)
+        nxt = next(
+            (
+                i
+                for i in range(n)
+                if i not in have and any(i in s and s & have and s <= have | {i} for s in linked)
+            ),
+            None,
+        )
+        if nxt is None:
+            return None  # an input joined to the others by no condition: leave the tree alone
+        order.append(nxt)
+    return order
+
+
+def _build(
+    tree: _Tree, order: list[int], conds: list[Expr], names: dict[int, str], plan: plan_pb2.Plan
+) -> Rel:
+    placed = [False] * len(conds)
+    cur = Rel()
+    cur.CopyFrom(tree.leaves[order[0]])
+    cols = [(order[0], j) for j in range(tree.widths[order[0]])]
+    for leaf in order[1:]:
+        cols = cols + [(leaf, j) for j in range(tree.widths[leaf])]
+        have = set(order[: order.index(leaf) + 1])
+        here = []
+        for i, cond in enumerate(conds):
+            if not placed[i] and _leaves_of(cond) <= have:
+                placed[i] = True
+                here.append(_localize(cond, cols))
+        nxt = Rel()
+        nxt.join.type = INNER
+        nxt.join.left.CopyFrom(cur)
+        nxt.join.right.CopyFrom(tree.leaves[leaf])
+        if here:
+            nxt.join.expression.CopyFrom(_and(here, names, plan))
+        cur = nxt
+    if not all(placed):
+        raise _NotFlat("a condition refers to no input")
+    return cur
+
+
+def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
+    if len(exprs) == 1:
+        return exprs[0]
+    anchor = next((a for a, n in names.items() if n == "and"), None)
+    if anchor is None:
+        anchor = _declare(plan, names, "and")
+    out = Expr()
+    fn = out.scalar_function
+    fn.function_reference = anchor
+    fn.output_type.bool.nullability = type_pb2.Type.NULLABILITY_NULLABLE
+    for e in exprs:
+        fn.arguments.add().value.CopyFrom(e)
+    return out
+
+
+def _declare(plan: plan_pb2.Plan, names: dict[int, str], name: str) -> int:
+    """Declare function ``name`` in the plan's extensions like its other functions are."""
+    template = next((e for e in plan.extensions if e.HasField("extension_function")), None)
+    if template is None:
+        raise _NotFlat("no function declarations to follow")
+    anchor = max(names) + 1
+    ext = plan.extensions.add()
+    ext.CopyFrom(template)
+    ext.extension_function.function_anchor = anchor
+    ext.extension_function.name = name
+    names[anchor] = name
+    return anchor
+
+
+__all__ = ["reorder_namespace_joins"]
