@@ -1,0 +1,23 @@
+"""benchmarks/bench_tpch.py runs end to end at a tiny scale (slow: generates its own data)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.slow
+def test_bench_tpch_tiny(tmp_path: Path) -> None:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_tpch.py"
+    spec = importlib.util.spec_from_file_location("bench_tpch", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    argv = ["--sf", "0.01", "--data-dir", str(tmp_path), "--rounds", "1", "--queries", "4,q15"]
+    results = bench.main(argv)
+    assert set(results) == {4, 15}
+    assert results[4]["spj_joins"] >= 1  # the EXISTS semi join of orders and lineitem
+    for r in results.values():
+        assert r["spj_over_nospj"] > 0 and r["spj_over_parquet"] > 0
