@@ -65,6 +65,8 @@ def planner_prune(
     filter: pc.Expression | None,
     namespace: PartitionedNamespace,
     schema: pa.Schema | None = None,
+    *,
+    here: bool = False,
 ) -> list[str] | None:
     """The default pruning hook: :func:`lance_sql.planning.planner.plan_partitions`.
 
@@ -75,9 +77,13 @@ def planner_prune(
     work. A filter the planner cannot handle selects every table. ``schema``
     is the schema the filter's column names refer to (the one registered in
     DataFusion); specs refer to sources by field id, so it stays right after
-    renames.
+    renames. ``here``: plan on the calling thread (never from inside a scan).
     """
-    plan = plan_pruning(filter, None, namespace, schema or namespace.schema)
+    schema = schema or namespace.schema
+    if here:  # the caller is not on a DataFusion worker: no thread hop needed
+        plan = None if filter is None else _plan_pruning(filter, None, namespace, schema)
+    else:
+        plan = plan_pruning(filter, None, namespace, schema)
     return None if plan is None else plan.selected.column("object_id").to_pylist()
 
 

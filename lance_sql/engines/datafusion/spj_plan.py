@@ -17,6 +17,7 @@ get a reason (EXPLAIN prints it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,11 +200,17 @@ def _keys(
     return keys
 
 
-def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
-    """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
+@functools.cache
+def _builtin_functions() -> frozenset[str]:
+    """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
     from lance_sql.engines.datafusion.spj_provider import private_context
 
-    builtin = set(private_context().udfs())
+    return frozenset(private_context().udfs())
+
+
+def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
+    """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
+    builtin = _builtin_functions()
     out = []
     for name in sorted(set(sp.function_names(plan).values())):
         if name in builtin:
