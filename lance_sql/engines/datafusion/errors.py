@@ -21,7 +21,8 @@ recorded error it renders (its ``repr`` or ``Name: message`` form) and returns
 that very object (same class, message, attributes and traceback). An error
 that was not recorded (or was pushed out) is rebuilt from the ``PyErr`` text:
 same class and message, the DataFusion exception as ``__cause__``.
-:func:`typed_errors` / :func:`reraise_typed` raise it in place of DataFusion's.
+:func:`typed_errors` / :func:`reraise_typed` raise it in place of DataFusion's;
+:class:`TypedStream` does so for a stream's batches (errors of execution).
 
 Nothing of this raises in a provider's ``schema`` property: DataFusion turns
 an exception there into a Rust panic, so providers compute schemas eagerly.
@@ -36,7 +37,7 @@ import importlib
 import re
 import threading
 from collections.abc import Callable, Iterator
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import lance_sql.errors as lance_errors
 from lance_sql.errors import LanceSqlError
@@ -149,6 +150,39 @@ def typed(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+class TypedStream:
+    """A record batch stream (``DataFrame.execute_stream()``) whose iteration raises typed errors.
+
+    A stream runs the plan while it is iterated, after ``execute_stream``
+    returned, so wrapping that call alone leaves execution errors untyped.
+    Every other attribute is the wrapped stream's.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> TypedStream:
+        return self
+
+    def __next__(self) -> Any:
+        with typed_errors():
+            return next(self._stream)
+
+    def next(self) -> Any:
+        with typed_errors():
+            return self._stream.next()
+
+    def __aiter__(self) -> TypedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        with typed_errors():
+            return await self._stream.__anext__()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 # -- finding the error in DataFusion's text ------------------------------------------------
 
 
@@ -248,6 +282,7 @@ def _instance(cls: type[LanceSqlError], args: tuple[object, ...]) -> LanceSqlErr
 
 __all__ = [
     "MAX_RECORDED",
+    "TypedStream",
     "record",
     "recorded",
     "recorded_iter",
