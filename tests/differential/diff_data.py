@@ -1,0 +1,275 @@
+"""Deterministic random tables for the differential corpus, and where they are written.
+
+Every table exists three times with the same rows and the same Arrow schema:
+a lance-sql partitioned namespace (or, for ``products``, a plain Lance dataset
+written by pylance), and a DataFusion memory table in a plain
+``datafusion.SessionContext``. Specs are chosen so that the usual join keys are
+storage-partitioned-join compatible (bucket[16] x bucket[8] on customer keys,
+bucket[16] x bucket[16] on order keys, identity x identity) and so that every
+transform and spec evolution (``add_spec``) is exercised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+SEED = 20261123
+EPOCH = dt.datetime(2024, 1, 1)
+BIG = 10**18
+
+
+def _bucket(field: str, n: int) -> dict[str, Any]:
+    return {"source": field, "transform": "bucket", "num_buckets": n}
+
+
+def _t(field: str, transform: str, **kw: Any) -> dict[str, Any]:
+    return {"source": field, "transform": transform, **kw}
+
+
+ORDERS_SCHEMA = pa.schema(
+    [
+        pa.field("order_id", pa.int64(), nullable=False),
+        pa.field("customer_id", pa.int64()),
+        pa.field("status", pa.string()),
+        pa.field("amount", pa.float64()),
+        pa.field("price", pa.decimal128(12, 2)),
+        pa.field("qty", pa.int32()),
+        pa.field("odate", pa.date32()),
+        pa.field("ts", pa.timestamp("us")),
+        pa.field("big", pa.int64()),
+        pa.field("flag", pa.bool_()),
+        pa.field("code", pa.int16()),
+    ]
+)
+CUSTOMERS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("nation", pa.string()),
+        pa.field("segment", pa.string()),
+        pa.field("score", pa.float64()),
+        pa.field("created", pa.date32()),
+        pa.field("tier", pa.int8()),
+    ]
+)
+ITEMS_SCHEMA = pa.schema(
+    [
+        pa.field("item_id", pa.int64(), nullable=False),
+        pa.field("order_id", pa.int64()),
+        pa.field("sku", pa.string()),
+        pa.field("qty", pa.int32()),
+        pa.field("unit_price", pa.decimal128(10, 3)),
+        pa.field("weight", pa.float32()),
+    ]
+)
+EVENTS_SCHEMA = pa.schema(
+    [
+        pa.field("event_id", pa.int64(), nullable=False),
+        pa.field("customer_id", pa.int64()),
+        pa.field("ts", pa.timestamp("us")),
+        pa.field("kind", pa.string()),
+        pa.field("value", pa.float64()),
+        pa.field("u", pa.uint32()),
+    ]
+)
+PRODUCTS_SCHEMA = pa.schema(
+    [
+        pa.field("sku", pa.string(), nullable=False),
+        pa.field("category", pa.string()),
+        pa.field("list_price", pa.decimal128(10, 2)),
+        pa.field("added", pa.timestamp("us")),
+        pa.field("rating", pa.float64()),
+    ]
+)
+SMALL_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("k", pa.int64()),
+        pa.field("x", pa.int64()),
+        pa.field("b", pa.bool_()),
+        pa.field("c", pa.bool_()),
+    ]
+)
+T_SCHEMA = pa.schema([pa.field("x", pa.int64()), pa.field("y", pa.int64())])
+
+STATUSES = ["open", "shipped", "done", "returned", "Open", ""]
+NATIONS = ["DE", "FR", "US", "JP", "BR", "ab", "abc"]
+SEGMENTS = ["AUTO", "BUILD", "FURN", "HOUSE", "MACH"]
+KINDS = ["click", "view", "buy", "abandon"]
+SKUS = [f"{p}{i:03d}" for p in ("ab", "ac", "bx", "zz") for i in range(25)]
+
+
+def _maybe(rng: random.Random, value: Any, p: float = 0.08) -> Any:
+    return None if rng.random() < p else value
+
+
+def orders_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in ORDERS_SCHEMA}
+    for i in range(first_id, first_id + n):
+        rows["order_id"].append(i)
+        rows["customer_id"].append(_maybe(rng, rng.randrange(0, 560)))
+        rows["status"].append(_maybe(rng, rng.choice(STATUSES)))
+        amount = rng.choice([rng.uniform(-100, 1000), 0.0, -0.0, 1e15, round(rng.random(), 2)])
+        rows["amount"].append(_maybe(rng, amount))
+        rows["price"].append(_maybe(rng, Decimal(rng.randrange(-99999, 9999999)) / 100))
+        qty = rng.choice([rng.randrange(0, 50), 2**31 - 1, -(2**31), 0, 1, 127, 128, -129])
+        rows["qty"].append(_maybe(rng, qty))
+        rows["odate"].append(
+            _maybe(rng, (EPOCH + dt.timedelta(days=rng.randrange(-400, 400))).date())
+        )
+        rows["ts"].append(
+            _maybe(rng, EPOCH + dt.timedelta(seconds=rng.randrange(-86400 * 400, 86400 * 400)))
+        )
+        rows["big"].append(_maybe(rng, rng.choice([BIG - rng.randrange(1000), 9 * BIG, -BIG, 7])))
+        rows["flag"].append(_maybe(rng, rng.random() < 0.5))
+        rows["code"].append(_maybe(rng, rng.choice([-32768, 32767, 0, rng.randrange(-300, 300)])))
+    return pa.table(rows, schema=ORDERS_SCHEMA)
+
+
+def customers_rows(rng: random.Random, n: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in CUSTOMERS_SCHEMA}
+    for i in range(n):
+        rows["id"].append(i)
+        rows["name"].append(_maybe(rng, f"{rng.choice(['ab', 'Ab', 'cd', 'x'])}cust{i:04d}"))
+        rows["nation"].append(_maybe(rng, rng.choice(NATIONS)))
+        rows["segment"].append(_maybe(rng, rng.choice(SEGMENTS)))
+        score = rng.choice([rng.uniform(-5, 5), 0.0, -0.0, float("nan"), 1e300, 2.5])
+        rows["score"].append(_maybe(rng, score))
+        rows["created"].append(
+            _maybe(rng, dt.date(2020, 1, 1) + dt.timedelta(days=rng.randrange(1500)))
+        )
+        rows["tier"].append(_maybe(rng, rng.choice([-128, 127, 0, 1, 2, 3])))
+    return pa.table(rows, schema=CUSTOMERS_SCHEMA)
+
+
+def items_rows(rng: random.Random, n: int, first_id: int, max_order: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in ITEMS_SCHEMA}
+    for i in range(first_id, first_id + n):
+        rows["item_id"].append(i)
+        rows["order_id"].append(_maybe(rng, rng.randrange(0, max_order + 50), 0.03))
+        rows["sku"].append(_maybe(rng, rng.choice(SKUS)))
+        rows["qty"].append(_maybe(rng, rng.randrange(1, 20)))
+        rows["unit_price"].append(_maybe(rng, Decimal(rng.randrange(0, 10**6)) / 1000))
+        rows["weight"].append(_maybe(rng, rng.choice([0.5, 1.25, -0.0, 3.0, 1e-3])))
+    return pa.table(rows, schema=ITEMS_SCHEMA)
+
+
+def events_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in EVENTS_SCHEMA}
+    for i in range(first_id, first_id + n):
+        rows["event_id"].append(i)
+        rows["customer_id"].append(_maybe(rng, rng.randrange(0, 520)))
+        seconds = rng.randrange(0, 86400 * 45)
+        rows["ts"].append(
+            _maybe(rng, EPOCH + dt.timedelta(seconds=seconds, microseconds=rng.randrange(10**6)))
+        )
+        rows["kind"].append(_maybe(rng, rng.choice(KINDS)))
+        rows["value"].append(_maybe(rng, rng.choice([rng.uniform(0, 10), 0.0, -0.0, -1.5])))
+        rows["u"].append(_maybe(rng, rng.choice([0, 1, 2**32 - 1, rng.randrange(1000)])))
+    return pa.table(rows, schema=EVENTS_SCHEMA)
+
+
+def products_rows(rng: random.Random) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in PRODUCTS_SCHEMA}
+    for sku in SKUS:
+        rows["sku"].append(sku)
+        rows["category"].append(_maybe(rng, rng.choice(["tools", "toys", "food"])))
+        rows["list_price"].append(_maybe(rng, Decimal(rng.randrange(100, 100000)) / 100))
+        rows["added"].append(_maybe(rng, EPOCH + dt.timedelta(hours=rng.randrange(24 * 90))))
+        rows["rating"].append(_maybe(rng, rng.choice([1.0, 2.5, 4.75, 5.0])))
+    return pa.table(rows, schema=PRODUCTS_SCHEMA)
+
+
+def small_rows() -> tuple[pa.Table, pa.Table]:
+    """``a_ns`` / ``b_ns``: the issue #15 repros, plus NULL keys and NULL booleans."""
+    a = {
+        "id": [1, 2, 3, 4, None],
+        "k": [10, 20, 30, None, 10],
+        "x": [1, 2, 3, 1, None],
+        "b": [True, False, None, True, True],
+        "c": [True, False, True, None, False],
+    }
+    b = {
+        "id": [1, 2, 5, 6, 7],
+        "k": [10, 20, 50, None, 10],
+        "x": [1, 2, 1, 2, None],
+        "b": [True, None, False, True, True],
+        "c": [False, True, True, True, None],
+    }
+    return pa.table(a, schema=SMALL_SCHEMA), pa.table(b, schema=SMALL_SCHEMA)
+
+
+def t_rows(rng: random.Random) -> pa.Table:
+    xs = [_maybe(rng, rng.randrange(40)) for _ in range(300)]
+    ys = [_maybe(rng, rng.randrange(4)) for _ in range(300)]
+    return pa.table({"x": xs, "y": ys}, schema=T_SCHEMA)
+
+
+# name -> (schema, spec v1, [(spec added before this batch or None), ...])
+def build_tables() -> dict[str, list[pa.Table]]:
+    """Each table as the list of batches appended in order (one append each)."""
+    rng = random.Random(SEED)
+    a, b = small_rows()
+    return {
+        "orders": [orders_rows(rng, 1500, 0), orders_rows(rng, 1500, 1500)],
+        "customers": [customers_rows(rng, 500)],
+        "items": [items_rows(rng, 2000, 0, 3000), items_rows(rng, 2000, 2000, 3000)],
+        "events": [events_rows(rng, 1200, 0), events_rows(rng, 1200, 1200)],
+        "products": [products_rows(rng)],
+        "a_ns": [a],
+        "b_ns": [b],
+        "t": [t_rows(rng)],
+    }
+
+
+#: namespace name -> (schema, spec v1, spec v2 added after the first batch, or None)
+NAMESPACES: dict[str, tuple[pa.Schema, list[dict[str, Any]], list[dict[str, Any]] | None]] = {
+    "orders": (
+        ORDERS_SCHEMA,
+        [_bucket("customer_id", 16)],
+        [_bucket("customer_id", 16), _t("odate", "month")],
+    ),
+    "customers": (CUSTOMERS_SCHEMA, [_bucket("id", 8)], None),
+    "items": (
+        ITEMS_SCHEMA,
+        [_bucket("order_id", 16)],
+        [_bucket("order_id", 16), _t("sku", "truncate", width=2)],
+    ),
+    "events": (
+        EVENTS_SCHEMA,
+        [_t("ts", "day"), _t("kind", "identity")],
+        [_t("ts", "year"), _t("kind", "identity")],
+    ),
+    "a_ns": (SMALL_SCHEMA, [_t("k", "identity")], None),
+    "b_ns": (SMALL_SCHEMA, [_t("k", "identity")], None),
+    "t": (T_SCHEMA, [_bucket("x", 4)], None),
+}
+#: plain Lance datasets (pylance ``write_dataset``), registered with ``register_lance``
+DATASETS = ("products",)
+
+
+def write_all(root: Path, tables: dict[str, list[pa.Table]]) -> dict[str, str]:
+    """Write every table under ``root``; name -> namespace root or dataset uri."""
+    out: dict[str, str] = {}
+    for name, (schema, spec1, spec2) in NAMESPACES.items():
+        path = str(root / name)
+        ns = PartitionedNamespace.create(path, schema, spec1)
+        for i, batch in enumerate(tables[name]):
+            if i == 1 and spec2 is not None:
+                ns.add_spec(spec2)
+            ns.append(batch)
+        out[name] = path
+    for name in DATASETS:
+        uri = str(root / f"{name}.lance")
+        lance.write_dataset(pa.concat_tables(tables[name]), uri, max_rows_per_file=40)
+        out[name] = uri
+    return out
