@@ -17,7 +17,14 @@ from lance_sql.cli.plan_stats import explain_text, scan_stats
 from lance_sql.cli.session import UsageError, check_local_root, make_context
 from lance_sql.cli.statements import split_statements
 
-__all__ = ["cmd_explain", "cmd_inspect", "cmd_partitions", "cmd_sql", "read_queries"]
+__all__ = [
+    "cmd_explain",
+    "cmd_inspect",
+    "cmd_partitions",
+    "cmd_repair",
+    "cmd_sql",
+    "read_queries",
+]
 
 
 def read_queries(args: Any) -> list[str]:
@@ -143,8 +150,26 @@ def inspect_report(root: str) -> dict[str, Any]:
         "rows": ns.count_rows(),
         "partitions": rows,
         "total_bytes": sum(r["bytes"] for r in rows),
+        "ignored_tables": ns.foreign_tables(),
         "manifest_bytes": _dir_size(base / "__manifest"),
     }
+
+
+def cmd_repair(args: Any, out: TextIO) -> int:
+    """Rebuild a ``__manifest`` another writer damaged (partition columns, pins, metadata)."""
+    from lance_sql import PartitionedNamespace
+    from lance_sql.errors import NotFoundError
+
+    root = args.root
+    check_local_root(root, "namespace")
+    if "://" not in root and not (Path(root) / "__manifest").exists():
+        raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
+    ns = PartitionedNamespace.repair(root)
+    out.write(
+        f"repaired {root}: {len(ns.tables())} partition tables pinned at their current "
+        f"versions, __manifest version {ns.manifest_version}\n"
+    )
+    return 0
 
 
 def cmd_inspect(args: Any, out: TextIO) -> int:
@@ -166,6 +191,10 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
         vals = ", ".join(f"{k}={v}" for k, v in p["values"].items())
         size = _human(p["bytes"])
         w(f"  v{p['spec_version']} {vals or '-'}  version={p['read_version']}  {size}\n")
+    if rep["ignored_tables"]:
+        w(f"ignored tables, not under a spec version ({len(rep['ignored_tables'])}):\n")
+        for t in rep["ignored_tables"]:
+            w(f"  {t['object_id']}  location={t['location']}\n")
     w(
         f"total size: {_human(rep['total_bytes'])} in partition tables"
         f" + {_human(rep['manifest_bytes'])} __manifest\n"

@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("root", help="partitioned namespace root")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = sub.add_parser(
+        "repair", help="rebuild partition columns and pins of a __manifest another writer damaged"
+    )
+    p.add_argument("root", help="partitioned namespace root")
+
     p = sub.add_parser("partitions", help="partition tables a filter selects, as JSON")
     p.add_argument("root", help="partitioned namespace root")
     p.add_argument("--where", help="SQL filter over the namespace columns")
@@ -101,6 +106,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "explain": commands.cmd_explain,
         "inspect": commands.cmd_inspect,
         "partitions": commands.cmd_partitions,
+        "repair": commands.cmd_repair,
     }[args.command]
     return fn(args, out)
 

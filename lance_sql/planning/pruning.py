@@ -119,8 +119,14 @@ def spec_id_of(object_id: str) -> int | None:
 
 
 def select_rows(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
-    """The partition-table rows of ``manifest`` the filter keeps (order preserved)."""
+    """The partition-table rows of ``manifest`` the filter keeps (order preserved).
+
+    Tables outside every ``v{N}`` namespace (created at the root by another
+    writer) are not partition tables and are never selected.
+    """
     mask = evaluate_mask(_with_partition_columns(manifest, mf), mf.predicate)
+    if manifest.num_rows:
+        mask = pc.and_(mask, pa.array(spec_ids(manifest) >= 0))
     return manifest.filter(mask)
 
 
@@ -284,7 +290,7 @@ def report(
         )
         for spec_id in sorted(mf.specs)
     )
-    return PruningReport(mf.to_sql(), specs, len(sel_v), len(all_v))
+    return PruningReport(mf.to_sql(), specs, len(sel_v), int((all_v >= 0).sum()))
 
 
 __all__ = [

@@ -111,16 +111,19 @@ def read_manifest(
             if version is not None and ("version" in text or "not found" in text):
                 raise NotFoundError(f"__manifest has no version {version}", path=uri) from exc
             raise
-        return _snapshot(root, ds)
+        return _snapshot(root, ds, storage_options)
 
 
-REQUIRED = {"object_id": pa.utf8(), "object_type": pa.utf8(), "location": pa.utf8()}
+REQUIRED = {"object_id": pa.utf8(), "object_type": pa.utf8()}
+OPTIONAL = {"location": pa.utf8()}  # derived from the table directories when absent
 
 
 def _check_columns(schema: pa.Schema, uri: str) -> None:
     """A damaged or foreign ``__manifest`` must fail here, typed, not deep in a reader."""
-    for name, t in REQUIRED.items():
+    for name, t in {**REQUIRED, **OPTIONAL}.items():
         idx = schema.get_field_index(name)
+        if idx < 0 and name in OPTIONAL:
+            continue
         if idx < 0 or not schema.field(idx).type.equals(t):
             raise FormatError(
                 f"__manifest has no {t} column {name!r} (columns: {schema.names})", path=uri
@@ -141,9 +144,23 @@ def root_properties(ds: Any) -> dict[str, str]:
     return properties
 
 
-def _snapshot(root: str, ds: Any) -> ManifestSnapshot:
+def _snapshot(
+    root: str, ds: Any, storage_options: Mapping[str, str] | None = None
+) -> ManifestSnapshot:
     _check_columns(ds.schema, manifest_uri(root))
-    return ManifestSnapshot(root, ds.version, ds.to_table(), root_properties(ds), ds.schema)
+    rows = ds.to_table()
+    lance_schema = ds.schema
+    if "location" not in lance_schema.names:
+        from lance_sql.tables.namespace.locations import derive_locations
+
+        derived = derive_locations(
+            root, rows, manifest=manifest_uri(root), storage_options=storage_options
+        )
+        at = min(2, rows.num_columns)
+        location = pa.field("location", pa.utf8())
+        rows = rows.add_column(at, location, derived)
+        lance_schema = lance_schema.insert(at, location)
+    return ManifestSnapshot(root, ds.version, rows, root_properties(ds), lance_schema)
 
 
 def _opts(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -242,7 +259,7 @@ def commit_rows(
     )
     op = lance.LanceOperation.Overwrite(schema, frags)
     ds = _commit(uri, op, snapshot.version, storage_options)
-    return _snapshot(snapshot.root, ds)
+    return _snapshot(snapshot.root, ds, storage_options)
 
 
 def update_properties(
@@ -258,7 +275,7 @@ def update_properties(
         schema_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
     )
     ds = _commit(snapshot.uri, op, snapshot.version, storage_options)
-    return _snapshot(snapshot.root, ds)
+    return _snapshot(snapshot.root, ds, storage_options)
 
 
 def _commit(uri: str, op: Any, read_version: int, storage_options: Mapping[str, str] | None) -> Any:

@@ -880,8 +880,8 @@ def test_manifest_lacking_a_base_column_is_a_format_error(tmp_path: Path) -> Non
 
     root = tmp_path / "broken"
     lance.write_dataset(
-        pa.table({"object_id": ["v1"], "object_type": ["namespace"], "locaion": [None]}),
+        pa.table({"object_id": ["v1"], "objet_type": ["namespace"], "location": [None]}),
         str(root / "__manifest"),
     )
-    with pytest.raises(FormatError, match="'location'"):
+    with pytest.raises(FormatError, match="'object_type'"):
         PartitionedNamespace.open(str(root))

@@ -1,0 +1,77 @@
+"""Deriving table locations for a ``__manifest`` that has no ``location`` column.
+
+The spec's appendix C shows ``__manifest`` without ``location``; its appendix
+example of table directories is ``{8 hex}_{object_id}``, and pylance's
+directory namespace also uses ``{object_id}.lance`` (V1 layout) for tables at
+the root. A location is derived only when it is unambiguous:
+
+- candidates are the directories directly under the root named
+  ``{8 lowercase hex}_{object_id}``, ``{object_id}.lance`` or ``{object_id}``;
+- exactly one candidate: that is the table's location;
+- none, or more than one: the namespace is refused (:class:`FormatError`
+  naming the table and the candidates), since guessing could read another
+  table's data.
+
+Namespace rows get no location. The next commit of the namespace writes the
+derived locations as a real ``location`` column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from lance_sql.errors import FormatError
+
+_HEX_PREFIX = re.compile(r"^[0-9a-f]{8}_(.+)$")
+
+
+def derive_locations(
+    root: str,
+    rows: pa.Table,
+    *,
+    manifest: str,
+    storage_options: Mapping[str, str] | None = None,
+) -> pa.Array:
+    """The ``location`` of every row of ``rows`` (NULL for namespace rows)."""
+    from lance_sql.format.storage import resolve
+
+    kinds = rows.column("object_type").to_pylist()
+    oids = rows.column("object_id").to_pylist()
+    if "table" not in kinds:
+        return pa.nulls(rows.num_rows, pa.utf8())
+    loc = resolve(root, storage_options)
+    names = [
+        str(p).rstrip("/").rsplit("/", 1)[-1]
+        for p in loc.fs.ls(loc.path, detail=False)
+        if loc.fs.isdir(p)
+    ]
+    candidates: dict[str, list[str]] = {}
+    for name in names:
+        m = _HEX_PREFIX.match(name)
+        keys = {name, name[: -len(".lance")] if name.endswith(".lance") else name}
+        if m:
+            keys.add(m.group(1))
+        for key in keys:
+            candidates.setdefault(key, []).append(name)
+    out: list[str | None] = []
+    for oid, kind in zip(oids, kinds, strict=True):
+        if kind != "table":
+            out.append(None)
+            continue
+        found = sorted(set(candidates.get(oid, [])))
+        if len(found) != 1:
+            why = "no directory" if not found else f"{len(found)} directories ({found})"
+            raise FormatError(
+                f"__manifest has no location column and {why} could hold table {oid!r}: "
+                "its location cannot be derived unambiguously (expected exactly one of "
+                f"'{{8 hex}}_{oid}', '{oid}.lance' or '{oid}' under the root)",
+                path=manifest,
+            )
+        out.append(found[0])
+    return pa.array(out, pa.utf8())
+
+
+__all__ = ["derive_locations"]
