@@ -268,3 +268,22 @@ def test_registry_is_bounded() -> None:
     record(ValueError("not ours"))  # ignored
     assert len(df_errors._recorded) == df_errors.MAX_RECORDED
     df_errors._recorded.clear()
+
+
+def test_damaged_lance_table_data(tmp_path: Path) -> None:
+    """pylance's failure on a registered Lance table's data file is a FormatError naming it."""
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(ROWS, uri)
+    with open(glob.glob(f"{uri}/data/*.lance")[0], "r+b") as f:
+        f.truncate(100)
+    ctx = datafusion.SessionContext()
+    ctx.register_table("t", LanceDatasetTable(LanceTable.open(uri), name="t", partitions=2))
+    message = "Lance table 't' at version 1 cannot be read"
+    with pytest.raises(FormatError, match=message) as info, typed_errors():
+        ctx.sql("SELECT sum(v) AS s FROM t").collect()
+    assert info.value.path == uri
+    assert info.value.__cause__ is not None  # pylance's own exception
+    ours = lance_sql.SessionContext()
+    ours.register_lance("t", uri)
+    with pytest.raises(FormatError, match="Lance table 't'"):
+        ours.sql("SELECT v FROM t").collect()

@@ -5,16 +5,31 @@ version for that scan (latest at that moment unless the table was registered
 at a version or tag) and splits the pinned version's fragments into
 ``partitions`` units balanced by live rows; each unit is one DataFusion
 partition, streamed from pylance with the projection and the filter pushed
-into Lance.
+into Lance. A failure inside pylance while a unit is read (a damaged data
+file) is raised typed (``FormatError`` / ``NotFoundError`` naming the table,
+see :mod:`lance_sql.tables.pylance_errors`), like a partition table's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capturing
+from lance_sql.errors import FormatError
 from lance_sql.tables.lance_table import LanceTable, Snapshot
-from lance_sql.tables.scan import FILTER_REFUSED, ScanMetrics, lance_scanner, matches_nothing
+from lance_sql.tables.pylance_errors import pylance_errors
+from lance_sql.tables.scan import (
+    FILTER_REFUSED,
+    LanceFragmentsUnit,
+    ScanMetrics,
+    ScanUnit,
+    lance_scanner,
+    matches_nothing,
+)
 
 #: Filters whose pushability is remembered per table (a service may see many distinct ones).
 _MAX_CACHED_FILTERS = 256
@@ -29,6 +44,7 @@ class LanceDatasetTable(ScanUnitDataset):
         self.table = table
         self.partitions = partitions
         self._pushable: dict[str, str | None] = {}
+        self._typed: tuple[list[LanceFragmentsUnit], list[ScanUnit]] | None = None
         super().__init__(table.schema, self._plan, name=name)
 
     @property
@@ -40,6 +56,7 @@ class LanceDatasetTable(ScanUnitDataset):
         snapshot = self.table.snapshot()
         units = self.table.units(snapshot, self.partitions)
         fragments = sum(len(u.fragment_ids) for u in units)
+        typed_units = self._typed_units(units, snapshot.version)
         pinned = "latest" if self.table.follow_latest else "pinned"
         rows = sum(u.estimated_rows or 0 for u in units)
         if filter is None:
@@ -59,7 +76,17 @@ class LanceDatasetTable(ScanUnitDataset):
             f"LanceScan: table={self.name}, uri={self.table.uri}, version={snapshot.version} "
             f"({pinned}), fragments={fragments}, partitions={len(units)}, rows={rows}, {where}"
         )
-        return ScanPlan(units, description)
+        return ScanPlan(typed_units, description)
+
+    def _typed_units(self, units: list[LanceFragmentsUnit], version: int) -> list[ScanUnit]:
+        """``units`` typed; the same list while the table's split is reused (one version)."""
+        cached = self._typed
+        if cached is not None and cached[0] is units:
+            return cached[1]
+        what = f"Lance table {self.name!r} at version {version}"
+        typed: list[ScanUnit] = [TypedFragmentsUnit(u, what) for u in units]
+        self._typed = (units, typed)
+        return typed
 
     def _refusal(self, snapshot: Snapshot, filter: pc.Expression) -> str | None:
         """Why pylance refuses ``filter`` (None when it accepts it); cached per filter text."""
@@ -77,4 +104,62 @@ class LanceDatasetTable(ScanUnitDataset):
         return self._pushable[key]
 
 
-__all__ = ["LanceDatasetTable"]
+class TypedFragmentsUnit(ScanUnit):
+    """A :class:`LanceFragmentsUnit` whose pylance failures are typed errors naming ``what``."""
+
+    def __init__(self, inner: LanceFragmentsUnit, what: str) -> None:
+        self.inner = inner
+        self.what = what
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.inner.schema
+
+    @property
+    def estimated_rows(self) -> int | None:
+        return self.inner.estimated_rows
+
+    @property
+    def fragment_ids(self) -> tuple[int, ...]:
+        return self.inner.fragment_ids
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else (``uri``, ``version``, ``dataset``, ...) is the wrapped unit's."""
+        if name == "inner":  # not set yet (unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"TypedFragmentsUnit({self.describe()})"
+
+    def _errors(self) -> Any:
+        return pylance_errors(
+            self.what,
+            self.inner.uri,
+            version=self.inner.version,
+            storage_options=self.inner.storage_options,
+            missing=FormatError,
+        )
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        with self._errors():
+            yield from self.inner.to_batches(columns, filter, batch_size)
+
+    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
+        with self._errors():
+            return self.inner.read_table(columns, filter)
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        with self._errors():
+            return self.inner.count_rows(filter)
+
+
+__all__ = ["LanceDatasetTable", "TypedFragmentsUnit"]
