@@ -78,7 +78,15 @@ def _cast_to(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                 cols.append(pa.nulls(b.num_rows, f.type))
                 continue
             col = b.column(f.name)
-            cols.append(col if col.type == f.type else col.cast(f.type))
+            try:
+                cols.append(col if col.type == f.type else col.cast(f.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                from lance_sql.errors import SchemaMismatchError
+
+                raise SchemaMismatchError(
+                    f"import file column {f.name!r} ({col.type}) cannot be read as the "
+                    f"namespace type {f.type}: {e}"
+                ) from e
         extra = set(b.schema.names) - set(schema.names)
         if extra:
             from lance_sql.errors import SchemaMismatchError
@@ -127,6 +135,7 @@ def cmd_import(args: Any, out: TextIO) -> int:
             ' or an object with "fields"'
         )
     file_schema, batches, total = open_batches(args.source, args.format)
+    before = _listing(root)
     if exists:
         ns = PartitionedNamespace.open(root)
     else:
@@ -138,7 +147,12 @@ def cmd_import(args: Any, out: TextIO) -> int:
         ns = PartitionedNamespace.create(root, schema, spec)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     counted = _Counter(_cast_to(ns.schema, batches))
-    ns.append(_progress(iter(counted), total, show))
+    try:
+        ns.append(_progress(iter(counted), total, show))
+    except BaseException:
+        if not exists:  # the first write failed: leave no namespace behind
+            _remove_new(root, before)
+        raise
     ns = PartitionedNamespace.open(root)
     verb = "appended" if exists else "created namespace with"
     out.write(
@@ -146,6 +160,26 @@ def cmd_import(args: Any, out: TextIO) -> int:
         f"{ns.partitions().num_rows} partition tables, __manifest version {ns.manifest_version}\n"
     )
     return 0
+
+
+def _listing(root: Path) -> set[str] | None:
+    """Names directly under ``root`` before the import (None: ``root`` did not exist)."""
+    return {p.name for p in root.iterdir()} if root.is_dir() else None
+
+
+def _remove_new(root: Path, before: set[str] | None) -> None:
+    """Remove what a failed creating import made: the root, or only the new entries in it."""
+    import shutil
+
+    if before is None:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for p in root.iterdir():
+        if p.name not in before:
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
 
 
 class _Counter:
