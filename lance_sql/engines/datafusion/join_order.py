@@ -132,7 +132,7 @@ def _refs(expr: Any) -> list[Any]:
         for desc, value in msg.ListFields():
             if desc.message_type is None:
                 continue
-            stack.extend(value if desc.label == desc.LABEL_REPEATED else [value])
+            stack.extend(value if desc.is_repeated else [value])
     return out
 
 

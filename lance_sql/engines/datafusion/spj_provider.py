@@ -62,7 +62,7 @@ from lance_sql.tables.scan import (
     matches_nothing,
     normalize_filter,
     projected_schema,
-    with_sql_null_semantics,
+    with_sql_semantics,
 )
 
 #: More groups than this are chained into this many units (one DataFusion partition each).
@@ -365,8 +365,9 @@ class GroupJoinUnit(ScanUnit):
         if matches_nothing(filter):
             return
         out_schema = projected_schema(self.schema, columns)
-        sql_filter = None if filter is None else with_sql_null_semantics(filter)
+        sql_filter = None if filter is None else with_sql_semantics(filter, self.schema)
         for batch in self._stream():
+            batch = batch.rename_columns(self.schema.names)  # group output -> c0, c1, ...
             if sql_filter is not None:
                 batch = pa.Table.from_batches([batch]).filter(sql_filter).combine_chunks()
                 batches = batch.to_batches() or []
@@ -378,7 +379,7 @@ class GroupJoinUnit(ScanUnit):
                 if columns is not None and not columns:
                     yield _rows_only(b.num_rows)
                     continue
-                b = conform(b.rename_columns(self.schema.names), self.schema)
+                b = conform(b, self.schema)
                 yield b.select(list(out_schema.names)) if columns else b
 
     def _stream(self) -> Iterator[pa.RecordBatch]:

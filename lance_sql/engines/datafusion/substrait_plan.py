@@ -86,7 +86,7 @@ def has_subquery(message: Any) -> bool:
             return True
         if field.message_type is None:
             continue
-        items = value if field.label == field.LABEL_REPEATED else [value]
+        items = value if field.is_repeated else [value]
         if any(hasattr(v, "ListFields") and has_subquery(v) for v in items):
             return True
     return False
