@@ -18,20 +18,11 @@ from tpch_support import Oracle, tpch_data
 SPJ_PLAN_LEVEL = "plan-level SPJ (issue 15)"
 
 # Queries that join lineitem with orders on the order key: EXPLAIN must show that
-# join as a storage-partitioned join. Entries of SPJ_NOT_YET fail today and are
-# xfail(strict=False); delete an entry once its query plans the join as SPJ.
+# join as a storage-partitioned join. An entry of SPJ_NOT_YET (query -> reason)
+# marks that query xfail(strict=False), e.g. SPJ_PLAN_LEVEL; at aebe6e9 all but
+# q4 needed one (q7's EXPLAIN raised ValueError).
 ORDERKEY_JOIN_QUERIES = (3, 4, 5, 7, 8, 9, 10, 12, 18, 21)
-SPJ_NOT_YET: dict[int, str] = {
-    3: SPJ_PLAN_LEVEL,  # comma join customer, orders, lineitem: never considered
-    5: SPJ_PLAN_LEVEL,
-    7: SPJ_PLAN_LEVEL + "; EXPLAIN raises ValueError (pyarrow Expression compared with ==)",
-    8: SPJ_PLAN_LEVEL,
-    9: SPJ_PLAN_LEVEL,
-    10: SPJ_PLAN_LEVEL,
-    12: SPJ_PLAN_LEVEL,  # FROM orders, lineitem WHERE o_orderkey = l_orderkey
-    18: SPJ_PLAN_LEVEL,
-    21: SPJ_PLAN_LEVEL,
-}
+SPJ_NOT_YET: dict[int, str] = {}  # at c4269b9 all 10 use SPJ
 
 
 def _queries() -> list[Any]:
