@@ -24,6 +24,8 @@ import datafusion
 import lance
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lance_sql
 from lance_sql.engines.datafusion import errors as df_errors
@@ -287,3 +289,44 @@ def test_damaged_lance_table_data(tmp_path: Path) -> None:
     ours.register_lance("t", uri)
     with pytest.raises(FormatError, match="Lance table 't'"):
         ours.sql("SELECT v FROM t").collect()
+
+
+def test_schema_property_never_raises(escaping: datafusion.SessionContext, tmp_path: Path) -> None:
+    """DataFusion panics on an exception in ``schema``: it is fixed at registration."""
+    root = _namespace(tmp_path / "other")
+    ctx = datafusion.SessionContext()
+    provider = register_namespace(ctx, "n", root)
+    PartitionedNamespace.open(root).drop_columns(["v"])
+    assert provider.schema.names == ["k", "v"]  # the registered schema, no I/O, no error
+    lance.dataset(f"{root}/__manifest").update(
+        {"location": "'../../escape'"}, where="object_type = 'table'"
+    )
+    assert provider.schema.names == ["k", "v"]
+    with pytest.raises(LanceSqlError), typed_errors():
+        ctx.sql("SELECT k FROM n").collect()
+
+
+_MESSAGE = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40
+)
+_CLASSES = st.sampled_from(
+    [FormatError, NotFoundError, UnsafeLocationError, SchemaMismatchError, SpecError]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cls=_CLASSES, message=_MESSAGE, depth=st.integers(0, 2), keep=st.booleans())
+def test_any_message_survives_nesting(
+    cls: type[LanceSqlError], message: str, depth: int, keep: bool
+) -> None:
+    original = cls.__new__(cls)
+    Exception.__init__(original, message)
+    exc: BaseException = original
+    for _ in range(depth + 1):
+        exc = Exception(f"DataFusion error: External error: Python error {_pyerr(exc)}")
+    df_errors._recorded.clear()
+    if keep:
+        record(original)
+    found = typed_error(exc)
+    assert type(found) is cls and str(found) == str(original)
+    assert (found is original) == keep

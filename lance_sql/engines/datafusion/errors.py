@@ -191,22 +191,38 @@ def _texts(text: str, depth: int) -> Iterator[str]:
     yield text
     if depth >= 4:
         return
-    for match in _PYERR.finditer(text):
-        args = _args_at(text, match.end() - 1)
-        for arg in args or ():
+    for _, args in _pyerrs(text):
+        for arg in args:
             if isinstance(arg, str) and arg:
                 yield from _texts(arg, depth + 1)
 
 
-def _args_at(text: str, open_paren: int) -> tuple[object, ...] | None:
-    """The literal arguments of the call whose ``(`` is at ``open_paren`` (None: unreadable)."""
+def _pyerrs(text: str) -> Iterator[tuple[re.Match[str], tuple[object, ...]]]:
+    """Each top-level ``PyErr`` rendering in ``text`` with its value's arguments.
+
+    A rendering inside another one's arguments is escaped there (a nested
+    query's text): it is skipped here and read from the decoded argument.
+    """
+    done = 0
+    for match in _PYERR.finditer(text):
+        if match.start() < done:
+            continue
+        found = _args_at(text, match.end() - 1)
+        if found is None:
+            continue
+        args, done = found
+        yield match, args
+
+
+def _args_at(text: str, open_paren: int) -> tuple[tuple[object, ...], int] | None:
+    """The literal arguments of the call whose ``(`` is at ``open_paren``, and where they end."""
     for end in _PYERR_END.finditer(text, open_paren):
         source = text[open_paren : end.start() + 1]
         try:
             value = ast.literal_eval(source)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
-        return value if isinstance(value, tuple) else (value,)
+        return (value if isinstance(value, tuple) else (value,)), end.start() + 1
     return None
 
 
@@ -234,12 +250,11 @@ def _find_recorded(texts: list[str]) -> LanceSqlError | None:
 def _rebuild_debug(texts: list[str]) -> LanceSqlError | None:
     """A lance-sql error rebuilt from the first ``PyErr { type: ..., value: ... }`` naming one."""
     for text in texts:
-        for match in _PYERR.finditer(text):
+        for match, args in _pyerrs(text):
             cls = _lance_class(match.group("cls"))
             if cls is None or cls.__name__ != match.group("name"):
                 continue
-            args = _args_at(text, match.end() - 1)
-            if args is not None and all(isinstance(a, str) for a in args):
+            if all(isinstance(a, str) for a in args):
                 return _instance(cls, args)
     return None
 
