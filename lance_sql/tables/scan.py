@@ -21,6 +21,7 @@ lazily, so an engine that stops reading (``LIMIT``) stops the scan.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 from abc import ABC, abstractmethod
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.tables.float_filters import with_sql_float_semantics
+from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 
 if TYPE_CHECKING:
     import lance
@@ -295,7 +296,11 @@ def lance_scanner(
     if filter is not None:
         # Lance compares two float columns in total order (-0.0 < 0.0): give it
         # DataFusion's float semantics instead (see float_filters).
-        filter = with_sql_float_semantics(filter, schema, columns_only=True)
+        # A filter with positional field references (translated by field id in
+        # tables/namespace/reader.py, which applies the rewrite before it
+        # translates) cannot be read back: it is pushed as it is.
+        with contextlib.suppress(FloatRewriteError):
+            filter = with_sql_float_semantics(filter, schema, columns_only=True)
     if filter is None or not any(_needs_placeholder(f.type) for f in schema):
         return dataset.scanner(filter=filter, **kwargs)
     payload = _substrait_filter(filter, schema)

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import FormatError
+from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
@@ -281,8 +282,9 @@ class PartitionTableUnit(ScanUnit):
         translated = None
         if filter is not None:
             try:
-                translated = pc.Expression.from_substrait(filter.to_substrait(self._virtual))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                named = with_sql_float_semantics(filter, self._ns_schema, columns_only=True)
+                translated = pc.Expression.from_substrait(named.to_substrait(self._virtual))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, FloatRewriteError):
                 yield from self._filtered_in_pyarrow(out_schema, filter, batch_size)
                 return
         wanted = [src_of[name] for name in out_schema.names if src_of[name] is not None]
