@@ -145,17 +145,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     p.add_argument("--child")
     p.add_argument("--spj", type=int, default=1)
     p.add_argument("--interleaved", action="store_true")
-    p.add_argument(
-        "--no-eager-aggregation",
-        action="store_true",
-        help="SPJ groups join first and aggregate after (to measure what eager aggregation adds)",
-    )
     args = p.parse_args(argv)
     if args.child:
-        if args.no_eager_aggregation:
-            from lance_sql.engines.datafusion import spj_rewrite
-
-            spj_rewrite.EAGER_AGGREGATION = False
         if args.interleaved:
             result = run_interleaved(args.child, args.rounds)
         else:
@@ -164,10 +155,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         return {}
     with tempfile.TemporaryDirectory() as tmp:
         write(Path(tmp), args.orders, args.customers)
-        flags = ["--no-eager-aggregation"] if args.no_eager_aggregation else []
-        timed = measure(tmp, "--interleaved", "--rounds", str(args.rounds), *flags)
-        plain = measure(tmp, "--spj", "0", "--repeats", str(args.repeats), *flags)
-        spj = measure(tmp, "--spj", "1", "--repeats", str(args.repeats), *flags)
+        timed = measure(tmp, "--interleaved", "--rounds", str(args.rounds))
+        plain = measure(tmp, "--spj", "0", "--repeats", str(args.repeats))
+        spj = measure(tmp, "--spj", "1", "--repeats", str(args.repeats))
     ratios = {
         "time_ratio": timed["spj_seconds"] / timed["plain_seconds"],
         "rss_ratio": spj["rss_mb"] / plain["rss_mb"],

@@ -4,21 +4,28 @@ Namespaces are real pylance writes, so a small fixed pool is written once per
 module (compatible and incompatible bucket / identity specs, NULL keys, skew)
 and hypothesis draws pairs, join types (inner, outer, semi, anti), extra ON
 conditions, WHERE conditions and query shapes: plain projections, aggregates
-over the join (pushed into the groups as partial aggregates), the join under a
-further join and under an outer aggregation.
+over the join, the join under a further join and under an outer aggregation.
+The output schema (names, types, nullability) must be the plain query's.
+
+Where SPJ on and off differ, DuckDB over the same rows decides: DataFusion 55
+itself gives wrong rows for some self-joins with a WHERE over both sides
+(apache/datafusion#21246; lance-sql's plain scans now hit it too, see
+:func:`test_plain_right_self_join_with_where_over_both_sides`), and SPJ, whose
+groups read their sides through the scan protocol, does not.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+import duckdb
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.engines.datafusion import spj_provider, spj_rewrite
+from lance_sql.engines.datafusion import spj_provider
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SPECS = {
@@ -66,6 +73,20 @@ def contexts(pool):
     return _contexts(pool)
 
 
+@pytest.fixture(scope="module")
+def oracle(pool) -> duckdb.DuckDBPyConnection:
+    """DuckDB over the same rows as the namespaces of the pool and ``extra``."""
+    con = duckdb.connect()
+    for name, root in pool.items():
+        con.register(name, PartitionedNamespace.open(root).to_table())
+    con.register("extra", pa.table({"k": [1, 2, 3, None], "w": [10, 20, 30, 40]}))
+    return con
+
+
+def _duckdb_rows(con: duckdb.DuckDBPyConnection, sql: str) -> Counter:
+    return Counter(con.sql(sql).fetchall())
+
+
 def _rows(ctx: lance_sql.SessionContext, sql: str) -> Counter:
     table = ctx.sql(sql).to_arrow_table()  # rows as tuples: output names may repeat
     return Counter(zip(*(c.to_pylist() for c in table.columns), strict=True))
@@ -90,7 +111,7 @@ SHAPES_ONE = [
     "SELECT count(*) FROM {l} a {j} {r} b ON {on}{w}",
     "SELECT {x}.k, e.w FROM {l} a {j} {r} b ON {on} LEFT JOIN extra e ON e.k = {x}.v{w}",
 ]
-# aggregates over an inner join that read one side (eager aggregation applies) or both
+# aggregates over an inner join that read one side or both
 AGGREGATES = [
     "SELECT b.v, count(*) AS n, sum(a.v) AS s FROM {l} a JOIN {r} b ON {on}{w} GROUP BY b.v",
     "SELECT b.v, min(a.v), max(a.k), avg(a.v), count(a.k) FROM {l} a JOIN {r} b ON {on}{w} "
@@ -139,18 +160,18 @@ JOIN_CASES = {
 
 @settings(max_examples=300, **SETTINGS)
 @given(**JOIN_CASES)
-def test_spj_on_equals_off(pool, contexts, left, right, join, extra, shape, where) -> None:
-    _check_join(contexts, left, right, join, extra, shape, where)
+def test_spj_on_equals_off(pool, contexts, oracle, left, right, join, extra, shape, where) -> None:
+    _check_join(contexts, oracle, left, right, join, extra, shape, where)
 
 
 @settings(max_examples=60, **SETTINGS)
 @given(**JOIN_CASES)
 def test_streamed_group_sides_equal_off(
-    pool, contexts, monkeypatch, left, right, join, extra, shape, where
+    pool, contexts, oracle, monkeypatch, left, right, join, extra, shape, where
 ) -> None:
     """Group sides too large to read into memory are streamed: same rows."""
     monkeypatch.setattr(spj_provider, "MATERIALIZE_ROWS", 0)
-    _check_join(contexts, left, right, join, extra, shape, where)
+    _check_join(contexts, oracle, left, right, join, extra, shape, where)
 
 
 @settings(max_examples=150, **SETTINGS)
@@ -161,18 +182,14 @@ def test_streamed_group_sides_equal_off(
     shape=st.sampled_from(AGGREGATES),
     where=st.sampled_from(WHERE_BOTH),
 )
-def test_eager_aggregation_equals_off(
-    pool, contexts, monkeypatch, left, right, extra, shape, where
+def test_aggregates_over_inner_joins_equal_off(
+    pool, contexts, left, right, extra, shape, where
 ) -> None:
-    """Aggregating one side before the join inside each group (always on here): same rows."""
-    monkeypatch.setattr(spj_rewrite, "EAGER_MIN_RATIO", 0)
+    """Aggregates over one side or both of an inner join: same rows and schema."""
     on, off = contexts
     sql = shape.format(l=left, r=right, on="a.k = b.k" + extra, w=where)
     assert _rows(on, sql) == _rows(off, sql), sql
-    got, want = on.sql(sql).schema(), off.sql(sql).schema()
-    assert got.types == want.types, sql
-    if len(set(want.names)) == len(want.names):  # shared names stay "alias.col" with SPJ
-        assert got.names == want.names, sql
+    assert on.sql(sql).schema() == off.sql(sql).schema(), sql
 
 
 def test_where_over_both_sides_of_a_right_self_join(pool, contexts) -> None:
@@ -185,7 +202,28 @@ def test_where_over_both_sides_of_a_right_self_join(pool, contexts) -> None:
     assert _rows(on, sql) == _rows(off, sql)
 
 
-def _check_join(contexts, left, right, join, extra, shape, where) -> None:
+#: found by :func:`test_spj_on_equals_off` once SPJ ran at the plan level
+RIGHT_SELF_JOIN = (
+    "SELECT b.v, count(*) AS n, sum(a.v) AS s FROM b16 a RIGHT JOIN b16 b ON a.k = b.k "
+    "WHERE abs(b.v - 3) > 1 OR b.k < 9 AND (a.v > 2 OR abs(b.v - 3) > 1) GROUP BY b.v"
+)
+
+
+def test_spj_right_self_join_with_where_over_both_sides(contexts, oracle) -> None:
+    assert _rows(contexts[0], RIGHT_SELF_JOIN) == _duckdb_rows(oracle, RIGHT_SELF_JOIN)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DataFusion 55 (apache/datafusion#21246): the FilterExec kept over b (abs() is not "
+    "pushed into the scan) also gets a.v > 2, resolved by name on b; lance-sql's plain "
+    "namespace scans are affected (README says they are not)",
+)
+def test_plain_right_self_join_with_where_over_both_sides(contexts, oracle) -> None:
+    assert _rows(contexts[1], RIGHT_SELF_JOIN) == _duckdb_rows(oracle, RIGHT_SELF_JOIN)
+
+
+def _check_join(contexts, oracle, left, right, join, extra, shape, where) -> None:
     on, off = contexts
     one_side = "SEMI" in join or "ANTI" in join
     shapes, wheres = (SHAPES_ONE, WHERE_ONE) if one_side else (SHAPES_BOTH, WHERE_BOTH)
@@ -194,10 +232,10 @@ def _check_join(contexts, left, right, join, extra, shape, where) -> None:
     sql = shapes[shape % len(shapes)].format(
         l=left, r=right, j=join, on="a.k = b.k" + extra, w=w, x=x
     )
-    assert _rows(on, sql) == _rows(off, sql), sql
-    names = off.sql(sql).schema().names
-    if len(set(names)) == len(names):  # names two outputs share stay "alias.col" with SPJ
-        assert on.sql(sql).schema().names == names, sql
+    got, want = _rows(on, sql), _rows(off, sql)
+    if got != want:  # DataFusion itself is suspect (module doc): DuckDB decides
+        assert got == _duckdb_rows(oracle, sql), sql
+    assert on.sql(sql).schema() == off.sql(sql).schema(), sql
 
 
 SUBQUERY_SHAPES = [
@@ -223,4 +261,4 @@ def test_exists_and_in_subqueries(pool, contexts, left, right, shape, extra, sub
     on, off = contexts
     sql = shape.format(l=left, r=right, extra=extra, sub_where=sub_where, w=w)
     assert _rows(on, sql) == _rows(off, sql), sql
-    assert on.sql(sql).schema().names == off.sql(sql).schema().names, sql
+    assert on.sql(sql).schema() == off.sql(sql).schema(), sql
