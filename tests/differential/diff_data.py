@@ -168,7 +168,7 @@ def events_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
     for i in range(first_id, first_id + n):
         rows["event_id"].append(i)
         rows["customer_id"].append(_maybe(rng, rng.randrange(0, 520)))
-        seconds = rng.randrange(0, 86400 * 45)
+        seconds = rng.randrange(0, 86400 * 8)
         rows["ts"].append(
             _maybe(rng, EPOCH + dt.timedelta(seconds=seconds, microseconds=rng.randrange(10**6)))
         )
@@ -236,13 +236,13 @@ NAMESPACES: dict[str, tuple[pa.Schema, list[dict[str, Any]], list[dict[str, Any]
     "orders": (
         ORDERS_SCHEMA,
         [_bucket("customer_id", 16)],
-        [_bucket("customer_id", 16), _t("odate", "month")],
+        [_bucket("customer_id", 4), _t("odate", "year")],
     ),
     "customers": (CUSTOMERS_SCHEMA, [_bucket("id", 8)], None),
     "items": (
         ITEMS_SCHEMA,
         [_bucket("order_id", 16)],
-        [_bucket("order_id", 16), _t("sku", "truncate", width=2)],
+        [_bucket("order_id", 4), _t("sku", "truncate", width=1)],
     ),
     "events": (
         EVENTS_SCHEMA,

@@ -1,0 +1,182 @@
+"""Hypothesis-generated DataFrame programs: the same program on lance-sql and plain DataFusion.
+
+A program starts from ``ctx.table(name)`` and applies up to four steps:
+``filter`` (random predicates over every column type, ``gen_predicates``),
+``select`` (columns and computed expressions), ``join`` with another table
+(inner, left, right, full, semi, anti; the right side's columns renamed
+``r_<name>``), ``aggregate``, ``distinct``, and ``sort`` over every column +
+``limit``. The program is a list of plain tuples, applied to lance-sql's
+context (SPJ on or off) and to the plain one. Examples:
+``LANCE_SQL_DIFF_EXAMPLES`` (default 200 here, 8,000 in the slow test).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from datafusion import DataFrame, SessionContext, col, lit
+from datafusion import functions as f
+from diff_harness import Contexts, assert_same
+from gen_predicates import COLUMNS, NAN_COLUMNS, ColRef, predicates, to_expr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = int(os.environ.get("LANCE_SQL_DIFF_EXAMPLES", "200"))
+SLOW_EXAMPLES = 8_000
+SETTINGS: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+
+#: (left table, left column, right table, right column): the join keys programs use
+JOINS = [
+    ("orders", "customer_id", "customers", "id"),
+    ("customers", "id", "orders", "customer_id"),
+    ("items", "order_id", "orders", "order_id"),
+    ("orders", "order_id", "items", "order_id"),
+    ("events", "customer_id", "customers", "id"),
+    ("items", "sku", "products", "sku"),
+    ("a_ns", "k", "b_ns", "k"),
+    ("b_ns", "k", "a_ns", "k"),
+    ("t", "x", "t", "x"),
+    ("customers", "id", "customers", "id"),
+]
+NUMERIC = {"int", "big", "float", "dec"}
+
+#: one step: ("filter", predicate) | ("select", [(name, expr spec)]) | ("join", ...) |
+#: ("aggregate", groups, aggs) | ("distinct",) | ("sort_limit", n)
+Step = tuple[Any, ...]
+
+
+def _scope(cols: list[tuple[str, str, bool]]) -> list[ColRef]:
+    return [(None, name, kind) for name, kind, _ in cols]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[str, list[Step]]:
+    table = draw(st.sampled_from(sorted(COLUMNS)))
+    # (name, kind, may hold NaN) of the current frame's columns
+    cols = [(n, k, (table, n) in NAN_COLUMNS) for n, k in COLUMNS[table]]
+    steps: list[Step] = []
+    joined = False
+    for _ in range(draw(st.integers(0, 4))):
+        kinds = ["filter", "filter", "select", "aggregate", "distinct", "sort_limit"]
+        keys = [j for j in JOINS if j[0] == table and any(c[0] == j[1] for c in cols)]
+        if keys and not joined:
+            kinds += ["join", "join"]
+        kind = draw(st.sampled_from(kinds))
+        if kind == "filter":
+            steps.append(("filter", draw(predicates(_scope(cols)))))
+        elif kind == "select":
+            picked = draw(st.lists(st.sampled_from(cols), min_size=1, max_size=4, unique=True))
+            items = [(c[0], c[0]) for c in picked]
+            numeric = [c for c in cols if c[1] == "int"]
+            if numeric and draw(st.booleans()):
+                name = f"p{len(steps)}"
+                items.append((name, draw(st.sampled_from(numeric))[0]))
+                picked = [*picked, (name, "big", False)]
+            steps.append(("select", items))
+            cols = list(picked)
+        elif kind == "join":
+            _, lc, rt, rc = draw(st.sampled_from(keys))
+            how = draw(st.sampled_from(["inner", "left", "right", "full", "semi", "anti"]))
+            right_filter = (
+                draw(predicates(_scope([(n, k, False) for n, k in COLUMNS[rt]]), 1))
+                if draw(st.booleans())
+                else None
+            )
+            steps.append(("join", lc, rt, rc, how, right_filter))
+            if how not in ("semi", "anti"):
+                cols = cols + [(f"r_{n}", k, (rt, n) in NAN_COLUMNS) for n, k in COLUMNS[rt]]
+            joined = True
+        elif kind == "aggregate":
+            groups = draw(st.lists(st.sampled_from(cols), max_size=2, unique=True))
+            aggs = []
+            for i in range(draw(st.integers(1, 3))):
+                c = draw(st.sampled_from(cols))
+                fn = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
+                if fn in ("sum", "avg") and c[1] not in NUMERIC:
+                    fn = "count"
+                if fn in ("min", "max") and (c[2] or c[1] == "bool"):
+                    fn = "count"
+                aggs.append((fn, c[0], f"a{len(steps)}_{i}"))
+            steps.append(("aggregate", [g[0] for g in groups], aggs))
+            kinds_of = {"count": "int", "sum": "float", "avg": "float", "min": None, "max": None}
+            cols = list(groups) + [
+                (name, kinds_of[fn] or next(c[1] for c in cols if c[0] == src), False)
+                for fn, src, name in aggs
+            ]
+            # sum/avg results are compared with a tolerance but not filtered on again
+            made = {name for _, _, name in aggs}
+            cols = [c for c in cols if not (c[0] in made and c[1] == "float")]
+            if not cols:
+                break
+        elif kind == "distinct":
+            steps.append(("distinct",))
+        else:
+            steps.append(("sort_limit", draw(st.integers(0, 40))))
+    return table, steps
+
+
+def _agg(fn: str, e: Any) -> Any:
+    return {"count": f.count, "sum": f.sum, "avg": f.avg, "min": f.min, "max": f.max}[fn](e)
+
+
+def run_program(ctx: SessionContext, table: str, steps: list[Step]) -> DataFrame:
+    df = ctx.table(table)
+    for step in steps:
+        tag = step[0]
+        if tag == "filter":
+            df = df.filter(to_expr(step[1]))
+        elif tag == "select":
+            exprs = [
+                (col(f'"{src}"') + lit(1)).alias(name) if name != src else col(f'"{src}"')
+                for name, src in step[1]
+            ]
+            df = df.select(*exprs)
+        elif tag == "join":
+            _, lc, rt, rc, how, right_filter = step
+            right = ctx.table(rt)
+            if right_filter is not None:
+                right = right.filter(to_expr(right_filter))
+            right = right.select(*[col(f'"{n}"').alias(f"r_{n}") for n, _ in COLUMNS[rt]])
+            df = df.join(right, how=how, left_on=lc, right_on=f"r_{rc}")
+        elif tag == "aggregate":
+            _, groups, aggs = step
+            df = df.aggregate(
+                [col(f'"{g}"') for g in groups],
+                [_agg(fn, col(f'"{src}"')).alias(name) for fn, src, name in aggs],
+            )
+        elif tag == "distinct":
+            df = df.distinct()
+        else:
+            names = df.schema().names
+            df = df.sort(*[col(f'"{n}"').sort(ascending=True) for n in names]).limit(step[1])
+    return df
+
+
+def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None:
+    label = f"{table}: {steps}  [spj={'on' if spj else 'off'}]"
+    try:
+        want = run_program(c.plain, table, steps).to_arrow_table()
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017  (plain DataFusion refused it too)
+            run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
+        return
+    got = run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
+    assert_same(got, want, sql=label)
+
+
+@settings(max_examples=EXAMPLES, **SETTINGS)
+@given(program=programs(), spj=st.booleans())
+def test_dataframe_program(diff: Contexts, program: tuple[str, list[Step]], spj: bool) -> None:
+    check_program(diff, *program, spj)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES, **SETTINGS)
+@given(program=programs(), spj=st.booleans())
+def test_dataframe_program_slow(diff: Contexts, program: tuple[str, list[Step]], spj: bool) -> None:
+    check_program(diff, *program, spj)

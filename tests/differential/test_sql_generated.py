@@ -1,0 +1,181 @@
+"""Hypothesis-generated SQL: lance-sql (SPJ on or off) answers as plain DataFusion does.
+
+Queries join 1-3 tables along the usual keys (inner, left, right, full and
+comma joins, extra ON conditions), filter with random predicates over every
+column type (``gen_predicates``), add EXISTS / NOT EXISTS / IN / NOT IN
+subqueries, and project columns, ``*`` or aggregates (GROUP BY / HAVING),
+with ORDER BY over every output column and LIMIT. Examples:
+``LANCE_SQL_DIFF_EXAMPLES`` (default 300 here, 12,000 in the slow test).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from diff_harness import Contexts, assert_same, run_lance, run_plain
+from gen_predicates import COLUMNS, NAN_COLUMNS, ColRef, predicates, sql_col, to_sql
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = int(os.environ.get("LANCE_SQL_DIFF_EXAMPLES", "300"))
+SLOW_EXAMPLES = 12_000
+SETTINGS: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+    "derandomize": False,
+}
+
+#: join keys (table, column, table, column); used in both directions
+EDGES = [
+    ("orders", "customer_id", "customers", "id"),
+    ("items", "order_id", "orders", "order_id"),
+    ("events", "customer_id", "customers", "id"),
+    ("items", "sku", "products", "sku"),
+    ("a_ns", "k", "b_ns", "k"),
+    ("a_ns", "x", "b_ns", "x"),
+    ("a_ns", "k", "a_ns", "k"),
+    ("b_ns", "k", "b_ns", "k"),
+    ("t", "x", "t", "x"),
+    ("customers", "id", "customers", "id"),
+    ("orders", "order_id", "orders", "order_id"),
+    ("items", "item_id", "items", "item_id"),
+]
+JOIN_TYPES = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", ","]
+NUMERIC = {"int", "big", "float", "dec"}
+
+
+def _cols(alias: str, table: str) -> list[ColRef]:
+    return [(alias, name, kind) for name, kind in COLUMNS[table]]
+
+
+def _neighbours(table: str) -> list[tuple[str, str, str]]:
+    """(column of ``table``, other table, its column) for every edge touching ``table``."""
+    out = []
+    for lt, lc, rt, rc in EDGES:
+        if lt == table:
+            out.append((lc, rt, rc))
+        if rt == table:
+            out.append((rc, lt, lc))
+    return out
+
+
+@st.composite
+def from_clause(draw: st.DrawFn) -> tuple[str, list[str], list[ColRef], dict[str, str]]:
+    """(FROM text, WHERE conjuncts it needs, columns in scope, alias -> table)."""
+    first = draw(st.sampled_from(sorted(COLUMNS)))
+    aliases = {"t0": first}
+    text = f"{first} t0"
+    where: list[str] = []
+    for i in range(1, draw(st.integers(1, 3))):
+        options = [(a, c, nt, nc) for a, tb in aliases.items() for c, nt, nc in _neighbours(tb)]
+        if not options:
+            break
+        alias, c, nt, nc = draw(st.sampled_from(options))
+        new = f"t{i}"
+        aliases[new] = nt
+        on = f"{alias}.{c} = {new}.{nc}"
+        # after a comma, only commas: an ON cannot see tables left of the comma
+        join = "," if "," in text else draw(st.sampled_from(JOIN_TYPES))
+        if join == ",":
+            text += f", {nt} {new}"
+            where.append(on)
+            continue
+        if draw(st.integers(0, 3)) == 0:  # an extra ON condition over both sides
+            scope = _cols(alias, aliases[alias]) + _cols(new, nt)
+            on += f" AND {to_sql(draw(predicates(scope, 1)))}"
+        text += f" {join} {nt} {new} ON {on}"
+    cols = [c for a, tb in aliases.items() for c in _cols(a, tb)]
+    return text, where, cols, aliases
+
+
+@st.composite
+def subquery_condition(draw: st.DrawFn, aliases: dict[str, str]) -> str:
+    """EXISTS / NOT EXISTS / IN / NOT IN over a table joined to one of ``aliases``."""
+    options = [(a, c, nt, nc) for a, tb in aliases.items() for c, nt, nc in _neighbours(tb)]
+    alias, c, nt, nc = draw(st.sampled_from(options))
+    inner = _cols("s", nt)
+    pred = to_sql(draw(predicates(inner, 1))) if draw(st.booleans()) else "true"
+    if draw(st.booleans()):
+        neg = "NOT " if draw(st.booleans()) else ""
+        return f"{neg}EXISTS (SELECT 1 FROM {nt} s WHERE s.{nc} = {alias}.{c} AND {pred})"
+    neg = "NOT " if draw(st.booleans()) else ""
+    return f"{alias}.{c} {neg}IN (SELECT s.{nc} FROM {nt} s WHERE {pred})"
+
+
+def _aggregate(draw: st.DrawFn, cols: list[ColRef], aliases: dict[str, str]) -> str:
+    c = draw(st.sampled_from(cols))
+    fn = draw(st.sampled_from(["count", "count_star", "sum", "avg", "min", "max", "count_d"]))
+    table = aliases[c[0] or "t0"]
+    if fn in ("sum", "avg") and c[2] not in NUMERIC:
+        fn = "count"
+    if fn in ("min", "max") and ((table, c[1]) in NAN_COLUMNS or c[2] == "bool"):
+        fn = "count"
+    if fn == "count_star":
+        return "count(*)"
+    if fn == "count_d":
+        return f"count(DISTINCT {sql_col(c)})"
+    return f"{fn}({sql_col(c)})"
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> str:
+    text, where, cols, aliases = draw(from_clause())
+    if draw(st.booleans()):
+        where.append(to_sql(draw(predicates(cols))))
+    if draw(st.integers(0, 4)) == 0:
+        where.append(draw(subquery_condition(aliases)))
+    where_sql = f" WHERE {' AND '.join(where)}" if where else ""
+    shape = draw(st.sampled_from(["star", "cols", "cols", "agg", "agg"]))
+    order = draw(st.booleans())
+    limit = f" LIMIT {draw(st.integers(0, 30))}" if order and draw(st.booleans()) else ""
+    if shape == "agg":
+        groups = draw(st.lists(st.sampled_from(cols), max_size=2, unique=True))
+        aggs = list(dict.fromkeys(_aggregate(draw, cols, aliases) for _ in range(3)))
+        aggs = aggs[: draw(st.integers(1, len(aggs)))]
+        items = [sql_col(g) for g in groups] + aggs
+        group_sql = f" GROUP BY {', '.join(sql_col(g) for g in groups)}" if groups else ""
+        having = " HAVING count(*) > 1" if groups and draw(st.booleans()) else ""
+        sql = f"SELECT {', '.join(items)} FROM {text}{where_sql}{group_sql}{having}"
+        n = len(items)
+    elif shape == "star":
+        sql = f"SELECT * FROM {text}{where_sql}"
+        n = len(cols)
+    else:
+        picked = draw(st.lists(st.sampled_from(cols), min_size=1, max_size=4, unique=True))
+        items = [
+            f"{sql_col(c)} AS c{i}" if draw(st.booleans()) else sql_col(c)
+            for i, c in enumerate(picked)
+        ]
+        distinct = "DISTINCT " if draw(st.integers(0, 4)) == 0 else ""
+        sql = f"SELECT {distinct}{', '.join(items)} FROM {text}{where_sql}"
+        n = len(items)
+    if order:
+        sql += " ORDER BY " + ", ".join(str(i + 1) for i in range(n)) + limit
+    return sql
+
+
+def check_sql(c: Contexts, sql: str, spj: bool) -> None:
+    """Plain DataFusion's answer (or its error) is lance-sql's."""
+    try:
+        want = run_plain(c, sql)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017  (any error: plain DataFusion refused too)
+            run_lance(c, sql, spj=spj)
+        return
+    got = run_lance(c, sql, spj=spj)
+    assert_same(got, want, sql=f"{sql}  [spj={'on' if spj else 'off'}]")
+
+
+@settings(max_examples=EXAMPLES, **SETTINGS)
+@given(sql=queries(), spj=st.booleans())
+def test_generated_sql(diff: Contexts, sql: str, spj: bool) -> None:
+    check_sql(diff, sql, spj)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES, **SETTINGS)
+@given(sql=queries(), spj=st.booleans())
+def test_generated_sql_slow(diff: Contexts, sql: str, spj: bool) -> None:
+    check_sql(diff, sql, spj)
