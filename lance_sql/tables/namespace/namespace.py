@@ -57,6 +57,7 @@ from lance_sql.tables.namespace.reader import (
     table_field_ids,
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
+from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.spec import (
     PartitionField,
     PartitionSpec,
@@ -122,28 +123,13 @@ def _normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
     return with_last_field_id(out, last_field_id(out, ids))
 
 
-class _RootOrSelf:
-    """``PartitionedNamespace.repair(root)`` and ``ns.repair()``: one method, both ways."""
-
-    def __get__(self, obj: Any, cls: type | None = None) -> Any:
-        def repair_root(
-            root: str | os.PathLike[str], *, storage_options: Mapping[str, str] | None = None
-        ) -> PartitionedNamespace:
-            """Rebuild a damaged ``__manifest`` (see :mod:`.repair`); returns the namespace."""
-            root_s = root_uri(root)
-            snap = repair_manifest(root_s, storage_options=storage_options)
-            return PartitionedNamespace(root_s, snap, storage_options=storage_options)
-
-        if obj is None:
-            return repair_root
-
-        def repair_self() -> PartitionedNamespace:
-            """Rebuild this namespace's ``__manifest`` and move this view to the result."""
-            repaired = repair_root(obj.root, storage_options=obj.storage_options)
-            obj._set_snapshot(repaired.snapshot)
-            return obj
-
-        return repair_self
+def _repair_root(
+    root: str | os.PathLike[str], *, storage_options: Mapping[str, str] | None = None
+) -> PartitionedNamespace:
+    """Rebuild a damaged ``__manifest`` (see :mod:`.repair`); returns the namespace."""
+    root_s = root_uri(root)
+    snap = repair_manifest(root_s, storage_options=storage_options)
+    return PartitionedNamespace(root_s, snap, storage_options=storage_options)
 
 
 class PartitionedNamespace:
@@ -241,7 +227,7 @@ class PartitionedNamespace:
         snap = read_manifest(root_s, version, storage_options=storage_options)
         return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
 
-    repair = _RootOrSelf()
+    repair = RootOrSelf(_repair_root)
 
     def refresh(self) -> PartitionedNamespace:
         """Move this view to the latest ``__manifest`` version."""
@@ -292,45 +278,16 @@ class PartitionedNamespace:
         Another writer (pylance, lancedb) may create tables at the namespace
         root; reads ignore them, ``lance-sql inspect`` lists them.
         """
-        rows = self._snapshot.rows
-        cols = {n: rows.column(n).to_pylist() for n in ("object_id", "object_type", "location")}
-        return [
-            {"object_id": o, "location": loc}
-            for o, t, loc in zip(
-                cols["object_id"], cols["object_type"], cols["location"], strict=True
-            )
-            if t == "table" and spec_version_of(o) is None
-        ]
+        return foreign_tables(self._snapshot.rows)
 
     def describe(self, path: Sequence[str]) -> dict[str, Any]:
         """A namespace's runtime properties (the spec's appendix E), by path of names.
 
         ``["v1"]`` gives ``{"properties": {"partition_spec": <spec JSON>}}``;
-        ``["v1", "<name>", ...]`` gives ``partition.<field_id>`` entries for the
-        partition values that namespace level adds (values as strings).
+        ``["v1", "<name>", ...]`` gives the ``partition.<field_id>`` entry for the
+        partition value that namespace level adds (as a string).
         """
-        parts = list(path)
-        if not parts:
-            raise SpecError("describe needs a namespace path such as ['v1']", key="path")
-        n = spec_version_of(parts[0])
-        if n is None or n not in self._specs or "$".join(parts[:1]) != parts[0]:
-            raise SpecError(f"no spec version namespace {parts[0]!r}", key="path[0]")
-        spec = self._specs[n]
-        if len(parts) == 1:
-            return {"properties": {"partition_spec": spec.to_json_string()}}
-        oid = "$".join(parts)
-        rows = self._snapshot.rows
-        oids = rows.column("object_id").to_pylist()
-        kinds = rows.column("object_type").to_pylist()
-        hit = [i for i, (o, t) in enumerate(zip(oids, kinds, strict=True)) if o == oid]
-        if not hit or kinds[hit[0]] != NAMESPACE or len(parts) - 1 > len(spec.fields):
-            from lance_sql.errors import NotFoundError
-
-            raise NotFoundError(f"no partition namespace {parts!r} in {self.root}")
-        pf = spec.fields[len(parts) - 2]
-        column = rows.column(pf.column_name) if pf.column_name in rows.column_names else None
-        value = None if column is None else column[hit[0]].as_py()
-        return {"properties": {f"partition.{pf.field_id}": _property_text(value)}}
+        return describe_namespace(self._snapshot.rows, self._specs, path, root=self.root)
 
     def partitions(self) -> pa.Table:
         """One row per partition table: ids, location, pins, and every partition column."""
@@ -651,17 +608,6 @@ class PartitionedNamespace:
             f"PartitionedNamespace({self.root!r}, manifest_version={self.manifest_version}, "
             f"specs={sorted(self._specs)})"
         )
-
-
-def _property_text(value: Any) -> str:
-    """A partition value as a runtime property string (appendix E: ``2025-12-10``, ``2025``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return value.hex()
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
