@@ -19,7 +19,7 @@ from typing import Any
 import datafusion
 from datafusion import DataFrame
 
-from lance_sql.engines.datafusion.errors import typed_errors
+from lance_sql.engines.datafusion.errors import TypedStream, typed_errors
 from lance_sql.engines.datafusion.plan_rewrite import Rewrite, rewrite
 
 #: DataFrame methods that run the plan (everything else only builds one)
@@ -52,6 +52,10 @@ EXECUTING = (
 )
 
 
+#: methods whose result runs the plan while it is consumed
+_STREAMS = ("__iter__", "__aiter__", "execute_stream", "execute_stream_partitioned")
+
+
 class LanceDataFrame(DataFrame):
     """A ``datafusion.DataFrame`` that knows the lance-sql context it came from."""
 
@@ -75,6 +79,12 @@ def _executing(name: str) -> Any:
             result = base(planned, *args, **kwargs)
         if isinstance(result, DataFrame):
             return LanceDataFrame(result, self._lance_ctx)
+        if name in _STREAMS:  # the plan runs while the stream is read: keep errors typed
+            return (
+                [TypedStream(r) for r in result]
+                if isinstance(result, list)
+                else TypedStream(result)
+            )
         return result
 
     return run

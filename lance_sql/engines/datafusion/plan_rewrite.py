@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters
 from lance_sql.engines.datafusion.spj_plan import (
@@ -55,8 +56,13 @@ def _scans(plan: Any) -> list[str]:
     return out
 
 
-def rewrite(ctx: Any, df: Any) -> Rewrite:
-    """``df`` with lance-sql's plan passes applied (``df`` itself when none applies)."""
+def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
+    """``df`` with lance-sql's plan passes applied (``df`` itself when none applies).
+
+    ``aggregates``: also move aggregates over storage-partitioned joins into
+    the groups (:mod:`.agg_plan`); a rewrite whose schema differs with it is
+    tried again without it.
+    """
     namespaces = ctx.registered_namespaces()
     if not namespaces:
         return Rewrite(df)
@@ -100,6 +106,8 @@ def rewrite(ctx: Any, df: Any) -> Rewrite:
             spj = storage_partitioned_joins(ctx, plan, tables)
             out.used, out.reasons = spj.used, spj.reasons
             changed = changed or bool(spj.used)
+            if spj.used and aggregates:
+                out.used += push_partial_aggregates(ctx, plan, spj.used)
         if not changed:
             return out
         try:
@@ -108,7 +116,13 @@ def rewrite(ctx: Any, df: Any) -> Rewrite:
         except Exception as exc:
             return _unchanged(out, f"the rewritten plan was refused ({_first_line(exc)})")
     if not same:
+        if aggregates and len(out.used) > len(spj.used):
+            return rewrite(ctx, df, aggregates=False)
         return _unchanged(out, "the rewritten plan changes the output schema")
+    read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan))}
+    out.used = [t for t in out.used if t.name in read]
+    for table in out.used:
+        table.prepare()
     out.dataframe = new
     return out
 

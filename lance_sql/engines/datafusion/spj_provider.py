@@ -426,15 +426,21 @@ class SpjTable(ScanUnitDataset):
         self.right = right
         self.group = group
         self.max_units = max_units
-        # Planned now, on the caller's thread: nested DataFusion planning cannot run
-        # inside DataFusion's runtime (where this table's partitions are asked for).
-        # If it cannot be planned, every group streams its sides (slower, same rows).
-        self.side_reads: dict[str, SideRead] | None
+        self.side_reads: dict[str, SideRead] | None = None
+        super().__init__(schema, self._plan_units, name=name)
+
+    def prepare(self) -> None:
+        """Plan what each group reads of each side (:func:`plan_side_reads`).
+
+        Call it on the caller's thread before the query runs: nested DataFusion
+        planning cannot run inside DataFusion's runtime (where this table's
+        partitions are asked for). Unprepared, or if it cannot be planned,
+        every group streams its sides (slower, same rows).
+        """
         try:
-            self.side_reads = plan_side_reads(left, right, group)
+            self.side_reads = plan_side_reads(self.left, self.right, self.group)
         except Exception:
             self.side_reads = None
-        super().__init__(schema, self._plan_units, name=name)
 
     def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
         groups = list(self.plan.groups)

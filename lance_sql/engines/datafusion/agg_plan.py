@@ -1,0 +1,175 @@
+"""Partial aggregation inside storage-partitioned join groups (two-phase aggregation).
+
+An aggregate over a storage-partitioned join (``SELECT c.segment, sum(o.amount)
+FROM orders o JOIN customers c ON ... GROUP BY c.segment``) would otherwise pull
+every joined row out of the groups. When its measures are ``sum``, ``count``,
+``min`` and ``max`` (no DISTINCT, no FILTER, one grouping set) and only
+filters and projections sit between it and the join, each group runs the
+aggregate itself over its own rows (the *partial* aggregate: the very same
+Substrait ``AggregateRel`` over the group's join), and the query combines the
+groups' rows with the *final* aggregate: ``sum`` of sums, ``sum`` of counts
+(``coalesce``-d to 0), ``min`` of mins, ``max`` of maxes, cast back to the
+original result types. This is the two-phase aggregation DataFusion itself runs
+over partitions; each joined row is in exactly one group, so the result is the
+same. The final aggregate is planned by DataFusion from a query over the
+partial table (our own table and columns, not the user's SQL) and spliced in
+place of the original aggregate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from substrait import algebra_pb2, plan_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.spj_provider import SpjTable, group_schema
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+
+_FINAL = {"sum": "sum({c})", "min": "min({c})", "max": "max({c})", "count": "coalesce(sum({c}), 0)"}
+_DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
+
+
+def push_partial_aggregates(
+    ctx: Any, plan: plan_pb2.Plan, used: Sequence[SpjTable]
+) -> list[SpjTable]:
+    """Move each decomposable aggregate over an SPJ table into its groups (in place)."""
+    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery
+
+    tables = {t.name: t for t in used}
+    names = sp.function_names(plan)
+    out: list[SpjTable] = []
+    for rel in list(sp.walk(sp.root_rel(plan))):
+        if sp.kind(rel) != "aggregate":
+            continue
+        table = _spj_below(rel.aggregate.input, tables)
+        functions = _measures(rel.aggregate, names)
+        if table is None or functions is None or rel.aggregate.common.HasField("emit"):
+            continue
+        original = _schema(ctx, plan, rel)
+        group_plan = sp.subplan(plan, rel)
+        join = sp.root_rel(table.group.plan)
+        _replace_read(sp.root_rel(group_plan), table.name, join)
+        group = SubstraitGroupQuery(group_plan, table.group.udfs, "partial aggregate")
+        schema = group_schema(table.left, table.right, group)
+        schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
+        name = fresh_table_name("__lance_spj_agg")
+        partial = SpjTable(
+            table.plan, table.left, table.right, name=name, group=group, schema=schema
+        )
+        register_query_table(ctx, name, partial)
+        final = _final_rel(ctx, plan, name, original, functions)
+        if final is None:
+            continue
+        rel.CopyFrom(final)
+        out.append(partial)
+    return out
+
+
+def _spj_below(rel: algebra_pb2.Rel, tables: dict[str, SpjTable]) -> SpjTable | None:
+    """The SPJ table read under ``rel`` through filters and projections only."""
+    while sp.kind(rel) in sp.ROW_WISE:
+        rel = getattr(rel, sp.kind(rel)).input
+    name = sp.table_name(rel)
+    return tables.get(name) if name is not None else None
+
+
+def _measures(agg: algebra_pb2.AggregateRel, names: dict[int, str]) -> list[str] | None:
+    """The measures' function names, or None when one of them cannot be split."""
+    if len(agg.groupings) > 1:
+        return None
+    out = []
+    for m in agg.measures:
+        fn = m.measure
+        name = names.get(fn.function_reference, "")
+        if (
+            name not in _FINAL
+            or fn.invocation == _DISTINCT
+            or m.HasField("filter")
+            or len(fn.sorts)
+            or len(fn.arguments) > 1
+        ):
+            return None
+        out.append(name)
+    return out
+
+
+def _schema(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> pa.Schema:
+    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
+    return ctx.create_dataframe_from_logical_plan(logical).schema()
+
+
+def _replace_read(rel: algebra_pb2.Rel, table: str, join: algebra_pb2.Rel) -> None:
+    for node in sp.walk(rel):
+        if sp.table_name(node) == table:
+            common = algebra_pb2.RelCommon()
+            common.CopyFrom(node.read.common)
+            node.CopyFrom(join)
+            node.join.common.CopyFrom(common)
+            return
+    raise AssertionError(f"no read of {table}")
+
+
+def _final_rel(
+    ctx: Any, plan: plan_pb2.Plan, table: str, original: pa.Schema, functions: list[str]
+) -> algebra_pb2.Rel | None:
+    """The final aggregate over ``table`` as a Substrait relation of ``plan``."""
+    keys = len(original) - len(functions)
+    if keys < 0:
+        return None
+    items = [f"c{i}" for i in range(keys)]
+    for i, fn in enumerate(functions):
+        expr = _FINAL[fn].format(c=f"c{keys + i}")
+        target = original.field(keys + i).type
+        if fn in ("sum", "count") and pa.types.is_decimal(target):
+            expr = f"arrow_cast({expr}, '{_datafusion_type(target)}')"
+        items.append(expr)
+    group_by = f" GROUP BY {', '.join(items[:keys])}" if keys else ""
+    sql = f'SELECT {", ".join(items)} FROM "{table}"{group_by}'
+    final = sp.to_substrait(ctx, ctx.sql(sql).optimized_logical_plan())
+    rel = algebra_pb2.Rel()
+    rel.CopyFrom(sp.root_rel(final))
+    _adopt_functions(plan, final, rel)
+    return rel
+
+
+def _datafusion_type(t: pa.DataType) -> str:
+    if isinstance(t, pa.Decimal128Type):
+        return f"Decimal128({t.precision}, {t.scale})"
+    if isinstance(t, pa.Decimal256Type):
+        return f"Decimal256({t.precision}, {t.scale})"
+    raise ValueError(f"no DataFusion type name for {t}")
+
+
+def _adopt_functions(plan: plan_pb2.Plan, other: plan_pb2.Plan, rel: algebra_pb2.Rel) -> None:
+    """Re-point ``rel``'s function references (from ``other``) at ``plan``'s declarations."""
+    mine = {
+        e.extension_function.name: e.extension_function.function_anchor
+        for e in plan.extensions
+        if e.HasField("extension_function")
+    }
+    mapping: dict[int, int] = {}
+    for ext in other.extensions:
+        if not ext.HasField("extension_function"):
+            continue
+        fn = ext.extension_function
+        if fn.name not in mine:
+            anchor = max([*mine.values(), -1]) + 1
+            new = plan.extensions.add()
+            new.CopyFrom(ext)
+            new.extension_function.function_anchor = anchor
+            mine[fn.name] = anchor
+        mapping[fn.function_anchor] = mine[fn.name]
+    stack: list[Any] = [rel]
+    while stack:
+        msg = stack.pop()
+        if "function_reference" in msg.DESCRIPTOR.fields_by_name:  # 0 is "unset" in proto3
+            msg.function_reference = mapping.get(msg.function_reference, msg.function_reference)
+        for desc, value in msg.ListFields():
+            if desc.message_type is not None:
+                stack.extend(value if desc.is_repeated else [value])
+
+
+__all__ = ["push_partial_aggregates"]
