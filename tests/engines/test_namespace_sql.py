@@ -266,13 +266,6 @@ def test_missing_partition_table_names_the_object(namespace: PartitionedNamespac
         _sql(ctx, "SELECT count(*) FROM events")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: namespace_provider._register_directory lists tables with "
-    "tables/namespace/reader.table_entries, which skips every table not under a v<N> "
-    "namespace, so a plain directory namespace registers no table (fails since aebe6e9 or "
-    "before, not from the plan-level integration)",
-)
 def test_plain_directory_namespace_tables_by_name(tmp_path: Path) -> None:
     from lance.namespace import DirectoryNamespace
     from lance_namespace import CreateNamespaceRequest, CreateTableRequest

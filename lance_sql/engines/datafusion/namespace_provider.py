@@ -460,7 +460,7 @@ def _register_directory(
 ) -> list[str]:
     from datafusion.catalog import Schema
 
-    entries = table_entries(snapshot.rows, root, [])
+    entries = table_entries(snapshot.rows, root, [], partitions_only=False)
     schema = Schema.memory_schema()
     k = partitions or max(1, os.cpu_count() or 1)
     names = []

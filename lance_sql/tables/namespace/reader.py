@@ -66,11 +66,15 @@ class PartitionTable:
         return f"{self.object_id}@{pin}{branch}"
 
 
-def table_entries(rows: pa.Table, root: str, field_ids: Sequence[str]) -> list[PartitionTable]:
+def table_entries(
+    rows: pa.Table, root: str, field_ids: Sequence[str], *, partitions_only: bool = True
+) -> list[PartitionTable]:
     """The partition tables of a ``__manifest`` snapshot; unsafe locations are refused.
 
     Only ``table`` rows under a ``v<N>`` spec version namespace are partition
-    tables; other tables (created at the root by pylance or lancedb) are skipped.
+    tables; other tables (created at the root by pylance or lancedb) are
+    skipped, unless ``partitions_only`` is False (every table of a plain
+    directory namespace).
     """
     cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
     n = rows.num_rows
@@ -80,7 +84,7 @@ def table_entries(rows: pa.Table, root: str, field_ids: Sequence[str]) -> list[P
             continue
         oid = cols["object_id"][i]
         version = spec_version_of(oid)
-        if version is None:
+        if version is None and partitions_only:
             continue  # not under v<N>: another writer's table, not a partition table
         location = cols["location"][i]
         uri = resolve_location(root, location, oid)
