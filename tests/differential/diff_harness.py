@@ -111,6 +111,9 @@ class Contexts:
     uris: dict[str, str]
     setups_done: set[str] = field(default_factory=set)
 
+    def __repr__(self) -> str:  # hypothesis prints fixtures of failing examples
+        return f"Contexts({sorted(self.tables)})"
+
     def lance_ctx(self, spj: bool) -> lance_sql.SessionContext:
         return self.lance if spj else self.lance_off
 

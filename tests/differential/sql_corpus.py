@@ -562,6 +562,13 @@ JOINS = [
         "join_null_keys_left_where",
         "SELECT a.id, b.id FROM a_ns a LEFT JOIN b_ns b ON a.k = b.k WHERE b.x = 1",
     ),
+    # found by test_dataframe_programs: SPJ off, a RIGHT JOIN whose ON holds a condition
+    # over the right side only, then a WHERE on the left side
+    Q(
+        "right_join_on_right_only_where_left",
+        "SELECT * FROM events e RIGHT JOIN customers c ON e.customer_id = c.id "
+        "AND c.id = c.tier WHERE e.event_id = -129",
+    ),
     Q(
         "join_shared_names_where",
         "SELECT a.x, b.x FROM a_ns a JOIN b_ns b ON a.k = b.k WHERE a.x = 1 AND b.x = 1",
@@ -1058,6 +1065,24 @@ EXPRESSIONS = [
     Q("float_isnan", "SELECT id FROM customers WHERE isnan(score)"),
     Q("float_gt", "SELECT id FROM customers WHERE score > 1"),
     Q("float_nan_literal", "SELECT id FROM customers WHERE score = 'NaN'::double"),
+    # plain DataFusion 55 is wrong here: an IN list of 3+ floats is a hash set that tells
+    # -0.0 from 0.0 (``=`` and 2-item lists do not): DuckDB is the oracle
+    Q(
+        "float_in_list_neg_zero",
+        "SELECT id FROM customers WHERE score IN (-1.5, 2.5, 1.0, -0.0)",
+        oracle="duckdb",
+    ),
+    Q(
+        "float_in_list_zero",
+        "SELECT id, score FROM customers WHERE score IN (-1.5, 2.5, 1.0, 0.0)",
+        oracle="duckdb",
+    ),
+    Q("float_in_list_short", "SELECT id FROM customers WHERE score IN (-1.5, -0.0)"),
+    Q(
+        "float_not_in_list_zero",
+        "SELECT id FROM customers WHERE score NOT IN (-1.5, 2.5, 1.0, -0.0) AND id < 250",
+        oracle="duckdb",
+    ),
     Q("float_amount_ne", "SELECT count(*) FROM orders WHERE amount <> 0"),
     Q("decimal_eq", "SELECT order_id FROM orders WHERE price = 12.34"),
     Q("decimal_gt", "SELECT count(*) FROM orders WHERE price > 50000"),

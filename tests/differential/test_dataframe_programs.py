@@ -12,6 +12,7 @@ context (SPJ on or off) and to the plain one. Examples:
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from typing import Any
 
@@ -22,6 +23,7 @@ from diff_harness import Contexts, assert_same
 from gen_predicates import COLUMNS, NAN_COLUMNS, ColRef, predicates, to_expr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from known_failures import known_failure
 
 EXAMPLES = int(os.environ.get("LANCE_SQL_DIFF_EXAMPLES", "200"))
 SLOW_EXAMPLES = 8_000
@@ -167,6 +169,52 @@ def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None
         return
     got = run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
     assert_same(got, want, sql=label)
+
+
+#: minimal failing programs found by this test, kept as regression cases (KNOWN_FAILURES
+#: holds the ones failing today under the same id)
+REGRESSIONS: dict[str, tuple[str, list[Step]]] = {
+    # SPJ off: UnboundLocalError in plan_rewrite.rewrite (``spj`` unset) once pruning changed
+    # the plan; SQL twin: right_join_on_right_only_where_left
+    "df_right_join_right_filter_then_filter": (
+        "events",
+        [
+            (
+                "join",
+                "customer_id",
+                "customers",
+                "id",
+                "right",
+                ("cmpcol", "=", (None, "id", "int"), (None, "tier", "int")),
+            ),
+            ("filter", ("cmp", "=", (None, "event_id", "int"), -129)),
+        ],
+    ),
+    "df_filter_date_trunc_join": (
+        "events",
+        [
+            ("filter", ("date_trunc", (None, "ts", "ts"), dt.datetime(2024, 1, 3))),
+            ("join", "customer_id", "customers", "id", "inner", None),
+            ("aggregate", ["kind"], [("count", "event_id", "a0")]),
+        ],
+    ),
+}
+
+
+def _regression_cases() -> list[Any]:
+    out = []
+    for key, program in REGRESSIONS.items():
+        for spj in (True, False):
+            reason = known_failure(key, spj)
+            marks = [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
+            tag = "spj-on" if spj else "spj-off"
+            out.append(pytest.param(program, spj, id=f"{key}[{tag}]", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize(("program", "spj"), _regression_cases())
+def test_dataframe_regression(diff: Contexts, program: tuple[str, list[Step]], spj: bool) -> None:
+    check_program(diff, *program, spj)
 
 
 @settings(max_examples=EXAMPLES, **SETTINGS)
