@@ -25,6 +25,7 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.eager_agg import eager_aggregate
 from lance_sql.engines.datafusion.spj_provider import SpjTable, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 
@@ -52,7 +53,11 @@ def push_partial_aggregates(
         group_plan = sp.subplan(plan, rel)
         join = sp.root_rel(table.group.plan)
         _replace_read(sp.root_rel(group_plan), table.name, join)
-        group = SubstraitGroupQuery(group_plan, table.group.udfs, "partial aggregate")
+        inside = "partial aggregate"
+        eager = eager_aggregate(group_plan, (_side_rows(table, "left"), _side_rows(table, "right")))
+        if eager is not None:
+            inside += f" + {eager} side aggregated before the join"
+        group = SubstraitGroupQuery(group_plan, table.group.udfs, inside)
         schema = group_schema(table.left, table.right, group)
         schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
         name = fresh_table_name("__lance_spj_agg")
@@ -66,6 +71,16 @@ def push_partial_aggregates(
         rel.CopyFrom(final)
         out.append(partial)
     return out
+
+
+def _side_rows(table: SpjTable, side: str) -> int:
+    """Rows of one side's partition tables in the join plan (table metadata; no data read)."""
+    ns = (table.left if side == "left" else table.right).namespace
+    ids = [r.object_id for g in table.plan.groups for r in getattr(g, side)]
+    try:
+        return sum(u.estimated_rows or 0 for u in ns.scan_units(ids)) if ids else 0
+    except Exception:  # an estimate only: count partition tables instead
+        return len(ids)
 
 
 def _spj_below(rel: algebra_pb2.Rel, tables: dict[str, SpjTable]) -> SpjTable | None:

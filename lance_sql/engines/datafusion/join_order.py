@@ -279,9 +279,11 @@ def _build(
 def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
     if len(exprs) == 1:
         return exprs[0]
-    anchor = next((a for a, n in names.items() if n == "and"), None)
-    if anchor is None:
-        anchor = _declare(plan, names, "and")
+    try:
+        anchor = sp.declare_function(plan, "and")
+    except ValueError as exc:
+        raise _NotFlat(str(exc)) from exc
+    names[anchor] = "and"
     out = Expr()
     fn = out.scalar_function
     fn.function_reference = anchor
@@ -289,20 +291,6 @@ def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
     for e in exprs:
         fn.arguments.add().value.CopyFrom(e)
     return out
-
-
-def _declare(plan: plan_pb2.Plan, names: dict[int, str], name: str) -> int:
-    """Declare function ``name`` in the plan's extensions like its other functions are."""
-    template = next((e for e in plan.extensions if e.HasField("extension_function")), None)
-    if template is None:
-        raise _NotFlat("no function declarations to follow")
-    anchor = max(names) + 1
-    ext = plan.extensions.add()
-    ext.CopyFrom(template)
-    ext.extension_function.function_anchor = anchor
-    ext.extension_function.name = name
-    names[anchor] = name
-    return anchor
 
 
 __all__ = ["reorder_namespace_joins"]

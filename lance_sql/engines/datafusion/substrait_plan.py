@@ -193,6 +193,31 @@ def equality_fields(expr: algebra_pb2.Expression, names: dict[int, str]) -> tupl
     return a, b
 
 
+def declare_function(plan: plan_pb2.Plan, name: str) -> int:
+    """The anchor of function ``name`` in ``plan``, declared like its other functions if new."""
+    names = function_names(plan)
+    for anchor, known in names.items():
+        if known == name:
+            return anchor
+    template = next((e for e in plan.extensions if e.HasField("extension_function")), None)
+    if template is None:
+        raise ValueError(f"cannot declare {name}: the plan declares no function to follow")
+    anchor = max(names) + 1
+    ext = plan.extensions.add()
+    ext.CopyFrom(template)
+    ext.extension_function.function_anchor = anchor
+    ext.extension_function.name = name
+    return anchor
+
+
+def field_reference(index: int) -> algebra_pb2.Expression:
+    """A plain reference to input field ``index``."""
+    expr = algebra_pb2.Expression()
+    expr.selection.direct_reference.struct_field.field = index
+    expr.selection.root_reference.SetInParent()
+    return expr
+
+
 def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:
     """A plan whose root is a copy of ``rel``, with ``plan``'s extensions (output names kept)."""
     out = plan_pb2.Plan()
@@ -216,8 +241,10 @@ __all__ = [
     "ROW_WISE",
     "ScanChain",
     "conjuncts",
+    "declare_function",
     "equality_fields",
     "field_ref",
+    "field_reference",
     "from_substrait",
     "function_names",
     "has_subquery",

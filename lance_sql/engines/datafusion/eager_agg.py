@@ -1,0 +1,230 @@
+"""Eager aggregation inside a storage-partitioned join group: aggregate one side before the join.
+
+A group's partial aggregate ``Aggregate[K; sum(o.amount)](o JOIN c ON o.k = c.id)``
+reads every row of ``o``. When every measure reads one side P only (``count(*)``
+reads none) and P is much larger than the other side, the group first
+aggregates P by the columns of P the rest of the query needs (its join keys
+and its grouping columns), then joins, then combines: ``sum`` of sums, ``sum``
+of counts, ``min`` of mins, ``max`` of maxes. Each pre-aggregated row stands
+for its rows: the join repeats it exactly as often as it would have repeated
+each of them, so the result is the same (Trino's
+``push_partial_aggregation_through_join``; it took a group's query on the
+appendix F benchmark from about 33 to 27 ms in the previous design).
+
+Only a narrow, common shape is rewritten (anything else is left as it is): an
+inner join with no post-join filter, under at most plain column projections,
+grouped by plain columns, with measures over plain columns.
+"""
+
+from __future__ import annotations
+
+from substrait import algebra_pb2, plan_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+
+Rel = algebra_pb2.Rel
+INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
+#: partial measure -> how the join's output combines it
+_COMBINE = {"sum": "sum", "count": "sum", "min": "min", "max": "max"}
+#: pre-aggregate only a side with at least this many times the other side's rows
+MIN_RATIO = 2.0
+
+
+def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
+    """Pre-aggregate one join side of the plan's root aggregate (in place); which side, if any.
+
+    ``rows``: estimated rows of the join's (left, right) inputs.
+    """
+    root = sp.root_rel(plan)
+    if sp.kind(root) != "aggregate" or len(root.aggregate.groupings) > 1:
+        return None
+    agg = root.aggregate
+    found = _join_below(agg.input)
+    if found is None:
+        return None
+    join, to_join = found
+    widths = _widths(join)
+    if widths is None:
+        return None
+    names = sp.function_names(plan)
+    measure_sides = _measure_sides(agg, to_join, widths[0], names)
+    if measure_sides is None:
+        return None
+    side = _choose(measure_sides, rows)
+    if side is None:
+        return None
+    keys = [_resolve(e, to_join) for e in agg.grouping_expressions]
+    if any(k is None for k in keys):
+        return None
+    _rewrite(plan, root, join, side, widths, [k for k in keys if k is not None], to_join)
+    return "left" if side == 0 else "right"
+
+
+def _join_below(rel: Rel) -> tuple[algebra_pb2.JoinRel, list[int]] | None:
+    """The inner join under plain projections, and aggregate-input field -> join-input field."""
+    chain: list[Rel] = []
+    while sp.kind(rel) == "project":
+        chain.append(rel)
+        rel = rel.project.input
+    if sp.kind(rel) != "join":
+        return None
+    join = rel.join
+    if join.type != INNER or join.HasField("post_join_filter") or not join.HasField("expression"):
+        return None
+    widths = _widths(join)
+    if join.common.HasField("emit") or widths is None:
+        return None
+    fields = list(range(widths[0] + widths[1]))
+    for proj in reversed(chain):
+        refs = [sp.field_ref(e) for e in proj.project.expressions]
+        if any(r is None for r in refs):
+            return None
+        out = fields + [fields[r] for r in refs if r is not None]
+        if proj.project.common.HasField("emit"):
+            out = [out[i] for i in proj.project.common.emit.output_mapping]
+        fields = out
+    return join, fields
+
+
+def _widths(join: algebra_pb2.JoinRel) -> tuple[int, int] | None:
+    left, right = sp.scan_chain(join.left), sp.scan_chain(join.right)
+    if left is None or right is None:
+        return None
+    return len(left.columns), len(right.columns)
+
+
+def _resolve(expr: algebra_pb2.Expression, to_join: list[int]) -> int | None:
+    ref = sp.field_ref(expr)
+    return None if ref is None or ref >= len(to_join) else to_join[ref]
+
+
+def _measure_sides(
+    agg: algebra_pb2.AggregateRel, to_join: list[int], n_left: int, names: dict[int, str]
+) -> set[int] | None:
+    """The join sides (0 left, 1 right) the measures read; None when one cannot be moved."""
+    sides: set[int] = set()
+    for m in agg.measures:
+        fn = m.measure
+        if names.get(fn.function_reference) not in _COMBINE or len(fn.arguments) > 1:
+            return None
+        for arg in fn.arguments:
+            if arg.value.WhichOneof("rex_type") == "literal":
+                continue
+            field = _resolve(arg.value, to_join)
+            if field is None:
+                return None
+            sides.add(0 if field < n_left else 1)
+    return sides
+
+
+def _choose(sides: set[int], rows: tuple[int, int]) -> int | None:
+    candidates = [s for s in (0, 1) if not sides or sides == {s}]
+    for side in candidates:
+        other = rows[1 - side]
+        if rows[side] >= MIN_RATIO * max(other, 1):
+            return side
+    return None
+
+
+def _join_refs(join: algebra_pb2.JoinRel) -> list[int]:
+    out = []
+    stack: list[object] = [join.expression]
+    while stack:
+        msg = stack.pop()
+        if isinstance(msg, algebra_pb2.Expression.FieldReference):
+            out.append(msg.direct_reference.struct_field.field)
+            continue
+        for desc, value in msg.ListFields():  # type: ignore[attr-defined]
+            if desc.message_type is not None:
+                stack.extend(value if desc.is_repeated else [value])
+    return out
+
+
+def _rewrite(
+    plan: plan_pb2.Plan,
+    root: Rel,
+    join: algebra_pb2.JoinRel,
+    side: int,
+    widths: tuple[int, int],
+    keys: list[int],
+    to_join: list[int],
+) -> None:
+    n_left = widths[0]
+    base = 0 if side == 0 else n_left
+    width = widths[side]
+
+    def mine(f: int) -> bool:
+        return base <= f < base + width
+
+    need = sorted({f - base for f in [*_join_refs(join), *keys] if mine(f)})
+    agg = root.aggregate
+    # the pre-aggregate of side P: group by the needed columns, the measures over P
+    pre = Rel()
+    pa_ = pre.aggregate
+    pa_.input.CopyFrom(join.left if side == 0 else join.right)
+    for f in need:
+        pa_.grouping_expressions.add().CopyFrom(sp.field_reference(f))
+    pa_.groupings.add().expression_references.extend(range(len(need)))
+    for m in agg.measures:
+        new = pa_.measures.add()
+        new.CopyFrom(m)
+        for arg in new.measure.arguments:
+            if arg.value.WhichOneof("rex_type") != "literal":
+                field = _resolve(arg.value, to_join)
+                assert field is not None
+                arg.value.CopyFrom(sp.field_reference(field - base))
+    pre_width = len(need) + len(agg.measures)
+
+    def new_position(f: int) -> int:
+        if mine(f):
+            return (0 if side == 0 else n_left) + need.index(f - base)
+        if side == 0:  # the right side follows the pre-aggregate
+            return pre_width + (f - n_left)
+        return f  # the left side is unchanged
+
+    new_join = Rel()
+    nj = new_join.join
+    nj.CopyFrom(join)
+    if side == 0:
+        nj.left.CopyFrom(pre)
+    else:
+        nj.right.CopyFrom(pre)
+    for ref in _field_refs(nj.expression):
+        ref.direct_reference.struct_field.field = new_position(
+            ref.direct_reference.struct_field.field
+        )
+    partial_at = (0 if side == 0 else n_left) + len(need)
+    names = sp.function_names(plan)
+    combined = Rel()
+    ca = combined.aggregate
+    ca.common.CopyFrom(agg.common)
+    ca.input.CopyFrom(new_join)
+    for f in keys:
+        ca.grouping_expressions.add().CopyFrom(sp.field_reference(new_position(f)))
+    ca.groupings.add().expression_references.extend(range(len(keys)))
+    for i, m in enumerate(agg.measures):
+        new = ca.measures.add()
+        new.measure.function_reference = sp.declare_function(
+            plan, _COMBINE[names[m.measure.function_reference]]
+        )
+        new.measure.invocation = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_ALL
+        new.measure.phase = m.measure.phase
+        new.measure.arguments.add().value.CopyFrom(sp.field_reference(partial_at + i))
+    root.CopyFrom(combined)
+
+
+def _field_refs(expr: algebra_pb2.Expression) -> list[algebra_pb2.Expression.FieldReference]:
+    out = []
+    stack: list[object] = [expr]
+    while stack:
+        msg = stack.pop()
+        if isinstance(msg, algebra_pb2.Expression.FieldReference):
+            out.append(msg)
+            continue
+        for desc, value in msg.ListFields():  # type: ignore[attr-defined]
+            if desc.message_type is not None:
+                stack.extend(value if desc.is_repeated else [value])
+    return out
+
+
+__all__ = ["MIN_RATIO", "eager_aggregate"]
