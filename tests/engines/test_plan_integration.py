@@ -438,3 +438,16 @@ def test_issue_15_wrong_row_repros(small, small_roots, index) -> None:
     if index != 0:  # (a.id, b.id, c.id: same-named columns, see the xfail above)
         assert ctx.sql(sql).lance_rewrite().used, _explain(ctx, sql)
     assert _rows(_lance(small_roots, spj=False).sql(sql)) == got
+
+
+def test_plan_overhead_benchmark_runs_tiny() -> None:
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "benchmarks" / "bench_plan_overhead.py"
+    spec = importlib.util.spec_from_file_location("bench_plan_overhead", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(["--runs", "2", "--rows", "2000"])
+    assert set(out) == set(module.QUERIES)
+    assert all(m["integrated"] > 0 and m["plain"] > 0 for m in out.values())
