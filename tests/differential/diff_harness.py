@@ -114,6 +114,9 @@ class Contexts:
     def __repr__(self) -> str:  # hypothesis prints fixtures of failing examples
         return f"Contexts({sorted(self.tables)})"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
     def lance_ctx(self, spj: bool) -> lance_sql.SessionContext:
         return self.lance if spj else self.lance_off
 

@@ -313,11 +313,11 @@ def to_expr(p: tuple[Any, ...]) -> Expr:
     if tag == "left":
         return f.left(e, lit(p[2])) == lit(p[3])
     if tag == "date_trunc":
-        return f.date_trunc(lit("day"), e) == expr_literal(p[2], "ts")
+        return f.date_trunc("day", e) == expr_literal(p[2], "ts")
     if tag == "cast_date":
         return e.cast(pa.date32()) == expr_literal(p[2], "date")
     if tag == "year":
-        return f.date_part(lit("year"), e) == lit(p[2])
+        return f.date_part("year", e) == lit(p[2])
     if tag == "mod":
         return (e % lit(p[2])) == lit(p[3])
     if tag == "bool":

@@ -569,6 +569,23 @@ JOINS = [
         "SELECT * FROM events e RIGHT JOIN customers c ON e.customer_id = c.id "
         "AND c.id = c.tier WHERE e.event_id = -129",
     ),
+    # found by test_sql_generated: SPJ on, an outer join whose ON equates a preserved-side
+    # column with that side's join key
+    Q(
+        "right_join_on_key_eq_right_col",
+        "SELECT t0.id, t1.order_id FROM customers t0 RIGHT JOIN orders t1 "
+        "ON t0.id = t1.customer_id AND t1.order_id = t1.customer_id",
+    ),
+    Q(
+        "full_join_on_key_eq_right_col",
+        "SELECT t0.id, t1.order_id FROM customers t0 FULL JOIN orders t1 "
+        "ON t0.id = t1.customer_id AND t1.order_id = t1.customer_id",
+    ),
+    Q(
+        "inner_join_on_key_eq_right_col",
+        "SELECT t0.id, t1.order_id FROM customers t0 JOIN orders t1 "
+        "ON t0.id = t1.customer_id AND t1.order_id = t1.customer_id",
+    ),
     Q(
         "join_shared_names_where",
         "SELECT a.x, b.x FROM a_ns a JOIN b_ns b ON a.k = b.k WHERE a.x = 1 AND b.x = 1",
