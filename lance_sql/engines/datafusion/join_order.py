@@ -183,8 +183,7 @@ def _rebuild(
     order = _join_order(pair, conds, len(tree.leaves))
     if order is None:
         return False
-    rebuilt = _build(tree, order, conds, names, plan)
-    cols = [(leaf, j) for leaf in order for j in range(tree.widths[leaf])]
+    rebuilt, cols = _build(tree, order, conds, names, plan)
     position = {c: i for i, c in enumerate(cols)}
     emit = rebuilt.join.common.emit.output_mapping
     del emit[:]
@@ -251,14 +250,26 @@ def _join_order(pair: tuple[int, int], conds: list[Expr], n: int) -> list[int] |
 
 def _build(
     tree: _Tree, order: list[int], conds: list[Expr], names: dict[int, str], plan: plan_pb2.Plan
-) -> Rel:
+) -> tuple[Rel, list[Col]]:
+    """The join tree of ``order`` and the columns it outputs.
+
+    The pair is joined first, as the original tree had it (left input first).
+    Every further input joins as the *left* input, over the tree so far as the
+    right: DataFusion builds its hash table on the left input and, with no
+    statistics from Python tables, never swaps the sides, so the single input
+    (a dimension table or a filtered subquery) is the build side rather than
+    the storage-partitioned join's output.
+    """
     placed = [False] * len(conds)
+    first, second = order[0], order[1]
     cur = Rel()
-    cur.CopyFrom(tree.leaves[order[0]])
-    cols = [(order[0], j) for j in range(tree.widths[order[0]])]
-    for leaf in order[1:]:
-        cols = cols + [(leaf, j) for j in range(tree.widths[leaf])]
-        have = set(order[: order.index(leaf) + 1])
+    cur.CopyFrom(tree.leaves[first])
+    cols = [(first, j) for j in range(tree.widths[first])]
+    for step, leaf in enumerate(order[1:]):
+        leaf_cols = [(leaf, j) for j in range(tree.widths[leaf])]
+        pair = step == 0 and leaf == second
+        cols = cols + leaf_cols if pair else leaf_cols + cols
+        have = set(order[: step + 2])
         here = []
         for i, cond in enumerate(conds):
             if not placed[i] and _leaves_of(cond) <= have:
@@ -266,14 +277,18 @@ def _build(
                 here.append(_localize(cond, cols))
         nxt = Rel()
         nxt.join.type = INNER
-        nxt.join.left.CopyFrom(cur)
-        nxt.join.right.CopyFrom(tree.leaves[leaf])
+        if pair:
+            nxt.join.left.CopyFrom(cur)
+            nxt.join.right.CopyFrom(tree.leaves[leaf])
+        else:
+            nxt.join.left.CopyFrom(tree.leaves[leaf])
+            nxt.join.right.CopyFrom(cur)
         if here:
             nxt.join.expression.CopyFrom(_and(here, names, plan))
         cur = nxt
     if not all(placed):
         raise _NotFlat("a condition refers to no input")
-    return cur
+    return cur, cols
 
 
 def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
