@@ -15,3 +15,6 @@ Partition pruning (docs/pruning.md), one step per module:
 
 Nothing here does I/O: tables in, tables out.
 """
+
+# The namespace's row operations (delete, update, merge...) find their filter planner here.
+from lance_sql.planning import mutation_plan as _mutation_plan  # noqa: F401

@@ -329,9 +329,66 @@ class PartitionedNamespace:
         """Add rows; returns the new ``__manifest`` version (see writer module for the protocol)."""
         return self._write(data, "append", buffer_bytes)
 
-    def overwrite(self, data: Any, *, buffer_bytes: int | None = None) -> int:
-        """Replace all rows with ``data`` (partitions it lacks leave ``__manifest``)."""
+    def overwrite(
+        self,
+        data: Any,
+        *,
+        buffer_bytes: int | None = None,
+        partitions: str | None = None,
+        where: Any = None,
+    ) -> int:
+        """Replace all rows with ``data`` (partitions it lacks leave ``__manifest``).
+
+        ``partitions="dynamic"`` replaces only the current-spec partitions ``data``
+        has rows for; ``where`` (SQL text) replaces only the rows it matches and
+        refuses rows of ``data`` outside it (:mod:`.overwrite`). Returns the new
+        ``__manifest`` version.
+        """
+        from lance_sql.tables.namespace import overwrite as ow
+
+        if partitions is not None and where is not None:
+            raise ValueError("give either partitions='dynamic' or where=..., not both")
+        if partitions is not None:
+            if partitions != "dynamic":
+                raise ValueError(f"partitions must be 'dynamic', got {partitions!r}")
+            return ow.overwrite_dynamic(self, data)
+        if where is not None:
+            return ow.overwrite_where(self, data, where)
         return self._write(data, "overwrite", buffer_bytes)
+
+    def delete(self, filter: Any) -> int:
+        """Delete the rows ``filter`` (SQL text over the namespace) matches; returns the count.
+
+        Partitions the filter covers entirely leave ``__manifest`` without any
+        data file being touched; others get Lance row deletes (:mod:`.delete`).
+        """
+        from lance_sql.tables.namespace.delete import delete
+
+        return delete(self, filter)
+
+    def update(self, set: Mapping[str, str], where: Any = None) -> int:
+        """``UPDATE ns SET col = <sql>, ... WHERE <where>``; returns rows updated."""
+        from lance_sql.tables.namespace.merge import update
+
+        return update(self, set, where)
+
+    def merge(self, source: Any, on: Sequence[str], **clauses: Any) -> Any:
+        """``MERGE INTO ns USING source ON ...``; returns a :class:`.merge.MergeResult`."""
+        from lance_sql.tables.namespace.merge import merge
+
+        return merge(self, source, on, **clauses)
+
+    def compact(self, *, target_rows_per_fragment: int = 1 << 20, **options: Any) -> Any:
+        """Compact partition tables that need it; one ``__manifest`` commit."""
+        from lance_sql.tables.namespace.maintenance import compact
+
+        return compact(self, target_rows_per_fragment=target_rows_per_fragment, **options)
+
+    def expire_versions(self, *, older_than: timedelta) -> Any:
+        """Remove old versions of ``__manifest`` and partition tables no live pin needs."""
+        from lance_sql.tables.namespace.maintenance import expire_versions
+
+        return expire_versions(self, older_than=older_than)
 
     def _writer(self, mode: str, buffer_bytes: int | None, **options: Any) -> NamespaceWriter:
         """A writer against this object's snapshot, schema and current spec."""

@@ -1,0 +1,111 @@
+"""``ns.delete(filter)``: drop covered partitions, Lance row deletes in the others.
+
+The pruning planner (strict projection, via :mod:`.filter_hook`) names the
+partitions whose every row matches: they leave ``__manifest`` without any data
+file being read or written (O(partitions)). Partitions the filter may match
+(inclusive projection) are read (only the columns the filter needs, the
+filter pushed into Lance where it can be) and their matching rows get Lance
+row deletes (deletion files). Everything becomes visible in one ``__manifest``
+commit (:class:`.mutation.Mutation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.tables.namespace.filter_hook import filter_planner
+from lance_sql.tables.namespace.mutation import ROWID, Mutation, finish
+from lance_sql.tables.namespace.sql_eval import matching_mask
+
+
+@dataclass(frozen=True)
+class Matched:
+    """Rows of one partition table a filter matches (namespace columns + ``_rowid``)."""
+
+    object_id: str
+    rows: pa.Table
+    whole: bool  # the partition is covered: every row matches, ``rows`` may be empty
+
+
+def filter_mask(rows: pa.Table, filter: Any) -> pa.Array:
+    """True where ``filter`` (SQL text, or a pyarrow expression) is TRUE on ``rows``."""
+    if isinstance(filter, pc.Expression):
+        return _expr_mask(rows, filter)
+    return matching_mask(rows, filter)
+
+
+def _expr_mask(rows: pa.Table, filter: pc.Expression) -> pa.Array:
+    import numpy as np
+    import pyarrow.dataset as pads
+
+    idx = "__lance_sql_row"
+    t = rows.append_column(idx, pa.array(range(rows.num_rows), pa.int64()))
+    kept = pads.dataset(t).to_table(columns=[idx], filter=filter).column(0).to_numpy()
+    mask = np.zeros(rows.num_rows, dtype=bool)
+    mask[kept] = True
+    return pa.array(mask)
+
+
+def matching_rows(
+    m: Mutation, filter: Any, *, columns: Sequence[str] | None = None, full_covered: bool = False
+) -> list[Matched]:
+    """Per partition table the rows ``filter`` matches (covered tables: read only with
+    ``full_covered``, else ``rows`` is empty and ``whole`` True)."""
+    cls = filter_planner().classify(m.ns, filter)
+    cols = None if columns is None else list(columns)
+    out: list[Matched] = []
+    for oid in cls.covered:
+        entry = m.entries[oid]
+        rows = m.rows(entry, cols) if full_covered else pa.table({ROWID: pa.array([], pa.uint64())})
+        out.append(Matched(oid, rows, True))
+    for oid in cls.partial:
+        entry = m.entries[oid]
+        rows = m.rows(entry, cols, pushdown=cls.expression)
+        if rows.num_rows:
+            rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), filter))
+        if rows.num_rows:
+            out.append(Matched(oid, rows, False))
+    return out
+
+
+def delete_matching(m: Mutation, filter: Any) -> int:
+    """Stage the deletion of every row ``filter`` matches into ``m``; returns the count."""
+    deleted = 0
+    for hit in matching_rows(m, filter, columns=_filter_columns(m, filter)):
+        entry = m.entries[hit.object_id]
+        if hit.whole:
+            deleted += m.count(entry)
+            m.drop(entry)
+        else:
+            deleted += m.delete_rowids(entry, hit.rows.column(ROWID))
+    return deleted
+
+
+def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
+    """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
+    if not isinstance(filter, str):
+        return None
+    import re
+
+    words = set(re.findall(r'[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+"', filter))
+    names = {w.strip('"').replace('""', '"') for w in words}
+    cols = [n for n in m.ns.schema.names if n in names or n.lower() in {w.lower() for w in names}]
+    return cols or None
+
+
+def delete(ns: Any, filter: Any) -> int:
+    """Delete the rows ``filter`` matches (see the module docstring); returns rows deleted."""
+    ns._check_writable()
+    m = Mutation(ns)
+    deleted = delete_matching(m, filter)
+    if m.changed:
+        finish(ns, m)
+    return deleted
+
+
+__all__ = ["Matched", "delete", "delete_matching", "filter_mask", "matching_rows"]

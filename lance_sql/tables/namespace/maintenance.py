@@ -1,0 +1,204 @@
+"""Keeping a namespace fast and its storage bounded: ``compact``, ``expire_versions``, stats.
+
+* :func:`compact` runs Lance ``compact_files`` in the partition tables that
+  need it (more than one fragment and a fragment below the target size, or
+  deleted rows), each as one table commit, and pins the compacted versions in
+  ONE ``__manifest`` commit (:class:`.mutation.Mutation`): readers see the old
+  or the new layout, never a mix. Rows do not change.
+* :func:`expire_versions` removes ``__manifest`` versions older than
+  ``older_than`` (never the latest), then, in every partition table, versions
+  older than ``older_than`` that no remaining ``__manifest`` version pins
+  (``read_version``) and no tag holds. Tables pinned to a branch, tag or
+  "latest" keep every version. Lance's own cleanup removes the data files only
+  the removed versions referenced; files younger than ``older_than`` (a writer
+  in flight) stay. Partition tables a delete or overwrite dropped are no
+  longer pinned once the ``__manifest`` versions listing them expire; their
+  directories are then removed by ``ns.cleanup(older_than=..., dry_run=False)``.
+* :func:`table_stats` gives, per partition table, its fragments, rows,
+  deleted rows and the bytes an ``expire_versions`` + ``compact`` could reclaim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from lance_sql.tables.namespace.mutation import Mutation, finish
+
+
+@dataclass
+class CompactReport:
+    manifest_version: int
+    compacted: dict[str, tuple[int, int]] = field(default_factory=dict)  # oid -> (before, after)
+    skipped: int = 0
+
+    def __str__(self) -> str:
+        frags = sum(b for b, _ in self.compacted.values())
+        after = sum(a for _, a in self.compacted.values())
+        return (
+            f"compacted {len(self.compacted)} partition tables ({frags} -> {after} fragments), "
+            f"{self.skipped} left as they were; __manifest version {self.manifest_version}"
+        )
+
+
+def _needs_compaction(fragments: list[Any], target: int) -> bool:
+    if any(f.metadata.deletion_file is not None for f in fragments):
+        return True
+    if len(fragments) < 2:
+        return False
+    return sum(1 for f in fragments if f.count_rows() < target) >= 2
+
+
+def compact(ns: Any, *, target_rows_per_fragment: int = 1 << 20, **options: Any) -> CompactReport:
+    """Compact the partition tables that need it; one ``__manifest`` commit."""
+    ns._check_writable()
+    m = Mutation(ns)
+    report = CompactReport(ns.manifest_version)
+    for entry in m.entries.values():
+        if entry.read_branch or entry.read_tag:
+            report.skipped += 1
+            continue
+        ds = m.head(entry)
+        frags = ds.get_fragments()
+        if not _needs_compaction(frags, target_rows_per_fragment):
+            report.skipped += 1
+            continue
+        before, rows = ds.version, ds.count_rows()
+        ds.optimize.compact_files(target_rows_per_fragment=target_rows_per_fragment, **options)
+        import lance
+
+        new = lance.dataset(entry.uri, storage_options=ns.storage_options)
+        if new.version == before:
+            report.skipped += 1
+            continue
+        # compaction commits more than one version (reserve fragments, rewrite); a
+        # concurrent append in between would show as changed rows
+        if new.count_rows() != rows:
+            from lance_sql.errors import CommitConflictError
+
+            raise CommitConflictError(
+                f"partition table {entry.object_id!r} was written concurrently during "
+                "compaction; __manifest was not committed"
+            )
+        m.set_version(entry, new)
+        report.compacted[entry.object_id] = (len(frags), len(new.get_fragments()))
+    if m.changed:
+        report.manifest_version = finish(ns, m)
+    return report
+
+
+@dataclass
+class ExpireReport:
+    manifest_versions_removed: int = 0
+    table_versions_removed: int = 0
+    bytes_removed: int = 0
+    tables: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"removed {self.manifest_versions_removed} __manifest versions and "
+            f"{self.table_versions_removed} versions of {self.tables} partition tables "
+            f"({self.bytes_removed} bytes)"
+        )
+
+
+def _cleanup(ds: Any, **kwargs: Any) -> Any:
+    return ds.cleanup_old_versions(error_if_tagged_old_versions=False, **kwargs)
+
+
+def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
+    """Remove versions older than ``older_than`` that nothing live pins (module docstring)."""
+    import lance
+
+    from lance_sql.tables.namespace.cleanup import _manifest_pins
+    from lance_sql.tables.namespace.layout import child_uri, manifest_uri
+
+    ns._check_writable()
+    if older_than < timedelta(0):
+        raise ValueError(f"older_than must not be negative, got {older_than}")
+    opts = ns.storage_options
+    report = ExpireReport()
+    mds = lance.dataset(manifest_uri(ns.root), storage_options=opts)
+    stats = _cleanup(mds, older_than=older_than)
+    report.manifest_versions_removed = int(stats.old_versions)
+    report.bytes_removed += int(stats.bytes_removed)
+    pins = _manifest_pins(ns.root, opts)
+    cutoff = datetime.now(timezone.utc) - older_than
+    for location, pin in pins.items():
+        if pin.all_versions:
+            continue
+        try:
+            ds = lance.dataset(child_uri(ns.root, location), storage_options=opts)
+        except (OSError, ValueError):
+            continue  # dropped and already removed by cleanup
+        old = [
+            int(v["version"])
+            for v in ds.versions()
+            if int(v["version"]) not in pin.versions
+            and int(v["version"]) != ds.version
+            and _aware(v["timestamp"]) < cutoff
+        ]
+        if not old:
+            continue
+        stats = _cleanup(ds, versions=old, older_than=older_than)
+        report.tables += 1
+        report.table_versions_removed += int(stats.old_versions)
+        report.bytes_removed += int(stats.bytes_removed)
+    ns.refresh()
+    return report
+
+
+def _aware(ts: datetime) -> datetime:
+    """pylance reports version timestamps as naive local times."""
+    return ts.astimezone(timezone.utc) if ts.tzinfo is None else ts
+
+
+def table_stats(ns: Any) -> list[dict[str, Any]]:
+    """Per partition table: fragments, rows, deleted rows, versions and reclaimable bytes.
+
+    ``reclaimable_bytes``: data files on disk that the pinned version does not
+    reference (what expiring old versions would free), plus the share of
+    referenced files holding deleted rows (what compaction would free).
+    """
+    import lance
+
+    from lance_sql.format.storage import resolve, walk_files
+
+    out = []
+    for entry in ns.tables():
+        ds, _ = ns._open(entry)
+        frags = ds.get_fragments()
+        rows = sum(f.count_rows() for f in frags)
+        physical = sum(int(f.metadata.physical_rows or 0) for f in frags)
+        live_files = {df.path for f in frags for df in f.metadata.files}
+        on_disk = 0
+        unreferenced = 0
+        live_bytes = 0
+        try:
+            loc = resolve(entry.uri, ns.storage_options)
+            for info in walk_files(loc.join("data")):
+                on_disk += info.size
+                if info.relative not in live_files:
+                    unreferenced += info.size
+                else:
+                    live_bytes += info.size
+        except (OSError, ValueError):
+            pass
+        deleted_share = (physical - rows) / physical if physical else 0.0
+        head = lance.dataset(entry.uri, storage_options=ns.storage_options)
+        out.append(
+            {
+                "object_id": entry.object_id,
+                "fragments": len(frags),
+                "rows": rows,
+                "deleted_rows": physical - rows,
+                "versions": len(head.versions()),
+                "data_bytes": on_disk,
+                "reclaimable_bytes": unreferenced + int(live_bytes * deleted_share),
+            }
+        )
+    return out
+
+
+__all__ = ["CompactReport", "ExpireReport", "compact", "expire_versions", "table_stats"]

@@ -1,0 +1,246 @@
+"""One row-level change of a namespace: table deletes, dropped tables and new rows, one commit.
+
+The building block of ``delete``, ``overwrite`` (dynamic and by filter),
+``update``, ``merge`` and ``compact``. It follows the write protocol of
+:mod:`.writer`:
+
+1. every touched partition table gets its new version first: Lance row deletes
+   (deletion files, ``_rowid IN (...)``) or a compaction, each one commit on
+   top of the version ``__manifest`` pins (a version left on top by a failed
+   or foreign write is first undone with ``Restore``, as the writer does);
+2. new rows go through a :class:`NamespaceWriter` (append mode, which routes
+   each row to the partition of the current spec it belongs to) that starts
+   from a copy of the ``__manifest`` snapshot in which the tables of step 1
+   already carry their new versions and dropped tables are gone;
+3. ``__manifest`` is committed ONCE, against the version read at the start.
+   A concurrent ``__manifest`` commit fails the whole operation with
+   :class:`CommitConflictError` (no rebase: a delete or an overwrite that
+   raced another writer is not provably safe to replay). The table versions
+   made in step 1 then stay unreferenced; the next writer restores over them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
+from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, commit_rows, conform_rows
+from lance_sql.tables.namespace.reader import (
+    PartitionTable,
+    map_columns,
+    open_partition_table,
+    table_entries,
+    table_field_ids,
+)
+
+ROWID = "_rowid"
+_ID_CHUNK = 50_000  # row ids per delete commit predicate
+
+
+class Mutation:
+    """Collects the changes of one operation against the latest snapshot of ``ns``."""
+
+    def __init__(self, ns: Any) -> None:
+        ns.refresh()
+        self.ns = ns
+        self.snapshot: ManifestSnapshot = ns.snapshot
+        self.storage_options = ns.storage_options
+        fids = [f.field_id for f in ns.all_fields()]
+        self.entries = {
+            e.object_id: e for e in table_entries(self.snapshot.rows, self.snapshot.root, fids)
+        }
+        self.versions: dict[str, int] = {}  # object_id -> new pinned version
+        self.dropped: set[str] = set()
+        self.inserts: list[pa.Table] = []
+        self._heads: dict[str, Any] = {}
+
+    # -- reading ----------------------------------------------------------------------------
+    def head(self, entry: PartitionTable) -> Any:
+        """The table's dataset at its newest version, which is the pinned one (restored)."""
+        ds = self._heads.get(entry.object_id)
+        if ds is not None:
+            return ds
+        import lance
+        from lance.commit import CommitConflictError as LanceConflict
+
+        if entry.read_tag or entry.read_branch:
+            pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
+            raise UnsupportedFeatureError(
+                f"partition table {entry.object_id!r} is pinned to {pin}: row operations and "
+                "compaction write only tables pinned to a version",
+                path=entry.uri,
+            )
+        opts = self.storage_options
+        latest = PartitionTable(entry.object_id, entry.location, entry.uri, None, None, None, None)
+        ds = open_partition_table(latest, storage_options=opts)
+        pinned = entry.read_version if entry.read_version is not None else ds.version
+        if ds.version != pinned:
+            try:
+                ds = lance.LanceDataset.commit(
+                    entry.uri,
+                    lance.LanceOperation.Restore(pinned),
+                    read_version=ds.version,
+                    storage_options=opts,
+                    max_retries=0,
+                )
+            except LanceConflict as exc:
+                raise CommitConflictError(
+                    f"partition table {entry.object_id!r} changed concurrently while restoring "
+                    f"version {pinned}; nothing was committed ({exc})"
+                ) from exc
+        self._heads[entry.object_id] = ds
+        return ds
+
+    def rows(
+        self,
+        entry: PartitionTable,
+        columns: list[str] | None = None,
+        pushdown: pc.Expression | None = None,
+    ) -> pa.Table:
+        """Rows of ``entry`` (namespace names and types) plus ``_rowid``; ``pushdown`` may
+        pre-filter inside Lance (it must keep every row the caller's exact filter keeps)."""
+        ds = self.head(entry)
+        schema = self.ns.schema
+        tschema = table_field_ids(entry, ds.version, storage_options=self.storage_options)
+        mapping = map_columns(schema, tschema, object_id=entry.object_id)
+        wanted = schema.names if columns is None else columns
+        src = dict(zip(schema.names, mapping.sources, strict=True))
+        read = [s for n in wanted if (s := src[n]) is not None]
+        flt = None
+        if pushdown is not None and mapping.identity:
+            from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
+
+            try:
+                flt = with_sql_float_semantics(pushdown, schema, columns_only=True)
+            except FloatRewriteError:
+                flt = None
+        table = ds.to_table(columns=read, with_row_id=True, filter=flt)
+        cols, names = [], []
+        for n in wanted:
+            f = schema.field(n)
+            s = src[n]
+            col = table.column(s) if s is not None else pa.nulls(table.num_rows, f.type)
+            if not col.type.equals(f.type):
+                col = col.cast(f.type)
+            cols.append(col)
+            names.append(n)
+        cols.append(table.column(ROWID))
+        names.append(ROWID)
+        return pa.Table.from_arrays(cols, names=names)
+
+    def count(self, entry: PartitionTable) -> int:
+        return int(self.head(entry).count_rows())
+
+    # -- changes ----------------------------------------------------------------------------
+    def delete_rowids(self, entry: PartitionTable, rowids: pa.Array | pa.ChunkedArray) -> int:
+        """Lance row deletes of ``rowids`` (from :meth:`rows`) in ``entry``; returns the count."""
+        ids = pc.unique(rowids).to_pylist() if len(rowids) else []
+        if not ids:
+            return 0
+        if len(ids) >= self.count(entry):
+            self.drop(entry)
+            return len(ids)
+        ds = self.head(entry)
+        for start in range(0, len(ids), _ID_CHUNK):
+            chunk = ids[start : start + _ID_CHUNK]
+            before = ds.version
+            ds.delete(f"{ROWID} IN ({','.join(map(str, chunk))})", conflict_retries=0)
+            ds = _latest(ds, self.storage_options)
+            if ds.version != before + 1:
+                raise CommitConflictError(
+                    f"partition table {entry.object_id!r} was written concurrently during a "
+                    "delete; __manifest was not committed"
+                )
+        self._heads[entry.object_id] = ds
+        self.versions[entry.object_id] = ds.version
+        return len(ids)
+
+    def set_version(self, entry: PartitionTable, ds: Any) -> None:
+        """Record ``ds`` (a new version of ``entry``'s table, e.g. compacted) as its pin."""
+        self._heads[entry.object_id] = ds
+        self.versions[entry.object_id] = int(ds.version)
+
+    def drop(self, entry: PartitionTable) -> None:
+        """Remove the partition table from ``__manifest`` (its files are not touched)."""
+        self.dropped.add(entry.object_id)
+        self.versions.pop(entry.object_id, None)
+
+    def insert(self, rows: pa.Table) -> None:
+        """Rows (namespace schema) to append in the same commit."""
+        if rows.num_rows:
+            self.inserts.append(rows)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.versions or self.dropped or self.inserts)
+
+    # -- commit ------------------------------------------------------------------------------
+    def base_snapshot(self) -> ManifestSnapshot:
+        """The snapshot read at the start, with new pins applied and dropped tables removed."""
+        rows = conform_rows(self.snapshot.rows, self.snapshot.lance_schema)
+        oids = rows.column("object_id").to_pylist()
+        keep = pa.array([o not in self.dropped for o in oids], pa.bool_())
+        rv = [
+            self.versions.get(o, r)
+            for o, r in zip(oids, rows.column("read_version").to_pylist(), strict=True)
+        ]
+        rows = rows.set_column(
+            rows.schema.get_field_index("read_version"),
+            rows.schema.field("read_version"),
+            pa.array(rv, pa.uint64()),
+        ).filter(keep)
+        return dataclasses.replace(self.snapshot, rows=rows)
+
+    def commit(self) -> ManifestSnapshot:
+        """Write inserted rows, then commit ``__manifest`` once; returns the new snapshot."""
+        from lance_sql.tables.namespace.writer import NamespaceWriter
+
+        if not self.changed:
+            return self.snapshot
+        base = self.base_snapshot()
+        if not self.inserts:
+            return commit_rows(base, base.rows, storage_options=self.storage_options)
+        writer = NamespaceWriter(
+            base,
+            self.ns.schema,
+            self.ns.current_spec,
+            mode="append",
+            storage_options=self.storage_options,
+            max_rebases=0,
+        )
+        try:
+            for t in self.inserts:
+                writer.write(t)
+            snap = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        if snap is base:  # nothing was written after all: commit the row changes alone
+            return commit_rows(base, base.rows, storage_options=self.storage_options)
+        return snap
+
+
+def _latest(ds: Any, storage_options: dict[str, str] | None) -> Any:
+    import lance
+
+    return lance.dataset(ds.uri, storage_options=storage_options)
+
+
+def finish(ns: Any, mutation: Mutation) -> int:
+    """Commit ``mutation`` and move ``ns`` to the new snapshot; returns its version."""
+    snap = mutation.commit()
+    ns._set_snapshot(snap)
+    return snap.version
+
+
+def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
+    from lance_sql.tables.namespace.writer import _key
+
+    return tuple(_key(entry.values.get(fid)) for fid in field_ids)
+
+
+__all__ = ["ROWID", "Mutation", "finish", "values_key"]

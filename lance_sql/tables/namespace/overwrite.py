@@ -1,0 +1,76 @@
+"""Partition overwrites: ``ns.overwrite(data, partitions="dynamic")`` and ``where=...``.
+
+* **dynamic** (Spark's ``partitionOverwriteMode=dynamic``, Iceberg's
+  ``ReplacePartitions``): the partitions of the *current* spec that ``data``
+  has rows for are replaced by those rows; every other partition is kept.
+  Partition tables written under older spec versions are never touched (as in
+  Iceberg): their rows are not in any partition of the current spec.
+* **by filter** (Iceberg's ``overwrite(filter)``, Delta's ``replaceWhere``): the
+  rows matching ``where`` are deleted (:func:`.delete.delete_matching`) and
+  ``data`` is appended; a row of ``data`` outside ``where`` is refused with
+  :class:`RowsOutsideFilterError` before anything is written.
+
+Both become visible in one ``__manifest`` commit (:class:`.mutation.Mutation`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import LanceSqlError
+from lance_sql.tables.namespace.delete import delete_matching, filter_mask
+from lance_sql.tables.namespace.mutation import Mutation, finish, values_key
+from lance_sql.tables.namespace.writer import _key, conform_batch, iter_batches, partition_values
+
+
+class RowsOutsideFilterError(LanceSqlError):
+    """``overwrite(data, where=...)`` got rows the filter does not match."""
+
+
+def collect(ns: Any, data: Any) -> pa.Table:
+    """``data`` (any writable form) as one table with exactly the namespace schema."""
+    batches = [conform_batch(b, ns.schema) for b in iter_batches(data)]
+    return pa.Table.from_batches(batches, schema=ns.schema)
+
+
+def overwrite_dynamic(ns: Any, data: Any) -> int:
+    """Replace the current-spec partitions ``data`` has rows for; returns the new version."""
+    ns._check_writable()
+    m = Mutation(ns)
+    table = collect(ns, data)
+    spec = ns.current_spec
+    keys: set[tuple[Any, ...]] = set()
+    for batch in table.to_batches():
+        values = [v.to_pylist() for v in partition_values(batch, spec, ns.schema)]
+        keys.update(tuple(_key(v) for v in row) for row in zip(*values, strict=True))
+    if not spec.fields and table.num_rows:
+        keys.add(())
+    fids = [f.field_id for f in spec.fields]
+    for entry in m.entries.values():
+        if entry.spec_version == spec.id and values_key(entry, fids) in keys:
+            m.drop(entry)
+    m.insert(table)
+    return finish(ns, m) if m.changed else ns.manifest_version
+
+
+def overwrite_where(ns: Any, data: Any, where: Any) -> int:
+    """Replace the rows matching ``where`` by ``data``; returns the new version."""
+    ns._check_writable()
+    table = collect(ns, data)
+    if table.num_rows:
+        mask = filter_mask(table, where)
+        outside = table.num_rows - int(mask.true_count)
+        if outside:
+            raise RowsOutsideFilterError(
+                f"{outside} of {table.num_rows} rows of the data do not match the overwrite "
+                f"filter {where!s}; nothing was written"
+            )
+    m = Mutation(ns)
+    delete_matching(m, where)
+    m.insert(table)
+    return finish(ns, m) if m.changed else ns.manifest_version
+
+
+__all__ = ["RowsOutsideFilterError", "collect", "overwrite_dynamic", "overwrite_where"]
