@@ -197,6 +197,7 @@ def scan_plan_from(
     root: str,
     manifest_version: int,
     specs: Mapping[int, PartitionSpec],
+    scan_filter: Any = None,
 ) -> Any:
     """The :class:`.scan_plan.ScanPlan` of a :class:`PartitionPlan`."""
     from lance_sql.planning.scan_plan import ScanPlan, SpecVersionReport
@@ -215,6 +216,7 @@ def scan_plan_from(
         ),
         manifest_filter=rep.manifest_filter_sql,
         filter_sql=to_sql(plan.predicate),
+        scan_filter=scan_filter,
     )
 
 
@@ -243,7 +245,15 @@ def plan_scan_at(
         raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
     cols = [*PLAN_COLUMNS, *partition_columns(specs)]
     plan = plan_manifest(ds, pred, specs, schema, columns=cols)
-    return scan_plan_from(plan, root=root_uri(root), manifest_version=ds.version, specs=specs)
+    from lance_sql.planning.scan_filter import ScanFilter
+
+    return scan_plan_from(
+        plan,
+        root=root_uri(root),
+        manifest_version=ds.version,
+        specs=specs,
+        scan_filter=ScanFilter.of(filter, pred, schema),
+    )
 
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
+from lance_sql.planning.scan_filter import ScanFilter
 
 FORMAT = "lance-sql.scan-plan/1"
 _ARROW_META = b"lance_sql:scan_plan"
@@ -75,13 +76,23 @@ class ScanPlan:
     pruned: bool = True
     reason: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The exact filter, serialised as the bound predicate IR (see :mod:`.scan_filter`).
+    scan_filter: ScanFilter | None = field(default=None, compare=False)
 
     @property
     def object_ids(self) -> list[str]:
         return [p.object_id for p in self.partitions]
 
     def filter_expression(self, schema: pa.Schema) -> pc.Expression | None:
-        """The scan filter as a pyarrow expression over ``schema`` (None: no filter)."""
+        """The scan filter as one exact pyarrow expression over ``schema`` (None: no filter).
+
+        Raises :class:`PlanningError` naming the part that has no pyarrow form
+        (``murmur3`` terms, ``date_trunc`` on zoned timestamps outside UTC,
+        expressions the planner does not model): scan with :meth:`to_batches`,
+        which applies those exactly after the Lance scan.
+        """
+        if self.scan_filter is not None:
+            return None if self.scan_filter.is_true else self.scan_filter.expression()
         if self.filter_sql is None:
             return None
         from lance_sql.planning.arrow_expr import to_pyarrow
@@ -93,6 +104,29 @@ class ScanPlan:
         """Scan units of this plan's partitions (or the ``partitions`` subset) of ``ns``."""
         ids = self.object_ids if partitions is None else list(partitions)
         return ns.scan_units(ids, **kwargs)
+
+    def to_batches(
+        self,
+        ns: Any,
+        partitions: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of this plan's partitions (or the ``partitions`` subset) with the filter applied.
+
+        What a task runs with a shipped plan: ``ns`` is the namespace at
+        :attr:`manifest_version` (``PartitionedNamespace.open(plan.root,
+        version=plan.manifest_version)``); the rows are exactly those
+        ``SELECT columns FROM ns WHERE filter`` returns.
+        """
+        from lance_sql.planning.scan_filter import ScanFilter, scan_batches
+
+        units = self.scan_units(ns, partitions) if self.partitions else []
+        sf = self.scan_filter
+        if sf is None and self.filter_sql is not None:
+            from lance_sql.planning.sql_filter import parse_filter
+
+            sf = ScanFilter(parse_filter(self.filter_sql, ns.schema))
+        return scan_batches(units, sf, ns.schema, columns)
 
     def explain(self) -> str:
         lines = [f"partitions: {len(self.partitions)}/{self.total_partitions} selected"]
@@ -118,6 +152,7 @@ class ScanPlan:
             "filter_sql": self.filter_sql,
             "pruned": self.pruned,
             "reason": self.reason,
+            "filter": None if self.scan_filter is None else self.scan_filter.to_dict(),
             "specs": [s.__dict__ for s in self.specs],
             "partitions": [
                 {**{k: getattr(p, k) for k in _BASE}, "values": [list(v) for v in p.values]}
@@ -148,6 +183,7 @@ class ScanPlan:
             filter_sql=obj["filter_sql"],
             pruned=obj["pruned"],
             reason=obj["reason"],
+            scan_filter=None if obj.get("filter") is None else ScanFilter.from_dict(obj["filter"]),
         )
 
     @classmethod
@@ -247,7 +283,11 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         try:  # vectorised over the in-memory __manifest rows; no per-partition Python
             plan = plan_partitions(pred, ns.specs, ns.schema, ns.snapshot.rows)
             return manifest_scan.scan_plan_from(
-                plan, root=str(ns.root), manifest_version=ns.manifest_version, specs=ns.specs
+                plan,
+                root=str(ns.root),
+                manifest_version=ns.manifest_version,
+                specs=ns.specs,
+                scan_filter=ScanFilter.of(filter, pred, ns.schema),
             )
         except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException):
             pass  # reported below, with every partition selected
@@ -269,6 +309,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
     except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
         raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
     filter_sql = to_sql(pred)
+    scan_filter = ScanFilter.of(filter, pred, ns.schema)
     try:
         manifest_rows = parts.append_column("object_type", pa.array(["table"] * total, pa.string()))
         plan = plan_partitions(pred, ns.specs, ns.schema, manifest_rows)
@@ -281,6 +322,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
             filter_sql=filter_sql,
             pruned=False,
             reason=str(e),
+            scan_filter=scan_filter,
         )
     selected = plan.selected.to_pylist()
     rep = plan.report
@@ -294,6 +336,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         ),
         manifest_filter=rep.manifest_filter_sql,
         filter_sql=filter_sql,
+        scan_filter=scan_filter,
     )
 
 

@@ -1,0 +1,212 @@
+"""The exact filter of a planned scan, and how a task applies it (one parse, rendered per engine).
+
+A filter is parsed once into the predicate IR (bound to the namespace
+schema). A task scanning a partition table applies it in two steps:
+
+1. :meth:`ScanFilter.pushdown`: the conjuncts with an exact pyarrow form go
+   into the Lance scan (pylance pushes them into its own plan);
+2. :meth:`ScanFilter.apply`: when something had no pyarrow form (``murmur3``
+   terms, ``date_trunc`` on zoned timestamps, leaves the planner does not
+   model), the scanned rows are filtered exactly: transform terms by
+   :mod:`.evaluate` (the code that computes stored partition values), and
+   filters with leaves the IR cannot express by the engine the filter was
+   written for: DataFusion over the original SQL text, or pyarrow over the
+   original expression.
+
+So every path (a ``lance_ns`` read, a task scanning a shipped
+:class:`~.scan_plan.ScanPlan`) keeps exactly the rows DataFusion's ``WHERE``
+keeps; nothing is ever rendered as ``TRUE`` for want of a form.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import PlanningError
+from lance_sql.planning.predicates import (
+    And,
+    Const,
+    Not,
+    Or,
+    Predicate,
+    Unsupported,
+    and_,
+    columns_of,
+    conjuncts,
+)
+
+
+def has_unsupported(pred: Predicate) -> bool:
+    if isinstance(pred, Unsupported):
+        return True
+    if isinstance(pred, (And, Or)):
+        return any(has_unsupported(c) for c in pred.children)
+    if isinstance(pred, Not):
+        return has_unsupported(pred.child)
+    return False
+
+
+@dataclass(frozen=True)
+class ScanFilter:
+    """A bound predicate plus, when it has unmodelled leaves, the original filter.
+
+    ``sql``: the DataFusion SQL text the filter was given as; ``substrait``:
+    a pyarrow expression's Substrait bytes (base64), with ``schema`` the
+    schema its field positions refer to. Only needed when ``predicate`` has
+    :class:`~.predicates.Unsupported` leaves.
+    """
+
+    predicate: Predicate
+    sql: str | None = None
+    substrait: str | None = None
+
+    @classmethod
+    def of(cls, filter: Any, predicate: Predicate, schema: pa.Schema) -> ScanFilter:
+        if not has_unsupported(predicate):
+            return cls(predicate)
+        if isinstance(filter, str):
+            return cls(predicate, sql=filter)
+        if isinstance(filter, pc.Expression):
+            buf = filter.to_substrait(schema)
+            return cls(predicate, substrait=base64.b64encode(bytes(buf)).decode())
+        return cls(predicate)
+
+    @property
+    def is_true(self) -> bool:
+        return self.predicate == Const(True)
+
+    def columns(self, schema: pa.Schema) -> list[str]:
+        """Columns a scan must read to apply this filter (schema order)."""
+        if self.substrait is not None or (self.sql is not None and has_unsupported(self.predicate)):
+            return list(schema.names)  # unknown or positional column references
+        used = columns_of(self.predicate)
+        return [n for n in schema.names if n in used]
+
+    def expression(self) -> pc.Expression:
+        """The whole filter as one exact pyarrow expression.
+
+        Raises :class:`PlanningError` naming the part that has none.
+        """
+        from lance_sql.planning.arrow_expr import to_pyarrow
+
+        return to_pyarrow(self.predicate)
+
+    def pushdown(self, schema: pa.Schema) -> tuple[pc.Expression | None, bool]:
+        """(AND of the conjuncts a Lance scan can run exactly, or None; whether that is all).
+
+        A conjunct qualifies when it has an exact pyarrow form that Substrait
+        (pylance's route into its own plan) can carry over ``schema``.
+        """
+        if self.is_true:
+            return None, True
+        if self.predicate == Const(False):
+            return pc.scalar(False), True
+        done: list[pc.Expression] = []
+        exact = True
+        for part in conjuncts(self.predicate):
+            expr = _lance_form(part, schema)
+            if expr is None:
+                exact = False
+            else:
+                done.append(expr)
+        expr = None
+        for e in done:
+            expr = e if expr is None else expr & e
+        return expr, exact
+
+    def residual(self, schema: pa.Schema) -> Predicate:
+        """The conjuncts :meth:`pushdown` leaves out (TRUE when it is exact)."""
+        return and_(*(p for p in conjuncts(self.predicate) if _lance_form(p, schema) is None))
+
+    def apply(
+        self, table: pa.Table, schema: pa.Schema, residual: Predicate | None = None
+    ) -> pa.Table:
+        """The rows of ``table`` (read with :meth:`columns` and :meth:`pushdown`) where it is TRUE.
+
+        ``residual``: :meth:`residual`, when the caller computed it once for many batches.
+        """
+        if self.substrait is not None:
+            expr = pc.Expression.from_substrait(base64.b64decode(self.substrait))
+            return table.select(schema.names).filter(expr)
+        if self.sql is not None and has_unsupported(self.predicate):
+            return _datafusion_where(table, self.sql)
+        from lance_sql.planning.evaluate import matching_rows
+
+        rest = self.residual(schema) if residual is None else residual
+        return matching_rows(rest, table) if rest != Const(True) else table
+
+    # -- JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        from lance_sql.planning.predicate_json import to_json_value
+
+        return {
+            "predicate": to_json_value(self.predicate),
+            "sql": self.sql,
+            "substrait": self.substrait,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: dict[str, Any]) -> ScanFilter:
+        from lance_sql.planning.predicate_json import from_json_value
+
+        return cls(from_json_value(obj["predicate"]), obj.get("sql"), obj.get("substrait"))
+
+
+def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:
+    """``pred`` as a pyarrow expression a Lance scan runs exactly, or None."""
+    from lance_sql.planning.arrow_expr import to_pyarrow
+
+    try:
+        expr = to_pyarrow(pred)
+        expr.to_substrait(schema)
+    except (PlanningError, pa.ArrowException, ValueError, TypeError):
+        return None
+    return expr
+
+
+def _datafusion_where(table: pa.Table, sql: str) -> pa.Table:
+    """``SELECT * FROM table WHERE sql`` with DataFusion (the dialect the filter was written in)."""
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+    ctx.register_record_batches("t", [batches])
+    out = ctx.sql(f"SELECT * FROM t WHERE {sql}").to_arrow_table()
+    return out.cast(table.schema) if out.schema != table.schema else out
+
+
+def scan_batches(
+    units: Sequence[Any],
+    scan_filter: ScanFilter | None,
+    schema: pa.Schema,
+    columns: Sequence[str] | None = None,
+) -> Any:
+    """Batches of ``columns`` (default: all) of ``units`` where ``scan_filter`` is TRUE."""
+    wanted = list(schema.names) if columns is None else list(columns)
+    if scan_filter is None or scan_filter.is_true:
+        for unit in units:
+            yield from unit.to_batches(wanted, None)
+        return
+    pushed, exact = scan_filter.pushdown(schema)
+    if exact and scan_filter.substrait is None:
+        for unit in units:
+            yield from unit.to_batches(wanted, pushed)
+        return
+    need = scan_filter.columns(schema)
+    read = list(dict.fromkeys([*wanted, *need]))
+    rest = scan_filter.residual(schema)
+    for unit in units:
+        for batch in unit.to_batches(read, pushed):
+            if batch.num_rows == 0:
+                continue
+            kept = scan_filter.apply(pa.Table.from_batches([batch]), schema, rest)
+            yield from kept.select(wanted).combine_chunks().to_batches()
+
+
+__all__ = ["ScanFilter", "has_unsupported", "scan_batches"]
