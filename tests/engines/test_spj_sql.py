@@ -159,13 +159,6 @@ def test_where_prunes_each_side_before_grouping(roots) -> None:
     assert SPJ_LINE in _explain(on, sql)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Exception,
-    reason="library bug: a WHERE above an outer storage-partitioned join is pushed into the "
-    "SpjTable scan as a filter on its c0..cN columns, but the group batches keep the join's "
-    "column names: 'ArrowInvalid: No match for FieldRef.Name(c2)'",
-)
 def test_where_on_the_null_supplying_side_of_an_outer_join(roots) -> None:
     """A WHERE on the null-supplying side of an outer join must not prune that side."""
     on = _ctx(roots, True)
