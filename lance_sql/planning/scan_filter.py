@@ -186,14 +186,21 @@ def scan_batches(
     scan_filter: ScanFilter | None,
     schema: pa.Schema,
     columns: Sequence[str] | None = None,
+    extra: pc.Expression | None = None,
 ) -> Any:
-    """Batches of ``columns`` (default: all) of ``units`` where ``scan_filter`` is TRUE."""
+    """Batches of ``columns`` (default: all) of ``units`` where ``scan_filter`` is TRUE.
+
+    ``extra``: a further exact pyarrow filter the Lance scan can run (e.g. Spark's
+    pushed filters), AND-ed into the scan.
+    """
     wanted = list(schema.names) if columns is None else list(columns)
     if scan_filter is None or scan_filter.is_true:
         for unit in units:
-            yield from unit.to_batches(wanted, None)
+            yield from unit.to_batches(wanted, extra)
         return
     pushed, exact = scan_filter.pushdown(schema)
+    if extra is not None:
+        pushed = extra if pushed is None else pushed & extra
     if exact and scan_filter.substrait is None:
         for unit in units:
             yield from unit.to_batches(wanted, pushed)

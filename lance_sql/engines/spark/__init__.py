@@ -7,23 +7,52 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Spark settings :func:`register` sets (filter pushdown into Python data sources).
+#: Spark settings :func:`register` sets when filter pushdown is safe (see below).
 SETTINGS = {"spark.sql.python.filterPushdown.enabled": "true"}
 
+_SCAN_BUILDER = "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder"
 
-def register(spark: Any) -> None:
-    """Register the ``lance_ns`` data source with ``spark`` and enable what it needs.
 
-    Sets ``spark.sql.python.filterPushdown.enabled=true`` (without it Spark
-    never calls ``pushFilters`` and no partition is pruned). After this,
+def scan_scoped_pushdown(spark: Any) -> bool:
+    """Whether this Spark keeps the read plan of a pushed filter with its own scan.
+
+    pyspark 4.3.0 stores it on the data-source object every scan of one
+    ``load()`` shares, so a later query of the same DataFrame (or another scan
+    in the same query) reads with an earlier query's filter. Later Sparks keep
+    it on the scan builder (a ``readInfo`` field there), which is what this
+    checks through the driver's JVM; False when that cannot be checked.
+    """
+    try:
+        cls = spark._jvm.java.lang.Class.forName(_SCAN_BUILDER)
+        return any(f.getName() == "readInfo" for f in cls.getDeclaredFields())
+    except Exception:  # Spark Connect, no JVM access, class moved: assume the unsafe kind
+        return False
+
+
+def register(spark: Any, filter_pushdown: bool | None = None) -> None:
+    """Register the ``lance_ns`` data source with ``spark``.
+
+    ``filter_pushdown`` (default: :func:`scan_scoped_pushdown`): prune by the
+    filters Spark pushes, and set ``spark.sql.python.filterPushdown.enabled=true``.
+    Where Spark would reuse a pushed filter's read plan for other scans
+    (pyspark 4.3.0) it is off, Spark filters the rows itself, and pruning
+    comes from the per-DataFrame ``where`` read option. After this,
     ``spark.read.format("lance_ns").load(root)`` and
     ``df.write.format("lance_ns").mode("append").save(root)`` work.
     """
-    from lance_sql.engines.spark.source import LanceNamespaceDataSource
+    from lance_sql.engines.spark.source import (
+        LanceNamespaceDataSource,
+        LanceNamespacePushdownDataSource,
+    )
 
-    for key, value in SETTINGS.items():
-        spark.conf.set(key, value)
-    spark.dataSource.register(LanceNamespaceDataSource)
+    if filter_pushdown is None:
+        filter_pushdown = scan_scoped_pushdown(spark)
+    if filter_pushdown:
+        for key, value in SETTINGS.items():
+            spark.conf.set(key, value)
+        spark.dataSource.register(LanceNamespacePushdownDataSource)
+    else:
+        spark.dataSource.register(LanceNamespaceDataSource)
 
 
 def partitioned_join(spark: Any, left_root: str, right_root: str, **kwargs: Any) -> Any:
@@ -33,4 +62,4 @@ def partitioned_join(spark: Any, left_root: str, right_root: str, **kwargs: Any)
     return impl(spark, left_root, right_root, **kwargs)
 
 
-__all__ = ["SETTINGS", "partitioned_join", "register"]
+__all__ = ["SETTINGS", "partitioned_join", "register", "scan_scoped_pushdown"]

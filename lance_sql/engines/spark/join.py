@@ -126,10 +126,12 @@ def partitioned_join(
     for ``on``, warns and returns Spark's own join of the two ``lance_ns``
     reads (same result, with a shuffle).
     """
+    from lance_sql.engines.spark.paths import normalize_root
     from lance_sql.planning.joins import plan_join
     from lance_sql.planning.joins.plan import normalize_how
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
+    left_root, right_root = normalize_root(left_root), normalize_root(right_root)
     pairs = _on_pairs(on)
     how = normalize_how(how)
     lns = PartitionedNamespace.open(

@@ -8,10 +8,24 @@ How Spark drives it (pyspark 4.3), and where the work happens:
   as Spark's file sources keep their file listing. Load again to see later commits.
 - each action: one planning worker calls ``reader()``, ``pushFilters()`` and
   ``partitions()``. Pruning and packing happen there, once per query; every input
-  partition carries pickled scan units (about 1 KB per partition table), so a
-  task opens only the Lance fragments it reads, never ``__manifest``.
+  partition carries pickled scan units (about 1 KB per partition table) and the
+  exact filter to apply, so a task opens only the Lance fragments it reads,
+  never ``__manifest``.
 - ``read(partition)`` in each task streams Arrow batches cast to the exact Arrow
   schema Spark expects.
+
+Filters and the reused-DataFrame trap: pyspark 4.3.0 keeps the read plan that
+a pushed filter produced (partitions and reader) on the data-source object
+shared by every scan of one ``load()``; a later scan of the same DataFrame,
+view or cache with nothing pushable, or another scan in the same query, runs
+with it and returns the earlier filter's rows. So on such a Spark the source
+accepts no pushed filter (``pushFilters`` returns them all; Spark filters the
+rows itself) and its read plan never depends on a query. Pruning then comes
+from the ``where`` option, which belongs to the DataFrame (it is part of its
+options, so no other scan can inherit it). On a Spark whose scan builder keeps
+the read plan per scan (:func:`lance_sql.engines.spark.scan_scoped_pushdown`),
+:func:`lance_sql.engines.spark.register` registers
+:class:`LanceNamespacePushdownDataSource`, which also prunes by pushed filters.
 
 Column pruning: the pyspark 4.3 data source API never tells a reader which
 columns a query uses, so the columns read are the DataFrame's columns. Users
@@ -20,15 +34,17 @@ prune with ``.option("columns", "a,b")`` or a user schema (``.schema("a long")``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from lance_sql.engines.spark.filters import split
+from lance_sql.engines.spark.paths import normalize_root
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 
@@ -42,6 +58,8 @@ OPTIONS = {
     "rows_per_partition": "pack partition tables smaller than this many rows into shared "
     "Spark partitions (default: one Spark partition per partition table)",
     "pruning": "false reads every partition table (the filter is still applied)",
+    "where": "a filter in DataFusion SQL (as lance_sql.plan_scan takes): prunes partition "
+    "tables and is applied exactly in every scan, for every query of the DataFrame",
 }
 
 
@@ -49,7 +67,7 @@ def _root(options: Mapping[str, str]) -> str:
     root = options.get("path")
     if not root:
         raise LanceSqlError("lance_ns: give the namespace root, e.g. .load('/data/ns')")
-    return root
+    return normalize_root(root)
 
 
 def int_option(options: Mapping[str, str], key: str) -> int | None:
@@ -118,9 +136,12 @@ def selected_columns(options: Mapping[str, str], schema: pa.Schema) -> pa.Schema
 class LanceInputPartition(InputPartition):
     """Scan units of one partition table, or of several small ones packed together."""
 
-    def __init__(self, units: Sequence[Any], object_ids: Sequence[str]) -> None:
+    def __init__(
+        self, units: Sequence[Any], object_ids: Sequence[str], scan_filter: Any = None
+    ) -> None:
         super().__init__(list(object_ids))
         self.units = list(units)
+        self.scan_filter = scan_filter  # the planned exact filter (ScanFilter) or None
 
 
 def pack(units: Sequence[Any], rows_per_partition: int | None) -> list[list[Any]]:
@@ -181,22 +202,26 @@ class LanceNamespaceReader(DataSourceReader):
         self.pruning = pruning == "true"
         self.rows_per_partition = int_option(self.options, "rows_per_partition")
 
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        """Keep every filter with an exact pyarrow form; return the rest to Spark.
-
-        Kept filters prune partitions and are applied inside every partition scan
-        (rows where the filter is false or NULL are dropped, as Spark would), so
-        Spark does not evaluate them again.
-        """
-        self.filter, rest = split(filters, self.ns_schema)
-        yield from rest
-
     def plan(self) -> tuple[Any, Any]:
         """(namespace at the pinned version, :class:`~lance_sql.planning.scan_plan.ScanPlan`)."""
         from lance_sql.errors import PlanningError
         from lance_sql.planning.scan_plan import plan_scan
 
         ns = open_namespace(self.options, self.version)
+        where = self.options.get("where")
+        if where is not None and where.strip():
+            try:
+                plan = plan_scan(ns, where)
+            except PlanningError as e:
+                raise LanceSqlError(
+                    f"lance_ns {self.options.get('path')}: option where={where!r}: {e}"
+                ) from e
+            if not self.pruning:  # every partition, the same exact filter
+                everything = plan_scan(ns)
+                plan = dataclasses.replace(
+                    everything, filter_sql=plan.filter_sql, scan_filter=plan.scan_filter
+                )
+            return ns, plan
         if self.filter is None or not self.pruning:
             return ns, plan_scan(ns)
         try:
@@ -208,18 +233,41 @@ class LanceNamespaceReader(DataSourceReader):
         ns, plan = self.plan()
         units = plan.scan_units(ns, schema=self.ns_schema) if plan.partitions else []
         groups = pack(units, self.rows_per_partition)
+        sf = plan.scan_filter if self.options.get("where") else None
         if not groups:
-            return [LanceInputPartition([], [])]
+            return [LanceInputPartition([], [], sf)]
         return [
-            LanceInputPartition(g, list(dict.fromkeys(u.entry.object_id for u in g)))
+            LanceInputPartition(g, list(dict.fromkeys(u.entry.object_id for u in g)), sf)
             for g in groups
         ]
 
     def read(self, partition: LanceInputPartition) -> Iterator[pa.RecordBatch]:
-        for unit in partition.units:
-            for batch in unit.to_batches(self.columns, self.filter):
-                if batch.num_rows:
-                    yield to_spark_batch(batch, self.target)
+        from lance_sql.planning.scan_filter import scan_batches
+
+        sf = getattr(partition, "scan_filter", None)
+        batches = scan_batches(partition.units, sf, self.ns_schema, self.columns, self.filter)
+        for batch in batches:
+            if batch.num_rows:
+                yield to_spark_batch(batch, self.target)
+
+
+class LanceNamespacePushdownReader(LanceNamespaceReader):
+    """A reader that also takes Spark's pushed filters (a Spark with per-scan read plans).
+
+    pyspark refuses a reader that defines ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false, so it is a class of its own.
+    """
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        """Keep every filter with an exact pyarrow form; return the rest to Spark.
+
+        Used only on a Spark that scopes read plans to one scan: kept filters
+        prune partitions and are applied inside every partition scan (rows where
+        the filter is false or NULL are dropped, as Spark would), so Spark does
+        not evaluate them again.
+        """
+        self.filter, rest = split(filters, self.ns_schema)
+        yield from rest
 
 
 class LanceNamespaceDataSource(DataSource):
@@ -232,6 +280,15 @@ class LanceNamespaceDataSource(DataSource):
     partition table; the filter is still applied). A user schema
     (``.schema("k long, v double")``) also selects columns; its types are cast to.
     """
+
+    #: Whether readers accept Spark's pushed filters (only safe where Spark scopes
+    #: read plans to one scan; see the module docstring).
+    push_filters: ClassVar[bool] = False
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        if self.options.get("path"):  # resolved here, on the driver (relative paths)
+            self.options["path"] = normalize_root(self.options["path"])
 
     @classmethod
     def name(cls) -> str:
@@ -251,7 +308,8 @@ class LanceNamespaceDataSource(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         ns_schema, version = self._state()
-        return LanceNamespaceReader(self.options, ns_schema, schema, version)
+        cls = LanceNamespacePushdownReader if self.push_filters else LanceNamespaceReader
+        return cls(self.options, ns_schema, schema, version)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from lance_sql.engines.spark.write import LanceNamespaceWriter
@@ -259,11 +317,19 @@ class LanceNamespaceDataSource(DataSource):
         return LanceNamespaceWriter(self.options, overwrite)
 
 
+class LanceNamespacePushdownDataSource(LanceNamespaceDataSource):
+    """``lance_ns`` that also prunes by Spark's pushed filters (Sparks with per-scan read plans)."""
+
+    push_filters: ClassVar[bool] = True
+
+
 __all__ = [
     "NAME",
     "OPTIONS",
     "LanceInputPartition",
     "LanceNamespaceDataSource",
+    "LanceNamespacePushdownDataSource",
+    "LanceNamespacePushdownReader",
     "LanceNamespaceReader",
     "open_namespace",
     "pack",
