@@ -110,6 +110,7 @@ class Contexts:
     tables: dict[str, pa.Table]
     uris: dict[str, str]
     setups_done: set[str] = field(default_factory=set)
+    plain_cache: dict[tuple[str, tuple[Any, ...]], pa.Table] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # hypothesis prints fixtures of failing examples
         return f"Contexts({sorted(self.tables)})"
@@ -161,8 +162,12 @@ def run_lance(
 
 
 def run_plain(c: Contexts, sql: str, *, params: dict[str, Any] | None = None) -> pa.Table:
-    df = c.plain.sql(sql, param_values=params) if params else c.plain.sql(sql)
-    return collect(df)
+    """Plain DataFusion's answer (cached: the corpus asks once per SPJ setting)."""
+    key = (sql, tuple(sorted((params or {}).items())))
+    if key not in c.plain_cache:
+        df = c.plain.sql(sql, param_values=params) if params else c.plain.sql(sql)
+        c.plain_cache[key] = collect(df)
+    return c.plain_cache[key]
 
 
 def run_duck(c: Contexts, sql: str) -> pa.Table:

@@ -70,6 +70,32 @@ def test_corpus_size() -> None:
     assert bare <= known, f"KNOWN_FAILURES names no query: {sorted(bare - known)}"
 
 
+def test_same_schemas(diff: Contexts) -> None:
+    """Every table has the same Arrow schema (nullability included) on all contexts."""
+    for name in diff.tables:
+        want = diff.plain.table(name).schema()
+        assert diff.lance.table(name).schema() == want, name
+        assert diff.lance_off.table(name).schema() == want, name
+        assert diff.tables[name].schema == want, name
+
+
+def test_set_lance_spj_false_statement(diff: Contexts) -> None:
+    """``SET lance.spj = false`` in SQL is ``SessionContext(spj=False)``: same answers."""
+    import lance_sql
+
+    ctx = lance_sql.SessionContext()
+    for name in ("orders", "customers"):
+        ctx.register_namespace(name, diff.uris[name])
+    sql = (
+        "SELECT c.nation, count(*), sum(o.qty) FROM orders o JOIN customers c "
+        "ON o.customer_id = c.id WHERE o.status <> 'done' GROUP BY c.nation"
+    )
+    want = run_plain(diff, sql)
+    for value in ("false", "true"):
+        ctx.sql(f"SET lance.spj = {value}")
+        assert_same(ctx.sql(sql).to_arrow_table(), want, sql=f"{sql} [SET lance.spj={value}]")
+
+
 @pytest.mark.parametrize(("q", "spj"), _cases())
 def test_query(diff: Contexts, q: Q, spj: bool) -> None:
     check(diff, q, spj)
