@@ -196,7 +196,7 @@ def test_dataframe_date_trunc_filter_prunes_like_sql(roots, plain) -> None:
     stamp = lit(pa.scalar(day, pa.timestamp("us")))
 
     def api(c: Any) -> Any:
-        return c.table("events").filter(f.date_trunc(lit("day"), col("ts")) == stamp)
+        return c.table("events").filter(f.date_trunc("day", col("ts")) == stamp)
 
     sql = f"SELECT * FROM events WHERE date_trunc('day', ts) = TIMESTAMP '{day:%Y-%m-%d %H:%M:%S}'"
     total = len({(t.year, t.month, t.day) for t in EVENTS.column("ts").to_pylist()})
@@ -209,13 +209,13 @@ def test_dataframe_date_trunc_filter_prunes_like_sql(roots, plain) -> None:
     # a range of days, and a condition the pass cannot use, prune as much as they can
     week = api(ctx).union(
         ctx.table("events").filter(
-            (f.date_trunc(lit("day"), col("ts")) >= stamp) & (col("k") % lit(2) == lit(0))
+            (f.date_trunc("day", col("ts")) >= stamp) & (col("k") % lit(2) == lit(0))
         )
     )
     assert _rows(week) == _rows(
         api(plain).union(
             plain.table("events").filter(
-                (f.date_trunc(lit("day"), col("ts")) >= stamp) & (col("k") % lit(2) == lit(0))
+                (f.date_trunc("day", col("ts")) >= stamp) & (col("k") % lit(2) == lit(0))
             )
         )
     )
@@ -313,8 +313,10 @@ def test_typed_error_inside_a_join_group_reaches_the_caller(tmp_path) -> None:
     match = r"partition table '" + re.escape(entry.object_id) + "'"
     for df in frames:
         assert len(df.lance_rewrite().used) == 1
-        # (DataFrame.count() of a one-row aggregate is 1 without running it, as in DataFusion)
-        runs = ("collect", "to_arrow_table", "to_pylist", "count")[: 3 if df is frames[2] else 4]
+        # (DataFrame.count() of a one-row aggregate is 1 without running it, and show() of
+        # a join stops after 20 rows, perhaps before the damaged table: both as in DataFusion)
+        last = "show" if df is frames[2] else "count"
+        runs = ("collect", "to_arrow_table", "to_pylist", "to_pandas", last)
         for run in runs:
             with pytest.raises(lance_sql.errors.FormatError, match=match):
                 getattr(df, run)()
