@@ -94,8 +94,11 @@ def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
 
 
 def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
-    batches = list(iter_batches(source))
-    table = pa.Table.from_batches(batches) if batches else pa.table({})
+    if isinstance(source, pa.Table):
+        table = source
+    else:
+        batches = list(iter_batches(source))
+        table = pa.Table.from_batches(batches) if batches else pa.table({})
     missing = [k for k in on if k not in table.column_names or k not in ns.schema.names]
     if missing:
         raise SchemaMismatchError(f"merge key column(s) {missing} missing from source or target")
