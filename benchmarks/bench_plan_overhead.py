@@ -12,7 +12,9 @@ round, alternated in one process so machine load hits all alike; medians of
 - ``rewrite``: ``ctx.sql(q)`` and ``lance_rewrite()`` alone.
 
 ``integrated - plain`` is the cost added per query; ``rewrite - sql`` the
-rewrite itself. Nothing is read from the partition tables' data.
+rewrite itself. Nothing is read from the partition tables' data. Wall time
+and process CPU time (all threads; less sensitive to other processes on a
+busy machine) are both reported.
 
     python benchmarks/bench_plan_overhead.py --runs 200
 """
@@ -88,16 +90,21 @@ def measure(root: Path, sql: str, runs: int) -> dict[str, float]:
 
     variants = {"sql": sql_only, "plain": plain, "integrated": integrated, "rewrite": rewrite}
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     for fn in variants.values():  # warm up (imports, caches)
         fn()
     for _ in range(runs):
         for name, fn in variants.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
             times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
     med = {name: 1000 * statistics.median(ts) for name, ts in times.items()}
+    med |= {f"{name}_cpu": 1000 * statistics.median(ts) for name, ts in cpu.items()}
     med["added"] = med["integrated"] - med["plain"]
     med["rewrite_only"] = med["rewrite"] - med["sql"]
+    med["added_cpu"] = med["integrated_cpu"] - med["plain_cpu"]
+    med["rewrite_only_cpu"] = med["rewrite_cpu"] - med["sql_cpu"]
     return med
 
 
@@ -112,11 +119,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         for name, sql in QUERIES.items():
             m = measure(Path(tmp), sql, args.runs)
             out[name] = m
-            print(
-                f"{name}: medians of {args.runs} alternated rounds (ms): sql {m['sql']:.2f}, "
-                f"plain planning {m['plain']:.2f}, with lance-sql's rewrite {m['integrated']:.2f} "
-                f"(added {m['added']:.2f}); rewrite alone {m['rewrite_only']:.2f}"
-            )
+            for clock, sfx in (("wall", ""), ("cpu", "_cpu")):
+                print(
+                    f"{name} ({clock}): medians of {args.runs} alternated rounds (ms): "
+                    f"sql {m['sql' + sfx]:.2f}, plain planning {m['plain' + sfx]:.2f}, "
+                    f"with lance-sql's rewrite {m['integrated' + sfx]:.2f} "
+                    f"(added {m['added' + sfx]:.2f}); rewrite alone {m['rewrite_only' + sfx]:.2f}"
+                )
     return out
 
 
