@@ -104,7 +104,7 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
                     lambda rel: output_width(ctx, plan, rel),
                 )
             spj = storage_partitioned_joins(ctx, plan, tables)
-            out.used, out.reasons = spj.used, spj.reasons
+            out.used, out.reasons = list(spj.used), [*out.reasons, *spj.reasons]
             changed = changed or bool(spj.used)
             if spj.used and aggregates:
                 out.used += push_partial_aggregates(ctx, plan, spj.used)
@@ -113,10 +113,14 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
         try:
             new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
             same = new.schema().equals(df.schema(), check_metadata=False)
+            # DataFusion re-optimizes the plan when it runs: make it do so now, where
+            # a failure (e.g. its Substrait consumer reading a one-sided column
+            # equality of an outer join as a join key) falls back to the original
+            new.optimized_logical_plan()
         except Exception as exc:
             return _unchanged(out, f"the rewritten plan was refused ({_first_line(exc)})")
     if not same:
-        if aggregates and len(out.used) > len(spj.used):
+        if aggregates and want_spj and len(out.used) > len(spj.used):
             return rewrite(ctx, df, aggregates=False)
         return _unchanged(out, "the rewritten plan changes the output schema")
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan))}

@@ -150,6 +150,11 @@ def _replace(
     keys = _keys(join, left.columns, right.columns, names)
     if not keys:
         return f"{where}: no equality of plain columns between the two sides"
+    if _one_sided_equality(join, len(left.columns), names):
+        # DataFusion 55's Substrait consumer reads every column equality of a join
+        # condition as a join key, even one between two columns of one side, and the
+        # group query then fails to plan: leave such a join to DataFusion.
+        return f"{where}: the ON condition equates two columns of one side"
     ltable, rtable = namespaces[left.table], namespaces[right.table]
     lsnap, rsnap = ltable._current(), rtable._current()
     jp = plan_join(lsnap, rsnap, on=keys, how=how)
@@ -174,6 +179,16 @@ def _replace(
     rel.CopyFrom(read)
     outcome.used.append(table)
     return None
+
+
+def _one_sided_equality(join: algebra_pb2.JoinRel, n_left: int, names: dict[int, str]) -> bool:
+    if not join.HasField("expression"):
+        return False
+    for conj in sp.conjuncts(join.expression, names):
+        pair = sp.equality_fields(conj, names)
+        if pair is not None and (pair[0] < n_left) == (pair[1] < n_left):
+            return True
+    return False
 
 
 def _keys(
