@@ -263,7 +263,13 @@ def test_dataframes_and_views_built_before_an_append_see_it(tmp_path, spj) -> No
     r1 = pa.table({"rk": pa.array([6, 7], pa.int64()), "w": pa.array([6, 7], pa.int64())})
     roots = {"l": _write(tmp_path / "l", l0, bucket), "r": _write(tmp_path / "r", r0, rbucket)}
     ctx = _lance(roots, spj=spj)
+    pinned = lance_sql.SessionContext(spj=spj)  # namespaces pinned to today's __manifest
+    for name, root in roots.items():
+        pinned.register_namespace(
+            name, root, version=PartitionedNamespace.open(root).manifest_version
+        )
     join_sql = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.rk"
+    pinned_join = pinned.sql(join_sql)
     frames = {
         "sql join": ctx.sql(join_sql),
         "api join": ctx.table("l").join(ctx.table("r"), left_on="k", right_on="rk"),
@@ -285,6 +291,8 @@ def test_dataframes_and_views_built_before_an_append_see_it(tmp_path, spj) -> No
     }
     for name, df in frames.items():
         assert _rows(df) == expected[name] != before[name], name
+    assert _rows(pinned_join) == before["sql join"]  # a pinned version never moves
+    assert len(pinned_join.lance_rewrite().used) == int(spj)
     assert _rows(ctx.sql("SELECT * FROM api_view")) == expected["api join"]
     assert _rows(ctx.sql("SELECT * FROM sql_view")) == expected["sql join"]
     assert _rows(ctx.table("sql_view")) == expected["sql join"]
