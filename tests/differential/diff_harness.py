@@ -171,7 +171,7 @@ def run_plain(c: Contexts, sql: str, *, params: dict[str, Any] | None = None) ->
 
 
 def run_duck(c: Contexts, sql: str) -> pa.Table:
-    return c.duck.sql(sql).fetch_arrow_table()
+    return c.duck.sql(sql).to_arrow_table()
 
 
 def run_both(
