@@ -172,12 +172,6 @@ def test_dataframe_join_off_is_a_hash_join(roots, plain) -> None:
     assert _rows(df) == _rows(want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DataFrame.explain() prints DataFusion's plan only: no StoragePartitionedJoin / "
-    "LanceNamespaceScan description lines and no 'storage-partitioned join: not used' "
-    "reasons (SQL EXPLAIN has them; context._explain is only reached from ctx.sql)",
-)
 def test_dataframe_explain_names_the_storage_partitioned_join(roots) -> None:
     ctx = _lance(roots)
     df = ctx.table("orders").join(ctx.table("customers"), left_on="customer_id", right_on="id")

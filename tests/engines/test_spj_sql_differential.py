@@ -216,13 +216,6 @@ RIGHT_SELF_JOIN = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wrong rows under SPJ since the plan-level partial aggregate in groups (agg_plan, "
-    "6313cf6 era): each group runs join + WHERE + partial aggregate and hits "
-    "apache/datafusion#21246 like the plain plan; without the aggregate in the groups SPJ "
-    "gave DuckDB's rows",
-)
 def test_spj_right_self_join_with_where_over_both_sides(contexts, oracle) -> None:
     assert _rows(contexts[0], RIGHT_SELF_JOIN) == _duckdb_rows(oracle, RIGHT_SELF_JOIN)
 

@@ -201,15 +201,23 @@ class SessionContext(datafusion.SessionContext):
         return LanceDataFrame(super().table(name), self)
 
     def _explain(self, df: DataFrame) -> DataFrame:
-        """An EXPLAIN of the plan lance-sql runs, with lance-sql's lines added."""
+        """An EXPLAIN statement's result for the plan lance-sql runs."""
         plan = df.logical_plan()
         node = plan.to_variant()
         inner = self.create_dataframe_from_logical_plan(plan.inputs()[0])
-        done = rewrite(self, inner)
         verbose = type(node).__name__ == "Analyze" or node.verbose()
+        return self._frame(self.explain_table(inner, df if verbose else None))
+
+    def explain_table(self, inner: DataFrame, statement: DataFrame | None = None) -> pa.Table:
+        """EXPLAIN of ``inner`` as lance-sql runs it (``plan_type``, ``plan``), with its lines.
+
+        ``statement``: an ``EXPLAIN ANALYZE`` / ``VERBOSE`` DataFrame, whose own
+        output (DataFusion's, for the plan without lance-sql's rewrites) is used.
+        """
+        done = rewrite(self, inner)
         with capture_scans() as records:
-            if done.dataframe is inner or verbose:
-                table = df.to_arrow_table()
+            if statement is not None:
+                table = statement.to_arrow_table()
                 if done.dataframe is not inner:
                     done.reasons.append("EXPLAIN ANALYZE and VERBOSE show the plan without it")
             else:
@@ -221,7 +229,7 @@ class SessionContext(datafusion.SessionContext):
         if lines and "plan" in table.column_names and table.num_rows:
             first = table.column("plan")[0].as_py() or ""
             table = _map_plans(table, lambda p: lines + "\n" + p if p == first else p)
-        return self._frame(table)
+        return table
 
     def _frame(self, table: pa.Table) -> DataFrame:
         """A DataFrame over ``table`` that registers no table name (``from_arrow`` does)."""

@@ -37,7 +37,6 @@ EXECUTING = (
     "execute_stream",
     "execute_stream_partitioned",
     "execution_plan",
-    "explain",
     "show",
     "to_arrow_table",
     "to_pandas",
@@ -62,6 +61,20 @@ class LanceDataFrame(DataFrame):
     def __init__(self, df: Any, ctx: Any) -> None:
         super().__init__(df.df if isinstance(df, DataFrame) else df)
         self._lance_ctx = ctx
+
+    def explain(self, verbose: bool = False, analyze: bool = False) -> None:
+        """Print the plan lance-sql runs, with its description lines (as SQL ``EXPLAIN``).
+
+        ``verbose`` / ``analyze`` print DataFusion's own explanation of that plan.
+        """
+        if verbose or analyze:
+            with typed_errors():
+                rewrite(self._lance_ctx, DataFrame(self.df)).dataframe.explain(verbose, analyze)
+            return
+        with typed_errors():
+            table = self._lance_ctx.explain_table(DataFrame(self.df))
+        for row in table.to_pylist():
+            print(f"{row['plan_type']}:\n{row['plan']}")
 
     def lance_rewrite(self) -> Rewrite:
         """The plan lance-sql would run now, with what it did (for tests and EXPLAIN)."""
@@ -104,6 +117,8 @@ def _building(name: str) -> Any:
 
 for _name, _member in list(vars(DataFrame).items()):
     if not callable(_member) or isinstance(_member, (staticmethod, classmethod)):
+        continue
+    if _name in vars(LanceDataFrame):  # defined here (explain)
         continue
     if _name in EXECUTING:
         setattr(LanceDataFrame, _name, _executing(_name))

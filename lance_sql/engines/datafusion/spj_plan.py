@@ -37,6 +37,8 @@ from lance_sql.engines.datafusion.spj_provider import (
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
 
+#: column name prefixes of the two sides inside a group's query
+LEFT_PREFIX, RIGHT_PREFIX = "l$", "r$"
 #: Substrait join type -> JoinPlan ``how`` (mark and single joins are never storage-partitioned)
 JOIN_HOW = {
     algebra_pb2.JoinRel.JOIN_TYPE_INNER: "inner",
@@ -164,9 +166,14 @@ def _replace(
     body = sp.root_rel(group_plan).join
     sp.rename_tables(body.left, left.table, LEFT_TABLE)
     sp.rename_tables(body.right, right.table, RIGHT_TABLE)
+    # Distinct column names on the two sides: DataFusion 55's physical filter pushdown
+    # resolves columns by name and can move a condition onto the other side of a join
+    # whose sides share a column name (apache/datafusion#21246; a self-join always does).
+    sp.prefix_read_columns(body.left, LEFT_TABLE, LEFT_PREFIX)
+    sp.prefix_read_columns(body.right, RIGHT_TABLE, RIGHT_PREFIX)
     group = SubstraitGroupQuery(group_plan, _user_udfs(ctx, group_plan))
-    lside = SpjSide(lsnap, ltable.schema, left.table, ltable.name)
-    rside = SpjSide(rsnap, rtable.schema, right.table, rtable.name)
+    lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
+    rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
     out = group_schema(lside, rside, group)
     schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(out)])
     name = fresh_table_name("__lance_spj")
@@ -179,6 +186,11 @@ def _replace(
     rel.CopyFrom(read)
     outcome.used.append(table)
     return None
+
+
+def _prefixed(schema: pa.Schema, prefix: str) -> pa.Schema:
+    """``schema`` with prefixed column names (field ids kept: sides read by field id)."""
+    return pa.schema([f.with_name(prefix + f.name) for f in schema], metadata=schema.metadata)
 
 
 def _one_sided_equality(join: algebra_pb2.JoinRel, n_left: int, names: dict[int, str]) -> bool:

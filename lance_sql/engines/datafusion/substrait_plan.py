@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datafusion import substrait as ss
-from substrait import algebra_pb2, plan_pb2
+from substrait import algebra_pb2, plan_pb2, type_pb2
 
 Rel = algebra_pb2.Rel
 
@@ -218,6 +218,32 @@ def field_reference(index: int) -> algebra_pb2.Expression:
     return expr
 
 
+def _nested_names(t: type_pb2.Type) -> int:
+    """How many names a field of type ``t`` adds after its own in a depth-first name list."""
+    if t.WhichOneof("kind") != "struct":
+        return 0
+    return sum(1 + _nested_names(c) for c in t.struct.types)
+
+
+def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
+    """Prefix the top-level column names of every read of ``table`` under ``rel`` (in place).
+
+    Substrait lists a schema's names depth first (struct children after their
+    field); only top-level names change.
+    """
+    for node in walk(rel):
+        if table_name(node) != table:
+            continue
+        schema = node.read.base_schema
+        names = list(schema.names)
+        i = 0
+        for t in schema.struct.types:
+            names[i] = prefix + names[i]
+            i += 1 + _nested_names(t)
+        del schema.names[:]
+        schema.names.extend(names)
+
+
 def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:
     """A plan whose root is a copy of ``rel``, with ``plan``'s extensions (output names kept)."""
     out = plan_pb2.Plan()
@@ -250,6 +276,7 @@ __all__ = [
     "has_subquery",
     "inputs",
     "kind",
+    "prefix_read_columns",
     "rename_tables",
     "root_rel",
     "scan_chain",
