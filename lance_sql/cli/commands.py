@@ -120,9 +120,12 @@ def _open_namespace(root: str) -> Any:
 
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
+    from lance_sql.cli.maintenance import storage_by_partition
+
     ns = _open_namespace(root)
     base = Path(root)
     parts = ns.partitions()
+    storage = storage_by_partition(ns)
     rows = []
     for p in parts.to_pylist():
         size = _dir_size(base / p["location"])
@@ -134,6 +137,7 @@ def inspect_report(root: str) -> dict[str, Any]:
                 "read_version": p["read_version"],
                 "bytes": size,
                 "values": {k: str(v) for k, v in values.items()},
+                **storage.get(p["object_id"], {}),
             }
         )
     per_spec: dict[int, int] = {}
@@ -150,6 +154,7 @@ def inspect_report(root: str) -> dict[str, Any]:
         "rows": ns.count_rows(),
         "partitions": rows,
         "total_bytes": sum(r["bytes"] for r in rows),
+        "reclaimable_bytes": sum(r.get("reclaimable_bytes", 0) for r in rows),
         "ignored_tables": ns.foreign_tables(),
         "manifest_bytes": _dir_size(base / "__manifest"),
     }
@@ -190,14 +195,18 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
     for p in rep["partitions"]:
         vals = ", ".join(f"{k}={v}" for k, v in p["values"].items())
         size = _human(p["bytes"])
-        w(f"  v{p['spec_version']} {vals or '-'}  version={p['read_version']}  {size}\n")
+        frags = f"  fragments={p.get('fragments')}  deleted_rows={p.get('deleted_rows')}"
+        reclaim = f"  reclaimable={_human(p.get('reclaimable_bytes', 0))}"
+        w(f"  v{p['spec_version']} {vals or '-'}  version={p['read_version']}  {size}")
+        w(f"{frags}{reclaim}\n")
     if rep["ignored_tables"]:
         w(f"ignored tables, not under a spec version ({len(rep['ignored_tables'])}):\n")
         for t in rep["ignored_tables"]:
             w(f"  {t['object_id']}  location={t['location']}\n")
     w(
         f"total size: {_human(rep['total_bytes'])} in partition tables"
-        f" + {_human(rep['manifest_bytes'])} __manifest\n"
+        f" + {_human(rep['manifest_bytes'])} __manifest;"
+        f" reclaimable by expire + compact: {_human(rep['reclaimable_bytes'])}\n"
     )
     return 0
 

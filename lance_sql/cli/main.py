@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("root", help="partitioned namespace root")
 
+    p = sub.add_parser("compact", help="compact partition tables with many small fragments")
+    p.add_argument("root", help="partitioned namespace root")
+    p.add_argument("--target-rows-per-fragment", type=int, default=1 << 20)
+
+    p = sub.add_parser("expire", help="remove old versions no live __manifest version pins")
+    p.add_argument("root", help="partitioned namespace root")
+    p.add_argument("--older-than", required=True, help="age to keep, e.g. 7d, 12h, 30m")
+
     p = sub.add_parser("partitions", help="partition tables a filter selects, as JSON")
     p.add_argument("root", help="partitioned namespace root")
     p.add_argument("--where", help="SQL filter over the namespace columns")
@@ -99,6 +107,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         from lance_sql.cli.importer import cmd_import
 
         return cmd_import(args, out)
+    if args.command in ("compact", "expire"):
+        from lance_sql.cli import maintenance
+
+        return {"compact": maintenance.cmd_compact, "expire": maintenance.cmd_expire}[args.command](
+            args, out
+        )
     from lance_sql.cli import commands
 
     fn = {
