@@ -34,6 +34,8 @@ class Matched:
 
 def filter_mask(rows: pa.Table, filter: Any) -> pa.Array:
     """True where ``filter`` (SQL text, or a pyarrow expression) is TRUE on ``rows``."""
+    if filter is None:
+        return pa.array([True] * rows.num_rows, pa.bool_())
     if isinstance(filter, pc.Expression):
         return _expr_mask(rows, filter)
     return matching_mask(rows, filter)

@@ -102,6 +102,17 @@ def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
     missing = [k for k in on if k not in table.column_names or k not in ns.schema.names]
     if missing:
         raise SchemaMismatchError(f"merge key column(s) {missing} missing from source or target")
+    for k in on:  # keys compare (and prune) in the namespace's types
+        want = ns.schema.field(k).type
+        col = table.column(k)
+        if not col.type.equals(want):
+            try:
+                col = col.cast(want)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"merge key {k!r} has type {col.type}, the namespace has {want}"
+                ) from exc
+            table = table.set_column(table.column_names.index(k), k, col)
     return table
 
 
