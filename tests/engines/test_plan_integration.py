@@ -301,7 +301,7 @@ def test_typed_error_inside_a_join_group_reaches_the_caller(tmp_path) -> None:
     spec = [{"source": "k", "transform": "bucket", "num_buckets": 4}]
     rows = pa.table({"k": pa.array(range(100), pa.int64()), "v": pa.array(range(100), pa.int64())})
     rspec = [{"source": "rk", "transform": "bucket", "num_buckets": 4}]
-    rrows = rows.rename_columns(["rk", "w"])  # (same-named columns: see the xfail below)
+    rrows = rows.rename_columns(["rk", "w"])
     roots = {"l": _write(tmp_path / "l", rows, spec), "r": _write(tmp_path / "r", rrows, rspec)}
     entry = PartitionedNamespace.open(roots["l"]).tables()[0]
     with open(glob.glob(f"{entry.uri}/data/*.lance")[0], "r+b") as fh:
@@ -333,13 +333,6 @@ SAME_NAMES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: when the join output keeps two columns of the same name (SELECT *, "
-    "a.v and b.v, a self-join, DataFrame.join), plan_rewrite refuses the rewritten plan "
-    "('Schema contains duplicate qualified field name __lance_spj_N.v') and the join is "
-    "not storage-partitioned (rows stay right)",
-)
 @pytest.mark.parametrize("sql", SAME_NAMES)
 def test_joins_keeping_same_named_columns_are_storage_partitioned(tmp_path, sql) -> None:
     spec = [{"source": "k", "transform": "bucket", "num_buckets": 4}]
@@ -447,8 +440,8 @@ NEVER_CHANGED = [
     (
         "SELECT * FROM orders a JOIN orders b ON a.customer_id = b.customer_id "
         "WHERE a.order_id < 20",
-        False,
-    ),  # same-named outputs: see the xfail above
+        True,
+    ),  # same-named outputs: renamed back by LanceDataFrame
 ]
 
 
@@ -536,8 +529,7 @@ def test_issue_15_wrong_row_repros(small, small_roots, index) -> None:
     if "avg" not in sql:  # (DuckDB averages int64 exactly; DataFusion in float64)
         assert got == oracle
     _same_schema(ctx.sql(sql).schema(), want.schema())
-    if index != 0:  # (a.id, b.id, c.id: same-named columns, see the xfail above)
-        assert ctx.sql(sql).lance_rewrite().used, _explain(ctx, sql)
+    assert ctx.sql(sql).lance_rewrite().used, _explain(ctx, sql)
     assert _rows(_lance(small_roots, spj=False).sql(sql)) == got
 
 

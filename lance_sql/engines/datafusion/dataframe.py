@@ -51,6 +51,38 @@ EXECUTING = (
 )
 
 
+#: methods whose Arrow results get their original column names back when the rewritten
+#: plan had to rename same-named output columns (see plan_rewrite._unique_output_names)
+_RENAMED = (
+    "collect",
+    "collect_partitioned",
+    "to_arrow_table",
+    "to_pylist",
+    "to_pydict",
+    "to_pandas",
+    "to_polars",
+)
+#: methods whose results do not show column names (the rewritten plan runs as it is)
+_NAMES_UNUSED = ("count", "execution_plan")
+
+
+def _renamed(name: str, planned: DataFrame, names: list[str]) -> Any:
+    """``name``'s result over ``planned`` with the output columns named ``names``."""
+    if name == "collect":
+        return [b.rename_columns(names) for b in DataFrame.collect(planned)]
+    if name == "collect_partitioned":
+        return [
+            [b.rename_columns(names) for b in part]
+            for part in DataFrame.collect_partitioned(planned)
+        ]
+    table = DataFrame.to_arrow_table(planned).rename_columns(names)
+    if name == "to_polars":
+        import polars
+
+        return polars.from_arrow(table)
+    return table if name == "to_arrow_table" else getattr(table, name)()
+
+
 #: methods whose result runs the plan while it is consumed
 _STREAMS = ("__iter__", "__aiter__", "execute_stream", "execute_stream_partitioned")
 
@@ -88,7 +120,13 @@ def _executing(name: str) -> Any:
     @functools.wraps(base)
     def run(self: LanceDataFrame, *args: Any, **kwargs: Any) -> Any:
         with typed_errors():
-            planned = rewrite(self._lance_ctx, DataFrame(self.df)).dataframe
+            done = rewrite(self._lance_ctx, DataFrame(self.df))
+            planned = done.dataframe
+            if done.names is not None:
+                if name in _RENAMED:
+                    return _renamed(name, planned, done.names)
+                if name not in _NAMES_UNUSED:  # output names matter: run the plan as built
+                    planned = DataFrame(self.df)
             result = base(planned, *args, **kwargs)
         if isinstance(result, DataFrame):
             return LanceDataFrame(result, self._lance_ctx)

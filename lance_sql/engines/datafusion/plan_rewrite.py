@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
@@ -41,6 +43,8 @@ class Rewrite:
     used: list[Any] = field(default_factory=list)  # SpjTables
     reasons: list[str] = field(default_factory=list)  # namespace joins left as they were
     pruned: dict[str, Any] = field(default_factory=dict)  # pruning copies of namespace tables
+    #: the output column names when the rewritten plan had to rename duplicates, else None
+    names: list[str] | None = None
 
 
 def _scans(plan: Any) -> list[str]:
@@ -110,9 +114,16 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
                 out.used += push_partial_aggregates(ctx, plan, spj.used)
         if not changed:
             return out
+        out.names = _unique_output_names(plan)
         try:
             new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
-            same = new.schema().equals(df.schema(), check_metadata=False)
+            schema = new.schema()
+            if out.names is not None:
+                schema = pa.schema(
+                    [f.with_name(n) for f, n in zip(schema, out.names, strict=True)],
+                    metadata=schema.metadata,
+                )
+            same = schema.equals(df.schema(), check_metadata=False)
             # DataFusion re-optimizes the plan when it runs: make it do so now, where
             # a failure (e.g. its Substrait consumer reading a one-sided column
             # equality of an outer join as a join key) falls back to the original
@@ -131,9 +142,32 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
     return out
 
 
+def _unique_output_names(plan: Any) -> list[str] | None:
+    """Make the plan's output names unique (in place); the original names if they were not.
+
+    A query may output two columns of one name (``SELECT *`` of a self-join):
+    DataFusion tells them apart by their tables, but a storage-partitioned join
+    is one table, whose columns cannot share a name. The rewritten plan then
+    outputs ``name__lance_<i>`` and :class:`~.dataframe.LanceDataFrame` gives
+    the results their original names back.
+    """
+    root = next(r.root for r in plan.relations if r.HasField("root"))
+    names = list(root.names)
+    if len(set(names)) == len(names):
+        return None
+    seen: set[str] = set()
+    unique = []
+    for i, name in enumerate(names):
+        unique.append(name if name not in seen else f"{name}__lance_{i}")
+        seen.add(name)
+    del root.names[:]
+    root.names.extend(unique)
+    return names
+
+
 def _unchanged(out: Rewrite, why: str) -> Rewrite:
     out.reasons = [*out.reasons, *(f"{t.left.name} x {t.right.name}: {why}" for t in out.used)]
-    out.used, out.pruned = [], {}
+    out.used, out.pruned, out.names = [], {}, None
     return out
 
 
