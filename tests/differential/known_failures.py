@@ -8,13 +8,22 @@ The tests apply each as ``pytest.mark.xfail(strict=False, reason=...)``.
 
 from __future__ import annotations
 
-KNOWN_FAILURES: dict[str, str] = {}
+KNOWN_FAILURES: dict[str, str] = {
+    # flaky: -0.0 rows lost under ORDER BY float key + LIMIT (TopK filter pushed into Lance
+    # compares floats IEEE-style; DataFusion by total order, -0.0 < 0.0)
+    "topk_neg_zero_ties": "TopK over 0.0/-0.0 ties loses -0.0 rows (flaky)",
+    "topk_three_keys_neg_zero": "TopK over 0.0/-0.0 ties loses -0.0 rows (flaky)",
+    # FormatError "cannot rebuild is_null with options" for u = 0 AND NOT coalesce(...)
+    "and_not_coalesce_eq": "FormatError: cannot rebuild is_null with options",
+}
 
 
 #: error messages the generated tests (test_sql_generated, test_dataframe_programs) skip
 #: with ``hypothesis.reject()`` so that they keep finding other failure classes; each one
 #: has a regression query above. Delete an entry once its regression query passes.
-KNOWN_ERRORS: dict[str, str] = {}
+KNOWN_ERRORS: dict[str, str] = {
+    "cannot rebuild is_null with options": "and_not_coalesce_eq",
+}
 
 
 def is_known_error(exc: BaseException) -> bool:
