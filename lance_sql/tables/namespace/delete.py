@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.filter_hook import filter_planner
-from lance_sql.tables.namespace.mutation import ROWID, Mutation, finish
+from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.sql_eval import matching_mask
 
 
@@ -103,11 +103,7 @@ def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
 def delete(ns: Any, filter: Any) -> int:
     """Delete the rows ``filter`` matches (see the module docstring); returns rows deleted."""
     ns._check_writable()
-    m = Mutation(ns)
-    deleted = delete_matching(m, filter)
-    if m.changed:
-        finish(ns, m)
-    return deleted
+    return run(ns, lambda m: delete_matching(m, filter))
 
 
 __all__ = ["Matched", "delete", "delete_matching", "filter_mask", "matching_rows"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lance_sql.tables.namespace.mutation import Mutation, finish
+from lance_sql.tables.namespace.mutation import Mutation, run, table_conflicts
 
 
 @dataclass
@@ -53,38 +53,44 @@ def _needs_compaction(fragments: list[Any], target: int) -> bool:
 def compact(ns: Any, *, target_rows_per_fragment: int = 1 << 20, **options: Any) -> CompactReport:
     """Compact the partition tables that need it; one ``__manifest`` commit."""
     ns._check_writable()
-    m = Mutation(ns)
-    report = CompactReport(ns.manifest_version)
-    for entry in m.entries.values():
-        if entry.read_branch or entry.read_tag:
-            report.skipped += 1
-            continue
-        ds = m.head(entry)
-        frags = ds.get_fragments()
-        if not _needs_compaction(frags, target_rows_per_fragment):
-            report.skipped += 1
-            continue
-        before, rows = ds.version, ds.count_rows()
-        ds.optimize.compact_files(target_rows_per_fragment=target_rows_per_fragment, **options)
-        import lance
 
-        new = lance.dataset(entry.uri, storage_options=ns.storage_options)
-        if new.version == before:
-            report.skipped += 1
-            continue
-        # compaction commits more than one version (reserve fragments, rewrite); a
-        # concurrent append in between would show as changed rows
-        if new.count_rows() != rows:
-            from lance_sql.errors import CommitConflictError
+    def build(m: Mutation) -> CompactReport:
+        report = CompactReport(ns.manifest_version)
+        for entry in m.entries.values():
+            if entry.read_branch or entry.read_tag:
+                report.skipped += 1
+                continue
+            ds = m.head(entry)
+            frags = ds.get_fragments()
+            if not _needs_compaction(frags, target_rows_per_fragment):
+                report.skipped += 1
+                continue
+            before, rows = ds.version, ds.count_rows()
+            with table_conflicts(entry, "compaction"):
+                ds.optimize.compact_files(
+                    target_rows_per_fragment=target_rows_per_fragment, **options
+                )
+            import lance
 
-            raise CommitConflictError(
-                f"partition table {entry.object_id!r} was written concurrently during "
-                "compaction; __manifest was not committed"
-            )
-        m.set_version(entry, new)
-        report.compacted[entry.object_id] = (len(frags), len(new.get_fragments()))
-    if m.changed:
-        report.manifest_version = finish(ns, m)
+            new = lance.dataset(entry.uri, storage_options=ns.storage_options)
+            if new.version == before:
+                report.skipped += 1
+                continue
+            # compaction commits more than one version (reserve fragments, rewrite); a
+            # concurrent append in between would show as changed rows
+            if new.count_rows() != rows:
+                from lance_sql.errors import CommitConflictError
+
+                raise CommitConflictError(
+                    f"partition table {entry.object_id!r} was written concurrently during "
+                    "compaction; __manifest was not committed"
+                )
+            m.set_version(entry, new)
+            report.compacted[entry.object_id] = (len(frags), len(new.get_fragments()))
+        return report
+
+    report = run(ns, build)
+    report.manifest_version = ns.manifest_version
     return report
 
 

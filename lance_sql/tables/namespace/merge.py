@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.namespace.delete import matching_rows
-from lance_sql.tables.namespace.mutation import ROWID, Mutation, finish
+from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.sql_eval import SqlExpressionError, project, quote, run_sql
 from lance_sql.tables.namespace.writer import conform_batch, iter_batches
 
@@ -73,24 +73,25 @@ def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
     _check_set(ns, set)
     if not set:
         return 0
-    m = Mutation(ns)
     exprs = [(f.name, set.get(f.name, quote(f.name))) for f in ns.schema]
-    total = 0
-    for hit in matching_rows(m, where, full_covered=True):
-        entry = m.entries[hit.object_id]
-        if not hit.rows.num_rows:
-            continue
-        old = hit.rows.drop_columns([ROWID])
-        new = _cast_to(ns, project(old, exprs, what=f"update SET {dict(set)!r}"))
-        if hit.whole:
-            m.drop(entry)
-        else:
-            m.delete_rowids(entry, hit.rows.column(ROWID))
-        m.insert(new)
-        total += old.num_rows
-    if m.changed:
-        finish(ns, m)
-    return total
+
+    def build(m: Mutation) -> int:
+        total = 0
+        for hit in matching_rows(m, where, full_covered=True):
+            entry = m.entries[hit.object_id]
+            if not hit.rows.num_rows:
+                continue
+            old = hit.rows.drop_columns([ROWID])
+            new = _cast_to(ns, project(old, exprs, what=f"update SET {dict(set)!r}"))
+            if hit.whole:
+                m.drop(entry)
+            else:
+                m.delete_rowids(entry, hit.rows.column(ROWID))
+            m.insert(new)
+            total += old.num_rows
+        return total
+
+    return run(ns, build)
 
 
 def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
@@ -153,7 +154,24 @@ def merge(
     if keyed.num_rows and keyed.group_by(on).aggregate([]).num_rows != keyed.num_rows:
         raise MergeKeyError("the merge source holds some key more than once; nothing was written")
     src = src.append_column(_ROW, pa.array(np.arange(src.num_rows), pa.int64()))
-    m = Mutation(ns)
+    clauses = (when_matched_update, when_matched_delete, when_not_matched_insert)
+
+    def build(m: Mutation) -> MergeResult:
+        return _merge_into(m, ns, src, keyed, on, *clauses)
+
+    return run(ns, build)
+
+
+def _merge_into(
+    m: Mutation,
+    ns: Any,
+    src: pa.Table,
+    keyed: pa.Table,
+    on: list[str],
+    when_matched_update: bool | str | Mapping[str, str] | None,
+    when_matched_delete: bool | str,
+    when_not_matched_insert: bool,
+) -> MergeResult:
     matched_src: set[int] = set()
     updated = deleted = 0
     if keyed.num_rows:
@@ -199,8 +217,6 @@ def merge(
             rows = pa.Table.from_batches([conform_batch(b, ns.schema) for b in rest.to_batches()])
             m.insert(rows)
             inserted = rows.num_rows
-    if m.changed:
-        finish(ns, m)
     return MergeResult(updated, deleted, inserted)
 
 

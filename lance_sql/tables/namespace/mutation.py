@@ -22,7 +22,9 @@ The building block of ``delete``, ``overwrite`` (dynamic and by filter),
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -65,7 +67,6 @@ class Mutation:
         if ds is not None:
             return ds
         import lance
-        from lance.commit import CommitConflictError as LanceConflict
 
         if entry.read_tag or entry.read_branch:
             pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
@@ -79,7 +80,7 @@ class Mutation:
         ds = open_partition_table(latest, storage_options=opts)
         pinned = entry.read_version if entry.read_version is not None else ds.version
         if ds.version != pinned:
-            try:
+            with table_conflicts(entry, f"the restore of version {pinned}"):
                 ds = lance.LanceDataset.commit(
                     entry.uri,
                     lance.LanceOperation.Restore(pinned),
@@ -87,11 +88,6 @@ class Mutation:
                     storage_options=opts,
                     max_retries=0,
                 )
-            except LanceConflict as exc:
-                raise CommitConflictError(
-                    f"partition table {entry.object_id!r} changed concurrently while restoring "
-                    f"version {pinned}; nothing was committed ({exc})"
-                ) from exc
         self._heads[entry.object_id] = ds
         return ds
 
@@ -133,7 +129,10 @@ class Mutation:
         return pa.Table.from_arrays(cols, names=names)
 
     def count(self, entry: PartitionTable) -> int:
-        return int(self.head(entry).count_rows())
+        """Rows of ``entry`` at its pinned version (metadata only; nothing is restored)."""
+        if entry.object_id in self._heads:
+            return int(self._heads[entry.object_id].count_rows())
+        return int(self.ns._open(entry)[0].count_rows())
 
     # -- changes ----------------------------------------------------------------------------
     def delete_rowids(self, entry: PartitionTable, rowids: pa.Array | pa.ChunkedArray) -> int:
@@ -148,7 +147,8 @@ class Mutation:
         for start in range(0, len(ids), _ID_CHUNK):
             chunk = ids[start : start + _ID_CHUNK]
             before = ds.version
-            ds.delete(f"{ROWID} IN ({','.join(map(str, chunk))})", conflict_retries=0)
+            with table_conflicts(entry, "a delete"):
+                ds.delete(f"{ROWID} IN ({','.join(map(str, chunk))})", conflict_retries=0)
             ds = _latest(ds, self.storage_options)
             if ds.version != before + 1:
                 raise CommitConflictError(
@@ -224,10 +224,62 @@ class Mutation:
         return snap
 
 
+@contextmanager
+def table_conflicts(entry: PartitionTable, what: str) -> Iterator[None]:
+    """Lance commit conflicts on a partition table (pylance raises them as OSError from
+    its conflict resolver, or as its CommitConflictError) as :class:`CommitConflictError`."""
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        yield
+    except LanceConflict as exc:
+        raise CommitConflictError(
+            f"partition table {entry.object_id!r} was written concurrently during {what}; "
+            f"__manifest was not committed ({exc})"
+        ) from exc
+    except OSError as exc:
+        text = str(exc)
+        if "ncompatible transaction" not in text and "onflict" not in text:
+            raise
+        raise CommitConflictError(
+            f"partition table {entry.object_id!r} was written concurrently during {what}; "
+            f"__manifest was not committed ({text.splitlines()[0] if text else exc})"
+        ) from exc
+
+
 def _latest(ds: Any, storage_options: dict[str, str] | None) -> Any:
     import lance
 
     return lance.dataset(ds.uri, storage_options=storage_options)
+
+
+T = TypeVar("T")
+RETRIES = 4
+
+
+def run(ns: Any, build: Callable[[Mutation], T], *, retries: int = RETRIES) -> T:
+    """Plan an operation (``build`` stages it into a fresh :class:`Mutation` of the latest
+    snapshot) and commit it; on a conflict, plan it again on the newer snapshot.
+
+    Nothing of a failed attempt is visible (its table versions stay unreferenced
+    and are restored over), so replaying the whole operation on the latest
+    ``__manifest`` is always safe; after ``retries`` the conflict is raised.
+    """
+    import random
+    import time
+
+    for attempt in range(retries + 1):
+        try:
+            m = Mutation(ns)
+            result = build(m)
+            if m.changed:
+                finish(ns, m)
+            return result
+        except CommitConflictError:
+            if attempt == retries:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def finish(ns: Any, mutation: Mutation) -> int:
@@ -243,4 +295,4 @@ def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
     return tuple(_key(entry.values.get(fid)) for fid in field_ids)
 
 
-__all__ = ["ROWID", "Mutation", "finish", "values_key"]
+__all__ = ["ROWID", "Mutation", "finish", "run", "table_conflicts", "values_key"]

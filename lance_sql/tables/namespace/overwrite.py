@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.delete import delete_matching, filter_mask
-from lance_sql.tables.namespace.mutation import Mutation, finish, values_key
+from lance_sql.tables.namespace.mutation import Mutation, run, values_key
 from lance_sql.tables.namespace.writer import _key, conform_batch, iter_batches, partition_values
 
 
@@ -38,21 +38,24 @@ def collect(ns: Any, data: Any) -> pa.Table:
 def overwrite_dynamic(ns: Any, data: Any) -> int:
     """Replace the current-spec partitions ``data`` has rows for; returns the new version."""
     ns._check_writable()
-    m = Mutation(ns)
     table = collect(ns, data)
-    spec = ns.current_spec
-    keys: set[tuple[Any, ...]] = set()
-    for batch in table.to_batches():
-        values = [v.to_pylist() for v in partition_values(batch, spec, ns.schema)]
-        keys.update(tuple(_key(v) for v in row) for row in zip(*values, strict=True))
-    if not spec.fields and table.num_rows:
-        keys.add(())
-    fids = [f.field_id for f in spec.fields]
-    for entry in m.entries.values():
-        if entry.spec_version == spec.id and values_key(entry, fids) in keys:
-            m.drop(entry)
-    m.insert(table)
-    return finish(ns, m) if m.changed else ns.manifest_version
+
+    def build(m: Mutation) -> None:
+        spec = ns.current_spec
+        keys: set[tuple[Any, ...]] = set()
+        for batch in table.to_batches():
+            values = [v.to_pylist() for v in partition_values(batch, spec, ns.schema)]
+            keys.update(tuple(_key(v) for v in row) for row in zip(*values, strict=True))
+        if not spec.fields and table.num_rows:
+            keys.add(())
+        fids = [f.field_id for f in spec.fields]
+        for entry in m.entries.values():
+            if entry.spec_version == spec.id and values_key(entry, fids) in keys:
+                m.drop(entry)
+        m.insert(table)
+
+    run(ns, build)
+    return ns.manifest_version
 
 
 def overwrite_where(ns: Any, data: Any, where: Any) -> int:
@@ -67,10 +70,13 @@ def overwrite_where(ns: Any, data: Any, where: Any) -> int:
                 f"{outside} of {table.num_rows} rows of the data do not match the overwrite "
                 f"filter {where!s}; nothing was written"
             )
-    m = Mutation(ns)
-    delete_matching(m, where)
-    m.insert(table)
-    return finish(ns, m) if m.changed else ns.manifest_version
+
+    def build(m: Mutation) -> None:
+        delete_matching(m, where)
+        m.insert(table)
+
+    run(ns, build)
+    return ns.manifest_version
 
 
 __all__ = ["RowsOutsideFilterError", "collect", "overwrite_dynamic", "overwrite_where"]
