@@ -171,11 +171,6 @@ def test_where_on_the_null_supplying_side_of_an_outer_join(roots) -> None:
     assert re.search(r"groups=\d+, .*partitions left=1[0-6] right=8", text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plan-level SPJ (spj_plan._replace) groups the whole namespaces: plan_join gets "
-    "the unpruned snapshots, so a WHERE on a key no longer cuts the groups (8, not 1)",
-)
 def test_where_on_the_key_cuts_the_groups(roots) -> None:
     on = _ctx(roots, True)
     sql = (

@@ -65,6 +65,9 @@ from lance_sql.tables.scan import (
     with_sql_semantics,
 )
 
+#: join types that produce no row in a group whose left / right side has no row
+_NEEDS_LEFT = ("inner", "semi", "right_semi", "left", "anti")
+_NEEDS_RIGHT = ("inner", "semi", "right_semi", "right", "right_anti")
 #: More groups than this are chained into this many units (one DataFusion partition each).
 MAX_UNITS = 256
 #: The table names of the two sides inside a group's query.
@@ -442,8 +445,31 @@ class SpjTable(ScanUnitDataset):
         except Exception:
             self.side_reads = None
 
-    def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
+    def live_groups(self) -> list[JoinGroup]:
+        """The groups that can produce rows, given the partitions each side's filter keeps.
+
+        An inner or semi join needs rows on both sides, a left (anti) join on the
+        left, a right (anti) join on the right, a full join on either.
+        """
         groups = list(self.plan.groups)
+        if self.side_reads is None:
+            return groups
+        kept = [self.side_reads[LEFT_TABLE].partitions, self.side_reads[RIGHT_TABLE].partitions]
+        how = self.plan.how
+        need = (how in _NEEDS_LEFT, how in _NEEDS_RIGHT)
+        out = []
+        for g in groups:
+            has = [
+                any(keep is None or r.object_id in keep for r in refs)
+                for keep, refs in zip(kept, (g.left, g.right), strict=True)
+            ]
+            if (need[0] and not has[0]) or (need[1] and not has[1]) or not any(has):
+                continue
+            out.append(g)
+        return out
+
+    def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
+        groups = self.live_groups()
         k = min(len(groups), self.max_units)
         units: list[ScanUnit] = (
             [GroupJoinUnit(self, groups[i::k]) for i in range(k)]
@@ -455,14 +481,15 @@ class SpjTable(ScanUnitDataset):
     def description(self) -> str:
         plan = self.plan
         on = ", ".join(f"{a}={b}" for a, b in plan.on)
-        nl = sum(len(g.left) for g in plan.groups)
-        nr = sum(len(g.right) for g in plan.groups)
+        groups = self.live_groups()
+        nl = sum(len(g.left) for g in groups)
+        nr = sum(len(g.right) for g in groups)
         inside = self.group.describe()
         pushed = f", in each group: {inside}" if inside else ""
         return (
             f"StoragePartitionedJoin: {self.left.name} {self.left.alias} x "
             f"{self.right.name} {self.right.alias}, how={plan.how}, on=[{on}], "
-            f"groups={len(plan.groups)}, regrouping={plan.regrouping}, "
+            f"groups={len(groups)}, regrouping={plan.regrouping}, "
             f"partitions left={nl} right={nr}{pushed}"
         )
 
