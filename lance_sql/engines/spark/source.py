@@ -66,7 +66,14 @@ OPTIONS = {
 def _root(options: Mapping[str, str]) -> str:
     root = options.get("path")
     if not root:
-        raise LanceSqlError("lance_ns: give the namespace root, e.g. .load('/data/ns')")
+        hint = (
+            " Spark passed no options at all: pyspark 4.3 gives a Python data source none "
+            "for a catalog table (CREATE TABLE ... USING lance_ns LOCATION/OPTIONS); use "
+            "CREATE TEMPORARY VIEW v USING lance_ns OPTIONS (path '/data/ns')"
+            if not options
+            else f" (options given: {sorted(options)})"
+        )
+        raise LanceSqlError(f"lance_ns: give the namespace root, e.g. .load('/data/ns').{hint}")
     return normalize_root(root)
 
 

@@ -1,0 +1,54 @@
+"""No pushed filter outlives its scan: one DataFrame reused across queries (``local[2]``).
+
+The same checks run in ``local-cluster`` mode in ``test_local_cluster.py``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+from reuse_checks import build, reuse_checks, where_option_checks
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: Any) -> tuple[str, str]:
+    return build(str(tmp_path_factory.mktemp("reuse")))
+
+
+def test_reused_dataframe_equals_parquet(spark: Any, data: tuple[str, str]) -> None:
+    wrong = [c for c in reuse_checks(spark, *data) if c[1] != c[2]]
+    assert not wrong, wrong
+
+
+def test_where_option_equals_parquet(spark: Any, data: tuple[str, str]) -> None:
+    wrong = [c for c in where_option_checks(spark, *data) if c[1] != c[2]]
+    assert not wrong, wrong
+
+
+def test_pushdown_reader_state_stays_in_its_partitions(data: tuple[str, str]) -> None:
+    """With pushdown (a Spark that scopes read plans), the where filter travels in partitions."""
+    from pyspark.sql.datasource import EqualTo
+
+    from lance_sql.engines.spark.source import LanceNamespacePushdownDataSource
+
+    root, _ = data
+    source = LanceNamespacePushdownDataSource({"path": root, "where": "k < 100"})
+    reader = source.reader(source.schema())
+    assert list(reader.pushFilters([EqualTo(("k",), 3)])) == []
+    parts = [pickle.loads(pickle.dumps(p)) for p in reader.partitions()]
+    rows = [r for p in parts for b in reader.read(p) for r in b.column(0).to_pylist()]
+    assert rows == [3]
+
+
+def test_base_reader_takes_no_pushed_filters(data: tuple[str, str]) -> None:
+    from pyspark.sql.datasource import DataSourceReader
+
+    from lance_sql.engines.spark.source import LanceNamespaceDataSource
+
+    source = LanceNamespaceDataSource({"path": data[0]})
+    reader = source.reader(source.schema())
+    assert type(reader).pushFilters is DataSourceReader.pushFilters  # pyspark's "not implemented"
