@@ -9,6 +9,7 @@ keys ``commit, k, v``). Markers are the workers' commit markers.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from workers import batch_for, commit_marker, emit, storage_options
@@ -58,6 +59,92 @@ def main(root: str, writer: int, ops: int) -> None:
         emit(out)
 
 
+def run_op(ns: object, op: str, marker: int) -> None:
+    """One delete / merge / compact of ``marker``'s rows (what the crash trials kill)."""
+    if op == "delete":
+        ns.delete(f"commit = {marker}")  # type: ignore[attr-defined]
+    elif op == "merge":
+        src = batch_for(*divmod(marker, 100_000)).select(["commit", "k", "v"])
+        ns.merge(  # type: ignore[attr-defined]
+            src, on=["commit", "k", "v"], when_matched_update={"v": "target.v + 1000"}
+        )
+    else:
+        ns.compact(target_rows_per_fragment=1000)  # type: ignore[attr-defined]
+
+
+def install_kill_points(point: int) -> None:
+    """SIGKILL this process at the ``point``-th step boundary: just before and after every
+    staged file write, Lance commit, Lance row delete and compaction."""
+    import signal
+
+    import lance
+    import lance.fragment
+    from lance.dataset import DatasetOptimizer
+
+    counter = [0]
+
+    def tick() -> None:
+        if counter[0] == point:
+            os.kill(os.getpid(), signal.SIGKILL)
+        counter[0] += 1
+
+    def wrap(fn):  # type: ignore[no-untyped-def]
+        def wrapped(*args, **kwargs):  # type: ignore[no-untyped-def]
+            tick()
+            out = fn(*args, **kwargs)
+            tick()
+            return out
+
+        return wrapped
+
+    lance.fragment.write_fragments = wrap(lance.fragment.write_fragments)
+    lance.LanceDataset.commit = staticmethod(wrap(lance.LanceDataset.commit))
+    lance.LanceDataset.delete = wrap(lance.LanceDataset.delete)
+    DatasetOptimizer.compact_files = wrap(DatasetOptimizer.compact_files)
+
+
+def zygote() -> None:
+    """Fork one child per stdin line ``root op marker point``; the child runs the
+    operation with a kill point installed (or finishes when the point is never reached).
+    Reports ``{"killed", "exit"}`` per line. Lance is imported, never started, here."""
+    import lance  # noqa: F401
+
+    import lance_sql.tables.namespace.namespace
+
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            break
+        if not line.strip():
+            continue
+        root, op, marker, point = line.split()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                import lance_sql  # registers the filter planner
+                from lance_sql import PartitionedNamespace
+
+                ns = PartitionedNamespace.open(root, storage_options=storage_options())
+                del lance_sql
+                install_kill_points(int(point))
+                run_op(ns, op, int(marker))
+            except BaseException as exc:
+                sys.stderr.write(f"child {op} failed: {exc!r}\n")
+                code = 3
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        emit(
+            {
+                "killed": os.WIFSIGNALED(status),
+                "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            }
+        )
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    if sys.argv[1] == "zygote":
+        zygote()
+    else:
+        main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
     sys.stdout.flush()
