@@ -32,10 +32,7 @@ def build_events(base: str) -> tuple[str, str]:
     ns = PartitionedNamespace.create(
         root,
         TS_SCHEMA,
-        [
-            {"source": "event_ts", "transform": "month"},
-            {"source": "event_ts", "transform": "day"},
-        ],
+        [{"source": "event_ts", "transform": k} for k in ("year", "month", "day")],
     )
     start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     table = pa.table(
@@ -98,9 +95,9 @@ def main(base: str) -> None:
 
     eroot, eparquet = build_events(base)
     par = spark.read.parquet(eparquet)
-    # month x day-of-month partitions: 2026-01-01 .. 2026-03-04 (63 partitions)
+    # year x month x day-of-month partitions: one per day, 2026-01-01 .. 2026-03-04 (63)
     expected = {
-        "event_ts >= TIMESTAMP '2026-01-03 00:00:00'": 63,  # day-of-month cannot prune a range
+        "event_ts >= TIMESTAMP '2026-01-03 00:00:00'": 61,
         "CAST(event_ts AS DATE) = DATE '2026-01-05'": 1,
         "date_part('day', event_ts) = 7 AND date_part('month', event_ts) = 2": 1,
     }
