@@ -142,6 +142,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.ns = lance_sql.PartitionedNamespace.create(f"{self.dir}/ns", SCHEMA, V1)
         self.specs: list[list[dict[str, Any]]] = [V1]
         self.model: list[dict[str, Any]] = []
+        self.ctx = lance_sql.SessionContext()  # each query reads the latest __manifest
+        self.ctx.register_namespace("t", self.ns.root)
 
     def teardown(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -259,9 +261,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         want = _sorted(self.model)
         got = self.ns.to_table()
         assert _sorted(got.to_pylist()) == want
-        ctx = lance_sql.SessionContext()
-        ctx.register_namespace("t", self.ns.root)
-        sql = ctx.sql("SELECT id, region, day, amount FROM t").to_arrow_table()
+        sql = self.ctx.sql("SELECT id, region, day, amount FROM t").to_arrow_table()
         assert _sorted(sql.to_pylist()) == want
 
 
