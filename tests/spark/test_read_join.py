@@ -226,3 +226,19 @@ def test_reader_plans_once_and_tasks_read_pickled_units(tmp_path: Any, make_ns: 
     batches = list(task_reader.read(part))
     assert [b.to_pydict() for b in batches] == [{"k": [3], "s": ["3"], "v": [3.0]}]
     assert batches[0].schema.equals(reader.target)
+
+
+def test_partitioned_join_filter_is_datafusion_sql_on_both_paths(
+    spark: Any, tmp_path: Any, make_ns: Any
+) -> None:
+    """``k / 2 = 3`` is integer division in DataFusion: k in (6, 7) on both paths."""
+    from lance_sql.engines.spark import partitioned_join
+
+    lroot, rroot = str(tmp_path / "l"), str(tmp_path / "r")
+    make_ns(lroot, range(0, 20))
+    make_ns(rroot, range(0, 20))
+    for on in ([("k", "k")], [("k", "v")]):  # partition-wise, then Spark's join (fallback)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = partitioned_join(spark, lroot, rroot, on=on, left_filter="k / 2 = 3")
+        assert sorted(r.k for r in df.collect()) == [6, 7], on

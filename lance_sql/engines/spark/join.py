@@ -202,23 +202,24 @@ def _spark_join(
     """Spark's own join of two ``lance_ns`` reads, named like :func:`output_schema`.
 
     Reads the same ``__manifest`` versions the partition-wise plan would have read.
+    The side filters go to the reads' ``where`` option, so they are read as
+    DataFusion SQL (as the partition-wise path reads them) and prune, never as
+    Spark SQL (``k / 2 = 3`` is integer division in one, not in the other).
     """
     from pyspark.sql import functions as F
 
-    def load(root: str, version: int | None) -> Any:
+    def load(root: str, version: int | None, where: str | None) -> Any:
         reader = spark.read.format("lance_ns")
         if version is not None:
             reader = reader.option("version", str(version))
         if storage_options:
             reader = reader.option("storage_options", json.dumps(dict(storage_options)))
+        if where:
+            reader = reader.option("where", where)
         return reader.load(root)
 
-    ldf = load(left_root, left_version)
-    rdf = load(right_root, right_version)
-    if left_filter:
-        ldf = ldf.filter(left_filter)
-    if right_filter:
-        rdf = rdf.filter(right_filter)
+    ldf = load(left_root, left_version, left_filter)
+    rdf = load(right_root, right_version, right_filter)
     renamed = {c: (f"{c}_right" if c in ldf.columns else c) for c in rdf.columns}
     rdf = rdf.select([F.col(c).alias(n) for c, n in renamed.items()])
     cond = [ldf[lk] == rdf[renamed[rk]] for lk, rk in on]
