@@ -171,13 +171,19 @@ def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:
 
 
 def _datafusion_where(table: pa.Table, sql: str) -> pa.Table:
-    """``SELECT * FROM table WHERE sql`` with DataFusion (the dialect the filter was written in)."""
+    """``SELECT * FROM table WHERE sql`` with DataFusion (the dialect the filter was written in).
+
+    ``murmur3`` / ``murmur3_multi`` calls are dispatched as ``lance_sql.SessionContext``
+    dispatches them (:mod:`udfs.sql_dispatch`).
+    """
     import datafusion
+
+    from udfs.sql_dispatch import dispatch_sql
 
     ctx = datafusion.SessionContext()
     batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
     ctx.register_record_batches("t", [batches])
-    out = ctx.sql(f"SELECT * FROM t WHERE {sql}").to_arrow_table()
+    out = ctx.sql(dispatch_sql(ctx, f"SELECT * FROM t WHERE {sql}")).to_arrow_table()
     return out.cast(table.schema) if out.schema != table.schema else out
 
 

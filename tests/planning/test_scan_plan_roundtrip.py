@@ -187,6 +187,7 @@ SQL_FILTERS = [
     "c1 - c1 % 5 = 10",
     "c1 / 2 = 3",
     "c1 * 2 > 10 AND c0 IS NOT NULL",
+    "murmur3(c1) + 1 > 0 AND c1 > -5",  # murmur3 inside an expression the planner does not model
     "NOT (c1 IN (1, 2, 3)) AND c6 IS NOT NULL",
     "c0 = 2147483647 OR c0 < -7",
 ]
