@@ -5,7 +5,7 @@ text over the namespace schema and need the pruning planner (strict
 projection) to tell which partitions a filter covers entirely. The planner
 lives one layer above this one (``lance_sql.planning``), so it registers
 itself here when imported (:mod:`lance_sql.planning.mutation_plan`); this
-layer only knows the small protocol below.
+layer only knows the small protocol below, and falls back to no pruning.
 """
 
 from __future__ import annotations
@@ -49,18 +49,30 @@ def register_filter_planner(planner: FilterPlanner) -> None:
     _PLANNER = planner
 
 
+class NoPruning:
+    """Used until the pruning planner is registered: every partition is a candidate and
+    none is covered. Results are the same (filters are evaluated on the rows), only
+    slower: ``lance_sql.PartitionedNamespace`` and ``lance_sql.planning`` register
+    the real planner on import."""
+
+    def expression(self, ns: Any, filter: Any) -> pc.Expression:
+        if isinstance(filter, pc.Expression):
+            return filter
+        raise LanceSqlError("no filter planner registered to convert SQL text")
+
+    def classify(self, ns: Any, filter: Any) -> FilterClassification:
+        expr = filter if isinstance(filter, pc.Expression) else None
+        return FilterClassification(expr, (), tuple(e.object_id for e in ns.tables()))
+
+
 def filter_planner() -> FilterPlanner:
-    if _PLANNER is None:
-        raise LanceSqlError(
-            "no filter planner is registered: import lance_sql.planning (importing "
-            "lance_sql.PartitionedNamespace does) before deleting, updating or merging"
-        )
-    return _PLANNER
+    return NoPruning() if _PLANNER is None else _PLANNER
 
 
 __all__ = [
     "FilterClassification",
     "FilterPlanner",
+    "NoPruning",
     "filter_planner",
     "register_filter_planner",
 ]

@@ -203,3 +203,14 @@ def test_expire_keeps_pinned_and_tagged_versions(tmp_path: Path) -> None:
     ctx = lance_sql.SessionContext()
     ctx.register_namespace("t", ns.root)
     assert ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 20}]
+
+
+def test_without_the_pruning_planner_results_are_the_same(tmp_path: Path, monkeypatch) -> None:
+    from lance_sql.tables.namespace import filter_hook
+
+    monkeypatch.setattr(filter_hook, "_PLANNER", None)  # as before lance_sql.planning loads
+    ns = _ns(tmp_path)
+    assert ns.delete("region = 'r1' OR id = 2") == 6
+    assert ns.update({"amount": "amount + 1"}, where="region = 'r0'") == 5
+    assert _ids(ns) == [i for i in range(20) if i % 4 != 1 and i != 2]
+    assert len(ns.tables()) == 3  # r1 emptied: dropped, not kept empty
