@@ -72,6 +72,12 @@ class ScanFilter:
             return cls(predicate)
         if isinstance(filter, str):
             return cls(predicate, sql=filter)
+        if _is_predicate(filter) and not has_unsupported(filter):
+            # an IR tree whose binding left a leaf unmodelled (e.g. a literal no column
+            # type holds exactly): its SQL rendering is what it means (DataFusion's rules)
+            from lance_sql.planning.predicates import to_sql
+
+            return cls(predicate, sql=to_sql(filter))
         if isinstance(filter, pc.Expression):
             buf = filter.to_substrait(schema)
             return cls(predicate, substrait=base64.b64encode(bytes(buf)).decode())
@@ -156,6 +162,12 @@ class ScanFilter:
         from lance_sql.planning.predicate_json import from_json_value
 
         return cls(from_json_value(obj["predicate"]), obj.get("sql"), obj.get("substrait"))
+
+
+def _is_predicate(obj: Any) -> bool:
+    from lance_sql.planning.predicates import Compare, InList, IsNull, StartsWith
+
+    return isinstance(obj, (Compare, InList, IsNull, StartsWith, And, Or, Not, Const))
 
 
 def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:

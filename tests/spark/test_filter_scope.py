@@ -52,3 +52,21 @@ def test_base_reader_takes_no_pushed_filters(data: tuple[str, str]) -> None:
     source = LanceNamespaceDataSource({"path": data[0]})
     reader = source.reader(source.schema())
     assert type(reader).pushFilters is DataSourceReader.pushFilters  # pyspark's "not implemented"
+
+
+def test_where_reads_filter_columns_it_does_not_return(data: tuple[str, str]) -> None:
+    """``columns`` without the filter's columns: they are read for the filter, then dropped."""
+    from lance_sql.engines.spark.source import LanceNamespaceDataSource
+
+    for where in ("k IN (3, 4)", "k / 2 = 2", "abs(murmur3(k)) % 8 = 3 AND k < 40"):
+        source = LanceNamespaceDataSource({"path": data[0], "columns": "v", "where": where})
+        reader = source.reader(source.schema())
+        batches = [b for p in reader.partitions() for b in reader.read(p)]
+        assert all(b.schema.names == ["v"] for b in batches)
+        got = sorted(v for b in batches for v in b.column(0).to_pylist())
+        import lance_sql
+
+        ctx = lance_sql.SessionContext()
+        ctx.register_namespace("t", data[0])
+        want = ctx.sql(f"SELECT v FROM t WHERE {where}").to_arrow_table().column(0)
+        assert got == sorted(want.to_pylist()), where
