@@ -244,3 +244,23 @@ def test_pyarrow_expression_filters_round_trip(ns: PartitionedNamespace) -> None
     ):
         plan = plan_scan(ns, expr)
         assert _sorted(_task_scan(plan, ns)) == _sorted(table.filter(expr))
+
+
+def test_join_plan_ships_exact_side_filters(ns: PartitionedNamespace) -> None:
+    from lance_sql.planning.joins import JoinPlan, plan_join
+    from lance_sql.planning.scan_filter import scan_batches
+
+    left = "c5 >= TIMESTAMP '2025-03-09 00:00:00' AND c1 / 2 = 3"
+    plan = plan_join(ns, ns, on=[("c1", "c1")], how="inner", left_filter=left)
+    for shipped in (JoinPlan.from_json(plan.to_json()), JoinPlan.from_arrow(plan.to_arrow())):
+        assert shipped == plan and shipped.left_filter == plan.left_filter
+        assert shipped.right_filter is None
+        ids = sorted({r.object_id for g in shipped.groups for r in g.left})
+        units = ns.scan_units(ids)
+        got = pa.Table.from_batches(
+            list(scan_batches(units, shipped.left_filter, ns.schema)), schema=ns.schema
+        )
+        ctx = lance_sql.SessionContext()
+        ctx.register_namespace("t", ns.root)
+        want = ctx.sql(f"SELECT * FROM t WHERE {left}").to_arrow_table().cast(ns.schema)
+        assert _sorted(got) == _sorted(want)

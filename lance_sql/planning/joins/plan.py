@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -73,6 +73,10 @@ class JoinPlan:
     how: str
     on: tuple[tuple[str, str], ...]
     key_names: tuple[str, ...] = field(default=())
+    #: The side filters of :func:`plan_join`, exact (the scans of each side apply them:
+    #: :func:`lance_sql.planning.scan_filter.scan_batches`); None when not given.
+    left_filter: Any = field(default=None, compare=False)
+    right_filter: Any = field(default=None, compare=False)
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +88,8 @@ class JoinPlan:
             "how": self.how,
             "on": [list(p) for p in self.on],
             "key_names": list(self.key_names),
+            "left_filter": None if self.left_filter is None else self.left_filter.to_dict(),
+            "right_filter": None if self.right_filter is None else self.right_filter.to_dict(),
             "groups": [
                 {
                     "key": None if g.key is None else encode(g.key),
@@ -110,6 +116,9 @@ class JoinPlan:
             )
             for g in obj["groups"]
         )
+        from lance_sql.planning.scan_filter import ScanFilter
+
+        lf, rf = obj.get("left_filter"), obj.get("right_filter")
         return cls(
             bool(obj["compatible"]),
             obj["reason"],
@@ -118,6 +127,8 @@ class JoinPlan:
             obj["how"],
             tuple((a, b) for a, b in obj["on"]),
             tuple(obj.get("key_names", ())),
+            left_filter=None if lf is None else ScanFilter.from_dict(lf),
+            right_filter=None if rf is None else ScanFilter.from_dict(rf),
         )
 
     @classmethod
@@ -364,13 +375,29 @@ def plan_join(
     ``left_filter`` / ``right_filter`` (SQL text, pyarrow expression or predicate)
     are conditions on that side's rows that hold before the join (for example a
     WHERE condition on the preserved side); they prune partitions first. They
-    only remove partitions: the scans must still apply them to rows.
+    only remove partitions: the scans must still apply them to rows, exactly as
+    the plan's ``left_filter`` / ``right_filter`` (``ScanFilter``, shipped in
+    the JSON and Arrow forms) do.
     """
     lparts = _pruned(left, left_filter)
     rparts = _pruned(right, right_filter)
-    return plan_join_partitions(
+    plan = plan_join_partitions(
         left.specs, left.schema, lparts, right.specs, right.schema, rparts, on, how
     )
+    return replace(
+        plan,
+        left_filter=_scan_filter(left, left_filter),
+        right_filter=_scan_filter(right, right_filter),
+    )
+
+
+def _scan_filter(ns: Any, filter: Any) -> Any:
+    if filter is None:
+        return None
+    from lance_sql.planning.planner import to_predicate
+    from lance_sql.planning.scan_filter import ScanFilter
+
+    return ScanFilter.of(filter, to_predicate(filter, ns.schema), ns.schema)
 
 
 def _pruned(ns: Any, filter: Any) -> pa.Table:
