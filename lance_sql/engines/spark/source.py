@@ -284,8 +284,11 @@ class LanceNamespaceDataSource(DataSource):
     ``load()``), ``storage_options`` (JSON object), ``columns`` (comma-separated
     columns to read), ``rows_per_partition`` (pack partition tables smaller than
     this into shared Spark partitions), ``pruning`` (``false`` reads every
-    partition table; the filter is still applied). A user schema
-    (``.schema("k long, v double")``) also selects columns; its types are cast to.
+    partition table; the filter is still applied), ``where`` (a DataFusion SQL
+    filter: prunes, and is applied exactly in every scan of every query). A user
+    schema (``.schema("k long, v double")``) also selects columns; its types are
+    cast to. The root may be any form Spark or Hadoop writes (``file:/p``,
+    ``s3a://``, relative: see :mod:`.paths`).
     """
 
     #: Whether readers accept Spark's pushed filters (only safe where Spark scopes
