@@ -120,6 +120,13 @@ class ScanPlan:
         """
         from lance_sql.planning.scan_filter import ScanFilter, scan_batches
 
+        seen = getattr(ns, "manifest_version", None)
+        if seen is not None and seen != self.manifest_version:
+            raise PlanningError(
+                f"scan plan of {self.root} was made at __manifest version "
+                f"{self.manifest_version}, the namespace given is at {seen}: open it with "
+                f"PartitionedNamespace.open(root, version={self.manifest_version})"
+            )
         units = self.scan_units(ns, partitions) if self.partitions else []
         sf = self.scan_filter
         if sf is None and self.filter_sql is not None:

@@ -264,3 +264,19 @@ def test_join_plan_ships_exact_side_filters(ns: PartitionedNamespace) -> None:
         ctx.register_namespace("t", ns.root)
         want = ctx.sql(f"SELECT * FROM t WHERE {left}").to_arrow_table().cast(ns.schema)
         assert _sorted(got) == _sorted(want)
+
+
+def test_task_scan_refuses_another_manifest_version(tmp_path: Any) -> None:
+    root = str(tmp_path / "ns")
+    ns = PartitionedNamespace.create(
+        root, SCHEMA, [{"source": "c1", "transform": "bucket", "num_buckets": 2}]
+    )
+    ns.append(_rows(10))
+    plan = ScanPlan.from_json(plan_scan(PartitionedNamespace.open(root), "c1 > 0").to_json())
+    ns.append(_rows(10))
+    with pytest.raises(PlanningError, match=f"version={plan.manifest_version}"):
+        list(plan.to_batches(PartitionedNamespace.open(root)))
+    pinned = PartitionedNamespace.open(root, version=plan.manifest_version)
+    assert sum(b.num_rows for b in plan.to_batches(pinned)) == sum(
+        1 for v in _rows(10).column("c1").to_pylist() if v is not None and v > 0
+    )
