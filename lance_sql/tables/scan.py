@@ -487,7 +487,13 @@ class LanceFragmentsUnit(ScanUnit):
     ) -> Iterator[pa.RecordBatch]:
         """Read every column and apply ``filter`` with pyarrow (pylance refused it)."""
         self.metrics.started(fallback=True)
-        filter = with_sql_semantics(filter, self.dataset.schema)
+        try:
+            filter = with_sql_semantics(filter, self.dataset.schema)
+        except FloatRewriteError:
+            # Only filters translated by field id (tables/namespace/reader.py) cannot be
+            # read back, and those hold no float comparison (the reader applies such
+            # filters itself): SQL's IN-list NULLs are all that is left to honour.
+            filter = with_sql_null_semantics(filter)
         scanner = self.dataset.scanner(
             fragments=fragments, batch_size=batch_size, scan_in_order=False
         )

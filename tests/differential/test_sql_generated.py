@@ -152,6 +152,13 @@ def queries(draw: st.DrawFn) -> str:
         distinct = "DISTINCT " if draw(st.integers(0, 4)) == 0 else ""
         sql = f"SELECT {distinct}{', '.join(items)} FROM {text}{where_sql}"
         n = len(items)
+    floats = [c for c in cols if c[2] == "float" and (shape == "star" or sql_col(c) in sql)]
+    if limit and ("avg(" in sql or floats):
+        # DataFusion 55's per-partition TopK over float keys with -0.0 / 0.0 ties gives
+        # rows that depend on batch arrival order when a table has several partitions
+        # (seen with lance-sql's scans, never with one memory partition): corpus
+        # queries topk_* record it; generated queries keep LIMIT off float outputs.
+        limit = ""
     if order:
         sql += " ORDER BY " + ", ".join(str(i + 1) for i in range(n)) + limit
     return sql

@@ -225,6 +225,23 @@ def _nested_names(t: type_pb2.Type) -> int:
     return sum(1 + _nested_names(c) for c in t.struct.types)
 
 
+def project_named_struct(schema: type_pb2.NamedStruct, fields: list[int] | None) -> Any:
+    """``schema`` keeping only top-level ``fields`` (all when None), names and types."""
+    if fields is None:
+        return schema
+    starts, i = [], 0
+    for t in schema.struct.types:
+        starts.append(i)
+        i += 1 + _nested_names(t)
+    out = type_pb2.NamedStruct()
+    out.struct.nullability = schema.struct.nullability
+    for f in fields:
+        t = schema.struct.types[f]
+        out.names.extend(schema.names[starts[f] : starts[f] + 1 + _nested_names(t)])
+        out.struct.types.add().CopyFrom(t)
+    return out
+
+
 def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
     """Prefix the top-level column names of every read of ``table`` under ``rel`` (in place).
 
@@ -277,6 +294,7 @@ __all__ = [
     "inputs",
     "kind",
     "prefix_read_columns",
+    "project_named_struct",
     "rename_tables",
     "root_rel",
     "scan_chain",

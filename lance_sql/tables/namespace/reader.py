@@ -38,6 +38,7 @@ from lance_sql.tables.scan import (
     conform,
     empty_batches,
     projected_schema,
+    with_sql_semantics,
 )
 
 
@@ -286,8 +287,12 @@ class PartitionTableUnit(ScanUnit):
         translated = None
         if filter is not None:
             try:
-                named = with_sql_float_semantics(filter, self._ns_schema, columns_only=True)
-                translated = pc.Expression.from_substrait(named.to_substrait(self._virtual))
+                # A translated filter has positional field references, which the float
+                # rewrite (tables/float_filters.py) cannot read: a filter comparing floats
+                # is applied here, by name, with DataFusion's float semantics.
+                if with_sql_float_semantics(filter, self._ns_schema) is not filter:
+                    raise FloatRewriteError("float comparison: applied by name")
+                translated = pc.Expression.from_substrait(filter.to_substrait(self._virtual))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, FloatRewriteError):
                 yield from self._filtered_in_pyarrow(out_schema, filter, batch_size)
                 return
@@ -317,9 +322,10 @@ class PartitionTableUnit(ScanUnit):
         """The filter needs a column this table lacks: complete rows with NULLs, filter here."""
         src_of = dict(zip(self._ns_schema.names, self.mapping.sources, strict=True))
         present = list(dict.fromkeys(s for s in self.mapping.sources if s is not None))
+        exact = with_sql_semantics(filter, self._ns_schema)
         for batch in self._inner.to_batches(present, None, batch_size):
             full = self._assemble(batch, self._ns_schema, src_of)
-            kept = pa.Table.from_batches([full]).filter(filter)
+            kept = pa.Table.from_batches([full]).filter(exact)
             if not kept.num_rows:
                 continue
             if not out_schema.names:
