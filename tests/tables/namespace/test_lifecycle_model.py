@@ -1,6 +1,7 @@
 """Model-based test of a namespace's life (issue #17): random sequences of append, dynamic
-overwrite, overwrite-where, delete, update, merge, compact, expire and add_spec against a
-real namespace and a plain Python model, compared after every step.
+overwrite, overwrite-where, delete, update, merge, compact, expire, add_spec and a column
+rename (older partition tables then map columns by field id) against a real namespace
+and a plain Python model, compared after every step.
 
 The model is a list of rows, each tagged with the spec version it was last written
 under (dynamic overwrite only replaces partitions of the current spec). Filters and
@@ -142,11 +143,19 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.ns = lance_sql.PartitionedNamespace.create(f"{self.dir}/ns", SCHEMA, V1)
         self.specs: list[list[dict[str, Any]]] = [V1]
         self.model: list[dict[str, Any]] = []
+        self.amount = "amount"  # renamed back and forth (older tables then map by field id)
         self.ctx = lance_sql.SessionContext()  # each query reads the latest __manifest
         self.ctx.register_namespace("t", self.ns.root)
 
     def teardown(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _n(self, text: str) -> str:
+        """``text`` (a filter, expression or column) with the current name of ``amount``."""
+        return text.replace("amount", self.amount)
+
+    def _data(self, rows: list[dict[str, Any]]) -> pa.Table:
+        return _table(rows).rename_columns([self._n(c) for c in COLS])
 
     @property
     def spec_id(self) -> int:
@@ -158,12 +167,12 @@ class LifecycleMachine(RuleBasedStateMachine):
     # -- operations ---------------------------------------------------------------------------
     @rule(rows=ROWS)
     def append(self, rows: list[dict[str, Any]]) -> None:
-        self.ns.append(_table(rows))
+        self.ns.append(self._data(rows))
         self.model += self._tag(rows)
 
     @rule(rows=ROWS)
     def overwrite_dynamic(self, rows: list[dict[str, Any]]) -> None:
-        self.ns.overwrite(_table(rows), partitions="dynamic")
+        self.ns.overwrite(self._data(rows), partitions="dynamic")
         spec = self.specs[-1]
         keys = {_key(spec, r) for r in rows}
         self.model = [
@@ -177,23 +186,24 @@ class LifecycleMachine(RuleBasedStateMachine):
         if stray and outside:
             before = self.ns.manifest_version
             with pytest.raises(RowsOutsideFilterError):
-                self.ns.overwrite(_table(rows), where=where)
+                self.ns.overwrite(self._data(rows), where=self._n(where))
             assert self.ns.refresh().manifest_version == before
             return
-        self.ns.overwrite(_table(inside), where=where)
+        self.ns.overwrite(self._data(inside), where=self._n(where))
         hit = _matches(self.model, where)
         self.model = [r for r, h in zip(self.model, hit, strict=True) if not h] + self._tag(inside)
 
     @rule(where=FILTERS)
     def delete(self, where: str) -> None:
-        n = self.ns.delete(where)
+        n = self.ns.delete(self._n(where))
         hit = _matches(self.model, where)
         assert n == sum(hit)
         self.model = [r for r, h in zip(self.model, hit, strict=True) if not h]
 
     @rule(exprs=SETS, where=st.one_of(st.none(), FILTERS))
     def update(self, exprs: dict[str, str], where: str | None) -> None:
-        n = self.ns.update(exprs, where=where)
+        sets = {self._n(k): self._n(v) for k, v in exprs.items()}
+        n = self.ns.update(sets, where=None if where is None else self._n(where))
         hit = _matches(self.model, where or "TRUE")
         changed = _set([r for r, h in zip(self.model, hit, strict=True) if h], exprs)
         assert n == len(changed)
@@ -214,7 +224,12 @@ class LifecycleMachine(RuleBasedStateMachine):
                 "when_matched_delete": "source.amount < -3",
             },
         }[mode]
-        result = self.ns.merge(_table(source), on=["id"], **kwargs)
+        if mode == "update_expr":
+            kwargs = {
+                "when_matched_update": {self.amount: self._n("target.amount + source.amount")},
+                "when_matched_delete": self._n("source.amount < -3"),
+            }
+        result = self.ns.merge(self._data(source), on=["id"], **kwargs)
         by_id = {r["id"]: r for r in source}
         kept, new = [], []
         matched: set[int] = set()
@@ -248,6 +263,14 @@ class LifecycleMachine(RuleBasedStateMachine):
     def expire(self) -> None:
         self.ns.expire_versions(older_than=timedelta(0))
 
+    @rule()
+    def rename_amount(self) -> None:
+        new = "amt" if self.amount == "amount" else "amount"
+        self.ns.rename_column(self.amount, new)
+        self.amount = new
+        self.ctx = lance_sql.SessionContext()  # a registration keeps the names it saw
+        self.ctx.register_namespace("t", self.ns.root)
+
     @precondition(lambda self: len(self.specs) <= len(LATER_SPECS))
     @rule()
     def add_spec(self) -> None:
@@ -260,9 +283,11 @@ class LifecycleMachine(RuleBasedStateMachine):
     def same_rows(self) -> None:
         want = _sorted(self.model)
         got = self.ns.to_table()
-        assert _sorted(got.to_pylist()) == want
-        sql = self.ctx.sql("SELECT id, region, day, amount FROM t").to_arrow_table()
-        assert _sorted(sql.to_pylist()) == want
+        assert got.column_names == [self._n(c) for c in COLS]
+        assert _sorted(got.rename_columns(COLS).to_pylist()) == want
+        cols = ", ".join(self._n(c) for c in COLS)
+        sql = self.ctx.sql(f"SELECT {cols} FROM t").to_arrow_table()
+        assert _sorted(sql.rename_columns(COLS).to_pylist()) == want
 
 
 _TMP = "/dev/shm" if shutil.disk_usage("/dev/shm").free > 1 << 30 else None
