@@ -4,11 +4,13 @@ Used to filter ``__manifest`` (pyarrow ``Table.filter`` or pylance's
 ``scanner(filter=...)``) and to push residual filters into Lance scans. The
 expression keeps SQL's filter semantics: where a pyarrow kernel would turn a
 NULL into TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL
-never passes. ``date_part`` terms, and ``CAST(ts AS DATE)`` / ``date_trunc``
-on dates, naive and UTC timestamps, have exact pyarrow forms; other transform
-terms have none that Lance can run (``murmur3`` is not a pyarrow function), so
-converting them raises :class:`PlanningError`; callers fall back to
-:mod:`.scan_filter` (which evaluates them exactly after the scan).
+never passes. ``date_part`` terms and ``CAST(ts AS DATE)`` have exact pyarrow
+forms (only the cast also runs inside a Lance scan: pyarrow 26 maps ``year`` ...
+``hour`` to no Substrait call, :mod:`.scan_filter` checks each conjunct);
+other transform terms have none (``murmur3`` is not a pyarrow function;
+``date_trunc`` is left out too), so converting them raises
+:class:`PlanningError`; callers fall back to :mod:`.scan_filter` (which
+evaluates them exactly after the scan).
 """
 
 from __future__ import annotations
@@ -57,26 +59,7 @@ def _term(term: Term) -> pc.Expression:
         # CAST(ts AS DATE): the local calendar day (pyarrow agrees with DataFusion 55
         # in every zone, measured across DST changes); Substrait takes unsafe casts only
         return pc.field(term.column.name).cast(pa.date32(), safe=False)
-    floorable = _utc_or_naive(src) and pa.types.is_timestamp(src)
-    if term.kind == "date_trunc" and floorable and term.unit in _FLOOR_UNITS:
-        return pc.floor_temporal(pc.field(term.column.name), unit=term.unit)
     raise PlanningError(f"{term.sql()} has no pyarrow expression equivalent")
-
-
-_FLOOR_UNITS = ("year", "month", "day", "hour")
-
-
-def _utc_or_naive(t: pa.DataType | None) -> bool:
-    """Dates and timestamps whose calendar fields pyarrow computes as DataFusion does.
-
-    Zoned timestamps in other zones are left to :mod:`.evaluate` (DataFusion
-    itself): local-time truncation across DST changes is where engines differ.
-    """
-    if t is None:
-        return False
-    if pa.types.is_date(t):
-        return True
-    return pa.types.is_timestamp(t) and t.tz in (None, "UTC", "+00:00", "Z", "Etc/UTC")
 
 
 def to_pyarrow(pred: Predicate) -> pc.Expression:

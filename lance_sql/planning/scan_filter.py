@@ -3,11 +3,11 @@
 A filter is parsed once into the predicate IR (bound to the namespace
 schema). A task scanning a partition table applies it in two steps:
 
-1. :meth:`ScanFilter.pushdown`: the conjuncts with an exact pyarrow form go
-   into the Lance scan (pylance pushes them into its own plan);
-2. :meth:`ScanFilter.apply`: when something had no pyarrow form (``murmur3``
-   terms, ``date_trunc`` on zoned timestamps, leaves the planner does not
-   model), the scanned rows are filtered exactly: transform terms by
+1. :meth:`ScanFilter.pushdown`: the conjuncts with an exact pyarrow form that
+   Substrait carries go into the Lance scan (pylance pushes them into its plan);
+2. :meth:`ScanFilter.apply`: the other conjuncts (``murmur3``, ``date_trunc``
+   and ``date_part`` terms, leaves the planner does not model) filter the
+   scanned rows exactly: transform terms by
    :mod:`.evaluate` (the code that computes stored partition values), and
    filters with leaves the IR cannot express by the engine the filter was
    written for: DataFusion over the original SQL text, or pyarrow over the

@@ -87,7 +87,7 @@ class ScanPlan:
         """The scan filter as one exact pyarrow expression over ``schema`` (None: no filter).
 
         Raises :class:`PlanningError` naming the part that has no pyarrow form
-        (``murmur3`` terms, ``date_trunc`` on zoned timestamps outside UTC,
+        (``murmur3`` and ``date_trunc`` terms,
         expressions the planner does not model): scan with :meth:`to_batches`,
         which applies those exactly after the Lance scan.
         """
