@@ -114,7 +114,14 @@ class Mutation:
                 flt = with_sql_float_semantics(pushdown, schema, columns_only=True)
             except FloatRewriteError:
                 flt = None
-        table = ds.to_table(columns=read, with_row_id=True, filter=flt)
+        try:
+            table = ds.to_table(columns=read, with_row_id=True, filter=flt)
+        except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException):
+            if flt is None:
+                raise
+            # Lance refused the pushed filter (no Substrait form...): the caller's exact
+            # filter runs on the rows anyway, so read them all
+            table = ds.to_table(columns=read, with_row_id=True)
         cols, names = [], []
         for n in wanted:
             f = schema.field(n)
