@@ -10,8 +10,45 @@ any number of DataFusion threads at once.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
+
+_OPERATORS = ("and_", "or_", "xor", "invert", "not_", "lshift", "rshift")
+
+
+@contextmanager
+def _builtin_operators() -> Iterator[None]:
+    """The ``operator`` module's own functions while numba is imported.
+
+    numba captures ``operator.and_`` & co. when it is first imported and asserts
+    they are builtins when it compiles ``&``; a library that wraps them (keeping
+    the original as ``__wrapped__``, as lance-sql does for datafusion-python's
+    pushed filters) would make every later compile fail. The wrappers are put
+    back right after the import.
+    """
+    wrapped = {
+        n: f
+        for n in _OPERATORS
+        if (f := getattr(operator, n, None)) is not None and hasattr(f, "__wrapped__")
+    }
+    for n, f in wrapped.items():
+        setattr(operator, n, f.__wrapped__)
+    try:
+        yield
+    finally:
+        for n, f in wrapped.items():
+            setattr(operator, n, f)
+
+
+def _initialise_numba() -> None:
+    """Load numba's typing and lowering registries now (it does so at the first compile)."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
 
 
 class _Kernels:
@@ -22,7 +59,10 @@ class _Kernels:
     def __getattr__(self, name: str) -> Any:
         module = type(self)._module
         if module is None:
-            from udfs import _kernels
+            with _builtin_operators():
+                from udfs import _kernels
+
+                _initialise_numba()
 
             module = type(self)._module = _kernels
         return getattr(module, name)

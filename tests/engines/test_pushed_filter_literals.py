@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 import os
+import tempfile
 from pathlib import Path
 
 import datafusion
@@ -25,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
+from lance_sql.engines.datafusion import filter_operators
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.scan import matches_nothing, normalize_filter
 
@@ -169,31 +171,48 @@ def test_contradiction_reads_nothing(contexts: dict[str, datafusion.SessionConte
     assert lt.metrics.rows_read == 0
 
 
-# -- no process-wide patch ------------------------------------------------------------------
+# -- the operator shim itself -------------------------------------------------------------
 
 
-def test_operator_module_is_untouched_and_numba_compiles_after_a_query(contexts) -> None:
-    """The fix lives in the plan (empty_scans): ``operator`` stays as Python made it.
+def test_operator_shim_is_installed_and_kleene() -> None:
+    assert filter_operators.installed()
+    x = pc.field("x") > 1
+    f, t, n = pa.scalar(False), pa.scalar(True), pa.scalar(None, pa.bool_())
+    assert operator.and_(f, x).equals(pc.scalar(False))
+    assert operator.and_(x, f).equals(pc.scalar(False))
+    assert operator.and_(t, x).equals(x)
+    assert operator.and_(operator.and_(f, x), x).equals(pc.scalar(False))
+    assert operator.or_(t, x).equals(pc.scalar(True))
+    assert operator.or_(f, x).equals(x)
+    assert operator.invert(f).equals(pc.scalar(True))
+    assert normalize_filter(operator.invert(n)) is not None
+    assert matches_nothing(normalize_filter(operator.invert(n)))
+    assert "null" in str(operator.and_(n, x))  # NULL AND x is not a constant
+    # everything that is not a pyarrow boolean literal goes to the original functions
+    assert operator.and_(6, 3) == 2 and operator.or_(4, 1) == 5 and operator.invert(0) == -1
+    assert operator.and_({1, 2}, {2}) == {2}
+    assert str(operator.and_(x, pc.field("y") > 2)) == str(x & (pc.field("y") > 2))
 
-    A wrapped ``operator.and_`` broke numba, which captures ``operator.and_`` when
-    it is first imported and asserts it is a builtin when it compiles ``&``.
-    """
-    import types
 
-    _ids(contexts["ours"], "ns", "s = 'a' AND s = 'b' AND x > 0")
-    assert all(
-        isinstance(getattr(operator, n), types.BuiltinFunctionType)
-        for n in ("and_", "or_", "invert")
+def test_numba_compiles_new_kernels_after_the_shim_is_installed() -> None:
+    """numba, imported after the shim, still sees builtin operators (udfs/_kernels_proxy)."""
+    code = (
+        "import lance_sql, operator, numpy as np, pyarrow as pa, udfs\n"
+        "from lance_sql.engines.datafusion import filter_operators, provider  # noqa\n"
+        "assert filter_operators.installed()\n"
+        "want = udfs.murmur3(pa.array(np.arange(9), pa.int64())).to_pylist()\n"
+        "for t in (pa.int8(), pa.int16(), pa.uint16(), pa.uint32()):\n"
+        "    assert udfs.murmur3(pa.array(np.arange(9), t)).to_pylist() == want\n"
+        "assert filter_operators.installed()\n"
     )
-    import numpy as np
+    import subprocess
+    import sys
 
-    import udfs
-
-    for t in (pa.int8(), pa.int16(), pa.uint16(), pa.uint32()):  # fresh kernel specialisations
-        assert (
-            udfs.murmur3(pa.array(np.arange(5), t)).to_pylist()
-            == udfs.murmur3(pa.array(np.arange(5), pa.int64())).to_pylist()
-        )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(Path(tempfile.mkdtemp()))},
+    )
 
 
 def test_normalize_filter_literals() -> None:

@@ -25,7 +25,6 @@ import pyarrow as pa
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
-from lance_sql.engines.datafusion.empty_scans import empty_scan_indexes, empty_scans
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters
 from lance_sql.engines.datafusion.spj_plan import (
@@ -71,9 +70,8 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
     namespaces = ctx.registered_namespaces()
     logical = df.optimized_logical_plan()
     text = logical.display_indent()
-    empties = empty_scan_indexes(logical) if "Boolean(" in text or "NULL" in text else []
     scans = [s for s in _scans(logical) if s in namespaces]
-    if not scans and not empties:
+    if not scans:
         return Rewrite(df)
     joins = len(scans) >= 2 and " Join:" in text
     want_spj = ctx.spj_enabled and joins
@@ -81,7 +79,7 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
     out = Rewrite(df)
     if joins and not ctx.spj_enabled:
         out.reasons.append("turned off (SET lance.spj = true turns it on)")
-    if not (want_spj or want_prune or empties):
+    if not (want_spj or want_prune):
         return out
     if " null_aware" in text:
         if want_spj:
@@ -98,8 +96,6 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
         if want_prune:
             out.pruned = attach_prune_filters(ctx, plan, logical, namespaces)
             changed = bool(out.pruned)
-        if empties:  # after pruning: it keeps reads named, so the positions still hold
-            changed = bool(empty_scans(plan, empties)) or changed
         if want_spj:
             tables = {**namespaces, **out.pruned}
             if len(scans) >= 2:

@@ -42,9 +42,8 @@ without calling back into the dataset (hence :func:`capture_scans`).
 Errors: every callback records the lance-sql errors it raises
 (:mod:`.errors`), so that :func:`~.errors.typed_errors` can raise them typed
 out of DataFusion's ``collect()``; the ``schema`` property never raises.
-A pushed filter holding a FALSE literal never reaches a provider built by
-``lance_sql.SessionContext``: such scans become empty relations
-(:mod:`.empty_scans`).
+Importing this module installs :mod:`.filter_operators`, without which a
+pushed filter holding a boolean literal fails inside datafusion-python.
 
 :class:`ScanUnitDataset` adapts that protocol to a *planner*
 ``planner(filter) -> ScanPlan`` called once per scan node, so all partitions of
@@ -63,8 +62,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from lance_sql.engines.datafusion import filter_operators
 from lance_sql.engines.datafusion.errors import recorded, recorded_iter
 from lance_sql.tables.scan import ScanUnit, normalize_filter, projected_schema
+
+filter_operators.install()
 
 
 @dataclass(frozen=True)
