@@ -61,13 +61,13 @@ def generate_parquet(data_dir: str | Path, sf: float) -> Path:
     return out
 
 
-# -- issue #16 workaround: DELETE this function (and its one call) once #16 lands. ---------------
 def without_view_types(schema: pa.Schema) -> pa.Schema:
     """``schema`` with ``string_view`` / ``binary_view`` as ``string`` / ``binary``.
 
-    tpchgen-cli writes string columns as ``string_view``; lance-sql does not accept
-    view types yet (issue #16), so the loader stores plain strings. Field
-    metadata (Parquet field ids) is dropped: Lance assigns its own.
+    tpchgen-cli writes string columns as ``string_view``. lance-sql namespaces take
+    them as they are (issue #16: stored as the namespace's canonical types); this
+    cast is only for the plain Lance datasets written with ``lance.write_dataset``.
+    Field metadata (Parquet field ids) is dropped: Lance assigns its own.
     """
     plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
     return pa.schema(
@@ -75,11 +75,15 @@ def without_view_types(schema: pa.Schema) -> pa.Schema:
     )
 
 
-def _batches(path: Path) -> pa.RecordBatchReader:
-    """The rows of one Parquet file as a stream, with the issue #16 cast applied."""
+def _batches(path: Path, *, plain_types: bool) -> pa.RecordBatchReader:
+    """The rows of one Parquet file as a stream (view types cast when ``plain_types``)."""
     import pyarrow.parquet as pq
 
     source = pq.ParquetFile(path)
+    if not plain_types:
+        return pa.RecordBatchReader.from_batches(
+            source.schema_arrow, source.iter_batches(batch_size=262_144)
+        )
     schema = without_view_types(source.schema_arrow)
 
     def gen() -> Iterator[pa.RecordBatch]:
@@ -105,7 +109,9 @@ def load_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     for table in TABLES:
-        reader = _batches(Path(parquet_dir) / f"{table}.parquet")
+        reader = _batches(
+            Path(parquet_dir) / f"{table}.parquet", plain_types=table not in NAMESPACES
+        )
         if table in NAMESPACES:
             key, buckets = NAMESPACES[table]
             spec = [
