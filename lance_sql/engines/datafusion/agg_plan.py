@@ -57,7 +57,7 @@ def push_partial_aggregates(
         eager = eager_aggregate(group_plan, (_side_rows(table, "left"), _side_rows(table, "right")))
         if eager is not None:
             inside += f" + {eager} side aggregated before the join"
-        group = SubstraitGroupQuery(group_plan, table.group.udfs, inside)
+        group = SubstraitGroupQuery(group_plan, table.group.udfs, inside, table.group.tables)
         schema = group_schema(table.left, table.right, group)
         schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
         name = fresh_table_name("__lance_spj_agg")
@@ -118,11 +118,8 @@ def _schema(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> pa.Schema:
 
 def _replace_read(rel: algebra_pb2.Rel, table: str, join: algebra_pb2.Rel) -> None:
     for node in sp.walk(rel):
-        if sp.table_name(node) == table:
-            common = algebra_pb2.RelCommon()
-            common.CopyFrom(node.read.common)
+        if sp.table_name(node) == table:  # the read has no output mapping; the join its own
             node.CopyFrom(join)
-            node.join.common.CopyFrom(common)
             return
     raise AssertionError(f"no read of {table}")
 

@@ -180,16 +180,69 @@ def _rebuild(
     pair = _pick_pair(conds, chains, names, is_pair)
     if pair is None or _already_siblings(rel, pair, tree):
         return False
-    order = _join_order(pair, conds, len(tree.leaves))
-    if order is None:
+    linked = [_leaves_of(c) for c in conds]
+    sides = _attach(pair, linked, tree, set(chains))
+    rest = _join_order([*sides[0], *sides[1]], linked, len(tree.leaves))
+    if rest is None:
         return False
-    rebuilt, cols = _build(tree, order, conds, names, plan)
+    rebuilt, cols = _build(tree, sides, rest, conds, names, plan)
     position = {c: i for i, c in enumerate(cols)}
     emit = rebuilt.join.common.emit.output_mapping
     del emit[:]
     emit.extend(position[c] for c in out)
     rel.CopyFrom(rebuilt)
     return True
+
+
+def _attach(
+    pair: tuple[int, int], linked: list[set[int]], tree: _Tree, namespaces: set[int]
+) -> tuple[list[int], list[int]]:
+    """The inputs each side of the pair takes into its groups, the pair's scan first.
+
+    A filtered scan of a table that is not a namespace (a dimension table with
+    a WHERE condition), joined by a condition to one side only, joins that side
+    *inside* every group: the groups of ``lineitem`` then meet only the parts a
+    filter kept (TPC-H q8, q9), where joining them above the
+    storage-partitioned join would carry every lineitem row through it. Inner
+    joins distribute over the groups, so the rows are the same; such an input
+    is read once per group, which is why only filtered scans qualify. Its other
+    conditions are evaluated on the lowest join above that sees their inputs.
+    """
+    sides = ([pair[0]], [pair[1]])
+    candidates = [
+        i
+        for i, leaf in enumerate(tree.leaves)
+        if i not in namespaces and i not in pair and _filtered_scan(leaf)
+    ]
+    changed = True
+    while changed:
+        changed = False
+        for leaf in candidates:
+            if leaf in sides[0] or leaf in sides[1]:
+                continue
+            touch = [
+                side
+                for side in sides
+                if any(leaf in s and len(s) > 1 and s <= set(side) | {leaf} for s in linked)
+            ]
+            if len(touch) == 1:
+                touch[0].append(leaf)
+                changed = True
+    return sides
+
+
+def _filtered_scan(rel: Rel) -> bool:
+    """A read of a named table under filters and projections, with at least one filter."""
+    if sp.scan_chain(rel) is None:
+        return False
+    for node in sp.walk(rel):
+        if sp.kind(node) == "filter":
+            return True
+        if sp.kind(node) == "read" and (
+            node.read.HasField("filter") or node.read.HasField("best_effort_filter")
+        ):
+            return True
+    return False
 
 
 def _pick_pair(
@@ -228,10 +281,9 @@ def _already_siblings(rel: Rel, pair: tuple[int, int], tree: _Tree) -> bool:
     return False
 
 
-def _join_order(pair: tuple[int, int], conds: list[Expr], n: int) -> list[int] | None:
-    """The pair first, then each input connected by a condition to those before it."""
-    order = list(pair)
-    linked = [_leaves_of(c) for c in conds]
+def _join_order(first: list[int], linked: list[set[int]], n: int) -> list[int] | None:
+    """The inputs after ``first``, each connected by a condition to those before it."""
+    order = list(first)
     while len(order) < n:
         have = set(order)
         nxt = next(
@@ -245,50 +297,94 @@ def _join_order(pair: tuple[int, int], conds: list[Expr], n: int) -> list[int] |
         if nxt is None:
             return None  # an input joined to the others by no condition: leave the tree alone
         order.append(nxt)
-    return order
+    return order[len(first) :]
+
+
+class _Builder:
+    """Joins inputs one by one, each condition on the lowest join that sees its inputs."""
+
+    def __init__(
+        self, tree: _Tree, conds: list[Expr], names: dict[int, str], plan: plan_pb2.Plan
+    ) -> None:
+        self.tree, self.conds, self.names, self.plan = tree, conds, names, plan
+        self.placed = [False] * len(conds)
+
+    def leaf(self, i: int) -> tuple[Rel, list[Col], set[int]]:
+        rel = Rel()
+        rel.CopyFrom(self.tree.leaves[i])
+        return rel, [(i, j) for j in range(self.tree.widths[i])], {i}
+
+    def join(
+        self, left: tuple[Rel, list[Col], set[int]], right: tuple[Rel, list[Col], set[int]]
+    ) -> tuple[Rel, list[Col], set[int]]:
+        cols = left[1] + right[1]
+        have = left[2] | right[2]
+        here = []
+        for i, cond in enumerate(self.conds):
+            if not self.placed[i] and _leaves_of(cond) <= have:
+                self.placed[i] = True
+                here.append(_localize(cond, cols))
+        out = Rel()
+        out.join.type = INNER
+        out.join.left.CopyFrom(left[0])
+        out.join.right.CopyFrom(right[0])
+        if here:
+            out.join.expression.CopyFrom(_and(here, self.names, self.plan))
+        return out, cols, have
+
+    def side(self, leaves: list[int]) -> tuple[Rel, list[Col], set[int]]:
+        """The side's scan, then each input it takes as the build (left) side over it."""
+        cur = self.leaf(leaves[0])
+        for leaf in leaves[1:]:
+            cur = self.join(self.leaf(leaf), cur)
+        return cur
 
 
 def _build(
-    tree: _Tree, order: list[int], conds: list[Expr], names: dict[int, str], plan: plan_pb2.Plan
+    tree: _Tree,
+    sides: tuple[list[int], list[int]],
+    rest: list[int],
+    conds: list[Expr],
+    names: dict[int, str],
+    plan: plan_pb2.Plan,
 ) -> tuple[Rel, list[Col]]:
-    """The join tree of ``order`` and the columns it outputs.
+    """The rebuilt join tree and the columns it outputs.
 
-    The pair is joined first, as the original tree had it (left input first).
-    Every further input joins as the *left* input, over the tree so far as the
-    right: DataFusion builds its hash table on the left input and, with no
-    statistics from Python tables, never swaps the sides, so the single input
-    (a dimension table or a filtered subquery) is the build side rather than
-    the storage-partitioned join's output.
+    The pair's two sides (each with the inputs it takes into the groups) are
+    joined first, left input first as the original tree had it. Every further
+    input joins as the *left* input over the tree so far: DataFusion builds its
+    hash table on the left input and, with no statistics from Python tables,
+    never swaps the sides, so the single input (a dimension table or a
+    filtered subquery) is the build side rather than the storage-partitioned
+    join's output. The order of each side's inputs is the one ``_attach``
+    found, so each joins by a condition.
     """
-    placed = [False] * len(conds)
-    first, second = order[0], order[1]
-    cur = Rel()
-    cur.CopyFrom(tree.leaves[first])
-    cols = [(first, j) for j in range(tree.widths[first])]
-    for step, leaf in enumerate(order[1:]):
-        leaf_cols = [(leaf, j) for j in range(tree.widths[leaf])]
-        pair = step == 0 and leaf == second
-        cols = cols + leaf_cols if pair else leaf_cols + cols
-        have = set(order[: step + 2])
-        here = []
-        for i, cond in enumerate(conds):
-            if not placed[i] and _leaves_of(cond) <= have:
-                placed[i] = True
-                here.append(_localize(cond, cols))
-        nxt = Rel()
-        nxt.join.type = INNER
-        if pair:
-            nxt.join.left.CopyFrom(cur)
-            nxt.join.right.CopyFrom(tree.leaves[leaf])
-        else:
-            nxt.join.left.CopyFrom(tree.leaves[leaf])
-            nxt.join.right.CopyFrom(cur)
-        if here:
-            nxt.join.expression.CopyFrom(_and(here, names, plan))
-        cur = nxt
-    if not all(placed):
+    b = _Builder(tree, conds, names, plan)
+    side_a = _ordered(sides[0], conds)
+    side_b = _ordered(sides[1], conds)
+    cur = b.join(b.side(side_a), b.side(side_b))
+    for leaf in rest:
+        cur = b.join(b.leaf(leaf), cur)
+    if not all(b.placed):
         raise _NotFlat("a condition refers to no input")
-    return cur, cols
+    return cur[0], cur[1]
+
+
+def _ordered(leaves: list[int], conds: list[Expr]) -> list[int]:
+    """``leaves`` (scan first) in an order where each joins by a condition to those before."""
+    linked = [s for s in (_leaves_of(c) for c in conds) if s <= set(leaves)]
+    order, remaining = leaves[:1], leaves[1:]
+    while remaining:
+        have = set(order)
+        nxt = next(
+            (i for i in remaining if any(i in s and s & have and s <= have | {i} for s in linked)),
+            None,
+        )
+        if nxt is None:
+            raise _NotFlat("a side's inputs are not connected")
+        order.append(nxt)
+        remaining.remove(nxt)
+    return order
 
 
 def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:

@@ -63,10 +63,15 @@ class SubstraitGroupQuery:
     plan: plan_pb2.Plan
     udfs: tuple[Any, ...] = ()
     inside: str = ""
+    #: the other tables the join's inputs read (dimension tables joined in every group)
+    tables: tuple[tuple[str, Any], ...] = ()
 
     def dataframe(self, ctx: Any) -> Any:
         for udf in self.udfs:
             ctx.register_udf(udf)
+        for name, table in self.tables:
+            if not ctx.table_exist(name):
+                ctx.register_table(name, table)
         return ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, self.plan))
 
     def describe(self) -> str:
@@ -138,13 +143,8 @@ def _replace(
     if not lns or not rns:
         return ""
     where = f"{'/'.join(lns)} x {'/'.join(rns)}"
-    left, right = sp.scan_chain(join.left), sp.scan_chain(join.right)
-    if (
-        left is None
-        or right is None
-        or left.table not in namespaces
-        or right.table not in namespaces
-    ):
+    left, right = sp.side_chain(join.left, namespaces), sp.side_chain(join.right, namespaces)
+    if left is None or right is None:
         return f"{where}: an input of the join is not a plain scan of a namespace"
     how = JOIN_HOW.get(join.type)
     if how is None:
@@ -171,7 +171,7 @@ def _replace(
     # whose sides share a column name (apache/datafusion#21246; a self-join always does).
     sp.prefix_read_columns(body.left, LEFT_TABLE, LEFT_PREFIX)
     sp.prefix_read_columns(body.right, RIGHT_TABLE, RIGHT_PREFIX)
-    group = SubstraitGroupQuery(group_plan, _user_udfs(ctx, group_plan))
+    group = SubstraitGroupQuery(group_plan, _user_udfs(ctx, group_plan), "", _tables(ctx, body))
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
     out = group_schema(lside, rside, group)
@@ -182,7 +182,8 @@ def _replace(
     read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
     if sp.kind(read) != "read":
         raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
-    read.read.common.CopyFrom(join.common)
+    # the group query is the join *with* its output mapping (``common.emit``): the
+    # table's columns are already the join's output columns
     rel.CopyFrom(read)
     outcome.used.append(table)
     return None
@@ -225,6 +226,17 @@ def _keys(
         if lc is not None and rc is not None and (lc, rc) not in keys:
             keys.append((lc, rc))
     return keys
+
+
+def _tables(ctx: Any, join: algebra_pb2.JoinRel) -> tuple[tuple[str, Any], ...]:
+    """The providers of the tables the join reads besides its two sides' namespaces."""
+    names = {
+        t
+        for side in (join.left, join.right)
+        for r in sp.walk(side)
+        if (t := sp.table_name(r)) is not None and t not in (LEFT_TABLE, RIGHT_TABLE)
+    }
+    return tuple((name, ctx.table_provider(name)) for name in sorted(names))
 
 
 @functools.cache

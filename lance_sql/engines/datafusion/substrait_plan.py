@@ -38,9 +38,14 @@ def to_substrait(ctx: Any, logical_plan: Any) -> plan_pb2.Plan:
 
 def from_substrait(ctx: Any, plan: plan_pb2.Plan) -> Any:
     """The DataFusion logical plan of ``plan``, resolving table names in ``ctx``."""
-    return ss.Consumer.from_substrait_plan(
-        ctx, ss.Serde.deserialize_bytes(plan.SerializeToString())
-    )
+    try:
+        return ss.Consumer.from_substrait_plan(
+            ctx, ss.Serde.deserialize_bytes(plan.SerializeToString())
+        )
+    except BaseException as exc:  # a Rust panic (pyo3 PanicException) is a BaseException
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise ValueError(f"DataFusion's Substrait consumer panicked: {exc}") from exc
 
 
 def root_rel(plan: plan_pb2.Plan) -> Rel:
@@ -137,6 +142,54 @@ def scan_chain(rel: Rel) -> ScanChain | None:
     for expr in rel.project.expressions:
         ref = field_ref(expr)
         out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
+    return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
+
+
+def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
+    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
+
+    Like :func:`scan_chain`, and also through inner joins in which exactly one
+    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
+    read's, and the other tables' columns map to None. None when the input
+    holds no namespace read, two of them, or anything else than reads,
+    filters, projections and inner joins.
+    """
+    k = kind(rel)
+    if k == "join":
+        join = rel.join
+        if join.type != algebra_pb2.JoinRel.JOIN_TYPE_INNER or join.HasField("post_join_filter"):
+            return None
+        left, right = _any_chain(join.left, namespaces), _any_chain(join.right, namespaces)
+        if left is None or right is None or (left.table is None) == (right.table is None):
+            return None
+        main = left if left.table is not None else right
+        return ScanChain(main.read, main.table, tuple(_emit(rel, [*left.columns, *right.columns])))
+    if k in ROW_WISE and kind(getattr(rel, k).input) == "join":
+        below = side_chain(getattr(rel, k).input, namespaces)
+        return None if below is None else _above(rel, below)
+    chain = scan_chain(rel)
+    return chain if chain is not None and chain.table in namespaces else None
+
+
+def _any_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
+    """:func:`side_chain`, or a scan of another table (its columns all None, table None)."""
+    chain = side_chain(rel, namespaces)
+    if chain is not None:
+        return chain
+    other = scan_chain(rel)
+    if other is None or other.table in namespaces:
+        return None
+    return ScanChain(other.read, None, tuple(None for _ in other.columns))  # type: ignore[arg-type]
+
+
+def _above(rel: Rel, below: ScanChain) -> ScanChain:
+    """``below`` seen through the filter or projection ``rel``."""
+    k = kind(rel)
+    out: list[str | None] = list(below.columns)
+    if k == "project":
+        for expr in rel.project.expressions:
+            ref = field_ref(expr)
+            out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
     return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
 
 
@@ -298,6 +351,7 @@ __all__ = [
     "rename_tables",
     "root_rel",
     "scan_chain",
+    "side_chain",
     "subplan",
     "table_name",
     "to_substrait",
