@@ -111,11 +111,6 @@ class SpjSide:
     name: str  # the registered table name (for EXPLAIN)
 
 
-def spj_column(alias: str, column: str) -> str:
-    """The SPJ table's name for ``alias.column`` (quoted in SQL: it contains a dot)."""
-    return f"{alias}.{column}"
-
-
 def private_context() -> Any:
     """A DataFusion context with :data:`GROUP_CONFIG` and the lance-sql functions."""
     config = datafusion.SessionConfig()
@@ -516,5 +511,4 @@ __all__ = [
     "plan_side_reads",
     "private_context",
     "run_group",
-    "spj_column",
 ]

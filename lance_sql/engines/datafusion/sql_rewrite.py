@@ -1,25 +1,24 @@
-"""The SQL preprocessing pipeline: a list of small, named rewrites applied before DataFusion.
+"""The SQL text passes that run before DataFusion, and query-scoped temporary tables.
 
-DataFusion 55 cannot express some things lance-sql needs from Python (any-type
-and variadic functions, predicates on transform terms, co-partitioned joins), so
-``lance_sql.SessionContext.sql`` passes the query text through these passes
-first, in order. Each pass is a plain function ``(ctx, sql) -> sql`` that must be
-idempotent and must return the text unchanged when it does not apply (cheaply:
-check for its trigger words before parsing). Passes are registered with
-:func:`register_pass`; later features add theirs here (sqlglot-style: one pass,
-one job, each tested on its own).
+One pass is left: the typed dispatch of ``murmur3`` / ``murmur3_multi``
+(DataFusion 55's Python UDFs have one exact signature each, so a call must be
+renamed to a UDF for its argument types before DataFusion plans it; see
+:mod:`udfs.sql_dispatch`). Everything else lance-sql does to a query works on
+DataFusion's plan (:mod:`.plan_rewrite`). A pass is a plain function
+``(ctx, sql) -> sql`` that returns the text unchanged when it does not apply.
+
+:func:`query_scope` / :func:`register_query_table` give the plan passes
+temporary tables that are dropped once the plan holding them is built.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from sqlglot import exp
 
 if TYPE_CHECKING:
     import datafusion
@@ -98,35 +97,6 @@ def register_query_table(ctx: datafusion.SessionContext, name: str, table: objec
     names = getattr(_SCOPE, "names", None)
     if names is not None:
         names.append(name)
-
-
-def cte_names(tree: exp.Expression) -> set[str]:
-    """The names the query's WITH clauses define, lowercased (each shadows a table of that name)."""
-    return {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-
-
-def identifier_name(ident: exp.Expression | None) -> str | None:
-    """An identifier as DataFusion resolves it: an unquoted one is lowercased."""
-    if not isinstance(ident, exp.Identifier):
-        return None
-    return ident.this if ident.quoted else ident.this.lower()
-
-
-def namespace_name(
-    node: exp.Expression, namespaces: Mapping[str, object], ctes: set[str]
-) -> str | None:
-    """The registered namespace a FROM or JOIN item reads, else None.
-
-    Only a bare table reference (no schema or catalog) names one, and not when
-    a CTE of the same name shadows it: passes that replace a namespace
-    reference must not replace a CTE's.
-    """
-    if not isinstance(node, exp.Table) or node.args.get("db") or node.args.get("catalog"):
-        return None
-    name = identifier_name(node.this)
-    if name is None or name.lower() in ctes or name not in namespaces:
-        return None
-    return name
 
 
 def rewrite_sql(ctx: datafusion.SessionContext, sql: str) -> str:
