@@ -224,7 +224,7 @@ def test_spj_right_self_join_with_where_over_both_sides(contexts, oracle) -> Non
     strict=True,
     reason="DataFusion 55 (apache/datafusion#21246): the FilterExec kept over b (abs() is not "
     "pushed into the scan) also gets a.v > 2, resolved by name on b; lance-sql's plain "
-    "namespace scans are affected (README says they are not)",
+    "namespace scans are affected too (README known limits)",
 )
 def test_plain_right_self_join_with_where_over_both_sides(contexts, oracle) -> None:
     assert _rows(contexts[1], RIGHT_SELF_JOIN) == _duckdb_rows(oracle, RIGHT_SELF_JOIN)
