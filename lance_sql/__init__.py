@@ -62,7 +62,7 @@ _LAZY = {
     "plan_scan": "lance_sql.planning.scan_plan",
     "ScanPlan": "lance_sql.planning.scan_plan",
     "JoinPlan": "lance_sql.planning.joins",
-    "StagedWrite": "lance_sql.tables.namespace.writer",
+    "StagedWrite": "lance_sql.tables.namespace.staging",
 }
 
 

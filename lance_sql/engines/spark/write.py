@@ -80,7 +80,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     @staticmethod
     def _staged(messages: list[StagedCommit | None]) -> list[object]:
-        from lance_sql.tables.namespace.writer import StagedWrite
+        from lance_sql.tables.namespace.staging import StagedWrite
 
         return [
             StagedWrite.from_json(m.staged)

@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
+from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
 from lance_sql.tables.namespace.sql_eval import SqlExpressionError, project, quote, run_sql
-from lance_sql.tables.namespace.writer import conform_batch, iter_batches
 
 _ROW = "__lance_sql_row"
 

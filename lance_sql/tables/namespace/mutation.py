@@ -297,7 +297,7 @@ def finish(ns: Any, mutation: Mutation) -> int:
 
 
 def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
-    from lance_sql.tables.namespace.writer import _key
+    from lance_sql.tables.namespace.partition_rows import _key
 
     return tuple(_key(entry.values.get(fid)) for fid in field_ids)
 

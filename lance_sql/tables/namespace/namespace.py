@@ -65,12 +65,8 @@ from lance_sql.tables.namespace.spec import (
     parse_spec_key,
     validate_evolution,
 )
-from lance_sql.tables.namespace.writer import (
-    NamespaceWriter,
-    StagedWrite,
-    abort_staged,
-    commit_staged,
-)
+from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
+from lance_sql.tables.namespace.writer import NamespaceWriter
 from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups
 
 SCHEMA_KEY = "schema"

@@ -22,7 +22,12 @@ import pyarrow as pa
 from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.delete import delete_matching, filter_mask
 from lance_sql.tables.namespace.mutation import Mutation, run, values_key
-from lance_sql.tables.namespace.writer import _key, conform_batch, iter_batches, partition_values
+from lance_sql.tables.namespace.partition_rows import (
+    _key,
+    conform_batch,
+    iter_batches,
+    partition_values,
+)
 
 
 class RowsOutsideFilterError(LanceSqlError):

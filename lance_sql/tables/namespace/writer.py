@@ -34,10 +34,8 @@ one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,13 +47,10 @@ import pyarrow.compute as pc
 from lance_sql.errors import (
     CommitConflictError,
     LanceSqlError,
-    SchemaMismatchError,
-    SpecError,
     UnsupportedFeatureError,
 )
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import (
-    cast_to_namespace,
     check_column_type,
     columns_by_namespace_id,
     is_marked,
@@ -71,7 +66,6 @@ from lance_sql.tables.namespace.layout import (
     derived_namespace_name,
     join_object_id,
     random_namespace_name,
-    resolve_location,
     table_dir_name,
 )
 from lance_sql.tables.namespace.manifest_table import (
@@ -79,214 +73,25 @@ from lance_sql.tables.namespace.manifest_table import (
     conform_rows,
     read_manifest,
 )
+from lance_sql.tables.namespace.partition_rows import (
+    _key,
+    conform_batch,
+    iter_batches,
+    partition_values,
+    split_batch,
+)
 from lance_sql.tables.namespace.reader import PartitionTable, table_entries
-from lance_sql.tables.namespace.spec import PartitionSpec, source_fields
+from lance_sql.tables.namespace.spec import PartitionSpec
+from lance_sql.tables.namespace.staging import (
+    StagedPartition,
+    StagedWrite,
+    _check_stages,
+    _move_files,
+    _remove_files,
+)
 
 DEFAULT_BUFFER_BYTES = 256 << 20
 SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
-
-
-# ---------------------------------------------------------------------------
-# Input
-
-
-def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
-    """Batches of a Table, RecordBatch, RecordBatchReader or iterable of batches/tables."""
-    if isinstance(data, pa.Table):
-        yield from data.to_batches()
-    elif isinstance(data, pa.RecordBatch):
-        yield data
-    elif isinstance(data, pa.RecordBatchReader):
-        yield from data
-    elif hasattr(data, "__arrow_c_stream__") and not isinstance(data, Iterable):
-        yield from pa.RecordBatchReader.from_stream(data)
-    elif isinstance(data, Iterable):
-        for item in data:
-            yield from iter_batches(item)
-    else:
-        raise TypeError(
-            f"cannot write {type(data).__name__}: give a pyarrow Table, RecordBatch, "
-            "RecordBatchReader or an iterable of RecordBatches"
-        )
-
-
-def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly the namespace ``schema``, or SchemaMismatchError naming a column.
-
-    Columns are matched by name; order does not matter. A missing nullable
-    column is written as NULL; a missing non-nullable column, an extra column,
-    a different type or a NULL in a non-nullable column is an error. Nested
-    types may differ only in child field names (a safe cast).
-    """
-    names = set(schema.names)
-    seen: set[str] = set()
-    for name in batch.schema.names:
-        if name in seen:
-            raise SchemaMismatchError(f"column {name!r} appears more than once")
-        seen.add(name)
-        if name not in names:
-            raise SchemaMismatchError(
-                f"column {name!r} is not in the namespace schema (columns: {schema.names})"
-            )
-    arrays = []
-    for f in schema:
-        idx = batch.schema.get_field_index(f.name)
-        if idx < 0:
-            if not f.nullable:
-                raise SchemaMismatchError(f"non-nullable column {f.name!r} is missing")
-            arrays.append(pa.nulls(batch.num_rows, f.type))
-            continue
-        col = batch.column(idx)
-        if not col.type.equals(f.type):
-            col = _cast_to_namespace(col, f)
-        if not f.nullable and col.null_count:
-            raise SchemaMismatchError(
-                f"column {f.name!r} is not nullable but has {col.null_count} NULL values"
-            )
-        arrays.append(col)
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _cast_to_namespace(col: pa.Array, f: pa.Field) -> pa.Array:
-    """``col`` as the namespace type: view, large and dictionary variants, or nested
-    types differing only in child names, are cast; anything else is refused."""
-    cast = cast_to_namespace(col, f)
-    if cast is not None:
-        return cast
-    if pa.types.is_nested(col.type) and pa.types.is_nested(f.type):
-        try:
-            return col.cast(f.type, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
-    raise SchemaMismatchError(f"column {f.name!r} has type {col.type}, the namespace has {f.type}")
-
-
-# ---------------------------------------------------------------------------
-# Partition values and grouping
-
-
-def partition_values(
-    batch: pa.RecordBatch, spec: PartitionSpec, schema: pa.Schema
-) -> list[pa.Array]:
-    """One array of partition values per field of ``spec`` (via :mod:`udfs`)."""
-    import udfs
-
-    sources = source_fields(schema)
-    out = []
-    for i, pf in enumerate(spec.fields):
-        cols = [_source_column(batch, sources, sid) for sid in pf.source_ids]
-        if len(cols) == 1 and pa.types.is_null(cols[0].type):
-            # the source column was removed: it reads as NULL, so does the partition value
-            out.append(pa.nulls(batch.num_rows, pf.result_type))
-            continue
-        try:
-            values = udfs.apply_partition_field(
-                columns=cols,
-                transform=None if pf.transform is None else pf.transform.to_json(),
-                expression=pf.expression,
-                result_type=pf.result_type,
-            )
-            if isinstance(values, pa.ChunkedArray):
-                values = values.combine_chunks()
-            if not values.type.equals(pf.result_type):
-                values = values.cast(pf.result_type)
-        except (udfs.ExpressionError, udfs.UnsupportedTypeError, ValueError, TypeError) as exc:
-            raise SpecError(
-                f"partition field {pf.field_id!r} cannot be computed: {exc}",
-                key=f"{spec.key}.fields[{i}]",
-            ) from exc
-        out.append(values)
-    return out
-
-
-def _source_column(batch: pa.RecordBatch, sources: Mapping[int, Any], sid: int) -> pa.Array:
-    found = sources.get(sid)
-    if found is None:  # column removed: the spec says the source reads as NULL
-        return pa.nulls(batch.num_rows)
-    path = found[0].split(".")
-    col = batch.column(path[0])
-    for part in path[1:]:
-        col = pc.struct_field(col, part)
-    return col
-
-
-def _key(value: Any) -> Any:
-    """A hashable, equality-safe form of a partition value (NaN equals NaN).
-
-    Zoned datetimes are keyed by their UTC instant: Python compares and hashes
-    two aware datetimes of one zone by wall time (``fold`` ignored), which
-    would merge the two instants of a repeated fall-back hour.
-    """
-    if isinstance(value, float) and math.isnan(value):
-        return ("__nan__",)
-    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
-        return ("__instant__", value.astimezone(_dt.timezone.utc))
-    return value
-
-
-def _dense_codes(arr: pa.Array) -> tuple[np.ndarray, int]:
-    """Codes ``0..size-1`` numbering the distinct values of ``arr`` (NULL is a value).
-
-    Small-range integers without NULLs (bucket numbers, years, hours) are
-    offset directly, skipping a hash-based dictionary encoding.
-    """
-    if pa.types.is_integer(arr.type) and arr.null_count == 0 and len(arr):
-        values = arr.to_numpy(zero_copy_only=False)
-        lo, hi = int(values.min()), int(values.max())
-        if hi - lo < 1 << 16:
-            return values.astype(np.int64) - lo, hi - lo + 1
-    enc = pc.dictionary_encode(arr, null_encoding="encode")
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), max(len(enc.dictionary), 1)
-
-
-def _group_codes(values: Sequence[pa.Array], n: int) -> np.ndarray | None:
-    """Dense codes numbering the distinct partition value tuples; None for a single tuple."""
-    if not values:
-        return None
-    codes: np.ndarray | None = None
-    for arr in values:
-        idx, size = _dense_codes(arr)
-        codes = idx if codes is None else codes * size + idx
-        if len(values) > 1:
-            uniq, inverse = np.unique(codes, return_inverse=True)
-            codes = inverse.astype(np.int64) if len(uniq) > 1 else np.zeros(n, np.int64)
-    assert codes is not None
-    if int(codes.max()) == 0 or (codes == codes[0]).all():
-        return None
-    return codes
-
-
-def split_batch(
-    batch: pa.RecordBatch, values: Sequence[pa.Array], *, threads: int = 2
-) -> list[tuple[tuple[Any, ...], tuple[Any, ...], pa.RecordBatch]]:
-    """Split ``batch`` by partition: ``(key, raw values, rows)`` per distinct value tuple.
-
-    Rows keep their input order within a partition. The batch is reordered
-    once with a counting-sort scatter (:mod:`regroup`), so each partition's
-    rows are a zero-copy slice; this is several times cheaper than gathering
-    every partition with ``take``.
-    """
-    from lance_sql.tables.namespace.regroup import regroup
-
-    n = batch.num_rows
-    if n == 0:
-        return []
-    codes = _group_codes(values, n)
-    if codes is None:
-        raw = tuple(arr[0].as_py() for arr in values)
-        return [(tuple(_key(v) for v in raw), raw, batch)]
-    groups = int(codes.max()) + 1
-    counts = np.bincount(codes, minlength=groups)
-    grouped, firsts = regroup(batch, codes, counts, threads=threads)
-    out = []
-    start = 0
-    for count, first in zip(counts.tolist(), firsts.tolist(), strict=True):
-        if not count:
-            continue
-        raw = tuple(arr[first].as_py() for arr in values)
-        out.append((tuple(_key(v) for v in raw), raw, grouped.slice(start, count)))
-        start += count
-    return out
 
 
 @dataclass
@@ -835,267 +640,6 @@ class NamespaceWriter:
                     pass
 
 
-# ---------------------------------------------------------------------------
-# Staged writes (distributed writers: tasks stage, one driver commits)
-
-
-@dataclass(frozen=True)
-class StagedPartition:
-    """Uncommitted Lance data files one staging task wrote for one partition."""
-
-    values: tuple[Any, ...]  # partition values, one per field of the spec staged for
-    object_id: str
-    location: str  # table directory relative to the root (where the files are)
-    new: bool  # True when the table did not exist in the staged-against snapshot
-    branch: str | None  # the partition table's pinned branch (files under tree/{branch})
-    fragments: tuple[str, ...]  # FragmentMetadata JSON, one per data fragment
-    table_version: int | None = None  # latest table version when staged (None: new table)
-
-    @property
-    def rows(self) -> int:
-        return sum(int(json.loads(f)["physical_rows"]) for f in self.fragments)
-
-
-@dataclass(frozen=True)
-class StagedWrite:
-    """What one task staged: small, picklable, and JSON round-trippable (``to_json``).
-
-    Nothing it describes is visible to readers until ``commit_staged``: the
-    files sit in partition table directories no ``__manifest`` version pins
-    (new tables) or outside every committed version (existing tables).
-    """
-
-    root: str
-    write_id: str
-    mode: str
-    manifest_version: int
-    spec_id: int
-    schema: str  # the namespace schema JSON the files were written for
-    value_types: tuple[pa.DataType, ...]
-    partitions: tuple[StagedPartition, ...]
-
-    @property
-    def rows(self) -> int:
-        return sum(p.rows for p in self.partitions)
-
-    def to_json(self) -> str:
-        import base64
-
-        values = (
-            pa.table(
-                {
-                    f"v{i}": pa.array([p.values[i] for p in self.partitions], t)
-                    for i, t in enumerate(self.value_types)
-                }
-            )
-            if self.value_types
-            else pa.table({"_": pa.nulls(len(self.partitions))})
-        )
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, values.schema) as out:
-            out.write_table(values)
-        return json.dumps(
-            {
-                "format": STAGED_FORMAT,
-                "root": self.root,
-                "write_id": self.write_id,
-                "mode": self.mode,
-                "manifest_version": self.manifest_version,
-                "spec_id": self.spec_id,
-                "schema": self.schema,
-                "values": base64.b64encode(sink.getvalue().to_pybytes()).decode(),
-                "partitions": [
-                    {
-                        "object_id": p.object_id,
-                        "location": p.location,
-                        "new": p.new,
-                        "branch": p.branch,
-                        "table_version": p.table_version,
-                        "fragments": [json.loads(f) for f in p.fragments],
-                    }
-                    for p in self.partitions
-                ],
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> StagedWrite:
-        import base64
-
-        obj = json.loads(text)
-        if not isinstance(obj, dict) or obj.get("format") != STAGED_FORMAT:
-            raise ValueError(f"not a staged write (expected format {STAGED_FORMAT!r})")
-        values = pa.ipc.open_stream(base64.b64decode(obj["values"])).read_all()
-        types = () if values.column_names == ["_"] else tuple(f.type for f in values.schema)
-        rows = [tuple(r.values()) for r in values.to_pylist()] if types else None
-        parts = tuple(
-            StagedPartition(
-                values=rows[i] if rows is not None else (),
-                object_id=p["object_id"],
-                location=p["location"],
-                new=bool(p["new"]),
-                branch=p.get("branch"),
-                fragments=tuple(json.dumps(f) for f in p["fragments"]),
-                table_version=p.get("table_version"),
-            )
-            for i, p in enumerate(obj["partitions"])
-        )
-        return cls(
-            root=obj["root"],
-            write_id=obj["write_id"],
-            mode=obj["mode"],
-            manifest_version=int(obj["manifest_version"]),
-            spec_id=int(obj["spec_id"]),
-            schema=obj["schema"],
-            value_types=types,
-            partitions=parts,
-        )
-
-
-STAGED_FORMAT = "lance-sql.staged-write.v1"
-
-
-def _fragment_paths(fragments: Iterable[Any]) -> list[str]:
-    out = []
-    for f in fragments:
-        meta = json.loads(f) if isinstance(f, str) else f.to_json()
-        out.extend(df["path"] for df in meta["files"])
-    return out
-
-
-def _move_files(
-    src: str, dst: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
-) -> None:
-    """Move fragments' data files from data directory ``src`` to ``dst`` (names unchanged)."""
-    from lance_sql.format.storage import resolve
-
-    s, d = resolve(src, storage_options), resolve(dst, storage_options)
-    d.fs.makedirs(d.path, exist_ok=True)
-    for name in _fragment_paths(fragments):
-        s.fs.mv(f"{s.path}/{name}", f"{d.path}/{name}")
-
-
-def _remove_files(
-    data_dir: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
-) -> None:
-    """Best-effort deletion of fragments' data files from ``data_dir``."""
-    from lance_sql.format.storage import resolve
-
-    try:
-        loc = resolve(data_dir, storage_options)
-        for name in _fragment_paths(fragments):
-            path = f"{loc.path}/{name}"
-            if loc.fs.exists(path):
-                loc.fs.rm(path)
-    except (OSError, LanceSqlError):
-        pass
-
-
-def commit_staged(
-    snapshot: ManifestSnapshot,
-    schema: pa.Schema,
-    spec: PartitionSpec,
-    stages: Sequence[StagedWrite],
-    *,
-    mode: str,
-    storage_options: Mapping[str, str] | None = None,
-) -> ManifestSnapshot:
-    """Commit staged writes: each touched partition table once, then ``__manifest`` once.
-
-    ``snapshot`` is the latest ``__manifest``. Uses NamespaceWriter's commit
-    path (restore of unpinned versions, one table commit each, rebase on a
-    concurrent ``__manifest`` commit). On failure ``__manifest`` is unchanged
-    and the files of partitions that would have been new are removed.
-    """
-    writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
-    try:
-        writer.adopt(stages)
-        if not writer._targets and mode == "append":
-            return snapshot
-        return writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-
-
-def abort_staged(
-    root: str,
-    stages: Sequence[StagedWrite],
-    *,
-    storage_options: Mapping[str, str] | None = None,
-) -> None:
-    """Best-effort deletion of staged files; ``__manifest`` is never touched.
-
-    Files that a committed table version references are kept (an abort after
-    a successful commit must not corrupt it); a new table's directory goes
-    entirely unless ``__manifest`` lists it.
-    """
-    from lance_sql.format.storage import resolve
-
-    try:
-        snap = read_manifest(root, storage_options=storage_options)
-        live = {e.location: e for e in table_entries(snap.rows, snap.root, [])}
-    except LanceSqlError:
-        return  # cannot tell which tables are live: deleting anything could lose data
-    _check_stages(root, stages)
-    for st in stages:
-        for p in st.partitions:
-            entry = live.get(p.location)
-            if p.new and entry is None:
-                try:
-                    loc = resolve(child_uri(root, p.location), storage_options)
-                    if loc.fs.exists(loc.path):
-                        loc.fs.rm(loc.path, recursive=True)
-                except (OSError, LanceSqlError):
-                    pass
-                continue
-            try:
-                used = _committed_paths(root, p, storage_options)
-            except (OSError, ValueError, LanceSqlError):
-                continue  # cannot tell what is committed: keep everything
-            stale = [f for f in p.fragments if not set(_fragment_paths([f])) & used]
-            _remove_files(data_dir_uri(root, p.location, p.branch), stale, storage_options)
-
-
-def _check_stages(root: str, stages: Sequence[StagedWrite]) -> None:
-    """Refuse stages of another namespace and any location or file escaping the root.
-
-    A StagedWrite arrives as JSON from other processes; committing or aborting
-    it moves and deletes files, so nothing in it may point outside the root.
-    """
-    for st in stages:
-        if st.root.rstrip("/") != root.rstrip("/"):
-            raise LanceSqlError(
-                f"staged write {st.write_id!r} belongs to namespace {st.root}, not {root}"
-            )
-        for p in st.partitions:
-            where = p.location if not p.branch else f"{p.location}/tree/{p.branch}"
-            resolve_location(root, where, p.object_id)
-            for name in _fragment_paths(p.fragments):
-                resolve_location(root, f"{where}/data/{name}", p.object_id)
-
-
-def _committed_paths(
-    root: str, p: StagedPartition, storage_options: Mapping[str, str] | None
-) -> set[str]:
-    """Data files referenced by table versions made after ``p`` was staged."""
-    from lance_sql.tables.namespace.reader import open_partition_table
-
-    head = PartitionTable(
-        p.object_id, p.location, child_uri(root, p.location), None, None, p.branch, None
-    )
-    ds = open_partition_table(head, storage_options=storage_options)
-    first = 0 if p.table_version is None else p.table_version + 1
-    used: set[str] = set()
-    for v in range(first, ds.version + 1):
-        try:
-            at = ds.checkout_version((p.branch, v) if p.branch else v)
-        except (OSError, ValueError):
-            continue  # a version cleaned up (or never on this branch)
-        used.update(_fragment_paths(f.metadata for f in at.get_fragments()))
-    return used
-
-
 def _mark_legacy_columns(
     base: Any, tschema: pa.Schema, read_version: int, storage_options: Mapping[str, str] | None
 ) -> Any:
@@ -1155,15 +699,4 @@ def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
     return table.filter(pa.array(mask))
 
 
-__all__ = [
-    "DEFAULT_BUFFER_BYTES",
-    "NamespaceWriter",
-    "StagedPartition",
-    "StagedWrite",
-    "abort_staged",
-    "commit_staged",
-    "conform_batch",
-    "iter_batches",
-    "partition_values",
-    "split_batch",
-]
+__all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from lance_sql.tables.namespace.partition_rows import split_batch
 from lance_sql.tables.namespace.regroup import regroup
-from lance_sql.tables.namespace.writer import split_batch
 
 N = 1000
 

@@ -18,7 +18,7 @@ from lance_sql.errors import (
     UnsupportedFeatureError,
 )
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
-from lance_sql.tables.namespace.writer import StagedWrite
+from lance_sql.tables.namespace.staging import StagedWrite
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("s", pa.utf8())])
 SPEC = [{"source": "k", "transform": "bucket", "num_buckets": 4}]

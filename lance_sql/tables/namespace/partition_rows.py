@@ -1,0 +1,233 @@
+"""Rows in, rows per partition out: input batches checked and split by partition key.
+
+The writer's first step (see :mod:`.writer`): any accepted input becomes record
+batches conformed to the namespace schema (view, large and dictionary variants
+cast to its types), each row's partition values are computed with
+:func:`udfs.apply_partition_field`, and a batch is split into one zero-copy
+slice per partition key (a counting sort, :mod:`.regroup`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import (
+    SchemaMismatchError,
+    SpecError,
+)
+from lance_sql.tables.namespace.field_map import (
+    cast_to_namespace,
+)
+from lance_sql.tables.namespace.spec import PartitionSpec, source_fields
+
+# ---------------------------------------------------------------------------
+# Input
+
+
+def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
+    """Batches of a Table, RecordBatch, RecordBatchReader or iterable of batches/tables."""
+    if isinstance(data, pa.Table):
+        yield from data.to_batches()
+    elif isinstance(data, pa.RecordBatch):
+        yield data
+    elif isinstance(data, pa.RecordBatchReader):
+        yield from data
+    elif hasattr(data, "__arrow_c_stream__") and not isinstance(data, Iterable):
+        yield from pa.RecordBatchReader.from_stream(data)
+    elif isinstance(data, Iterable):
+        for item in data:
+            yield from iter_batches(item)
+    else:
+        raise TypeError(
+            f"cannot write {type(data).__name__}: give a pyarrow Table, RecordBatch, "
+            "RecordBatchReader or an iterable of RecordBatches"
+        )
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with exactly the namespace ``schema``, or SchemaMismatchError naming a column.
+
+    Columns are matched by name; order does not matter. A missing nullable
+    column is written as NULL; a missing non-nullable column, an extra column,
+    a different type or a NULL in a non-nullable column is an error. Nested
+    types may differ only in child field names (a safe cast).
+    """
+    names = set(schema.names)
+    seen: set[str] = set()
+    for name in batch.schema.names:
+        if name in seen:
+            raise SchemaMismatchError(f"column {name!r} appears more than once")
+        seen.add(name)
+        if name not in names:
+            raise SchemaMismatchError(
+                f"column {name!r} is not in the namespace schema (columns: {schema.names})"
+            )
+    arrays = []
+    for f in schema:
+        idx = batch.schema.get_field_index(f.name)
+        if idx < 0:
+            if not f.nullable:
+                raise SchemaMismatchError(f"non-nullable column {f.name!r} is missing")
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        col = batch.column(idx)
+        if not col.type.equals(f.type):
+            col = _cast_to_namespace(col, f)
+        if not f.nullable and col.null_count:
+            raise SchemaMismatchError(
+                f"column {f.name!r} is not nullable but has {col.null_count} NULL values"
+            )
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _cast_to_namespace(col: pa.Array, f: pa.Field) -> pa.Array:
+    """``col`` as the namespace type: view, large and dictionary variants, or nested
+    types differing only in child names, are cast; anything else is refused."""
+    cast = cast_to_namespace(col, f)
+    if cast is not None:
+        return cast
+    if pa.types.is_nested(col.type) and pa.types.is_nested(f.type):
+        try:
+            return col.cast(f.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    raise SchemaMismatchError(f"column {f.name!r} has type {col.type}, the namespace has {f.type}")
+
+
+# ---------------------------------------------------------------------------
+# Partition values and grouping
+
+
+def partition_values(
+    batch: pa.RecordBatch, spec: PartitionSpec, schema: pa.Schema
+) -> list[pa.Array]:
+    """One array of partition values per field of ``spec`` (via :mod:`udfs`)."""
+    import udfs
+
+    sources = source_fields(schema)
+    out = []
+    for i, pf in enumerate(spec.fields):
+        cols = [_source_column(batch, sources, sid) for sid in pf.source_ids]
+        if len(cols) == 1 and pa.types.is_null(cols[0].type):
+            # the source column was removed: it reads as NULL, so does the partition value
+            out.append(pa.nulls(batch.num_rows, pf.result_type))
+            continue
+        try:
+            values = udfs.apply_partition_field(
+                columns=cols,
+                transform=None if pf.transform is None else pf.transform.to_json(),
+                expression=pf.expression,
+                result_type=pf.result_type,
+            )
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            if not values.type.equals(pf.result_type):
+                values = values.cast(pf.result_type)
+        except (udfs.ExpressionError, udfs.UnsupportedTypeError, ValueError, TypeError) as exc:
+            raise SpecError(
+                f"partition field {pf.field_id!r} cannot be computed: {exc}",
+                key=f"{spec.key}.fields[{i}]",
+            ) from exc
+        out.append(values)
+    return out
+
+
+def _source_column(batch: pa.RecordBatch, sources: Mapping[int, Any], sid: int) -> pa.Array:
+    found = sources.get(sid)
+    if found is None:  # column removed: the spec says the source reads as NULL
+        return pa.nulls(batch.num_rows)
+    path = found[0].split(".")
+    col = batch.column(path[0])
+    for part in path[1:]:
+        col = pc.struct_field(col, part)
+    return col
+
+
+def _key(value: Any) -> Any:
+    """A hashable, equality-safe form of a partition value (NaN equals NaN).
+
+    Zoned datetimes are keyed by their UTC instant: Python compares and hashes
+    two aware datetimes of one zone by wall time (``fold`` ignored), which
+    would merge the two instants of a repeated fall-back hour.
+    """
+    if isinstance(value, float) and math.isnan(value):
+        return ("__nan__",)
+    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        return ("__instant__", value.astimezone(_dt.timezone.utc))
+    return value
+
+
+def _dense_codes(arr: pa.Array) -> tuple[np.ndarray, int]:
+    """Codes ``0..size-1`` numbering the distinct values of ``arr`` (NULL is a value).
+
+    Small-range integers without NULLs (bucket numbers, years, hours) are
+    offset directly, skipping a hash-based dictionary encoding.
+    """
+    if pa.types.is_integer(arr.type) and arr.null_count == 0 and len(arr):
+        values = arr.to_numpy(zero_copy_only=False)
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 1 << 16:
+            return values.astype(np.int64) - lo, hi - lo + 1
+    enc = pc.dictionary_encode(arr, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), max(len(enc.dictionary), 1)
+
+
+def _group_codes(values: Sequence[pa.Array], n: int) -> np.ndarray | None:
+    """Dense codes numbering the distinct partition value tuples; None for a single tuple."""
+    if not values:
+        return None
+    codes: np.ndarray | None = None
+    for arr in values:
+        idx, size = _dense_codes(arr)
+        codes = idx if codes is None else codes * size + idx
+        if len(values) > 1:
+            uniq, inverse = np.unique(codes, return_inverse=True)
+            codes = inverse.astype(np.int64) if len(uniq) > 1 else np.zeros(n, np.int64)
+    assert codes is not None
+    if int(codes.max()) == 0 or (codes == codes[0]).all():
+        return None
+    return codes
+
+
+def split_batch(
+    batch: pa.RecordBatch, values: Sequence[pa.Array], *, threads: int = 2
+) -> list[tuple[tuple[Any, ...], tuple[Any, ...], pa.RecordBatch]]:
+    """Split ``batch`` by partition: ``(key, raw values, rows)`` per distinct value tuple.
+
+    Rows keep their input order within a partition. The batch is reordered
+    once with a counting-sort scatter (:mod:`regroup`), so each partition's
+    rows are a zero-copy slice; this is several times cheaper than gathering
+    every partition with ``take``.
+    """
+    from lance_sql.tables.namespace.regroup import regroup
+
+    n = batch.num_rows
+    if n == 0:
+        return []
+    codes = _group_codes(values, n)
+    if codes is None:
+        raw = tuple(arr[0].as_py() for arr in values)
+        return [(tuple(_key(v) for v in raw), raw, batch)]
+    groups = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=groups)
+    grouped, firsts = regroup(batch, codes, counts, threads=threads)
+    out = []
+    start = 0
+    for count, first in zip(counts.tolist(), firsts.tolist(), strict=True):
+        if not count:
+            continue
+        raw = tuple(arr[first].as_py() for arr in values)
+        out.append((tuple(_key(v) for v in raw), raw, grouped.slice(start, count)))
+        start += count
+    return out
+
+
+__all__ = ["conform_batch", "iter_batches", "partition_values", "split_batch"]
