@@ -101,6 +101,8 @@ def programs(draw: st.DrawFn) -> tuple[str, list[Step]]:
                 fn = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
                 if fn in ("sum", "avg") and c[1] not in NUMERIC:
                     fn = "count"
+                if fn == "avg" and c[1] == "big":  # see _AVG_BIG in test_sql_generated
+                    fn = "sum"
                 if fn in ("min", "max") and (c[2] or c[1] == "bool"):
                     fn = "count"
                 aggs.append((fn, c[0], f"a{len(steps)}_{i}"))

@@ -111,6 +111,12 @@ def _aggregate(draw: st.DrawFn, cols: list[ColRef], aliases: dict[str, str]) -> 
     table = aliases[c[0] or "t0"]
     if fn in ("sum", "avg") and c[2] not in NUMERIC:
         fn = "count"
+    if fn == "avg" and c[2] == "big":
+        # _AVG_BIG: DataFusion averages int64 in float64, so values near +-1e18 that
+        # cancel (7, -1e18, 999999999999999059: exactly 22) give an answer that depends
+        # on the summation order, i.e. on how the rows are partitioned; DuckDB is
+        # exact. The corpus checks avg over such values against DuckDB instead.
+        fn = "sum"
     if fn in ("min", "max") and ((table, c[1]) in NAN_COLUMNS or c[2] == "bool"):
         fn = "count"
     if fn == "count_star":
