@@ -213,9 +213,10 @@ class _Rewriter:
                     self.float_type(x),
                     self.float_type(y),
                 )
-        if node.has_options and node.value in _NULL_CHECKS and not self.floatish(node.args[0]):
-            # is_null / is_valid of a non-float operand (e.g. of a comparison): their
-            # only option (nan_is_null) cannot matter, so the default rebuilds it exactly
+        if node.has_options and node.value in _NULL_CHECKS:
+            # is_null / is_valid: their only option is nan_is_null, False in every filter
+            # DataFusion pushes (SQL IS NULL is not NaN-aware) and in the ones built here,
+            # so the default rebuilds them exactly
             return pc.Expression._call(node.value, [self.build(a) for a in node.args])
         if node.has_options:
             raise FloatRewriteError(f"cannot rebuild {node.value} with options")

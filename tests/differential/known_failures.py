@@ -20,8 +20,7 @@ KNOWN_FAILURES: dict[str, str] = {
 #: error messages the generated tests (test_sql_generated, test_dataframe_programs) skip
 #: with ``hypothesis.reject()`` so that they keep finding other failure classes; each one
 #: has a regression query above. Delete an entry once its regression query passes.
-KNOWN_ERRORS: dict[str, str] = {
-}
+KNOWN_ERRORS: dict[str, str] = {}
 
 
 def is_known_error(exc: BaseException) -> bool:

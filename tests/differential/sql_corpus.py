@@ -581,6 +581,21 @@ JOINS = [
         "SELECT t0.id, t1.order_id FROM customers t0 FULL JOIN orders t1 "
         "ON t0.id = t1.customer_id AND t1.order_id = t1.customer_id",
     ),
+    # found by test_sql_generated (lead): DataFusion folds the ON to false and leaves a
+    # LEFT JOIN with no condition, which its Substrait consumer refuses: the plan runs
+    # as built
+    Q(
+        "left_join_on_folded_false_comma_join",
+        "SELECT * FROM customers t0 LEFT JOIN orders t1 ON t0.id = t1.customer_id "
+        "AND t0.id IS NULL, orders t2 WHERE t0.id = t2.customer_id",
+    ),
+    # found by test_dataframe_programs (lead): IS DISTINCT FROM on a float column pushed
+    # into a self-join's scans (is_null with options inside the float rewrite)
+    Q(
+        "self_join_float_is_distinct_from",
+        "SELECT a.id FROM customers a JOIN customers b ON a.id = b.id "
+        "WHERE a.score IS DISTINCT FROM -1.5",
+    ),
     Q(
         "inner_join_on_key_eq_right_col",
         "SELECT t0.id, t1.order_id FROM customers t0 JOIN orders t1 "

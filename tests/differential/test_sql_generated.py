@@ -14,7 +14,14 @@ import os
 from typing import Any
 
 import pytest
-from diff_harness import Contexts, assert_same, run_lance, run_plain
+from diff_harness import (
+    Contexts,
+    assert_same,
+    assert_same_schema,
+    duck_rows_equal,
+    run_lance,
+    run_plain,
+)
 from gen_predicates import COLUMNS, NAN_COLUMNS, ColRef, predicates, sql_col, to_sql
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
@@ -184,7 +191,25 @@ def check_sql(c: Contexts, sql: str, spj: bool) -> None:
         if is_known_error(exc):  # a known failure class (KNOWN_ERRORS): look for others
             reject()
         raise
-    assert_same(got, want, sql=f"{sql}  [spj={'on' if spj else 'off'}]")
+    label = f"{sql}  [spj={'on' if spj else 'off'}]"
+    try:
+        assert_same(got, want, sql=label)
+    except AssertionError:
+        # plain DataFusion over memory tables is itself wrong at times (e.g. 0 rows for
+        # ``a JOIN b ON k LEFT JOIN b ON k AND a.id = -129 WHERE a.k IN (SELECT k FROM b
+        # WHERE true)``, where DuckDB and lance-sql give 5): then DuckDB decides, for
+        # queries it runs and whose rows do not depend on LIMIT ties.
+        if " LIMIT " in sql or not _duckdb_agrees(c, sql, got):
+            raise
+        assert_same_schema(got, want)
+
+
+def _duckdb_agrees(c: Contexts, sql: str, got: Any) -> bool:
+    try:
+        duck = c.duck.sql(sql).to_arrow_table()
+    except Exception:  # a DataFusion-only function or syntax
+        return False
+    return duck_rows_equal(got, duck)
 
 
 @settings(max_examples=EXAMPLES, **SETTINGS)

@@ -96,7 +96,10 @@ def _flatten(rel: Rel, tree: _Tree, width: Callable[[Rel], int]) -> list[Col]:
         return _emit(body, cols + [cols[r] for r in refs if r is not None])
     n = len(tree.leaves)
     tree.leaves.append(rel)
-    tree.widths.append(width(rel))
+    try:
+        tree.widths.append(width(rel))
+    except Exception as exc:  # an input DataFusion cannot plan on its own
+        raise _NotFlat(f"width of an input: {exc}") from exc
     return [(n, j) for j in range(tree.widths[-1])]
 
 

@@ -91,6 +91,25 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
         if want_spj:
             out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
         return out
+    try:
+        wants = (want_spj, want_prune)
+        return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates)
+    except Exception as exc:  # a pass that fails never fails the query: run it as built
+        return _unchanged(out, f"the plan could not be rewritten ({_first_line(exc)})")
+
+
+def _rewrite_plan(
+    ctx: Any,
+    df: Any,
+    plan: Any,
+    logical: Any,
+    out: Rewrite,
+    namespaces: dict[str, Any],
+    wants: tuple[bool, bool],
+    aggregates: bool,
+) -> Rewrite:
+    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
+    want_spj, want_prune = wants
     with query_scope(ctx):
         changed = False
         if want_prune:
@@ -98,13 +117,12 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
             changed = bool(out.pruned)
         if want_spj:
             tables = {**namespaces, **out.pruned}
-            if len(scans) >= 2:
-                reorder_namespace_joins(
-                    plan,
-                    lambda a, b, keys: compatible_pair(tables, a, b, keys),
-                    tables,
-                    lambda rel: output_width(ctx, plan, rel),
-                )
+            reorder_namespace_joins(
+                plan,
+                lambda a, b, keys: compatible_pair(tables, a, b, keys),
+                tables,
+                lambda rel: output_width(ctx, plan, rel),
+            )
             spj = storage_partitioned_joins(ctx, plan, tables)
             out.used, out.reasons = list(spj.used), [*out.reasons, *spj.reasons]
             changed = changed or bool(spj.used)
