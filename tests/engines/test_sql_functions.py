@@ -311,11 +311,6 @@ def test_plain_names_serve_the_dataframe_api(ctx: lance_sql.SessionContext) -> N
     assert df.to_pydict()["h"] == udfs.murmur3(pa.array([1, 2, 3])).to_pylist()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #15 point 6 not done: the DataFrame API's murmur3 is the plain UDF "
-    "murmur3(Int64); a string, float, date, ... column fails to coerce",
-)
 def test_dataframe_api_murmur3_of_every_type(ctx: lance_sql.SessionContext) -> None:
     from datafusion import col
 
@@ -431,3 +426,32 @@ def test_readable_name_rewrites_only_typed_calls() -> None:
         "murmur3_multi(t.s,t.i)"
     )
     assert sql_dispatch.readable_name("murmur3(x)") == "murmur3(x)"
+
+
+def test_dataframe_api_murmur3_in_expressions_equals_sql(ctx: lance_sql.SessionContext) -> None:
+    """Typed DataFrame calls compose like expressions: arithmetic, comparisons, filters."""
+    from datafusion import col
+
+    m3, multi = ctx.udf("murmur3"), ctx.udf("murmur3_multi")
+    t = ctx.table("t")
+    got = (
+        t.filter(m3(col("s")) % 16 == 3)
+        .with_column("h", multi(col("s"), col("i32")))
+        .select(col("s"), (m3(col("s")) % 16).alias("b"), col("h"))
+        .sort(col("s"))
+        .to_pydict()
+    )
+    want = ctx.sql(
+        "SELECT s, murmur3(s) % 16 AS b, murmur3_multi(s, i32) AS h FROM t "
+        "WHERE murmur3(s) % 16 = 3 ORDER BY s"
+    ).to_pydict()
+    assert got == want
+
+
+def test_dataframe_api_murmur3_refuses_a_type_without_canonical_bytes(
+    ctx: lance_sql.SessionContext,
+) -> None:
+    from datafusion import col
+
+    with pytest.raises(TypeError, match="murmur3"):
+        ctx.table("t").select(ctx.udf("murmur3")(col("lst")))

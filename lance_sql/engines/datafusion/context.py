@@ -32,6 +32,7 @@ from lance_sql.engines.datafusion.plan_rewrite import rewrite
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
 from lance_sql.engines.datafusion.session_defaults import default_config
 from lance_sql.engines.datafusion.sql_rewrite import query_scope, rewrite_sql
+from lance_sql.engines.datafusion.typed_calls import TYPED_FUNCTIONS, TypedFunction
 from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
 
@@ -195,6 +196,16 @@ class SessionContext(datafusion.SessionContext):
         if _EXPLAIN.match(query):
             return self._explain(df)
         return LanceDataFrame(df, self)
+
+    def udf(self, name: str) -> Any:
+        """DataFusion's ``udf``; ``murmur3`` / ``murmur3_multi`` take any type in DataFrames.
+
+        Their calls are typed against the DataFrame they are used in (see
+        :mod:`.typed_calls`).
+        """
+        if name in TYPED_FUNCTIONS:
+            return TypedFunction(self, name)
+        return super().udf(name)
 
     def table(self, name: str) -> DataFrame:
         """DataFusion's ``table``, returning a :class:`LanceDataFrame`."""

@@ -21,6 +21,7 @@ from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.errors import TypedStream, typed_errors
 from lance_sql.engines.datafusion.plan_rewrite import Rewrite, rewrite
+from lance_sql.engines.datafusion.typed_calls import holds_typed_call, resolve
 
 #: DataFrame methods that run the plan (everything else only builds one)
 EXECUTING = (
@@ -147,6 +148,10 @@ def _building(name: str) -> Any:
     @functools.wraps(base)
     def build(self: LanceDataFrame, *args: Any, **kwargs: Any) -> Any:
         with typed_errors():
+            if holds_typed_call(args) or holds_typed_call(kwargs.values()):
+                # murmur3 & co. of any type: typed against this DataFrame (typed_calls)
+                args = resolve(args, DataFrame(self.df))
+                kwargs = {k: resolve(v, DataFrame(self.df)) for k, v in kwargs.items()}
             result = base(self, *args, **kwargs)
         return LanceDataFrame(result, self._lance_ctx) if isinstance(result, DataFrame) else result
 
