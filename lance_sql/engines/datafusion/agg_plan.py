@@ -174,14 +174,9 @@ def _adopt_functions(plan: plan_pb2.Plan, other: plan_pb2.Plan, rel: algebra_pb2
             new.extension_function.function_anchor = anchor
             mine[fn.name] = anchor
         mapping[fn.function_anchor] = mine[fn.name]
-    stack: list[Any] = [rel]
-    while stack:
-        msg = stack.pop()
+    for msg in sp.messages(rel):
         if "function_reference" in msg.DESCRIPTOR.fields_by_name:  # 0 is "unset" in proto3
             msg.function_reference = mapping.get(msg.function_reference, msg.function_reference)
-        for desc, value in msg.ListFields():
-            if desc.message_type is not None:
-                stack.extend(value if desc.is_repeated else [value])
 
 
 __all__ = ["push_partial_aggregates"]

@@ -43,6 +43,10 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     if found is None:
         return None
     join, to_join = found
+    try:  # positions are rewritten below: a subquery or outer reference cannot be
+        sp.field_references(join.expression)
+    except ValueError:
+        return None
     widths = _widths(join)
     if widths is None:
         return None
@@ -127,17 +131,7 @@ def _choose(sides: set[int], rows: tuple[int, int]) -> int | None:
 
 
 def _join_refs(join: algebra_pb2.JoinRel) -> list[int]:
-    out = []
-    stack: list[object] = [join.expression]
-    while stack:
-        msg = stack.pop()
-        if isinstance(msg, algebra_pb2.Expression.FieldReference):
-            out.append(msg.direct_reference.struct_field.field)
-            continue
-        for desc, value in msg.ListFields():  # type: ignore[attr-defined]
-            if desc.message_type is not None:
-                stack.extend(value if desc.is_repeated else [value])
-    return out
+    return [r.direct_reference.struct_field.field for r in sp.field_references(join.expression)]
 
 
 def _rewrite(
@@ -189,7 +183,7 @@ def _rewrite(
         nj.left.CopyFrom(pre)
     else:
         nj.right.CopyFrom(pre)
-    for ref in _field_refs(nj.expression):
+    for ref in sp.field_references(nj.expression):
         ref.direct_reference.struct_field.field = new_position(
             ref.direct_reference.struct_field.field
         )
@@ -211,20 +205,6 @@ def _rewrite(
         new.measure.phase = m.measure.phase
         new.measure.arguments.add().value.CopyFrom(sp.field_reference(partial_at + i))
     root.CopyFrom(combined)
-
-
-def _field_refs(expr: algebra_pb2.Expression) -> list[algebra_pb2.Expression.FieldReference]:
-    out = []
-    stack: list[object] = [expr]
-    while stack:
-        msg = stack.pop()
-        if isinstance(msg, algebra_pb2.Expression.FieldReference):
-            out.append(msg)
-            continue
-        for desc, value in msg.ListFields():  # type: ignore[attr-defined]
-            if desc.message_type is not None:
-                stack.extend(value if desc.is_repeated else [value])
-    return out
 
 
 __all__ = ["MIN_RATIO", "eager_aggregate"]

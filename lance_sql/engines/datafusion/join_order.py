@@ -117,26 +117,11 @@ def _emit(body: Any, cols: list[Col]) -> list[Col]:
 
 
 def _refs(expr: Any) -> list[Any]:
-    """Every root field reference message inside ``expr`` (refuses subqueries)."""
-    out: list[Any] = []
-    if sp.has_subquery(expr):
-        raise _NotFlat("a subquery in a join condition")
-    stack = [expr]
-    while stack:
-        msg = stack.pop()
-        if isinstance(msg, algebra_pb2.Expression.FieldReference):
-            if msg.HasField("outer_reference"):
-                raise _NotFlat("an outer reference")
-            if msg.HasField("root_reference") and msg.HasField("direct_reference"):
-                if msg.direct_reference.WhichOneof("reference_type") != "struct_field":
-                    raise _NotFlat("a non-struct reference")
-                out.append(msg)
-            continue
-        for desc, value in msg.ListFields():
-            if desc.message_type is None:
-                continue
-            stack.extend(value if desc.is_repeated else [value])
-    return out
+    """Every column reference inside ``expr`` (refuses subqueries and outer references)."""
+    try:
+        return sp.field_references(expr)
+    except ValueError as exc:
+        raise _NotFlat(str(exc)) from exc
 
 
 def _globalize(expr: Expr, cols: list[Col]) -> Expr:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
-from lance_sql.engines.datafusion.prune_plan import attach_prune_filters
+from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
     output_width,
@@ -49,15 +49,7 @@ class Rewrite:
 
 def _scans(plan: Any) -> list[str]:
     """Table names of every TableScan of a logical plan."""
-    out: list[str] = []
-    pending = [plan]
-    while pending:
-        node = pending.pop()
-        pending.extend(node.inputs())
-        v = node.to_variant()
-        if type(v).__name__ == "TableScan":
-            out.append(str(v.table_name()).split(".")[-1])
-    return out
+    return [name for node in preorder(plan) if (name := scan_name(node)) is not None]
 
 
 def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:

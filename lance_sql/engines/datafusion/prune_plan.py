@@ -32,15 +32,15 @@ from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_
 _PASS_THROUGH = ("SubqueryAlias", "Projection")
 
 
-def _preorder(plan: Any) -> list[Any]:
+def preorder(plan: Any) -> list[Any]:
     """Logical plan nodes, parent first, inputs left to right (the Substrait producer's order)."""
     out = [plan]
     for child in plan.inputs():
-        out.extend(_preorder(child))
+        out.extend(preorder(child))
     return out
 
 
-def _scan_name(node: Any) -> str | None:
+def scan_name(node: Any) -> str | None:
     v = node.to_variant()
     return str(v.table_name()).split(".")[-1] if type(v).__name__ == "TableScan" else None
 
@@ -50,16 +50,16 @@ def _filtered_scan(node: Any) -> Any | None:
     child = node.inputs()[0]
     while type(child.to_variant()).__name__ in _PASS_THROUGH:
         child = child.inputs()[0]
-    return child if _scan_name(child) is not None else None
+    return child if scan_name(child) is not None else None
 
 
 def attach_prune_filters(
     ctx: Any, plan: plan_pb2.Plan, logical: Any, namespaces: Mapping[str, NamespaceTable]
 ) -> dict[str, NamespaceTable]:
     """Point reads of filtered namespace scans at pruning copies: {copy name: copy}."""
-    nodes = _preorder(logical)
+    nodes = preorder(logical)
     reads = [r for r in sp.walk(sp.root_rel(plan)) if sp.table_name(r) is not None]
-    scans = [name for n in nodes if (name := _scan_name(n)) is not None]
+    scans = [name for n in nodes if (name := scan_name(n)) is not None]
     if scans != [sp.table_name(r) for r in reads]:
         return {}  # the two plans do not line up (a subquery expression): prune nothing more
     prune_sql: dict[int, str] = {}
@@ -116,4 +116,4 @@ def _filter_sql(node: Any, schema: pa.Schema) -> str | None:
     return " AND ".join(f"({k})" for k in kept) or None
 
 
-__all__ = ["attach_prune_filters"]
+__all__ = ["attach_prune_filters", "preorder", "scan_name"]

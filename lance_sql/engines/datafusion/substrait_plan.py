@@ -86,15 +86,41 @@ def walk(rel: Rel) -> Iterator[Rel]:
 
 def has_subquery(message: Any) -> bool:
     """Whether any expression in ``message`` holds a subquery (its relations are not walked)."""
-    for field, value in message.ListFields():
-        if field.name == "subquery":
-            return True
-        if field.message_type is None:
+    return any(
+        field.name == "subquery" for msg in messages(message) for field, _ in msg.ListFields()
+    )
+
+
+def messages(message: Any) -> Iterator[Any]:
+    """``message`` and every protobuf message nested in it."""
+    stack = [message]
+    while stack:
+        msg = stack.pop()
+        yield msg
+        for desc, value in msg.ListFields():
+            if desc.message_type is not None:
+                stack.extend(value if desc.is_repeated else [value])
+
+
+def field_references(expr: Any) -> list[algebra_pb2.Expression.FieldReference]:
+    """Every plain column reference in ``expr`` (to edit its ``struct_field.field`` in place).
+
+    Raises ``ValueError`` for what positions alone cannot rewrite: a subquery,
+    an outer reference, a reference that is not a plain struct field.
+    """
+    if has_subquery(expr):
+        raise ValueError("a subquery in the expression")
+    out = []
+    for msg in messages(expr):
+        if not isinstance(msg, algebra_pb2.Expression.FieldReference):
             continue
-        items = value if field.is_repeated else [value]
-        if any(hasattr(v, "ListFields") and has_subquery(v) for v in items):
-            return True
-    return False
+        if msg.HasField("outer_reference"):
+            raise ValueError("an outer reference")
+        if msg.HasField("root_reference") and msg.HasField("direct_reference"):
+            if msg.direct_reference.WhichOneof("reference_type") != "struct_field":
+                raise ValueError("a reference that is not a plain struct field")
+            out.append(msg)
+    return out
 
 
 def table_name(rel: Rel) -> str | None:
@@ -341,11 +367,13 @@ __all__ = [
     "equality_fields",
     "field_ref",
     "field_reference",
+    "field_references",
     "from_substrait",
     "function_names",
     "has_subquery",
     "inputs",
     "kind",
+    "messages",
     "prefix_read_columns",
     "project_named_struct",
     "rename_tables",
