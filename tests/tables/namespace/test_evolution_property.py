@@ -124,8 +124,13 @@ def _spec(ns: PartitionedNamespace, model: Model, data: st.DataObject) -> None:
 
 
 def _pick_table(ns: PartitionedNamespace, data: st.DataObject) -> Any:
-    # ordered by what the data decides (object ids are random names)
-    tables = sorted(ns.tables(), key=lambda e: (e.spec_version, repr(sorted(e.values.items()))))
+    # Ordered by what the data decides (object ids are random names). Two tables
+    # can hold one partition value (repair recomputes a table's values after
+    # another writer dropped its source column), so the row ids break ties.
+    def key(e: Any) -> tuple[Any, ...]:
+        return (e.spec_version, repr(sorted(e.values.items())), _ids_in(e)[2])
+
+    tables = sorted(ns.tables(), key=key)
     return tables[data.draw(st.integers(0, len(tables) - 1))] if tables else None
 
 
