@@ -1,0 +1,313 @@
+"""SQL DML on registered namespaces: ``INSERT INTO``, ``INSERT OVERWRITE``, ``DELETE``, ``UPDATE``.
+
+DataFusion 55 parses and plans these statements itself into a ``Dml``
+logical plan (``DmlStatement``: target table, write op, input plan) and fails
+only when it runs one, because a Python table cannot execute DML. So
+:meth:`lance_sql.SessionContext.sql` lets DataFusion plan the statement and
+hands the plan here; when the target is a partitioned namespace the
+statement becomes a :class:`DmlDataFrame` that runs the namespace's row
+operations (one atomic ``__manifest`` commit each) when it is executed:
+
+* ``INSERT INTO`` / ``INSERT OVERWRITE``: the input plan (DataFusion already
+  cast it to the table's columns) runs as a :class:`LanceDataFrame` (so
+  lance-sql's plan passes apply) and its rows are appended, or replace the
+  partitions they belong to (``ns.overwrite(rows, partitions="dynamic")``:
+  Spark's ``partitionOverwriteMode=dynamic``, Iceberg's ``ReplacePartitions``);
+* ``DELETE``: the input is ``Filter(condition, TableScan)``; the condition is
+  printed by DataFusion's own unparser and handed to ``ns.delete``, which
+  prunes with it and evaluates it with DataFusion on the candidate rows;
+* ``UPDATE``: the input is ``Projection(new values, Filter(condition, ...))``;
+  each projected column that is not the column itself becomes a SET
+  expression (unparser text), the condition the WHERE (``ns.update``).
+
+``MERGE INTO`` (DataFusion 55 plans it but keeps only the source in the plan)
+is in :mod:`.dml_merge`; ``CREATE TABLE ... PARTITIONED BY`` (DataFusion 55
+cannot parse transforms) in :mod:`.dml_create`.
+
+As in DataFusion, the statement runs each time its DataFrame is executed
+(``collect``, ``show``, ``to_arrow_table``, ...), never at ``ctx.sql()``, and
+its result is one row: ``count`` (UInt64, not null), the rows affected.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import sqlglot
+from datafusion import DataFrame
+from sqlglot import exp
+
+from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
+from lance_sql.engines.datafusion.errors import typed_errors
+from lance_sql.errors import (
+    LanceSqlError,
+    NotFoundError,
+    PlanningError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
+
+#: DataFusion's DML result: one row, ``count`` UInt64 not null
+COUNT_SCHEMA = pa.schema([pa.field("count", pa.uint64(), nullable=False)])
+
+_DML_KEYWORDS = ("INSERT", "DELETE", "UPDATE", "MERGE")
+
+
+class DmlDataFrame(DataFrame):
+    """A DML statement on a lance-sql table: runs its action each time it is executed.
+
+    ``logical_plan()`` shows DataFusion's ``Dml`` plan; every executing method
+    (``collect``, ``show``, ``to_arrow_table``, ``count``, ...) first performs
+    the statement, then answers over its one-row ``count`` result.
+    """
+
+    def __init__(self, df: DataFrame, ctx: Any, action: Callable[[], int], what: str) -> None:
+        super().__init__(df.df)
+        self._lance_ctx = ctx
+        self._action = action
+        self.statement = what
+
+    def run(self) -> int:
+        """Perform the statement once; returns the rows affected."""
+        with typed_errors():
+            return int(self._action())
+
+    def _result(self) -> DataFrame:
+        n = self.run()
+        table = pa.Table.from_arrays([pa.array([n], pa.uint64())], schema=COUNT_SCHEMA)
+        return self._lance_ctx._frame(table)
+
+
+def _executing(name: str) -> Any:
+    base = getattr(DataFrame, name)
+
+    @functools.wraps(base)
+    def run(self: DmlDataFrame, *args: Any, **kwargs: Any) -> Any:
+        return base(self._result(), *args, **kwargs)
+
+    return run
+
+
+for _name in EXECUTING:
+    if hasattr(DataFrame, _name):
+        setattr(DmlDataFrame, _name, _executing(_name))
+
+
+# -- dispatch ------------------------------------------------------------------------------
+def _op_name(variant: Any) -> str:
+    try:
+        return str(variant.op()).rsplit(".", 1)[-1].lower()
+    except NotImplementedError as exc:  # datafusion-python 55 does not expose MergeInto's op
+        if "MergeInto" in str(exc):
+            return "mergeinto"
+        raise
+
+
+def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
+    """The DataFrame running ``df``'s DML statement on a lance-sql table, or None.
+
+    None: ``df`` is not a DML statement, or its target is not a lance-sql
+    table (DataFusion's own tables run their DML themselves).
+    """
+    plan = df.logical_plan()
+    variant = plan.to_variant()
+    if type(variant).__name__ != "DmlStatement":
+        return None
+    name = str(variant.table_name())
+    target = _target(ctx, name)
+    if target is None:
+        return None
+    op = _op_name(variant)
+    if target[0] == "lance":
+        return _plain_lance(ctx, df, name, op, target[1], plan)
+    table = target[1]
+    if op == "mergeinto":
+        from lance_sql.engines.datafusion.dml_merge import merge_action
+
+        return DmlDataFrame(df, ctx, merge_action(ctx, table, name, plan, query), "MERGE")
+    source = plan.inputs()[0]
+    if op in ("insertinto", "append"):
+        return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, False), "INSERT")
+    if op == "overwrite":
+        return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
+    if op == "delete":
+        where = _where_sql(source, table.schema, name)
+        return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
+    if op == "update":
+        sets, where = _update_sql(source, table.schema, name)
+        return DmlDataFrame(
+            df, ctx, lambda: _namespace(table, name).update(sets, where) if sets else 0, "UPDATE"
+        )
+    raise UnsupportedFeatureError(f"{op} statements on namespace {name!r} are not supported")
+
+
+def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
+    short = name.split(".")[-1]
+    if name not in (short, f"public.{short}", f"datafusion.public.{short}"):
+        return None
+    namespaces = ctx.registered_namespaces()
+    if short in namespaces:
+        return ("namespace", namespaces[short])
+    lance_tables = getattr(ctx, "_lance_tables", {})
+    if short in lance_tables:
+        return ("lance", lance_tables[short])
+    return None
+
+
+def _namespace(table: Any, name: str) -> Any:
+    """The latest writable view of the namespace behind ``table`` (a ``NamespaceTable``)."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    if not table.follow_latest:
+        raise UnsupportedFeatureError(
+            f"namespace {name!r} is registered at a fixed __manifest version "
+            f"({table.namespace.manifest_version}); register it without a version to write"
+        )
+    return PartitionedNamespace.open(table.root, storage_options=table.storage_options)
+
+
+def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, table: Any, plan: Any) -> Any:
+    raise UnsupportedFeatureError(
+        f"{op.upper()} on table {name!r}: DML runs on partitioned namespaces "
+        "(register_namespace); a plain Lance dataset (register_lance) is read-only in SQL"
+    )
+
+
+# -- INSERT -----------------------------------------------------------------------------------
+def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> int:
+    ns = _namespace(table, name)
+    rows = LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).to_arrow_table()
+    rows = _conform(rows, ns.schema, name)
+    if overwrite:
+        ns.overwrite(rows, partitions="dynamic")
+    elif rows.num_rows:
+        ns.append(rows)
+    return rows.num_rows
+
+
+def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
+    """``rows`` (the Dml input: the table's columns, in order) with the namespace's types."""
+    if rows.num_columns != len(schema):
+        raise SchemaMismatchError(
+            f"INSERT into {name!r}: {rows.num_columns} columns given, the table has {len(schema)}"
+        )
+    cols = []
+    for field, col in zip(schema, rows.columns, strict=True):
+        if not col.type.equals(field.type):
+            try:
+                col = col.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"INSERT into {name!r}: column {field.name!r} gets {col.type}, "
+                    f"the table has {field.type}: {exc}"
+                ) from exc
+        if not field.nullable and col.null_count:
+            raise SchemaMismatchError(
+                f"INSERT into {name!r}: column {field.name!r} is NOT NULL, "
+                f"{col.null_count} NULL value(s) given"
+            )
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+# -- DELETE / UPDATE: DataFusion's plan printed by its own unparser ----------------------------
+def _unparse(node: Any, name: str) -> exp.Select:
+    from datafusion.unparser import Dialect, Unparser
+
+    try:
+        text = str(Unparser(Dialect.default()).plan_to_sql(node))
+        tree = sqlglot.parse_one(text, read="postgres")
+    except Exception as exc:
+        raise UnsupportedFeatureError(
+            f"the statement on {name!r} cannot be printed for the namespace's row operations: "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from exc
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedFeatureError(f"the statement on {name!r} has an unexpected plan: {text}")
+    if any(True for _ in tree.find_all(exp.Subquery, exp.Exists)):
+        raise UnsupportedFeatureError(
+            f"a subquery in a DELETE or UPDATE of namespace {name!r} is not supported"
+        )
+    return tree
+
+
+def _unqualified(e: exp.Expression) -> str:
+    e = e.copy()
+    for c in e.find_all(exp.Column):
+        c.set("table", None)
+        c.set("db", None)
+        c.set("catalog", None)
+    return e.sql(dialect="postgres")
+
+
+def _has_filter(node: Any) -> bool:
+    kinds = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kinds.add(type(n.to_variant()).__name__)
+        stack.extend(n.inputs())
+    return "Filter" in kinds
+
+
+def _where_sql(node: Any, schema: pa.Schema, name: str) -> str | None:
+    """The WHERE condition of a DELETE's input plan over unqualified columns (None: all)."""
+    if not _has_filter(node):
+        return None
+    where = _unparse(node, name).args.get("where")
+    if where is None:
+        raise UnsupportedFeatureError(f"the DELETE condition on {name!r} was lost in printing")
+    return _unqualified(where.this)
+
+
+def _update_sql(node: Any, schema: pa.Schema, name: str) -> tuple[dict[str, str], str | None]:
+    """SET expressions (changed columns only) and WHERE of an UPDATE's input plan."""
+    tree = _unparse(node, name)
+    items = tree.expressions
+    if len(items) != len(schema):
+        raise PlanningError(f"UPDATE of {name!r}: {len(items)} values for {len(schema)} columns")
+    sets: dict[str, str] = {}
+    for field, item in zip(schema, items, strict=True):
+        value = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(value, exp.Column) and value.name == field.name:
+            continue
+        sets[field.name] = _unqualified(value)
+    where = tree.args.get("where")
+    if _has_filter(node) and where is None:
+        raise UnsupportedFeatureError(f"the UPDATE condition on {name!r} was lost in printing")
+    return sets, (None if where is None else _unqualified(where.this))
+
+
+# -- errors DataFusion raises while planning a DML statement ----------------------------------
+def statement_keyword(query: str) -> str | None:
+    """The first keyword of ``query`` (upper case), comments skipped; None if unparseable."""
+    try:
+        tokens = sqlglot.tokenize(query)
+    except Exception:
+        return None
+    return tokens[0].text.upper() if tokens else None
+
+
+def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
+    """DataFusion's planning error of a DML statement as a typed error naming the table."""
+    if statement_keyword(query) not in _DML_KEYWORDS:
+        return None
+    text = str(exc)
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if "not found" in text and "table" in text:
+        return NotFoundError(f"{first} (the target or a source of the statement)")
+    if "ast" in text and ("cast" in text.lower() or "type" in text.lower()):
+        return SchemaMismatchError(first)
+    return None
+
+
+__all__ = [
+    "COUNT_SCHEMA",
+    "DmlDataFrame",
+    "dml_frame",
+    "statement_keyword",
+    "typed_planning_error",
+]

@@ -1,0 +1,272 @@
+"""``CREATE TABLE name (...) PARTITIONED BY (...) [LOCATION '...'] [AS SELECT ...]``.
+
+DataFusion 55's parser refuses partition transforms (``bucket(16, id)``), so
+this statement is read with ``sqlglot`` (Iceberg / Spark syntax); every part
+that has a meaning in SQL is still decided by DataFusion: the column types
+(``CAST(NULL AS <type>)`` planned by DataFusion, view types stored as their
+plain forms) and the query of ``CREATE TABLE ... AS SELECT``, whose text is
+handed to DataFusion verbatim (cut from the statement at the ``AS`` token).
+
+Partition terms: a column or ``identity(c)``; ``bucket(N, c)``;
+``truncate(W, c)``; ``year(c)``, ``month(c)``, ``day(c)``, ``hour(c)`` (the
+spec's calendar transforms; see docs/namespaces.md). The namespace is created
+at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
+``SET lance.warehouse = '/path'``) and registered as ``name``. As with
+DataFusion's DDL, the statement runs at ``ctx.sql()``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
+
+_SET_WAREHOUSE = re.compile(
+    r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_CALENDAR = ("year", "month", "day", "hour")
+_SINCE_EPOCH = ("years", "months", "days", "hours")
+
+
+def warehouse(ctx: Any) -> str | None:
+    """The folder ``CREATE TABLE`` without ``LOCATION`` creates namespaces in."""
+    return getattr(ctx, "lance_warehouse", None)
+
+
+def create_statement(ctx: Any, query: str) -> Any | None:
+    """Run ``query`` if it is ``SET lance.warehouse`` or a namespace ``CREATE TABLE``.
+
+    Returns an empty DataFrame when it ran, None when ``query`` is neither.
+    """
+    m = _SET_WAREHOUSE.match(query)
+    if m:
+        ctx.lance_warehouse = m.group(1).replace("''", "'")
+        return ctx._frame(pa.table({}))
+    tokens = _tokens(query)
+    if not _is_namespace_create(tokens):
+        return None
+    try:
+        tree = sqlglot.parse_one(query)
+    except sqlglot.errors.ParseError as exc:
+        raise PlanningError(f"CREATE TABLE cannot be parsed: {exc}") from exc
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return None
+    _create(ctx, tree, query, tokens)
+    return ctx._frame(pa.table({}))
+
+
+def _tokens(query: str) -> list[Any]:
+    try:
+        return list(sqlglot.tokenize(query))
+    except Exception:
+        return []
+
+
+def _is_namespace_create(tokens: list[Any]) -> bool:
+    if not tokens or tokens[0].token_type != TokenType.CREATE:
+        return False
+    words = {
+        t.text.upper()
+        for t in tokens
+        if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)
+    }
+    return "EXTERNAL" not in words and bool(words & {"PARTITIONED", "LOCATION"})
+
+
+def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    if not isinstance(target, exp.Table) or target.args.get("db"):
+        raise PlanningError(f"CREATE TABLE: expected a plain table name, got {target.sql()}")
+    name = target.name
+    if tree.args.get("replace"):
+        raise UnsupportedFeatureError(f"CREATE OR REPLACE TABLE {name!r} is not supported")
+    if ctx.table_exist(name):
+        if tree.args.get("exists"):
+            return
+        raise PlanningError(f"CREATE TABLE {name!r}: a table of that name is registered")
+    location = _location(ctx, tree, name)
+    query_df = None
+    if tree.expression is not None:
+        if isinstance(tree.this, exp.Schema):
+            raise UnsupportedFeatureError(
+                f"CREATE TABLE {name!r}: give either a column list or AS SELECT, not both"
+            )
+        query_df = ctx.sql(_query_text(query, tokens, name))
+        schema = _plain_schema(query_df.schema())
+    else:
+        schema = _column_schema(ctx, tree, name)
+    fields = _partition_fields(tree, tokens, schema, name)
+    ns = PartitionedNamespace.create(location, schema, fields)
+    if query_df is not None:
+        rows = query_df.to_arrow_table()
+        rows = pa.Table.from_arrays(
+            [c.cast(f.type) for c, f in zip(rows.columns, schema, strict=True)],
+            names=schema.names,
+        )
+        if rows.num_rows:
+            ns.append(rows)
+    ctx.register_namespace(name, location)
+
+
+def _location(ctx: Any, tree: exp.Create, name: str) -> str:
+    prop = tree.find(exp.LocationProperty)
+    if prop is not None:
+        return str(prop.this.this if isinstance(prop.this, exp.Literal) else prop.this.sql())
+    folder = warehouse(ctx)
+    if folder is None:
+        raise PlanningError(
+            f"CREATE TABLE {name!r}: give LOCATION '<path>' or SET lance.warehouse = '<folder>'"
+        )
+    return os.path.join(folder, name)
+
+
+def _query_text(query: str, tokens: list[Any], name: str) -> str:
+    """The text after the top-level ``AS`` that starts the query of a CTAS."""
+    depth = 0
+    for i, t in enumerate(tokens):
+        if t.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif t.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and t.token_type == TokenType.ALIAS and i + 1 < len(tokens):
+            return query[tokens[i + 1].start :].rstrip().rstrip(";")
+    raise PlanningError(f"CREATE TABLE {name!r} AS: the query was not found")
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    if t == pa.string_view():
+        return pa.string()
+    if t == pa.binary_view():
+        return pa.binary()
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.list_(_plain(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_plain(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_plain(f.type)) for f in t])
+    return t
+
+
+def _plain_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(_plain(f.type)) for f in schema])
+
+
+def _column_schema(ctx: Any, tree: exp.Create, name: str) -> pa.Schema:
+    import datafusion
+
+    if not isinstance(tree.this, exp.Schema) or not tree.this.expressions:
+        raise PlanningError(f"CREATE TABLE {name!r}: no columns (give a column list or AS SELECT)")
+    casts, nullable = [], []
+    for col in tree.this.expressions:
+        if not isinstance(col, exp.ColumnDef) or col.args.get("kind") is None:
+            raise PlanningError(f"CREATE TABLE {name!r}: cannot read column {col.sql()}")
+        kind = col.args["kind"].sql(dialect="postgres")
+        if kind.upper() == "TIMESTAMPTZ":
+            kind = "TIMESTAMP WITH TIME ZONE"
+        ident = '"' + col.name.replace('"', '""') + '"'
+        casts.append(f"CAST(NULL AS {kind}) AS {ident}")
+        not_null = any(
+            isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
+            for c in col.args.get("constraints") or []
+        )
+        nullable.append(not not_null)
+    try:
+        planned = datafusion.SessionContext.sql(ctx, "SELECT " + ", ".join(casts)).schema()
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SpecError(f"CREATE TABLE {name!r}: column types: {first}") from exc
+    return pa.schema(
+        [
+            f.with_type(_plain(f.type)).with_nullable(n)
+            for f, n in zip(planned, nullable, strict=True)
+        ]
+    )
+
+
+def _partition_fields(
+    tree: exp.Create, tokens: list[Any], schema: pa.Schema, name: str
+) -> list[dict[str, Any]]:
+    prop = tree.find(exp.PartitionedByProperty)
+    if prop is None:
+        return []
+    _refuse_multi_bucket(tokens, name)
+    terms = prop.this.expressions if isinstance(prop.this, exp.Schema) else [prop.this]
+    return [_field(term, schema, name) for term in terms]
+
+
+def _field(term: exp.Expression, schema: pa.Schema, name: str) -> dict[str, Any]:
+    if isinstance(term, (exp.Identifier, exp.Column)):
+        return {"source": _column(term.name, schema, name, term), "transform": "identity"}
+    cols = [c.name for c in term.find_all(exp.Column)]
+    nums = [int(x.this) for x in term.find_all(exp.Literal) if not x.is_string]
+    if isinstance(term, exp.PartitionedByBucket):
+        kind = "bucket"
+    elif isinstance(term, exp.PartitionByTruncate):
+        kind = "truncate"
+    elif isinstance(term, exp.Anonymous):
+        kind = str(term.this).lower()
+    else:
+        kind = term.sql_name().lower()
+    if kind in _SINCE_EPOCH:
+        raise UnsupportedFeatureError(
+            f"CREATE TABLE {name!r}: partition transform {term.sql()} (Iceberg's time since "
+            f"1970) is not supported; {', '.join(_CALENDAR)} are the spec's calendar transforms"
+        )
+    if len(cols) != 1:
+        raise SpecError(f"CREATE TABLE {name!r}: partition term {term.sql()} needs one column")
+    source = _column(cols[0], schema, name, term)
+    if kind == "identity":
+        return {"source": source, "transform": "identity"}
+    if kind in _CALENDAR:
+        return {"source": source, "transform": kind}
+    if kind in ("bucket", "truncate") and len(nums) == 1:
+        param = "num_buckets" if kind == "bucket" else "width"
+        return {"source": source, "transform": kind, param: nums[0]}
+    raise SpecError(
+        f"CREATE TABLE {name!r}: unknown partition term {term.sql()} (known: a column, "
+        "identity(c), bucket(N, c), truncate(W, c), year(c), month(c), day(c), hour(c))"
+    )
+
+
+def _column(col: str, schema: pa.Schema, name: str, term: exp.Expression) -> str:
+    if col in schema.names:
+        return col
+    folded = [n for n in schema.names if n.lower() == col.lower()]
+    if len(folded) == 1 and not (isinstance(term, exp.Identifier) and term.quoted):
+        return folded[0]
+    raise SpecError(f"CREATE TABLE {name!r}: partition term {term.sql()}: no column {col!r}")
+
+
+def _refuse_multi_bucket(tokens: list[Any], name: str) -> None:
+    """sqlglot keeps one column of ``bucket(N, a, b)``: refuse it instead of a wrong spec."""
+    for i, t in enumerate(tokens[:-1]):
+        if t.text.upper() != "BUCKET" or tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        depth, commas = 0, 0
+        for u in tokens[i + 1 :]:
+            if u.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif u.token_type == TokenType.R_PAREN:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif u.token_type == TokenType.COMMA and depth == 1:
+                commas += 1
+        if commas > 1:
+            raise UnsupportedFeatureError(
+                f"CREATE TABLE {name!r}: bucket over several columns (multi_bucket) is not "
+                "supported in SQL; create the namespace from Python"
+            )
+
+
+__all__ = ["create_statement", "warehouse"]

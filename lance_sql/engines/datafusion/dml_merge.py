@@ -1,0 +1,351 @@
+"""``MERGE INTO ns [AS t] USING <source> [AS s] ON <cond> WHEN ... THEN ...`` on a namespace.
+
+DataFusion 55 plans ``MERGE INTO`` into a ``Dml: op=[MergeInto]`` plan whose
+only input is the source; the ON condition and the WHEN clauses are not in
+it. So the clauses are read with ``sqlglot`` and every one of their
+expressions is evaluated by DataFusion (:mod:`lance_sql.tables.namespace.sql_eval`),
+with the target rows registered under the target's alias and the source rows
+(DataFusion's own plan of the source, run as a :class:`LanceDataFrame`)
+under the source's alias:
+
+* the ON condition joins the rows of each candidate partition table with the
+  source (column equalities ``t.k = s.k`` in it prune the partitions read);
+* each matched pair takes the FIRST ``WHEN MATCHED [AND cond]`` clause whose
+  condition holds (``UPDATE SET c = expr, ...`` / ``UPDATE SET *`` /
+  ``DELETE``); each source row no target row matched takes the first
+  ``WHEN NOT MATCHED [AND cond] THEN INSERT [(cols)] VALUES (...)`` /
+  ``INSERT *`` whose condition holds;
+* a target row matched by two source rows is refused when the statement has
+  a MATCHED clause (as Spark and Iceberg do) with :class:`MergeKeyError`;
+* updated rows are deleted and re-inserted (a row whose partition values
+  change moves), all in ONE ``__manifest`` commit (:class:`Mutation`).
+
+The result counts updated + deleted + inserted rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import exp
+
+from lance_sql.engines.datafusion.dataframe import LanceDataFrame
+from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError
+from lance_sql.tables.namespace.delete import matching_rows
+from lance_sql.tables.namespace.merge import MergeKeyError
+from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
+from lance_sql.tables.namespace.sql_eval import quote, run_sql
+
+_ROW = "__lance_sql_row"
+_PAIR = "__lance_sql_pair"
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One WHEN clause: ``action`` is ``update``, ``delete`` or ``insert``."""
+
+    matched: bool
+    condition: str | None
+    action: str
+    sets: dict[str, str] | None = None  # update: column -> SQL (None: SET *)
+    columns: list[str] | None = None  # insert: listed columns (None: all, in order)
+    values: list[str] | None = None  # insert: SQL per column (None: INSERT *)
+
+
+@dataclass(frozen=True)
+class MergeStatement:
+    target_alias: str
+    source_alias: str
+    on: str
+    keys: list[tuple[str, str]]  # (target column, source column) equalities of ON
+    clauses: list[Clause]
+
+
+def _sql(e: exp.Expression) -> str:
+    return e.sql(dialect="postgres")
+
+
+def parse_merge(query: str, schema: pa.Schema, name: str) -> MergeStatement:
+    """The parts of a MERGE statement (sqlglot), checked against the namespace schema."""
+    try:
+        tree = sqlglot.parse_one(query)
+    except sqlglot.errors.ParseError as exc:
+        raise PlanningError(f"MERGE INTO {name!r} cannot be parsed: {exc}") from exc
+    if not isinstance(tree, exp.Merge):
+        raise PlanningError(f"MERGE INTO {name!r}: not a MERGE statement")
+    target = tree.this
+    talias = target.alias_or_name
+    using = tree.args["using"]
+    salias = using.alias_or_name
+    if not salias:
+        raise PlanningError(f"MERGE INTO {name!r}: give the source an alias (USING (...) AS s)")
+    if talias == salias:
+        raise PlanningError(f"MERGE INTO {name!r}: target and source need different names")
+    on = tree.args.get("on")
+    if on is None:
+        raise PlanningError(f"MERGE INTO {name!r}: an ON condition is needed")
+    whens = tree.args.get("whens")
+    clauses = [_clause(w, schema, name) for w in (whens.expressions if whens else [])]
+    if not clauses:
+        raise PlanningError(f"MERGE INTO {name!r}: no WHEN clause")
+    return MergeStatement(talias, salias, _sql(on), _keys(on, talias, salias), clauses)
+
+
+def _keys(on: exp.Expression, talias: str, salias: str) -> list[tuple[str, str]]:
+    conjuncts = on.flatten() if isinstance(on, exp.And) else [on]
+    out = []
+    for c in conjuncts:
+        if not isinstance(c, exp.EQ):
+            continue
+        a, b = c.this, c.expression
+        if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
+            continue
+        if a.table == salias and b.table == talias:
+            a, b = b, a
+        if a.table == talias and b.table == salias:
+            out.append((a.name, b.name))
+    return out
+
+
+def _column(col: str, schema: pa.Schema, name: str) -> str:
+    if col in schema.names:
+        return col
+    folded = [n for n in schema.names if n.lower() == col.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    raise SchemaMismatchError(f"MERGE INTO {name!r}: no column {col!r} in the target")
+
+
+def _clause(w: exp.When, schema: pa.Schema, name: str) -> Clause:
+    if w.args.get("source"):
+        raise UnsupportedFeatureError(
+            f"MERGE INTO {name!r}: WHEN NOT MATCHED BY SOURCE is not supported"
+        )
+    matched = bool(w.args.get("matched"))
+    cond = w.args.get("condition")
+    condition = None if cond is None else _sql(cond)
+    then = w.args.get("then")
+    if isinstance(then, exp.Var) and then.name.upper() == "DELETE" and matched:
+        return Clause(True, condition, "delete")
+    if isinstance(then, exp.Update) and matched:
+        items = then.expressions
+        if len(items) == 1 and isinstance(items[0], exp.Star):
+            return Clause(True, condition, "update", sets=None)
+        sets: dict[str, str] = {}
+        for item in items:
+            if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+                raise PlanningError(f"MERGE INTO {name!r}: cannot read SET item {item.sql()}")
+            sets[_column(item.this.name, schema, name)] = _sql(item.expression)
+        return Clause(True, condition, "update", sets=sets)
+    if isinstance(then, exp.Insert) and not matched:
+        cols_node = then.this
+        if isinstance(cols_node, exp.Star):
+            return Clause(False, condition, "insert")
+        values = then.expression
+        if not isinstance(values, exp.Tuple):
+            raise PlanningError(f"MERGE INTO {name!r}: cannot read INSERT {then.sql()}")
+        vals = [_sql(v) for v in values.expressions]
+        if isinstance(cols_node, exp.Tuple):
+            cols = [_column(c.name, schema, name) for c in cols_node.expressions]
+        else:
+            cols = list(schema.names)
+        if len(cols) != len(vals):
+            raise SchemaMismatchError(
+                f"MERGE INTO {name!r}: INSERT gives {len(vals)} values for {len(cols)} columns"
+            )
+        return Clause(False, condition, "insert", columns=cols, values=vals)
+    raise PlanningError(f"MERGE INTO {name!r}: unsupported clause {w.sql()}")
+
+
+def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Callable[[], int]:
+    """What runs when the MERGE statement's DataFrame is executed (returns rows affected)."""
+    from lance_sql.engines.datafusion.dml import _namespace
+
+    statement = parse_merge(query, table.schema, name)
+    source_plan = plan.inputs()[0]
+
+    def action() -> int:
+        ns = _namespace(table, name)
+        df = LanceDataFrame(ctx.create_dataframe_from_logical_plan(source_plan), ctx)
+        src = df.to_arrow_table()
+        src = src.append_column(_ROW, pa.array(np.arange(src.num_rows), pa.int64()))
+        return run(ns, lambda m: _merge(m, ns, src, statement, name))
+
+    return action
+
+
+def _prefilter(ns: Any, src: pa.Table, keys: Sequence[tuple[str, str]]) -> pc.Expression | None:
+    """Target rows can match only where every ON key equality's column is a source value."""
+    expr = None
+    for tcol, scol in keys:
+        if tcol not in ns.schema.names or scol not in src.column_names:
+            continue
+        try:
+            values = pc.unique(src.column(scol).drop_null()).cast(ns.schema.field(tcol).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        term = pc.field(tcol).isin(values)
+        expr = term if expr is None else expr & term
+    return expr
+
+
+def _case(clauses: Sequence[Clause]) -> str:
+    whens = " ".join(f"WHEN ({c.condition or 'TRUE'}) THEN {i}" for i, c in enumerate(clauses))
+    return f"CASE {whens} ELSE -1 END"
+
+
+def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -> int:
+    t, s = quote(st.target_alias), quote(st.source_alias)
+    matched_clauses = [c for c in st.clauses if c.matched]
+    seen = np.zeros(src.num_rows, dtype=bool)
+    done = 0
+    if src.num_rows:
+        for hit in matching_rows(m, _prefilter(ns, src, st.keys), full_covered=True):
+            target = hit.rows
+            if not target.num_rows:
+                continue
+            target = target.append_column(_ROW, pa.array(np.arange(target.num_rows), pa.int64()))
+            case = f", {_case(matched_clauses)} AS k" if matched_clauses else ""
+            pairs = run_sql(
+                {st.target_alias: target, st.source_alias: src},
+                f"SELECT {t}.{quote(_ROW)} AS tr, {s}.{quote(_ROW)} AS sr{case} "
+                f"FROM {t} JOIN {s} ON {st.on}",
+                what=f"MERGE INTO {name!r} ON {st.on}",
+            )
+            if not pairs.num_rows:
+                continue
+            tr = pairs.column("tr").to_numpy()
+            sr = pairs.column("sr").to_numpy()
+            seen[sr] = True
+            if not matched_clauses:
+                continue
+            if len(np.unique(tr)) != len(tr):
+                raise MergeKeyError(
+                    f"MERGE INTO {name!r}: a target row (partition table {hit.object_id!r}) "
+                    "matches more than one source row; nothing was written"
+                )
+            k = pairs.column("k").to_numpy()
+            done += _apply_matched(m, ns, hit.object_id, target, src, tr, sr, k, st, name)
+    rest = src.filter(pa.array(~seen)) if src.num_rows else src
+    inserts = [c for c in st.clauses if not c.matched]
+    if inserts and rest.num_rows:
+        k = run_sql(
+            {st.source_alias: rest},
+            f"SELECT {_case(inserts)} AS k FROM {s} ORDER BY {quote(_ROW)}",
+            what=f"MERGE INTO {name!r} WHEN NOT MATCHED",
+        )
+        codes = k.column("k").to_numpy()
+        for i, clause in enumerate(inserts):
+            rows = rest.filter(pa.array(codes == i))
+            if rows.num_rows:
+                m.insert(_inserted(ns, rows, clause, st.source_alias, name))
+                done += rows.num_rows
+    return done
+
+
+def _apply_matched(
+    m: Mutation,
+    ns: Any,
+    object_id: str,
+    target: pa.Table,
+    src: pa.Table,
+    tr: np.ndarray,
+    sr: np.ndarray,
+    k: np.ndarray,
+    st: MergeStatement,
+    name: str,
+) -> int:
+    matched_clauses = [c for c in st.clauses if c.matched]
+    gone = k >= 0
+    if not gone.any():
+        return 0
+    for i, clause in enumerate(matched_clauses):
+        sel = k == i
+        if clause.action != "update" or not sel.any():
+            continue
+        t_rows = target.take(pa.array(tr[sel])).drop_columns([ROWID, _ROW])
+        s_rows = src.take(pa.array(sr[sel]))
+        m.insert(_updated(ns, t_rows, s_rows, clause, st, name))
+    entry = m.entries[object_id]
+    m.delete_rowids(entry, target.column(ROWID).take(pa.array(tr[gone])))
+    return int(gone.sum())
+
+
+def _fit(ns: Any, columns: dict[str, pa.ChunkedArray | pa.Array], n: int, name: str) -> pa.Table:
+    """A table of the namespace schema: given columns cast, the others NULL."""
+    arrays = []
+    for f in ns.schema:
+        col = columns.get(f.name)
+        if col is None:
+            arrays.append(pa.nulls(n, f.type))
+            continue
+        if not col.type.equals(f.type):
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"MERGE INTO {name!r}: column {f.name!r} gets {col.type}, "
+                    f"the table has {f.type}: {exc}"
+                ) from exc
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=ns.schema)
+
+
+def _by_name(table: pa.Table, names: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for n in names:
+        if n in table.column_names:
+            out[n] = table.column(n)
+        else:
+            folded = [c for c in table.column_names if c.lower() == n.lower()]
+            if len(folded) == 1:
+                out[n] = table.column(folded[0])
+    return out
+
+
+def _updated(
+    ns: Any, t_rows: pa.Table, s_rows: pa.Table, clause: Clause, st: MergeStatement, name: str
+) -> pa.Table:
+    n = t_rows.num_rows
+    if clause.sets is None:  # UPDATE SET *: source columns by name, the others kept
+        cols = {f: t_rows.column(f) for f in ns.schema.names}
+        cols.update(_by_name(s_rows.drop_columns([_ROW]), ns.schema.names))
+        return _fit(ns, cols, n, name)
+    idx = pa.array(np.arange(n), pa.int64())
+    t, s = quote(st.target_alias), quote(st.source_alias)
+    select = ", ".join(
+        f"({clause.sets.get(f.name, f'{t}.{quote(f.name)}')}) AS {quote(f.name)}" for f in ns.schema
+    )
+    out = run_sql(
+        {
+            st.target_alias: t_rows.append_column(_PAIR, idx),
+            st.source_alias: s_rows.drop_columns([_ROW]).append_column(_PAIR, idx),
+        },
+        f"SELECT {select} FROM {t} JOIN {s} ON {t}.{quote(_PAIR)} = {s}.{quote(_PAIR)} "
+        f"ORDER BY {t}.{quote(_PAIR)}",
+        what=f"MERGE INTO {name!r} UPDATE SET",
+    )
+    return _fit(ns, {c: out.column(c) for c in out.column_names}, n, name)
+
+
+def _inserted(ns: Any, rows: pa.Table, clause: Clause, alias: str, name: str) -> pa.Table:
+    rows = rows.drop_columns([_ROW])
+    if clause.values is None:  # INSERT *: source columns by name
+        return _fit(ns, _by_name(rows, ns.schema.names), rows.num_rows, name)
+    assert clause.columns is not None
+    select = ", ".join(
+        f"({v}) AS {quote(c)}" for c, v in zip(clause.columns, clause.values, strict=True)
+    )
+    out = run_sql(
+        {alias: rows}, f"SELECT {select} FROM {quote(alias)}", what=f"MERGE INTO {name!r} INSERT"
+    )
+    return _fit(ns, {c: out.column(c) for c in out.column_names}, rows.num_rows, name)
+
+
+__all__ = ["Clause", "MergeStatement", "merge_action", "parse_merge"]
