@@ -24,7 +24,7 @@ import datafusion
 import pyarrow as pa
 from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
-from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion import dml, dml_create, functions
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
@@ -187,10 +187,25 @@ class SessionContext(datafusion.SessionContext):
         if setting:
             self.set_spj(_spj_value(setting.group(1)))
             return self._frame(pa.table({}))
+        created = dml_create.create_statement(self, query)  # CREATE TABLE ... PARTITIONED BY
+        if created is not None:
+            return created
         with query_scope(self):
-            df = super().sql(
-                rewrite_sql(self, query), options=options, param_values=param_values, **named_params
-            )
+            try:
+                df = super().sql(
+                    rewrite_sql(self, query),
+                    options=options,
+                    param_values=param_values,
+                    **named_params,
+                )
+            except Exception as exc:  # a DML statement's planning error, typed
+                typed = dml.typed_planning_error(query, exc)
+                if typed is None:
+                    raise
+                raise typed from exc
+        statement = dml.dml_frame(self, df, query)  # INSERT/DELETE/UPDATE/MERGE on Lance tables
+        if statement is not None:
+            return statement
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
         if _EXPLAIN.match(query):
