@@ -1,0 +1,69 @@
+"""Partition transforms that know their own algebra (one class per transform).
+
+Each class wraps one :class:`~lance_sql.tables.namespace.spec.PartitionField`
+bound to its source column(s) and answers, for one leaf predicate over source
+columns (or over a transform term):
+
+- :meth:`FieldTransform.project` — the *inclusive* projection: a predicate on
+  the partition column that is TRUE (or NULL-free TRUE) for every partition
+  that may hold a row matching the leaf. ``TRUE`` when the field says nothing.
+- :meth:`FieldTransform.strict_project` — the *strict* projection: TRUE only
+  for partitions in which every row matches the leaf. ``FALSE`` when unknown.
+- :meth:`FieldTransform.project_conjunction` — projection of a whole AND of
+  leaves, used where one leaf alone says nothing (multi-column transforms and
+  expression fields need every source bound by ``=`` / ``IN``).
+
+Partition values of literals are always computed with :mod:`udfs` (the same
+code that computed the stored partition values), never re-implemented here.
+Each transform lives in its own module of this package. The planner never
+switches on transform names: it asks the objects built by
+:func:`make_transform` (plus :class:`TimeChain` for several time fields on
+one source, see :mod:`..time_ranges`).
+"""
+
+from __future__ import annotations
+
+from lance_sql.planning.predicates import Column
+from lance_sql.planning.time_ranges import TIME_CHAIN
+from lance_sql.planning.transforms.base import (
+    LITERAL_ERRORS,
+    FieldTransform,
+    apply_field,
+    same_column,
+)
+from lance_sql.planning.transforms.bucket import BucketTransform
+from lance_sql.planning.transforms.expression import ExpressionTransform
+from lance_sql.planning.transforms.identity import IdentityTransform
+from lance_sql.planning.transforms.time_fields import TimeChain, TimeTransform
+from lance_sql.planning.transforms.truncate import TruncateTransform
+from lance_sql.tables.namespace.spec import PartitionField
+
+__all__ = [
+    "LITERAL_ERRORS",
+    "BucketTransform",
+    "ExpressionTransform",
+    "FieldTransform",
+    "IdentityTransform",
+    "TimeChain",
+    "TimeTransform",
+    "TruncateTransform",
+    "apply_field",
+    "make_transform",
+    "same_column",
+]
+
+
+def make_transform(field: PartitionField, sources: tuple[Column | None, ...]) -> FieldTransform:
+    """The transform object for ``field`` bound to its source columns."""
+    if field.transform is None:
+        return ExpressionTransform(field, sources)
+    kind = field.transform.type
+    if kind == "identity":
+        return IdentityTransform(field, sources)
+    if kind in TIME_CHAIN:
+        return TimeTransform(field, sources)
+    if kind in ("bucket", "multi_bucket"):
+        return BucketTransform(field, sources)
+    if kind == "truncate":
+        return TruncateTransform(field, sources)
+    raise ValueError(f"unknown transform type {kind!r} in partition field {field.field_id!r}")

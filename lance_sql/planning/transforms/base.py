@@ -1,0 +1,318 @@
+"""The base class of partition transforms and the helpers every transform shares."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from lance_sql.planning.predicates import (
+    FALSE,
+    TRUE,
+    Column,
+    Compare,
+    InList,
+    IsNull,
+    Leaf,
+    Literal,
+    Predicate,
+    StartsWith,
+    Term,
+    TransformTerm,
+    or_,
+)
+from lance_sql.tables.namespace.spec import PartitionField
+
+
+def _literal_errors() -> tuple[type[BaseException], ...]:
+    import udfs
+    from lance_sql.errors import PlanningError
+
+    return (
+        PlanningError,
+        ValueError,
+        ArithmeticError,
+        pa.ArrowException,
+        udfs.ExpressionError,
+        udfs.UnsupportedTypeError,
+    )
+
+
+#: What computing the partition value of a literal may raise; it then prunes nothing.
+#: (Programming errors - TypeError, AttributeError, ... - are never swallowed.)
+LITERAL_ERRORS = _literal_errors()
+
+#: Largest cross product of IN lists enumerated for multi-column fields.
+MAX_ENUMERATION = 1024
+#: Largest bucket count whose partition values are enumerated for bucket terms.
+MAX_BUCKET_ENUMERATION = 65536
+
+RANGE_OPS = ("<", "<=", ">", ">=")
+
+
+def apply_field(field: PartitionField, columns: Sequence[pa.Array]) -> pa.Array:
+    """The partition values of ``field`` for source ``columns`` (via :mod:`udfs`)."""
+    import udfs
+
+    fn = getattr(udfs, "apply_partition_field", None)
+    if fn is not None:
+        out = fn(
+            columns=list(columns),
+            transform=field.transform,
+            expression=field.expression,
+            result_type=field.result_type,
+        )
+    elif field.transform is not None:
+        from udfs.transforms import apply_transform
+
+        out = apply_transform(field.transform, list(columns))
+    else:  # pragma: no cover - udfs always provides apply_partition_field
+        out = udfs.evaluate_expression(field.expression, list(columns), field.result_type)
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    if out.type != field.result_type:
+        out = out.cast(field.result_type)
+    return out
+
+
+def same_column(a: Column, b: Column | None) -> bool:
+    """Whether two bound columns are the same source (by field id when both have one)."""
+    if b is None:
+        return False
+    if a.field_id is not None and b.field_id is not None:
+        return a.field_id == b.field_id
+    return a.name == b.name
+
+
+def literal_array(values: Sequence[Literal | None], arrow_type: pa.DataType) -> pa.Array:
+    return pa.array([None if v is None else v.value for v in values], type=arrow_type)
+
+
+def make_literal(value: object, arrow_type: pa.DataType) -> Literal:
+    return Literal(value, arrow_type)
+
+
+class FieldTransform:
+    """Base class: a partition field bound to its source columns (None = column missing)."""
+
+    preserves_order = False
+
+    def __init__(self, field: PartitionField, sources: tuple[Column | None, ...]) -> None:
+        self.field = field
+        self.sources = sources
+        self.partition_column = Column(field.column_name, None, field.result_type)
+
+    # ---- identity of the transform
+    @property
+    def kind(self) -> str:
+        return self.field.transform.type if self.field.transform else "expression"
+
+    @property
+    def result_type(self) -> pa.DataType:
+        return self.field.result_type
+
+    @property
+    def source(self) -> Column | None:
+        return self.sources[0] if len(self.sources) == 1 else None
+
+    def satisfies_order_of(self, other: FieldTransform) -> bool:
+        """Whether partitions of ``self`` are each inside one partition of ``other``.
+
+        (day satisfies month and year; bucket[16] satisfies bucket[8]; identity
+        satisfies every transform on the same source.)
+        """
+        if [s.field_id if s else None for s in self.sources] != [
+            s.field_id if s else None for s in other.sources
+        ]:
+            return False
+        return self._refines(other)
+
+    def _refines(self, other: FieldTransform) -> bool:
+        return self.field.transform == other.field.transform and self.field.expression == (
+            other.field.expression
+        )
+
+    # ---- values
+    def values_of(self, literals: Sequence[Literal | None]) -> list[object]:
+        """Partition values of single-source literal values (None = NULL)."""
+        src = self.source
+        assert src is not None and src.type is not None
+        out = apply_field(self.field, [literal_array(literals, src.type)])
+        return out.to_pylist()
+
+    def _value_literal(self, value: object) -> Literal:
+        return make_literal(value, self.result_type)
+
+    # ---- projections
+    def on_source(self, term: Term) -> bool:
+        return (
+            isinstance(term, Column) and self.source is not None and same_column(term, self.source)
+        )
+
+    def project(self, leaf: Leaf) -> Predicate:
+        """Inclusive projection of one leaf (TRUE when this field cannot prune on it)."""
+        if isinstance(leaf, IsNull) and self.on_source(leaf.term) and self._null_preserving:
+            return IsNull(self.partition_column, leaf.negated)
+        if self.on_source(getattr(leaf, "term", None)):
+            return self._project_source(leaf)
+        term = getattr(leaf, "term", None)
+        if isinstance(term, TransformTerm):
+            return self._project_term(leaf, term, strict=False)
+        return TRUE
+
+    def strict_project(self, leaf: Leaf) -> Predicate:
+        """Strict projection of one leaf (FALSE when this field cannot prove it)."""
+        if isinstance(leaf, IsNull) and self.on_source(leaf.term) and self._null_preserving:
+            return IsNull(self.partition_column, leaf.negated)
+        if self.on_source(getattr(leaf, "term", None)):
+            return self._strict_source(leaf)
+        term = getattr(leaf, "term", None)
+        if isinstance(term, TransformTerm):
+            return self._project_term(leaf, term, strict=True)
+        return FALSE
+
+    def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
+        """Inclusive projection of an AND of leaves beyond the per-leaf projections."""
+        return TRUE
+
+    #: f(NULL) is NULL and f(x) is not NULL for x not NULL.
+    _null_preserving = True
+
+    def _project_source(self, leaf: Leaf) -> Predicate:
+        """Default for a non-order-preserving, single-source function f: = / IN only."""
+        if isinstance(leaf, Compare) and leaf.op == "=":
+            return self._eq_values([leaf.literal])
+        if isinstance(leaf, InList) and not leaf.negated:
+            return self._eq_values(list(leaf.values))
+        return TRUE
+
+    def _strict_source(self, leaf: Leaf) -> Predicate:
+        """f(x) != f(v) proves x != v; so does NOT IN."""
+        if isinstance(leaf, Compare) and leaf.op == "!=":
+            return self._ne_values([leaf.literal])
+        if isinstance(leaf, InList) and leaf.negated:
+            return self._ne_values(list(leaf.values))
+        return FALSE
+
+    def _eq_values(self, literals: list[Literal]) -> Predicate:
+        values = distinct(self.values_of(literals))
+        return in_pred(
+            self.partition_column, [self._value_literal(v) for v in values if v is not None]
+        )
+
+    def _ne_values(self, literals: list[Literal]) -> Predicate:
+        values = distinct(self.values_of(literals))
+        lits = [self._value_literal(v) for v in values if v is not None]
+        if not lits:
+            return IsNull(self.partition_column, negated=True)
+        if len(lits) == 1:
+            return Compare(self.partition_column, "!=", lits[0])
+        return InList(self.partition_column, tuple(lits), negated=True)
+
+    def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
+        return FALSE if strict else TRUE
+
+
+def distinct(values: list[object]) -> list[object]:
+    out: list[object] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def in_pred(column: Column, lits: list[Literal]) -> Predicate:
+    if not lits:
+        return FALSE
+    if len(lits) == 1:
+        return Compare(column, "=", lits[0])
+    return InList(column, tuple(lits))
+
+
+def leaf_on_value(leaf: Leaf, column: Column) -> Predicate:
+    """The same leaf with its term replaced by a partition column of the same value type."""
+    if isinstance(leaf, Compare):
+        return Compare(column, leaf.op, leaf.literal)
+    if isinstance(leaf, InList):
+        return InList(column, leaf.values, leaf.negated)
+    if isinstance(leaf, IsNull):
+        return IsNull(column, leaf.negated)
+    if isinstance(leaf, StartsWith):
+        return StartsWith(column, leaf.prefix, leaf.negated)
+    return TRUE
+
+
+def holds(leaf: Leaf, value: object) -> bool | None:
+    """Evaluate a leaf on a plain Python value (None = NULL) under SQL semantics."""
+    if isinstance(leaf, IsNull):
+        return (value is not None) if leaf.negated else (value is None)
+    if value is None:
+        return None
+    if isinstance(leaf, Compare):
+        v = leaf.literal.value
+        return {
+            "=": value == v,
+            "!=": value != v,
+            "<": value < v,
+            "<=": value <= v,
+            ">": value > v,
+            ">=": value >= v,
+        }[leaf.op]
+    if isinstance(leaf, InList):
+        found = any(value == lit.value for lit in leaf.values)
+        return (not found) if leaf.negated else found
+    return None
+
+
+def enumerate_conjunction(transform: FieldTransform, leaves: Sequence[Leaf]) -> Predicate:
+    """``p IN {f(v0, v1, ...)}`` when every source is bound to a finite set by the leaves.
+
+    Sound because a row matching the AND has each source value in its set, so
+    its partition value is one of the enumerated ones. ``IS NULL`` binds a
+    source to {NULL}; a source missing from the schema is NULL in every row.
+    """
+    domains: list[list[Literal | None]] = []
+    for src in transform.sources:
+        if src is None:
+            domains.append([None])
+            continue
+        allowed: list[Literal | None] | None = None
+        for leaf in leaves:
+            term = getattr(leaf, "term", None)
+            if not (isinstance(term, Column) and same_column(term, src)):
+                continue
+            if isinstance(leaf, Compare) and leaf.op == "=":
+                values: list[Literal | None] = [leaf.literal]
+            elif isinstance(leaf, InList) and not leaf.negated:
+                values = list(leaf.values)
+            elif isinstance(leaf, IsNull) and not leaf.negated:
+                values = [None]
+            else:
+                continue
+            allowed = values if allowed is None else [v for v in allowed if v in values]
+        if allowed is None:
+            return TRUE
+        domains.append(allowed)
+    combos = 1
+    for d in domains:
+        combos *= len(d)
+    if combos == 0:
+        return FALSE
+    if combos > MAX_ENUMERATION:
+        return TRUE
+    rows = list(itertools.product(*domains))
+    arrays = []
+    for i, src in enumerate(transform.sources):
+        src_type = src.type if src is not None else pa.null()
+        arrays.append(literal_array([row[i] for row in rows], src_type))
+    try:
+        values = apply_field(transform.field, arrays).to_pylist()
+    except LITERAL_ERRORS:  # an expression failing on a literal prunes nothing
+        return TRUE
+    unique = distinct(values)
+    lits = [Literal(v, transform.result_type) for v in unique if v is not None]
+    pred = in_pred(transform.partition_column, lits)
+    if None in unique:
+        pred = or_(pred, IsNull(transform.partition_column))
+    return pred

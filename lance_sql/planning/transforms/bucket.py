@@ -1,0 +1,109 @@
+"""bucket[N] / multi_bucket[N]: hashes, enumerated where the modulus allows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lance_sql.planning.predicates import (
+    FALSE,
+    TRUE,
+    Column,
+    Compare,
+    InList,
+    IsNull,
+    Leaf,
+    Predicate,
+    TransformTerm,
+)
+from lance_sql.planning.transforms.base import (
+    MAX_BUCKET_ENUMERATION,
+    FieldTransform,
+    enumerate_conjunction,
+    holds,
+    in_pred,
+    same_column,
+)
+from lance_sql.tables.namespace.spec import PartitionField
+
+
+class BucketTransform(FieldTransform):
+    """bucket[N] / multi_bucket[N] = ``abs(murmur3[_multi](cols)) % N``."""
+
+    def __init__(self, field: PartitionField, sources: tuple[Column | None, ...]) -> None:
+        super().__init__(field, sources)
+        self.num_buckets = int(field.transform.num_buckets)
+        self._null_preserving = len(sources) == 1
+
+    def _refines(self, other: FieldTransform) -> bool:
+        return isinstance(other, BucketTransform) and self.num_buckets % other.num_buckets == 0
+
+    def _project_source(self, leaf: Leaf) -> Predicate:
+        if len(self.sources) != 1:
+            return TRUE
+        return super()._project_source(leaf)
+
+    def _strict_source(self, leaf: Leaf) -> Predicate:
+        if len(self.sources) != 1:
+            return FALSE
+        return super()._strict_source(leaf)
+
+    def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
+        if len(self.sources) == 1:
+            return TRUE
+        return enumerate_conjunction(self, leaves)
+
+    def _same_columns(self, term: TransformTerm) -> bool:
+        return len(term.columns) == len(self.sources) and all(
+            same_column(c, s) for c, s in zip(term.columns, self.sources, strict=True)
+        )
+
+    def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
+        if term.kind not in ("bucket", "hash_mod", "murmur3") or not self._same_columns(term):
+            return FALSE if strict else TRUE
+        if isinstance(leaf, IsNull):
+            # the hash (and so the term) is NULL exactly when the bucket is NULL
+            return IsNull(self.partition_column, leaf.negated)
+        n = self.num_buckets
+        if term.kind == "murmur3":
+            if strict:
+                return FALSE
+            hashes = equal_values(leaf)
+            if hashes is None:
+                return TRUE
+            return in_pred(
+                self.partition_column, [self._value_literal(abs(int(h)) % n) for h in hashes]
+            )
+        m = term.param
+        if n % m == 0 and n <= MAX_BUCKET_ENUMERATION:
+            # the partition value p determines the term: bucket_M = p % M exactly;
+            # murmur3 % M is p % M or -(p % M) (the hash's sign is unknown).
+            keep = []
+            for p in range(n):
+                r = p % m
+                candidates = {r} if term.kind == "bucket" else {r, -r}
+                results = [holds(leaf, c) for c in candidates]
+                ok = all(x is True for x in results) if strict else any(x is True for x in results)
+                if ok:
+                    keep.append(p)
+            if len(keep) == n:
+                return IsNull(self.partition_column, negated=True)
+            return in_pred(self.partition_column, [self._value_literal(p) for p in keep])
+        if strict:
+            return FALSE
+        if m % n == 0:
+            values = equal_values(leaf)
+            if values is None:
+                return TRUE
+            lo = 0 if term.kind == "bucket" else -(m - 1)
+            ps = sorted({abs(int(r)) % n for r in values if lo <= int(r) <= m - 1})
+            return in_pred(self.partition_column, [self._value_literal(p) for p in ps])
+        return TRUE
+
+
+def equal_values(leaf: Leaf) -> list[object] | None:
+    """The finite set of values a leaf allows (``=`` / ``IN``), else None."""
+    if isinstance(leaf, Compare) and leaf.op == "=":
+        return [leaf.literal.value]
+    if isinstance(leaf, InList) and not leaf.negated:
+        return [v.value for v in leaf.values]
+    return None

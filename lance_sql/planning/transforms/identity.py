@@ -1,0 +1,62 @@
+"""identity: every leaf on the source maps to the same leaf on the partition column."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lance_sql.planning.predicates import (
+    FALSE,
+    TRUE,
+    Compare,
+    InList,
+    IsNull,
+    Leaf,
+    Predicate,
+)
+from lance_sql.planning.transforms.base import (
+    FieldTransform,
+    leaf_on_value,
+)
+
+
+class IdentityTransform(FieldTransform):
+    """identity: every leaf on the source maps to the same leaf on the partition column."""
+
+    preserves_order = True
+
+    def _refines(self, other: FieldTransform) -> bool:
+        return True  # one value per partition refines any function of that value
+
+    def _project_source(self, leaf: Leaf) -> Predicate:
+        if self._float_order_differs(leaf):
+            return TRUE
+        return self._same_leaf(leaf)
+
+    def _strict_source(self, leaf: Leaf) -> Predicate:
+        if self._float_order_differs(leaf):
+            return FALSE
+        return self._same_leaf(leaf)
+
+    def _float_order_differs(self, leaf: Leaf) -> bool:
+        """Ranges and != on floats: DataFusion orders NaN above every number, pyarrow
+        (which evaluates the ``__manifest`` filter) makes every NaN comparison false."""
+        t = self.source.type
+        if not pa.types.is_floating(t):
+            return False
+        return not (
+            (isinstance(leaf, Compare) and leaf.op == "=")
+            or (isinstance(leaf, InList) and not leaf.negated)
+            or isinstance(leaf, IsNull)
+        )
+
+    def _same_leaf(self, leaf: Leaf) -> Predicate:
+        if self.result_type != self.source.type:
+            from lance_sql.planning.literals import coerce_compare, coerce_in
+
+            if isinstance(leaf, Compare):
+                return coerce_compare(
+                    self.partition_column, leaf.op, leaf.literal, self.result_type
+                )
+            if isinstance(leaf, InList):
+                return coerce_in(self.partition_column, leaf.values, leaf.negated, self.result_type)
+        return leaf_on_value(leaf, self.partition_column)

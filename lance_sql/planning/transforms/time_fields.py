@@ -1,0 +1,227 @@
+"""year / month / day / hour: one field (TimeTransform); one source's time fields (TimeChain)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lance_sql.planning.predicates import (
+    FALSE,
+    TRUE,
+    Column,
+    Compare,
+    InList,
+    IsNull,
+    Leaf,
+    Literal,
+    Predicate,
+    TransformTerm,
+    and_,
+    or_,
+)
+from lance_sql.planning.time_ranges import (
+    TIME_CHAIN,
+    lexicographic,
+    naive_tuple,
+    offset_bounds,
+    period_start,
+    to_micros,
+)
+from lance_sql.planning.transforms.base import (
+    RANGE_OPS,
+    FieldTransform,
+    leaf_on_value,
+    same_column,
+)
+
+
+class TimeTransform(FieldTransform):
+    """year / month / day / hour: ``date_part`` of a date or timestamp (local time if zoned).
+
+    Equality and IN map through the value; ranges are projected by
+    :class:`TimeChain` (month/day/hour alone are not monotonic); a predicate on
+    the same ``date_part`` term maps to the partition column exactly.
+    """
+
+    @property
+    def preserves_order(self) -> bool:  # type: ignore[override]
+        return self.kind == "year"
+
+    def _refines(self, other: FieldTransform) -> bool:
+        if not isinstance(other, TimeTransform):
+            return False
+        mine, theirs = TIME_CHAIN.index(self.kind), TIME_CHAIN.index(other.kind)
+        # a finer field identifies a coarser one only together with its parents;
+        # as a sort/grouping order, day refines month refines year.
+        return mine >= theirs
+
+    def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
+        if term.kind == self.kind and same_column(term.column, self.source):
+            return leaf_on_value(leaf, self.partition_column)
+        return FALSE if strict else TRUE
+
+
+class TimeChain:
+    """The spec's time fields on one source, combined into a lexicographic tuple.
+
+    Holds the longest prefix of (year, month, day, hour) present among the
+    spec's fields on that source; a range on the source is projected as a
+    tuple comparison (see :mod:`.time_ranges` for time zones), and a
+    ``date_trunc(unit, c)`` term as a tuple comparison at the unit's depth.
+    """
+
+    def __init__(self, source: Column, fields: dict[str, TimeTransform]) -> None:
+        self.source = source
+        chain: list[TimeTransform] = []
+        for kind in TIME_CHAIN:
+            if kind not in fields:
+                break
+            chain.append(fields[kind])
+        self.chain = chain
+        self.columns = [f.partition_column for f in chain]
+        src_type = source.type
+        self.bounds = offset_bounds(src_type.tz) if pa.types.is_timestamp(src_type) else (0, 0)
+
+    def __bool__(self) -> bool:
+        return bool(self.chain)
+
+    # ---- ranges on the source
+    def _tuple(self, micros: int) -> tuple[int, ...] | None:
+        return naive_tuple(micros, len(self.chain))
+
+    def project(self, leaf: Leaf) -> Predicate:
+        return self._project(leaf, strict=False)
+
+    def strict_project(self, leaf: Leaf) -> Predicate:
+        return self._project(leaf, strict=True)
+
+    def _project(self, leaf: Leaf, strict: bool) -> Predicate:
+        fail = FALSE if strict else TRUE
+        if not self.chain or self.bounds is None:
+            return fail
+        term = getattr(leaf, "term", None)
+        if isinstance(term, Column) and same_column(term, self.source):
+            if isinstance(leaf, Compare) and leaf.op in RANGE_OPS:
+                return self._range(leaf.op, int(leaf.literal.value), strict) or fail
+            return fail
+        if (
+            isinstance(term, TransformTerm)
+            and term.kind == "date_trunc"
+            and same_column(term.column, self.source)
+        ):
+            return self._trunc(leaf, term, strict) or fail
+        return fail
+
+    def _range(self, op: str, value: int, strict: bool) -> Predicate | None:
+        src_type = self.source.type
+        omin, omax = self.bounds
+
+        def lo(v: int) -> tuple[int, ...] | None:
+            return self._tuple(to_micros(v, src_type) + omin)
+
+        def hi(v: int) -> tuple[int, ...] | None:
+            return self._tuple(to_micros(v, src_type) + omax)
+
+        if not strict:
+            bound = {">=": lo(value), ">": lo(value + 1), "<=": hi(value), "<": hi(value - 1)}[op]
+            cmp = ">=" if op in (">", ">=") else "<="
+        else:
+            bound = {">=": hi(value - 1), ">": hi(value), "<=": lo(value + 1), "<": lo(value)}[op]
+            cmp = ">" if op in (">", ">=") else "<"
+        if bound is None:
+            return None
+        return lexicographic(self.columns, bound, cmp)
+
+    # ---- date_trunc(unit, c) op T
+    def _trunc(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate | None:
+        level = TIME_CHAIN.index(term.unit) + 1
+        k = min(level, len(self.chain))
+        cols = self.columns[:k]
+        zoned = pa.types.is_timestamp(self.source.type) and self.source.type.tz is not None
+        if isinstance(leaf, IsNull):
+            return IsNull(cols[0], leaf.negated)
+        if isinstance(leaf, InList):
+            parts = [
+                self._trunc(Compare(term, "!=" if leaf.negated else "=", v), term, strict)
+                for v in leaf.values
+            ]
+            if any(p is None for p in parts):
+                return None
+            return and_(*parts) if leaf.negated else or_(*parts)
+        if not isinstance(leaf, Compare):
+            return None
+        info = trunc_literal_info(leaf.literal, term.unit)
+        if info is None:
+            return None
+        full, aligned = info
+        op = leaf.op
+        exact = k == level
+        if zoned:
+            # local period starts are compared through local tuples, which DST can
+            # reorder: keep only sound, non-strict forms; ranges via the source.
+            if strict:
+                return None
+            if op == "=":
+                return lexicographic(cols, full[:k], "=")
+            if op in (">", ">="):
+                return self._range(">=", int(leaf.literal.value), strict=False)
+            return None
+        if op == "=":
+            if not aligned:
+                return FALSE
+            if strict and not exact:
+                return None
+            return lexicographic(cols, full[:k], "=")
+        if op == "!=":
+            if not aligned:
+                return IsNull(cols[0], negated=True)
+            if exact or strict:
+                return lexicographic(cols, full[:k], "!=")
+            return None
+        if op in (">=", ">"):
+            inclusive_eq = op == ">=" and aligned  # trunc >= T  <=>  tuple >= tuple(T)
+            if not strict:
+                cmp = ">=" if (inclusive_eq or not exact) else ">"
+            else:
+                cmp = ">=" if (inclusive_eq and exact) else ">"
+            return lexicographic(cols, full[:k], cmp)
+        inclusive_lt = op == "<" and aligned  # trunc < T  <=>  tuple < tuple(T)
+        if not strict:
+            cmp = "<" if (inclusive_lt and exact) else "<="
+        else:
+            cmp = "<=" if (not inclusive_lt and exact) else "<"
+        return lexicographic(cols, full[:k], cmp)
+
+
+def trunc_literal_info(lit: Literal, unit: str) -> tuple[tuple[int, ...], bool] | None:
+    """(local (year, month, day, hour) of T cut at ``unit``, whether T is a period start).
+
+    Computed by DataFusion itself for zoned literals (its date_part/date_trunc
+    in the column's zone); by calendar arithmetic for naive ones.
+    """
+    depth = TIME_CHAIN.index(unit) + 1
+    t = lit.type
+    micros = to_micros(int(lit.value), t)
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return _zoned_trunc_info(int(lit.value), t, unit)
+    full = naive_tuple(micros, depth)
+    if full is None:
+        return None
+    aligned = period_start(full) == micros
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        aligned = aligned and int(lit.value) % 1000 == 0
+    return full, aligned
+
+
+def _zoned_trunc_info(value: int, t: pa.DataType, unit: str) -> tuple[tuple[int, ...], bool] | None:
+    from lance_sql.planning.literals import _LOCK, _context, datafusion_type_name
+
+    depth = TIME_CHAIN.index(unit) + 1
+    v = f"arrow_cast({value}, '{datafusion_type_name(t)}')"
+    parts = ", ".join(f"date_part('{u}', v) AS {u}" for u in TIME_CHAIN)
+    query = f"SELECT {parts}, date_trunc('{unit}', v) = v AS aligned FROM (SELECT {v} AS v)"
+    try:
+        with _LOCK:
+            row = _context().sql(query).to_arrow_table().to_pylist()[0]
+    except Exception:
+        return None
+    return tuple(int(row[u]) for u in TIME_CHAIN[:depth]), bool(row["aligned"])

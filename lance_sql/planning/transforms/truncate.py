@@ -1,0 +1,162 @@
+"""truncate[W]: a monotonic transform (toward zero for numbers, a prefix for strings)."""
+
+from __future__ import annotations
+
+import decimal
+
+import pyarrow as pa
+
+from lance_sql.planning.predicates import (
+    FALSE,
+    TRUE,
+    Compare,
+    IsNull,
+    Leaf,
+    Predicate,
+    StartsWith,
+    TransformTerm,
+)
+from lance_sql.planning.transforms.base import (
+    RANGE_OPS,
+    FieldTransform,
+    leaf_on_value,
+    make_literal,
+    same_column,
+)
+
+
+def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
+    """The next (step=1) / previous (step=-1) representable integer-like value, or None."""
+    if pa.types.is_integer(arrow_type):
+        lo, hi = _int_bounds(arrow_type)
+        nxt = int(value) + step
+        return nxt if lo <= nxt <= hi else None
+    if pa.types.is_decimal(arrow_type):
+        unscaled = int(decimal.Decimal(value).scaleb(arrow_type.scale)) + step
+        if abs(unscaled) > 10**arrow_type.precision - 1:
+            return None
+        return decimal.Decimal(unscaled).scaleb(-arrow_type.scale)
+    return None
+
+
+def _int_bounds(t: pa.DataType) -> tuple[int, int]:
+    if pa.types.is_signed_integer(t):
+        return -(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1
+    return 0, (1 << t.bit_width) - 1
+
+
+def monotonic_range(leaf: Compare, strict: bool, value_of, succ) -> tuple[str, object] | Predicate:
+    """Project ``x op v`` through a monotonic non-decreasing ``f`` over a discrete domain.
+
+    Inclusive: x >= v -> p >= f(v); x > v -> p >= f(v+1); x <= v -> p <= f(v);
+    x < v -> p <= f(v-1).  Strict: x >= v -> p > f(v-1); x > v -> p > f(v);
+    x <= v -> p < f(v+1); x < v -> p < f(v).  Returns ``(op, f(value))`` or a
+    constant predicate where the neighbour does not exist.
+    """
+    op, v = leaf.op, leaf.literal.value
+    if not strict:
+        if op == ">=":
+            return (">=", value_of(v))
+        if op == "<=":
+            return ("<=", value_of(v))
+        nb = succ(v, 1 if op == ">" else -1)
+        if nb is None:
+            return FALSE  # nothing above the maximum / below the minimum
+        return (">=" if op == ">" else "<=", value_of(nb))
+    if op == ">":
+        return (">", value_of(v))
+    if op == "<":
+        return ("<", value_of(v))
+    nb = succ(v, -1 if op == ">=" else 1)
+    if nb is None:
+        return TRUE  # x >= MIN / x <= MAX holds for every non-NULL x
+    return (">" if op == ">=" else "<", value_of(nb))
+
+
+class TruncateTransform(FieldTransform):
+    """truncate[W]: monotonic (toward zero for numbers, a prefix for strings)."""
+
+    preserves_order = True
+
+    @property
+    def width(self) -> int:
+        return int(self.field.transform.width)
+
+    @property
+    def is_string(self) -> bool:
+        t = self.source.type if self.source else None
+        return t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t))
+
+    @property
+    def is_discrete(self) -> bool:
+        t = self.source.type if self.source else None
+        return t is not None and (pa.types.is_integer(t) or pa.types.is_decimal(t))
+
+    def _refines(self, other: FieldTransform) -> bool:
+        if not isinstance(other, TruncateTransform):
+            return False
+        if self.is_string:
+            return self.width >= other.width
+        return other.width % self.width == 0
+
+    def _one(self, value: object) -> object:
+        return self.values_of([make_literal(value, self.source.type)])[0]
+
+    def _project_source(self, leaf: Leaf) -> Predicate:
+        if isinstance(leaf, Compare) and leaf.op in RANGE_OPS:
+            return self._range(leaf, strict=False)
+        if isinstance(leaf, StartsWith) and self.is_string:
+            prefix, w = leaf.prefix, self.width
+            if not leaf.negated:
+                if len(prefix) >= w:
+                    return Compare(self.partition_column, "=", self._value_literal(prefix[:w]))
+                return StartsWith(self.partition_column, prefix)
+            if len(prefix) <= w:
+                return StartsWith(self.partition_column, prefix, negated=True)
+            return TRUE
+        return super()._project_source(leaf)
+
+    def _strict_source(self, leaf: Leaf) -> Predicate:
+        if isinstance(leaf, Compare) and leaf.op in RANGE_OPS:
+            return self._range(leaf, strict=True)
+        if isinstance(leaf, Compare) and leaf.op == "=" and self.is_string:
+            if len(str(leaf.literal.value)) < self.width:  # the partition holds only that string
+                return Compare(self.partition_column, "=", leaf.literal)
+            return FALSE
+        if isinstance(leaf, StartsWith) and self.is_string:
+            prefix, w = leaf.prefix, self.width
+            if not leaf.negated:
+                return StartsWith(self.partition_column, prefix) if len(prefix) <= w else FALSE
+            if len(prefix) <= w:
+                return StartsWith(self.partition_column, prefix, negated=True)
+            return StartsWith(self.partition_column, prefix[:w], negated=True)
+        return super()._strict_source(leaf)
+
+    def _range(self, leaf: Compare, strict: bool) -> Predicate:
+        if self.is_string:
+            p = self._value_literal(self._one(leaf.literal.value))
+            if strict:
+                return Compare(self.partition_column, ">" if leaf.op in (">", ">=") else "<", p)
+            return Compare(self.partition_column, ">=" if leaf.op in (">", ">=") else "<=", p)
+        if not self.is_discrete:
+            return FALSE if strict else TRUE
+        src_type = self.source.type
+        out = monotonic_range(leaf, strict, self._one, lambda v, step: _succ(v, src_type, step))
+        if not isinstance(out, tuple):
+            return IsNull(self.partition_column, negated=True) if out == TRUE else out
+        op, value = out
+        return Compare(self.partition_column, op, self._value_literal(value))
+
+    def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
+        # left(s, W) / c - c % W on the same column with the same width is this field
+        # exactly (decimals excluded: DataFusion widens that term's type, e.g. decimal(11,2),
+        # and the literal's coercion to it is not mirrored here).
+        if (
+            term.kind == "truncate"
+            and term.param == self.width
+            and len(term.columns) == 1
+            and same_column(term.column, self.source)
+            and (self.is_string or pa.types.is_integer(self.source.type))
+        ):
+            return leaf_on_value(leaf, self.partition_column)
+        return FALSE if strict else TRUE
