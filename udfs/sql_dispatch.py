@@ -31,7 +31,6 @@ DataFusion is imported lazily: ``import udfs`` does not need it.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 import threading
 import weakref
@@ -44,11 +43,21 @@ import pyarrow as pa
 from udfs.canonical import is_supported
 from udfs.errors import UnsupportedTypeError
 from udfs.hashing import murmur3, murmur3_multi
+from udfs.sql_tokens import (
+    Call,
+    depths_of,
+    find_calls,
+    has_alias,
+    has_typed_call,
+    query_text,
+    select_items,
+    splice,
+    tokens_of,
+)
 
 if TYPE_CHECKING:
     import datafusion
 
-FUNCTIONS = ("murmur3", "murmur3_multi")
 _PROBE_TYPE = pa.struct([pa.field("__lance_probe__", pa.null())])
 _PROBE_PREFIX = "__lance_probe_"
 _PROBE_ERROR = re.compile(r"call to '__lance_probe_(\d+)_(\d+)' function: coercion from ")
@@ -64,17 +73,6 @@ class DispatchArityError(TypeError):
         need = "exactly 1 argument" if function == "murmur3" else "at least 1 argument"
         super().__init__(f"{function} takes {need}, got {count}")
         self.function = function
-
-
-@dataclass(frozen=True)
-class Call:
-    """One call of a dispatched function in the query text."""
-
-    function: str  # "murmur3" or "murmur3_multi"
-    start: int  # the name token's span in the text, end exclusive
-    end: int
-    arity: int
-    key: str  # SELECT scope, function and argument tokens: equal keys, same expression
 
 
 @dataclass
@@ -97,110 +95,6 @@ def _state(ctx: Any) -> _ContextState:
             state = _ContextState(threading.Lock(), set(), OrderedDict())
             _STATES[ctx] = state
         return state
-
-
-# --- finding calls ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # sqlglot's TokenType name
-    text: str
-    start: int  # span in the query text, end exclusive
-    end: int
-
-
-def _tokens(sql: str, offset: int = 0) -> list[_Token]:
-    """Tokens with positions; statements sqlglot keeps as one opaque string
-    (``EXPLAIN ...``) are tokenized again after their keyword."""
-    from sqlglot.dialects.postgres import Postgres
-
-    out: list[_Token] = []
-    for tok in Postgres().tokenizer().tokenize(sql):
-        kind = tok.token_type.name
-        out.append(_Token(kind, tok.text, offset + tok.start, offset + tok.end + 1))
-        if kind == "COMMAND":
-            rest = tok.end + 1
-            return out + _tokens(sql[rest:], offset + rest)
-    return out
-
-
-def _select_scopes(tokens: list[_Token]) -> list[int]:
-    """For each token, the id of the SELECT it belongs to (subqueries and set operations
-    each get their own): same-text calls are only grouped within one SELECT."""
-    scopes = []
-    stack: list[int] = []
-    current = 0
-    next_id = 1
-    for tok in tokens:
-        if tok.kind == "L_PAREN":
-            stack.append(current)
-        elif tok.kind == "R_PAREN" and stack:
-            current = stack.pop()
-        elif tok.kind == "SELECT":
-            current = next_id
-            next_id += 1
-        scopes.append(current)
-    return scopes
-
-
-def find_calls(sql: str) -> tuple[list[Call], set[str]]:
-    """Calls of murmur3/murmur3_multi in ``sql``, and the identifiers the query names.
-
-    Postgres' tokenizer is used because DataFusion's SQL shares its lexical rules
-    (``''`` escapes, ``E''`` strings, ``$$`` strings, ``"quoted"`` identifiers,
-    ``--`` and ``/* */`` comments). Qualified names (``x.murmur3(...)``) are not calls
-    of ours.
-    """
-    tokens = _tokens(sql)
-    names: set[str] = set()
-    calls: list[Call] = []
-    opening = ("L_PAREN", "L_BRACKET", "L_BRACE")
-    closing = ("R_PAREN", "R_BRACKET", "R_BRACE")
-    scopes = _select_scopes(tokens)
-    for i, tok in enumerate(tokens):
-        if tok.kind not in ("VAR", "IDENTIFIER"):
-            continue
-        name = tok.text if tok.kind == "IDENTIFIER" else tok.text.lower()
-        names.add(name)
-        if name not in FUNCTIONS:
-            continue
-        if i + 1 >= len(tokens) or tokens[i + 1].kind != "L_PAREN":
-            continue
-        if i > 0 and tokens[i - 1].kind == "DOT":
-            continue
-        depth = 0
-        commas = 0
-        empty = True
-        arg_tokens: list[str] = []
-        for tok2 in tokens[i + 1 :]:
-            arg_tokens.append(f"{tok2.kind}:{tok2.text}")
-            if tok2.kind in opening:
-                depth += 1
-                if depth == 1:
-                    continue
-            elif tok2.kind in closing:
-                depth -= 1
-                if depth == 0:
-                    break
-            elif tok2.kind == "COMMA" and depth == 1:
-                commas += 1
-            empty = False
-        arity = 0 if empty else commas + 1
-        key = f"{scopes[i]}:{name}" + " ".join(arg_tokens)
-        calls.append(Call(name, tok.start, tok.end, arity, key))
-    return calls, names
-
-
-def _splice(sql: str, calls: list[Call], names: list[str | None]) -> str:
-    parts: list[str] = []
-    pos = 0
-    for call, name in zip(calls, names, strict=True):
-        parts.append(sql[pos : call.start])
-        parts.append(name if name is not None else sql[call.start : call.end])
-        pos = call.end
-    parts.append(sql[pos:])
-    return "".join(parts)
 
 
 # --- typed UDFs -------------------------------------------------------------------
@@ -271,13 +165,6 @@ def register_typed(ctx: Any, function: str, types: list[pa.DataType]) -> str:
 
 #: A typed call in a DataFusion column name: ``__lance_murmur3__int64(`` -> ``murmur3(``.
 _TYPED_CALL = re.compile(r"__lance_(murmur3(?:_multi)?)__[a-z0-9_]*\(")
-#: Tokens that end a select list at its own nesting depth.
-_SELECT_LIST_END = {
-    "FROM", "WHERE", "GROUP_BY", "HAVING", "WINDOW", "QUALIFY", "ORDER_BY", "LIMIT", "OFFSET",
-    "FETCH", "UNION", "INTERSECT", "EXCEPT", "INTO", "SEMICOLON",
-}  # fmt: skip
-#: Tokens after which a trailing identifier is an alias (``murmur3(x) h``).
-_ENDS_EXPRESSION = {"R_PAREN", "R_BRACKET", "VAR", "IDENTIFIER", "NUMBER", "STRING"}
 
 
 def readable_name(column_name: str) -> str:
@@ -288,126 +175,23 @@ def readable_name(column_name: str) -> str:
     return _TYPED_CALL.sub(r"\1(", column_name)
 
 
-_OPEN = ("L_PAREN", "L_BRACKET", "L_BRACE")
-_CLOSE = ("R_PAREN", "R_BRACKET", "R_BRACE")
-
-
-def _depths(tokens: list[_Token]) -> list[int]:
-    """The bracket depth each token stands at."""
-    out = []
-    depth = 0
-    for tok in tokens:
-        if tok.kind in _CLOSE:
-            depth -= 1
-        out.append(depth)
-        if tok.kind in _OPEN:
-            depth += 1
-    return out
-
-
-def _select_items(tokens: list[_Token], select: int) -> list[list[_Token]]:
-    """The items of the select list that starts after token ``select`` (a SELECT)."""
-    start = select + 1
-    if start < len(tokens) and tokens[start].kind in ("DISTINCT", "ALL"):
-        start += 1
-        if start < len(tokens) and tokens[start].kind == "ON":  # DISTINCT ON (...)
-            depth = 0
-            for j in range(start + 1, len(tokens)):
-                depth += tokens[j].kind == "L_PAREN"
-                depth -= tokens[j].kind == "R_PAREN"
-                if depth == 0:
-                    start = j + 1
-                    break
-    items: list[list[_Token]] = [[]]
-    depth = 0
-    for tok in tokens[start:]:
-        if depth == 0 and (tok.kind in _SELECT_LIST_END or tok.kind in _CLOSE):
-            break
-        if tok.kind in _OPEN:
-            depth += 1
-        elif tok.kind in _CLOSE:
-            depth -= 1
-        elif tok.kind == "COMMA" and depth == 0:
-            items.append([])
-            continue
-        items[-1].append(tok)
-    return [item for item in items if item]
-
-
-def _has_alias(item: list[_Token]) -> bool:
-    if len(item) < 2:
-        return False
-    if item[-2].kind == "ALIAS":
-        return True
-    return item[-1].kind in ("VAR", "IDENTIFIER") and item[-2].kind in _ENDS_EXPRESSION
-
-
-def _has_typed_call(item: list[_Token]) -> bool:
-    return any(
-        tok.kind == "VAR" and tok.text.startswith("__lance_murmur3") and nxt.kind == "L_PAREN"
-        for tok, nxt in itertools.pairwise(item)
-    )
-
-
-def _query_text(sql: str, tokens: list[_Token], depths: list[int], select: int) -> str | None:
-    """A query DataFusion can plan on its own whose output columns are ``select``'s list.
-
-    The whole statement for its main SELECT (``CREATE VIEW/TABLE ... AS`` cut off);
-    for a subquery, its text up to the closing bracket, after the statement's WITH
-    clause (the CTEs it may read). None for other statements (EXPLAIN, INSERT...).
-    """
-    first = tokens[0].kind
-    if depths[select] == 0:
-        if first in ("SELECT", "WITH"):
-            return sql
-        if first != "CREATE":
-            return None
-        for i in range(1, select + 1):  # CREATE ... AS [WITH ...] SELECT
-            if (
-                depths[i] == 0
-                and tokens[i - 1].kind == "ALIAS"
-                and tokens[i].kind
-                in (
-                    "SELECT",
-                    "WITH",
-                )
-            ):
-                return sql[tokens[i].start :]
-        return None
-    level = depths[select]
-    end = next(
-        (j for j in range(select, len(tokens)) if depths[j] < level), len(tokens)
-    )  # the closing bracket
-    body = sql[tokens[select].start : tokens[end].start if end < len(tokens) else len(sql)]
-    with_at = next((i for i, t in enumerate(tokens) if t.kind == "WITH" and depths[i] == 0), None)
-    if with_at is None:
-        return body
-    main = next(
-        (i for i in range(with_at, len(tokens)) if tokens[i].kind == "SELECT" and depths[i] == 0),
-        None,
-    )
-    if main is None:
-        return body
-    return sql[tokens[with_at].start : tokens[main].start] + " " + body
-
-
 def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
     """Alias the unaliased typed calls of the ``ordinal``-th SELECT's list (see below)."""
     import datafusion
 
-    tokens = _tokens(sql)
+    tokens = tokens_of(sql)
     selects = [i for i, t in enumerate(tokens) if t.kind == "SELECT"]
     if ordinal >= len(selects):
         return sql
     select = selects[ordinal]
     candidates = [
         item
-        for item in _select_items(tokens, select)
-        if _has_typed_call(item) and not _has_alias(item)
+        for item in select_items(tokens, select)
+        if has_typed_call(item) and not has_alias(item)
     ]
     if not candidates:
         return sql
-    query = _query_text(sql, tokens, _depths(tokens), select)
+    query = query_text(sql, tokens, depths_of(tokens), select)
     if query is None:
         return sql
     try:
@@ -445,10 +229,10 @@ def with_readable_names(ctx: Any, sql: str) -> str:
     """
     if "__lance_murmur3" not in sql:
         return sql
-    tokens = _tokens(sql)
+    tokens = tokens_of(sql)
     if not tokens or tokens[0].kind not in ("SELECT", "WITH", "CREATE"):
         return sql
-    depths = _depths(tokens)
+    depths = depths_of(tokens)
     selects = [(depths[i], i) for i, t in enumerate(tokens) if t.kind == "SELECT"]
     order = sorted(range(len(selects)), key=lambda k: (-selects[k][0], -selects[k][1]))
     for ordinal in order:  # aliases add no SELECT token: ordinals stay valid
@@ -546,7 +330,7 @@ def _resolve_groups(
             probe = _probe_name(g, arity[g])
             _ensure(ctx, state, probe, lambda p=probe, a=arity[g]: _make_probe(p, a))
         attempt = [resolved[g] or _probe_name(g, arity[g]) for g in group_of]
-        error = _planning_error(ctx, _splice(sql, calls, attempt))
+        error = _planning_error(ctx, splice(sql, calls, attempt))
         if error is None:  # every remaining probe had only NULL arguments
             for g in pending:
                 resolved[g] = register_typed(ctx, function[g], [pa.null()] * arity[g])
@@ -580,7 +364,7 @@ def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tup
         first: dict[str, int] = {}
         group_of = [first.setdefault(k, len(first)) for k in keys]
         names = _resolve_groups(ctx, state, sql, calls, group_of)
-    return _splice(sql, calls, names), all(n is not None for n in names)
+    return splice(sql, calls, names), all(n is not None for n in names)
 
 
 def _fingerprint(ctx: Any, identifiers: set[str]) -> tuple[Any, ...]:

@@ -1,0 +1,238 @@
+"""Where ``murmur3`` / ``murmur3_multi`` are called in a SQL text, and select-list structure.
+
+A SQL *tokenizer* (sqlglot's Postgres one: DataFusion's SQL shares its lexical
+rules), never a parser: :mod:`udfs.sql_dispatch` only replaces the name token
+of each call and aliases select-list items, so every other byte of the query
+is kept as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+FUNCTIONS = ("murmur3", "murmur3_multi")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a dispatched function in the query text."""
+
+    function: str  # "murmur3" or "murmur3_multi"
+    start: int  # the name token's span in the text, end exclusive
+    end: int
+    arity: int
+    key: str  # SELECT scope, function and argument tokens: equal keys, same expression
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # sqlglot's TokenType name
+    text: str
+    start: int  # span in the query text, end exclusive
+    end: int
+
+
+def tokens_of(sql: str, offset: int = 0) -> list[Token]:
+    """Tokens with positions; statements sqlglot keeps as one opaque string
+    (``EXPLAIN ...``) are tokenized again after their keyword."""
+    from sqlglot.dialects.postgres import Postgres
+
+    out: list[Token] = []
+    for tok in Postgres().tokenizer().tokenize(sql):
+        kind = tok.token_type.name
+        out.append(Token(kind, tok.text, offset + tok.start, offset + tok.end + 1))
+        if kind == "COMMAND":
+            rest = tok.end + 1
+            return out + tokens_of(sql[rest:], offset + rest)
+    return out
+
+
+def select_scopes(tokens: list[Token]) -> list[int]:
+    """For each token, the id of the SELECT it belongs to (subqueries and set operations
+    each get their own): same-text calls are only grouped within one SELECT."""
+    scopes = []
+    stack: list[int] = []
+    current = 0
+    next_id = 1
+    for tok in tokens:
+        if tok.kind == "L_PAREN":
+            stack.append(current)
+        elif tok.kind == "R_PAREN" and stack:
+            current = stack.pop()
+        elif tok.kind == "SELECT":
+            current = next_id
+            next_id += 1
+        scopes.append(current)
+    return scopes
+
+
+def find_calls(sql: str) -> tuple[list[Call], set[str]]:
+    """Calls of murmur3/murmur3_multi in ``sql``, and the identifiers the query names.
+
+    Postgres' tokenizer is used because DataFusion's SQL shares its lexical rules
+    (``''`` escapes, ``E''`` strings, ``$$`` strings, ``"quoted"`` identifiers,
+    ``--`` and ``/* */`` comments). Qualified names (``x.murmur3(...)``) are not calls
+    of ours.
+    """
+    tokens = tokens_of(sql)
+    names: set[str] = set()
+    calls: list[Call] = []
+    opening = ("L_PAREN", "L_BRACKET", "L_BRACE")
+    closing = ("R_PAREN", "R_BRACKET", "R_BRACE")
+    scopes = select_scopes(tokens)
+    for i, tok in enumerate(tokens):
+        if tok.kind not in ("VAR", "IDENTIFIER"):
+            continue
+        name = tok.text if tok.kind == "IDENTIFIER" else tok.text.lower()
+        names.add(name)
+        if name not in FUNCTIONS:
+            continue
+        if i + 1 >= len(tokens) or tokens[i + 1].kind != "L_PAREN":
+            continue
+        if i > 0 and tokens[i - 1].kind == "DOT":
+            continue
+        depth = 0
+        commas = 0
+        empty = True
+        arg_tokens: list[str] = []
+        for tok2 in tokens[i + 1 :]:
+            arg_tokens.append(f"{tok2.kind}:{tok2.text}")
+            if tok2.kind in opening:
+                depth += 1
+                if depth == 1:
+                    continue
+            elif tok2.kind in closing:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif tok2.kind == "COMMA" and depth == 1:
+                commas += 1
+            empty = False
+        arity = 0 if empty else commas + 1
+        key = f"{scopes[i]}:{name}" + " ".join(arg_tokens)
+        calls.append(Call(name, tok.start, tok.end, arity, key))
+    return calls, names
+
+
+def splice(sql: str, calls: list[Call], names: list[str | None]) -> str:
+    parts: list[str] = []
+    pos = 0
+    for call, name in zip(calls, names, strict=True):
+        parts.append(sql[pos : call.start])
+        parts.append(name if name is not None else sql[call.start : call.end])
+        pos = call.end
+    parts.append(sql[pos:])
+    return "".join(parts)
+
+
+#: Tokens that end a select list at its own nesting depth.
+SELECT_LIST_END = {
+    "FROM", "WHERE", "GROUP_BY", "HAVING", "WINDOW", "QUALIFY", "ORDER_BY", "LIMIT", "OFFSET",
+    "FETCH", "UNION", "INTERSECT", "EXCEPT", "INTO", "SEMICOLON",
+}  # fmt: skip
+#: Tokens after which a trailing identifier is an alias (``murmur3(x) h``).
+ENDS_EXPRESSION = {"R_PAREN", "R_BRACKET", "VAR", "IDENTIFIER", "NUMBER", "STRING"}
+
+
+OPEN = ("L_PAREN", "L_BRACKET", "L_BRACE")
+CLOSE = ("R_PAREN", "R_BRACKET", "R_BRACE")
+
+
+def depths_of(tokens: list[Token]) -> list[int]:
+    """The bracket depth each token stands at."""
+    out = []
+    depth = 0
+    for tok in tokens:
+        if tok.kind in CLOSE:
+            depth -= 1
+        out.append(depth)
+        if tok.kind in OPEN:
+            depth += 1
+    return out
+
+
+def select_items(tokens: list[Token], select: int) -> list[list[Token]]:
+    """The items of the select list that starts after token ``select`` (a SELECT)."""
+    start = select + 1
+    if start < len(tokens) and tokens[start].kind in ("DISTINCT", "ALL"):
+        start += 1
+        if start < len(tokens) and tokens[start].kind == "ON":  # DISTINCT ON (...)
+            depth = 0
+            for j in range(start + 1, len(tokens)):
+                depth += tokens[j].kind == "L_PAREN"
+                depth -= tokens[j].kind == "R_PAREN"
+                if depth == 0:
+                    start = j + 1
+                    break
+    items: list[list[Token]] = [[]]
+    depth = 0
+    for tok in tokens[start:]:
+        if depth == 0 and (tok.kind in SELECT_LIST_END or tok.kind in CLOSE):
+            break
+        if tok.kind in OPEN:
+            depth += 1
+        elif tok.kind in CLOSE:
+            depth -= 1
+        elif tok.kind == "COMMA" and depth == 0:
+            items.append([])
+            continue
+        items[-1].append(tok)
+    return [item for item in items if item]
+
+
+def has_alias(item: list[Token]) -> bool:
+    if len(item) < 2:
+        return False
+    if item[-2].kind == "ALIAS":
+        return True
+    return item[-1].kind in ("VAR", "IDENTIFIER") and item[-2].kind in ENDS_EXPRESSION
+
+
+def has_typed_call(item: list[Token]) -> bool:
+    return any(
+        tok.kind == "VAR" and tok.text.startswith("__lance_murmur3") and nxt.kind == "L_PAREN"
+        for tok, nxt in itertools.pairwise(item)
+    )
+
+
+def query_text(sql: str, tokens: list[Token], depths: list[int], select: int) -> str | None:
+    """A query DataFusion can plan on its own whose output columns are ``select``'s list.
+
+    The whole statement for its main SELECT (``CREATE VIEW/TABLE ... AS`` cut off);
+    for a subquery, its text up to the closing bracket, after the statement's WITH
+    clause (the CTEs it may read). None for other statements (EXPLAIN, INSERT...).
+    """
+    first = tokens[0].kind
+    if depths[select] == 0:
+        if first in ("SELECT", "WITH"):
+            return sql
+        if first != "CREATE":
+            return None
+        for i in range(1, select + 1):  # CREATE ... AS [WITH ...] SELECT
+            if (
+                depths[i] == 0
+                and tokens[i - 1].kind == "ALIAS"
+                and tokens[i].kind
+                in (
+                    "SELECT",
+                    "WITH",
+                )
+            ):
+                return sql[tokens[i].start :]
+        return None
+    level = depths[select]
+    end = next(
+        (j for j in range(select, len(tokens)) if depths[j] < level), len(tokens)
+    )  # the closing bracket
+    body = sql[tokens[select].start : tokens[end].start if end < len(tokens) else len(sql)]
+    with_at = next((i for i, t in enumerate(tokens) if t.kind == "WITH" and depths[i] == 0), None)
+    if with_at is None:
+        return body
+    main = next(
+        (i for i in range(with_at, len(tokens)) if tokens[i].kind == "SELECT" and depths[i] == 0),
+        None,
+    )
+    if main is None:
+        return body
+    return sql[tokens[with_at].start : tokens[main].start] + " " + body
