@@ -1,0 +1,218 @@
+"""The one schema rule every write path applies (Python, CLI import, Spark, SQL INSERT).
+
+Rows written into a namespace are matched to the namespace schema by column
+name (any order), and:
+
+1. a column name given twice is refused;
+2. a column the namespace does not have is refused (never silently dropped);
+3. a missing *nullable* column is written as NULL; a missing non-nullable
+   column is refused;
+4. a column must hold the namespace type: the type itself, or a
+   representation of the same values (large, view and dictionary variants;
+   list variants; nested types whose list/map child fields are named
+   otherwise; zoned timestamps of the same unit in another zone, which hold
+   the same instants). No value is ever converted between types: a string column is
+   never parsed into a number or a date, an int32 column is not widened into
+   an int64 one;
+5. a writer whose transport cannot carry a namespace type (Spark has no
+   unsigned integers, no ``time64``...) may deliver the *encoding* that
+   transport defines for it (``encoded``); it is converted back exactly, and
+   a value that does not fit is refused;
+6. a NULL in a non-nullable column is refused.
+
+Every refusal is a :class:`SchemaMismatchError` naming the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import SchemaMismatchError
+
+#: Gives, for a namespace field, the type a transport delivers it as (None: itself).
+Encoding = Callable[[pa.Field], "pa.DataType | None"]
+
+
+def representation(t: pa.DataType) -> pa.DataType:
+    """``t`` with every representation detail removed (rule 4).
+
+    Dictionary-encoded values become their value type, large and view
+    strings/binaries the plain ones, every variable-size list a list, list and
+    map children are named ``_`` and nullable; struct field names are kept
+    (they are data), time-zone names are kept (:func:`holds` compares instants).
+    """
+    if pa.types.is_dictionary(t):
+        return representation(t.value_type)
+    if t in (pa.string_view(), pa.large_string()):
+        return pa.utf8()
+    if t in (pa.binary_view(), pa.large_binary()):
+        return pa.binary()
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [
+                pa.field(t.field(i).name, representation(t.field(i).type))
+                for i in range(t.num_fields)
+            ]
+        )
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(_child(t.value_field), t.list_size)
+    if (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+    ):
+        return pa.list_(_child(t.value_field))
+    if pa.types.is_map(t):
+        return pa.map_(_child(t.key_field), _child(t.item_field), t.keys_sorted)
+    return t
+
+
+def _child(f: pa.Field) -> pa.Field:
+    return pa.field("_", representation(f.type), True)
+
+
+def _instants(t: pa.DataType) -> pa.DataType:
+    """``t`` with every zoned timestamp labelled UTC (a zone name does not change an instant)."""
+    if pa.types.is_timestamp(t) and t.tz:
+        return pa.timestamp(t.unit, "UTC")
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [pa.field(t.field(i).name, _instants(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_list(t):
+        return pa.list_(pa.field("_", _instants(t.value_type), True))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(pa.field("_", _instants(t.value_type), True), t.list_size)
+    if pa.types.is_map(t):
+        return pa.map_(
+            pa.field("_", _instants(t.key_type), True),
+            pa.field("_", _instants(t.item_type), True),
+        )
+    return t
+
+
+def holds(given: pa.DataType, f: pa.Field, encoded: Encoding | None = None) -> bool:
+    """Whether a column of type ``given`` may be written into namespace field ``f``."""
+    if given.equals(f.type) or _instants(representation(given)).equals(
+        _instants(representation(f.type))
+    ):
+        return True
+    if pa.types.is_null(given):  # an all-NULL column of no type (rule 6 checks nullability)
+        return True
+    enc = encoded(f) if encoded is not None else None
+    if enc is None:
+        return False
+    return _instants(representation(given)).equals(_instants(representation(enc)))
+
+
+def check_schema(
+    given: pa.Schema | Iterable[pa.Field],
+    schema: pa.Schema,
+    *,
+    encoded: Encoding | None = None,
+    source: str = "the data",
+) -> None:
+    """Rules 1-5 on a schema alone (e.g. a Spark DataFrame's, on the driver, before any task)."""
+    fields = list(given)
+    names = set(schema.names)
+    seen: set[str] = set()
+    for g in fields:
+        if g.name in seen:
+            raise SchemaMismatchError(f"{source}: column {g.name!r} appears more than once")
+        seen.add(g.name)
+        if g.name not in names:
+            raise SchemaMismatchError(
+                f"{source}: column {g.name!r} is not in the namespace schema "
+                f"(columns: {schema.names})"
+            )
+    by_name = {g.name: g for g in fields}
+    for f in schema:
+        g = by_name.get(f.name)
+        if g is None:
+            if not f.nullable:
+                raise SchemaMismatchError(f"{source}: non-nullable column {f.name!r} is missing")
+            continue
+        if not holds(g.type, f, encoded):
+            raise SchemaMismatchError(_type_message(source, f, g.type, encoded))
+
+
+def _type_message(source: str, f: pa.Field, given: pa.DataType, encoded: Encoding | None) -> str:
+    enc = encoded(f) if encoded is not None else None
+    also = f" (or its encoding {enc})" if enc is not None and not enc.equals(f.type) else ""
+    return (
+        f"{source}: column {f.name!r} has type {given}, the namespace has {f.type}{also}; "
+        "values are never converted between types: cast the column first"
+    )
+
+
+def conform(
+    batch: pa.RecordBatch,
+    schema: pa.Schema,
+    *,
+    encoded: Encoding | None = None,
+    source: str = "the data",
+) -> pa.RecordBatch:
+    """``batch`` with exactly the namespace ``schema`` (rules 1-6), or SchemaMismatchError."""
+    check_schema(batch.schema, schema, encoded=encoded, source=source)
+    arrays = []
+    for f in schema:
+        idx = batch.schema.get_field_index(f.name)
+        if idx < 0:
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        col = batch.column(idx)
+        if not col.type.equals(f.type):
+            col = _convert(col, f, source)
+        if not f.nullable and col.null_count:
+            raise SchemaMismatchError(
+                f"{source}: column {f.name!r} is not nullable but has {col.null_count} NULL values"
+            )
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _convert(col: Any, f: pa.Field, source: str) -> Any:
+    """A checked conversion of an accepted representation or encoding to ``f.type``."""
+    try:
+        if pa.types.is_time(f.type) and pa.types.is_integer(col.type):
+            return _time_from_us(col, f.type)
+        return col.cast(f.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SchemaMismatchError(
+            f"{source}: column {f.name!r} ({col.type}) does not fit the namespace type "
+            f"{f.type}: {e}"
+        ) from e
+
+
+def _time_from_us(col: Any, t: pa.DataType) -> Any:
+    """int64 microseconds since midnight (Spark's encoding of times) as time type ``t``."""
+    import pyarrow.compute as pc
+
+    us = col.cast(pa.int64())
+    factor = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": None}[t.unit]
+    if factor is None:
+        raw = pc.multiply_checked(us, 1000)
+    else:
+        if factor > 1 and pc.any(pc.not_equal(pc.remainder(us, factor), 0)).as_py():
+            raise pa.ArrowInvalid(f"microseconds do not fit unit {t.unit}")
+        raw = pc.divide(us, factor) if factor > 1 else us
+    return raw.cast(pa.int32() if t.bit_width == 32 else pa.int64()).cast(t)
+
+
+def conform_all(
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    *,
+    encoded: Encoding | None = None,
+    source: str = "the data",
+) -> Iterable[pa.RecordBatch]:
+    """:func:`conform` over a stream of batches."""
+    for batch in batches:
+        yield conform(batch, schema, encoded=encoded, source=source)
+
+
+__all__ = ["Encoding", "check_schema", "conform", "conform_all", "holds", "representation"]

@@ -1,0 +1,98 @@
+"""The one schema rule of every write path (lance_sql.tables.namespace.schema_rule)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from lance_sql.errors import SchemaMismatchError
+from lance_sql.tables.namespace.schema_rule import check_schema, conform, holds
+
+SCHEMA = pa.schema(
+    [
+        pa.field("k", pa.int64(), nullable=False),
+        pa.field("s", pa.utf8()),
+        pa.field("u", pa.uint32()),
+        pa.field("ts", pa.timestamp("us", "UTC")),
+        pa.field("t", pa.time64("us")),
+        pa.field("l", pa.list_(pa.int32())),
+    ]
+)
+
+
+def _spark(f: pa.Field) -> pa.DataType | None:  # what a Spark-like transport delivers
+    return {"u": pa.int64(), "t": pa.int64()}.get(f.name)
+
+
+def test_missing_nullable_columns_are_null_and_order_is_free() -> None:
+    out = conform(pa.record_batch({"s": ["a"], "k": [1]}), SCHEMA)
+    assert out.schema == SCHEMA
+    assert out.to_pylist() == [{"k": 1, "s": "a", "u": None, "ts": None, "t": None, "l": None}]
+
+
+@pytest.mark.parametrize(
+    "batch, column",
+    [
+        (pa.record_batch({"k": [1], "extra": [2]}), "extra"),
+        (pa.record_batch({"s": ["a"]}), "k"),
+        (pa.record_batch({"k": pa.array(["1"])}), "k"),  # no string -> bigint
+        (pa.record_batch({"k": pa.array([1], pa.int32())}), "k"),  # no widening either
+        (pa.record_batch({"k": [1], "s": pa.array([1])}), "s"),  # no number -> string
+        (pa.record_batch({"k": pa.array([None], pa.int64())}), "k"),
+        (pa.record_batch({"k": [1], "u": pa.array([1], pa.int64())}), "u"),  # no encoding given
+    ],
+    ids=[
+        "extra",
+        "missing-non-null",
+        "string-to-int",
+        "int32-to-int64",
+        "int-to-string",
+        "null-in-non-null",
+        "encoding-without-transport",
+    ],
+)
+def test_refusals_name_the_column(batch: pa.RecordBatch, column: str) -> None:
+    with pytest.raises(SchemaMismatchError, match=repr(column)):
+        conform(batch, SCHEMA)
+
+
+def test_duplicates_are_refused() -> None:
+    dup = pa.RecordBatch.from_arrays([pa.array([1]), pa.array([2])], names=["k", "k"])
+    with pytest.raises(SchemaMismatchError, match="'k' appears more than once"):
+        conform(dup, SCHEMA)
+
+
+def test_representations_are_accepted() -> None:
+    batch = pa.record_batch(
+        {
+            "k": [1],
+            "s": pa.array(["x"], pa.large_string()).dictionary_encode(),
+            "l": pa.array([[1, 2]], pa.large_list(pa.field("element", pa.int32()))),
+        }
+    )
+    out = conform(batch, SCHEMA)
+    assert out.column("s").to_pylist() == ["x"] and out.column("l").to_pylist() == [[1, 2]]
+    assert out.schema == SCHEMA
+
+
+def test_transport_encodings_convert_back_exactly() -> None:
+    ny = pa.array([dt.datetime(2026, 1, 1, 5)], pa.timestamp("us", "America/New_York"))
+    batch = pa.record_batch(
+        {"k": [1], "u": pa.array([7], pa.int64()), "ts": ny, "t": pa.array([3_600_000_001])}
+    )
+    out = conform(batch, SCHEMA, encoded=_spark)
+    assert out.column("u").to_pylist() == [7]
+    assert out.column("t").to_pylist() == [dt.time(1, 0, 0, 1)]
+    assert out.column("ts").to_pylist() == ny.to_pylist()  # the same instant
+    with pytest.raises(SchemaMismatchError, match="'u'"):  # does not fit uint32
+        conform(pa.record_batch({"k": [1], "u": pa.array([-1])}), SCHEMA, encoded=_spark)
+    # an encoding is the only other type accepted: a string for uint32 stays refused
+    assert not holds(pa.utf8(), SCHEMA.field("u"), _spark)
+
+
+def test_check_schema_alone() -> None:
+    check_schema(pa.schema([("k", pa.int64()), ("s", pa.large_string())]), SCHEMA)
+    with pytest.raises(SchemaMismatchError, match="'zz' is not in the namespace schema"):
+        check_schema(pa.schema([("k", pa.int64()), ("zz", pa.int64())]), SCHEMA, source="job")
