@@ -179,13 +179,37 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, table: Any, plan: 
 # -- INSERT -----------------------------------------------------------------------------------
 def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> int:
     ns = _namespace(table, name)
-    rows = LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).to_arrow_table()
-    rows = _conform(rows, ns.schema, name)
+    rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), ns.schema, name)
     if overwrite:
         ns.overwrite(rows, partitions="dynamic")
     elif rows.num_rows:
         ns.append(rows)
     return rows.num_rows
+
+
+def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
+    """Run a DML statement's input plan as a :class:`LanceDataFrame`; its rows.
+
+    A value that does not cast to the target column's type fails here (in
+    DataFusion's optimizer or while running): :class:`SchemaMismatchError`.
+    """
+    try:
+        return LanceDataFrame(ctx.create_dataframe_from_logical_plan(plan), ctx).to_arrow_table()
+    except LanceSqlError:
+        raise
+    except Exception as exc:
+        text = str(exc)
+        if "non-nullable" in text:
+            schema = ctx.create_dataframe_from_logical_plan(plan).schema()
+            names = [f.name for f in schema if not f.nullable]
+            reason = next((ln for ln in text.splitlines() if "non-nullable" in ln), text)
+            raise SchemaMismatchError(
+                f"{what}: NULL given for a NOT NULL column (NOT NULL: {names}): {reason.strip()}"
+            ) from exc
+        if "Cast error" in text or "cast" in text.lower():
+            reason = next((ln for ln in text.splitlines() if "ast" in ln), text)
+            raise SchemaMismatchError(f"{what}: {reason.strip()}") from exc
+        raise
 
 
 def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
@@ -308,6 +332,7 @@ __all__ = [
     "COUNT_SCHEMA",
     "DmlDataFrame",
     "dml_frame",
+    "source_rows",
     "statement_keyword",
     "typed_planning_error",
 ]

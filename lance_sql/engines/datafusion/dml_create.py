@@ -74,10 +74,10 @@ def _is_namespace_create(tokens: list[Any]) -> bool:
     if not tokens or tokens[0].token_type != TokenType.CREATE:
         return False
     words = {
-        t.text.upper()
+        t.text.upper().split()[0]
         for t in tokens
-        if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)
-    }
+        if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) and t.text.strip()
+    }  # sqlglot reads "PARTITIONED BY" as one token
     return "EXTERNAL" not in words and bool(words & {"PARTITIONED", "LOCATION"})
 
 

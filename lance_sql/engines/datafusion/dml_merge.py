@@ -11,10 +11,10 @@ under the source's alias:
 * the ON condition joins the rows of each candidate partition table with the
   source (column equalities ``t.k = s.k`` in it prune the partitions read);
 * each matched pair takes the FIRST ``WHEN MATCHED [AND cond]`` clause whose
-  condition holds (``UPDATE SET c = expr, ...`` / ``UPDATE SET *`` /
-  ``DELETE``); each source row no target row matched takes the first
-  ``WHEN NOT MATCHED [AND cond] THEN INSERT [(cols)] VALUES (...)`` /
-  ``INSERT *`` whose condition holds;
+  condition holds (``UPDATE SET c = expr, ...`` / ``DELETE``); each source
+  row no target row matched takes the first ``WHEN NOT MATCHED [AND cond]
+  THEN INSERT [(cols)] VALUES (...)`` whose condition holds (Spark's
+  ``UPDATE SET *`` / ``INSERT *`` do not parse in DataFusion 55);
 * a target row matched by two source rows is refused when the statement has
   a MATCHED clause (as Spark and Iceberg do) with :class:`MergeKeyError`;
 * updated rows are deleted and re-inserted (a row whose partition values
@@ -35,7 +35,6 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
-from lance_sql.engines.datafusion.dataframe import LanceDataFrame
 from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.merge import MergeKeyError
@@ -53,9 +52,9 @@ class Clause:
     matched: bool
     condition: str | None
     action: str
-    sets: dict[str, str] | None = None  # update: column -> SQL (None: SET *)
-    columns: list[str] | None = None  # insert: listed columns (None: all, in order)
-    values: list[str] | None = None  # insert: SQL per column (None: INSERT *)
+    sets: dict[str, str] | None = None  # update: column -> SQL
+    columns: list[str] | None = None  # insert: the columns given values
+    values: list[str] | None = None  # insert: SQL per column
 
 
 @dataclass(frozen=True)
@@ -135,8 +134,6 @@ def _clause(w: exp.When, schema: pa.Schema, name: str) -> Clause:
         return Clause(True, condition, "delete")
     if isinstance(then, exp.Update) and matched:
         items = then.expressions
-        if len(items) == 1 and isinstance(items[0], exp.Star):
-            return Clause(True, condition, "update", sets=None)
         sets: dict[str, str] = {}
         for item in items:
             if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
@@ -145,8 +142,6 @@ def _clause(w: exp.When, schema: pa.Schema, name: str) -> Clause:
         return Clause(True, condition, "update", sets=sets)
     if isinstance(then, exp.Insert) and not matched:
         cols_node = then.this
-        if isinstance(cols_node, exp.Star):
-            return Clause(False, condition, "insert")
         values = then.expression
         if not isinstance(values, exp.Tuple):
             raise PlanningError(f"MERGE INTO {name!r}: cannot read INSERT {then.sql()}")
@@ -165,15 +160,14 @@ def _clause(w: exp.When, schema: pa.Schema, name: str) -> Clause:
 
 def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Callable[[], int]:
     """What runs when the MERGE statement's DataFrame is executed (returns rows affected)."""
-    from lance_sql.engines.datafusion.dml import _namespace
+    from lance_sql.engines.datafusion.dml import _namespace, source_rows
 
     statement = parse_merge(query, table.schema, name)
     source_plan = plan.inputs()[0]
 
     def action() -> int:
         ns = _namespace(table, name)
-        df = LanceDataFrame(ctx.create_dataframe_from_logical_plan(source_plan), ctx)
-        src = df.to_arrow_table()
+        src = source_rows(ctx, source_plan, f"MERGE INTO {name!r} USING")
         src = src.append_column(_ROW, pa.array(np.arange(src.num_rows), pa.int64()))
         return run(ns, lambda m: _merge(m, ns, src, statement, name))
 
@@ -297,26 +291,11 @@ def _fit(ns: Any, columns: dict[str, pa.ChunkedArray | pa.Array], n: int, name: 
     return pa.Table.from_arrays(arrays, schema=ns.schema)
 
 
-def _by_name(table: pa.Table, names: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for n in names:
-        if n in table.column_names:
-            out[n] = table.column(n)
-        else:
-            folded = [c for c in table.column_names if c.lower() == n.lower()]
-            if len(folded) == 1:
-                out[n] = table.column(folded[0])
-    return out
-
-
 def _updated(
     ns: Any, t_rows: pa.Table, s_rows: pa.Table, clause: Clause, st: MergeStatement, name: str
 ) -> pa.Table:
     n = t_rows.num_rows
-    if clause.sets is None:  # UPDATE SET *: source columns by name, the others kept
-        cols = {f: t_rows.column(f) for f in ns.schema.names}
-        cols.update(_by_name(s_rows.drop_columns([_ROW]), ns.schema.names))
-        return _fit(ns, cols, n, name)
+    assert clause.sets is not None
     idx = pa.array(np.arange(n), pa.int64())
     t, s = quote(st.target_alias), quote(st.source_alias)
     select = ", ".join(
@@ -336,9 +315,7 @@ def _updated(
 
 def _inserted(ns: Any, rows: pa.Table, clause: Clause, alias: str, name: str) -> pa.Table:
     rows = rows.drop_columns([_ROW])
-    if clause.values is None:  # INSERT *: source columns by name
-        return _fit(ns, _by_name(rows, ns.schema.names), rows.num_rows, name)
-    assert clause.columns is not None
+    assert clause.columns is not None and clause.values is not None
     select = ", ".join(
         f"({v}) AS {quote(c)}" for c, v in zip(clause.columns, clause.values, strict=True)
     )

@@ -1,0 +1,442 @@
+"""SQL DML on namespaces (issue #17 item 5): CREATE TABLE ... PARTITIONED BY, INSERT INTO,
+INSERT OVERWRITE, DELETE, UPDATE, MERGE INTO through ``lance_sql.SessionContext.sql``.
+
+Each statement is checked three ways: against DuckDB running the same statement
+on an equal table (rows and affected counts; INSERT OVERWRITE, which DuckDB
+lacks, is emulated there with a DELETE of the replaced partitions and an
+INSERT), against the Python API applied to a second namespace, and by reading
+the namespace back with ``PartitionedNamespace.open``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+import lance_sql
+from lance_sql.engines.datafusion.dml import COUNT_SCHEMA
+from lance_sql.errors import (
+    LanceSqlError,
+    NotFoundError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
+from lance_sql.tables.namespace.merge import MergeKeyError
+from udfs.transforms import bucket
+
+COLUMNS = "(id BIGINT NOT NULL, g VARCHAR, v DOUBLE)"
+SPEC = "(g, bucket(4, id))"
+
+
+def _ctx(tmp: Path) -> lance_sql.SessionContext:
+    ctx = lance_sql.SessionContext()
+    ctx.sql(f"SET lance.warehouse = '{tmp}'")
+    return ctx
+
+
+def _duck() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.create_function(
+        "lbucket",
+        lambda ids: bucket(ids, 4),
+        ["BIGINT"],
+        "INTEGER",
+        type="arrow",
+    )
+    con.execute(f"CREATE TABLE t {COLUMNS}")
+    return con
+
+
+def _sorted(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(rows, key=lambda r: tuple((x is None, x if x is not None else 0) for x in r))
+
+
+def _rows(table: pa.Table) -> list[tuple[Any, ...]]:
+    return _sorted([tuple(r.values()) for r in table.to_pylist()])
+
+
+def _count(df: Any) -> int:
+    table = df.to_arrow_table()
+    assert table.schema.equals(COUNT_SCHEMA), table.schema
+    return int(table.column("count")[0].as_py())
+
+
+class Pair:
+    """A namespace ``t`` in lance-sql and a table ``t`` in DuckDB, fed the same statements."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.ctx = _ctx(tmp)
+        self.ctx.sql(f"CREATE TABLE t {COLUMNS} PARTITIONED BY {SPEC}")
+        self.root = str(tmp / "t")
+        self.duck = _duck()
+
+    def run(self, sql: str) -> int:
+        got = _count(self.ctx.sql(sql))
+        want = self.duck.execute(sql).fetchall()[0][0]
+        assert got == want, (sql, got, want)
+        return got
+
+    def overwrite(self, values: str) -> int:
+        got = _count(self.ctx.sql(f"INSERT OVERWRITE t VALUES {values}"))
+        d = self.duck
+        d.execute(f"CREATE OR REPLACE TEMP TABLE n AS SELECT * FROM (VALUES {values}) v(id, g, v)")
+        d.execute(
+            "DELETE FROM t WHERE EXISTS (SELECT 1 FROM n WHERE n.g IS NOT DISTINCT FROM t.g "
+            "AND lbucket(n.id) = lbucket(t.id))"
+        )
+        want = d.execute("INSERT INTO t SELECT * FROM n").fetchall()[0][0]
+        assert got == want, (values, got, want)
+        return got
+
+    def check(self) -> None:
+        want = _sorted(self.duck.execute("SELECT id, g, v FROM t").fetchall())
+        got = _rows(self.ctx.sql("SELECT id, g, v FROM t").to_arrow_table())
+        assert got == want
+        back = lance_sql.PartitionedNamespace.open(self.root).to_table()
+        assert _rows(back.select(["id", "g", "v"])) == want
+
+
+SEED = "(1, 'a', 1.5), (2, 'b', 2.5), (3, 'a', NULL), (4, NULL, 4.0), (5, 'c', 5.5), (6, 'b', 6.0)"
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Pair:
+    p = Pair(tmp_path)
+    p.run(f"INSERT INTO t VALUES {SEED}")
+    p.check()
+    return p
+
+
+# -- each statement vs DuckDB ----------------------------------------------------------------
+def test_create_table_partitioned_by_makes_the_spec(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    ctx.sql(
+        "CREATE TABLE e (id BIGINT NOT NULL, ts TIMESTAMP, d DATE, s VARCHAR) PARTITIONED BY "
+        f"(bucket(16, id), year(ts), month(ts), day(d), hour(ts), truncate(4, s), identity(d)) "
+        f"LOCATION '{tmp_path / 'events'}'"
+    )
+    ns = lance_sql.PartitionedNamespace.open(tmp_path / "events")
+    got = [
+        (f.transform.type, f.transform.num_buckets, f.transform.width)
+        for f in ns.current_spec.fields
+    ]
+    assert got == [
+        ("bucket", 16, None),
+        ("year", None, None),
+        ("month", None, None),
+        ("day", None, None),
+        ("hour", None, None),
+        ("truncate", None, 4),
+        ("identity", None, None),
+    ]
+    assert ns.schema.field("id").nullable is False
+    assert ns.schema.field("s").type == pa.string()  # not DataFusion's Utf8View
+    assert "e" in ctx.registered_namespaces()
+    # IF NOT EXISTS is a no-op on a registered name; a second CREATE is refused
+    ctx.sql(f"CREATE TABLE IF NOT EXISTS e (id BIGINT) PARTITIONED BY (id) LOCATION '{tmp_path}/x'")
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(LanceSqlError, match="'e'"):
+        ctx.sql(f"CREATE TABLE e (id BIGINT) PARTITIONED BY (id) LOCATION '{tmp_path}/y'")
+
+
+def test_create_table_as_select(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    ctx.sql(
+        "CREATE TABLE c PARTITIONED BY (g) AS "
+        "SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) AS v(id, g)"
+    )
+    ns = lance_sql.PartitionedNamespace.open(tmp_path / "c")
+    assert ns.partitions().num_rows == 2
+    got = ctx.sql("SELECT id, g FROM c ORDER BY id").to_pylist()
+    assert got == [{"id": 1, "g": "a"}, {"id": 2, "g": "b"}, {"id": 3, "g": "a"}]
+
+
+def test_insert_delete_update_match_duckdb(pair: Pair) -> None:
+    pair.run("INSERT INTO t SELECT id + 10, g, v * 2 FROM t WHERE g IS NOT NULL")
+    pair.check()
+    pair.run("DELETE FROM t WHERE id > 10 AND (g = 'a' OR v IS NULL)")
+    pair.check()
+    pair.run("UPDATE t SET v = v + 1, g = 'z' WHERE g = 'b'")  # rows move partitions
+    pair.check()
+    pair.run("UPDATE t SET id = id + 100 WHERE id % 2 = 0")  # and buckets
+    pair.check()
+    pair.run("DELETE FROM t WHERE g IS NULL")
+    pair.check()
+    pair.run("UPDATE t SET v = 0")
+    pair.check()
+    pair.run("DELETE FROM t")
+    pair.check()
+
+
+def test_insert_overwrite_replaces_only_partitions_present(pair: Pair) -> None:
+    assert pair.overwrite("(1, 'a', 10.0), (40, NULL, 1.0)") == 2
+    pair.check()
+    assert pair.overwrite("(7, 'q', NULL)") == 1
+    pair.check()
+
+
+def test_merge_matches_duckdb(pair: Pair) -> None:
+    pair.run(
+        "MERGE INTO t USING (VALUES (1, 'a', 9.5), (2, 'x', 0.5), (9, NULL, 1.0)) AS s(id, g, v) "
+        "ON t.id = s.id WHEN MATCHED AND s.v > 1 THEN UPDATE SET v = s.v, g = s.g "
+        "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.g, s.v)"
+    )
+    pair.check()
+    pair.run(
+        "MERGE INTO t AS tt USING (SELECT id, g, v FROM t WHERE id < 4) AS src "
+        "ON tt.id = src.id + 1 WHEN MATCHED THEN UPDATE SET v = src.v "
+        "WHEN NOT MATCHED AND src.id > 100 THEN INSERT (id, g) VALUES (src.id, 'n')"
+    )
+    pair.check()
+    pair.run(
+        "MERGE INTO t USING (VALUES (5, 'c', 1.0), (77, 'w', 7.0)) AS s(id, g, v) ON t.id = s.id "
+        "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id * 2, s.v)"
+    )
+    pair.check()
+
+
+def test_merge_refuses_two_source_rows_for_one_target_row(pair: Pair) -> None:
+    sql = (
+        "MERGE INTO t USING (VALUES (1, 1.0), (1, 2.0)) AS s(id, v) ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v"
+    )
+    with pytest.raises(duckdb.Error):
+        pair.duck.execute(sql)
+    before = pair.ctx.sql("SELECT * FROM t").to_arrow_table()
+    with pytest.raises(MergeKeyError, match="'t'"):
+        pair.ctx.sql(sql).collect()
+    assert _rows(pair.ctx.sql("SELECT * FROM t").to_arrow_table()) == _rows(before)
+
+
+# -- equal to the Python API ------------------------------------------------------------------
+def test_statements_equal_python_api(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    ctx.sql(f"CREATE TABLE t {COLUMNS} PARTITIONED BY {SPEC}")
+    ctx.sql(f"INSERT INTO t VALUES {SEED}").collect()
+    api = lance_sql.PartitionedNamespace.create(
+        tmp_path / "api",
+        lance_sql.PartitionedNamespace.open(tmp_path / "t").schema,
+        [
+            {"source": "g", "transform": "identity"},
+            {"source": "id", "transform": "bucket", "num_buckets": 4},
+        ],
+    )
+    api.append(lance_sql.PartitionedNamespace.open(tmp_path / "t").to_table())
+    steps = [
+        ("DELETE FROM t WHERE v > 5", lambda: api.delete("v > 5")),
+        (
+            "UPDATE t SET v = v * 10 WHERE g = 'a'",
+            lambda: api.update({"v": "v * 10"}, where="g = 'a'"),
+        ),
+        (
+            "INSERT OVERWRITE t VALUES (2, 'b', 0.0)",
+            lambda: (
+                api.overwrite(pa.table({"id": [2], "g": ["b"], "v": [0.0]}), partitions="dynamic")
+                and 1
+            ),
+        ),
+        (
+            "MERGE INTO t USING (VALUES (1, 'a', 3.0), (8, 'h', 8.0)) AS s(id, g, v) "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+            "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.g, s.v)",
+            lambda: (
+                api.merge(
+                    pa.table({"id": [1, 8], "g": ["a", "h"], "v": [3.0, 8.0]}),
+                    on=["id"],
+                    when_matched_update={"v": "source.v"},
+                    when_not_matched_insert=True,
+                ).rows
+            ),
+        ),
+    ]
+    for sql, call in steps:
+        got = _count(ctx.sql(sql))
+        want = call()
+        assert got == want, sql
+        a = _rows(ctx.sql("SELECT * FROM t").to_arrow_table())
+        b = _rows(lance_sql.PartitionedNamespace.open(tmp_path / "api").to_table())
+        assert a == b, sql
+
+
+# -- DataFusion's DML conventions ---------------------------------------------------------------
+def test_runs_when_executed_like_datafusion(tmp_path: Path) -> None:
+    import datafusion
+
+    plain = datafusion.SessionContext()
+    plain.sql("CREATE TABLE m (id BIGINT, g VARCHAR, v DOUBLE)").collect()
+    want_schema = plain.sql("INSERT INTO m VALUES (1, 'a', 1.0)").to_arrow_table().schema
+    p = Pair(tmp_path)
+    df = p.ctx.sql("INSERT INTO t VALUES (1, 'a', 1.0)")
+    assert df.logical_plan().display_indent().startswith("Dml: op=[Insert Into] table=[t]")
+    assert p.ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 0}]  # not yet
+    assert df.to_arrow_table().schema.equals(want_schema)
+    df.collect()  # like DataFusion: each execution runs the statement again
+    assert p.ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 2}]
+
+
+# -- typed errors ----------------------------------------------------------------------------
+def test_errors_are_typed_and_name_the_table(tmp_path: Path, pair: Pair) -> None:
+    ctx = pair.ctx
+    with pytest.raises(NotFoundError, match="nope"):
+        ctx.sql("DELETE FROM nope WHERE id = 1")
+    with pytest.raises(SchemaMismatchError):
+        ctx.sql("INSERT INTO t VALUES ('x', 'a', 1.0)").collect()
+    with pytest.raises(SchemaMismatchError, match="'id'"):
+        ctx.sql("INSERT INTO t VALUES (NULL, 'a', 1.0)").collect()
+    import lance
+
+    lance.write_dataset(pa.table({"id": [1]}), str(tmp_path / "plain.lance"))
+    ctx.register_lance("plain", str(tmp_path / "plain.lance"))
+    with pytest.raises(UnsupportedFeatureError, match="'plain'"):
+        ctx.sql("DELETE FROM plain WHERE id = 1")
+    ctx.register_namespace("old", pair.root, version=1)
+    with pytest.raises(UnsupportedFeatureError, match="'old'"):
+        ctx.sql("DELETE FROM old WHERE id = 1").collect()
+    with pytest.raises(LanceSqlError, match="'t'"):
+        ctx.sql(
+            "MERGE INTO t USING (VALUES (1)) AS s(id) ON t.id = s.id "
+            "WHEN NOT MATCHED BY SOURCE THEN DELETE"
+        )
+    with pytest.raises(LanceSqlError, match="(?i)days"):
+        ctx.sql(f"CREATE TABLE d (ts TIMESTAMP) PARTITIONED BY (days(ts)) LOCATION '{tmp_path}/d'")
+    with pytest.raises(LanceSqlError, match="LOCATION"):
+        lance_sql.SessionContext().sql("CREATE TABLE w (id BIGINT) PARTITIONED BY (id)")
+    pair.check()  # nothing above changed the table
+
+
+# -- the CLI runs a script ------------------------------------------------------------------------
+def test_cli_script_create_insert_select(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lance_sql.cli.main import main
+
+    script = tmp_path / "s.sql"
+    script.write_text(
+        f"CREATE TABLE k (id BIGINT, g VARCHAR) PARTITIONED BY (g) LOCATION '{tmp_path}/k';\n"
+        "INSERT INTO k VALUES (1, 'a'), (2, 'b'), (3, 'a');\n"
+        "DELETE FROM k WHERE id = 2;\n"
+        "SELECT g, count(*) AS n FROM k GROUP BY g ORDER BY g;\n"
+    )
+    assert main(["sql", "-f", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "a" in out and "2" in out and "b" not in out.split("-- statement 4")[1]
+    assert lance_sql.PartitionedNamespace.open(tmp_path / "k").to_table().num_rows == 2
+
+
+# -- random statement sequences vs DuckDB -------------------------------------------------
+_G = st.sampled_from(["'a'", "'b'", "'c'", "NULL"])
+_V = st.sampled_from(["NULL", "0.5", "1.5", "2.0", "7.25", "-3.0"])
+_ID = st.integers(0, 30)
+_PRED = st.sampled_from(
+    [
+        "id < 10",
+        "id >= 20",
+        "id % 3 = 0",
+        "g = 'a'",
+        "g IS NULL",
+        "g <> 'b'",
+        "v > 1",
+        "v IS NULL",
+        "NOT (v < 2)",
+        "g = 'c' OR id = 5",
+        "g IN ('a', 'b') AND v >= 0.5",
+        "id BETWEEN 5 AND 15",
+    ]
+)
+
+
+def _values(rows: list[tuple[int, str, str]]) -> str:
+    return ", ".join(f"({i}, {g}, {v})" for i, g, v in rows)
+
+
+_ROWS = st.lists(st.tuples(_ID, _G, _V), min_size=1, max_size=6)
+
+
+class DmlMachine(RuleBasedStateMachine):
+    tmp: Path
+
+    @initialize()
+    def start(self) -> None:
+        import tempfile
+
+        self.dir = tempfile.TemporaryDirectory(dir=os.environ.get("LANCE_SQL_TEST_TMP"))
+        self.pair = Pair(Path(self.dir.name))
+
+    def teardown(self) -> None:
+        if hasattr(self, "dir"):
+            self.dir.cleanup()
+
+    @rule(rows=_ROWS)
+    def insert(self, rows: list[tuple[int, str, str]]) -> None:
+        self.pair.run(f"INSERT INTO t VALUES {_values(rows)}")
+
+    @rule(rows=_ROWS)
+    def overwrite(self, rows: list[tuple[int, str, str]]) -> None:
+        self.pair.overwrite(_values(rows))
+
+    @rule(pred=_PRED)
+    def delete(self, pred: str) -> None:
+        self.pair.run(f"DELETE FROM t WHERE {pred}")
+
+    @rule(
+        pred=_PRED,
+        assign=st.sampled_from(
+            ["v = v + 1", "g = 'b'", "id = id + 7", "v = NULL, g = 'c'", "g = NULL"]
+        ),
+    )
+    def update(self, pred: str, assign: str) -> None:
+        self.pair.run(f"UPDATE t SET {assign} WHERE {pred}")
+
+    @rule(
+        rows=st.lists(st.tuples(_ID, _G, _V), min_size=1, max_size=5, unique_by=lambda r: r[0]),
+        matched=st.sampled_from(
+            [
+                "WHEN MATCHED THEN UPDATE SET v = s.v",
+                "WHEN MATCHED AND s.v > 1 THEN UPDATE SET g = s.g, v = t.v "
+                "WHEN MATCHED THEN DELETE",
+                "WHEN MATCHED THEN DELETE",
+                "",
+            ]
+        ),
+        insert=st.booleans(),
+    )
+    def merge(self, rows: list[tuple[int, str, str]], matched: str, insert: bool) -> None:
+        ins = "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.g, s.v)" if insert else ""
+        if not matched and not ins:
+            return
+        self.pair.run(
+            f"MERGE INTO t USING (VALUES {_values(rows)}) AS s(id, g, v) ON t.id = s.id "
+            f"{matched} {ins}"
+        )
+
+    @invariant()
+    def same(self) -> None:
+        if hasattr(self, "pair"):
+            self.pair.check()
+
+
+_HEALTH = list(HealthCheck)
+TestDmlSequences = DmlMachine.TestCase
+TestDmlSequences.settings = settings(
+    max_examples=50, stateful_step_count=6, deadline=None, suppress_health_check=_HEALTH
+)
+
+
+@pytest.mark.slow
+def test_dml_sequences_long() -> None:
+    from hypothesis.stateful import run_state_machine_as_test
+
+    run_state_machine_as_test(
+        DmlMachine,
+        settings=settings(
+            max_examples=1000, stateful_step_count=8, deadline=None, suppress_health_check=_HEALTH
+        ),
+    )
