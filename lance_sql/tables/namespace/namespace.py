@@ -22,31 +22,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SpecError
+from lance_sql.tables.namespace import evolution
 from lance_sql.tables.namespace.arrow_json import (
-    assign_field_ids,
     dumps,
-    field_id_of,
-    field_ids,
-    loads_limited,
-    schema_from_json,
     schema_to_json,
 )
 from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
-from lance_sql.tables.namespace.field_map import (
-    canonical_schema,
-    last_field_id,
-    with_last_field_id,
-)
 from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
-    commit_rows,
     conform_rows,
     create_manifest,
     manifest_schema,
-    mirror_properties,
     read_manifest,
-    update_properties,
+)
+from lance_sql.tables.namespace.properties import (
+    SCHEMA_KEY,
+    NotPartitionedError,
+    normalize_schema,
+    parse_properties,
 )
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
@@ -62,61 +56,10 @@ from lance_sql.tables.namespace.spec import (
     PartitionField,
     PartitionSpec,
     build_spec,
-    parse_spec_key,
-    validate_evolution,
 )
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
 from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups
-
-SCHEMA_KEY = "schema"
-
-
-class NotPartitionedError(SpecError):
-    """``__manifest`` has no ``partition_spec_v{N}``: a plain directory namespace."""
-
-
-def parse_properties(
-    properties: Mapping[str, str],
-) -> tuple[pa.Schema, dict[int, PartitionSpec]]:
-    """The namespace schema and every spec version from ``__manifest`` root properties."""
-    spec_keys = {k: n for k in properties if (n := parse_spec_key(k)) is not None}
-    if not spec_keys:
-        raise NotPartitionedError(
-            "__manifest has no partition_spec_v<N> property: not a partitioned namespace",
-            key="partition_spec_v1",
-        )
-    if SCHEMA_KEY not in properties:
-        raise SpecError("partitioned namespace has no 'schema' property", key=SCHEMA_KEY)
-    schema = schema_from_json(properties[SCHEMA_KEY], key=SCHEMA_KEY)
-    field_ids(schema, key=SCHEMA_KEY)
-    specs: dict[int, PartitionSpec] = {}
-    for key, n in sorted(spec_keys.items(), key=lambda kv: kv[1]):
-        specs[n] = PartitionSpec.from_json(
-            loads_limited(properties[key], key=key),
-            schema=schema,
-            key=key,
-            expected_id=n,
-            allow_missing_sources=True,  # a removed source column reads as NULL (spec)
-        )
-    validate_evolution(specs)
-    return schema, specs
-
-
-def _normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
-    """The namespace schema to store: field ids (depth-first from 0 when none are given),
-    view types as their canonical types, and the last assigned field id recorded."""
-    if isinstance(schema, pa.Schema):
-        out = (
-            schema if all(field_id_of(f) is not None for f in schema) else assign_field_ids(schema)
-        )
-    else:
-        out = schema_from_json(schema, key=SCHEMA_KEY)
-        if all(field_id_of(f) is None for f in out):
-            out = assign_field_ids(out)
-    ids = field_ids(out, key=SCHEMA_KEY)
-    out = canonical_schema(out)
-    return with_last_field_id(out, last_field_id(out, ids))
 
 
 def _repair_root(
@@ -172,7 +115,7 @@ class PartitionedNamespace:
         list of convenient field dicts (see :func:`spec.build_spec`).
         """
         root_s = root_uri(root)
-        ns_schema = _normalize_schema(schema)
+        ns_schema = normalize_schema(schema)
         if isinstance(spec, PartitionSpec):
             from lance_sql.tables.namespace.spec import validate_spec
 
@@ -478,43 +421,14 @@ class PartitionedNamespace:
         """
         return cleanup_namespace(self, older_than=older_than, dry_run=dry_run)
 
+    # -- evolution (:mod:`.evolution`) ---------------------------------------------------------
     def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField]) -> PartitionSpec:
         """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
-        self.refresh()
-        new_id = max(self._specs) + 1
-        spec = build_spec(fields, spec_id=new_id, schema=self._schema, previous=self._specs)
-        mschema = manifest_schema([*self.all_fields(), *spec.fields])
-        rows = conform_rows(self._snapshot.rows, mschema)
-        row = pa.Table.from_pylist(
-            [{"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
-            schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
-        )
-        rows = pa.concat_tables([rows, conform_rows(row, mschema)])
-        snap = commit_rows(
-            self._snapshot,
-            rows,
-            schema=mschema,
-            properties={spec.key: spec.to_json_string()},
-            storage_options=self.storage_options,
-        )  # one commit: the new rows, columns and spec property together
-        snap = mirror_properties(
-            snap, {spec.key: spec.to_json_string()}, storage_options=self.storage_options
-        )
-        self._set_snapshot(snap)
-        return spec
+        return evolution.add_spec(self, fields)
 
     def rename_column(self, old: str, new: str) -> None:
         """Rename a top-level namespace column (same field id; partition tables untouched)."""
-        self.refresh()
-        names = self._schema.names
-        if old not in names:
-            raise SpecError(f"no column named {old!r}", key=SCHEMA_KEY)
-        if new in names:
-            raise SpecError(f"a column named {new!r} already exists", key=SCHEMA_KEY)
-        if not new:
-            raise SpecError("a column name must not be empty", key=SCHEMA_KEY)
-        fields = [f.with_name(new) if f.name == old else f for f in self._schema]
-        self._commit_schema(pa.schema(fields, self._schema.metadata))
+        evolution.rename_column(self, old, new)
 
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
         """Add nullable top-level columns (new ids); existing partitions read them as NULL.
@@ -522,20 +436,7 @@ class PartitionedNamespace:
         New ids follow the highest id ever assigned (recorded in the schema
         metadata), so a dropped column's id is never given to another column.
         """
-        self.refresh()
-        next_id = self._last_field_id() + 1
-        added = []
-        names = set(self._schema.names)
-        for f in fields:
-            if f.name in names:
-                raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
-            names.add(f.name)
-            plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
-            shifted = _shift_ids(assign_field_ids(plain), next_id)
-            next_id = max(field_ids(shifted)) + 1
-            added.extend(shifted)
-        schema = pa.schema([*self._schema, *added], self._schema.metadata)
-        self._commit_schema(with_last_field_id(schema, next_id - 1))
+        evolution.add_columns(self, fields)
 
     def drop_columns(self, names: Sequence[str]) -> None:
         """Remove top-level columns from the namespace schema (partition tables untouched).
@@ -543,26 +444,7 @@ class PartitionedNamespace:
         Their field ids are never reused; a partition field whose source was
         dropped computes NULL for new rows, and pruning treats it as unknown.
         """
-        self.refresh()
-        missing = [n for n in names if n not in self._schema.names]
-        if missing:
-            raise SpecError(f"no column(s) named {missing}", key=SCHEMA_KEY)
-        last = self._last_field_id()
-        kept = [f for f in self._schema if f.name not in set(names)]
-        self._commit_schema(with_last_field_id(pa.schema(kept, self._schema.metadata), last))
-
-    def _last_field_id(self) -> int:
-        used = [sid for spec in self._specs.values() for f in spec.fields for sid in f.source_ids]
-        return last_field_id(self._schema, used)
-
-    def _commit_schema(self, schema: pa.Schema) -> None:
-        field_ids(schema, key=SCHEMA_KEY)
-        snap = update_properties(
-            self._snapshot,
-            {SCHEMA_KEY: dumps(schema_to_json(schema))},
-            storage_options=self.storage_options,
-        )
-        self._set_snapshot(snap)
+        evolution.drop_columns(self, names)
 
     # -- reading ----------------------------------------------------------------------------
     def _open(self, entry: PartitionTable) -> tuple[Any, pa.Schema]:
@@ -661,30 +543,6 @@ class PartitionedNamespace:
             f"PartitionedNamespace({self.root!r}, manifest_version={self.manifest_version}, "
             f"specs={sorted(self._specs)})"
         )
-
-
-def _shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
-    from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY
-
-    def shift(f: pa.Field) -> pa.Field:
-        md = dict(f.metadata or {})
-        fid = field_id_of(f)
-        if fid is not None:
-            md[FIELD_ID_KEY.encode()] = str(fid + offset).encode()
-        t = f.type
-        if pa.types.is_struct(t):
-            t = pa.struct([shift(t.field(i)) for i in range(t.num_fields)])
-        elif pa.types.is_large_list(t):
-            t = pa.large_list(shift(t.value_field))
-        elif pa.types.is_fixed_size_list(t):
-            t = pa.list_(shift(t.value_field), t.list_size)
-        elif pa.types.is_list(t):
-            t = pa.list_(shift(t.value_field))
-        elif pa.types.is_map(t):
-            t = pa.map_(shift(t.key_field), shift(t.item_field), keys_sorted=t.keys_sorted)
-        return pa.field(f.name, t, f.nullable, md)
-
-    return pa.schema([shift(f) for f in schema])
 
 
 __all__ = ["NotPartitionedError", "PartitionedNamespace", "parse_properties"]

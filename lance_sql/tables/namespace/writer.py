@@ -37,26 +37,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import (
-    CommitConflictError,
-    LanceSqlError,
-    UnsupportedFeatureError,
-)
-from lance_sql.tables.namespace.arrow_json import field_id_of
-from lance_sql.tables.namespace.field_map import (
-    check_column_type,
-    columns_by_namespace_id,
-    is_marked,
-    marked_field,
-    table_schema_for,
-)
+from lance_sql.errors import CommitConflictError, LanceSqlError
+from lance_sql.tables.namespace.field_map import table_schema_for
 from lance_sql.tables.namespace.layout import (
     NAMESPACE,
     TABLE,
@@ -89,38 +76,10 @@ from lance_sql.tables.namespace.staging import (
     _move_files,
     _remove_files,
 )
+from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 
 DEFAULT_BUFFER_BYTES = 256 << 20
 SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
-
-
-@dataclass
-class _Target:
-    """One partition table this write touches."""
-
-    key: tuple[Any, ...]
-    values: tuple[Any, ...]
-    object_id: str
-    location: str
-    uri: str
-    entry: PartitionTable | None  # None for a new table
-    names: dict[str, str] = field(default_factory=dict)  # namespace name -> table column
-    table_schema: pa.Schema | None = None
-    buffers: list[tuple[pa.RecordBatch, np.ndarray | None]] = field(default_factory=list)
-    buffered: int = 0
-    fragments: list[Any] = field(default_factory=list)
-    base_version: int | None = None
-    prepared: bool = False
-    dataset: Any = None  # pylance dataset checked out on the pinned branch (None: main)
-
-    @property
-    def branch(self) -> str | None:
-        return None if self.entry is None else self.entry.read_branch
-
-    @property
-    def base(self) -> Any:
-        """What pylance writes and commits to: the branch's dataset, or the table URI."""
-        return self.uri if self.dataset is None else self.dataset
 
 
 class NamespaceWriter:
@@ -156,7 +115,7 @@ class NamespaceWriter:
         self.staging = staging
         self._prefix = spec.namespace_name
         self._table_schema = table_schema_for(schema)
-        self._targets: dict[tuple[Any, ...], _Target] = {}
+        self._targets: dict[tuple[Any, ...], WriteTarget] = {}
         self._buffered = 0
         self._new_rows: list[dict[str, Any]] = []
         self._may_be_committed = False
@@ -230,7 +189,7 @@ class NamespaceWriter:
         so only a full flush really frees memory (and keeps the budget a true bound)."""
         self._flush(list(self._targets.values()))
 
-    def _flush(self, targets: Sequence[_Target]) -> None:
+    def _flush(self, targets: Sequence[WriteTarget]) -> None:
         targets = sorted((t for t in targets if t.buffers), key=lambda t: -t.buffered)
         if not targets:
             return
@@ -244,7 +203,7 @@ class NamespaceWriter:
         with ThreadPoolExecutor(min(self.threads, len(targets))) as pool:
             list(pool.map(self._flush_one, targets))
 
-    def _flush_one(self, t: _Target) -> None:
+    def _flush_one(self, t: WriteTarget) -> None:
         from lance.fragment import write_fragments
 
         parts = [
@@ -267,17 +226,19 @@ class NamespaceWriter:
         )
         t.fragments.extend(frags)
 
-    def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> _Target:
+    def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
         target = self._targets.get(key)
         if target is not None:
             return target
         entry = self._tables.get(key)
         if entry is not None:
-            target = _Target(key, raw, entry.object_id, entry.location, entry.uri, entry)
+            target = WriteTarget(key, raw, entry.object_id, entry.location, entry.uri, entry)
         else:
             oid = self._new_object_ids(key, raw)
             location = table_dir_name(oid, self.write_id)
-            target = _Target(key, raw, oid, location, child_uri(self.snapshot.root, location), None)
+            target = WriteTarget(
+                key, raw, oid, location, child_uri(self.snapshot.root, location), None
+            )
             target.table_schema = self._table_schema
             target.prepared = True
             self._new_rows.append(self._row(oid, TABLE, raw, location=location))
@@ -320,105 +281,21 @@ class NamespaceWriter:
             row[pf.column_name] = v
         return row
 
-    def _prepare(self, t: _Target) -> None:
-        """Before writing files into an existing table: pin its base and map its columns.
-
-        A table pinned to a branch is written on that branch; one pinned to a tag
-        (immutable) is refused. While staging nothing is committed: the version
-        to restore over is left to the committer, and a table lacking namespace
-        columns (which would need a schema commit) is refused.
-        """
+    def _prepare(self, t: WriteTarget) -> None:
+        """Before writing files into an existing table (see :func:`prepare_target`)."""
         if t.prepared:
             return
-        import lance
-
-        from lance_sql.format.metadata import open_metadata
-        from lance_sql.tables.namespace.reader import open_partition_table
-
-        entry = t.entry
-        assert entry is not None
-        if entry.read_tag:
-            raise UnsupportedFeatureError(
-                f"partition table {entry.object_id!r} (partition {self._describe(t)}) is pinned "
-                f"to tag {entry.read_tag!r}: tags are immutable, so it cannot be written; "
-                "pin it to a version or a branch first",
-                path=entry.uri,
-            )
-        branch = entry.read_branch
-        head = PartitionTable(
-            entry.object_id, entry.location, entry.uri, entry.spec_version, None, branch, None
+        prepare_target(
+            t,
+            schema=self.schema,
+            table_schema=self._table_schema,
+            mode=self.mode,
+            staging=self.staging,
+            partition=self._describe(t),
+            storage_options=self.storage_options,
         )
-        ds = open_partition_table(head, storage_options=self.storage_options)
-        latest = ds.version
-        base = entry.read_version if entry.read_version is not None else latest
-        if self.mode == "append" and base != latest and not self.staging:
-            # Versions after the pinned one were never part of the namespace (a failed
-            # write, or a direct pylance write): restore so they cannot leak in.
-            from lance.commit import CommitConflictError as LanceConflict
 
-            try:
-                ds = lance.LanceDataset.commit(
-                    ds if branch else entry.uri,
-                    lance.LanceOperation.Restore(base),
-                    read_version=latest,
-                    storage_options=self.storage_options,
-                )
-            except LanceConflict as exc:  # another writer restored or appended meanwhile
-                raise CommitConflictError(
-                    f"partition table {entry.object_id!r} at location {entry.location!r} "
-                    f"was changed concurrently while restoring version {base}; nothing was "
-                    f"committed to the namespace ({exc})"
-                ) from exc
-            latest = ds.version
-        at = base if self.staging else latest
-        opts = self.storage_options
-        tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
-        if not is_marked(tschema) and not self.staging and self.mode == "append":
-            ds = _mark_legacy_columns(ds if branch else entry.uri, tschema, latest, opts)
-            latest = at = ds.version
-            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
-        by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
-        if self.mode == "append":
-            for f in self.schema:
-                name = by_id.get(field_id_of(f))
-                if name is not None:
-                    check_column_type(entry.object_id, name, tschema.field(name).type, f)
-        missing = [f for f in self.schema if by_id.get(field_id_of(f)) is None]
-        if missing and self.mode == "append":
-            if self.staging:
-                raise UnsupportedFeatureError(
-                    f"partition table {entry.object_id!r} lacks namespace column(s) "
-                    f"{[f.name for f in missing]}; a staged write cannot change its schema "
-                    "(append through PartitionedNamespace.append once, which adds them)",
-                    path=entry.uri,
-                )
-            taken = set(tschema.names)
-            added = []
-            for f in missing:
-                name = f.name if f.name not in taken else f"{f.name}__field_{field_id_of(f)}"
-                taken.add(name)
-                added.append(marked_field(name, f, nullable=True))
-            ds.add_columns(added)
-            latest = ds.version
-            at = latest
-            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
-            by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
-        if self.mode == "append":
-            t.names = {f.name: by_id[field_id_of(f)] for f in self.schema}
-            nullable = {f.name: f.nullable for f in tschema}
-            t.table_schema = pa.schema(
-                [
-                    marked_field(t.names[f.name], f, nullable=nullable[t.names[f.name]])
-                    for f in self.schema
-                ]
-            )
-        else:
-            t.table_schema = self._table_schema
-        t.dataset = ds if branch else None
-        t.base_version = latest
-        t.prepared = True
-
-    def _describe(self, t: _Target) -> str:
+    def _describe(self, t: WriteTarget) -> str:
         return ", ".join(
             f"{pf.field_id}={v!r}" for pf, v in zip(self.spec.fields, t.values, strict=False)
         )
@@ -488,37 +365,9 @@ class NamespaceWriter:
             self._new_rows = [r for r in self._new_rows if r["object_id"] != self._prefix]
         return None
 
-    def _commit_table(self, t: _Target) -> int:
+    def _commit_table(self, t: WriteTarget) -> int:
         """One Lance commit of ``t``'s staged fragments; returns the new table version."""
-        import lance
-        from lance.commit import CommitConflictError as LanceConflict
-
-        op_mod = lance.LanceOperation
-        if t.entry is None:
-            op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), None
-        elif self.mode == "overwrite":
-            op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), t.base_version
-        else:
-            op, read_version = op_mod.Append(t.fragments), t.base_version
-        try:
-            ds = lance.LanceDataset.commit(
-                t.base, op, read_version=read_version, storage_options=self.storage_options
-            )
-        except LanceConflict as exc:
-            raise CommitConflictError(
-                f"partition table {t.object_id!r} at location {t.location!r} was changed "
-                f"concurrently; __manifest was not committed ({exc})"
-            ) from exc
-        if read_version is not None and int(ds.version) != read_version + 1:
-            # Lance rebased our Append over a concurrent writer's uncommitted one: the new
-            # version holds that writer's rows too, and pinning it would publish them
-            # (half of a commit that may still fail). Leave it unreferenced.
-            raise CommitConflictError(
-                f"partition table {t.object_id!r} at location {t.location!r} was written "
-                f"concurrently (version {read_version} moved to {int(ds.version) - 1}); "
-                "__manifest was not committed"
-            )
-        return int(ds.version)
+        return commit_target(t, mode=self.mode, storage_options=self.storage_options)
 
     def _manifest_rows(self, versions: Mapping[str, int]) -> pa.Table:
         schema = self.snapshot.lance_schema
@@ -591,7 +440,7 @@ class NamespaceWriter:
                     f"{st.manifest_version} (spec v{st.spec_id}); the namespace schema or "
                     f"partition spec changed since (now spec v{self.spec.id}): stage again"
                 )
-        moves: list[tuple[StagedPartition, _Target, list[Any]]] = []
+        moves: list[tuple[StagedPartition, WriteTarget, list[Any]]] = []
         for st in stages:
             self.write_id = st.write_id or None
             for part in st.partitions:
@@ -638,33 +487,6 @@ class NamespaceWriter:
                         loc.fs.rm(loc.path, recursive=True)
                 except (OSError, LanceSqlError):
                     pass
-
-
-def _mark_legacy_columns(
-    base: Any, tschema: pa.Schema, read_version: int, storage_options: Mapping[str, str] | None
-) -> Any:
-    """Record on every column of an unmarked (older) table the namespace id it holds.
-
-    Unmarked tables are read by Lance field id; marking keeps that mapping
-    when this write adds columns (whose Lance ids differ from the namespace's).
-    """
-    import lance
-    from lance.commit import CommitConflictError as LanceConflict
-
-    from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY
-
-    updates = {
-        fid: lance.LanceOperation.UpdateMap({NS_FIELD_ID_KEY: str(fid)})
-        for f in tschema
-        if (fid := field_id_of(f)) is not None
-    }
-    op = lance.LanceOperation.UpdateConfig(field_metadata_updates=updates)
-    try:
-        return lance.LanceDataset.commit(
-            base, op, read_version=read_version, storage_options=storage_options, max_retries=0
-        )
-    except LanceConflict as exc:
-        raise CommitConflictError(f"partition table changed concurrently ({exc})") from exc
 
 
 def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:

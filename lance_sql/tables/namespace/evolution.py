@@ -1,0 +1,162 @@
+"""Evolving a namespace: new partition spec versions and top-level column changes.
+
+Each change is one ``__manifest`` commit; partition tables are never touched
+(columns are matched to tables by field id when read). The functions here are
+the bodies of :class:`~.namespace.PartitionedNamespace`'s ``add_spec``,
+``rename_column``, ``add_columns`` and ``drop_columns``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lance_sql.errors import SpecError
+from lance_sql.tables.namespace.arrow_json import (
+    assign_field_ids,
+    dumps,
+    field_id_of,
+    field_ids,
+    schema_to_json,
+)
+from lance_sql.tables.namespace.field_map import (
+    canonical_schema,
+    last_field_id,
+    with_last_field_id,
+)
+from lance_sql.tables.namespace.layout import NAMESPACE
+from lance_sql.tables.namespace.manifest_table import (
+    commit_rows,
+    conform_rows,
+    manifest_schema,
+    mirror_properties,
+    update_properties,
+)
+from lance_sql.tables.namespace.properties import SCHEMA_KEY
+from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, build_spec
+
+if TYPE_CHECKING:
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+
+def add_spec(
+    ns: PartitionedNamespace, fields: Iterable[Mapping[str, Any] | PartitionField]
+) -> PartitionSpec:
+    """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
+    ns.refresh()
+    new_id = max(ns._specs) + 1
+    spec = build_spec(fields, spec_id=new_id, schema=ns._schema, previous=ns._specs)
+    mschema = manifest_schema([*ns.all_fields(), *spec.fields])
+    rows = conform_rows(ns._snapshot.rows, mschema)
+    row = pa.Table.from_pylist(
+        [{"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
+        schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
+    )
+    rows = pa.concat_tables([rows, conform_rows(row, mschema)])
+    snap = commit_rows(
+        ns._snapshot,
+        rows,
+        schema=mschema,
+        properties={spec.key: spec.to_json_string()},
+        storage_options=ns.storage_options,
+    )  # one commit: the new rows, columns and spec property together
+    snap = mirror_properties(
+        snap, {spec.key: spec.to_json_string()}, storage_options=ns.storage_options
+    )
+    ns._set_snapshot(snap)
+    return spec
+
+
+def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
+    """Rename a top-level namespace column (same field id; partition tables untouched)."""
+    ns.refresh()
+    names = ns._schema.names
+    if old not in names:
+        raise SpecError(f"no column named {old!r}", key=SCHEMA_KEY)
+    if new in names:
+        raise SpecError(f"a column named {new!r} already exists", key=SCHEMA_KEY)
+    if not new:
+        raise SpecError("a column name must not be empty", key=SCHEMA_KEY)
+    fields = [f.with_name(new) if f.name == old else f for f in ns._schema]
+    _commit_schema(ns, pa.schema(fields, ns._schema.metadata))
+
+
+def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
+    """Add nullable top-level columns (new ids); existing partitions read them as NULL.
+
+    New ids follow the highest id ever assigned (recorded in the schema
+    metadata), so a dropped column's id is never given to another column.
+    """
+    ns.refresh()
+    next_id = _last_field_id(ns) + 1
+    added = []
+    names = set(ns._schema.names)
+    for f in fields:
+        if f.name in names:
+            raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
+        names.add(f.name)
+        plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
+        shifted = shift_ids(assign_field_ids(plain), next_id)
+        next_id = max(field_ids(shifted)) + 1
+        added.extend(shifted)
+    schema = pa.schema([*ns._schema, *added], ns._schema.metadata)
+    _commit_schema(ns, with_last_field_id(schema, next_id - 1))
+
+
+def drop_columns(ns: PartitionedNamespace, names: Sequence[str]) -> None:
+    """Remove top-level columns from the namespace schema (partition tables untouched).
+
+    Their field ids are never reused; a partition field whose source was
+    dropped computes NULL for new rows, and pruning treats it as unknown.
+    """
+    ns.refresh()
+    missing = [n for n in names if n not in ns._schema.names]
+    if missing:
+        raise SpecError(f"no column(s) named {missing}", key=SCHEMA_KEY)
+    last = _last_field_id(ns)
+    kept = [f for f in ns._schema if f.name not in set(names)]
+    _commit_schema(ns, with_last_field_id(pa.schema(kept, ns._schema.metadata), last))
+
+
+def _last_field_id(ns: PartitionedNamespace) -> int:
+    used = [sid for spec in ns._specs.values() for f in spec.fields for sid in f.source_ids]
+    return last_field_id(ns._schema, used)
+
+
+def _commit_schema(ns: PartitionedNamespace, schema: pa.Schema) -> None:
+    field_ids(schema, key=SCHEMA_KEY)
+    snap = update_properties(
+        ns._snapshot,
+        {SCHEMA_KEY: dumps(schema_to_json(schema))},
+        storage_options=ns.storage_options,
+    )
+    ns._set_snapshot(snap)
+
+
+def shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
+    from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY
+
+    def shift(f: pa.Field) -> pa.Field:
+        md = dict(f.metadata or {})
+        fid = field_id_of(f)
+        if fid is not None:
+            md[FIELD_ID_KEY.encode()] = str(fid + offset).encode()
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([shift(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_large_list(t):
+            t = pa.large_list(shift(t.value_field))
+        elif pa.types.is_fixed_size_list(t):
+            t = pa.list_(shift(t.value_field), t.list_size)
+        elif pa.types.is_list(t):
+            t = pa.list_(shift(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(shift(t.key_field), shift(t.item_field), keys_sorted=t.keys_sorted)
+        return pa.field(f.name, t, f.nullable, md)
+
+    return pa.schema([shift(f) for f in schema])
+
+
+__all__ = ["add_columns", "add_spec", "drop_columns", "rename_column", "shift_ids"]

@@ -1,0 +1,80 @@
+"""The namespace's root properties: its schema and partition spec versions.
+
+``__manifest`` root properties hold ``schema`` (JsonArrowSchema with field
+ids) and one ``partition_spec_v<N>`` per spec version; :func:`parse_properties`
+reads and validates them, :func:`normalize_schema` prepares a schema to store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import SpecError
+from lance_sql.tables.namespace.arrow_json import (
+    assign_field_ids,
+    field_id_of,
+    field_ids,
+    loads_limited,
+    schema_from_json,
+)
+from lance_sql.tables.namespace.field_map import (
+    canonical_schema,
+    last_field_id,
+    with_last_field_id,
+)
+from lance_sql.tables.namespace.spec import PartitionSpec, parse_spec_key, validate_evolution
+
+SCHEMA_KEY = "schema"
+
+
+class NotPartitionedError(SpecError):
+    """``__manifest`` has no ``partition_spec_v{N}``: a plain directory namespace."""
+
+
+def parse_properties(
+    properties: Mapping[str, str],
+) -> tuple[pa.Schema, dict[int, PartitionSpec]]:
+    """The namespace schema and every spec version from ``__manifest`` root properties."""
+    spec_keys = {k: n for k in properties if (n := parse_spec_key(k)) is not None}
+    if not spec_keys:
+        raise NotPartitionedError(
+            "__manifest has no partition_spec_v<N> property: not a partitioned namespace",
+            key="partition_spec_v1",
+        )
+    if SCHEMA_KEY not in properties:
+        raise SpecError("partitioned namespace has no 'schema' property", key=SCHEMA_KEY)
+    schema = schema_from_json(properties[SCHEMA_KEY], key=SCHEMA_KEY)
+    field_ids(schema, key=SCHEMA_KEY)
+    specs: dict[int, PartitionSpec] = {}
+    for key, n in sorted(spec_keys.items(), key=lambda kv: kv[1]):
+        specs[n] = PartitionSpec.from_json(
+            loads_limited(properties[key], key=key),
+            schema=schema,
+            key=key,
+            expected_id=n,
+            allow_missing_sources=True,  # a removed source column reads as NULL (spec)
+        )
+    validate_evolution(specs)
+    return schema, specs
+
+
+def normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
+    """The namespace schema to store: field ids (depth-first from 0 when none are given),
+    view types as their canonical types, and the last assigned field id recorded."""
+    if isinstance(schema, pa.Schema):
+        out = (
+            schema if all(field_id_of(f) is not None for f in schema) else assign_field_ids(schema)
+        )
+    else:
+        out = schema_from_json(schema, key=SCHEMA_KEY)
+        if all(field_id_of(f) is None for f in out):
+            out = assign_field_ids(out)
+    ids = field_ids(out, key=SCHEMA_KEY)
+    out = canonical_schema(out)
+    return with_last_field_id(out, last_field_id(out, ids))
+
+
+__all__ = ["SCHEMA_KEY", "NotPartitionedError", "normalize_schema", "parse_properties"]

@@ -1,0 +1,224 @@
+"""One partition table a namespace write touches: its staged state, preparation and commit.
+
+:func:`prepare_target` pins an existing table's base version (restoring over
+versions the namespace never referenced), maps namespace columns to the
+table's columns (adding missing ones on append) and refuses tag pins;
+:func:`commit_target` makes the single Lance commit of the staged fragments.
+The protocol around them is in :mod:`.writer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
+from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.field_map import (
+    check_column_type,
+    columns_by_namespace_id,
+    is_marked,
+    marked_field,
+)
+from lance_sql.tables.namespace.reader import PartitionTable
+
+
+@dataclass
+class WriteTarget:
+    """One partition table this write touches."""
+
+    key: tuple[Any, ...]
+    values: tuple[Any, ...]
+    object_id: str
+    location: str
+    uri: str
+    entry: PartitionTable | None  # None for a new table
+    names: dict[str, str] = field(default_factory=dict)  # namespace name -> table column
+    table_schema: pa.Schema | None = None
+    buffers: list[tuple[pa.RecordBatch, np.ndarray | None]] = field(default_factory=list)
+    buffered: int = 0
+    fragments: list[Any] = field(default_factory=list)
+    base_version: int | None = None
+    prepared: bool = False
+    dataset: Any = None  # pylance dataset checked out on the pinned branch (None: main)
+
+    @property
+    def branch(self) -> str | None:
+        return None if self.entry is None else self.entry.read_branch
+
+    @property
+    def base(self) -> Any:
+        """What pylance writes and commits to: the branch's dataset, or the table URI."""
+        return self.uri if self.dataset is None else self.dataset
+
+
+def prepare_target(
+    t: WriteTarget,
+    *,
+    schema: pa.Schema,
+    table_schema: pa.Schema,
+    mode: str,
+    staging: bool,
+    partition: str,
+    storage_options: Mapping[str, str] | None,
+) -> None:
+    """Before writing files into an existing table: pin its base and map its columns.
+
+    A table pinned to a branch is written on that branch; one pinned to a tag
+    (immutable) is refused. While staging nothing is committed: the version
+    to restore over is left to the committer, and a table lacking namespace
+    columns (which would need a schema commit) is refused.
+    """
+    if t.prepared:
+        return
+    import lance
+
+    from lance_sql.format.metadata import open_metadata
+    from lance_sql.tables.namespace.reader import open_partition_table
+
+    entry = t.entry
+    assert entry is not None
+    if entry.read_tag:
+        raise UnsupportedFeatureError(
+            f"partition table {entry.object_id!r} (partition {partition}) is pinned "
+            f"to tag {entry.read_tag!r}: tags are immutable, so it cannot be written; "
+            "pin it to a version or a branch first",
+            path=entry.uri,
+        )
+    branch = entry.read_branch
+    head = PartitionTable(
+        entry.object_id, entry.location, entry.uri, entry.spec_version, None, branch, None
+    )
+    ds = open_partition_table(head, storage_options=storage_options)
+    latest = ds.version
+    base = entry.read_version if entry.read_version is not None else latest
+    if mode == "append" and base != latest and not staging:
+        # Versions after the pinned one were never part of the namespace (a failed
+        # write, or a direct pylance write): restore so they cannot leak in.
+        from lance.commit import CommitConflictError as LanceConflict
+
+        try:
+            ds = lance.LanceDataset.commit(
+                ds if branch else entry.uri,
+                lance.LanceOperation.Restore(base),
+                read_version=latest,
+                storage_options=storage_options,
+            )
+        except LanceConflict as exc:  # another writer restored or appended meanwhile
+            raise CommitConflictError(
+                f"partition table {entry.object_id!r} at location {entry.location!r} "
+                f"was changed concurrently while restoring version {base}; nothing was "
+                f"committed to the namespace ({exc})"
+            ) from exc
+        latest = ds.version
+    at = base if staging else latest
+    opts = storage_options
+    tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+    if not is_marked(tschema) and not staging and mode == "append":
+        ds = _mark_legacy_columns(ds if branch else entry.uri, tschema, latest, opts)
+        latest = at = ds.version
+        tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+    by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
+    if mode == "append":
+        for f in schema:
+            name = by_id.get(field_id_of(f))
+            if name is not None:
+                check_column_type(entry.object_id, name, tschema.field(name).type, f)
+    missing = [f for f in schema if by_id.get(field_id_of(f)) is None]
+    if missing and mode == "append":
+        if staging:
+            raise UnsupportedFeatureError(
+                f"partition table {entry.object_id!r} lacks namespace column(s) "
+                f"{[f.name for f in missing]}; a staged write cannot change its schema "
+                "(append through PartitionedNamespace.append once, which adds them)",
+                path=entry.uri,
+            )
+        taken = set(tschema.names)
+        added = []
+        for f in missing:
+            name = f.name if f.name not in taken else f"{f.name}__field_{field_id_of(f)}"
+            taken.add(name)
+            added.append(marked_field(name, f, nullable=True))
+        ds.add_columns(added)
+        latest = ds.version
+        at = latest
+        tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+        by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
+    if mode == "append":
+        t.names = {f.name: by_id[field_id_of(f)] for f in schema}
+        nullable = {f.name: f.nullable for f in tschema}
+        t.table_schema = pa.schema(
+            [marked_field(t.names[f.name], f, nullable=nullable[t.names[f.name]]) for f in schema]
+        )
+    else:
+        t.table_schema = table_schema
+    t.dataset = ds if branch else None
+    t.base_version = latest
+    t.prepared = True
+
+
+def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, str] | None) -> int:
+    """One Lance commit of ``t``'s staged fragments; returns the new table version."""
+    import lance
+    from lance.commit import CommitConflictError as LanceConflict
+
+    op_mod = lance.LanceOperation
+    if t.entry is None:
+        op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), None
+    elif mode == "overwrite":
+        op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), t.base_version
+    else:
+        op, read_version = op_mod.Append(t.fragments), t.base_version
+    try:
+        ds = lance.LanceDataset.commit(
+            t.base, op, read_version=read_version, storage_options=storage_options
+        )
+    except LanceConflict as exc:
+        raise CommitConflictError(
+            f"partition table {t.object_id!r} at location {t.location!r} was changed "
+            f"concurrently; __manifest was not committed ({exc})"
+        ) from exc
+    if read_version is not None and int(ds.version) != read_version + 1:
+        # Lance rebased our Append over a concurrent writer's uncommitted one: the new
+        # version holds that writer's rows too, and pinning it would publish them
+        # (half of a commit that may still fail). Leave it unreferenced.
+        raise CommitConflictError(
+            f"partition table {t.object_id!r} at location {t.location!r} was written "
+            f"concurrently (version {read_version} moved to {int(ds.version) - 1}); "
+            "__manifest was not committed"
+        )
+    return int(ds.version)
+
+
+def _mark_legacy_columns(
+    base: Any, tschema: pa.Schema, read_version: int, storage_options: Mapping[str, str] | None
+) -> Any:
+    """Record on every column of an unmarked (older) table the namespace id it holds.
+
+    Unmarked tables are read by Lance field id; marking keeps that mapping
+    when this write adds columns (whose Lance ids differ from the namespace's).
+    """
+    import lance
+    from lance.commit import CommitConflictError as LanceConflict
+
+    from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY
+
+    updates = {
+        fid: lance.LanceOperation.UpdateMap({NS_FIELD_ID_KEY: str(fid)})
+        for f in tschema
+        if (fid := field_id_of(f)) is not None
+    }
+    op = lance.LanceOperation.UpdateConfig(field_metadata_updates=updates)
+    try:
+        return lance.LanceDataset.commit(
+            base, op, read_version=read_version, storage_options=storage_options, max_retries=0
+        )
+    except LanceConflict as exc:
+        raise CommitConflictError(f"partition table changed concurrently ({exc})") from exc
+
+
+__all__ = ["WriteTarget", "commit_target", "prepare_target"]
