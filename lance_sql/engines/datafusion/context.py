@@ -231,6 +231,9 @@ class SessionContext(datafusion.SessionContext):
         plan = df.logical_plan()
         node = plan.to_variant()
         inner = self.create_dataframe_from_logical_plan(plan.inputs()[0])
+        statement = dml.explain_dml(self, inner)  # DML on a lance-sql table: what runs
+        if statement is not None:
+            return self._frame(statement)
         verbose = type(node).__name__ == "Analyze" or node.verbose()
         return self._frame(self.explain_table(inner, df if verbose else None))
 

@@ -305,6 +305,47 @@ def _update_sql(node: Any, schema: pa.Schema, name: str) -> tuple[dict[str, str]
     return sets, (None if where is None else _unqualified(where.this))
 
 
+# -- EXPLAIN ------------------------------------------------------------------------------------
+def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
+    """EXPLAIN of a DML statement on a lance-sql table (``plan_type``, ``plan``), else None.
+
+    The logical plan is DataFusion's ``Dml`` plan; the physical plan line says
+    what lance-sql runs instead (``LanceDml: ...``).
+    """
+    plan = df.logical_plan()
+    variant = plan.to_variant()
+    if type(variant).__name__ != "DmlStatement":
+        return None
+    name = str(variant.table_name())
+    target = _target(ctx, name)
+    if target is None:
+        return None
+    op = _op_name(variant)
+    if target[0] != "namespace":
+        _plain_lance(ctx, df, name, op, target[1], plan)
+    table = target[1]
+    source = plan.inputs()[0]
+    if op == "delete":
+        route = f"ns.delete(filter={_where_sql(source, table.schema, name)!r})"
+    elif op == "update":
+        sets, where = _update_sql(source, table.schema, name)
+        route = f"ns.update(set={sets!r}, where={where!r})"
+    elif op == "overwrite":
+        route = "ns.overwrite(<input rows>, partitions='dynamic')"
+    elif op == "mergeinto":
+        route = "MERGE clauses evaluated by DataFusion per candidate partition table"
+    else:
+        route = "ns.append(<input rows>)"
+    line = f"LanceDml: op={op} table={name} namespace={table.root} route={route}"
+    logical = plan.display_indent()
+    return pa.table(
+        {
+            "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
+            "plan": pa.array([logical, line], pa.string()),
+        }
+    )
+
+
 # -- errors DataFusion raises while planning a DML statement ----------------------------------
 def statement_keyword(query: str) -> str | None:
     """The first keyword of ``query`` (upper case), comments skipped; None if unparseable."""
@@ -332,6 +373,7 @@ __all__ = [
     "COUNT_SCHEMA",
     "DmlDataFrame",
     "dml_frame",
+    "explain_dml",
     "source_rows",
     "statement_keyword",
     "typed_planning_error",
