@@ -1,30 +1,38 @@
-"""TPC-H through lance-sql: storage-partitioned joins on vs off, and DataFusion over Parquet.
+"""TPC-H through lance-sql: namespaces, plain Lance datasets and DataFusion over Parquet.
 
 Data (``benchmarks/tpch_data.py``, generated and loaded once per data directory):
 tpchgen-cli Parquet at ``--sf``; in Lance, lineitem is a namespace bucket[16] on
-l_orderkey, orders bucket[8] on o_orderkey, the other tables plain datasets.
+l_orderkey, orders bucket[8] on o_orderkey, the other tables plain datasets
+(and, for the ``lance`` variants, lineitem and orders as plain datasets too).
 
-Variants, all in this one process:
+Variants (``--variants``, default ``spj,nospj,parquet``), all in this one process:
 
-- ``spj``: ``lance_sql.SessionContext()`` with ``SET lance.spj = true`` (the default);
+- ``spj``: ``lance_sql.SessionContext()`` over the bucketed namespaces with
+  ``SET lance.spj = true`` (the default) and join statistics on (the default);
 - ``nospj``: the same with ``SET lance.spj = false``;
+- ``spj_nostats``: ``spj`` with the join-statistics pass off
+  (``ctx.join_stats_enabled = False``, :mod:`lance_sql.engines.datafusion.join_stats`);
+- ``lance`` / ``lance_nostats``: all 8 tables plain Lance datasets, join statistics on / off;
 - ``parquet``: a plain ``datafusion.SessionContext()`` over the Parquet files
   (DataFusion's own defaults), as a reference.
 
 Each query runs once per variant to warm up, then ``--rounds`` rounds in which
 every variant runs it once, in turn: this VM's speed drifts by tens of percent
 within a minute, and alternating puts every variant under the same drift
-(``bench_spj.py`` does the same). A ratio is of two medians. ``spj joins`` is
+(``bench_spj.py`` does the same). A ratio is of two medians; every variant is
+divided by ``parquet`` (when run), and ``spj`` by ``nospj``. ``spj joins`` is
 the number of ``StoragePartitionedJoin`` lines in the ``spj`` variant's EXPLAIN.
 
     /work/venv/bin/python benchmarks/bench_tpch.py [--sf 1] [--queries 3,5,10,12,18,21 | all]
-        [--rounds 5] [--data-dir DIR]    (default $LANCE_SQL_TPCH_DIR or /tmp/lance-sql-tpch/sf<SF>)
+        [--rounds 5] [--variants spj,nospj,parquet] [--data-dir DIR]
+        (data: default $LANCE_SQL_TPCH_DIR or /tmp/lance-sql-tpch/sf<SF>)
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import statistics
 import sys
@@ -35,6 +43,7 @@ from typing import Any
 
 DEFAULT_QUERIES = (3, 5, 10, 12, 18, 21)
 VARIANTS = ("spj", "nospj", "parquet")
+ALL_VARIANTS = ("spj", "nospj", "spj_nostats", "lance", "lance_nostats", "parquet")
 
 
 def _tpch_data() -> ModuleType:
@@ -50,22 +59,35 @@ def _tpch_data() -> ModuleType:
     return module
 
 
-def contexts(parquet_dir: Path, lance_dir: Path) -> dict[str, Any]:
-    """One context per variant, tables registered."""
+def contexts(
+    parquet_dir: Path,
+    lance_dir: Path,
+    variants: tuple[str, ...] = VARIANTS,
+    plain_dir: Path | None = None,
+) -> dict[str, Any]:
+    """One context per variant, tables registered (``plain_dir``: the ``lance`` variants' data)."""
     import datafusion
 
     import lance_sql
 
     td = _tpch_data()
     out: dict[str, Any] = {}
-    for name, setting in (("spj", "true"), ("nospj", "false")):
+    for name in variants:
+        if name == "parquet":
+            plain = datafusion.SessionContext()
+            td.register_parquet(plain, parquet_dir)
+            out[name] = plain
+            continue
         ctx = lance_sql.SessionContext()
-        ctx.sql(f"SET lance.spj = {setting}")
-        td.register_lance_sql(ctx, lance_dir)
+        ctx.join_stats_enabled = not name.endswith("_nostats")
+        if name.startswith("lance"):
+            if plain_dir is None:
+                raise ValueError(f"variant {name} needs the plain Lance data (plain_dir)")
+            td.register_lance_plain(ctx, lance_dir, plain_dir)
+        else:
+            ctx.sql(f"SET lance.spj = {'false' if name == 'nospj' else 'true'}")
+            td.register_lance_sql(ctx, lance_dir)
         out[name] = ctx
-    plain = datafusion.SessionContext()
-    td.register_parquet(plain, parquet_dir)
-    out["parquet"] = plain
     return out
 
 
@@ -94,22 +116,40 @@ def spj_joins(ctx: Any, text: str) -> int:
 
 
 def time_query(ctxs: dict[str, Any], text: str, rounds: int) -> dict[str, Any]:
-    """Median seconds per variant over ``rounds`` alternating rounds (after one warm-up each)."""
+    """Median seconds per variant over ``rounds`` alternating rounds (after one warm-up each).
+
+    The variants' answers must be equal (rows compared as sorted value lists,
+    floats rounded to 6 significant digits), else the run stops.
+    """
     td = _tpch_data()
-    rows = {}
-    for name in VARIANTS:
-        rows[name] = td.run_query(ctxs[name], text).num_rows  # warm: caches, thread pools
-    if len(set(rows.values())) != 1:
-        raise AssertionError(f"the variants return different row counts: {rows}")
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    answers = {}
+    for name in ctxs:
+        answers[name] = _canonical(td.run_query(ctxs[name], text))  # warm: caches, thread pools
+    first = next(iter(answers))
+    wrong = [n for n, a in answers.items() if a != answers[first]]
+    if wrong:
+        raise AssertionError(f"variants {wrong} answer differently from {first}")
+    times: dict[str, list[float]] = {name: [] for name in ctxs}
     for _ in range(rounds):
-        for name in VARIANTS:
+        for name in ctxs:
             start = time.perf_counter()
             td.run_query(ctxs[name], text)
             times[name].append(time.perf_counter() - start)
     result: dict[str, Any] = {f"{n}_s": statistics.median(t) for n, t in times.items()}
-    result["rows"] = rows["spj"]
+    result["rows"] = len(answers[first])
     return result
+
+
+def _canonical(table: Any) -> list[tuple[Any, ...]]:
+    """A query answer as sorted rows, floats and decimals rounded (for comparing variants)."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) or type(v).__name__ == "Decimal":
+            return float(f"{float(v):.6g}")
+        return v
+
+    rows = zip(*(table.column(i).to_pylist() for i in range(table.num_columns)), strict=True)
+    return sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
 
 
 def parse_queries(text: str) -> list[int]:
@@ -128,7 +168,12 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     p.add_argument("--queries", default=",".join(map(str, DEFAULT_QUERIES)), help="'all' or 3,5")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--data-dir", help="where the data is generated and cached")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=",".join(ALL_VARIANTS))
     args = p.parse_args(argv)
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    unknown = [v for v in variants if v not in ALL_VARIANTS]
+    if unknown or not variants:
+        raise SystemExit(f"unknown variants {unknown}: choose from {ALL_VARIANTS}")
     sf = f"{args.sf:g}"
     data_dir = Path(
         args.data_dir or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf}"
@@ -136,27 +181,57 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     td = _tpch_data()
     start = time.perf_counter()
     parquet_dir, lance_dir = td.prepare(data_dir, args.sf)
+    plain_dir = None
+    if any(v.startswith("lance") for v in variants):
+        plain_dir = td.load_plain_lance(parquet_dir, data_dir)
     print(f"data: {data_dir} (ready in {time.perf_counter() - start:.1f} s)", flush=True)
-    ctxs = contexts(parquet_dir, lance_dir)
+    ctxs = contexts(parquet_dir, lance_dir, variants, plain_dir)
     results: dict[int, dict[str, Any]] = {}
-    head = ("query", "rows", "spj joins", "spj s", "nospj s", "parquet s", "spj/nospj", "spj/parq")
+    ratios = _ratio_names(variants)
+    short = {"parquet": "parq", "spj_nostats": "nostats", "lance_nostats": "nostats"}
+    labels = [f"{a}/{short.get(b, b)}" for a, b in ratios.values()]
+    head = ["query", "rows", "spj joins", *(f"{v} s" for v in variants), *labels]
     print(f"TPC-H SF{sf}, {args.rounds} alternating rounds, medians")
-    print(f"{head[0]:<6}" + "".join(f"{h:>11}" for h in head[1:]), flush=True)
+    print(f"{head[0]:<6}" + "".join(f"{h:>14}" for h in head[1:]), flush=True)
     for n in parse_queries(args.queries):
         text = td.query_text(n)
         r = time_query(ctxs, text, args.rounds)
-        r["spj_joins"] = spj_joins(ctxs["spj"], text)
-        r["spj_over_nospj"] = r["spj_s"] / r["nospj_s"]
-        r["spj_over_parquet"] = r["spj_s"] / r["parquet_s"]
+        r["spj_joins"] = spj_joins(ctxs["spj"], text) if "spj" in ctxs else -1
+        for ratio, (a, b) in ratios.items():
+            r[ratio] = r[f"{a}_s"] / r[f"{b}_s"]
         results[n] = r
-        cells = (r["rows"], r["spj_joins"], r["spj_s"], r["nospj_s"], r["parquet_s"])
         print(
-            f"q{n:<5}{cells[0]:>11}{cells[1]:>11}"
-            + "".join(f"{v:>11.3f}" for v in cells[2:])
-            + f"{r['spj_over_nospj']:>11.2f}{r['spj_over_parquet']:>11.2f}",
+            f"q{n:<5}{r['rows']:>14}{r['spj_joins']:>14}"
+            + "".join(f"{r[f'{v}_s']:>14.3f}" for v in variants)
+            + "".join(f"{r[k]:>14.2f}" for k in ratios),
+            flush=True,
+        )
+    if len(results) > 1:
+        print(
+            "geomean"
+            + " " * 27
+            + " " * 14 * len(variants)
+            + "".join(f"{_geomean([r[k] for r in results.values()]):>14.2f}" for k in ratios),
             flush=True,
         )
     return results
+
+
+def _ratio_names(variants: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """The ratios printed, ``{a}_over_{b}``: each variant over parquet, spj over nospj/nostats."""
+    pairs: list[tuple[str, str]] = []
+    if "parquet" in variants:
+        pairs += [(v, "parquet") for v in variants if v != "parquet"]
+    for other in ("nospj", "spj_nostats"):
+        if "spj" in variants and other in variants:
+            pairs.append(("spj", other))
+    if "lance" in variants and "lance_nostats" in variants:
+        pairs.append(("lance", "lance_nostats"))
+    return {f"{a}_over_{b}": (a, b) for a, b in pairs}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ Shared by ``tests/tpch`` (scale factor 0.01) and ``benchmarks/bench_tpch.py``
     <dir>/lance/lineitem               partitioned namespace, bucket[16] on l_orderkey
     <dir>/lance/orders                 partitioned namespace, bucket[8] on o_orderkey
     <dir>/lance/<table>.lance          the other six tables, plain Lance datasets
+    <dir>/lance_plain/<table>.lance    lineitem and orders as plain Lance datasets too
+                                       (:func:`load_plain_lance`, for the all-datasets variant)
 
 Each step writes a ``.done`` marker last, so an interrupted run is redone and a
 finished one is reused (SF1 takes minutes to load). The 22 query texts are the
@@ -127,6 +129,34 @@ def load_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
             lance.write_dataset(reader, str(out / f"{table}.lance"))
     (out / ".done").write_text("ok\n")
     return out
+
+
+def load_plain_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
+    """``<data_dir>/lance_plain``: lineitem and orders as plain Lance datasets (written once).
+
+    With the six other tables of ``<data_dir>/lance`` this is TPC-H with no
+    namespace at all (:func:`register_lance_plain`).
+    """
+    import lance
+
+    out = Path(data_dir) / "lance_plain"
+    if (out / ".done").exists():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for table in NAMESPACES:
+        reader = _batches(Path(parquet_dir) / f"{table}.parquet", plain_types=True)
+        lance.write_dataset(reader, str(out / f"{table}.lance"))
+    (out / ".done").write_text("ok\n")
+    return out
+
+
+def register_lance_plain(ctx: Any, lance_dir: str | Path, plain_dir: str | Path) -> None:
+    """Register the 8 tables as plain Lance datasets (``register_lance``) in ``ctx``."""
+    for table in TABLES:
+        root = Path(plain_dir) if table in NAMESPACES else Path(lance_dir)
+        ctx.register_lance(table, str(root / f"{table}.lance"))
 
 
 def prepare(data_dir: str | Path, sf: float) -> tuple[Path, Path]:

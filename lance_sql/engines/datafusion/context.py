@@ -254,7 +254,10 @@ class SessionContext(datafusion.SessionContext):
         if records and "plan" in table.column_names:
             annotation = ExplainAnnotation(records)
             table = _map_plans(table, lambda p: annotation.annotate(p) if p else p)
-        lines = "\n".join(f"storage-partitioned join: not used ({r})" for r in done.reasons)
+        lines = "\n".join(
+            [f"storage-partitioned join: not used ({r})" for r in done.reasons]
+            + [f"join statistics: {line}" for line in done.join_stats]
+        )
         if lines and "plan" in table.column_names and table.num_rows:
             first = table.column("plan")[0].as_py() or ""
             table = _map_plans(table, lambda p: lines + "\n" + p if p == first else p)

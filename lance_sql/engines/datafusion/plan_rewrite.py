@@ -7,7 +7,7 @@ join groups and partition lists are resolved against the namespaces' current
 ``__manifest`` (or their pinned versions) at that moment, as plain scans are.
 
 The rewrite works on DataFusion's optimized logical plan, converted to
-Substrait (:mod:`.substrait_plan`), edited by the passes (:mod:`.spj_plan`,
+Substrait (:mod:`.substrait_plan`), edited by the passes (:mod:`.join_stats`, :mod:`.spj_plan`,
 :mod:`.prune_plan`) and converted back. It never changes an answer: a plan is
 only rewritten when a pass applies, never when it holds a construct the
 Substrait round trip is known to lose (a null-aware anti join from
@@ -26,6 +26,7 @@ import pyarrow as pa
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
+from lance_sql.engines.datafusion.join_stats import plan_join_stats
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
@@ -45,6 +46,8 @@ class Rewrite:
     pruned: dict[str, Any] = field(default_factory=dict)  # pruning copies of namespace tables
     #: the output column names when the rewritten plan had to rename duplicates, else None
     names: list[str] | None = None
+    #: join inputs given a row-count hint from Lance metadata (:mod:`.join_stats`)
+    join_stats: list[str] = field(default_factory=list)
 
 
 def _scans(plan: Any) -> list[str]:
@@ -62,16 +65,22 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
     namespaces = ctx.registered_namespaces()
     logical = df.optimized_logical_plan()
     text = logical.display_indent()
-    scans = [s for s in _scans(logical) if s in namespaces]
-    if not scans:
+    all_scans = _scans(logical)
+    scans = [s for s in all_scans if s in namespaces]
+    want_stats = (
+        getattr(ctx, "join_stats_enabled", True)
+        and " Join:" in text
+        and any(_is_lance_table(ctx, s) for s in all_scans)
+    )
+    if not scans and not want_stats:
         return Rewrite(df)
     joins = len(scans) >= 2 and " Join:" in text
     want_spj = ctx.spj_enabled and joins
-    want_prune = "Filter:" in text
+    want_prune = bool(scans) and "Filter:" in text
     out = Rewrite(df)
     if joins and not ctx.spj_enabled:
         out.reasons.append("turned off (SET lance.spj = true turns it on)")
-    if not (want_spj or want_prune):
+    if not (want_spj or want_prune or want_stats):
         return out
     if " null_aware" in text:
         if want_spj:
@@ -84,7 +93,7 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
             out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
         return out
     try:
-        wants = (want_spj, want_prune)
+        wants = (want_spj, want_prune, want_stats)
         return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates)
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({_first_line(exc)})")
@@ -97,11 +106,11 @@ def _rewrite_plan(
     logical: Any,
     out: Rewrite,
     namespaces: dict[str, Any],
-    wants: tuple[bool, bool],
+    wants: tuple[bool, bool, bool],
     aggregates: bool,
 ) -> Rewrite:
     """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
-    want_spj, want_prune = wants
+    want_spj, want_prune, want_stats = wants
     with query_scope(ctx):
         changed = False
         if want_prune:
@@ -120,6 +129,10 @@ def _rewrite_plan(
             changed = changed or bool(spj.used)
             if spj.used and aggregates:
                 out.used += push_partial_aggregates(ctx, plan, spj.used)
+        if want_stats:
+            stats = plan_join_stats(ctx, plan)
+            out.join_stats = stats.lines or ([f"not used ({stats.error})"] if stats.error else [])
+            changed = changed or stats.changed
         if not changed:
             return out
         out.names = _unique_output_names(plan)
@@ -175,8 +188,17 @@ def _unique_output_names(plan: Any) -> list[str] | None:
 
 def _unchanged(out: Rewrite, why: str) -> Rewrite:
     out.reasons = [*out.reasons, *(f"{t.left.name} x {t.right.name}: {why}" for t in out.used)]
-    out.used, out.pruned, out.names = [], {}, None
+    out.used, out.pruned, out.names, out.join_stats = [], {}, None, []
     return out
+
+
+def _is_lance_table(ctx: Any, name: str) -> bool:
+    """Whether ``name`` is a Lance dataset registered in ``ctx`` (``register_lance``)."""
+    try:
+        ctx.lance_table(name)
+    except (KeyError, AttributeError):
+        return False
+    return True
 
 
 def _first_line(exc: BaseException) -> str:

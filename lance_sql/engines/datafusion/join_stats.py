@@ -1,0 +1,340 @@
+"""Metadata-driven join planning: exact row bounds from Lance manifests, as hints DataFusion reads.
+
+DataFusion 55 gets no statistics from lance-sql's tables (the pyarrow-dataset
+protocol reports ``Statistics::new_unknown``), so its ``JoinSelection`` rule
+never swaps a join's inputs and runs every hash join in ``Partitioned`` mode
+(both inputs hash-repartitioned) where a small input should be collected once
+and broadcast (``CollectLeft``). Measured: a ``LIMIT n`` directly over a join
+input is the one construct that hands DataFusion a row count without a
+provider's statistics (``GlobalLimitExec`` reports ``num_rows = Inexact(n)``
+over an input it knows nothing about), and ``JoinSelection`` then decides as
+it does for tables with statistics: an input under
+``datafusion.optimizer.hash_join_single_partition_threshold_rows`` (131,072 by
+default) becomes the collected build side, swapped to the left where the join
+type allows (DataFusion checks which types may swap; this pass swaps nothing
+itself).
+
+A ``LIMIT`` can only be a hint if it never removes a row: the count must be an
+upper bound of the input's rows *at the version the query reads*. This pass
+computes such bounds without reading data:
+
+- a read of a registered Lance dataset: its live rows (fragments' physical rows
+  minus deletions, from the manifest) at one pinned version; a table that
+  follows its latest version is read through a copy pinned at exactly the
+  version counted (a per-query table, :func:`.sql_rewrite.register_query_table`),
+  so a concurrent append can never make the bound too small;
+- filters, projections, sorts: their input's bound (a filter keeps at most all rows);
+- an aggregate without grouping keys: 1; with them: the input's bound
+  (times the number of grouping sets);
+- an inner join: the product of its inputs' bounds; outer joins add the
+  unmatched rows; semi, anti, single and mark joins: the bound of the side they return;
+- a union: the sum; ``LIMIT n``: at most ``n``.
+
+Namespace scans (and the storage-partitioned joins built on them) get no
+bound: their partition tables follow their own versions, and they are large.
+Only inputs whose bound is at most the threshold are hinted: a ``LIMIT``
+makes DataFusion coalesce its input into one partition, harmless for an
+input that will be collected anyway, costly for a large one.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from substrait import algebra_pb2, plan_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.tables.lance_table import LanceTable
+
+Rel = algebra_pb2.Rel
+J = algebra_pb2.JoinRel
+
+#: DataFusion 55's default ``datafusion.optimizer.hash_join_single_partition_threshold_rows``
+DEFAULT_THRESHOLD_ROWS = 131_072
+THRESHOLD_KEY = "datafusion.optimizer.hash_join_single_partition_threshold_rows"
+
+_LEFT_ONLY = (
+    J.JOIN_TYPE_LEFT_SEMI,
+    J.JOIN_TYPE_LEFT_ANTI,
+    J.JOIN_TYPE_LEFT_SINGLE,
+    J.JOIN_TYPE_LEFT_MARK,
+)
+_RIGHT_ONLY = (
+    J.JOIN_TYPE_RIGHT_SEMI,
+    J.JOIN_TYPE_RIGHT_ANTI,
+    J.JOIN_TYPE_RIGHT_SINGLE,
+    J.JOIN_TYPE_RIGHT_MARK,
+)
+_SET = algebra_pb2.SetRel
+
+
+@dataclass(frozen=True)
+class TableCount:
+    """The live rows of one registered Lance dataset at the version the query will read."""
+
+    name: str  # the table name in the query
+    rows: int
+    version: int
+    follow_latest: bool  # registered without a version: read through ``pinned`` once hinted
+    pinned: Any  # the provider that reads exactly ``version``
+
+
+@dataclass
+class JoinStats:
+    """What the pass did: one line per hinted join input (for EXPLAIN)."""
+
+    lines: list[str] = field(default_factory=list)
+    error: str | None = None  # why no hint was given (the plan is left as it was)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.lines)
+
+
+def plan_join_stats(ctx: Any, plan: plan_pb2.Plan, threshold: int | None = None) -> JoinStats:
+    """Hint every join input whose row bound is at most ``threshold`` (in place).
+
+    ``threshold``: rows (default: the context's
+    ``hash_join_single_partition_threshold_rows``).
+    """
+    out = JoinStats()
+    limit = threshold_rows(ctx) if threshold is None else threshold
+    if limit < 1:
+        return out
+    backup = plan_pb2.Plan()
+    backup.CopyFrom(plan)
+    try:
+        _hint(ctx, plan, limit, out)
+    except Exception as exc:  # never fail (or half-edit) a query for a hint
+        plan.CopyFrom(backup)
+        out.lines = []
+        out.error = f"{type(exc).__name__}: {exc}"[:200]
+    return out
+
+
+def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats) -> None:
+    counts = _BoundCounter(ctx)
+    pending = [sp.root_rel(plan)]
+    while pending:
+        rel = pending.pop()
+        if sp.kind(rel) == "join":
+            for side_name in ("left", "right"):
+                side = getattr(rel.join, side_name)
+                if sp.kind(side) in ("fetch", "sort"):
+                    continue
+                bound = counts.bound(side)
+                if bound is None or not 1 <= bound <= limit:
+                    continue
+                tables = _pin_reads(ctx, side, counts)
+                _wrap_in_fetch(side, bound)
+                what = ", ".join(tables) or "input"
+                out.lines.append(
+                    f"{side_name} input ({what}): at most {bound} rows (Lance metadata) <= "
+                    f"{limit}: DataFusion may collect and broadcast it (CollectLeft)"
+                )
+        pending.extend(sp.inputs(rel))
+
+
+class _BoundCounter:
+    """Row upper bounds of relations, from the tables' metadata (each table counted once)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.tables: dict[str, TableCount | None] = {}
+        #: table name -> the per-query name of its pinned copy, and back
+        self.copies: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}
+
+    def table(self, name: str) -> TableCount | None:
+        if name not in self.tables:
+            self.tables[name] = _count(self.ctx, name)
+        return self.tables[name]
+
+    def bound(self, rel: Rel) -> int | None:
+        k = sp.kind(rel)
+        if k == "read" and rel.read.HasField("virtual_table"):  # VALUES, SELECT without FROM
+            table = rel.read.virtual_table
+            return len(table.expressions)
+        if k == "read":
+            name = sp.table_name(rel)
+            count = None if name is None else self.table(self.aliases.get(name, name))
+            return None if count is None else count.rows
+        if k in ("filter", "project", "sort"):
+            return self.bound(getattr(rel, k).input)
+        if k == "fetch":
+            return _fetch_bound(rel.fetch, self.bound(rel.fetch.input))
+        if k == "aggregate":
+            return self._aggregate(rel.aggregate)
+        if k == "join":
+            return _join_bound(rel.join.type, self.bound(rel.join.left), self.bound(rel.join.right))
+        if k == "cross":
+            return _product(self.bound(rel.cross.left), self.bound(rel.cross.right))
+        if k == "set":
+            return self._set(rel.set)
+        return None
+
+    def _aggregate(self, agg: algebra_pb2.AggregateRel) -> int | None:
+        if not agg.groupings or all(not g.expression_references for g in agg.groupings):
+            # a global aggregate: one row (grouping sets of () only: one per set)
+            return max(1, len(agg.groupings))
+        below = self.bound(agg.input)
+        return None if below is None else below * len(agg.groupings)
+
+    def _set(self, body: algebra_pb2.SetRel) -> int | None:
+        bounds = [self.bound(r) for r in body.inputs]
+        if not bounds or any(b is None for b in bounds):
+            return None
+        known = [b for b in bounds if b is not None]
+        if body.op in (_SET.SET_OP_UNION_ALL, _SET.SET_OP_UNION_DISTINCT):
+            return sum(known)
+        if body.op in (
+            _SET.SET_OP_INTERSECTION_PRIMARY,
+            _SET.SET_OP_INTERSECTION_MULTISET,
+            _SET.SET_OP_INTERSECTION_MULTISET_ALL,
+        ):
+            return min(known)
+        if body.op in (
+            _SET.SET_OP_MINUS_PRIMARY,
+            _SET.SET_OP_MINUS_PRIMARY_ALL,
+            _SET.SET_OP_MINUS_MULTISET,
+        ):
+            return known[0]
+        return None
+
+
+def _product(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a * b
+
+
+def _join_bound(kind: int, left: int | None, right: int | None) -> int | None:
+    """The most rows a join of ``kind`` over inputs of at most ``left`` / ``right`` rows returns."""
+    if kind in _LEFT_ONLY:
+        return left
+    if kind in _RIGHT_ONLY:
+        return right
+    if left is None or right is None:
+        return None
+    if kind == J.JOIN_TYPE_INNER:
+        return left * right
+    if kind == J.JOIN_TYPE_LEFT:
+        return left * max(right, 1)
+    if kind == J.JOIN_TYPE_RIGHT:
+        return right * max(left, 1)
+    if kind == J.JOIN_TYPE_OUTER:
+        return left * right + left + right
+    return None
+
+
+def _fetch_bound(fetch: algebra_pb2.FetchRel, below: int | None) -> int | None:
+    count: int | None = None
+    if fetch.HasField("count_expr"):
+        lit = fetch.count_expr
+        if lit.WhichOneof("rex_type") == "literal" and lit.literal.WhichOneof("literal_type") in (
+            "i64",
+            "i32",
+        ):
+            value = getattr(lit.literal, lit.literal.WhichOneof("literal_type"))
+            count = value if value >= 0 else None
+    elif fetch.WhichOneof("count_mode") == "count" and fetch.count >= 0:
+        count = fetch.count
+    if count is None:
+        return below
+    return count if below is None else min(count, below)
+
+
+def _count(ctx: Any, name: str) -> TableCount | None:
+    """The live rows of Lance dataset ``name`` at the version a scan now reads, else None."""
+    try:
+        provider = ctx.lance_table(name)
+    except (KeyError, AttributeError):
+        return None
+    if not isinstance(provider, LanceDatasetTable):
+        return None
+    snapshot = provider.table.snapshot()
+    units = provider.table.units(snapshot, provider.partitions)
+    rows = sum(u.estimated_rows or 0 for u in units)
+    latest = provider.table.follow_latest
+    pinned = _pinned(provider, snapshot) if latest else provider
+    return TableCount(name, rows, snapshot.version, latest, pinned)
+
+
+_PINNED_LOCK = threading.Lock()
+_PINNED: weakref.WeakKeyDictionary[LanceDatasetTable, tuple[int, int, LanceDatasetTable]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _pinned(provider: LanceDatasetTable, snapshot: Any) -> LanceDatasetTable:
+    """``provider`` pinned at ``snapshot`` (cached per provider while the version is current).
+
+    The copy shows the registered schema and counts its rows into the
+    registered table's :attr:`~.LanceDatasetTable.metrics`.
+    """
+    with _PINNED_LOCK:
+        cached = _PINNED.get(provider)
+        if cached is not None and cached[:2] == (snapshot.version, provider.partitions):
+            return cached[2]
+    source = provider.table
+    table = LanceTable(
+        source.uri, snapshot.dataset, follow_latest=False, storage_options=source.storage_options
+    )
+    table.schema = source.schema
+    table.metrics = source.metrics
+    copy = LanceDatasetTable(table, name=provider.name, partitions=provider.partitions)
+    with _PINNED_LOCK:
+        _PINNED[provider] = (snapshot.version, provider.partitions, copy)
+    return copy
+
+
+def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
+    """Point reads of follow-latest tables under ``rel`` at their counted versions; the tables."""
+    labels: list[str] = []
+    for node in sp.walk(rel):
+        name = sp.table_name(node)
+        if name is None:
+            continue
+        original = counts.aliases.get(name, name)
+        count = counts.table(original)
+        if count is None:
+            continue
+        label = f"{original} v{count.version}"
+        if label not in labels:
+            labels.append(label)
+        if name != original or not count.follow_latest:
+            continue  # read through its pinned copy already, or pinned when registered
+        copy = counts.copies.get(original)
+        if copy is None:
+            copy = counts.copies[original] = fresh_table_name("__lance_pinned")
+            counts.aliases[copy] = original
+            register_query_table(ctx, copy, count.pinned)
+        sp.rename_tables(node, original, copy)
+    return labels
+
+
+def _wrap_in_fetch(rel: Rel, count: int) -> None:
+    """Put ``rel`` under a ``LIMIT count`` (in place): the row-count hint."""
+    inner = Rel()
+    inner.CopyFrom(rel)
+    rel.Clear()
+    rel.fetch.input.CopyFrom(inner)
+    rel.fetch.offset_expr.literal.i64 = 0
+    rel.fetch.count_expr.literal.i64 = count
+
+
+def threshold_rows(ctx: Any) -> int:
+    """The context's ``hash_join_single_partition_threshold_rows`` (read with ``SHOW``)."""
+    try:
+        import datafusion
+
+        table = datafusion.SessionContext.sql(ctx, f"SHOW {THRESHOLD_KEY}").to_pydict()
+        return int(table["value"][0])
+    except Exception:  # a context that refuses SHOW: DataFusion's default
+        return DEFAULT_THRESHOLD_ROWS
+
+
+__all__ = ["DEFAULT_THRESHOLD_ROWS", "JoinStats", "TableCount", "plan_join_stats", "threshold_rows"]

@@ -1,0 +1,237 @@
+"""Join statistics from Lance metadata (``join_stats``): row-bound hints, never a changed answer.
+
+Every query runs three ways: lance-sql with the pass (a low broadcast
+threshold, so the small tables here are hinted), lance-sql without it, and
+DuckDB over the same Arrow tables (the oracle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_sql
+from lance_sql.engines.datafusion.session_defaults import default_config
+
+THRESHOLD = 500  # rows: the dimension tables below (<= 300 rows) are hinted, the fact (3000) not
+
+
+def _fact(n: int = 3000) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "dim_id": pa.array([None if i % 17 == 0 else i % 250 for i in range(n)], pa.int64()),
+            "v": pa.array([float(i % 97) for i in range(n)], pa.float64()),
+        }
+    )
+
+
+def _dim(n: int = 300) -> pa.Table:
+    # ids 0..299: fact rows point at 0..249, so 50 dimension rows match nothing
+    return pa.table(
+        {
+            "dim_id": pa.array(range(n), pa.int64()),
+            "name": pa.array([f"d{i % 9}" for i in range(n)], pa.string()),
+        }
+    )
+
+
+def _tiny() -> pa.Table:
+    return pa.table({"name": ["d1", "d2", "d4", "zz"], "w": [1, 2, 4, 9]})
+
+
+@pytest.fixture
+def tables(write_lance: Callable[..., str]) -> dict[str, tuple[str, pa.Table]]:
+    out = {}
+    for name, table, kw in (
+        ("fact", _fact(), {"max_rows_per_file": 1000}),
+        ("dim", _dim(), {}),
+        ("tiny", _tiny(), {}),
+    ):
+        out[name] = (write_lance(table, name, **kw), table)
+    return out
+
+
+def _context(tables: dict[str, tuple[str, pa.Table]], *, stats: bool) -> Any:
+    # SHOW (how the pass reads the threshold) needs the information schema
+    ctx = lance_sql.SessionContext(default_config().with_information_schema(True))
+    ctx.join_stats_enabled = stats
+    ctx.sql(f"SET datafusion.optimizer.hash_join_single_partition_threshold_rows = {THRESHOLD}")
+    for name, (uri, _) in tables.items():
+        ctx.register_lance(name, uri)
+    return ctx
+
+
+def _rows(table: pa.Table) -> list[tuple[Any, ...]]:
+    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return sorted(zip(*cols, strict=True), key=repr)
+
+
+def _duck(tables: dict[str, tuple[str, pa.Table]], sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect()
+    for name, (_, table) in tables.items():
+        con.register(name, table)
+    return sorted(con.execute(sql).fetchall(), key=repr)
+
+
+QUERIES = {
+    "inner_small_right": "SELECT f.id, d.name FROM fact f JOIN dim d ON f.dim_id = d.dim_id",
+    "inner_small_left": "SELECT f.id, d.name FROM dim d JOIN fact f ON f.dim_id = d.dim_id",
+    "inner_three": (
+        "SELECT f.id, d.name, t.w FROM fact f JOIN dim d ON f.dim_id = d.dim_id "
+        "JOIN tiny t ON t.name = d.name WHERE f.v > 10"
+    ),
+    "left_small_right": (
+        "SELECT f.id, d.name FROM fact f LEFT JOIN dim d ON f.dim_id = d.dim_id AND d.name <> 'd3'"
+    ),
+    "left_small_left": "SELECT d.dim_id, f.id FROM dim d LEFT JOIN fact f ON f.dim_id = d.dim_id",
+    "right_small_left": "SELECT d.dim_id, f.id FROM dim d RIGHT JOIN fact f ON f.dim_id = d.dim_id",
+    "right_small_right": (
+        "SELECT f.id, d.dim_id FROM fact f RIGHT JOIN dim d ON f.dim_id = d.dim_id"
+    ),
+    "full": "SELECT f.id, d.dim_id FROM fact f FULL JOIN dim d ON f.dim_id = d.dim_id",
+    "semi_in": "SELECT id FROM fact WHERE dim_id IN (SELECT dim_id FROM dim WHERE name = 'd2')",
+    "semi_exists": (
+        "SELECT d.dim_id FROM dim d WHERE EXISTS (SELECT 1 FROM fact f WHERE f.dim_id = d.dim_id)"
+    ),
+    "anti_not_exists": (
+        "SELECT d.dim_id FROM dim d "
+        "WHERE NOT EXISTS (SELECT 1 FROM fact f WHERE f.dim_id = d.dim_id)"
+    ),
+    "anti_fact": (
+        "SELECT f.id FROM fact f "
+        "WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE f.dim_id = d.dim_id AND d.name = 'd1')"
+    ),
+    "aggregate_side": (
+        "SELECT f.id, a.n FROM fact f JOIN "
+        "(SELECT name, count(*) AS n FROM dim GROUP BY name) a ON a.n = f.dim_id"
+    ),
+    "global_aggregate_side": (
+        "SELECT f.id FROM fact f, (SELECT max(dim_id) AS m FROM dim) a WHERE f.dim_id * 2 > a.m"
+    ),
+    "self_join": (
+        "SELECT a.dim_id, b.dim_id FROM dim a JOIN dim b ON a.name = b.name AND a.dim_id < b.dim_id"
+    ),
+    "union_side": (
+        "SELECT f.id, u.name FROM fact f JOIN "
+        "(SELECT dim_id, name FROM dim UNION ALL SELECT 7 AS dim_id, 'x' AS name) u "
+        "ON u.dim_id = f.dim_id"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_same_answer_with_and_without_hints(
+    name: str, tables: dict[str, tuple[str, pa.Table]]
+) -> None:
+    sql = QUERIES[name]
+    on, off = _context(tables, stats=True), _context(tables, stats=False)
+    want = _duck(tables, sql)
+    assert _rows(on.sql(sql).to_arrow_table()) == want
+    assert _rows(off.sql(sql).to_arrow_table()) == want
+
+
+def test_small_side_is_broadcast_and_reported(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    ctx = _context(tables, stats=True)
+    sql = QUERIES["inner_small_right"]
+    done = ctx.sql(sql).lance_rewrite()
+    assert len(done.join_stats) == 1
+    assert "dim v1" in done.join_stats[0] and "at most 300 rows" in done.join_stats[0]
+    physical = done.dataframe.execution_plan().display_indent()
+    assert "mode=CollectLeft" in physical
+    # DataFusion put the hinted side on the build (left) side: its scan is the first one
+    first_scan = next(line for line in physical.splitlines() if "DatasetExec" in line)
+    assert "projection=[dim_id, name]" in first_scan
+    explain = "\n".join(p or "" for p in ctx.sql("EXPLAIN " + sql).to_pydict()["plan"])
+    assert "join statistics: right input (dim v1): at most 300 rows" in explain
+    assert "table=dim" in explain  # the pinned copy keeps the table's name in EXPLAIN
+
+
+def test_without_the_pass_the_join_is_partitioned(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    ctx = _context(tables, stats=False)
+    done = ctx.sql(QUERIES["inner_small_right"]).lance_rewrite()
+    assert done.join_stats == []
+    assert "mode=Partitioned" in done.dataframe.execution_plan().display_indent()
+
+
+def test_large_inputs_get_no_hint(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    ctx = _context(tables, stats=True)
+    done = ctx.sql("SELECT a.id FROM fact a JOIN fact b ON a.id = b.dim_id").lance_rewrite()
+    assert done.join_stats == []
+
+
+def test_bounds_of_derived_inputs(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    ctx = _context(tables, stats=True)
+    lines = ctx.sql(QUERIES["global_aggregate_side"]).lance_rewrite().join_stats
+    assert any("at most 1 rows" in line for line in lines), lines
+    lines = ctx.sql(QUERIES["union_side"]).lance_rewrite().join_stats
+    assert any("at most 301 rows" in line for line in lines), lines
+    lines = ctx.sql(QUERIES["inner_three"]).lance_rewrite().join_stats
+    assert any("tiny v1" in line and "at most 4 rows" in line for line in lines), lines
+
+
+def test_new_rows_are_counted_and_read(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    """A hint never hides rows appended after an earlier query: it counts the version it reads."""
+    ctx = _context(tables, stats=True)
+    sql = "SELECT f.id, d.name FROM fact f JOIN dim d ON f.dim_id = d.dim_id"
+    before = ctx.sql(sql).to_arrow_table().num_rows
+    uri, _ = tables["dim"]
+    extra = pa.table(
+        {"dim_id": pa.array([1, 2], pa.int64()), "name": pa.array(["n1", "n2"], pa.string())}
+    )
+    lance.write_dataset(extra, uri, mode="append")
+    tables["dim"] = (uri, pa.concat_tables([_dim(), extra]))
+    done = ctx.sql(sql).lance_rewrite()
+    assert "dim v2" in done.join_stats[0] and "at most 302 rows" in done.join_stats[0]
+    after = ctx.sql(sql).to_arrow_table()
+    assert after.num_rows > before
+    assert _rows(after) == _duck(tables, sql)
+
+
+def test_deleted_rows_lower_the_bound(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    uri, table = tables["dim"]
+    lance.dataset(uri).delete("dim_id >= 200")
+    tables["dim"] = (uri, table.filter(pa.compute.less(table.column("dim_id"), 200)))
+    ctx = _context(tables, stats=True)
+    sql = QUERIES["left_small_left"]
+    done = ctx.sql(sql).lance_rewrite()
+    assert any("at most 200 rows" in line for line in done.join_stats), done.join_stats
+    assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)
+
+
+def test_pinned_copy_counts_into_the_table_metrics(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    ctx = _context(tables, stats=True)
+    before = ctx.lance_table("dim").metrics.rows_read
+    ctx.sql(QUERIES["inner_small_right"]).collect()
+    assert ctx.lance_table("dim").metrics.rows_read - before == 300
+
+
+def test_pinned_registration_needs_no_copy(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    ctx = _context(tables, stats=True)
+    uri, _ = tables["dim"]
+    ctx.register_lance("dim", uri, version=1)
+    done = ctx.sql(QUERIES["inner_small_right"]).lance_rewrite()
+    assert done.join_stats and "__lance_pinned" not in done.dataframe.logical_plan().display()
+
+
+def test_default_threshold_without_information_schema(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """Without SHOW the pass hints up to DataFusion's default threshold (131,072 rows)."""
+    ctx = lance_sql.SessionContext()
+    for name, (uri, _) in tables.items():
+        ctx.register_lance(name, uri)
+    done = ctx.sql(QUERIES["inner_small_right"]).lance_rewrite()
+    assert len(done.join_stats) == 2  # fact's 3000 rows are under the default too
+    assert "mode=CollectLeft" in done.dataframe.execution_plan().display_indent()
