@@ -8,6 +8,7 @@ and the wall time.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -16,6 +17,7 @@ from lance_sql.cli.demo_data import DEMO_TABLES, build_demo
 from lance_sql.cli.output import format_table
 from lance_sql.cli.plan_stats import explain_text, join_summary, scan_stats
 from lance_sql.cli.statements import header_tags, split_statements
+from lance_sql.engines.datafusion.dml import statement_keyword
 
 __all__ = ["cmd_demo", "demo_context", "examples_dir", "run_example"]
 
@@ -31,6 +33,9 @@ def demo_context(folder: Path, prune: Any = "planner") -> Any:
     ctx = SessionContext()
     for name in DEMO_TABLES:
         ctx.register_namespace(name, folder / name, prune=prune)
+    # CREATE TABLE in the examples: a fresh folder per session (SET lance.warehouse)
+    (folder / "warehouse").mkdir(parents=True, exist_ok=True)
+    ctx.lance_warehouse = tempfile.mkdtemp(prefix="session-", dir=folder / "warehouse")
     return ctx
 
 
@@ -54,7 +59,7 @@ def run_example(path: Path, ctx: Any, folder: Path, out: TextIO, max_rows: int =
         table = ctx.sql(stmt).to_arrow_table()
         elapsed = time.perf_counter() - t0
         out.write(format_table(table, max_rows) + "\n")
-        plan = explain_text(ctx, stmt)
+        plan = "" if statement_keyword(stmt) == "CREATE" else explain_text(ctx, stmt)
         for s in scan_stats(plan):
             out.write(f"pruning: {s}\n")
         if "join" in tags:

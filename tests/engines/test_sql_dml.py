@@ -305,7 +305,7 @@ def test_errors_are_typed_and_name_the_table(tmp_path: Path, pair: Pair) -> None
             "MERGE INTO t USING (VALUES (1)) AS s(id) ON t.id = s.id "
             "WHEN NOT MATCHED BY SOURCE THEN DELETE"
         )
-    with pytest.raises(LanceSqlError, match="(?i)days"):
+    with pytest.raises(LanceSqlError, match=r"(?i)days"):
         ctx.sql(f"CREATE TABLE d (ts TIMESTAMP) PARTITIONED BY (days(ts)) LOCATION '{tmp_path}/d'")
     with pytest.raises(LanceSqlError, match="LOCATION"):
         lance_sql.SessionContext().sql("CREATE TABLE w (id BIGINT) PARTITIONED BY (id)")
@@ -329,6 +329,41 @@ def test_cli_script_create_insert_select(
     out = capsys.readouterr().out
     assert "a" in out and "2" in out and "b" not in out.split("-- statement 4")[1]
     assert lance_sql.PartitionedNamespace.open(tmp_path / "k").to_table().num_rows == 2
+
+
+# -- the sql_examples file, vs DuckDB --------------------------------------------------------
+def test_dml_example_matches_duckdb(tmp_path: Path) -> None:
+    from lance_sql.cli.demo import demo_context, examples_dir
+    from lance_sql.cli.demo_data import build_demo
+    from lance_sql.cli.statements import split_statements
+
+    folder, _ = build_demo(tmp_path / "demo")
+    ctx = demo_context(folder)
+    duck = duckdb.connect()
+    duck.create_function("lbucket", lambda ids: bucket(ids, 4), ["BIGINT"], "INTEGER", type="arrow")
+    events = ctx.sql("SELECT * FROM events").to_arrow_table()
+    duck.register("events_arrow", events)
+    duck.execute("CREATE TABLE events AS SELECT * FROM events_arrow")
+    stmts = split_statements((examples_dir() / "06_dml.sql").read_text())
+    for stmt in stmts[:-1]:
+        got = ctx.sql(stmt).to_arrow_table()
+        if "CREATE TABLE" in stmt:
+            duck.execute("CREATE TABLE daily AS " + stmt.split(" AS\n", 1)[1])
+            continue
+        if "INSERT OVERWRITE daily" in stmt:
+            query = stmt.split("INSERT OVERWRITE daily", 1)[1]
+            duck.execute(f"CREATE TEMP TABLE n AS {query}")
+            duck.execute(
+                "DELETE FROM daily WHERE EXISTS (SELECT 1 FROM n WHERE n.event_date = "
+                "daily.event_date AND lbucket(n.id) = lbucket(daily.id))"
+            )
+            want = duck.execute("INSERT INTO daily SELECT * FROM n").fetchall()[0][0]
+        else:
+            want = duck.execute(stmt).fetchall()[0][0]
+        assert got.column("count").to_pylist() == [want], stmt
+    got_rows = _rows(ctx.sql("SELECT * FROM daily").to_arrow_table())
+    want_rows = _sorted(duck.execute("SELECT * FROM daily").fetchall())
+    assert got_rows == want_rows
 
 
 # -- random statement sequences vs DuckDB -------------------------------------------------
