@@ -111,11 +111,16 @@ class PartitionedNamespace:
         """Create a namespace at ``root`` with spec version 1.
 
         ``schema``: a pyarrow schema (ids assigned depth-first from 0 when it has
-        none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, or a
-        list of convenient field dicts (see :func:`spec.build_spec`).
+        none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, a list
+        of convenient field dicts (see :func:`spec.build_spec`), or Iceberg-style
+        text such as ``"days(ts), bucket(16, id)"`` (:mod:`.spec_text`).
         """
         root_s = root_uri(root)
         ns_schema = normalize_schema(schema)
+        if isinstance(spec, str):  # Iceberg-style text, e.g. "days(ts), bucket(16, id)"
+            from lance_sql.tables.namespace.spec_text import spec_fields
+
+            spec = spec_fields(spec)
         if isinstance(spec, PartitionSpec):
             from lance_sql.tables.namespace.spec import validate_spec
 

@@ -19,11 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import (
-    SchemaMismatchError,
     SpecError,
-)
-from lance_sql.tables.namespace.field_map import (
-    cast_to_namespace,
 )
 from lance_sql.tables.namespace.spec import PartitionSpec, source_fields
 
@@ -54,52 +50,13 @@ def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """``batch`` with exactly the namespace ``schema``, or SchemaMismatchError naming a column.
 
-    Columns are matched by name; order does not matter. A missing nullable
-    column is written as NULL; a missing non-nullable column, an extra column,
-    a different type or a NULL in a non-nullable column is an error. Nested
-    types may differ only in child field names (a safe cast).
+    The one schema rule of every write path (:mod:`.schema_rule`): columns by
+    name in any order, a missing nullable column written as NULL, extra
+    columns, other types and NULLs in non-nullable columns refused.
     """
-    names = set(schema.names)
-    seen: set[str] = set()
-    for name in batch.schema.names:
-        if name in seen:
-            raise SchemaMismatchError(f"column {name!r} appears more than once")
-        seen.add(name)
-        if name not in names:
-            raise SchemaMismatchError(
-                f"column {name!r} is not in the namespace schema (columns: {schema.names})"
-            )
-    arrays = []
-    for f in schema:
-        idx = batch.schema.get_field_index(f.name)
-        if idx < 0:
-            if not f.nullable:
-                raise SchemaMismatchError(f"non-nullable column {f.name!r} is missing")
-            arrays.append(pa.nulls(batch.num_rows, f.type))
-            continue
-        col = batch.column(idx)
-        if not col.type.equals(f.type):
-            col = _cast_to_namespace(col, f)
-        if not f.nullable and col.null_count:
-            raise SchemaMismatchError(
-                f"column {f.name!r} is not nullable but has {col.null_count} NULL values"
-            )
-        arrays.append(col)
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    from lance_sql.tables.namespace.schema_rule import conform
 
-
-def _cast_to_namespace(col: pa.Array, f: pa.Field) -> pa.Array:
-    """``col`` as the namespace type: view, large and dictionary variants, or nested
-    types differing only in child names, are cast; anything else is refused."""
-    cast = cast_to_namespace(col, f)
-    if cast is not None:
-        return cast
-    if pa.types.is_nested(col.type) and pa.types.is_nested(f.type):
-        try:
-            return col.cast(f.type, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
-    raise SchemaMismatchError(f"column {f.name!r} has type {col.type}, the namespace has {f.type}")
+    return conform(batch, schema)
 
 
 # ---------------------------------------------------------------------------

@@ -11,9 +11,11 @@ name (any order), and:
    representation of the same values (large, view and dictionary variants;
    list variants; nested types whose list/map child fields are named
    otherwise; zoned timestamps of the same unit in another zone, which hold
-   the same instants). No value is ever converted between types: a string column is
-   never parsed into a number or a date, an int32 column is not widened into
-   an int64 one;
+   the same instants). Inside lists, structs and maps, numbers of one family
+   (signed, unsigned, floating) may differ in width and are converted with a
+   checked cast (Python infers int64 and float64 for nested values). Nothing
+   else is converted: a string column is never parsed into a number or a
+   date, and a top-level int32 column is not widened into an int64 one;
 5. a writer whose transport cannot carry a namespace type (Spark has no
    unsigned integers, no ``time64``...) may deliver the *encoding* that
    transport defines for it (``encoded``); it is converted back exactly, and
@@ -103,10 +105,41 @@ def holds(given: pa.DataType, f: pa.Field, encoded: Encoding | None = None) -> b
         return True
     if pa.types.is_null(given):  # an all-NULL column of no type (rule 6 checks nullability)
         return True
+    if pa.types.is_nested(given) and _same_family(representation(given), representation(f.type)):
+        return True
     enc = encoded(f) if encoded is not None else None
     if enc is None:
         return False
     return _instants(representation(given)).equals(_instants(representation(enc)))
+
+
+_FAMILIES = (
+    pa.types.is_signed_integer,
+    pa.types.is_unsigned_integer,
+    pa.types.is_floating,
+)
+
+
+def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
+    """Nested types of one structure whose leaves differ only in number width.
+
+    Python infers int64/float64 for values inside lists and structs, so a
+    checked cast (overflow refused) converts them; nothing else differs.
+    """
+    if a.equals(b):
+        return True
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        return a.num_fields == b.num_fields and all(
+            a.field(i).name == b.field(i).name and _same_family(a.field(i).type, b.field(i).type)
+            for i in range(a.num_fields)
+        )
+    if (pa.types.is_list(a) and pa.types.is_list(b)) or (
+        pa.types.is_fixed_size_list(a) and pa.types.is_fixed_size_list(b)
+    ):
+        return _same_family(a.value_type, b.value_type)
+    if pa.types.is_map(a) and pa.types.is_map(b):
+        return _same_family(a.key_type, b.key_type) and _same_family(a.item_type, b.item_type)
+    return any(is_kind(a) and is_kind(b) for is_kind in _FAMILIES)
 
 
 def check_schema(

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, LanceSqlError
 from lance_sql.tables.namespace.field_map import table_schema_for
+from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
     NAMESPACE,
     TABLE,
@@ -98,6 +99,7 @@ class NamespaceWriter:
         max_rebases: int = 3,
         write_id: str | None = None,
         staging: bool = False,
+        progress: Any = None,
     ) -> None:
         if mode not in ("append", "overwrite"):
             raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -113,6 +115,8 @@ class NamespaceWriter:
         # write agree); staging: write files only, never commit anything (see stage()).
         self.write_id = write_id
         self.staging = staging
+        # progress: (location, branch) -> pylance FragmentWriteProgress (Spark's file journal)
+        self.progress = progress
         self._prefix = spec.namespace_name
         self._table_schema = table_schema_for(schema)
         self._targets: dict[tuple[Any, ...], WriteTarget] = {}
@@ -223,6 +227,7 @@ class NamespaceWriter:
             schema=t.table_schema,
             mode=mode,
             storage_options=self.storage_options,
+            progress=None if self.progress is None else self.progress(t.location, t.branch),
         )
         t.fragments.extend(frags)
 
@@ -309,8 +314,17 @@ class NamespaceWriter:
             return self.snapshot  # nothing to write: no new version anywhere
         self._flush(list(self._targets.values()))
         versions: dict[str, int] = {}
+        indexes = read_indexes(self.snapshot.properties)
         for t in sorted(self._targets.values(), key=lambda t: t.object_id):
             versions[t.object_id] = self._commit_table(t)
+            if indexes and t.fragments:
+                versions[t.object_id] = maintain_indexes(
+                    t.entry or PartitionTable(t.object_id, t.location, t.uri, self.spec.id),
+                    versions[t.object_id],
+                    indexes,
+                    rebuild=t.entry is None or self.mode == "overwrite",
+                    storage_options=self.storage_options,
+                )
         for attempt in range(self.max_rebases + 1):
             rows = self._manifest_rows(versions)
             self._may_be_committed = True
@@ -340,7 +354,7 @@ class NamespaceWriter:
         partition or partition namespace this append also created.
         """
         if _root_properties(latest.properties) != _root_properties(self.snapshot.properties):
-            return "the namespace schema or partition specs changed"
+            return "the namespace schema, partition specs or indexes changed"
         if not latest.lance_schema.equals(self.snapshot.lance_schema):
             return "the __manifest columns changed"
         namespaces, tables, has_spec_row = self._layout(latest)
@@ -491,7 +505,9 @@ class NamespaceWriter:
 
 def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
     return {
-        k: v for k, v in properties.items() if k == "schema" or k.startswith("partition_spec_v")
+        k: v
+        for k, v in properties.items()
+        if k in ("schema", INDEXES_KEY) or k.startswith("partition_spec_v")
     }
 
 
