@@ -40,19 +40,22 @@ def register(spark: Any, filter_pushdown: bool | None = None) -> None:
     ``spark.read.format("lance_ns").load(root)`` and
     ``df.write.format("lance_ns").mode("append").save(root)`` work.
     """
+    from lance_sql.engines.spark.read_packing import packing_from_spark
     from lance_sql.engines.spark.source import (
         LanceNamespaceDataSource,
         LanceNamespacePushdownDataSource,
+        for_session,
     )
 
     if filter_pushdown is None:
         filter_pushdown = scan_scoped_pushdown(spark)
+    packing = packing_from_spark(spark)  # reads are packed with this session's split settings
     if filter_pushdown:
         for key, value in SETTINGS.items():
             spark.conf.set(key, value)
-        spark.dataSource.register(LanceNamespacePushdownDataSource)
+        spark.dataSource.register(for_session(LanceNamespacePushdownDataSource, packing))
     else:
-        spark.dataSource.register(LanceNamespaceDataSource)
+        spark.dataSource.register(for_session(LanceNamespaceDataSource, packing))
 
 
 def partitioned_join(spark: Any, left_root: str, right_root: str, **kwargs: Any) -> Any:

@@ -45,6 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from lance_sql.engines.spark.filters import split
 from lance_sql.engines.spark.paths import normalize_root
+from lance_sql.engines.spark.read_packing import Packing, pack_by_bytes
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 
@@ -55,8 +56,14 @@ OPTIONS = {
     "version": "__manifest version to read (default: the latest at load())",
     "storage_options": "JSON object of object-store options (passed to pylance and fsspec)",
     "columns": "comma-separated columns to read (column pruning; default: all)",
-    "rows_per_partition": "pack partition tables smaller than this many rows into shared "
-    "Spark partitions (default: one Spark partition per partition table)",
+    "bytes_per_partition": "pack partition tables into Spark partitions of about this many "
+    "bytes (from metadata), as Spark packs files (default: spark.sql.files.maxPartitionBytes)",
+    "open_cost_bytes": "bytes a partition table counts for beyond its size when packing "
+    "(default: spark.sql.files.openCostInBytes)",
+    "min_partitions": "pack into at least this many Spark partitions when the data allows "
+    "(default: spark.sql.files.minPartitionNum, else the default parallelism)",
+    "rows_per_partition": "pack by rows instead: partition tables smaller than this many rows "
+    "share Spark partitions (1: one Spark partition per partition table)",
     "pruning": "false reads every partition table (the filter is still applied)",
     "where": "a filter in DataFusion SQL (as lance_sql.plan_scan takes): prunes partition "
     "tables and is applied exactly in every scan, for every query of the DataFrame",
@@ -187,6 +194,7 @@ class LanceNamespaceReader(DataSourceReader):
         ns_schema: pa.Schema,
         spark_schema: Any,
         version: int | None,
+        packing: Packing | None = None,
     ) -> None:
         self.options = dict(options)
         self.ns_schema = ns_schema
@@ -208,6 +216,7 @@ class LanceNamespaceReader(DataSourceReader):
             )
         self.pruning = pruning == "true"
         self.rows_per_partition = int_option(self.options, "rows_per_partition")
+        self.packing = (packing or Packing()).with_options(self.options)
 
     def plan(self) -> tuple[Any, Any]:
         """(namespace at the pinned version, :class:`~lance_sql.planning.scan_plan.ScanPlan`)."""
@@ -239,7 +248,10 @@ class LanceNamespaceReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         ns, plan = self.plan()
         units = plan.scan_units(ns, schema=self.ns_schema) if plan.partitions else []
-        groups = pack(units, self.rows_per_partition)
+        if self.rows_per_partition:
+            groups = pack(units, self.rows_per_partition)
+        else:
+            groups = pack_by_bytes(units, self.packing)
         sf = plan.scan_filter if self.options.get("where") else None
         if not groups:
             return [LanceInputPartition([], [], sf)]
@@ -294,6 +306,9 @@ class LanceNamespaceDataSource(DataSource):
     #: Whether readers accept Spark's pushed filters (only safe where Spark scopes
     #: read plans to one scan; see the module docstring).
     push_filters: ClassVar[bool] = False
+    #: File-split settings packing units into Spark partitions; :func:`for_session`
+    #: gives a subclass carrying the registering session's settings.
+    packing: ClassVar[Packing] = Packing()
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
@@ -319,7 +334,7 @@ class LanceNamespaceDataSource(DataSource):
     def reader(self, schema: Any) -> DataSourceReader:
         ns_schema, version = self._state()
         cls = LanceNamespacePushdownReader if self.push_filters else LanceNamespaceReader
-        return cls(self.options, ns_schema, schema, version)
+        return cls(self.options, ns_schema, schema, version, self.packing)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from lance_sql.engines.spark.write import LanceNamespaceWriter
@@ -333,6 +348,25 @@ class LanceNamespacePushdownDataSource(LanceNamespaceDataSource):
     push_filters: ClassVar[bool] = True
 
 
+def for_session(source: type[LanceNamespaceDataSource], packing: Packing) -> type:
+    """``source`` with a session's packing settings, to register with that session.
+
+    A class made here has no importable name, so cloudpickle ships it by value
+    to the Python workers, ``packing`` included (the workers cannot ask the
+    session for its settings).
+    """
+    return type(
+        source.__name__,
+        (source,),
+        {
+            "packing": packing,
+            "__module__": source.__module__,
+            "__qualname__": f"{source.__qualname__}.for_session",
+            "__doc__": source.__doc__,
+        },
+    )
+
+
 __all__ = [
     "NAME",
     "OPTIONS",
@@ -341,6 +375,7 @@ __all__ = [
     "LanceNamespacePushdownDataSource",
     "LanceNamespacePushdownReader",
     "LanceNamespaceReader",
+    "for_session",
     "open_namespace",
     "pack",
     "selected_columns",
