@@ -21,7 +21,6 @@ lazily, so an engine that stops reading (``LIMIT``) stops the scan.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import threading
 from abc import ABC, abstractmethod
@@ -268,6 +267,50 @@ def _substrait_filter(filter: pc.Expression, schema: pa.Schema) -> bytes:
     return bytes(serialize_expressions([filter], ["my_filter"], stubbed))
 
 
+class _PreparedFilters:
+    """Serialized filters by (filter object, dataset schema): one scan node, many scans.
+
+    Every unit of a scan node gets the same filter object, and partition
+    tables mostly share one schema, so a namespace scan of N tables
+    serializes its filter (and applies the float rewrite) once, not N times:
+    both cost more than 0.1 ms of Python per scan. Keys hold the filter object
+    itself, so an ``id`` is never reused while its entry lives.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._items: dict[int, list[tuple[pc.Expression, pa.Schema, bytes]]] = {}
+        self._lock = threading.Lock()
+
+    def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
+        with self._lock:
+            for f, sch, payload in self._items.get(id(filter), ()):
+                if f is filter and sch.equals(schema):
+                    return payload
+        payload = _substrait_filter(_float_semantics(filter, schema), schema)
+        with self._lock:
+            if len(self._items) >= self._capacity:
+                self._items.clear()
+            self._items.setdefault(id(filter), []).append((filter, schema, payload))
+        return payload
+
+
+def _float_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
+    """Lance compares two float columns in total order (-0.0 < 0.0): DataFusion's semantics.
+
+    A filter with positional field references (translated by field id in
+    tables/namespace/reader.py, which applies the rewrite before it
+    translates) cannot be read back: it is pushed as it is.
+    """
+    try:
+        return with_sql_float_semantics(filter, schema, columns_only=True)
+    except FloatRewriteError:
+        return filter
+
+
+_PREPARED = _PreparedFilters()
+
+
 def lance_scanner(
     dataset: lance.LanceDataset,
     *,
@@ -279,31 +322,15 @@ def lance_scanner(
 ) -> Any:
     """A pylance scanner with ``filter`` pushed into Lance.
 
-    Goes through pylance's public ``scanner()`` unless the schema has a column
-    type that would make pylance refuse *every* filter; then the filter is
-    serialized here (see :func:`_substrait_filter`) and handed to pylance's
-    scanner builder. Raises one of :data:`FILTER_REFUSED` when Lance cannot take
-    the filter.
+    The filter is serialized here (see :func:`_substrait_filter`: what
+    pylance's own ``scanner(filter=...)`` does, with more column types stubbed
+    so that an unrelated awkward column cannot make Lance refuse every
+    filter), once per filter object and schema (:class:`_PreparedFilters`),
+    and handed to pylance's scanner builder. Raises one of
+    :data:`FILTER_REFUSED` when Lance cannot take the filter.
     """
-    kwargs: dict[str, Any] = {
-        "columns": columns,
-        "fragments": fragments,
-        "batch_size": batch_size,
-        "with_row_id": with_row_id,
-        "scan_in_order": False,
-    }
     schema = dataset.schema
-    if filter is not None:
-        # Lance compares two float columns in total order (-0.0 < 0.0): give it
-        # DataFusion's float semantics instead (see float_filters).
-        # A filter with positional field references (translated by field id in
-        # tables/namespace/reader.py, which applies the rewrite before it
-        # translates) cannot be read back: it is pushed as it is.
-        with contextlib.suppress(FloatRewriteError):
-            filter = with_sql_float_semantics(filter, schema, columns_only=True)
-    if filter is None or not any(_needs_placeholder(f.type) for f in schema):
-        return dataset.scanner(filter=filter, **kwargs)
-    payload = _substrait_filter(filter, schema)
+    payload = None if filter is None else _PREPARED.payload(filter, schema)
     try:
         from lance.dataset import ScannerBuilder
 
@@ -318,7 +345,16 @@ def lance_scanner(
         builder.scan_in_order(False)
         builder._substrait_filter = payload
     except (ImportError, AttributeError):  # pylance internals moved: the public path
-        return dataset.scanner(filter=filter, **kwargs)
+        if filter is not None:
+            filter = _float_semantics(filter, schema)
+        return dataset.scanner(
+            columns=columns,
+            filter=filter,
+            fragments=fragments,
+            batch_size=batch_size,
+            with_row_id=with_row_id,
+            scan_in_order=False,
+        )
     return builder.to_scanner()
 
 

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import os
 import threading
 import weakref
@@ -28,7 +27,8 @@ import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
-from lance_sql.errors import SchemaMismatchError
+from lance_sql.errors import LanceSqlError, SchemaMismatchError
+from lance_sql.tables.chain import chain_units
 from lance_sql.tables.lance_table import LanceTable
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.layout import root_uri
@@ -38,8 +38,13 @@ from lance_sql.tables.namespace.namespace import (
     PartitionedNamespace,
     parse_properties,
 )
-from lance_sql.tables.namespace.reader import PartitionTable, table_entries
-from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups, projected_schema
+from lance_sql.tables.namespace.reader import (
+    PartitionTable,
+    open_many_for_read,
+    partition_units,
+    table_entries,
+)
+from lance_sql.tables.scan import ScanMetrics, ScanUnit, projected_schema
 
 #: ``prune(filter, namespace) -> partitions to read`` (None: all of them).
 PruneHook = Callable[
@@ -184,56 +189,6 @@ class EmptyUnit(ScanUnit):
         return "no partition tables"
 
 
-#: Batches pulled from a partition table's scan at a time (read-ahead per partition).
-BURST = 16
-
-
-class _ChainedUnit(ScanUnit):
-    """Several partition-table units read one after the other as one DataFusion partition.
-
-    Every concurrent stream competes for the GIL, so a namespace of many small
-    partition tables is scanned as ``partitions`` balanced chains rather than
-    one stream each. Batches are pulled from pylance in bursts of
-    :data:`BURST` (bounded read-ahead): measured on 16 partition tables, pulling
-    one batch per DataFusion poll made ``count(*), sum(x)`` ~1.5x slower than
-    bursts, which keep pylance's decode pipeline busy between polls.
-    """
-
-    def __init__(self, units: Sequence[ScanUnit], schema: pa.Schema) -> None:
-        self.units = list(units)
-        self._schema = schema
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema
-
-    @property
-    def estimated_rows(self) -> int | None:
-        return sum(u.estimated_rows or 0 for u in self.units)
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
-        batch_size: int | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        for unit in self.units:
-            batches = unit.to_batches(columns, filter, batch_size)
-            while burst := list(itertools.islice(batches, BURST)):
-                yield from burst
-
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
-        return sum(u.count_rows(filter) for u in self.units)
-
-    def describe(self) -> str:
-        return "; ".join(u.describe() for u in self.units)
-
-
-def _chain(units: Sequence[ScanUnit], k: int, schema: pa.Schema) -> list[ScanUnit]:
-    groups = balanced_groups([(i, u.estimated_rows or 0) for i, u in enumerate(units)], k)
-    return [_ChainedUnit([units[i] for i in g], schema) for g in groups]
-
-
 class NamespaceTable(ScanUnitDataset):
     """A partitioned namespace as one DataFusion table (``register_table``-ready)."""
 
@@ -261,6 +216,7 @@ class NamespaceTable(ScanUnitDataset):
         #: SQL filter over the namespace columns used for pruning only (never applied to rows)
         self.prune_filter: str | None = None
         self._base: NamespaceTable | None = None
+        self._units = _UnitCache()  # shared with derived tables (same schema and views)
         super().__init__(namespace.schema, self._plan, name=name)
 
     @property
@@ -327,12 +283,10 @@ class NamespaceTable(ScanUnitDataset):
                 spec_filters = {s.spec_id: s.filter_sql for s in plan.report.specs}
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
-        table_units = list(
-            ns.scan_units(partitions, rows_per_unit=self.rows_per_unit, schema=self.schema)
-        )
+        table_units = self._units.units(ns, partitions, self)
         selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
         totals = _version_totals(ns)
-        units = _chain(table_units, self.partitions, self.schema)
+        units = chain_units(table_units, self.partitions, self.schema)
         if not units:
             units = [EmptyUnit(self.schema)]
         pin = "latest" if self.follow_latest else "pinned"
@@ -347,6 +301,89 @@ class NamespaceTable(ScanUnitDataset):
             f"spec_versions=[{'; '.join(versions)}]"
         )
         return ScanPlan(units, description)
+
+
+#: (object_id, uri, read_version, read_branch, read_tag) of a partition table entry.
+_PinKey = tuple[str, str, "int | None", "str | None", "str | None"]
+
+
+def _pin(entry: PartitionTable) -> _PinKey:
+    return (entry.object_id, entry.uri, entry.read_version, entry.read_branch, entry.read_tag)
+
+
+class _UnitCache:
+    """Scan units of the partition tables a :class:`NamespaceTable` has read, by pin.
+
+    Units hold no per-scan state, so a query reuses the units (open datasets,
+    column mappings, fragment splits) of every earlier query that read the
+    same pins. Kept per namespace view; a new ``__manifest`` version carries
+    over the units of tables it pins at the same version (a table read at
+    latest or at a tag is planned again). Missing tables are opened
+    concurrently (:func:`~lance_sql.tables.namespace.reader.open_many_for_read`).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._view: PartitionedNamespace | None = None
+        self._pins: dict[str, _PinKey] = {}
+        self._by_pin: dict[_PinKey, list[ScanUnit]] = {}
+        self._all: list[ScanUnit] | None = None
+
+    def units(
+        self,
+        ns: PartitionedNamespace,
+        partitions: Iterable[PartitionTable | str] | None,
+        table: NamespaceTable,
+    ) -> list[ScanUnit]:
+        """Units of ``partitions`` (object ids or entries; all when None) in object id order."""
+        pins, by_pin, every = self._for_view(ns)
+        if partitions is None and every is not None:
+            return every
+        entries = ns.tables()
+        if partitions is not None:
+            wanted = {p if isinstance(p, str) else p.object_id for p in partitions}
+            unknown = wanted - pins.keys()
+            if unknown:
+                raise LanceSqlError(f"not partition tables of this namespace: {sorted(unknown)}")
+            entries = [e for e in entries if e.object_id in wanted]
+        missing = [e for e in entries if pins[e.object_id] not in by_pin]
+        if missing:
+            opened = open_many_for_read(missing, storage_options=table.storage_options)
+            fresh = {
+                pins[e.object_id]: partition_units(
+                    e,
+                    o,
+                    table.schema,
+                    rows_per_unit=table.rows_per_unit,
+                    storage_options=table.storage_options,
+                    metrics=table.metrics,
+                )
+                for e, o in zip(missing, opened, strict=True)
+            }
+            with self._lock:
+                by_pin.update(fresh)
+        out = [u for e in entries for u in by_pin[pins[e.object_id]]]
+        if partitions is None:
+            with self._lock:
+                if self._view is ns:
+                    self._all = out
+        return out
+
+    def _for_view(
+        self, ns: PartitionedNamespace
+    ) -> tuple[dict[str, _PinKey], dict[_PinKey, list[ScanUnit]], list[ScanUnit] | None]:
+        with self._lock:
+            if self._view is ns:
+                return self._pins, self._by_pin, self._all
+        pins = {e.object_id: _pin(e) for e in ns.tables()}
+        keep = {k for k in pins.values() if k[2] is not None and not k[4]}
+        with self._lock:
+            if self._view is not ns:
+                self._by_pin = {k: v for k, v in self._by_pin.items() if k in keep}
+                self._pins = pins
+                self._all = None
+                self._view = ns
+            return self._pins, self._by_pin, self._all
 
 
 _TOTALS_LOCK = threading.Lock()

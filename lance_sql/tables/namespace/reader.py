@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import FormatError
+from lance_sql.tables.dataset_cache import OpenCache, open_all, options_key, read_session
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
@@ -35,6 +36,7 @@ from lance_sql.tables.scan import (
     LanceFragmentsUnit,
     ScanMetrics,
     ScanUnit,
+    balanced_groups,
     conform,
     empty_batches,
     projected_schema,
@@ -115,12 +117,18 @@ def _get(cols: Mapping[str, list[Any]], name: str, i: int) -> Any:
 
 
 def open_partition_table(
-    entry: PartitionTable, *, storage_options: Mapping[str, str] | None = None
+    entry: PartitionTable,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    session: Any = None,
 ) -> Any:
     """The pylance dataset of ``entry`` at its pinned version, branch or tag.
 
     A table missing on disk (or a pinned version/tag that no longer exists)
-    raises NotFoundError naming the object id and its location.
+    raises NotFoundError naming the object id and its location. ``session``:
+    a ``lance.Session`` whose caches the dataset shares (readers only; see
+    :func:`open_for_read`). The object is new and the caller's own: writers
+    commit through it.
     """
     import lance
 
@@ -132,12 +140,57 @@ def open_partition_table(
         storage_options=storage_options,
     ):
         if entry.read_tag:
-            return lance.dataset(entry.uri, version=entry.read_tag, storage_options=opts)
+            return lance.dataset(
+                entry.uri, version=entry.read_tag, storage_options=opts, session=session
+            )
         if entry.read_branch:
-            return lance.dataset(entry.uri, storage_options=opts).checkout_version(
+            return lance.dataset(entry.uri, storage_options=opts, session=session).checkout_version(
                 (entry.read_branch, entry.read_version)
             )
-        return lance.dataset(entry.uri, version=entry.read_version, storage_options=opts)
+        return lance.dataset(
+            entry.uri, version=entry.read_version, storage_options=opts, session=session
+        )
+
+
+#: Partition tables opened for reading, across namespace views and sessions:
+#: ``(uri, read_version, read_branch, storage options)`` -> (dataset, table schema with ids).
+_OPENED: OpenCache[tuple[Any, pa.Schema]] = OpenCache()
+
+
+def open_for_read(
+    entry: PartitionTable, *, storage_options: Mapping[str, str] | None = None
+) -> tuple[Any, pa.Schema]:
+    """(pylance dataset at ``entry``'s pin, its schema with field ids), shared by readers.
+
+    Cached process-wide by pinned version (:mod:`lance_sql.tables.dataset_cache`):
+    a table at a ``read_version`` is immutable, so every view of every
+    ``__manifest`` version that pins it reuses one open dataset. Tables read
+    at latest or at a tag are opened each time (through the shared session).
+    Never commit through the returned dataset.
+    """
+    if entry.read_version is None or entry.read_tag:
+        return _open_uncached(entry, storage_options)
+    key = (entry.uri, entry.read_version, entry.read_branch, options_key(storage_options))
+    hit = _OPENED.get(key)
+    if hit is not None and hit[0].version == entry.read_version:
+        return hit
+    if hit is not None:  # someone moved the shared dataset (checkout/commit): replace it
+        _OPENED.discard(key)
+    return _OPENED.put(key, _open_uncached(entry, storage_options))
+
+
+def _open_uncached(
+    entry: PartitionTable, storage_options: Mapping[str, str] | None
+) -> tuple[Any, pa.Schema]:
+    ds = open_partition_table(entry, storage_options=storage_options, session=read_session())
+    return ds, table_field_ids(entry, ds.version, storage_options=storage_options)
+
+
+def open_many_for_read(
+    entries: Sequence[PartitionTable], *, storage_options: Mapping[str, str] | None = None
+) -> list[tuple[Any, pa.Schema]]:
+    """:func:`open_for_read` of every entry, opened concurrently (in ``entries`` order)."""
+    return open_all(entries, lambda e: open_for_read(e, storage_options=storage_options))
 
 
 def table_field_ids(
@@ -246,7 +299,8 @@ class PartitionTableUnit(ScanUnit):
 
     def count_rows(self, filter: pc.Expression | None = None) -> int:
         if filter is None:
-            return self._inner.count_rows()
+            with self._pylance_errors():
+                return self._inner.count_rows()
         return super().count_rows(filter)
 
     def to_batches(
@@ -336,12 +390,51 @@ class PartitionTableUnit(ScanUnit):
                     yield conform(b, out_schema)
 
 
+def partition_units(
+    entry: PartitionTable,
+    opened: tuple[Any, pa.Schema],
+    schema: pa.Schema,
+    *,
+    rows_per_unit: int,
+    storage_options: Mapping[str, str] | None = None,
+    metrics: ScanMetrics | None = None,
+) -> list[ScanUnit]:
+    """Scan units of one opened partition table presenting ``schema``.
+
+    One unit, or several balanced by live rows when the table holds more than
+    ``rows_per_unit`` rows; an empty table gives one empty unit. Units hold
+    no per-scan state: they may be reused by every scan of the same pin.
+    """
+    ds, tschema = opened
+    mapping = map_columns(schema, tschema, object_id=entry.object_id)
+    sizes = [(f.fragment_id, f.count_rows()) for f in ds.get_fragments()]
+    rows_of = dict(sizes)
+    total = sum(rows_of.values())
+    k = max(1, -(-total // rows_per_unit))
+    groups = balanced_groups(sizes, k) if sizes else [[]]
+    return [
+        PartitionTableUnit(
+            entry,
+            ds,
+            group,
+            mapping,
+            storage_options=storage_options,
+            metrics=metrics,
+            estimated_rows=sum(rows_of.get(i, 0) for i in group),
+        )
+        for group in groups
+    ]
+
+
 __all__ = [
     "ColumnMapping",
     "PartitionTable",
     "PartitionTableUnit",
     "map_columns",
+    "open_for_read",
+    "open_many_for_read",
     "open_partition_table",
+    "partition_units",
     "table_entries",
     "table_field_ids",
 ]

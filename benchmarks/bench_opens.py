@@ -1,0 +1,165 @@
+"""Benchmark: a query that cannot prune, over a 731-partition day namespace vs one dataset.
+
+Builds (once, reused with ``--dir``) ``--rows`` rows (int64 ``id`` unique,
+date32 ``day`` over 731 days, float64 ``x``, utf8 ``s``) as
+
+* a partitioned namespace with ``identity(day)``: 731 partition tables;
+* one Lance dataset with the same rows (written by pylance).
+
+Then measures, in one process and alternating the two sides each round
+(best of ``--repeat`` rounds):
+
+* point lookup ``SELECT * FROM t WHERE id = K`` (``id`` is not a partition
+  column, so nothing is pruned: every partition table is opened and scanned);
+* ``SELECT count(*) FROM t`` (answered from metadata, no pages read);
+* ``SELECT count(*), sum(x) FROM t``.
+
+Each query is planned and run through ``lance_sql.SessionContext``; answers
+of both sides are compared. The ratio namespace / one dataset is the result
+(issue #18: point lookup <= 1.5x).
+
+Usage: ``python benchmarks/bench_opens.py [--rows N] [--repeat R] [--dir PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+import lance_sql
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+DAYS = 731
+
+
+def make_table(rows: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    start = datetime.date(2024, 1, 1).toordinal() - datetime.date(1970, 1, 1).toordinal()
+    days = np.sort(rng.integers(0, DAYS, rows)) + start
+    days[:DAYS] = np.arange(DAYS) + start  # every day present (rows >= DAYS)
+    words = np.array([f"value-{i:05d}" for i in range(1000)], dtype=object)
+    return pa.table(
+        {
+            "id": pa.array(rng.permutation(rows), pa.int64()),
+            "day": pa.array(days.astype(np.int32), pa.date32()),
+            "x": pa.array(rng.random(rows), pa.float64()),
+            "s": pa.array(words[rng.integers(0, len(words), rows)], pa.string()),
+        }
+    )
+
+
+def build(directory: Path, rows: int) -> tuple[str, str]:
+    ns_root, one_uri = directory / "days_ns", directory / "days_one.lance"
+    marker = directory / f"built_{rows}"
+    if marker.exists():
+        return str(ns_root), str(one_uri)
+    for p in (ns_root, one_uri):
+        if p.exists():
+            shutil.rmtree(p)
+    data = make_table(rows)
+    spec = [{"field_id": "day", "source": "day", "transform": {"type": "identity"}}]
+    ns = PartitionedNamespace.create(str(ns_root), data.schema, spec)
+    ns.append(data)
+    lance.write_dataset(data, str(one_uri))
+    marker.touch()
+    return str(ns_root), str(one_uri)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
+    ns_root, one_uri = build(directory, rows)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("ns", ns_root)
+    ctx.register_lance("one", one_uri)
+    key = rows // 3
+    queries = {
+        "point lookup WHERE id = K (no pruning)": "SELECT id, day, x, s FROM {} WHERE id = "
+        + str(key),
+        "count(*)": "SELECT count(*) AS n FROM {}",
+        "count(*), sum(x)": "SELECT count(*) AS n, sum(x) AS s FROM {}",
+    }
+    results = []
+    for name, sql in queries.items():
+
+        def ours(sql: str = sql) -> Any:
+            return ctx.sql(sql.format("ns")).to_pylist()
+
+        def base(sql: str = sql) -> Any:
+            return ctx.sql(sql.format("one")).to_pylist()
+
+        got, expected = ours(), base()  # warm both (page cache, open datasets)
+        if not _same(got, expected):
+            raise AssertionError(f"{name}: namespace {got} != one dataset {expected}")
+        t_ours, t_base = [], []
+        for _ in range(repeat):
+            t_ours.append(timed(ours)[0])
+            t_base.append(timed(base)[0])
+        results.append(
+            {
+                "query": name,
+                "namespace_s": min(t_ours),
+                "one_s": min(t_base),
+                "ratio": min(t_ours) / min(t_base),
+            }
+        )
+    return results
+
+
+def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b, strict=True):
+        for k, va in ra.items():
+            vb = rb[k]
+            if isinstance(va, float) and isinstance(vb, float):
+                if abs(va - vb) > 1e-9 * max(1.0, abs(vb)):
+                    return False
+            elif va != vb:
+                return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--dir", type=Path, default=None, help="keep the data here (reused)")
+    args = parser.parse_args(argv)
+    tmp = None
+    directory = args.dir
+    if directory is None:
+        tmp = tempfile.mkdtemp(prefix="bench_opens_")
+        directory = Path(tmp)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        results = run(max(args.rows, DAYS), args.repeat, directory)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"rows={args.rows} partition tables={DAYS} repeat={args.repeat} (best of, alternating)")
+    print(f"{'query':42} {'namespace s':>12} {'one s':>8} {'ratio':>6}")
+    for r in results:
+        print(f"{r['query']:42} {r['namespace_s']:12.4f} {r['one_s']:8.4f} {r['ratio']:6.2f}")
+    if hasattr(os, "getloadavg"):
+        print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    return results
+
+
+if __name__ == "__main__":
+    main()
