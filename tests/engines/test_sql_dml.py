@@ -216,6 +216,144 @@ def test_merge_refuses_two_source_rows_for_one_target_row(pair: Pair) -> None:
     assert _rows(pair.ctx.sql("SELECT * FROM t").to_arrow_table()) == _rows(before)
 
 
+# -- conditions and SET values mean what they mean in a SELECT, for every type ------------------
+_TYPED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("tz", pa.timestamp("us", tz="UTC")),
+        ("tz1", pa.timestamp("us", tz="+01:00")),
+        ("ts", pa.timestamp("us")),
+        ("d", pa.date32()),
+        ("dec", pa.decimal128(10, 2)),
+        ("s", pa.string()),
+        ("Mixed Case", pa.int32()),
+        ("b", pa.bool_()),
+        ("f", pa.float64()),
+    ]
+)
+
+_CONDITIONS = [
+    "tz > TIMESTAMP '2024-03-31 05:00:00'",
+    "tz > '2024-03-31T05:00:00+02:00'",
+    "tz1 < '2024-03-31T05:00:00Z'",
+    "ts >= '2024-01-01T10:00:00'",
+    "d = DATE '2024-01-05'",
+    "d > '2024-01-20'",
+    "dec > 2.5",
+    "dec = 1.25",
+    "s = 'it''s'",
+    "s LIKE 'i%'",
+    "s = 'é'",
+    '"Mixed Case" = 3',
+    "b",
+    "NOT b",
+    "b IS NULL",
+    "f = 0",
+    "f > 1",
+    "f IS NULL",
+    "isnan(f)",
+    "f = 'NaN'",
+    "id IN (1, 2, 3)",
+    "abs(murmur3(id)) % 4 = 1",
+    "murmur3_multi(s, id) > 0",
+    "date_part('hour', tz1) = 3",
+    "CAST(tz AS DATE) = DATE '2024-03-31'",
+    "s IS DISTINCT FROM 'x'",
+    "coalesce(s, 'z') = 'z'",
+    "CASE WHEN id > 5 THEN d < DATE '2024-01-30' ELSE b END",
+    "substr(s, 1, 1) = 'i'",
+]
+
+#: (SET clause, the same values as SELECT items by column)
+_SETS = [
+    ("s = s || '''x'", {"s": "s || '''x'"}),
+    ('"Mixed Case" = "Mixed Case" + 1', {"Mixed Case": '"Mixed Case" + 1'}),
+    ("f = CASE WHEN f > 1 THEN 2 ELSE f END", {"f": "CASE WHEN f > 1 THEN 2 ELSE f END"}),
+    (
+        "tz = tz + INTERVAL '1 hour', d = d + INTERVAL '1 day'",
+        {"tz": "tz + INTERVAL '1 hour'", "d": "d + INTERVAL '1 day'"},
+    ),
+    ("dec = dec * 2, b = NOT b", {"dec": "dec * 2", "b": "NOT b"}),
+    ("id = murmur3(id) % 100", {"id": "murmur3(id) % 100"}),
+]
+
+
+def _typed_rows(n: int = 40) -> pa.Table:
+    import datetime as dt
+    import decimal
+
+    base = dt.datetime(2024, 3, 30, 20, 0, tzinfo=dt.timezone.utc)
+    return pa.table(
+        {
+            "id": list(range(n)),
+            "tz": [base + dt.timedelta(hours=i) for i in range(n)],
+            "tz1": [base + dt.timedelta(hours=i) for i in range(n)],
+            "ts": [dt.datetime(2024, 1, 1) + dt.timedelta(hours=i) for i in range(n)],
+            "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i) for i in range(n)],
+            "dec": [decimal.Decimal(i) / 4 for i in range(n)],
+            "s": [["it's", "x", "é", None][i % 4] for i in range(n)],
+            "Mixed Case": [i % 5 for i in range(n)],
+            "b": [[True, False, None][i % 3] for i in range(n)],
+            "f": [[float("nan"), -0.0, 0.0, 1.5, None][i % 5] for i in range(n)],
+        },
+        schema=_TYPED,
+    )
+
+
+def _bag(table: pa.Table) -> list[tuple[Any, ...]]:
+    def norm(x: Any) -> Any:
+        return "NaN" if isinstance(x, float) and x != x else x
+
+    return sorted(
+        (tuple(norm(x) for x in r.values()) for r in table.to_pylist()),
+        key=lambda r: tuple((x is None, str(x)) for x in r),
+    )
+
+
+@pytest.fixture
+def typed(tmp_path: Path) -> lance_sql.SessionContext:
+    ns = lance_sql.PartitionedNamespace.create(
+        tmp_path / "typed",
+        _TYPED,
+        [
+            {"source": "id", "transform": "bucket", "num_buckets": 4},
+            {"source": "d", "transform": "month"},
+        ],
+    )
+    ns.append(_typed_rows())
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", tmp_path / "typed")
+    return ctx
+
+
+@pytest.mark.parametrize("condition", _CONDITIONS)
+def test_delete_condition_means_what_select_means(
+    typed: lance_sql.SessionContext, condition: str
+) -> None:
+    ctx = typed
+    hit = ctx.sql(f"SELECT * FROM t WHERE {condition}").to_arrow_table()
+    kept = ctx.sql(f"SELECT * FROM t WHERE ({condition}) IS NOT TRUE").to_arrow_table()
+    assert _count(ctx.sql(f"DELETE FROM t WHERE {condition}")) == hit.num_rows
+    assert _bag(ctx.sql("SELECT * FROM t").to_arrow_table()) == _bag(kept)
+
+
+@pytest.mark.parametrize("assign", _SETS, ids=[a for a, _ in _SETS])
+@pytest.mark.parametrize("condition", _CONDITIONS[::4])
+def test_update_means_what_select_means(
+    typed: lance_sql.SessionContext, assign: tuple[str, dict[str, str]], condition: str
+) -> None:
+    ctx = typed
+    clause, values = assign
+    items = ", ".join(
+        "(" + values.get(f.name, '"' + f.name + '"') + ') AS "' + f.name + '"' for f in _TYPED
+    )
+    new = ctx.sql(f"SELECT {items} FROM t WHERE {condition}").to_arrow_table()
+    kept = ctx.sql(f"SELECT * FROM t WHERE ({condition}) IS NOT TRUE").to_arrow_table()
+    want = pa.concat_tables([new.cast(kept.schema), kept])
+    assert _count(ctx.sql(f"UPDATE t SET {clause} WHERE {condition}")) == new.num_rows
+    assert _bag(ctx.sql("SELECT * FROM t").to_arrow_table()) == _bag(want)
+
+
 # -- equal to the Python API ------------------------------------------------------------------
 def test_statements_equal_python_api(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path)

@@ -14,8 +14,9 @@ operations (one atomic ``__manifest`` commit each) when it is executed:
   partitions they belong to (``ns.overwrite(rows, partitions="dynamic")``:
   Spark's ``partitionOverwriteMode=dynamic``, Iceberg's ``ReplacePartitions``);
 * ``DELETE``: the input is ``Filter(condition, TableScan)``; the condition is
-  printed by DataFusion's own unparser and handed to ``ns.delete``, which
-  prunes with it and evaluates it with DataFusion on the candidate rows;
+  printed by DataFusion's own unparser (:mod:`.dml_text`) and handed to
+  ``ns.delete``, which prunes with it and evaluates it with DataFusion on
+  the candidate rows;
 * ``UPDATE``: the input is ``Projection(new values, Filter(condition, ...))``;
   each projected column that is not the column itself becomes a SET
   expression (unparser text), the condition the WHERE (``ns.update``).
@@ -38,14 +39,13 @@ from typing import Any
 import pyarrow as pa
 import sqlglot
 from datafusion import DataFrame
-from sqlglot import exp
 
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
+from lance_sql.engines.datafusion.dml_text import update_sql, where_sql
 from lance_sql.engines.datafusion.errors import typed_errors
 from lance_sql.errors import (
     LanceSqlError,
     NotFoundError,
-    PlanningError,
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
@@ -134,10 +134,10 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
     if op == "overwrite":
         return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
     if op == "delete":
-        where = _where_sql(source, table.schema, name)
+        where = where_sql(source, name)
         return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
     if op == "update":
-        sets, where = _update_sql(source, table.schema, name)
+        sets, where = update_sql(source, table.schema, name)
         return DmlDataFrame(
             df, ctx, lambda: _namespace(table, name).update(sets, where) if sets else 0, "UPDATE"
         )
@@ -237,74 +237,6 @@ def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-# -- DELETE / UPDATE: DataFusion's plan printed by its own unparser ----------------------------
-def _unparse(node: Any, name: str) -> exp.Select:
-    from datafusion.unparser import Dialect, Unparser
-
-    try:
-        text = str(Unparser(Dialect.default()).plan_to_sql(node))
-        tree = sqlglot.parse_one(text, read="postgres")
-    except Exception as exc:
-        raise UnsupportedFeatureError(
-            f"the statement on {name!r} cannot be printed for the namespace's row operations: "
-            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        ) from exc
-    if not isinstance(tree, exp.Select):
-        raise UnsupportedFeatureError(f"the statement on {name!r} has an unexpected plan: {text}")
-    if any(True for _ in tree.find_all(exp.Subquery, exp.Exists)):
-        raise UnsupportedFeatureError(
-            f"a subquery in a DELETE or UPDATE of namespace {name!r} is not supported"
-        )
-    return tree
-
-
-def _unqualified(e: exp.Expression) -> str:
-    e = e.copy()
-    for c in e.find_all(exp.Column):
-        c.set("table", None)
-        c.set("db", None)
-        c.set("catalog", None)
-    return e.sql(dialect="postgres")
-
-
-def _has_filter(node: Any) -> bool:
-    kinds = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        kinds.add(type(n.to_variant()).__name__)
-        stack.extend(n.inputs())
-    return "Filter" in kinds
-
-
-def _where_sql(node: Any, schema: pa.Schema, name: str) -> str | None:
-    """The WHERE condition of a DELETE's input plan over unqualified columns (None: all)."""
-    if not _has_filter(node):
-        return None
-    where = _unparse(node, name).args.get("where")
-    if where is None:
-        raise UnsupportedFeatureError(f"the DELETE condition on {name!r} was lost in printing")
-    return _unqualified(where.this)
-
-
-def _update_sql(node: Any, schema: pa.Schema, name: str) -> tuple[dict[str, str], str | None]:
-    """SET expressions (changed columns only) and WHERE of an UPDATE's input plan."""
-    tree = _unparse(node, name)
-    items = tree.expressions
-    if len(items) != len(schema):
-        raise PlanningError(f"UPDATE of {name!r}: {len(items)} values for {len(schema)} columns")
-    sets: dict[str, str] = {}
-    for field, item in zip(schema, items, strict=True):
-        value = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(value, exp.Column) and value.name == field.name:
-            continue
-        sets[field.name] = _unqualified(value)
-    where = tree.args.get("where")
-    if _has_filter(node) and where is None:
-        raise UnsupportedFeatureError(f"the UPDATE condition on {name!r} was lost in printing")
-    return sets, (None if where is None else _unqualified(where.this))
-
-
 # -- EXPLAIN ------------------------------------------------------------------------------------
 def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
     """EXPLAIN of a DML statement on a lance-sql table (``plan_type``, ``plan``), else None.
@@ -326,9 +258,9 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
     table = target[1]
     source = plan.inputs()[0]
     if op == "delete":
-        route = f"ns.delete(filter={_where_sql(source, table.schema, name)!r})"
+        route = f"ns.delete(filter={where_sql(source, name)!r})"
     elif op == "update":
-        sets, where = _update_sql(source, table.schema, name)
+        sets, where = update_sql(source, table.schema, name)
         route = f"ns.update(set={sets!r}, where={where!r})"
     elif op == "overwrite":
         route = "ns.overwrite(<input rows>, partitions='dynamic')"

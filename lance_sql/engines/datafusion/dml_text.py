@@ -1,0 +1,167 @@
+"""The SQL text of a DELETE's condition and an UPDATE's SET values, from DataFusion's plan.
+
+The namespace's row operations take SQL text over the namespace columns and
+evaluate it with DataFusion (:mod:`lance_sql.tables.namespace.sql_eval`). The
+text comes from DataFusion's own unparser (``plan_to_sql``) of the statement's
+*unoptimized* input plan, where literals are still as written (an optimized
+plan folds a zoned timestamp literal into a value whose zone the unparser
+drops). That output has one fixed shape, ``SELECT <items> FROM <table>
+[WHERE <condition>]``; it is cut at its top-level ``FROM`` / ``WHERE`` /
+commas / ``AS`` with sqlglot's tokenizer, and every piece is kept verbatim
+(never re-printed by another SQL dialect), except that
+
+* the table qualifier (``t.col``) is dropped: the text runs over the rows
+  alone;
+* typed ``murmur3`` calls (``__lance_murmur3__int64(``) get their SQL name
+  back (``murmur3(``), which the row operations dispatch again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import sqlglot
+from sqlglot.tokens import Token, TokenType
+
+from lance_sql.errors import PlanningError, UnsupportedFeatureError
+
+_NAMES = (TokenType.VAR, TokenType.IDENTIFIER)
+
+
+@dataclass(frozen=True)
+class Unparsed:
+    """``SELECT <items> FROM <table> [WHERE <where>]`` as pieces of text."""
+
+    items: list[tuple[str, list[Token]]]  # (item text without alias, its tokens)
+    where: str | None
+
+
+def unparse(node: Any, name: str) -> Unparsed:
+    """The unparser's text of ``node`` (a DELETE's or UPDATE's input plan), in pieces."""
+    from datafusion.unparser import Dialect, Unparser
+
+    try:
+        text = str(Unparser(Dialect.default()).plan_to_sql(node))
+        tokens = list(sqlglot.tokenize(text))
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UnsupportedFeatureError(
+            f"the statement on {name!r} cannot be printed for the row operations: {first}"
+        ) from exc
+    if any(t.token_type in (TokenType.SELECT, TokenType.EXISTS) for t in tokens[1:]):
+        raise UnsupportedFeatureError(
+            f"a subquery in a DELETE or UPDATE of namespace {name!r} is not supported"
+        )
+    top = _top_level(tokens)
+    kinds = [tokens[i].token_type for i in top]
+    if not tokens or tokens[0].token_type != TokenType.SELECT or TokenType.FROM not in kinds:
+        raise PlanningError(f"the statement on {name!r} has an unexpected plan: {text}")
+    at_from = top[kinds.index(TokenType.FROM)]
+    at_where = top[kinds.index(TokenType.WHERE)] if TokenType.WHERE in kinds else None
+    table = [t for t in tokens[at_from + 1 : at_where] if t.token_type in _NAMES]
+    qualifier = table[-1].text if table else name
+    where = None
+    if at_where is not None:
+        where = _text(text, tokens[at_where + 1 :], qualifier)
+    items = []
+    for part in _split(tokens[1:at_from]):
+        part = _drop_alias(part)
+        items.append((_text(text, part, qualifier), part))
+    return Unparsed(items, where)
+
+
+def _top_level(tokens: list[Token]) -> list[int]:
+    """Indexes of the tokens outside every parenthesis."""
+    out, depth = [], 0
+    for i, t in enumerate(tokens):
+        if t.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif t.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0:
+            out.append(i)
+    return out
+
+
+def _split(tokens: list[Token]) -> list[list[Token]]:
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for t in tokens:
+        if t.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif t.token_type == TokenType.R_PAREN:
+            depth -= 1
+        if depth == 0 and t.token_type == TokenType.COMMA:
+            parts.append([])
+        else:
+            parts[-1].append(t)
+    return [p for p in parts if p]
+
+
+def _drop_alias(part: list[Token]) -> list[Token]:
+    if len(part) >= 3 and part[-2].token_type == TokenType.ALIAS and part[-1].token_type in _NAMES:
+        return part[:-2]
+    return part
+
+
+def _text(source: str, tokens: list[Token], qualifier: str) -> str:
+    """``tokens``' text from ``source``, verbatim but for the table qualifier and typed calls."""
+    from udfs.sql_dispatch import readable_name
+
+    if not tokens:
+        return ""
+    pieces: list[str] = []
+    pos = tokens[0].start
+    skip = set()
+    for i, t in enumerate(tokens[:-1]):
+        nxt = tokens[i + 1]
+        prev = tokens[i - 1] if i else None
+        if (
+            t.token_type in _NAMES
+            and t.text == qualifier
+            and nxt.token_type == TokenType.DOT
+            and (prev is None or prev.token_type != TokenType.DOT)
+        ):
+            skip.update((i, i + 1))
+    for i, t in enumerate(tokens):
+        if i in skip:
+            pieces.append(source[pos : t.start])
+            pos = t.end + 1
+    pieces.append(source[pos : tokens[-1].end + 1])
+    return readable_name("".join(pieces)).strip()
+
+
+def is_column(tokens: list[Token], column: str) -> bool:
+    """True when an item's tokens are just a reference to ``column`` (qualified or not)."""
+    names = [t for t in tokens if t.token_type != TokenType.DOT]
+    return (
+        len(names) in (1, 2)
+        and all(t.token_type in _NAMES for t in names)
+        and (names[-1].text == column)
+        and len(tokens) == 2 * len(names) - 1
+    )
+
+
+def where_sql(node: Any, name: str) -> str | None:
+    """A DELETE's condition (None: every row)."""
+    return unparse(node, name).where
+
+
+def update_sql(node: Any, schema: pa.Schema, name: str) -> tuple[dict[str, str], str | None]:
+    """An UPDATE's SET values (changed columns only) and condition."""
+    parts = unparse(node, name)
+    if len(parts.items) != len(schema):
+        raise PlanningError(
+            f"UPDATE of {name!r}: {len(parts.items)} values for {len(schema)} columns"
+        )
+    sets = {
+        field.name: text
+        for field, (text, tokens) in zip(schema, parts.items, strict=True)
+        if not is_column(tokens, field.name)
+    }
+    return sets, parts.where
+
+
+__all__ = ["Unparsed", "is_column", "unparse", "update_sql", "where_sql"]
