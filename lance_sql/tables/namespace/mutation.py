@@ -58,6 +58,7 @@ class Mutation:
         self.versions: dict[str, int] = {}  # object_id -> new pinned version
         self.dropped: set[str] = set()
         self.inserts: list[pa.Table] = []
+        self.properties: dict[str, str] = {}  # root properties committed with the rows
         self._heads: dict[str, Any] = {}
 
     # -- reading ----------------------------------------------------------------------------
@@ -183,7 +184,7 @@ class Mutation:
 
     @property
     def changed(self) -> bool:
-        return bool(self.versions or self.dropped or self.inserts)
+        return bool(self.versions or self.dropped or self.inserts or self.properties)
 
     # -- commit ------------------------------------------------------------------------------
     def base_snapshot(self) -> ManifestSnapshot:
@@ -200,7 +201,8 @@ class Mutation:
             rows.schema.field("read_version"),
             pa.array(rv, pa.uint64()),
         ).filter(keep)
-        return dataclasses.replace(self.snapshot, rows=rows)
+        properties = {**self.snapshot.properties, **self.properties}
+        return dataclasses.replace(self.snapshot, rows=rows, properties=properties)
 
     def commit(self) -> ManifestSnapshot:
         """Write inserted rows, then commit ``__manifest`` once; returns the new snapshot."""

@@ -319,7 +319,10 @@ class NamespaceWriter:
             versions[t.object_id] = self._commit_table(t)
             if indexes and t.fragments:
                 versions[t.object_id] = maintain_indexes(
-                    t.entry or PartitionTable(t.object_id, t.location, t.uri, self.spec.id),
+                    t.entry
+                    or PartitionTable(
+                        t.object_id, t.location, t.uri, self.spec.id, None, None, None
+                    ),
                     versions[t.object_id],
                     indexes,
                     rebuild=t.entry is None or self.mode == "overwrite",
