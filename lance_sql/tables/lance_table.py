@@ -25,7 +25,8 @@ import lance
 import pyarrow as pa
 
 from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError
-from lance_sql.tables.scan import LanceFragmentsUnit, ScanMetrics, split_fragments
+from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
+from lance_sql.tables.scan import ScanMetrics
 
 
 @dataclass(frozen=True)

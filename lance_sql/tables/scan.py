@@ -7,16 +7,15 @@ unit knows its output schema and how to stream Arrow batches with a projection
 and a filter applied **exactly** (engines treat pushed filters as exact and do
 not re-check them), so nothing engine-specific lives here.
 
-:class:`LanceFragmentsUnit` is the unit for "these fragments of one Lance
-dataset at one pinned version". It streams from pylance's scanner (which
-decodes in parallel and applies the filter inside Lance) and falls back to
-filtering in pyarrow when pylance refuses a filter it cannot translate (pylance
-14 refuses filters on unsigned-integer and large_string columns, nanosecond
-timestamp literals and expressions needing implicit casts). Filters have SQL
-semantics on both paths: ``is_in`` of a NULL is NULL (see
-:func:`with_sql_null_semantics`) and floats compare as DataFusion compares them
-(-0.0 = 0.0, NaN = NaN and NaN above every number; see :mod:`.float_filters`). Batches are pulled
-lazily, so an engine that stops reading (``LIMIT``) stops the scan.
+This module holds what every unit shares: the :class:`ScanUnit` protocol,
+:class:`ScanMetrics`, filter normalisation and SQL semantics for filters
+evaluated in pyarrow (``is_in`` of a NULL is NULL, see
+:func:`with_sql_null_semantics`; floats compare as DataFusion compares them,
+-0.0 = 0.0, NaN = NaN and NaN above every number, see :mod:`.float_filters`),
+and :func:`lance_scanner`, the pylance scanner with a filter pushed into
+Lance. The units themselves: :mod:`.fragments_unit` (fragments of one Lance
+dataset), :mod:`.chain` (several units as one engine partition),
+``namespace/reader.py`` (a partition table with the namespace schema).
 """
 
 from __future__ import annotations
@@ -181,11 +180,6 @@ def empty_batches(num_rows: int, batch_size: int | None) -> Iterator[pa.RecordBa
 
 #: Most rows a unit reads from storage per batch, whatever the engine's batch size.
 STORAGE_BATCH_ROWS = 16384
-
-
-#: Rows per batch of :meth:`ScanUnit.read_table`: the rows are held in memory anyway,
-#: and every batch is a step for the engine that scans them (pylance's default: 8192).
-READ_TABLE_BATCH_ROWS = 65536
 
 
 def storage_batch_size(batch_size: int | None) -> int | None:
@@ -358,195 +352,6 @@ def lance_scanner(
     return builder.to_scanner()
 
 
-class LanceFragmentsUnit(ScanUnit):
-    """Some fragments of one Lance dataset at one pinned version.
-
-    Pickles cheaply (uri, version, storage options, fragment ids and schema);
-    an unpickled unit reopens the dataset at the same version on first use.
-    """
-
-    def __init__(
-        self,
-        dataset: lance.LanceDataset,
-        fragment_ids: Sequence[int],
-        *,
-        schema: pa.Schema | None = None,
-        storage_options: dict[str, str] | None = None,
-        metrics: ScanMetrics | None = None,
-        estimated_rows: int | None = None,
-    ) -> None:
-        self._dataset: lance.LanceDataset | None = dataset
-        self.uri: str = dataset.uri
-        self.version: int = dataset.version
-        self.fragment_ids: tuple[int, ...] = tuple(fragment_ids)
-        self._schema = schema if schema is not None else dataset.schema
-        self.storage_options = dict(storage_options) if storage_options else None
-        self.metrics = metrics if metrics is not None else ScanMetrics()
-        self._estimated_rows = estimated_rows
-        self._lock = threading.Lock()
-
-    # -- pickling: never ship the open dataset -------------------------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_dataset"] = None
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    @property
-    def dataset(self) -> lance.LanceDataset:
-        with self._lock:
-            if self._dataset is None:
-                import lance
-
-                self._dataset = lance.dataset(
-                    self.uri, version=self.version, storage_options=self.storage_options
-                )
-            return self._dataset
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema
-
-    @property
-    def estimated_rows(self) -> int | None:
-        return self._estimated_rows
-
-    def _fragments(self) -> list[Any]:
-        ds = self.dataset
-        return [ds.get_fragment(i) for i in self.fragment_ids]
-
-    def describe(self) -> str:
-        ids = ", ".join(str(i) for i in self.fragment_ids[:8])
-        more = ", ..." if len(self.fragment_ids) > 8 else ""
-        return f"{self.uri}@v{self.version} fragments=[{ids}{more}]"
-
-    def __repr__(self) -> str:
-        return f"LanceFragmentsUnit({self.describe()})"
-
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
-        filter = normalize_filter(filter)
-        if not self.fragment_ids or matches_nothing(filter):
-            return 0
-        if filter is None:
-            return sum(f.count_rows() for f in self._fragments())
-        return super().count_rows(filter)
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
-        batch_size: int | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        out_schema = projected_schema(self._schema, columns)
-        filter = normalize_filter(filter)
-        if matches_nothing(filter):
-            return iter(())
-        return self._generate(list(out_schema.names), out_schema, filter, batch_size)
-
-    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
-        """Read natively with pylance's ``to_table`` (decoded in parallel, off the GIL)."""
-        out_schema = projected_schema(self._schema, columns)
-        filter = normalize_filter(filter)
-        if not self.fragment_ids or matches_nothing(filter):
-            return out_schema.empty_table()
-        if not columns:
-            return super().read_table(columns, filter)
-        try:
-            scanner = lance_scanner(
-                self.dataset,
-                columns=list(columns),
-                filter=filter,
-                fragments=self._fragments(),
-                batch_size=READ_TABLE_BATCH_ROWS,
-            )
-            table = scanner.to_table()
-        except FILTER_REFUSED:
-            if filter is None:
-                raise
-            return super().read_table(columns, filter)  # the pyarrow fallback of to_batches
-        self.metrics.started()
-        self.metrics.add(table.num_rows)
-        return conform(table, out_schema)
-
-    def _generate(
-        self,
-        columns: list[str],
-        out_schema: pa.Schema,
-        filter: pc.Expression | None,
-        batch_size: int | None,
-    ) -> Iterator[pa.RecordBatch]:
-        if not self.fragment_ids:
-            return
-        if not columns and filter is None:
-            # count(*) without a filter: metadata only, no data read.
-            self.metrics.started()
-            yield from empty_batches(self.count_rows(), batch_size)
-            return
-        ds = self.dataset
-        fragments = self._fragments()
-        batch_size = storage_batch_size(batch_size)
-        try:
-            scanner = lance_scanner(
-                ds,
-                columns=columns,
-                filter=filter,
-                fragments=fragments,
-                batch_size=batch_size,
-                with_row_id=not columns,
-            )
-            reader = scanner.to_reader()
-        except FILTER_REFUSED:
-            if filter is None:
-                raise
-            yield from self._fallback(columns, out_schema, filter, batch_size, fragments)
-            return
-        self.metrics.started()
-        with reader:
-            for batch in reader:
-                self.metrics.add(batch.num_rows)
-                if not columns:
-                    yield pa.table({"_": pa.nulls(batch.num_rows)}).select([]).to_batches()[0]
-                elif batch.num_rows:
-                    yield conform(batch, out_schema)
-
-    def _fallback(
-        self,
-        columns: list[str],
-        out_schema: pa.Schema,
-        filter: pc.Expression,
-        batch_size: int | None,
-        fragments: list[Any],
-    ) -> Iterator[pa.RecordBatch]:
-        """Read every column and apply ``filter`` with pyarrow (pylance refused it)."""
-        self.metrics.started(fallback=True)
-        try:
-            filter = with_sql_semantics(filter, self.dataset.schema)
-        except FloatRewriteError:
-            # Only filters translated by field id (tables/namespace/reader.py) cannot be
-            # read back, and those hold no float comparison (the reader applies such
-            # filters itself): SQL's IN-list NULLs are all that is left to honour.
-            filter = with_sql_null_semantics(filter)
-        scanner = self.dataset.scanner(
-            fragments=fragments, batch_size=batch_size, scan_in_order=False
-        )
-        with scanner.to_reader() as reader:
-            for batch in reader:
-                self.metrics.add(batch.num_rows)
-                kept = pa.Table.from_batches([batch]).filter(filter)
-                if not kept.num_rows:
-                    continue
-                if not columns:
-                    yield from empty_batches(kept.num_rows, None)
-                    continue
-                for b in kept.select(columns).to_batches():
-                    if b.num_rows:
-                        yield conform(b, out_schema)
-
-
 #: ``SetLookupOptions.NullMatchingBehavior.EMIT_NULL`` in Arrow C++ (MATCH=0, SKIP=1).
 _EMIT_NULL = 2
 
@@ -625,45 +430,9 @@ def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]
     return [sorted(g) for g in groups if g]
 
 
-def split_fragments(
-    dataset: lance.LanceDataset,
-    k: int,
-    *,
-    schema: pa.Schema | None = None,
-    storage_options: dict[str, str] | None = None,
-    metrics: ScanMetrics | None = None,
-    fragment_rows: Sequence[tuple[int, int]] | None = None,
-) -> list[LanceFragmentsUnit]:
-    """Split ``dataset``'s fragments into at most ``k`` units balanced by live row count.
-
-    ``fragment_rows`` (``(fragment_id, live_rows)``) may come from metadata read
-    elsewhere; otherwise pylance's fragment metadata is used. An empty dataset
-    gives one empty unit, so engines always have at least one partition.
-    """
-    if fragment_rows is None:
-        fragment_rows = [(f.fragment_id, f.count_rows()) for f in dataset.get_fragments()]
-    groups = balanced_groups(fragment_rows, k)
-    rows = dict(fragment_rows)
-    if not groups:
-        groups = [[]]
-    return [
-        LanceFragmentsUnit(
-            dataset,
-            g,
-            schema=schema,
-            storage_options=storage_options,
-            metrics=metrics,
-            estimated_rows=sum(rows.get(i, 0) for i in g),
-        )
-        for g in groups
-    ]
-
-
 __all__ = [
     "FILTER_REFUSED",
-    "READ_TABLE_BATCH_ROWS",
     "STORAGE_BATCH_ROWS",
-    "LanceFragmentsUnit",
     "ScanMetrics",
     "ScanUnit",
     "balanced_groups",
@@ -673,7 +442,6 @@ __all__ = [
     "matches_nothing",
     "normalize_filter",
     "projected_schema",
-    "split_fragments",
     "storage_batch_size",
     "with_sql_null_semantics",
     "with_sql_semantics",

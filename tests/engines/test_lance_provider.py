@@ -20,13 +20,8 @@ from lance_sql.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from lance_sql.tables.scan import (
-    STORAGE_BATCH_ROWS,
-    LanceFragmentsUnit,
-    balanced_groups,
-    split_fragments,
-    storage_batch_size,
-)
+from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
+from lance_sql.tables.scan import STORAGE_BATCH_ROWS, balanced_groups, storage_batch_size
 
 
 def rows(ctx: lance_sql.SessionContext, sql: str) -> list[dict]:

@@ -20,11 +20,11 @@ import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capturing
 from lance_sql.errors import FormatError
+from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.lance_table import LanceTable, Snapshot
 from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
     FILTER_REFUSED,
-    LanceFragmentsUnit,
     ScanMetrics,
     ScanUnit,
     lance_scanner,

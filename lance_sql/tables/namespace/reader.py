@@ -28,12 +28,12 @@ import pyarrow.compute as pc
 from lance_sql.errors import FormatError
 from lance_sql.tables.dataset_cache import OpenCache, open_all, options_key, read_session
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
+from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
-    LanceFragmentsUnit,
     ScanMetrics,
     ScanUnit,
     balanced_groups,
