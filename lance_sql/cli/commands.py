@@ -120,12 +120,17 @@ def _open_namespace(root: str) -> Any:
 
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
-    from lance_sql.cli.maintenance import storage_by_partition
+    from lance_sql.cli.maintenance import (
+        index_definitions,
+        indexes_by_partition,
+        storage_by_partition,
+    )
 
     ns = _open_namespace(root)
     base = Path(root)
     parts = ns.partitions()
     storage = storage_by_partition(ns)
+    coverage = indexes_by_partition(ns)
     rows = []
     for p in parts.to_pylist():
         size = _dir_size(base / p["location"])
@@ -138,6 +143,7 @@ def inspect_report(root: str) -> dict[str, Any]:
                 "bytes": size,
                 "values": {k: str(v) for k, v in values.items()},
                 **storage.get(p["object_id"], {}),
+                **coverage.get(p["object_id"], {}),
             }
         )
     per_spec: dict[int, int] = {}
@@ -151,6 +157,7 @@ def inspect_report(root: str) -> dict[str, Any]:
         ],
         "specs": {str(k): v.to_json() for k, v in sorted(ns.specs.items())},
         "partitions_per_spec": {str(k): per_spec.get(k, 0) for k in sorted(ns.specs)},
+        "indexes": index_definitions(ns),
         "rows": ns.count_rows(),
         "partitions": rows,
         "total_bytes": sum(r["bytes"] for r in rows),
@@ -178,6 +185,8 @@ def cmd_repair(args: Any, out: TextIO) -> int:
 
 
 def cmd_inspect(args: Any, out: TextIO) -> int:
+    from lance_sql.cli.maintenance import describe_indexes
+
     rep = inspect_report(args.root)
     if args.json:
         out.write(json.dumps(rep, indent=2, default=str) + "\n")
@@ -191,6 +200,8 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
     for sid, spec in rep["specs"].items():
         fields = ", ".join(_describe_field(f) for f in spec.get("fields", []))
         w(f"  v{sid}: {fields}  ({rep['partitions_per_spec'][sid]} partition tables)\n")
+    for i in rep["indexes"]:
+        w(f"index {i['name']}: {i['index_type']} on {i['column']} (field id {i['field_id']})\n")
     w(f"partition tables ({len(rep['partitions'])}):\n")
     for p in rep["partitions"]:
         vals = ", ".join(f"{k}={v}" for k, v in p["values"].items())
@@ -198,7 +209,7 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
         frags = f"  fragments={p.get('fragments')}  deleted_rows={p.get('deleted_rows')}"
         reclaim = f"  reclaimable={_human(p.get('reclaimable_bytes', 0))}"
         w(f"  v{p['spec_version']} {vals or '-'}  version={p['read_version']}  {size}")
-        w(f"{frags}{reclaim}\n")
+        w(f"{frags}{reclaim}{describe_indexes(p.get('indexes', {}))}\n")
     if rep["ignored_tables"]:
         w(f"ignored tables, not under a spec version ({len(rep['ignored_tables'])}):\n")
         for t in rep["ignored_tables"]:

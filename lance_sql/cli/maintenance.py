@@ -1,5 +1,5 @@
-"""The ``compact`` and ``expire`` subcommands, and the per-partition storage columns of
-``inspect`` (fragments, deleted rows, reclaimable bytes)."""
+"""The ``compact`` and ``expire`` subcommands, and the per-partition storage and index
+columns of ``inspect`` (fragments, deleted rows, reclaimable bytes, index coverage)."""
 
 from __future__ import annotations
 
@@ -48,4 +48,42 @@ def storage_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
     return {s.pop("object_id"): s for s in table_stats(ns)}
 
 
-__all__ = ["cmd_compact", "cmd_expire", "parse_duration", "storage_by_partition"]
+def indexes_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
+    """``object_id -> {"indexes": {name: "indexed/rows" or "missing"}}`` per partition table.
+
+    ``indexed/rows`` as pylance counts them at the pinned version; a table with
+    unindexed fragments adds ``+N unindexed fragments``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for r in ns.index_coverage().to_pylist():
+        if not r["present"]:
+            text = "missing"
+        else:
+            text = f"{r['indexed_rows']}/{r['rows']}"
+            if r["unindexed_fragments"]:
+                text += f" +{r['unindexed_fragments']} unindexed fragments"
+        out.setdefault(r["object_id"], {"indexes": {}})["indexes"][r["index"]] = text
+    return out
+
+
+def index_definitions(ns: Any) -> list[dict[str, Any]]:
+    """The namespace's scalar indexes (name, column, field id, type, parameters)."""
+    return [i.to_json() for i in ns.list_indexes()]
+
+
+def describe_indexes(indexes: dict[str, str]) -> str:
+    """``  indexes: id_idx=40/40, region_idx=missing`` for one partition line (or '')."""
+    if not indexes:
+        return ""
+    return "  indexes: " + ", ".join(f"{k}={v}" for k, v in sorted(indexes.items()))
+
+
+__all__ = [
+    "cmd_compact",
+    "cmd_expire",
+    "describe_indexes",
+    "index_definitions",
+    "indexes_by_partition",
+    "parse_duration",
+    "storage_by_partition",
+]

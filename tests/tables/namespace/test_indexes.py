@@ -249,3 +249,26 @@ def test_renamed_and_added_columns(tmp_path: Path) -> None:
     cov = {(r["object_id"], r["index"]): r["present"] for r in ns.index_coverage().to_pylist()}
     assert not any(p for (_, name), p in cov.items() if name == "score_idx")
     assert _sorted_ids(ns, pc.field("value") == 5) == [41]
+
+
+def test_inspect_shows_index_coverage_per_partition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from lance_sql.cli.main import main
+
+    ns = _ns(tmp_path)
+    ns.create_scalar_index("id")
+    ns.add_columns([pa.field("score", pa.int64())])
+    ns.create_scalar_index("score", "BITMAP")  # no old table has the column
+    root = str(ns.root)
+    assert main(["inspect", root, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [i["name"] for i in report["indexes"]] == ["id_idx", "score_idx"]
+    for p in report["partitions"]:
+        assert p["indexes"] == {"id_idx": "10/10", "score_idx": "missing"}
+    assert main(["inspect", root]) == 0
+    text = capsys.readouterr().out
+    assert "index id_idx: BTREE on id (field id 0)" in text
+    assert text.count("indexes: id_idx=10/10, score_idx=missing") == 4
