@@ -45,11 +45,9 @@ from lance_sql.tables.namespace.properties import (
 )
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
-    PartitionTableUnit,
-    map_columns,
-    open_partition_table,
+    open_for_read,
+    partition_units,
     table_entries,
-    table_field_ids,
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
@@ -60,7 +58,7 @@ from lance_sql.tables.namespace.spec import (
 )
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
-from lance_sql.tables.scan import ScanMetrics, ScanUnit, balanced_groups
+from lance_sql.tables.scan import ScanMetrics, ScanUnit
 
 
 def _repair_root(
@@ -489,9 +487,8 @@ class PartitionedNamespace:
         key = (entry.uri, entry.read_version, entry.read_branch, entry.read_tag)
         cached = self._opened.get(key)
         if cached is None:
-            ds = open_partition_table(entry, storage_options=self.storage_options)
-            tschema = table_field_ids(entry, ds.version, storage_options=self.storage_options)
-            cached = (ds, tschema)
+            # shared, process-wide by pinned version: never commit through it
+            cached = open_for_read(entry, storage_options=self.storage_options)
             self._opened[key] = cached
         return cached
 
@@ -527,26 +524,16 @@ class PartitionedNamespace:
             entries = [e for e in entries if e.object_id in wanted]
         units: list[ScanUnit] = []
         for entry in entries:
-            ds, tschema = self._open(entry)
-            mapping = map_columns(out_schema, tschema, object_id=entry.object_id)
-            sizes = [(f.fragment_id, f.count_rows()) for f in ds.get_fragments()]
-            total = sum(s for _, s in sizes)
-            k = max(1, -(-total // rows_per_unit))
-            for group in balanced_groups(sizes, k) or ([] if sizes else [[]]):
-                if not group and sizes:
-                    continue
-                rows = sum(dict(sizes).get(i, 0) for i in group)
-                units.append(
-                    PartitionTableUnit(
-                        entry,
-                        ds,
-                        group,
-                        mapping,
-                        storage_options=self.storage_options,
-                        metrics=self.metrics,
-                        estimated_rows=rows,
-                    )
+            units.extend(
+                partition_units(
+                    entry,
+                    self._open(entry),
+                    out_schema,
+                    rows_per_unit=rows_per_unit,
+                    storage_options=self.storage_options,
+                    metrics=self.metrics,
                 )
+            )
         return units
 
     def to_table(
