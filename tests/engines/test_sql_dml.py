@@ -203,6 +203,19 @@ def test_merge_matches_duckdb(pair: Pair) -> None:
     pair.check()
 
 
+def test_merge_from_a_datafusion_table_with_view_types(pair: Pair) -> None:
+    pair.ctx.sql("CREATE TABLE src (id BIGINT, g VARCHAR, v DOUBLE)")  # Utf8View columns
+    pair.ctx.sql("INSERT INTO src VALUES (1, 'q', 1.0), (50, 'r', 2.0)").collect()
+    pair.duck.execute("CREATE TABLE src (id BIGINT, g VARCHAR, v DOUBLE)")
+    pair.duck.execute("INSERT INTO src VALUES (1, 'q', 1.0), (50, 'r', 2.0)")
+    pair.run(
+        "MERGE INTO t USING src ON t.id = src.id AND t.g IS NOT NULL "
+        "WHEN MATCHED THEN UPDATE SET g = src.g "
+        "WHEN NOT MATCHED THEN INSERT VALUES (src.id, src.g, src.v)"
+    )
+    pair.check()
+
+
 def test_merge_refuses_two_source_rows_for_one_target_row(pair: Pair) -> None:
     sql = (
         "MERGE INTO t USING (VALUES (1, 1.0), (1, 2.0)) AS s(id, v) ON t.id = s.id "
@@ -429,6 +442,13 @@ def test_errors_are_typed_and_name_the_table(tmp_path: Path, pair: Pair) -> None
         ctx.sql("INSERT INTO t VALUES ('x', 'a', 1.0)").collect()
     with pytest.raises(SchemaMismatchError, match="'id'"):
         ctx.sql("INSERT INTO t VALUES (NULL, 'a', 1.0)").collect()
+    with pytest.raises(SchemaMismatchError, match=r"'t'.*'id'"):
+        ctx.sql("UPDATE t SET id = 'abc' WHERE g = 'a'").collect()
+    with pytest.raises(SchemaMismatchError, match=r"'t'.*'id'"):
+        ctx.sql(
+            "MERGE INTO t USING (VALUES (1, 'x')) AS s(id, g) ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET id = s.g"
+        ).collect()
     import lance
 
     lance.write_dataset(pa.table({"id": [1]}), str(tmp_path / "plain.lance"))

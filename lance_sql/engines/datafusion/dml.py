@@ -138,9 +138,7 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
         return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
     if op == "update":
         sets, where = update_sql(source, table.schema, name)
-        return DmlDataFrame(
-            df, ctx, lambda: _namespace(table, name).update(sets, where) if sets else 0, "UPDATE"
-        )
+        return DmlDataFrame(df, ctx, lambda: _update(table, name, sets, where), "UPDATE")
     raise UnsupportedFeatureError(f"{op} statements on namespace {name!r} are not supported")
 
 
@@ -174,6 +172,21 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, table: Any, plan: 
         f"{op.upper()} on table {name!r}: DML runs on partitioned namespaces "
         "(register_namespace); a plain Lance dataset (register_lance) is read-only in SQL"
     )
+
+
+def _update(table: Any, name: str, sets: dict[str, str], where: str | None) -> int:
+    from lance_sql.tables.namespace.sql_eval import SqlExpressionError
+
+    if not sets:
+        return 0
+    try:
+        return int(_namespace(table, name).update(sets, where))
+    except SqlExpressionError as exc:
+        if "cast" not in str(exc).lower():
+            raise
+        raise SchemaMismatchError(
+            f"UPDATE of {name!r}: a SET value does not fit its column {sorted(sets)}: {exc}"
+        ) from exc
 
 
 # -- INSERT -----------------------------------------------------------------------------------
@@ -210,6 +223,25 @@ def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
             reason = next((ln for ln in text.splitlines() if "ast" in ln), text)
             raise SchemaMismatchError(f"{what}: {reason.strip()}") from exc
         raise
+
+
+def plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with DataFusion's view types as their plain forms (what namespaces store)."""
+    if t == pa.string_view():
+        return pa.string()
+    if t == pa.binary_view():
+        return pa.binary()
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.list_(plain_type(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(plain_type(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(plain_type(f.type)) for f in t])
+    return t
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
 
 
 def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
@@ -306,6 +338,8 @@ __all__ = [
     "DmlDataFrame",
     "dml_frame",
     "explain_dml",
+    "plain_schema",
+    "plain_type",
     "source_rows",
     "statement_keyword",
     "typed_planning_error",

@@ -26,6 +26,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from lance_sql.engines.datafusion.dml import plain_schema, plain_type
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
 
 _SET_WAREHOUSE = re.compile(
@@ -102,7 +103,7 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
                 f"CREATE TABLE {name!r}: give either a column list or AS SELECT, not both"
             )
         query_df = ctx.sql(_query_text(query, tokens, name))
-        schema = _plain_schema(query_df.schema())
+        schema = plain_schema(query_df.schema())
     else:
         schema = _column_schema(ctx, tree, name)
     fields = _partition_fields(tree, tokens, schema, name)
@@ -143,24 +144,6 @@ def _query_text(query: str, tokens: list[Any], name: str) -> str:
     raise PlanningError(f"CREATE TABLE {name!r} AS: the query was not found")
 
 
-def _plain(t: pa.DataType) -> pa.DataType:
-    if t == pa.string_view():
-        return pa.string()
-    if t == pa.binary_view():
-        return pa.binary()
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return pa.list_(_plain(t.value_type))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_plain(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_plain(f.type)) for f in t])
-    return t
-
-
-def _plain_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_type(_plain(f.type)) for f in schema])
-
-
 def _column_schema(ctx: Any, tree: exp.Create, name: str) -> pa.Schema:
     import datafusion
 
@@ -187,7 +170,7 @@ def _column_schema(ctx: Any, tree: exp.Create, name: str) -> pa.Schema:
         raise SpecError(f"CREATE TABLE {name!r}: column types: {first}") from exc
     return pa.schema(
         [
-            f.with_type(_plain(f.type)).with_nullable(n)
+            f.with_type(plain_type(f.type)).with_nullable(n)
             for f, n in zip(planned, nullable, strict=True)
         ]
     )
