@@ -575,6 +575,10 @@ class DmlMachine(RuleBasedStateMachine):
     def overwrite(self, rows: list[tuple[int, str, str]]) -> None:
         self.pair.overwrite(_values(rows))
 
+    @rule(pred=_PRED, shift=st.integers(-5, 40))
+    def insert_select(self, pred: str, shift: int) -> None:
+        self.pair.run(f"INSERT INTO t SELECT id + {shift}, g, v FROM t WHERE {pred}")
+
     @rule(pred=_PRED)
     def delete(self, pred: str) -> None:
         self.pair.run(f"DELETE FROM t WHERE {pred}")
@@ -596,18 +600,26 @@ class DmlMachine(RuleBasedStateMachine):
                 "WHEN MATCHED AND s.v > 1 THEN UPDATE SET g = s.g, v = t.v "
                 "WHEN MATCHED THEN DELETE",
                 "WHEN MATCHED THEN DELETE",
+                "WHEN MATCHED AND t.g IS NULL THEN DELETE "
+                "WHEN MATCHED THEN UPDATE SET id = s.id + 40, g = coalesce(s.g, t.g)",
                 "",
             ]
         ),
-        insert=st.booleans(),
+        insert=st.sampled_from(
+            [
+                "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.g, s.v)",
+                "WHEN NOT MATCHED AND s.v IS NOT NULL THEN INSERT (id, v) VALUES (s.id, s.v) "
+                "WHEN NOT MATCHED THEN INSERT (id, g) VALUES (s.id + 100, 'n')",
+                "",
+            ]
+        ),
+        on=st.sampled_from(["t.id = s.id", "t.id = s.id AND t.g IS NOT DISTINCT FROM s.g"]),
     )
-    def merge(self, rows: list[tuple[int, str, str]], matched: str, insert: bool) -> None:
-        ins = "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.g, s.v)" if insert else ""
-        if not matched and not ins:
+    def merge(self, rows: list[tuple[int, str, str]], matched: str, insert: str, on: str) -> None:
+        if not matched and not insert:
             return
         self.pair.run(
-            f"MERGE INTO t USING (VALUES {_values(rows)}) AS s(id, g, v) ON t.id = s.id "
-            f"{matched} {ins}"
+            f"MERGE INTO t USING (VALUES {_values(rows)}) AS s(id, g, v) ON {on} {matched} {insert}"
         )
 
     @invariant()
