@@ -33,11 +33,8 @@ from lance_sql.tables.lance_table import LanceTable
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.layout import root_uri
 from lance_sql.tables.namespace.manifest_table import read_manifest
-from lance_sql.tables.namespace.namespace import (
-    NotPartitionedError,
-    PartitionedNamespace,
-    parse_properties,
-)
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+from lance_sql.tables.namespace.properties import NotPartitionedError, parse_properties
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     open_many_for_read,
