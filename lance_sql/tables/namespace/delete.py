@@ -12,6 +12,7 @@ commit (:class:`.mutation.Mutation`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,8 @@ import pyarrow.compute as pc
 from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.sql_eval import matching_mask
+
+READ_THREADS = 8  # partition tables read at once by a row operation
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,18 @@ def matching_rows(
         entry = m.entries[oid]
         rows = m.rows(entry, cols) if full_covered else pa.table({ROWID: pa.array([], pa.uint64())})
         out.append(Matched(oid, rows, True))
-    for oid in cls.partial:
-        entry = m.entries[oid]
-        rows = m.rows(entry, cols, pushdown=cls.expression)
+
+    def read(oid: str) -> pa.Table:
+        return m.rows(m.entries[oid], cols, pushdown=cls.expression)
+
+    # Partition scans overlap on threads (pylance releases the GIL): with the
+    # filter pushed into Lance, a point delete's cost is per-partition latency.
+    if len(cls.partial) > 1:
+        with ThreadPoolExecutor(min(READ_THREADS, len(cls.partial))) as pool:
+            tables = list(pool.map(read, cls.partial))
+    else:
+        tables = [read(oid) for oid in cls.partial]
+    for oid, rows in zip(cls.partial, tables, strict=True):
         if rows.num_rows:
             rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), filter))
         if rows.num_rows:

@@ -69,13 +69,7 @@ class Mutation:
             return ds
         import lance
 
-        if entry.read_tag or entry.read_branch:
-            pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
-            raise UnsupportedFeatureError(
-                f"partition table {entry.object_id!r} is pinned to {pin}: row operations and "
-                "compaction write only tables pinned to a version",
-                path=entry.uri,
-            )
+        _check_version_pin(entry)
         opts = self.storage_options
         latest = PartitionTable(entry.object_id, entry.location, entry.uri, None, None, None, None)
         ds = open_partition_table(latest, storage_options=opts)
@@ -99,10 +93,21 @@ class Mutation:
         pushdown: pc.Expression | None = None,
     ) -> pa.Table:
         """Rows of ``entry`` (namespace names and types) plus ``_rowid``; ``pushdown`` may
-        pre-filter inside Lance (it must keep every row the caller's exact filter keeps)."""
-        ds = self.head(entry)
+        pre-filter inside Lance (it must keep every row the caller's exact filter keeps).
+
+        Read at the pinned version through the shared open cache (the same rows
+        and row ids the head has once restored: only tables that are written
+        pay for opening the head), or from the head when this operation
+        already changed the table. Safe to call from several threads.
+        """
+        _check_version_pin(entry)
+        head = self._heads.get(entry.object_id)
+        if head is not None:
+            ds = head
+            tschema = table_field_ids(entry, ds.version, storage_options=self.storage_options)
+        else:
+            ds, tschema = self.ns._open(entry)
         schema = self.ns.schema
-        tschema = table_field_ids(entry, ds.version, storage_options=self.storage_options)
         mapping = map_columns(schema, tschema, object_id=entry.object_id)
         wanted = schema.names if columns is None else columns
         src = dict(zip(schema.names, mapping.sources, strict=True))
@@ -231,6 +236,16 @@ class Mutation:
         if snap is base:  # nothing was written after all: commit the row changes alone
             return commit_rows(base, base.rows, storage_options=self.storage_options)
         return snap
+
+
+def _check_version_pin(entry: PartitionTable) -> None:
+    if entry.read_tag or entry.read_branch:
+        pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
+        raise UnsupportedFeatureError(
+            f"partition table {entry.object_id!r} is pinned to {pin}: row operations and "
+            "compaction write only tables pinned to a version",
+            path=entry.uri,
+        )
 
 
 @contextmanager
