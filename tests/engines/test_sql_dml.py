@@ -645,3 +645,26 @@ def test_dml_sequences_long() -> None:
             max_examples=1000, stateful_step_count=8, deadline=None, suppress_health_check=_HEALTH
         ),
     )
+
+
+def test_merge_values_are_cast_as_insert_casts_them(typed: lance_sql.SessionContext) -> None:
+    """A naive timestamp string into a +01:00 column: DataFusion reads it in that zone
+    (pyarrow's cast would read it in UTC); MERGE must store what INSERT stores."""
+    ctx = typed
+    ctx.sql(
+        "INSERT INTO t (id, tz1, dec, f) VALUES (100, '2024-01-01 10:00:00', 1.005, 1)"
+    ).collect()
+    ctx.sql(
+        "MERGE INTO t USING (VALUES (101)) AS s(id) ON t.id = s.id WHEN NOT MATCHED THEN "
+        "INSERT (id, tz1, dec, f) VALUES (s.id, '2024-01-01 10:00:00', 1.005, 1)"
+    ).collect()
+    ctx.sql(
+        "MERGE INTO t USING (VALUES (0)) AS s(id) ON t.id = s.id WHEN MATCHED THEN "
+        "UPDATE SET tz1 = '2024-01-01 10:00:00', dec = 1.005, f = 1"
+    ).collect()
+    got = ctx.sql("SELECT id, tz1, dec, f FROM t WHERE id IN (0, 100, 101) ORDER BY id")
+    rows = got.to_pylist()
+    assert len(rows) == 3
+    assert {(r["tz1"], r["dec"], r["f"]) for r in rows} == {
+        (rows[1]["tz1"], rows[1]["dec"], rows[1]["f"])
+    }

@@ -39,7 +39,7 @@ from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeat
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.merge import MergeKeyError
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
-from lance_sql.tables.namespace.sql_eval import quote, run_sql
+from lance_sql.tables.namespace.sql_eval import SqlExpressionError, quote, run_sql
 
 _ROW = "__lance_sql_row"
 _PAIR = "__lance_sql_pair"
@@ -292,6 +292,36 @@ def _fit(ns: Any, columns: dict[str, pa.ChunkedArray | pa.Array], n: int, name: 
     return pa.Table.from_arrays(arrays, schema=ns.schema)
 
 
+def _type_names(ns: Any) -> dict[str, str]:
+    """DataFusion's name of each namespace column's type (``arrow_typeof``), for ``arrow_cast``.
+
+    New values are cast to their column by DataFusion, as its own INSERT and
+    UPDATE do (pyarrow's casts differ: a naive timestamp string cast to a
+    zoned column is read in that zone by DataFusion, in UTC by pyarrow).
+    """
+    schema = pa.schema([f.with_nullable(True) for f in ns.schema])
+    one = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
+    items = ", ".join(f"arrow_typeof({quote(f.name)}) AS {quote(f.name)}" for f in schema)
+    row = run_sql({"__lance_types": one}, f"SELECT {items} FROM __lance_types", what="types")
+    return {f.name: str(row.column(f.name)[0].as_py()) for f in schema}
+
+
+def _values(tables: dict[str, pa.Table], sql: str, name: str, columns: list[str]) -> pa.Table:
+    """Run the SELECT computing new values; a failed cast names the columns at fault."""
+    try:
+        return run_sql(tables, sql, what=f"MERGE INTO {name!r} values")
+    except SqlExpressionError as exc:
+        if "cast" not in str(exc).lower():
+            raise
+        raise SchemaMismatchError(
+            f"MERGE INTO {name!r}: a value does not fit its column {columns}: {exc}"
+        ) from exc
+
+
+def _cast_sql(expr: str, type_name: str) -> str:
+    return f"arrow_cast(({expr}), '{type_name.replace(chr(39), chr(39) * 2)}')"
+
+
 def _updated(
     ns: Any, t_rows: pa.Table, s_rows: pa.Table, clause: Clause, st: MergeStatement, name: str
 ) -> pa.Table:
@@ -299,17 +329,22 @@ def _updated(
     assert clause.sets is not None
     idx = pa.array(np.arange(n), pa.int64())
     t, s = quote(st.target_alias), quote(st.source_alias)
+    types = _type_names(ns)
     select = ", ".join(
-        f"({clause.sets.get(f.name, f'{t}.{quote(f.name)}')}) AS {quote(f.name)}" for f in ns.schema
+        f"{_cast_sql(clause.sets[f.name], types[f.name])} AS {quote(f.name)}"
+        if f.name in clause.sets
+        else f"{t}.{quote(f.name)} AS {quote(f.name)}"
+        for f in ns.schema
     )
-    out = run_sql(
+    out = _values(
         {
             st.target_alias: t_rows.append_column(_PAIR, idx),
             st.source_alias: s_rows.drop_columns([_ROW]).append_column(_PAIR, idx),
         },
         f"SELECT {select} FROM {t} JOIN {s} ON {t}.{quote(_PAIR)} = {s}.{quote(_PAIR)} "
         f"ORDER BY {t}.{quote(_PAIR)}",
-        what=f"MERGE INTO {name!r} UPDATE SET",
+        name,
+        sorted(clause.sets),
     )
     return _fit(ns, {c: out.column(c) for c in out.column_names}, n, name)
 
@@ -317,12 +352,12 @@ def _updated(
 def _inserted(ns: Any, rows: pa.Table, clause: Clause, alias: str, name: str) -> pa.Table:
     rows = rows.drop_columns([_ROW])
     assert clause.columns is not None and clause.values is not None
+    types = _type_names(ns)
     select = ", ".join(
-        f"({v}) AS {quote(c)}" for c, v in zip(clause.columns, clause.values, strict=True)
+        f"{_cast_sql(v, types[c])} AS {quote(c)}"
+        for c, v in zip(clause.columns, clause.values, strict=True)
     )
-    out = run_sql(
-        {alias: rows}, f"SELECT {select} FROM {quote(alias)}", what=f"MERGE INTO {name!r} INSERT"
-    )
+    out = _values({alias: rows}, f"SELECT {select} FROM {quote(alias)}", name, clause.columns)
     return _fit(ns, {c: out.column(c) for c in out.column_names}, rows.num_rows, name)
 
 
