@@ -35,7 +35,8 @@ from lance_sql.tables.namespace.manifest_table import (
     update_properties,
 )
 from lance_sql.tables.namespace.properties import SCHEMA_KEY
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, build_spec
+from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec_build import build_spec
 
 if TYPE_CHECKING:
     from lance_sql.tables.namespace.namespace import PartitionedNamespace

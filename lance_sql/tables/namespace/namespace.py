@@ -51,11 +51,8 @@ from lance_sql.tables.namespace.reader import (
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
-from lance_sql.tables.namespace.spec import (
-    PartitionField,
-    PartitionSpec,
-    build_spec,
-)
+from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
@@ -111,7 +108,7 @@ class PartitionedNamespace:
 
         ``schema``: a pyarrow schema (ids assigned depth-first from 0 when it has
         none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, a list
-        of convenient field dicts (see :func:`spec.build_spec`), or Iceberg-style
+        of convenient field dicts (see :func:`spec_build.build_spec`), or Iceberg-style
         text such as ``"days(ts), bucket(16, id)"`` (:mod:`.spec_text`).
         """
         root_s = root_uri(root)

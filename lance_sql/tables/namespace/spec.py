@@ -16,7 +16,7 @@ transform, field ids unique within a spec, and (across versions, see
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,12 +68,12 @@ class Transform:
                 f"unknown transform type {name!r} (known: {', '.join(TRANSFORM_TYPES)})",
                 key=f"{key}.type",
             )
-        num_buckets = _positive_param(obj, "num_buckets", key, needed=name in _BUCKETS)
+        num_buckets = _positive_param(obj, "num_buckets", key, needed=name in BUCKET_TRANSFORMS)
         width = _positive_param(obj, "width", key, needed=name == "truncate")
         return cls(name, num_buckets, width)
 
 
-_BUCKETS = ("bucket", "multi_bucket")
+BUCKET_TRANSFORMS = ("bucket", "multi_bucket")
 _TIME_PARTS = ("year", "month", "day", "hour")
 
 
@@ -279,7 +279,7 @@ def _applicable(transform: str, t: pa.DataType) -> bool:
         return pa.types.is_date(t) or pa.types.is_timestamp(t)
     if transform == "hour":
         return pa.types.is_timestamp(t)
-    if transform in _BUCKETS:
+    if transform in BUCKET_TRANSFORMS:
         return _is_hashable(t)
     if transform == "truncate":
         return _is_string(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)
@@ -524,113 +524,3 @@ def parse_spec_key(name: str) -> int | None:
     """N for a ``partition_spec_v{N}`` metadata key, else None."""
     m = _SPEC_KEY_RE.match(name)
     return int(m.group(1)) if m else None
-
-
-# ---------------------------------------------------------------------------
-# Convenience form used by ``PartitionedNamespace.create`` / ``add_spec``
-
-
-def build_spec(
-    fields: Iterable[Mapping[str, Any] | PartitionField],
-    *,
-    spec_id: int,
-    schema: pa.Schema,
-    previous: Mapping[int, PartitionSpec] | None = None,
-) -> PartitionSpec:
-    """Build spec ``spec_id`` from convenient field dicts, reusing ids of earlier versions.
-
-    Each dict may name sources by column (``"source": "event_date"`` or
-    ``"sources": [...]``) instead of ``source_ids``; ``transform`` may be a name
-    (``"year"``) with ``num_buckets`` / ``width`` alongside, or the JSON object;
-    ``result_type`` defaults to the transform's; ``field_id`` defaults to the
-    id of an earlier field with the same definition, else a readable name such
-    as ``event_date_year`` or ``key_bucket_16``.
-    """
-    previous = dict(previous or {})
-    key = f"{SPEC_KEY_PREFIX}{spec_id}"
-    names = {f.name: f for f in schema}
-    by_path = {path: fid for fid, (path, _, _) in source_fields(schema).items()}
-    built: list[PartitionField] = []
-    for i, raw in enumerate(fields):
-        fkey = f"{key}.fields[{i}]"
-        if isinstance(raw, PartitionField):
-            built.append(raw)
-            continue
-        if not isinstance(raw, Mapping):
-            raise SpecError(f"expected a partition field dict, got {raw!r}", key=fkey)
-        obj = dict(raw)
-        if "source_ids" not in obj:
-            srcs = obj.pop("sources", None)
-            if srcs is None and "source" in obj:
-                srcs = [obj.pop("source")]
-            if not isinstance(srcs, list) or not srcs:
-                raise SpecError("name the sources ('source', 'sources' or 'source_ids')", key=fkey)
-            ids = []
-            for j, name in enumerate(srcs):
-                fid = by_path.get(name) if isinstance(name, str) else None
-                if fid is None:
-                    raise SpecError(f"no column named {name!r}", key=f"{fkey}.sources[{j}]")
-                ids.append(fid)
-            obj["source_ids"] = ids
-        transform = obj.get("transform")
-        if isinstance(transform, str):
-            obj["transform"] = {"type": transform}
-            for param in ("num_buckets", "width"):
-                if param in obj:
-                    obj["transform"][param] = obj.pop(param)
-        if "result_type" not in obj and isinstance(obj.get("transform"), Mapping):
-            t = Transform.from_json(obj["transform"], key=f"{fkey}.transform")
-            src_types = [_type_of(schema, sid) for sid in obj["source_ids"]]
-            if all(x is not None for x in src_types):
-                obj["result_type"] = data_type_to_json(expected_result_type(t, src_types))
-        elif isinstance(obj.get("result_type"), pa.DataType):
-            obj["result_type"] = data_type_to_json(obj["result_type"])
-        if "field_id" not in obj:
-            obj["field_id"] = _default_field_id(obj, previous, schema, names, fkey)
-        built.append(PartitionField.from_json(obj, key=fkey))
-    spec = PartitionSpec(spec_id, tuple(built))
-    validate_spec(spec, schema, key=key)
-    validate_evolution({**previous, spec_id: spec})
-    return spec
-
-
-def _type_of(schema: pa.Schema, fid: int) -> pa.DataType | None:
-    found = source_fields(schema).get(fid)
-    return found[1].type if found else None
-
-
-def _default_field_id(
-    obj: dict[str, Any],
-    previous: Mapping[int, PartitionSpec],
-    schema: pa.Schema,
-    names: Mapping[str, pa.Field],
-    key: str,
-) -> str:
-    probe = PartitionField.from_json({**obj, "field_id": "_probe"}, key=key)
-    for spec in previous.values():
-        for old in spec.fields:
-            if old.same_definition(probe):
-                return old.field_id
-    if probe.transform is None:
-        raise SpecError("an expression field needs an explicit 'field_id'", key=key)
-    sources = source_fields(schema)
-    cols = "_".join(
-        sources[s][0].replace(".", "_") if s in sources else str(s) for s in probe.source_ids
-    )
-    t = probe.transform
-    if t.type == "identity":
-        name = cols
-    elif t.type in _BUCKETS:
-        name = f"{cols}_bucket_{t.num_buckets}"
-    elif t.type == "truncate":
-        name = f"{cols}_trunc_{t.width}"
-    else:
-        name = f"{cols}_{t.type}"
-    # A default id must not be one an earlier field of another definition holds.
-    taken = {old.field_id for spec in previous.values() for old in spec.fields}
-    if name in taken and t.type != "bucket" and t.type in _BUCKETS:
-        name = f"{cols}_{t.type}_{t.num_buckets}"
-    base, n = name, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name

@@ -1,7 +1,7 @@
 """Partition specs written as text, Iceberg/Spark style, and warnings about time partitions.
 
 ``parse_spec_text("bucket(16, customer_id), days(ts), truncate(4, s), c")``
-gives the field dicts :func:`.spec.build_spec` takes (and
+gives the field dicts :func:`.spec_build.build_spec` takes (and
 ``PartitionedNamespace.create`` accepts the text itself). The text is parsed
 as a SQL expression list by sqlglot; each term is one of:
 

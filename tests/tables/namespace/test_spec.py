@@ -25,9 +25,9 @@ from lance_sql.tables.namespace.spec import (
     PartitionField,
     PartitionSpec,
     Transform,
-    build_spec,
     validate_evolution,
 )
+from lance_sql.tables.namespace.spec_build import build_spec
 
 from .conftest import APPENDIX_SCHEMA, APPENDIX_SPEC_V1, APPENDIX_SPEC_V2
 
