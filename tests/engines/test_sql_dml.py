@@ -649,7 +649,7 @@ def test_dml_sequences_long() -> None:
 
 def test_merge_values_are_cast_as_insert_casts_them(typed: lance_sql.SessionContext) -> None:
     """A naive timestamp string into a +01:00 column: DataFusion reads it in that zone
-    (pyarrow's cast would read it in UTC); MERGE must store what INSERT stores."""
+    (pyarrow's cast refuses it); MERGE must store what INSERT stores."""
     ctx = typed
     ctx.sql(
         "INSERT INTO t (id, tz1, dec, f) VALUES (100, '2024-01-01 10:00:00', 1.005, 1)"

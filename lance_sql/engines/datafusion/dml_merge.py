@@ -296,8 +296,8 @@ def _type_names(ns: Any) -> dict[str, str]:
     """DataFusion's name of each namespace column's type (``arrow_typeof``), for ``arrow_cast``.
 
     New values are cast to their column by DataFusion, as its own INSERT and
-    UPDATE do (pyarrow's casts differ: a naive timestamp string cast to a
-    zoned column is read in that zone by DataFusion, in UTC by pyarrow).
+    UPDATE do (pyarrow's casts differ: DataFusion reads a naive timestamp
+    string into a zoned column in that zone, pyarrow refuses it).
     """
     schema = pa.schema([f.with_nullable(True) for f in ns.schema])
     one = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
