@@ -214,6 +214,7 @@ class NamespaceTable(ScanUnitDataset):
         self.prune_filter: str | None = None
         self._base: NamespaceTable | None = None
         self._units = _UnitCache()  # shared with derived tables (same schema and views)
+        self._chained: tuple[list[ScanUnit], list[ScanUnit]] | None = None
         super().__init__(namespace.schema, self._plan, name=name)
 
     @property
@@ -281,23 +282,35 @@ class NamespaceTable(ScanUnitDataset):
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
-        selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
-        totals = _version_totals(ns)
-        units = chain_units(table_units, self.partitions, self.schema)
-        if not units:
-            units = [EmptyUnit(self.schema)]
-        pin = "latest" if self.follow_latest else "pinned"
-        where = "filter=none" if filter is None else f"filter={filter} (in each partition table)"
-        prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
-        versions = spec_version_lines(selected_ids, totals, spec_filters)
-        description = (
-            f"LanceNamespaceScan: table={self.name}, root={self.root}, "
-            f"manifest_version={ns.manifest_version} ({pin}), "
-            f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
-            f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
-            f"spec_versions=[{'; '.join(versions)}]"
-        )
-        return ScanPlan(units, description)
+        units = self._chains(table_units)
+
+        def describe() -> str:  # EXPLAIN only (ScanPlan computes it on first use)
+            selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
+            totals = _version_totals(ns)
+            pin = "latest" if self.follow_latest else "pinned"
+            where = (
+                "filter=none" if filter is None else f"filter={filter} (in each partition table)"
+            )
+            prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
+            versions = spec_version_lines(selected_ids, totals, spec_filters)
+            return (
+                f"LanceNamespaceScan: table={self.name}, root={self.root}, "
+                f"manifest_version={ns.manifest_version} ({pin}), "
+                f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
+                f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
+                f"spec_versions=[{'; '.join(versions)}]"
+            )
+
+        return ScanPlan(units, describe)
+
+    def _chains(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
+        """``table_units`` as balanced chains; the same chains while the units are reused."""
+        cached = self._chained
+        if cached is not None and cached[0] is table_units:
+            return cached[1]
+        units = chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
+        self._chained = (table_units, units)
+        return units
 
 
 #: (object_id, uri, read_version, read_branch, read_tag) of a partition table entry.
