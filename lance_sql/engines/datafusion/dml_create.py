@@ -33,6 +33,8 @@ _SET_WAREHOUSE = re.compile(
     r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+#: a statement starting with CREATE (comments skipped): the only ones tokenized here
+_CREATE = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b", re.IGNORECASE | re.DOTALL)
 _CALENDAR = ("year", "month", "day", "hour")
 _SINCE_EPOCH = ("years", "months", "days", "hours")
 
@@ -51,6 +53,8 @@ def create_statement(ctx: Any, query: str) -> Any | None:
     if m:
         ctx.lance_warehouse = m.group(1).replace("''", "'")
         return ctx._frame(pa.table({}))
+    if not _CREATE.match(query):
+        return None
     tokens = _tokens(query)
     if not _is_namespace_create(tokens):
         return None
