@@ -339,7 +339,7 @@ class LanceNamespaceDataSource(DataSource):
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from lance_sql.engines.spark.write import LanceNamespaceWriter
 
-        return LanceNamespaceWriter(self.options, overwrite)
+        return LanceNamespaceWriter(self.options, overwrite, schema)
 
 
 class LanceNamespacePushdownDataSource(LanceNamespaceDataSource):

@@ -1,17 +1,24 @@
 """``df.write.format("lance_ns")``: tasks stage Lance files, the driver commits once.
 
-Each Spark task stages its rows with :meth:`PartitionedNamespace.stage`: it
-writes uncommitted Lance data files straight into the partition tables'
-directories (new partitions included) and returns the small JSON of its
-:class:`StagedWrite` as the commit message. All tasks of one job share a
+The driver plans the write once (:mod:`.write_plan`: the namespace at its
+pinned ``__manifest`` version, or one this write creates from a spec option)
+and checks the DataFrame's schema against the namespace with the rule every
+write path shares (:mod:`lance_sql.tables.namespace.schema_rule`), before any
+task runs. Each task conforms its Arrow batches with the same rule (Spark's
+encodings of types it lacks, such as unsigned integers, are converted back
+exactly), splits them by partition and writes uncommitted Lance data files
+straight into the partition tables' directories (new partitions included),
+journaling every file it completes (:mod:`.write_journal`); its commit message
+is the small JSON of its :class:`StagedWrite`. All tasks of one job share a
 write id, so a new partition that several tasks write gets one directory and
-ends as one partition table. The driver's ``commit`` calls
-:meth:`PartitionedNamespace.commit_staged` once: each touched partition table
-is committed once, then ``__manifest`` once (atomic across partitions); no
-row passes through the driver. ``abort`` deletes the staged files
-(:meth:`PartitionedNamespace.abort_staged`) and leaves ``__manifest``
-untouched. Staged files are invisible to readers until the commit: no
-``__manifest`` version points at them.
+ends as one partition table.
+
+The driver's ``commit`` commits each touched partition table once, then
+``__manifest`` once (atomic across partitions; for a namespace it creates,
+that commit creates ``__manifest``); no row passes through the driver.
+``commit`` and ``abort`` then delete every journaled file no committed task
+attempt owns (failed, retried, speculative or killed attempts), so a job leaves
+no orphan files. Staged files are invisible to readers until the commit.
 """
 
 from __future__ import annotations
@@ -19,11 +26,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
-
-from lance_sql.errors import SchemaMismatchError
 
 
 @dataclass
@@ -34,52 +40,115 @@ class StagedCommit(WriterCommitMessage):
     rows: int
 
 
+def spark_encoding(f: pa.Field) -> pa.DataType | None:
+    """The Arrow type Spark delivers a namespace field as (None when it is the type itself)."""
+    from lance_sql.engines.spark.types import spark_arrow_type
+    from lance_sql.errors import UnsupportedFeatureError
+
+    try:
+        t = spark_arrow_type(f.type, f.name)
+    except UnsupportedFeatureError:
+        return None
+    return None if t.equals(f.type) else t
+
+
 class LanceNamespaceWriter(DataSourceArrowWriter):
     """Created on the driver, pickled to every task (see the module docstring)."""
 
-    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
-        from lance_sql.engines.spark.source import open_namespace
+    def __init__(self, options: dict[str, str], overwrite: bool, spark_schema: Any = None) -> None:
+        from lance_sql.engines.spark.write_plan import plan_write
+        from lance_sql.tables.namespace.schema_rule import check_schema
 
         self.options = dict(options)
-        self.overwrite = overwrite
         self.mode = "overwrite" if overwrite else "append"
-        ns = open_namespace(self.options)  # fails early (on the driver) for a bad root
-        self.root = str(ns.root)
-        self.schema = ns.schema
+        arrow = _arrow_schema(spark_schema)
+        self.plan = plan_write(self.options, arrow)
+        self.root = self.plan.root
+        self.schema = self.plan.schema
+        if arrow is not None:  # fail on the driver, before any task writes
+            check_schema(arrow, self.schema, encoded=spark_encoding, source=self._source)
         self.write_id = uuid.uuid4().hex
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
-        from lance_sql.engines.spark.source import open_namespace
+    @property
+    def _source(self) -> str:
+        return f"lance_ns {self.root}: the DataFrame"
 
-        ns = open_namespace(self.options)
-        staged = ns.stage(self._conformed(iterator), mode=self.mode, write_id=self.write_id)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
+        from lance_sql.engines.spark.source import int_option
+        from lance_sql.engines.spark.write_journal import journal_factory
+        from lance_sql.tables.namespace.schema_rule import conform_all
+        from lance_sql.tables.namespace.writer import DEFAULT_BUFFER_BYTES, NamespaceWriter
+
+        plan = self.plan
+        writer = NamespaceWriter(
+            plan.snapshot,
+            plan.schema,
+            plan.spec,
+            mode=self.mode,
+            storage_options=plan.storage_options,
+            buffer_bytes=int_option(self.options, "buffer_bytes") or DEFAULT_BUFFER_BYTES,
+            write_id=self.write_id,
+            staging=True,
+            progress=journal_factory(plan.root, self.write_id, plan.storage_options),
+        )
+        try:
+            writer.write(
+                conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
+            )
+            staged = writer.staged()
+        except BaseException:
+            writer.abort()  # this attempt's finished files; the driver removes the rest
+            raise
         return StagedCommit(staged.to_json(), staged.rows)
 
-    def _conformed(self, iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Spark's Arrow batches with the namespace's column order and types."""
-        for batch in iterator:
-            missing = [n for n in self.schema.names if n not in batch.schema.names]
-            if missing:
-                raise SchemaMismatchError(
-                    f"lance_ns {self.root}: the DataFrame lacks column(s) {missing}"
-                )
-            table = pa.Table.from_batches([batch]).select(self.schema.names)
-            yield from table.cast(self.schema).to_batches()
-
     def commit(self, messages: list[StagedCommit | None]) -> None:
-        from lance_sql.engines.spark.source import open_namespace
+        from lance_sql.engines.spark.write_plan import commit_create
+        from lance_sql.tables.namespace.staging import commit_staged
 
-        ns = open_namespace(self.options)
-        ns.commit_staged(self._staged(messages), mode=self.mode)
+        stages = self._staged(messages)
+        plan = self.plan
+        if plan.create:
+            snap = commit_create(plan, stages, self.mode)
+        else:
+            from lance_sql.tables.namespace.manifest_table import read_manifest
+
+            latest = read_manifest(plan.root, storage_options=plan.storage_options)
+            snap = commit_staged(
+                latest,
+                plan.schema,
+                plan.spec,
+                stages,
+                mode=self.mode,
+                storage_options=plan.storage_options,
+            )
+        self._remove_orphans(stages, snap)
 
     def abort(self, messages: list[StagedCommit | None]) -> None:
-        from lance_sql.engines.spark.source import open_namespace
+        from lance_sql.tables.namespace.staging import abort_staged
 
-        ns = open_namespace(self.options)
-        ns.abort_staged(self._staged(messages))
+        stages = self._staged(messages)
+        if not self.plan.create or _exists(self.plan):
+            abort_staged(self.root, stages, storage_options=self.plan.storage_options)
+        self._remove_orphans([], None)
+
+    def _remove_orphans(self, kept: list[Any], snap: Any) -> None:
+        from lance_sql.engines.spark.write_journal import committed_files, remove_orphans
+        from lance_sql.tables.namespace.reader import table_entries
+
+        live: set[str] = set()
+        if snap is not None:
+            live = {e.location for e in table_entries(snap.rows, snap.root, [])}
+        elif _exists(self.plan):
+            from lance_sql.tables.namespace.manifest_table import read_manifest
+
+            now = read_manifest(self.root, storage_options=self.plan.storage_options)
+            live = {e.location for e in table_entries(now.rows, now.root, [])}
+        remove_orphans(
+            self.root, self.write_id, committed_files(kept), live, self.plan.storage_options
+        )
 
     @staticmethod
-    def _staged(messages: list[StagedCommit | None]) -> list[object]:
+    def _staged(messages: list[StagedCommit | None]) -> list[Any]:
         from lance_sql.tables.namespace.staging import StagedWrite
 
         return [
@@ -89,4 +158,23 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         ]
 
 
-__all__ = ["LanceNamespaceWriter", "StagedCommit"]
+def _arrow_schema(spark_schema: Any) -> pa.Schema | None:
+    if spark_schema is None:
+        return None
+    from lance_sql.engines.spark.types import spark_target_schema
+
+    return spark_target_schema(spark_schema)
+
+
+def _exists(plan: Any) -> bool:
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.manifest_table import read_manifest
+
+    try:
+        read_manifest(plan.root, storage_options=plan.storage_options)
+    except LanceSqlError:
+        return False
+    return True
+
+
+__all__ = ["LanceNamespaceWriter", "StagedCommit", "spark_encoding"]

@@ -1,0 +1,183 @@
+"""No orphan files: every Lance file a task attempt writes is journaled before Spark hears of it.
+
+A Spark task attempt that fails, is retried, speculated, or whose Python
+worker is killed may have written Lance data files that no commit message
+describes. Each attempt therefore records every data file it completes (one
+small object per file under ``{root}/_spark_staging/{write_id}/``, written
+through pylance's ``FragmentWriteProgress.complete`` callback, before the
+task's commit message exists). The driver's ``commit`` and ``abort`` then
+delete every journaled file that no committed message owns, every new-table
+directory of this write that ``__manifest`` does not list, and the journal
+itself. Files of other writers are never touched: only names this write's
+attempts journaled are deleted.
+
+Left to ``ns.cleanup``: a file a worker was killed while writing (a hidden
+``.tmp*`` file on a local disk; an unfinished multipart upload on object
+stores) and a file finished in the instant between Lance's rename and the
+journal write.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from lance.progress import FragmentWriteProgress
+
+from lance_sql.errors import LanceSqlError
+
+STAGING_DIR = "_spark_staging"
+
+
+def journal_uri(root: str, write_id: str) -> str:
+    return f"{root.rstrip('/')}/{STAGING_DIR}/{write_id}"
+
+
+class FileJournal(FragmentWriteProgress):
+    """Records, per completed Lance data file, ``{location, branch, file}`` (one object each)."""
+
+    def __init__(
+        self,
+        root: str,
+        write_id: str,
+        location: str,
+        branch: str | None,
+        storage_options: Mapping[str, str] | None,
+    ) -> None:
+        self.uri = journal_uri(root, write_id)
+        self.location = location
+        self.branch = branch
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.attempt = uuid.uuid4().hex
+
+    def begin(self, fragment: Any, **kwargs: Any) -> None:
+        return None
+
+    def complete(self, fragment: Any, **kwargs: Any) -> None:
+        from lance_sql.format.storage import resolve
+
+        loc = resolve(self.uri, self.storage_options)
+        for f in fragment.to_json()["files"]:
+            entry = {"location": self.location, "branch": self.branch, "file": f["path"]}
+            name = f"{loc.path}/{self.attempt}-{uuid.uuid4().hex[:12]}.json"
+            loc.fs.makedirs(loc.path, exist_ok=True)
+            loc.fs.pipe_file(name, json.dumps(entry).encode())
+
+
+def journal_factory(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
+    """``(location, branch) -> FileJournal``: what a staging writer passes to pylance."""
+
+    def make(location: str, branch: str | None) -> FileJournal:
+        return FileJournal(root, write_id, location, branch, storage_options)
+
+    return make
+
+
+def read_journal(
+    root: str, write_id: str, storage_options: Mapping[str, str] | None
+) -> list[dict[str, Any]]:
+    """Every journaled file of the write (empty when nothing was journaled)."""
+    from lance_sql.format.storage import resolve
+
+    loc = resolve(journal_uri(root, write_id), storage_options)
+    if not loc.fs.exists(loc.path):
+        return []
+    out = []
+    for path in loc.fs.ls(loc.path, detail=False):
+        if str(path).endswith(".json"):
+            try:
+                out.append(json.loads(loc.fs.cat_file(path)))
+            except (OSError, ValueError):
+                continue  # a journal object a killed worker left half-written: nothing in it
+    return out
+
+
+def committed_files(stages: Iterable[Any]) -> set[tuple[str, str | None, str]]:
+    """``(location, branch, file)`` of every data file the committed stages hold."""
+    out = set()
+    for st in stages:
+        for p in st.partitions:
+            for frag in p.fragments:
+                for f in json.loads(frag)["files"]:
+                    out.add((p.location, p.branch, f["path"]))
+    return out
+
+
+def remove_orphans(
+    root: str,
+    write_id: str,
+    kept: set[tuple[str, str | None, str]],
+    live_locations: set[str],
+    storage_options: Mapping[str, str] | None,
+) -> int:
+    """Delete journaled files not in ``kept``, this write's dead new tables, and the journal.
+
+    ``live_locations``: table locations ``__manifest`` lists now (a new-table
+    directory not among them is removed whole; it was named from this write's
+    id, so no other writer uses it). Returns the number of files deleted.
+    """
+    from lance_sql.format.storage import resolve
+    from lance_sql.tables.namespace.layout import child_uri, data_dir_uri, resolve_location
+
+    removed = 0
+    dead_dirs: set[str] = set()
+    for e in read_journal(root, write_id, storage_options):
+        location, branch, name = e.get("location"), e.get("branch"), e.get("file")
+        if not isinstance(location, str) or not isinstance(name, str):
+            continue
+        if (location, branch, name) in kept:
+            continue
+        try:
+            where = location if not branch else f"{location}/tree/{branch}"
+            resolve_location(root, f"{where}/data/{name}", location)  # never outside the root
+            loc = resolve(f"{data_dir_uri(root, location, branch)}/{name}", storage_options)
+            if loc.fs.exists(loc.path):
+                loc.fs.rm(loc.path)
+                removed += 1
+        except (OSError, LanceSqlError):
+            continue
+        if location not in live_locations and _named_by(location, write_id):
+            dead_dirs.add(location)
+    for location in dead_dirs:
+        try:
+            loc = resolve(child_uri(root, location), storage_options)
+            if loc.fs.exists(loc.path) and not _has_versions(loc):
+                loc.fs.rm(loc.path, recursive=True)
+        except (OSError, LanceSqlError):
+            continue
+    try:
+        loc = resolve(journal_uri(root, write_id), storage_options)
+        if loc.fs.exists(loc.path):
+            loc.fs.rm(loc.path, recursive=True)
+        parent = resolve(f"{root.rstrip('/')}/{STAGING_DIR}", storage_options)
+        if parent.fs.exists(parent.path) and not parent.fs.ls(parent.path):
+            parent.fs.rm(parent.path, recursive=True)
+    except (OSError, LanceSqlError):
+        pass
+    return removed
+
+
+def _named_by(location: str, write_id: str) -> bool:
+    """Whether ``location`` is a new-table directory this write named (from its id)."""
+    from lance_sql.tables.namespace.layout import table_dir_name
+
+    oid = location.split("_", 1)[1] if "_" in location else ""
+    return bool(oid) and table_dir_name(oid, write_id) == location
+
+
+def _has_versions(loc: Any) -> bool:
+    """A directory holding committed Lance versions is a live table: never removed here."""
+    return bool(loc.fs.exists(f"{loc.path}/_versions"))
+
+
+__all__ = [
+    "STAGING_DIR",
+    "FileJournal",
+    "committed_files",
+    "journal_factory",
+    "journal_uri",
+    "read_journal",
+    "remove_orphans",
+]

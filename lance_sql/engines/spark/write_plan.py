@@ -1,0 +1,195 @@
+"""What a ``lance_ns`` write writes into: the namespace at its root, or one it creates.
+
+Planned once on the driver (``DataSource.writer``) and pickled to every task:
+the ``__manifest`` snapshot travels with the plan, so every task stages against
+the same version and none reads ``__manifest`` again.
+
+Creating from Spark: when the root holds no namespace and the write names a
+partition spec (option ``spec``: the spec JSON, a JSON list of field dicts, or
+Iceberg-style text such as ``"bucket(16, customer_id), days(ts)"``; option
+``partitionBy`` takes the text form too), the namespace schema is the
+DataFrame's (Spark's Arrow types, see :mod:`.types`) and the plan's snapshot is
+version 0 of a ``__manifest`` that does not exist yet: the driver's commit
+creates it with the partition rows in one Lance commit, so readers never see a
+namespace without its rows, and a concurrent creator makes one of the two fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import LanceSqlError, NotFoundError, SpecError
+
+#: Write options that give the partition spec of a namespace the write creates.
+SPEC_OPTIONS = ("spec", "partitionBy")
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The snapshot, schema and spec every task stages against."""
+
+    root: str
+    storage_options: dict[str, str] | None
+    snapshot: Any  # ManifestSnapshot (version 0 and not yet on disk when ``create``)
+    schema: pa.Schema
+    spec: Any  # PartitionSpec
+    create: bool
+
+
+def spec_option(options: Mapping[str, str]) -> str | None:
+    """The spec a write names (``spec`` or ``partitionBy``), None when none; both is an error."""
+    lower = {str(k).lower(): v for k, v in options.items()}  # Spark lower-cases option keys
+    given = {k: lower[k.lower()] for k in SPEC_OPTIONS if str(lower.get(k.lower(), "")).strip()}
+    if len(given) > 1:
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: give the partition spec once "
+            f"(options {sorted(given)} both set)"
+        )
+    return next(iter(given.values()), None)
+
+
+def build_spec_from_option(text: str, schema: pa.Schema, *, spec_id: int = 1) -> Any:
+    """A PartitionSpec from the option's text (spec JSON, JSON field list, or Iceberg text)."""
+    from lance_sql.tables.namespace.spec import PartitionSpec
+    from lance_sql.tables.namespace.spec_build import build_spec
+    from lance_sql.tables.namespace.spec_text import spec_fields
+
+    fields = spec_fields(text)
+    if isinstance(fields, str):  # a spec JSON object
+        return PartitionSpec.from_json(
+            fields, schema=schema, key=f"partition_spec_v{spec_id}", expected_id=spec_id
+        )
+    if not isinstance(fields, list):
+        raise SpecError("expected a partition spec", key="spec")
+    return build_spec(fields, spec_id=spec_id, schema=schema)
+
+
+def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan:
+    """The plan for writing a DataFrame of ``arrow_schema`` as the options say."""
+    from lance_sql.engines.spark.source import _root, open_namespace, storage_options
+
+    root = _root(options)
+    opts = storage_options(options)
+    spec_text = spec_option(options)
+    try:
+        ns = open_namespace(options)
+    except NotFoundError:
+        if spec_text is None:
+            raise LanceSqlError(
+                f"lance_ns {root}: no namespace there; to create one with this write, give "
+                "its partition spec, e.g. .option('partitionBy', 'bucket(16, id), days(ts)') "
+                "or .option('spec', '<spec JSON>')"
+            ) from None
+        return _create_plan(root, opts, arrow_schema, spec_text)
+    if spec_text is not None:
+        _check_same_spec(root, ns, spec_text)
+    return WritePlan(str(ns.root), opts, ns.snapshot, ns.schema, ns.current_spec, False)
+
+
+def _check_same_spec(root: str, ns: Any, text: str) -> None:
+    """A spec option on an existing namespace must be its current spec (no implicit evolution)."""
+    wanted = build_spec_from_option(text, ns.schema, spec_id=ns.current_spec.id)
+    have = ns.current_spec.fields
+    same = len(wanted.fields) == len(have) and all(
+        a.same_definition(b) for a, b in zip(wanted.fields, have, strict=True)
+    )
+    if not same:
+        raise SpecError(
+            f"lance_ns {root}: the namespace is partitioned by "
+            f"{json.dumps([f.to_json() for f in have])}, not by the write's spec option "
+            f"{text!r}; change a spec with PartitionedNamespace.add_spec",
+            key="spec",
+        )
+
+
+def _create_plan(
+    root: str, opts: dict[str, str] | None, arrow_schema: pa.Schema, text: str
+) -> WritePlan:
+    from lance_sql.tables.namespace.arrow_json import dumps, schema_to_json
+    from lance_sql.tables.namespace.layout import NAMESPACE
+    from lance_sql.tables.namespace.manifest_table import (
+        ManifestSnapshot,
+        conform_rows,
+        manifest_schema,
+        with_properties,
+    )
+    from lance_sql.tables.namespace.properties import SCHEMA_KEY, normalize_schema
+
+    schema = normalize_schema(
+        pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
+    )
+    spec = build_spec_from_option(text, schema)
+    properties = {SCHEMA_KEY: dumps(schema_to_json(schema)), spec.key: spec.to_json_string()}
+    mschema = manifest_schema(spec.fields)
+    rows = pa.Table.from_pylist(
+        [{"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
+        schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
+    )
+    snapshot = ManifestSnapshot(
+        root=root,
+        version=0,
+        rows=conform_rows(rows, mschema),
+        properties=properties,
+        lance_schema=with_properties(mschema, properties),
+    )
+    return WritePlan(root, opts, snapshot, schema, spec, True)
+
+
+def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
+    """Create ``__manifest`` with the staged partitions in one commit; return the snapshot.
+
+    Each new partition table is committed first (unreferenced until
+    ``__manifest`` exists); ``__manifest`` version 1 then holds every row and
+    the root properties. A namespace created at the root meanwhile makes this
+    fail with :class:`CommitConflictError` and nothing of this write visible.
+    """
+    from lance_sql.errors import CommitConflictError
+    from lance_sql.tables.namespace.manifest_table import (
+        create_manifest,
+        mirror_properties,
+        read_manifest,
+    )
+    from lance_sql.tables.namespace.staging import commit_staged
+
+    if not any(st.partitions for st in stages):  # an empty DataFrame still creates it
+        return create_manifest(
+            plan.root,
+            plan.snapshot.lance_schema,
+            plan.snapshot.properties,
+            plan.snapshot.rows,
+            storage_options=plan.storage_options,
+        )
+    try:
+        snap = commit_staged(
+            plan.snapshot,
+            plan.schema,
+            plan.spec,
+            stages,
+            mode=mode,
+            storage_options=plan.storage_options,
+        )
+    except (OSError, CommitConflictError) as exc:
+        try:
+            read_manifest(plan.root, storage_options=plan.storage_options)
+        except LanceSqlError:
+            raise exc from None
+        raise CommitConflictError(
+            f"lance_ns {plan.root}: a namespace was created there while this write ran; "
+            "nothing of this write was committed"
+        ) from exc
+    return mirror_properties(snap, plan.snapshot.properties, storage_options=plan.storage_options)
+
+
+__all__ = [
+    "SPEC_OPTIONS",
+    "WritePlan",
+    "build_spec_from_option",
+    "commit_create",
+    "plan_write",
+    "spec_option",
+]
