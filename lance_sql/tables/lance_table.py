@@ -10,7 +10,9 @@ A table registered without a version *follows latest*: :meth:`LanceTable.snapsho
 re-checks the latest version (one listing of ``_versions/``) each time a query
 plans a scan and pins that scan to it; the schema stays the one seen at
 registration (see :meth:`snapshot`). Open datasets are cached per version, so a
-query on an unchanged table reuses the already-open pylance dataset.
+query on an unchanged table reuses the already-open pylance dataset; every
+table shares one pylance session (metadata and index caches, see
+:mod:`lance_sql.tables.dataset_cache`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import lance
 import pyarrow as pa
 
 from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError
+from lance_sql.tables.dataset_cache import read_session
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
 from lance_sql.tables.scan import ScanMetrics
 
@@ -77,7 +80,9 @@ class LanceTable:
         _check_metadata(uri, version, tag, storage_options)
         ref: int | str | None = tag if tag is not None else version
         try:
-            dataset = lance.dataset(uri, version=ref, storage_options=_opts(storage_options))
+            dataset = lance.dataset(
+                uri, version=ref, storage_options=_opts(storage_options), session=read_session()
+            )
         except (ValueError, OSError) as exc:
             raise _map_pylance_error(exc, uri, version, tag) from exc
         return cls(
