@@ -668,3 +668,22 @@ def test_merge_values_are_cast_as_insert_casts_them(typed: lance_sql.SessionCont
     assert {(r["tz1"], r["dec"], r["f"]) for r in rows} == {
         (rows[1]["tz1"], rows[1]["dec"], rows[1]["f"])
     }
+
+
+def test_merge_on_float_keys_matches_as_sql_equality(tmp_path: Path) -> None:
+    """-0.0 = 0.0 and NaN = NaN in DataFusion and DuckDB; pyarrow's is_in says otherwise,
+    so the partition prefilter must not decide float keys."""
+    ctx = _ctx(tmp_path)
+    ctx.sql("CREATE TABLE f (k DOUBLE, v BIGINT) PARTITIONED BY (bucket(4, v))")
+    duck = duckdb.connect()
+    duck.execute("CREATE TABLE f (k DOUBLE, v BIGINT)")
+    seed = "INSERT INTO f VALUES (0.0, 1), (CAST('NaN' AS DOUBLE), 2), (1.5, 3)"
+    merge = (
+        "MERGE INTO f USING (VALUES (CAST('-0.0' AS DOUBLE), 5), (CAST('NaN' AS DOUBLE), 6), "
+        "(2.5, 7)) AS s(k, v) ON f.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED THEN INSERT VALUES (s.k, s.v)"
+    )
+    for sql in (seed, merge):
+        assert _count(ctx.sql(sql)) == duck.execute(sql).fetchall()[0][0], sql
+    got = sorted(r["v"] for r in ctx.sql("SELECT v FROM f").to_pylist())
+    assert got == sorted(r[0] for r in duck.execute("SELECT v FROM f").fetchall()) == [3, 5, 6, 7]

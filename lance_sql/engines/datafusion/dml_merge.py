@@ -176,10 +176,16 @@ def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Call
 
 
 def _prefilter(ns: Any, src: pa.Table, keys: Sequence[tuple[str, str]]) -> pc.Expression | None:
-    """Target rows can match only where every ON key equality's column is a source value."""
+    """Target rows can match only where every ON key equality's column is a source value.
+
+    Floating-point keys are left out: DataFusion's ``=`` holds for -0.0 and
+    0.0 and for NaN and NaN, pyarrow's ``is_in`` does not.
+    """
     expr = None
     for tcol, scol in keys:
         if tcol not in ns.schema.names or scol not in src.column_names:
+            continue
+        if pa.types.is_floating(ns.schema.field(tcol).type):
             continue
         try:
             values = pc.unique(src.column(scol).drop_null()).cast(ns.schema.field(tcol).type)
