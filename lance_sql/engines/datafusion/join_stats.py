@@ -41,13 +41,21 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_swap import (
+    Estimator,
+    reorder_flat_trees,
+    swap_inner_joins,
+    table_rows_for,
+)
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.spj_plan import output_width
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.tables.lance_table import LanceTable
 
@@ -96,11 +104,25 @@ class JoinStats:
         return bool(self.lines)
 
 
-def plan_join_stats(ctx: Any, plan: plan_pb2.Plan, threshold: int | None = None) -> JoinStats:
-    """Hint every join input whose row bound is at most ``threshold`` (in place).
+def plan_join_stats(
+    ctx: Any,
+    plan: plan_pb2.Plan,
+    threshold: int | None = None,
+    *,
+    namespaces: Mapping[str, Any] | None = None,
+    extra_rows: Mapping[str, float] | None = None,
+) -> JoinStats:
+    """Order, hint and swap joins by Lance metadata (in place).
 
-    ``threshold``: rows (default: the context's
-    ``hash_join_single_partition_threshold_rows``).
+    Inner-join trees DataFusion would rebuild from their left-most input are
+    ordered by estimate (:func:`.join_swap.reorder_flat_trees`); every join
+    input whose row bound is at most ``threshold`` rows (default: the
+    context's ``hash_join_single_partition_threshold_rows``) gets its hint;
+    inner joins with no hinted input are swapped when the right input is
+    estimated much smaller (:func:`.join_swap.swap_inner_joins`).
+    ``namespaces`` (registered namespace tables by name) and ``extra_rows``
+    (estimated rows of other tables, e.g. storage-partitioned joins) feed the
+    estimates.
     """
     out = JoinStats()
     limit = threshold_rows(ctx) if threshold is None else threshold
@@ -109,7 +131,20 @@ def plan_join_stats(ctx: Any, plan: plan_pb2.Plan, threshold: int | None = None)
     backup = plan_pb2.Plan()
     backup.CopyFrom(plan)
     try:
-        _hint(ctx, plan, limit, out)
+        counts = _BoundCounter(ctx)
+
+        def lance_rows(name: str) -> int | None:
+            count = counts.table(counts.aliases.get(name, name))
+            return None if count is None else count.rows
+
+        estimate = Estimator(table_rows_for(lance_rows, namespaces or {}, extra_rows or {}))
+
+        def width(rel: Rel) -> int:
+            return output_width(ctx, plan, rel)
+
+        out.lines += reorder_flat_trees(plan, estimate, width)
+        _hint(ctx, plan, limit, out, counts)
+        out.lines += swap_inner_joins(plan, estimate, width)
     except Exception as exc:  # never fail (or half-edit) a query for a hint
         plan.CopyFrom(backup)
         out.lines = []
@@ -117,8 +152,7 @@ def plan_join_stats(ctx: Any, plan: plan_pb2.Plan, threshold: int | None = None)
     return out
 
 
-def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats) -> None:
-    counts = _BoundCounter(ctx)
+def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats, counts: _BoundCounter) -> None:
     pending = [sp.root_rel(plan)]
     while pending:
         rel = pending.pop()

@@ -27,6 +27,7 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
+from lance_sql.engines.datafusion.join_swap import namespace_rows
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
@@ -130,7 +131,12 @@ def _rewrite_plan(
             if spj.used and aggregates:
                 out.used += push_partial_aggregates(ctx, plan, spj.used)
         if want_stats:
-            stats = plan_join_stats(ctx, plan)
+            stats = plan_join_stats(
+                ctx,
+                plan,
+                namespaces={**namespaces, **out.pruned},
+                extra_rows=_spj_rows(out.used),
+            )
             out.join_stats = stats.lines or ([f"not used ({stats.error})"] if stats.error else [])
             changed = changed or stats.changed
         if not changed:
@@ -189,6 +195,19 @@ def _unique_output_names(plan: Any) -> list[str] | None:
 def _unchanged(out: Rewrite, why: str) -> Rewrite:
     out.reasons = [*out.reasons, *(f"{t.left.name} x {t.right.name}: {why}" for t in out.used)]
     out.used, out.pruned, out.names, out.join_stats = [], {}, None, []
+    return out
+
+
+def _spj_rows(tables: list[Any]) -> dict[str, float]:
+    """Estimated rows of each storage-partitioned join's table: its larger side's."""
+    out = {}
+    for table in tables:
+        try:
+            out[table.name] = max(
+                namespace_rows(table.left.namespace), namespace_rows(table.right.namespace)
+            )
+        except Exception:  # not a storage-partitioned join's table (aggregates): no estimate
+            continue
     return out
 
 

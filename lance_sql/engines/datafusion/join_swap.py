@@ -1,0 +1,372 @@
+"""Row estimates from Lance metadata, and the inner-join edits they decide (for :mod:`.join_stats`).
+
+Where no exact bound is small enough for a hint (:mod:`.join_stats`), the
+inputs of an inner join are compared by *estimate*: table rows from the
+manifests (Lance datasets: live rows; namespaces: physical rows of their
+partition tables; a storage-partitioned join: its larger side), times
+:data:`FILTER_SELECTIVITY` per filter (pushed into a scan or not), an
+aggregate keeps its input's rows (one row without grouping keys), an inner or
+outer join the larger input's (a key-foreign-key join), a semi or anti join
+half of the side it returns. Estimates only choose between plans that return
+the same rows.
+
+Two edits, both on inner joins only (commutative and associative, so the
+rows are the same; columns are put back in their order with an ``emit``):
+
+- :func:`swap_inner_joins`: a join whose right input is estimated at most
+  half its left one gets its inputs swapped: DataFusion builds its hash table
+  on the left input and, without statistics, never swaps itself.
+- :func:`reorder_flat_trees`: DataFusion's optimizer flattens a tree of inner
+  joins nested directly in one another (no projection between them; the
+  trees :mod:`.join_order` builds) and rebuilds it left-deep, greedily, from
+  its left-most input, joining next the first input that has an equality
+  with those joined so far (``EliminateCrossJoin``). Left as built, TPC-H
+  q5's tree ``region, nation, supplier, customer, orders x lineitem`` became
+  ``supplier JOIN customer ON s_nationkey = c_nationkey`` (millions of rows).
+  This pass orders the inputs so that the greedy rebuild starts with the
+  smallest input joined to the largest one, then the largest one, then the
+  others smallest first, each joined as soon as an equality links it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from substrait import algebra_pb2, plan_pb2
+
+from lance_sql.engines.datafusion import join_order as jo
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.format.metadata import open_metadata
+
+Rel = algebra_pb2.Rel
+J = algebra_pb2.JoinRel
+INNER = J.JOIN_TYPE_INNER
+
+#: the share of rows an estimate keeps per filter (no column statistics to do better)
+FILTER_SELECTIVITY = 0.25
+#: an inner join's inputs are swapped when the right one is estimated this many times smaller
+SWAP_FACTOR = 2.0
+_UNKNOWN = 1e15  # an input with no estimate counts as very large
+
+_LEFT_ONLY = (
+    J.JOIN_TYPE_LEFT_SEMI,
+    J.JOIN_TYPE_LEFT_ANTI,
+    J.JOIN_TYPE_LEFT_SINGLE,
+    J.JOIN_TYPE_LEFT_MARK,
+)
+_RIGHT_ONLY = (
+    J.JOIN_TYPE_RIGHT_SEMI,
+    J.JOIN_TYPE_RIGHT_ANTI,
+    J.JOIN_TYPE_RIGHT_SINGLE,
+    J.JOIN_TYPE_RIGHT_MARK,
+)
+
+TableRows = Callable[[str], "float | None"]
+
+
+class Estimator:
+    """Estimated output rows of Substrait relations (see the module doc)."""
+
+    def __init__(self, table_rows: TableRows) -> None:
+        self.table_rows = table_rows
+
+    def rows(self, rel: Rel) -> float | None:
+        k = sp.kind(rel)
+        if k == "read":
+            return self._read(rel.read)
+        if k == "filter":
+            below = self.rows(rel.filter.input)
+            return None if below is None else below * FILTER_SELECTIVITY
+        if k in ("project", "sort"):
+            return self.rows(getattr(rel, k).input)
+        if k == "fetch":
+            below = self.rows(rel.fetch.input)
+            count = rel.fetch.count_expr
+            if count.WhichOneof("rex_type") == "literal" and count.literal.HasField("i64"):
+                n = float(count.literal.i64)
+                return n if below is None else min(n, below)
+            return below
+        if k == "aggregate":
+            agg = rel.aggregate
+            if all(not g.expression_references for g in agg.groupings):
+                return 1.0
+            return self.rows(agg.input)
+        if k == "join":
+            return self._join(rel.join)
+        if k == "cross":
+            a, b = self.rows(rel.cross.left), self.rows(rel.cross.right)
+            return None if a is None or b is None else a * b
+        if k == "set":
+            parts = [self.rows(r) for r in rel.set.inputs]
+            return None if any(p is None for p in parts) else sum(p or 0.0 for p in parts)
+        return None
+
+    def _read(self, read: algebra_pb2.ReadRel) -> float | None:
+        if read.HasField("virtual_table"):
+            return float(len(read.virtual_table.expressions))
+        if not read.HasField("named_table") or not read.named_table.names:
+            return None
+        base = self.table_rows(read.named_table.names[-1])
+        if base is None:
+            return None
+        if read.HasField("filter") or read.HasField("best_effort_filter"):
+            return base * FILTER_SELECTIVITY
+        return base
+
+    def _join(self, join: algebra_pb2.JoinRel) -> float | None:
+        left, right = self.rows(join.left), self.rows(join.right)
+        if join.type in _LEFT_ONLY:
+            return None if left is None else left / 2
+        if join.type in _RIGHT_ONLY:
+            return None if right is None else right / 2
+        if left is None or right is None:
+            return None
+        return max(left, right)
+
+
+_NS_LOCK = threading.Lock()
+_NS_ROWS: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def namespace_rows(namespace: Any) -> float:
+    """Physical rows of a namespace view's partition tables (manifests only; cached per view)."""
+    with _NS_LOCK:
+        cached = _NS_ROWS.get(namespace)
+    if cached is not None:
+        return cached
+    total = 0
+    for entry in namespace.tables():
+        meta = open_metadata(
+            entry.uri, entry.read_version, storage_options=namespace.storage_options
+        )
+        total += sum(f.physical_rows for f in meta.fragments)
+    with _NS_LOCK:
+        _NS_ROWS[namespace] = float(total)
+    return float(total)
+
+
+# ---- swapping the inputs of one inner join ----------------------------------------------
+
+
+def swap_inner_joins(
+    plan: plan_pb2.Plan, estimate: Estimator, width: Callable[[Rel], int]
+) -> list[str]:
+    """Swap inner joins whose right input is estimated much smaller (in place); what was done.
+
+    Only joins DataFusion will not flatten and rebuild: neither input nor the
+    parent is an inner join directly (see :func:`reorder_flat_trees`), and no
+    input is hinted (:mod:`.join_stats` leaves those to DataFusion).
+    """
+    done: list[str] = []
+    pending: list[tuple[Rel, bool]] = [(sp.root_rel(plan), False)]
+    while pending:
+        rel, under_inner = pending.pop()
+        is_inner = sp.kind(rel) == "join" and rel.join.type == INNER
+        if is_inner and not under_inner and _swappable(rel.join):
+            left, right = estimate.rows(rel.join.left), estimate.rows(rel.join.right)
+            smaller = left is not None and right is not None and right * SWAP_FACTOR <= left
+            if smaller and _swap(rel, width):
+                done.append(
+                    f"inner join inputs swapped: the right input (~{right:,.0f} rows "
+                    f"estimated) builds the hash table, the left (~{left:,.0f}) probes"
+                )
+        pending.extend((child, is_inner) for child in sp.inputs(rel))
+    return done
+
+
+def _swappable(join: algebra_pb2.JoinRel) -> bool:
+    for side in (join.left, join.right):
+        if sp.kind(side) == "fetch":
+            return False
+        if sp.kind(side) == "join" and side.join.type == INNER:
+            return False
+    return True
+
+
+def _swap(rel: Rel, width: Callable[[Rel], int]) -> bool:
+    """Swap ``rel``'s inputs, renumbering its conditions and emitting the old column order."""
+    join = rel.join
+    try:
+        nl, nr = width(join.left), width(join.right)
+        exprs = [join.expression] if join.HasField("expression") else []
+        if join.HasField("post_join_filter"):
+            exprs.append(join.post_join_filter)
+        refs = [r for e in exprs for r in sp.field_references(e)]
+    except Exception:  # a subquery, an outer reference, an input DataFusion cannot plan
+        return False
+
+    def moved(i: int) -> int:
+        return i + nr if i < nl else i - nl
+
+    for ref in refs:
+        f = ref.direct_reference.struct_field
+        f.field = moved(f.field)
+    left = Rel()
+    left.CopyFrom(join.left)
+    join.left.CopyFrom(join.right)
+    join.right.CopyFrom(left)
+    emit = join.common.emit.output_mapping
+    old = list(emit) if join.common.HasField("emit") else list(range(nl + nr))
+    del emit[:]
+    emit.extend(moved(i) for i in old)
+    return True
+
+
+# ---- ordering the inputs of trees DataFusion flattens ------------------------------------
+
+
+def reorder_flat_trees(
+    plan: plan_pb2.Plan, estimate: Estimator, width: Callable[[Rel], int]
+) -> list[str]:
+    """Order the inputs of directly nested inner-join trees (in place); what was done."""
+    names = sp.function_names(plan)
+    done: list[str] = []
+    pending: list[tuple[Rel, bool]] = [(sp.root_rel(plan), False)]
+    while pending:
+        rel, under_inner = pending.pop()
+        is_inner = sp.kind(rel) == "join" and rel.join.type == INNER
+        if is_inner and not under_inner and _flat_tree(rel):
+            try:
+                line = _reorder(plan, rel, names, estimate, width)
+            except jo._NotFlat:
+                line = None
+            if line is not None:
+                done.append(line)
+        pending.extend((child, is_inner) for child in sp.inputs(rel))
+    return done
+
+
+def _flat_tree(rel: Rel) -> bool:
+    """Whether ``rel`` (an inner join) has an inner join directly as an input."""
+    return any(
+        sp.kind(c) == "join" and c.join.type == INNER for c in (rel.join.left, rel.join.right)
+    )
+
+
+def _direct_leaves(rel: Rel, out: list[Rel]) -> None:
+    """The inputs of the directly nested inner joins under ``rel``, left to right."""
+    if (
+        sp.kind(rel) == "join"
+        and rel.join.type == INNER
+        and not rel.join.HasField("post_join_filter")
+    ):
+        _direct_leaves(rel.join.left, out)
+        _direct_leaves(rel.join.right, out)
+    else:
+        out.append(rel)
+
+
+def _reorder(
+    plan: plan_pb2.Plan,
+    rel: Rel,
+    names: dict[int, str],
+    estimate: Estimator,
+    width: Callable[[Rel], int],
+) -> str | None:
+    direct: list[Rel] = []
+    _direct_leaves(rel, direct)
+    tree = jo._Tree()
+    out = jo._flatten(rel, tree, width)
+    if len(tree.leaves) < 3 or len(tree.leaves) != len(direct):
+        return None  # the tree holds filters or projections between its joins: not flattened
+    conds = [c for cond in tree.conds for c in sp.conjuncts(cond, names)]
+    keys = _equality_links(conds, names)
+    rows = [estimate.rows(leaf) for leaf in tree.leaves]
+    size = [_UNKNOWN if r is None else r for r in rows]
+    order = _greedy_order(size, keys)
+    if order is None or order == _greedy(list(range(len(size))), keys):
+        return None  # DataFusion's own rebuild gives this order already
+    b = jo._Builder(tree, conds, names, plan)
+    cur = b.leaf(order[0])
+    for i in order[1:]:
+        cur = b.join(cur, b.leaf(i))
+    if not all(b.placed):
+        return None
+    position = {c: i for i, c in enumerate(cur[1])}
+    rebuilt = cur[0]
+    emit = rebuilt.join.common.emit.output_mapping
+    del emit[:]
+    emit.extend(position[c] for c in out)
+    rel.CopyFrom(rebuilt)
+    shown = ", ".join(
+        f"{_leaf_name(tree.leaves[i])} (~{'?' if rows[i] is None else f'{rows[i]:,.0f}'})"
+        for i in order
+    )
+    return f"inner joins ordered by estimated rows: {shown}"
+
+
+def _equality_links(conds: list[Any], names: dict[int, str]) -> set[frozenset[int]]:
+    """Pairs of inputs joined by a column equality (what DataFusion's rebuild joins on)."""
+    links: set[frozenset[int]] = set()
+    for cond in conds:
+        pair = sp.equality_fields(cond, names)
+        if pair is None:
+            continue
+        a, b = (g // jo._SCALE for g in pair)
+        if a != b:
+            links.add(frozenset((a, b)))
+    return links
+
+
+def _greedy(order: list[int], links: set[frozenset[int]]) -> list[int] | None:
+    """DataFusion's rebuild of inputs listed in ``order``: next, the first one linked so far."""
+    out, rest = order[:1], order[1:]
+    while rest:
+        nxt = next((i for i in rest if any(frozenset((i, j)) in links for j in out)), None)
+        if nxt is None:
+            return None
+        out.append(nxt)
+        rest.remove(nxt)
+    return out
+
+
+def _greedy_order(size: list[float], links: set[frozenset[int]]) -> list[int] | None:
+    """The smallest input linked to the largest, the largest, then the others smallest first."""
+    largest = max(range(len(size)), key=lambda i: size[i])
+    linked = [i for i in range(len(size)) if frozenset((i, largest)) in links]
+    if not linked:
+        return None
+    first = min(linked, key=lambda i: size[i])
+    rest = sorted((i for i in range(len(size)) if i not in (first, largest)), key=lambda i: size[i])
+    return _greedy([first, largest, *rest], links)
+
+
+def _leaf_name(rel: Rel) -> str:
+    tables = [t for r in sp.walk(rel) if (t := sp.table_name(r)) is not None]
+    return "+".join(tables) if tables else sp.kind(rel)
+
+
+def table_rows_for(
+    lance_rows: Callable[[str], int | None],
+    namespaces: Mapping[str, Any],
+    extra: Mapping[str, float],
+) -> TableRows:
+    """A table-name -> estimated rows function over Lance datasets, namespaces and ``extra``."""
+
+    def rows(name: str) -> float | None:
+        if name in extra:
+            return extra[name]
+        table = namespaces.get(name)
+        if table is not None:
+            try:
+                return namespace_rows(table.namespace)
+            except Exception:
+                return None
+        n = lance_rows(name)
+        return None if n is None else float(n)
+
+    return rows
+
+
+__all__ = [
+    "FILTER_SELECTIVITY",
+    "SWAP_FACTOR",
+    "Estimator",
+    "namespace_rows",
+    "reorder_flat_trees",
+    "swap_inner_joins",
+    "table_rows_for",
+]
