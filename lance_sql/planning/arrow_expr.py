@@ -110,7 +110,9 @@ def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Arra
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(table)
-    projected = dataset.to_table(columns={"m": to_pyarrow(pred)})
+    # small tables (partition rows): pyarrow's thread pool only adds latency, up to tens
+    # of ms when Lance's threads keep the cores busy
+    projected = dataset.to_table(columns={"m": to_pyarrow(pred)}, use_threads=False)
     return pc.fill_null(projected.column("m"), False)
 
 

@@ -50,7 +50,8 @@ def _expr_mask(rows: pa.Table, filter: pc.Expression) -> pa.Array:
 
     idx = "__lance_sql_row"
     t = rows.append_column(idx, pa.array(range(rows.num_rows), pa.int64()))
-    kept = pads.dataset(t).to_table(columns=[idx], filter=filter).column(0).to_numpy()
+    kept = pads.dataset(t).to_table(columns=[idx], filter=filter, use_threads=False)
+    kept = kept.column(0).to_numpy()
     mask = np.zeros(rows.num_rows, dtype=bool)
     mask[kept] = True
     return pa.array(mask)

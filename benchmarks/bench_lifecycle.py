@@ -1,0 +1,300 @@
+"""Benchmark: the life of a namespace (issue #17): dynamic overwrite, point delete, compaction.
+
+Three parts, each measured in one process with the two sides alternating every
+round; the result is the ratio of the medians (namespace / baseline):
+
+* ``overwrite``: a namespace partitioned by ``identity(day)`` over 365 days
+  (``--overwrite-rows`` rows in all) and the same rows as Hive-style Parquet
+  partitions. Each round replaces one day by ``--day-rows`` new rows (each
+  size measured separately): ``ns.overwrite(rows, partitions="dynamic")``
+  against rewriting that day's Parquet partition with pyarrow (remove the
+  day's directory, ``pq.write_table`` the new rows). Target <= 1.5x.
+* ``delete``: ``--delete-rows`` rows (default 10M) in 64 partitions
+  (``identity(k)``) against one pylance dataset with the same rows. Each round
+  deletes one row ``WHERE id = K`` (``id`` is not a partition column: every
+  partition may match) with ``ns.delete`` and with pylance's ``delete``.
+  Target <= 1.2x. Also reported: the same point delete with the partition
+  value given (``k = .. AND id = K``: prunes to one partition).
+* ``compact``: a partition table that received ``--appends`` small appends,
+  read (``SELECT count(*), sum(x)`` through ``lance_sql.SessionContext``)
+  before and after ``ns.compact()`` (report only).
+
+Answers are checked: the rows each side deletes, and after the overwrite and
+delete rounds the namespace's rows equal the baseline's.
+
+Usage: ``python benchmarks/bench_lifecycle.py [--part all|overwrite|delete|compact]
+[--delete-rows N] [--overwrite-rows N] [--day-rows A,B] [--appends N] [--rounds R] [--dir PATH]
+[--profile]``. The machine is shared with other jobs: compare ratios only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import lance_sql
+
+# lance_sql.PartitionedNamespace, not the module's: importing it through the package
+# registers the pruning planner its row operations use (filter_hook.py)
+PartitionedNamespace = lance_sql.PartitionedNamespace
+
+DAYS = 365
+PARTS = 64
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def _profile(fn: Callable[[], Any], top: int = 25) -> None:
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
+
+
+# -- dynamic overwrite -------------------------------------------------------------------
+def day_table(rows: int, days: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    start = datetime.date(2025, 1, 1).toordinal() - datetime.date(1970, 1, 1).toordinal()
+    day = np.repeat(np.arange(days), -(-rows // days))[:rows] + start
+    return pa.table(
+        {
+            "id": pa.array(np.arange(rows), pa.int64()),
+            "day": pa.array(day.astype(np.int32), pa.date32()),
+            "x": pa.array(rng.random(rows), pa.float64()),
+            "s": pa.array([f"v{i % 997}" for i in range(rows)], pa.string()),
+        }
+    )
+
+
+def bench_overwrite(
+    base: Path, rows: int, day_rows: list[int], rounds: int, profile: bool
+) -> list[dict[str, Any]]:
+    data = day_table(rows, DAYS, 1)
+    spec = [{"field_id": "day", "source": "day", "transform": {"type": "identity"}}]
+    ns = PartitionedNamespace.create(base / "ow_ns", data.schema, spec)
+    ns.append(data)
+    hive = base / "ow_parquet"
+    days = data.column("day").to_numpy()
+    all_days = np.unique(days)
+    for d in all_days:
+        path = hive / f"day={d}"
+        path.mkdir(parents=True)
+        pq.write_table(data.filter(pa.array(days == d)), path / "part-0.parquet")
+    rng = np.random.default_rng(7)
+    out = []
+    for size in day_rows:
+        ns_times, pq_times = [], []
+        for r in range(rounds):
+            d = all_days[int(rng.integers(0, DAYS))]
+            new = pa.table(
+                {
+                    "id": pa.array(np.arange(size) + (len(out) * rounds + r + 1) * 10**8),
+                    "day": pa.array(np.full(size, d, np.int32), pa.date32()),
+                    "x": pa.array(rng.random(size), pa.float64()),
+                    "s": pa.array([f"w{i % 991}" for i in range(size)], pa.string()),
+                }
+            )
+
+            def parquet(new: pa.Table = new, d: Any = d) -> None:
+                path = hive / f"day={d}"
+                shutil.rmtree(path)
+                path.mkdir()
+                pq.write_table(new, path / "part-0.parquet")
+
+            def namespace(new: pa.Table = new) -> None:
+                ns.overwrite(new, partitions="dynamic")
+
+            if profile and r == 0:
+                _profile(namespace)
+                parquet()
+                continue
+            first, second = (namespace, parquet) if r % 2 == 0 else (parquet, namespace)
+            t1, _ = _timed(first)
+            t2, _ = _timed(second)
+            tn, tp = (t1, t2) if first is namespace else (t2, t1)
+            ns_times.append(tn)
+            pq_times.append(tp)
+        measure = f"dynamic overwrite of one day ({size:,} rows) / pyarrow Parquet rewrite"
+        out.append(_result(measure, ns_times, pq_times, size))
+        print(out[-1], flush=True)
+    # answers: the namespace equals the Parquet partitions
+    got = ns.to_table().sort_by("id")
+    want = pq.read_table(hive, schema=data.schema).sort_by("id")
+    assert got.equals(want.select(got.column_names)), "overwrite: namespace != parquet"
+    return out
+
+
+# -- point delete ------------------------------------------------------------------------
+def delete_table(rows: int, seed: int = 2) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "id": pa.array(rng.permutation(rows), pa.int64()),
+            "k": pa.array(rng.integers(0, PARTS, rows), pa.int32()),
+            "x": pa.array(rng.random(rows), pa.float64()),
+        }
+    )
+
+
+def bench_delete(base: Path, rows: int, rounds: int, profile: bool) -> list[dict[str, Any]]:
+    ns_root, ds_uri = base / "del_ns", base / "del_one.lance"
+    if not (ns_root / "__manifest").exists():
+        data = delete_table(rows)
+        spec = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+        ns = PartitionedNamespace.create(ns_root, data.schema, spec)
+        ns.append(data)
+        lance.write_dataset(data, ds_uri)
+        del data
+    ns = PartitionedNamespace.open(ns_root)
+    ds = lance.dataset(ds_uri)
+    ids = ds.to_table(columns=["id", "k"])
+    id_col, k_col = ids.column("id").to_numpy(), ids.column("k").to_numpy()
+    rng = np.random.default_rng(os.getpid())  # fresh rows when --dir reuses the data
+    picks = rng.choice(len(id_col), size=2 * rounds + 2, replace=False)
+    out = []
+    for pruned in (False, True):
+        ns_times, pl_times = [], []
+        for r in range(rounds):
+            i = picks[2 * r + int(pruned)]
+            key, part = int(id_col[i]), int(k_col[i])
+            where = f"id = {key}" if not pruned else f"k = {part} AND id = {key}"
+
+            def namespace(where: str = where) -> int:
+                return ns.delete(where)
+
+            def pylance(key: int = key) -> int:
+                before = ds.count_rows()
+                ds.delete(f"id = {key}")
+                return before - ds.count_rows()
+
+            if profile and r == 0 and not pruned:
+                _profile(namespace)
+                pylance()
+                continue
+            first, second = (namespace, pylance) if r % 2 == 0 else (pylance, namespace)
+            t1, n1 = _timed(first)
+            t2, n2 = _timed(second)
+            assert n1 == n2 == 1, (where, n1, n2)
+            tn, tp = (t1, t2) if first is namespace else (t2, t1)
+            ns_times.append(tn)
+            pl_times.append(tp)
+        what = "point delete, filter prunes to 1 partition" if pruned else "point delete"
+        out.append(_result(f"{what} / pylance delete on one dataset", ns_times, pl_times, rows))
+    assert ns.count_rows() == ds.count_rows(), "delete: row counts differ"
+    return out
+
+
+# -- compaction --------------------------------------------------------------------------
+def bench_compact(base: Path, appends: int, rounds: int) -> dict[str, Any]:
+    schema = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("x", pa.float64())])
+    spec = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+    ns = PartitionedNamespace.create(base / "compact_ns", schema, spec)
+    for i in range(appends):
+        ns.append(
+            pa.table(
+                {
+                    "id": np.arange(i * 100, i * 100 + 100),
+                    "k": np.zeros(100, np.int32),
+                    "x": np.full(100, 0.5),
+                },
+                schema=schema,
+            )
+        )
+    query = "SELECT count(*) AS n, sum(x) AS s FROM t"
+
+    def read() -> Any:
+        ctx = lance_sql.SessionContext()
+        ctx.register_namespace("t", str(ns.root))
+        return ctx.sql(query).to_arrow_table().to_pylist()
+
+    def median_read() -> float:
+        return statistics.median(_timed(read)[0] for _ in range(rounds))
+
+    fragments_before = len(ns._open(ns.tables()[0])[0].get_fragments())
+    answer = read()
+    before = median_read()
+    t_compact, _ = _timed(lambda: ns.compact())
+    fragments_after = len(ns._open(ns.tables()[0])[0].get_fragments())
+    assert read() == answer, "compaction changed the answer"
+    after = median_read()
+    return {
+        "measure": f"read of 1 partition table after {appends} appends, before / after compact",
+        "before_s": before,
+        "after_s": after,
+        "ratio": before / after,
+        "fragments": f"{fragments_before} -> {fragments_after}",
+        "compact_s": t_compact,
+    }
+
+
+def _result(measure: str, ns_times: list[float], base_times: list[float], rows: int) -> dict:
+    n, b = statistics.median(ns_times), statistics.median(base_times)
+    return {
+        "measure": measure,
+        "rows": rows,
+        "namespace_s": n,
+        "baseline_s": b,
+        "ratio": n / b,
+        "rounds": len(ns_times),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--part", default="all", choices=["all", "overwrite", "delete", "compact"])
+    p.add_argument("--delete-rows", type=int, default=10_000_000)
+    p.add_argument("--overwrite-rows", type=int, default=3_650_000, help="rows of all 365 days")
+    p.add_argument("--day-rows", default="10000,100000,1000000", help="rows of the new day")
+    p.add_argument("--appends", type=int, default=1000)
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--dir", default=None, help="keep (and reuse) the data here")
+    p.add_argument("--profile", action="store_true", help="cProfile the first namespace round")
+    args = p.parse_args()
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_lifecycle_"))
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"data in {base}; load average {os.getloadavg()}")
+    results: list[dict[str, Any]] = []
+    try:
+        if args.part in ("all", "overwrite"):
+            for d in ("ow_ns", "ow_parquet"):
+                shutil.rmtree(base / d, ignore_errors=True)
+            sizes = [int(x) for x in args.day_rows.split(",")]
+            results.extend(
+                bench_overwrite(base, args.overwrite_rows, sizes, args.rounds, args.profile)
+            )
+        if args.part in ("all", "delete"):
+            results.extend(bench_delete(base, args.delete_rows, args.rounds, args.profile))
+            print(*results[-2:], sep="\n", flush=True)
+        if args.part in ("all", "compact"):
+            shutil.rmtree(base / "compact_ns", ignore_errors=True)
+            results.append(bench_compact(base, args.appends, args.rounds))
+            print(results[-1], flush=True)
+    finally:
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
