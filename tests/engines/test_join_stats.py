@@ -235,3 +235,130 @@ def test_default_threshold_without_information_schema(
     done = ctx.sql(QUERIES["inner_small_right"]).lance_rewrite()
     assert len(done.join_stats) == 2  # fact's 3000 rows are under the default too
     assert "mode=CollectLeft" in done.dataframe.execution_plan().display_indent()
+
+
+# ---- estimates: swaps (no hint applies) and join trees ordered for DataFusion's rebuild ----
+
+
+def _context_with_threshold(tables: dict[str, tuple[str, pa.Table]], threshold: int) -> Any:
+    ctx = _context(tables, stats=True)
+    ctx.sql(f"SET datafusion.optimizer.hash_join_single_partition_threshold_rows = {threshold}")
+    return ctx
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_same_answer_when_only_estimates_apply(
+    name: str, tables: dict[str, tuple[str, pa.Table]]
+) -> None:
+    """Threshold 1: no input is hinted; inner joins may be swapped by estimate."""
+    sql = QUERIES[name]
+    ctx = _context_with_threshold(tables, 1)
+    assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)
+
+
+def test_smaller_right_input_is_swapped_to_the_build_side(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    ctx = _context_with_threshold(tables, 1)
+    sql = "SELECT d.name, f.id, f.v FROM fact f JOIN dim d ON f.dim_id = d.dim_id WHERE f.v > 3"
+    done = ctx.sql(sql).lance_rewrite()
+    assert any("inner join inputs swapped" in line for line in done.join_stats), done.join_stats
+    physical = done.dataframe.execution_plan().display_indent()
+    first_scan = next(line for line in physical.splitlines() if "DatasetExec" in line)
+    assert "projection=[dim_id, name]" in first_scan  # dim builds the hash table
+    assert done.dataframe.schema().names == ["name", "id", "v"]
+    assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)
+
+
+def test_similar_inputs_are_not_swapped(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    ctx = _context_with_threshold(tables, 1)
+    sql = "SELECT a.id FROM fact a JOIN fact b ON a.id = b.dim_id"
+    assert ctx.sql(sql).lance_rewrite().join_stats == []
+
+
+@pytest.fixture
+def star(tmp_path: Any) -> dict[str, tuple[str, pa.Table]]:
+    """TPC-H q5's shape, small: orders/lineitem bucketed namespaces, four dimension datasets."""
+    n_orders = 2000
+    tables = {
+        "nation": pa.table(
+            {
+                "nk": pa.array(range(10), pa.int64()),
+                "rk": [i % 3 for i in range(10)],
+                "nname": [f"n{i}" for i in range(10)],
+            }
+        ),
+        "region": pa.table({"rk": pa.array(range(3), pa.int64()), "rname": ["r0", "r1", "r2"]}),
+        "customer": pa.table(
+            {
+                "ck": pa.array(range(300), pa.int64()),
+                "cnk": pa.array([i % 10 for i in range(300)], pa.int64()),
+            }
+        ),
+        "supplier": pa.table(
+            {
+                "sk": pa.array(range(50), pa.int64()),
+                "snk": pa.array([i % 10 for i in range(50)], pa.int64()),
+            }
+        ),
+        "orders": pa.table(
+            {
+                "ok": pa.array(range(n_orders), pa.int64()),
+                "ock": pa.array([(i * 7) % 300 for i in range(n_orders)], pa.int64()),
+            }
+        ),
+        "lineitem": pa.table(
+            {
+                "lok": pa.array([i // 3 for i in range(3 * n_orders)], pa.int64()),
+                "lsk": pa.array([(i * 11) % 50 for i in range(3 * n_orders)], pa.int64()),
+                "price": pa.array([float(i % 101) for i in range(3 * n_orders)], pa.float64()),
+            }
+        ),
+    }
+    out = {}
+    for name, table in tables.items():
+        uri = str(tmp_path / name)
+        if name in ("orders", "lineitem"):
+            key = "ok" if name == "orders" else "lok"
+            spec = [
+                {
+                    "field_id": f"{key}_b",
+                    "source": key,
+                    "transform": {"type": "bucket", "num_buckets": 4},
+                }
+            ]
+            lance_sql.PartitionedNamespace.create(uri, table.schema, spec).append(table)
+        else:
+            lance.write_dataset(table, uri)
+        out[name] = (uri, table)
+    return out
+
+
+Q5_SHAPE = (
+    "SELECT nname, sum(price) AS revenue FROM customer, orders, lineitem, supplier, nation, region "
+    "WHERE ck = ock AND lok = ok AND lsk = sk AND cnk = snk AND snk = nk AND region.rk = nation.rk "
+    "AND rname = 'r1' GROUP BY nname"
+)
+
+
+@pytest.mark.parametrize("stats", [True, False])
+def test_q5_shape_is_ordered_from_the_fact_side(
+    stats: bool, star: dict[str, tuple[str, pa.Table]]
+) -> None:
+    ctx = lance_sql.SessionContext(default_config().with_information_schema(True))
+    ctx.join_stats_enabled = stats
+    for name, (uri, _) in star.items():
+        if name in ("orders", "lineitem"):
+            ctx.register_namespace(name, uri)
+        else:
+            ctx.register_lance(name, uri)
+    done = ctx.sql(Q5_SHAPE).lance_rewrite()
+    assert done.used, "orders x lineitem is a storage-partitioned join"
+    ordered = [line for line in done.join_stats if "ordered by estimated rows" in line]
+    if stats:
+        assert ordered and ordered[0].split(": ", 1)[1].startswith("supplier"), done.join_stats
+        physical = done.dataframe.execution_plan().display_indent()
+        assert "on=[(snk@1, cnk@1)]" not in physical and "on=[(cnk" not in physical
+    else:
+        assert ordered == []
+    assert _rows(ctx.sql(Q5_SHAPE).to_arrow_table()) == _duck(star, Q5_SHAPE)
