@@ -35,6 +35,8 @@ def _cell(v: object) -> str:
 def format_table(table: pa.Table, max_rows: int = _MAX_ROWS) -> str:
     """An aligned text table of at most ``max_rows`` rows plus a row count line."""
     names = table.column_names
+    if not names:  # a statement with no result columns (CREATE TABLE, SET)
+        return "(no result)"
     rows = table.slice(0, max_rows).to_pylist()
     cells = [[_cell(r[k]) for k in names] for r in rows]
     widths = [max([len(n)] + [len(c[i]) for c in cells]) for i, n in enumerate(names)]
