@@ -192,7 +192,11 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     labels = [f"{a}/{short.get(b, b)}" for a, b in ratios.values()]
     head = ["query", "rows", "spj joins", *(f"{v} s" for v in variants), *labels]
     print(f"TPC-H SF{sf}, {args.rounds} alternating rounds, medians")
-    print(f"{head[0]:<6}" + "".join(f"{h:>14}" for h in head[1:]), flush=True)
+    widths = [max(11, len(h) + 2) for h in head[1:]]
+    print(
+        f"{head[0]:<7}" + "".join(f"{h:>{w}}" for h, w in zip(head[1:], widths, strict=True)),
+        flush=True,
+    )
     for n in parse_queries(args.queries):
         text = td.query_text(n)
         r = time_query(ctxs, text, args.rounds)
@@ -200,19 +204,17 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
         for ratio, (a, b) in ratios.items():
             r[ratio] = r[f"{a}_s"] / r[f"{b}_s"]
         results[n] = r
+        cells = [f"{r['rows']}", f"{r['spj_joins']}"]
+        cells += [f"{r[f'{v}_s']:.3f}" for v in variants] + [f"{r[k]:.2f}" for k in ratios]
         print(
-            f"q{n:<5}{r['rows']:>14}{r['spj_joins']:>14}"
-            + "".join(f"{r[f'{v}_s']:>14.3f}" for v in variants)
-            + "".join(f"{r[k]:>14.2f}" for k in ratios),
+            f"q{n:<6}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)),
             flush=True,
         )
     if len(results) > 1:
+        means = [f"{_geomean([r[k] for r in results.values()]):.2f}" for k in ratios]
+        cells = [""] * (2 + len(variants)) + means
         print(
-            "geomean"
-            + " " * 27
-            + " " * 14 * len(variants)
-            + "".join(f"{_geomean([r[k] for r in results.values()]):>14.2f}" for k in ratios),
-            flush=True,
+            "geomean" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)), flush=True
         )
     return results
 
