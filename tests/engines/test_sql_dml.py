@@ -459,6 +459,9 @@ def test_errors_are_typed_and_name_the_table(tmp_path: Path, pair: Pair) -> None
     ctx.register_lance("plain", str(tmp_path / "plain.lance"))
     with pytest.raises(UnsupportedFeatureError, match="'plain'"):
         ctx.sql("DELETE FROM plain WHERE id = 1")
+    ctx.register_lance("plain_v1", str(tmp_path / "plain.lance"), version=1)
+    with pytest.raises(UnsupportedFeatureError, match="'plain_v1'"):
+        ctx.sql("INSERT INTO plain_v1 VALUES (2)")
     ctx.register_namespace("old", pair.root, version=1)
     with pytest.raises(UnsupportedFeatureError, match="'old'"):
         ctx.sql("DELETE FROM old WHERE id = 1").collect()
@@ -705,3 +708,20 @@ def test_merge_on_float_keys_matches_as_sql_equality(tmp_path: Path) -> None:
         assert _count(ctx.sql(sql)) == duck.execute(sql).fetchall()[0][0], sql
     got = sorted(r["v"] for r in ctx.sql("SELECT v FROM f").to_pylist())
     assert got == sorted(r[0] for r in duck.execute("SELECT v FROM f").fetchall()) == [3, 5, 6, 7]
+
+
+def test_insert_into_a_plain_lance_dataset(tmp_path: Path) -> None:
+    import lance
+
+    uri = str(tmp_path / "plain.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1], pa.int64()), "s": ["a"]}), uri)
+    ctx = lance_sql.SessionContext()
+    ctx.register_lance("p", uri)
+    assert _count(ctx.sql("INSERT INTO p VALUES (2, 'b'), (3, NULL)")) == 2
+    assert _count(ctx.sql("INSERT INTO p SELECT id + 10, s FROM p")) == 3
+    got = sorted(lance.dataset(uri).to_table().to_pylist(), key=lambda r: r["id"])
+    assert [r["id"] for r in got] == [1, 2, 3, 11, 12, 13]
+    assert lance.dataset(uri).version == 3  # one commit per statement
+    assert _count(ctx.sql("INSERT OVERWRITE p VALUES (7, 'z')")) == 1
+    assert lance.dataset(uri).to_table().to_pylist() == [{"id": 7, "s": "z"}]
+    assert ctx.sql("SELECT * FROM p").to_pylist() == [{"id": 7, "s": "z"}]

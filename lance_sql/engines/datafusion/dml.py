@@ -167,11 +167,31 @@ def _namespace(table: Any, name: str) -> Any:
     return PartitionedNamespace.open(table.root, storage_options=table.storage_options)
 
 
-def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, table: Any, plan: Any) -> Any:
-    raise UnsupportedFeatureError(
-        f"{op.upper()} on table {name!r}: DML runs on partitioned namespaces "
-        "(register_namespace); a plain Lance dataset (register_lance) is read-only in SQL"
-    )
+def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, plan: Any) -> Any:
+    """INSERT INTO / INSERT OVERWRITE on a Lance dataset: one pylance write (one commit)."""
+    table = provider.table
+    if op not in ("insertinto", "append", "overwrite"):
+        raise UnsupportedFeatureError(
+            f"{op.upper()} on Lance dataset {name!r}: only INSERT INTO and INSERT OVERWRITE run "
+            "on a plain Lance dataset (register_lance); DELETE, UPDATE and MERGE need a "
+            "partitioned namespace (register_namespace)"
+        )
+    if not table.follow_latest:
+        raise UnsupportedFeatureError(
+            f"Lance dataset {name!r} is registered at a fixed version or tag; register it "
+            "without one to write"
+        )
+    source = plan.inputs()[0]
+    mode = "overwrite" if op == "overwrite" else "append"
+
+    def action() -> int:
+        import lance
+
+        rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), table.schema, name)
+        lance.write_dataset(rows, table.uri, mode=mode, storage_options=table.storage_options)
+        return rows.num_rows
+
+    return DmlDataFrame(df, ctx, action, "INSERT")
 
 
 def _update(table: Any, name: str, sets: dict[str, str], where: str | None) -> int:
@@ -286,7 +306,15 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
         return None
     op = _op_name(variant)
     if target[0] != "namespace":
-        _plain_lance(ctx, df, name, op, target[1], plan)
+        _plain_lance(ctx, df, name, op, target[1], plan)  # refuses what does not run
+        mode = "overwrite" if op == "overwrite" else "append"
+        line = f"LanceDml: op={op} table={name} uri={target[1].table.uri} route=write {mode}"
+        return pa.table(
+            {
+                "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
+                "plan": pa.array([plan.display_indent(), line], pa.string()),
+            }
+        )
     table = target[1]
     source = plan.inputs()[0]
     if op == "delete":
