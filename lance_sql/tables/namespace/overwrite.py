@@ -23,9 +23,9 @@ from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.delete import delete_matching, filter_mask
 from lance_sql.tables.namespace.mutation import Mutation, run, values_key
 from lance_sql.tables.namespace.partition_rows import (
-    _key,
     conform_batch,
     iter_batches,
+    partition_keys,
     partition_values,
 )
 
@@ -49,8 +49,8 @@ def overwrite_dynamic(ns: Any, data: Any) -> int:
         spec = ns.current_spec
         keys: set[tuple[Any, ...]] = set()
         for batch in table.to_batches():
-            values = [v.to_pylist() for v in partition_values(batch, spec, ns.schema)]
-            keys.update(tuple(_key(v) for v in row) for row in zip(*values, strict=True))
+            values = partition_values(batch, spec, ns.schema)
+            keys.update(partition_keys(values, batch.num_rows))
         if not spec.fields and table.num_rows:
             keys.add(())
         fids = [f.field_id for f in spec.fields]

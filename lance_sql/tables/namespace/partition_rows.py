@@ -125,9 +125,11 @@ def _key(value: Any) -> Any:
 def _dense_codes(arr: pa.Array) -> tuple[np.ndarray, int]:
     """Codes ``0..size-1`` numbering the distinct values of ``arr`` (NULL is a value).
 
-    Small-range integers without NULLs (bucket numbers, years, hours) are
-    offset directly, skipping a hash-based dictionary encoding.
+    Small-range integers and dates without NULLs (bucket numbers, years, days)
+    are offset directly, skipping a hash-based dictionary encoding.
     """
+    if pa.types.is_date32(arr.type) or pa.types.is_date64(arr.type):
+        arr = arr.view(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
     if pa.types.is_integer(arr.type) and arr.null_count == 0 and len(arr):
         values = arr.to_numpy(zero_copy_only=False)
         lo, hi = int(values.min()), int(values.max())
@@ -187,4 +189,16 @@ def split_batch(
     return out
 
 
-__all__ = ["conform_batch", "iter_batches", "partition_values", "split_batch"]
+def partition_keys(values: Sequence[pa.Array], n: int) -> set[tuple[Any, ...]]:
+    """The distinct partition keys (as :func:`split_batch` keys them) of ``n`` rows.
+
+    Vectorized: only one row per distinct value tuple reaches Python.
+    """
+    if n == 0:
+        return set()
+    codes = _group_codes(values, n)
+    firsts = [0] if codes is None else np.unique(codes, return_index=True)[1].tolist()
+    return {tuple(_key(arr[i].as_py()) for arr in values) for i in firsts}
+
+
+__all__ = ["conform_batch", "iter_batches", "partition_keys", "partition_values", "split_batch"]
