@@ -4,8 +4,10 @@ A Spark task attempt that fails, is retried, speculated, or whose Python
 worker is killed may have written Lance data files that no commit message
 describes. Each attempt therefore records every data file it completes (one
 small object per file under ``{root}/_spark_staging/{write_id}/``, written
-through pylance's ``FragmentWriteProgress.complete`` callback, before the
-task's commit message exists). The driver's ``commit`` and ``abort`` then
+through pylance's ``FragmentWriteProgress.complete`` callback, and for the
+last file of each ``write_fragments`` call, which pylance 14 reports no
+completion for, as soon as the call returns; before the task's commit message
+exists). The driver's ``commit`` and ``abort`` then
 delete every journaled file that no committed message owns, every new-table
 directory of this write that ``__manifest`` does not list, and the journal
 itself. Files of other writers are never touched: only names this write's
@@ -14,7 +16,7 @@ attempts journaled are deleted.
 Left to ``ns.cleanup``: a file a worker was killed while writing (a hidden
 ``.tmp*`` file on a local disk; an unfinished multipart upload on object
 stores) and a file finished in the instant between Lance's rename and the
-journal write.
+journal write (for a call's last file: until ``write_fragments`` returns).
 """
 
 from __future__ import annotations
