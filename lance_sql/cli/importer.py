@@ -69,32 +69,35 @@ def open_batches(
         raise ValueError(f"cannot read {fmt} file {path!r}: {e}") from e
 
 
-def _cast_to(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Cast each batch to the namespace schema (CSV/JSON infer int64/timestamps loosely)."""
+def _cast_to(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], text: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """Each batch under the one schema rule of every write path (``schema_rule``).
+
+    Text formats (CSV, JSON) have no column types, only values pyarrow inferred
+    a type for: their namespace columns are parsed as the namespace types
+    first. Typed files (Parquet) go to the rule as they are.
+    """
+    from lance_sql.errors import SchemaMismatchError
+    from lance_sql.tables.namespace.schema_rule import conform
+
     for b in batches:
-        cols = []
-        for f in schema:
-            if f.name not in b.schema.names:
-                cols.append(pa.nulls(b.num_rows, f.type))
-                continue
-            col = b.column(f.name)
-            try:
-                cols.append(col if col.type == f.type else col.cast(f.type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                from lance_sql.errors import SchemaMismatchError
-
-                raise SchemaMismatchError(
-                    f"import file column {f.name!r} ({col.type}) cannot be read as the "
-                    f"namespace type {f.type}: {e}"
-                ) from e
-        extra = set(b.schema.names) - set(schema.names)
-        if extra:
-            from lance_sql.errors import SchemaMismatchError
-
-            raise SchemaMismatchError(
-                f"import file has columns not in the namespace schema: {sorted(extra)}"
-            )
-        yield pa.RecordBatch.from_arrays(cols, schema=schema)
+        if text:
+            cols, names = [], []
+            for name, col in zip(b.schema.names, b.columns, strict=True):
+                target = schema.field(name).type if name in schema.names else None
+                if target is not None and not col.type.equals(target):
+                    try:
+                        col = col.cast(target)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                        raise SchemaMismatchError(
+                            f"import file column {name!r} ({col.type}) cannot be read as the "
+                            f"namespace type {target}: {e}"
+                        ) from e
+                cols.append(col)
+                names.append(name)
+            b = pa.RecordBatch.from_arrays(cols, names=names)
+        yield conform(b, schema, source="import file")
 
 
 def _progress(
@@ -146,7 +149,8 @@ def cmd_import(args: Any, out: TextIO) -> int:
         schema = _load_schema(args.schema) if args.schema else file_schema
         ns = PartitionedNamespace.create(root, schema, spec)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
-    counted = _Counter(_cast_to(ns.schema, batches))
+    text = (args.format or _FORMATS.get(Path(args.source).suffix.lower())) != "parquet"
+    counted = _Counter(_cast_to(ns.schema, batches, text))
     try:
         ns.append(_progress(iter(counted), total, show))
     except BaseException:
