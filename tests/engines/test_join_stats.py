@@ -362,3 +362,38 @@ def test_q5_shape_is_ordered_from_the_fact_side(
     else:
         assert ordered == []
     assert _rows(ctx.sql(Q5_SHAPE).to_arrow_table()) == _duck(star, Q5_SHAPE)
+
+
+def test_a_qualified_table_of_the_same_name_gets_no_bound(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """``s2.dim`` is not the Lance table ``dim``: its rows are never limited to dim's count."""
+    ctx = _context(tables, stats=True)
+    ctx.from_arrow(_dim(400).append_column("extra", pa.array(range(400))), "wide")
+    ctx.sql("CREATE SCHEMA s2")
+    ctx.sql("CREATE TABLE s2.dim AS SELECT dim_id, name FROM wide")
+    sql = "SELECT o.dim_id, d.name FROM s2.dim o LEFT JOIN dim d ON o.dim_id = d.dim_id"
+    done = ctx.sql(sql).lance_rewrite()
+    assert not any("at most 400" in line or "s2" in line for line in done.join_stats)
+    assert ctx.sql(sql).to_arrow_table().num_rows == 400
+
+
+def test_an_empty_grouping_set_counts_one_row(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """GROUPING SETS ((name), ()) over no rows is one row: the bound must count it."""
+    empty = _dim(0)
+    uri = tables["dim"][0] + "_empty"
+    lance.write_dataset(empty, uri)
+    tables = {**tables, "nothing": (uri, empty)}
+    ctx = _context(tables, stats=True)
+    sql = (
+        "SELECT f.id, g.n FROM fact f JOIN ("
+        "SELECT name, count(*) AS n FROM nothing GROUP BY GROUPING SETS ((name), ()) "
+        "UNION ALL SELECT 'x' AS name, 5 AS n) g ON g.n = f.dim_id"
+    )
+    lines = ctx.sql(sql).lance_rewrite().join_stats
+    assert any("(nothing v1): at most 2 rows" in line for line in lines), lines
+    want = _duck(tables, sql)
+    assert {n for _, n in want} == {0, 5}
+    assert _rows(ctx.sql(sql).to_arrow_table()) == want

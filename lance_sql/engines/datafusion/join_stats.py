@@ -195,7 +195,7 @@ class _BoundCounter:
             table = rel.read.virtual_table
             return len(table.expressions)
         if k == "read":
-            name = sp.table_name(rel)
+            name = bare_table_name(rel)
             count = None if name is None else self.table(self.aliases.get(name, name))
             return None if count is None else count.rows
         if k in ("filter", "project", "sort"):
@@ -217,7 +217,12 @@ class _BoundCounter:
             # a global aggregate: one row (grouping sets of () only: one per set)
             return max(1, len(agg.groupings))
         below = self.bound(agg.input)
-        return None if below is None else below * len(agg.groupings)
+        if below is None:
+            return None
+        # each grouping set has at most one row per input row; an empty set has one row
+        # even over no input (GROUPING SETS ((a), ()) of 0 rows is 1 row)
+        empty = sum(1 for g in agg.groupings if not g.expression_references)
+        return below * len(agg.groupings) + empty
 
     def _set(self, body: algebra_pb2.SetRel) -> int | None:
         bounds = [self.bound(r) for r in body.inputs]
@@ -329,7 +334,7 @@ def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
     """Point reads of follow-latest tables under ``rel`` at their counted versions; the tables."""
     labels: list[str] = []
     for node in sp.walk(rel):
-        name = sp.table_name(node)
+        name = bare_table_name(node)
         if name is None:
             continue
         original = counts.aliases.get(name, name)
@@ -348,6 +353,19 @@ def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
             register_query_table(ctx, copy, count.pinned)
         sp.rename_tables(node, original, copy)
     return labels
+
+
+def bare_table_name(rel: Rel) -> str | None:
+    """The table a read names by a bare name (``t``), else None.
+
+    lance-sql's tables are registered by bare name in the default schema; a
+    qualified name (``s2.t``, ``datafusion.public.t``) may be another table
+    of the same last name, so it gets no bound (and is never repointed).
+    """
+    if sp.kind(rel) != "read" or not rel.read.HasField("named_table"):
+        return None
+    names = rel.read.named_table.names
+    return names[0] if len(names) == 1 else None
 
 
 def _wrap_in_fetch(rel: Rel, count: int) -> None:

@@ -107,9 +107,9 @@ class Estimator:
     def _read(self, read: algebra_pb2.ReadRel) -> float | None:
         if read.HasField("virtual_table"):
             return float(len(read.virtual_table.expressions))
-        if not read.HasField("named_table") or not read.named_table.names:
-            return None
-        base = self.table_rows(read.named_table.names[-1])
+        if not read.HasField("named_table") or len(read.named_table.names) != 1:
+            return None  # a qualified name may be another table than lance-sql's (bare) one
+        base = self.table_rows(read.named_table.names[0])
         if base is None:
             return None
         if read.HasField("filter") or read.HasField("best_effort_filter"):
