@@ -435,6 +435,7 @@ def coerce_in(
 ) -> Predicate:
     """``term [NOT] IN (values)`` with each value coerced exactly; unmatchable values dropped."""
     kept: list[Literal] = []
+    seen: set[Literal] = set()  # membership in O(1): a 10,000-value IN list took 35 s
     has_null = False
     for lit in values:
         if lit.is_null:
@@ -449,7 +450,12 @@ def coerce_in(
                 f" not exact as {target}",
                 _term_columns(term),
             )
-        if eq.literal not in kept:
+        try:
+            new = eq.literal not in seen
+            seen.add(eq.literal)
+        except TypeError:  # an unhashable value: look among the kept ones
+            new = eq.literal not in kept
+        if new:
             kept.append(eq.literal)
     if negated:
         if has_null:
