@@ -442,6 +442,16 @@ def test_errors_are_typed_and_name_the_table(tmp_path: Path, pair: Pair) -> None
     ctx = pair.ctx
     with pytest.raises(NotFoundError, match="nope"):
         ctx.sql("DELETE FROM nope WHERE id = 1")
+    for bad in (
+        "UPDATE t SET nope = 1",
+        "DELETE FROM t WHERE nope = 1",
+        "INSERT INTO t (id, nope) VALUES (1, 2)",
+        "INSERT INTO t VALUES (1)",
+        "MERGE INTO t USING (VALUES (1)) AS s(id) ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET nope = 1",
+    ):
+        with pytest.raises(SchemaMismatchError, match="'t'"):
+            ctx.sql(bad)
     with pytest.raises(SchemaMismatchError):
         ctx.sql("INSERT INTO t VALUES ('x', 'a', 1.0)").collect()
     with pytest.raises(SchemaMismatchError, match="'id'"):

@@ -348,16 +348,29 @@ def statement_keyword(query: str) -> str | None:
     return tokens[0].text.upper() if tokens else None
 
 
+def _target_name(query: str) -> str | None:
+    """The table a DML statement writes: its first name token (keywords have their own)."""
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.tokenize(query)
+    except Exception:
+        return None
+    names = [t.text for t in tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)]
+    return names[0] if names else None
+
+
 def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
     """DataFusion's planning error of a DML statement as a typed error naming the table."""
-    if statement_keyword(query) not in _DML_KEYWORDS:
+    keyword = statement_keyword(query)
+    if keyword not in _DML_KEYWORDS:
         return None
     text = str(exc)
     first = text.splitlines()[0] if text else type(exc).__name__
     if "not found" in text and "table" in text:
         return NotFoundError(f"{first} (the target or a source of the statement)")
-    if "ast" in text and ("cast" in text.lower() or "type" in text.lower()):
-        return SchemaMismatchError(first)
+    if "Schema error" in text or "Inconsistent data length" in text or "cast" in text.lower():
+        return SchemaMismatchError(f"{keyword} of {_target_name(query)!r}: {first}")
     return None
 
 
