@@ -73,14 +73,25 @@ def _count(df: Any) -> int:
     return int(table.column("count")[0].as_py())
 
 
+#: partition specs and, for DuckDB's emulation of INSERT OVERWRITE, each term over alias {a}
+SPECS = {
+    SPEC: ("{a}.g", "lbucket({a}.id)"),
+    "(truncate(10, id), truncate(1, g))": ("{a}.id - {a}.id % 10", "left({a}.g, 1)"),
+    "(id)": ("{a}.id",),
+    "": (),
+}
+
+
 class Pair:
     """A namespace ``t`` in lance-sql and a table ``t`` in DuckDB, fed the same statements."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, spec: str = SPEC) -> None:
         self.ctx = _ctx(tmp)
-        self.ctx.sql(f"CREATE TABLE t {COLUMNS} PARTITIONED BY {SPEC}")
+        partitioned = f" PARTITIONED BY {spec}" if spec else f" LOCATION '{tmp / 't'}'"
+        self.ctx.sql(f"CREATE TABLE t {COLUMNS}{partitioned}")
         self.root = str(tmp / "t")
         self.duck = _duck()
+        self.keys = SPECS[spec]
 
     def run(self, sql: str) -> int:
         got = _count(self.ctx.sql(sql))
@@ -92,10 +103,10 @@ class Pair:
         got = _count(self.ctx.sql(f"INSERT OVERWRITE t VALUES {values}"))
         d = self.duck
         d.execute(f"CREATE OR REPLACE TEMP TABLE n AS SELECT * FROM (VALUES {values}) v(id, g, v)")
-        d.execute(
-            "DELETE FROM t WHERE EXISTS (SELECT 1 FROM n WHERE n.g IS NOT DISTINCT FROM t.g "
-            "AND lbucket(n.id) = lbucket(t.id))"
+        same = " AND ".join(
+            f"({k.format(a='n')}) IS NOT DISTINCT FROM ({k.format(a='t')})" for k in self.keys
         )
+        d.execute(f"DELETE FROM t WHERE EXISTS (SELECT 1 FROM n WHERE {same or 'TRUE'})")
         want = d.execute("INSERT INTO t SELECT * FROM n").fetchall()[0][0]
         assert got == want, (values, got, want)
         return got
@@ -575,12 +586,12 @@ _ROWS = st.lists(st.tuples(_ID, _G, _V), min_size=1, max_size=6)
 class DmlMachine(RuleBasedStateMachine):
     tmp: Path
 
-    @initialize()
-    def start(self) -> None:
+    @initialize(spec=st.sampled_from(sorted(SPECS)))
+    def start(self, spec: str) -> None:
         import tempfile
 
         self.dir = tempfile.TemporaryDirectory(dir=os.environ.get("LANCE_SQL_TEST_TMP"))
-        self.pair = Pair(Path(self.dir.name))
+        self.pair = Pair(Path(self.dir.name), spec)
 
     def teardown(self) -> None:
         if hasattr(self, "dir"):
