@@ -138,7 +138,9 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
         return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
     if op == "update":
         sets, where = update_sql(source, table.schema, name)
-        return DmlDataFrame(df, ctx, lambda: _update(table, name, sets, where), "UPDATE")
+        return DmlDataFrame(
+            df, ctx, lambda: _update(ctx, table, name, sets, where, source), "UPDATE"
+        )
     raise UnsupportedFeatureError(f"{op} statements on namespace {name!r} are not supported")
 
 
@@ -194,11 +196,14 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
     return DmlDataFrame(df, ctx, action, "INSERT")
 
 
-def _update(table: Any, name: str, sets: dict[str, str], where: str | None) -> int:
+def _update(
+    ctx: Any, table: Any, name: str, sets: dict[str, str], where: str | None, source: Any
+) -> int:
     from lance_sql.tables.namespace.sql_eval import SqlExpressionError
 
-    if not sets:
-        return 0
+    if not sets:  # every column set to itself: nothing changes, the matched rows count
+        _namespace(table, name)  # refuse pinned registrations as for any UPDATE
+        return int(LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).count())
     try:
         return int(_namespace(table, name).update(sets, where))
     except SqlExpressionError as exc:
