@@ -15,6 +15,12 @@ round; the result is the ratio of the medians (namespace / baseline):
   partition may match) with ``ns.delete`` and with pylance's ``delete``.
   Target <= 1.2x. Also reported: the same point delete with the partition
   value given (``k = .. AND id = K``: prunes to one partition).
+* ``index``: appends of 1,000 rows (into one partition, and spread over all
+  64) to a ``--index-rows``-row namespace with a BTREE namespace index, against
+  the same appends without the index; then, on one partition table, what
+  bringing the BTREE up to date after an append costs done three ways
+  (``optimize_indices`` merging, a delta index, a full rebuild) and the point
+  query after each (report).
 * ``compact``: a partition table that received ``--appends`` small appends,
   read (``SELECT count(*), sum(x)`` through ``lance_sql.SessionContext``)
   before and after ``ns.compact()`` (report only).
@@ -248,6 +254,84 @@ def bench_compact(base: Path, appends: int, rounds: int) -> dict[str, Any]:
     }
 
 
+# -- index maintenance -------------------------------------------------------------------
+def bench_index(base: Path, rows: int, rounds: int) -> list[dict[str, Any]]:
+    """An append to an indexed namespace vs the same append without the index, and what
+    each way of updating one table's BTREE costs (merge / delta / rebuild)."""
+    data = delete_table(rows, seed=5)
+    spec = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+    plain = PartitionedNamespace.create(base / "ix_plain", data.schema, spec)
+    indexed = PartitionedNamespace.create(base / "ix_indexed", data.schema, spec)
+    plain.append(data)
+    indexed.append(data)
+    indexed.create_scalar_index("id")
+    rng = np.random.default_rng(3)
+    out = []
+    for spread in (1, PARTS):
+        t_ix, t_plain = [], []
+        for r in range(rounds):
+            n = 1000
+            new = pa.table(
+                {
+                    "id": pa.array(np.arange(n) + rows + (spread * rounds + r) * n, pa.int64()),
+                    "k": pa.array(rng.integers(0, spread, n), pa.int32()),
+                    "x": pa.array(rng.random(n), pa.float64()),
+                }
+            )
+            pair = [(indexed, t_ix), (plain, t_plain)]
+            for ns, times in pair if r % 2 == 0 else pair[::-1]:
+                times.append(_timed(lambda ns=ns, new=new: ns.append(new))[0])
+        what = f"append of 1,000 rows into {spread} partition(s), BTREE kept / no index"
+        out.append(_result(what, t_ix, t_plain, rows))
+        print(out[-1], flush=True)
+    # one partition table: how to bring its index up to date after an append
+    entry = indexed.tables()[0]
+    uri = entry.uri
+    probe = int(indexed.to_table(["id"], partitions=[entry]).column("id")[0].as_py())
+    times: dict[str, list[float]] = {"merge": [], "delta": [], "rebuild": []}
+    query: dict[str, list[float]] = {k: [] for k in times}
+    for r in range(rounds):
+        for how in times:
+            lance.write_dataset(
+                pa.table(
+                    {
+                        "id": pa.array(np.arange(1000) + 10**9 + r * 10**6 + len(query[how])),
+                        "k": pa.array(np.zeros(1000, np.int32)),
+                        "x": pa.array(np.zeros(1000)),
+                    }
+                ),
+                uri,
+                mode="append",
+            )
+            ds = lance.dataset(uri)
+            if how == "merge":
+                op = lambda ds=ds: ds.optimize.optimize_indices(index_names=["id_idx"])  # noqa: E731
+            elif how == "delta":
+                op = lambda ds=ds: ds.optimize.optimize_indices(  # noqa: E731
+                    index_names=["id_idx"], num_indices_to_merge=0
+                )
+            else:
+                op = lambda ds=ds: ds.create_scalar_index("id", "BTREE", name="id_idx")  # noqa: E731
+            times[how].append(_timed(op)[0])
+            ds = lance.dataset(uri)
+            query[how].append(
+                statistics.median(
+                    _timed(lambda ds=ds: ds.to_table(filter=f"id = {probe}"))[0] for _ in range(5)
+                )
+            )
+    for how in times:
+        out.append(
+            {
+                "measure": f"one table's BTREE after a 1,000-row append: {how}",
+                "update_s": statistics.median(times[how]),
+                "point_query_s": statistics.median(query[how]),
+                "table_rows": lance.dataset(uri).count_rows(),
+            }
+        )
+        print(out[-1], flush=True)
+    return out
+
+
 def _result(measure: str, ns_times: list[float], base_times: list[float], rows: int) -> dict:
     n, b = statistics.median(ns_times), statistics.median(base_times)
     return {
@@ -262,11 +346,14 @@ def _result(measure: str, ns_times: list[float], base_times: list[float], rows: 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--part", default="all", choices=["all", "overwrite", "delete", "compact"])
+    p.add_argument(
+        "--part", default="all", choices=["all", "overwrite", "delete", "compact", "index"]
+    )
     p.add_argument("--delete-rows", type=int, default=10_000_000)
     p.add_argument("--overwrite-rows", type=int, default=3_650_000, help="rows of all 365 days")
     p.add_argument("--day-rows", default="10000,100000,1000000", help="rows of the new day")
     p.add_argument("--appends", type=int, default=1000)
+    p.add_argument("--index-rows", type=int, default=2_000_000)
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--dir", default=None, help="keep (and reuse) the data here")
     p.add_argument("--profile", action="store_true", help="cProfile the first namespace round")
@@ -290,6 +377,10 @@ def main() -> None:
             shutil.rmtree(base / "compact_ns", ignore_errors=True)
             results.append(bench_compact(base, args.appends, args.rounds))
             print(results[-1], flush=True)
+        if args.part in ("all", "index"):
+            for d in ("ix_plain", "ix_indexed"):
+                shutil.rmtree(base / d, ignore_errors=True)
+            results.extend(bench_index(base, args.index_rows, args.rounds))
     finally:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)

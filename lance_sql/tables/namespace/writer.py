@@ -80,6 +80,7 @@ from lance_sql.tables.namespace.staging import (
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 
 DEFAULT_BUFFER_BYTES = 256 << 20
+COMMIT_THREADS = 8  # partition tables committed at once (I/O-bound; pylance drops the GIL)
 SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
 
 
@@ -198,13 +199,18 @@ class NamespaceWriter:
         if not targets:
             return
         for t in targets:
-            self._prepare(t)
             self._buffered -= t.buffered
         if len(targets) == 1 or self.threads == 1:
             for t in targets:
+                self._prepare(t)
+            for t in targets:
                 self._flush_one(t)
             return
-        with ThreadPoolExecutor(min(self.threads, len(targets))) as pool:
+        # Many small partitions are latency-bound (opening a table, a small file): at
+        # least COMMIT_THREADS of them at once. Every table is prepared before any file
+        # is written, so a refused table (a tag pin) fails the write before that.
+        with ThreadPoolExecutor(min(max(self.threads, COMMIT_THREADS), len(targets))) as pool:
+            list(pool.map(self._prepare, targets))
             list(pool.map(self._flush_one, targets))
 
     def _flush_one(self, t: WriteTarget) -> None:
@@ -317,21 +323,30 @@ class NamespaceWriter:
         if not self._targets and self.mode == "append":
             return self.snapshot  # nothing to write: no new version anywhere
         self._flush(list(self._targets.values()))
-        versions: dict[str, int] = {}
+        targets = sorted(self._targets.values(), key=lambda t: t.object_id)
         indexes = read_indexes(self.snapshot.properties)
-        for t in sorted(self._targets.values(), key=lambda t: t.object_id):
-            versions[t.object_id] = self._commit_table(t)
-            if indexes and t.fragments:
-                versions[t.object_id] = maintain_indexes(
-                    t.entry
-                    or PartitionTable(
-                        t.object_id, t.location, t.uri, self.spec.id, None, None, None
-                    ),
-                    versions[t.object_id],
-                    indexes,
-                    rebuild=t.entry is None or self.mode == "overwrite",
-                    storage_options=self.storage_options,
-                )
+
+        def commit_one(t: WriteTarget) -> int:
+            version = self._commit_table(t)
+            if not indexes or not t.fragments:
+                return version
+            return maintain_indexes(
+                t.entry
+                or PartitionTable(t.object_id, t.location, t.uri, self.spec.id, None, None, None),
+                version,
+                indexes,
+                rebuild=t.entry is None or self.mode == "overwrite",
+                storage_options=self.storage_options,
+            )
+
+        # Tables are independent until __manifest pins them: their commits (and index
+        # updates) overlap on threads; a failure leaves the others unreferenced.
+        if len(targets) > 1:
+            with ThreadPoolExecutor(min(COMMIT_THREADS, len(targets))) as pool:
+                committed = list(pool.map(commit_one, targets))
+        else:
+            committed = [commit_one(t) for t in targets]
+        versions = {t.object_id: v for t, v in zip(targets, committed, strict=True)}
         for attempt in range(self.max_rebases + 1):
             rows = self._manifest_rows(versions)
             self._may_be_committed = True
