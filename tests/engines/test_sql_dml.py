@@ -233,6 +233,16 @@ def test_merge_from_a_datafusion_table_with_view_types(pair: Pair) -> None:
     pair.check()
 
 
+def test_merge_names_resolve_as_datafusion_resolves_them(pair: Pair) -> None:
+    """Unquoted names are lower case in DataFusion: aliases T and S are t and s."""
+    pair.run(
+        "MERGE INTO T AS TT USING (VALUES (1, 'q', 8.0), (60, 'r', 2.0)) AS S(ID, G, V) "
+        "ON TT.ID = S.ID WHEN MATCHED THEN UPDATE SET V = S.V "
+        "WHEN NOT MATCHED THEN INSERT (ID, G, V) VALUES (S.ID, S.G, S.V)"
+    )
+    pair.check()
+
+
 def test_merge_refuses_two_source_rows_for_one_target_row(pair: Pair) -> None:
     sql = (
         "MERGE INTO t USING (VALUES (1, 1.0), (1, 2.0)) AS s(id, v) ON t.id = s.id "

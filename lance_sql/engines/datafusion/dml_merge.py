@@ -79,9 +79,9 @@ def parse_merge(query: str, schema: pa.Schema, name: str) -> MergeStatement:
     if not isinstance(tree, exp.Merge):
         raise PlanningError(f"MERGE INTO {name!r}: not a MERGE statement")
     target = tree.this
-    talias = target.alias_or_name
+    talias = _sql_name(target)
     using = tree.args["using"]
-    salias = using.alias_or_name
+    salias = _sql_name(using)
     if not salias:
         raise PlanningError(f"MERGE INTO {name!r}: give the source an alias (USING (...) AS s)")
     if talias == salias:
@@ -96,6 +96,15 @@ def parse_merge(query: str, schema: pa.Schema, name: str) -> MergeStatement:
     return MergeStatement(talias, salias, _sql(on), _keys(on, talias, salias), clauses)
 
 
+def _sql_name(node: exp.Expression) -> str:
+    """A table's alias (else name) as DataFusion resolves it: unquoted means lower case."""
+    alias = node.args.get("alias")
+    ident = alias.this if isinstance(alias, exp.TableAlias) else node.this
+    if not isinstance(ident, exp.Identifier):
+        return node.alias_or_name
+    return ident.name if ident.quoted else ident.name.lower()
+
+
 def _keys(on: exp.Expression, talias: str, salias: str) -> list[tuple[str, str]]:
     conjuncts = on.flatten() if isinstance(on, exp.And) else [on]
     out = []
@@ -105,11 +114,19 @@ def _keys(on: exp.Expression, talias: str, salias: str) -> list[tuple[str, str]]
         a, b = c.this, c.expression
         if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
             continue
-        if a.table == salias and b.table == talias:
+        if _resolved(a, "table") == salias and _resolved(b, "table") == talias:
             a, b = b, a
-        if a.table == talias and b.table == salias:
-            out.append((a.name, b.name))
+        if _resolved(a, "table") == talias and _resolved(b, "table") == salias:
+            out.append((_resolved(a, "this"), _resolved(b, "this")))
     return out
+
+
+def _resolved(col: exp.Column, part: str) -> str:
+    """A column's name or qualifier as DataFusion resolves it (unquoted: lower case)."""
+    ident = col.args.get(part)
+    if not isinstance(ident, exp.Identifier):
+        return ""
+    return ident.name if ident.quoted else ident.name.lower()
 
 
 def _column(col: str, schema: pa.Schema, name: str) -> str:
