@@ -162,6 +162,14 @@ def test_create_table_partitioned_by_makes_the_spec(tmp_path: Path) -> None:
         ctx.sql(f"CREATE TABLE e (id BIGINT) PARTITIONED BY (id) LOCATION '{tmp_path}/y'")
 
 
+def test_create_table_names_resolve_as_datafusion_resolves_them(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    ctx.sql('CREATE TABLE Daily (ID BIGINT, "Kind" VARCHAR) PARTITIONED BY (ID, "Kind")')
+    ctx.sql("INSERT INTO DAILY VALUES (1, 'a')").collect()
+    assert ctx.sql('SELECT id, "Kind" FROM daily').to_pylist() == [{"id": 1, "Kind": "a"}]
+    assert lance_sql.PartitionedNamespace.open(tmp_path / "daily").schema.names == ["id", "Kind"]
+
+
 def test_create_table_as_select(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path)
     ctx.sql(

@@ -92,7 +92,7 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
     if not isinstance(target, exp.Table) or target.args.get("db"):
         raise PlanningError(f"CREATE TABLE: expected a plain table name, got {target.sql()}")
-    name = target.name
+    name = _resolved(target.this)
     if tree.args.get("replace"):
         raise UnsupportedFeatureError(f"CREATE OR REPLACE TABLE {name!r} is not supported")
     if ctx.table_exist(name):
@@ -121,6 +121,13 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
         if rows.num_rows:
             ns.append(rows)
     ctx.register_namespace(name, location)
+
+
+def _resolved(ident: Any) -> str:
+    """An identifier as DataFusion resolves it: unquoted means lower case."""
+    if not isinstance(ident, exp.Identifier):
+        return str(ident.name if hasattr(ident, "name") else ident)
+    return ident.name if ident.quoted else ident.name.lower()
 
 
 def _location(ctx: Any, tree: exp.Create, name: str) -> str:
@@ -160,7 +167,7 @@ def _column_schema(ctx: Any, tree: exp.Create, name: str) -> pa.Schema:
         kind = col.args["kind"].sql(dialect="postgres")
         if kind.upper() == "TIMESTAMPTZ":
             kind = "TIMESTAMP WITH TIME ZONE"
-        ident = '"' + col.name.replace('"', '""') + '"'
+        ident = '"' + _resolved(col.this).replace('"', '""') + '"'
         casts.append(f"CAST(NULL AS {kind}) AS {ident}")
         not_null = any(
             isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
