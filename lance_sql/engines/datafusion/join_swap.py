@@ -148,47 +148,64 @@ def namespace_rows(namespace: Any) -> float:
     return float(total)
 
 
-# ---- swapping the inputs of one inner join ----------------------------------------------
+# ---- swapping the inputs of one join -------------------------------------------------------
+
+#: join type -> (the type with the inputs swapped, whether the output holds both inputs'
+#: columns, so the old order must be emitted); a semi or anti join returns one input's columns
+MIRROR: dict[int, tuple[int, bool]] = {
+    INNER: (INNER, True),
+    J.JOIN_TYPE_LEFT: (J.JOIN_TYPE_RIGHT, True),
+    J.JOIN_TYPE_RIGHT: (J.JOIN_TYPE_LEFT, True),
+    J.JOIN_TYPE_LEFT_SEMI: (J.JOIN_TYPE_RIGHT_SEMI, False),
+    J.JOIN_TYPE_LEFT_ANTI: (J.JOIN_TYPE_RIGHT_ANTI, False),
+}
 
 
 def swap_inner_joins(
     plan: plan_pb2.Plan, estimate: Estimator, width: Callable[[Rel], int]
 ) -> list[str]:
-    """Swap inner joins whose right input is estimated much smaller (in place); what was done.
+    """Swap joins whose right input is estimated much smaller (in place); what was done.
 
-    Only joins DataFusion will not flatten and rebuild: neither input nor the
-    parent is an inner join directly (see :func:`reorder_flat_trees`), and no
-    input is hinted (:mod:`.join_stats` leaves those to DataFusion).
+    Inner, left and right outer, left semi and left anti joins, mirrored
+    (:data:`MIRROR`). Inner joins only where DataFusion will not flatten and
+    rebuild them: neither input nor the parent is an inner join directly (see
+    :func:`reorder_flat_trees`). Never where an input is hinted
+    (:mod:`.join_stats` leaves those to DataFusion).
     """
     done: list[str] = []
     pending: list[tuple[Rel, bool]] = [(sp.root_rel(plan), False)]
     while pending:
         rel, under_inner = pending.pop()
-        is_inner = sp.kind(rel) == "join" and rel.join.type == INNER
-        if is_inner and not under_inner and _swappable(rel.join):
+        is_join = sp.kind(rel) == "join"
+        is_inner = is_join and rel.join.type == INNER
+        if is_join and rel.join.type in MIRROR and _swappable(rel.join, under_inner):
             left, right = estimate.rows(rel.join.left), estimate.rows(rel.join.right)
             smaller = left is not None and right is not None and right * SWAP_FACTOR <= left
+            kind = J.JoinType.Name(rel.join.type).removeprefix("JOIN_TYPE_").lower()
             if smaller and _swap(rel, width):
                 done.append(
-                    f"inner join inputs swapped: the right input (~{right:,.0f} rows "
+                    f"{kind} join inputs swapped: the right input (~{right:,.0f} rows "
                     f"estimated) builds the hash table, the left (~{left:,.0f}) probes"
                 )
         pending.extend((child, is_inner) for child in sp.inputs(rel))
     return done
 
 
-def _swappable(join: algebra_pb2.JoinRel) -> bool:
+def _swappable(join: algebra_pb2.JoinRel, under_inner: bool) -> bool:
+    if join.type == INNER and under_inner:
+        return False
     for side in (join.left, join.right):
         if sp.kind(side) == "fetch":
             return False
-        if sp.kind(side) == "join" and side.join.type == INNER:
+        if join.type == INNER and sp.kind(side) == "join" and side.join.type == INNER:
             return False
     return True
 
 
 def _swap(rel: Rel, width: Callable[[Rel], int]) -> bool:
-    """Swap ``rel``'s inputs, renumbering its conditions and emitting the old column order."""
+    """Swap ``rel``'s inputs: mirrored type, renumbered conditions, the old column order."""
     join = rel.join
+    mirrored, both = MIRROR[join.type]
     try:
         nl, nr = width(join.left), width(join.right)
         exprs = [join.expression] if join.HasField("expression") else []
@@ -208,10 +225,12 @@ def _swap(rel: Rel, width: Callable[[Rel], int]) -> bool:
     left.CopyFrom(join.left)
     join.left.CopyFrom(join.right)
     join.right.CopyFrom(left)
-    emit = join.common.emit.output_mapping
-    old = list(emit) if join.common.HasField("emit") else list(range(nl + nr))
-    del emit[:]
-    emit.extend(moved(i) for i in old)
+    join.type = mirrored
+    if both:
+        emit = join.common.emit.output_mapping
+        old = list(emit) if join.common.HasField("emit") else list(range(nl + nr))
+        del emit[:]
+        emit.extend(moved(i) for i in old)
     return True
 
 
