@@ -34,10 +34,11 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 @dataclass
 class StagedCommit(WriterCommitMessage):
-    """One task's staged write (``StagedWrite.to_json()``) and its row count."""
+    """One task attempt's staged write (``StagedWrite.to_json()``), row count and journal id."""
 
     staged: str
     rows: int
+    attempt: str = ""
 
 
 def spark_encoding(f: pa.Field) -> pa.DataType | None:
@@ -75,11 +76,12 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
         from lance_sql.engines.spark.source import int_option
-        from lance_sql.engines.spark.write_journal import journal_factory
+        from lance_sql.engines.spark.write_journal import journal_factory, new_attempt
         from lance_sql.tables.namespace.schema_rule import conform_all
         from lance_sql.tables.namespace.writer import DEFAULT_BUFFER_BYTES, NamespaceWriter
 
         plan = self.plan
+        attempt = new_attempt()
         writer = NamespaceWriter(
             plan.snapshot,
             plan.schema,
@@ -89,7 +91,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             buffer_bytes=int_option(self.options, "buffer_bytes") or DEFAULT_BUFFER_BYTES,
             write_id=self.write_id,
             staging=True,
-            progress=journal_factory(plan.root, self.write_id, plan.storage_options),
+            progress=journal_factory(plan.root, self.write_id, attempt, plan.storage_options),
         )
         try:
             writer.write(
@@ -99,7 +101,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         except BaseException:
             writer.abort()  # this attempt's finished files; the driver removes the rest
             raise
-        return StagedCommit(staged.to_json(), staged.rows)
+        return StagedCommit(staged.to_json(), staged.rows, attempt)
 
     def commit(self, messages: list[StagedCommit | None]) -> None:
         from lance_sql.engines.spark.write_plan import commit_create
@@ -121,7 +123,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
                 mode=self.mode,
                 storage_options=plan.storage_options,
             )
-        self._remove_orphans(stages, snap)
+        self._remove_orphans(stages, snap, _attempts(messages))
 
     def abort(self, messages: list[StagedCommit | None]) -> None:
         from lance_sql.tables.namespace.staging import abort_staged
@@ -129,9 +131,9 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         stages = self._staged(messages)
         if not self.plan.create or _exists(self.plan):
             abort_staged(self.root, stages, storage_options=self.plan.storage_options)
-        self._remove_orphans([], None)
+        self._remove_orphans([], None, [])
 
-    def _remove_orphans(self, kept: list[Any], snap: Any) -> None:
+    def _remove_orphans(self, kept: list[Any], snap: Any, attempts: list[str]) -> None:
         from lance_sql.engines.spark.write_journal import committed_files, remove_orphans
         from lance_sql.tables.namespace.reader import table_entries
 
@@ -144,7 +146,12 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             now = read_manifest(self.root, storage_options=self.plan.storage_options)
             live = {e.location for e in table_entries(now.rows, now.root, [])}
         remove_orphans(
-            self.root, self.write_id, committed_files(kept), live, self.plan.storage_options
+            self.root,
+            self.write_id,
+            committed_files(kept),
+            live,
+            self.plan.storage_options,
+            committed_attempts=attempts,
         )
 
     @staticmethod
@@ -156,6 +163,10 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             for m in messages
             if isinstance(m, StagedCommit) and m.staged
         ]
+
+
+def _attempts(messages: list[StagedCommit | None]) -> list[str]:
+    return [m.attempt for m in messages if isinstance(m, StagedCommit) and m.attempt]
 
 
 def _arrow_schema(spark_schema: Any) -> pa.Schema | None:

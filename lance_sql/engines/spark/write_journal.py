@@ -44,15 +44,16 @@ class FileJournal(FragmentWriteProgress):
         self,
         root: str,
         write_id: str,
+        attempt: str,
         location: str,
         branch: str | None,
         storage_options: Mapping[str, str] | None,
     ) -> None:
         self.uri = journal_uri(root, write_id)
+        self.attempt = attempt  # one id per task attempt: the names of its journal objects
         self.location = location
         self.branch = branch
         self.storage_options = dict(storage_options) if storage_options else None
-        self.attempt = uuid.uuid4().hex
 
     def begin(self, fragment: Any, **kwargs: Any) -> None:
         return None
@@ -68,27 +69,38 @@ class FileJournal(FragmentWriteProgress):
             loc.fs.pipe_file(name, json.dumps(entry).encode())
 
 
-def journal_factory(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
-    """``(location, branch) -> FileJournal``: what a staging writer passes to pylance."""
+def journal_factory(
+    root: str, write_id: str, attempt: str, storage_options: Mapping[str, str] | None
+) -> Any:
+    """``(location, branch) -> FileJournal`` for one task attempt (a staging writer's hook)."""
 
     def make(location: str, branch: str | None) -> FileJournal:
-        return FileJournal(root, write_id, location, branch, storage_options)
+        return FileJournal(root, write_id, attempt, location, branch, storage_options)
 
     return make
 
 
+def new_attempt() -> str:
+    return uuid.uuid4().hex
+
+
 def read_journal(
-    root: str, write_id: str, storage_options: Mapping[str, str] | None
+    root: str,
+    write_id: str,
+    storage_options: Mapping[str, str] | None,
+    skip: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
-    """Every journaled file of the write (empty when nothing was journaled)."""
+    """Journaled files of the write, except those of the ``skip`` attempts (not even read)."""
     from lance_sql.format.storage import resolve
 
     loc = resolve(journal_uri(root, write_id), storage_options)
     if not loc.fs.exists(loc.path):
         return []
+    skipped = set(skip)
     out = []
     for path in loc.fs.ls(loc.path, detail=False):
-        if str(path).endswith(".json"):
+        name = str(path).rsplit("/", 1)[-1]
+        if name.endswith(".json") and name.split("-", 1)[0] not in skipped:
             try:
                 out.append(json.loads(loc.fs.cat_file(path)))
             except (OSError, ValueError):
@@ -113,8 +125,11 @@ def remove_orphans(
     kept: set[tuple[str, str | None, str]],
     live_locations: set[str],
     storage_options: Mapping[str, str] | None,
+    committed_attempts: Iterable[str] = (),
 ) -> int:
     """Delete journaled files not in ``kept``, this write's dead new tables, and the journal.
+
+    Entries of ``committed_attempts`` are not read (their files are all kept).
 
     ``live_locations``: table locations ``__manifest`` lists now (a new-table
     directory not among them is removed whole; it was named from this write's
@@ -125,7 +140,7 @@ def remove_orphans(
 
     removed = 0
     dead_dirs: set[str] = set()
-    for e in read_journal(root, write_id, storage_options):
+    for e in read_journal(root, write_id, storage_options, committed_attempts):
         location, branch, name = e.get("location"), e.get("branch"), e.get("file")
         if not isinstance(location, str) or not isinstance(name, str):
             continue
@@ -180,6 +195,7 @@ __all__ = [
     "committed_files",
     "journal_factory",
     "journal_uri",
+    "new_attempt",
     "read_journal",
     "remove_orphans",
 ]
