@@ -397,3 +397,21 @@ def test_an_empty_grouping_set_counts_one_row(
     want = _duck(tables, sql)
     assert {n for _, n in want} == {0, 5}
     assert _rows(ctx.sql(sql).to_arrow_table()) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("semi_in", "left_semi"),
+        ("anti_fact", "left_anti"),
+        ("left_small_right", "left"),
+        ("right_small_right", "right"),
+    ],
+)
+def test_outer_semi_and_anti_joins_swap_mirrored(
+    name: str, kind: str, tables: dict[str, tuple[str, pa.Table]]
+) -> None:
+    ctx = _context_with_threshold(tables, 1)
+    done = ctx.sql(QUERIES[name]).lance_rewrite()
+    assert any(line.startswith(f"{kind} join inputs swapped") for line in done.join_stats)
+    assert _rows(done.dataframe.to_arrow_table()) == _duck(tables, QUERIES[name])
