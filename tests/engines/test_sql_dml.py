@@ -251,6 +251,25 @@ def test_merge_names_resolve_as_datafusion_resolves_them(pair: Pair) -> None:
     pair.check()
 
 
+def test_merge_expressions_run_as_written(pair: Pair) -> None:
+    """Integer division stays integer division (a dialect printer made it a float one),
+    functions keep their DataFusion names (isnan, substr), CASE ... END in a condition."""
+    want = pair.ctx.sql("SELECT 5 / 2 AS q, substr('xyz', 2, 1) AS c").to_pylist()[0]
+    assert want == {"q": 2, "c": "y"}
+    n = _count(
+        pair.ctx.sql(
+            "MERGE INTO t USING (VALUES (5, 'xyz', CAST('NaN' AS DOUBLE)), (77, 'xyz', 1.0)) "
+            "AS s(id, g, v) ON t.id = s.id "
+            "WHEN MATCHED AND CASE WHEN isnan(s.v) THEN true ELSE false END "
+            "THEN UPDATE SET v = s.id / 2, g = substr(s.g, 2, 1) "
+            "WHEN NOT MATCHED THEN INSERT VALUES (s.id, substr(s.g, 2, 1), s.id / 2)"
+        )
+    )
+    assert n == 2
+    got = pair.ctx.sql("SELECT id, g, v FROM t WHERE id IN (5, 77) ORDER BY id").to_pylist()
+    assert got == [{"id": 5, "g": "y", "v": 2.0}, {"id": 77, "g": "y", "v": 38.0}]
+
+
 def test_merge_refuses_two_source_rows_for_one_target_row(pair: Pair) -> None:
     sql = (
         "MERGE INTO t USING (VALUES (1, 1.0), (1, 2.0)) AS s(id, v) ON t.id = s.id "

@@ -2,8 +2,10 @@
 
 DataFusion 55 plans ``MERGE INTO`` into a ``Dml: op=[MergeInto]`` plan whose
 only input is the source; the ON condition and the WHEN clauses are not in
-it. So the clauses are read with ``sqlglot`` and every one of their
-expressions is evaluated by DataFusion (:mod:`lance_sql.tables.namespace.sql_eval`),
+it. So the clauses are read with ``sqlglot``, their expressions' texts are
+cut from the statement as written (:func:`.dml_text.merge_text`: sqlglot's
+printer would change them, e.g. integer ``a / b`` into a float division) and
+every one of them is evaluated by DataFusion (:mod:`lance_sql.tables.namespace.sql_eval`),
 with the target rows registered under the target's alias and the source rows
 (DataFusion's own plan of the source, run as a :class:`LanceDataFrame`)
 under the source's alias:
@@ -26,7 +28,7 @@ The result counts updated + deleted + inserted rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
+from lance_sql.engines.datafusion.dml_text import MergeText, merge_text
 from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.merge import MergeKeyError
@@ -93,7 +96,31 @@ def parse_merge(query: str, schema: pa.Schema, name: str) -> MergeStatement:
     clauses = [_clause(w, schema, name) for w in (whens.expressions if whens else [])]
     if not clauses:
         raise PlanningError(f"MERGE INTO {name!r}: no WHEN clause")
-    return MergeStatement(talias, salias, _sql(on), _keys(on, talias, salias), clauses)
+    text = merge_text(query, name)
+    return MergeStatement(
+        talias, salias, text.on, _keys(on, talias, salias), _verbatim(clauses, text, name)
+    )
+
+
+def _verbatim(clauses: list[Clause], text: MergeText, name: str) -> list[Clause]:
+    """``clauses`` (sqlglot's reading) with their SQL texts as written in the statement."""
+    if len(text.clauses) != len(clauses):
+        raise PlanningError(f"MERGE INTO {name!r}: the WHEN clauses could not be read")
+    out = []
+    for clause, cut in zip(clauses, text.clauses, strict=True):
+        sets, values = clause.sets, clause.values
+        if sets is not None:
+            if len(cut.set_values) != len(sets):
+                raise PlanningError(f"MERGE INTO {name!r}: the SET items could not be read")
+            sets = dict(zip(sets, cut.set_values, strict=True))
+        if values is not None:
+            if len(cut.insert_values) != len(values):
+                raise PlanningError(f"MERGE INTO {name!r}: the INSERT values could not be read")
+            values = list(cut.insert_values)
+        if (clause.condition is None) != (cut.condition is None):
+            raise PlanningError(f"MERGE INTO {name!r}: a WHEN condition could not be read")
+        out.append(replace(clause, condition=cut.condition, sets=sets, values=values))
+    return out
 
 
 def _sql_name(node: exp.Expression) -> str:
