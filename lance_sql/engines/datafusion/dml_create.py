@@ -26,7 +26,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from lance_sql.engines.datafusion.dml import plain_schema, plain_type
+from lance_sql.engines.datafusion.dml import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
 
 _SET_WAREHOUSE = re.compile(
@@ -109,7 +109,7 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
         query_df = ctx.sql(_query_text(query, tokens, name))
         schema = plain_schema(query_df.schema())
     else:
-        schema = _column_schema(ctx, tree, name)
+        schema = _column_schema(query, tokens, tree, name)
     fields = _partition_fields(tree, tokens, schema, name)
     ns = PartitionedNamespace.create(location, schema, fields)
     if query_df is not None:
@@ -155,36 +155,42 @@ def _query_text(query: str, tokens: list[Any], name: str) -> str:
     raise PlanningError(f"CREATE TABLE {name!r} AS: the query was not found")
 
 
-def _column_schema(ctx: Any, tree: exp.Create, name: str) -> pa.Schema:
+def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -> pa.Schema:
+    """The column list's schema as DataFusion's own ``CREATE TABLE`` reads it.
+
+    The list is cut from the statement as written (its parentheses right after
+    the table name) and given to DataFusion in a scratch context, so types,
+    ``NOT NULL`` and name case mean what they mean in DataFusion DDL.
+    """
     import datafusion
 
     if not isinstance(tree.this, exp.Schema) or not tree.this.expressions:
         raise PlanningError(f"CREATE TABLE {name!r}: no columns (give a column list or AS SELECT)")
-    casts, nullable = [], []
-    for col in tree.this.expressions:
-        if not isinstance(col, exp.ColumnDef) or col.args.get("kind") is None:
-            raise PlanningError(f"CREATE TABLE {name!r}: cannot read column {col.sql()}")
-        kind = col.args["kind"].sql(dialect="postgres")
-        if kind.upper() == "TIMESTAMPTZ":
-            kind = "TIMESTAMP WITH TIME ZONE"
-        ident = '"' + _resolved(col.this).replace('"', '""') + '"'
-        casts.append(f"CAST(NULL AS {kind}) AS {ident}")
-        not_null = any(
-            isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
-            for c in col.args.get("constraints") or []
-        )
-        nullable.append(not not_null)
+    opening = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), None)
+    closing = _closing(tokens, opening) if opening is not None else None
+    if opening is None or closing is None:
+        raise PlanningError(f"CREATE TABLE {name!r}: the column list was not found")
+    columns = query[tokens[opening].start : tokens[closing].end + 1]
+    scratch = datafusion.SessionContext()
     try:
-        planned = datafusion.SessionContext.sql(ctx, "SELECT " + ", ".join(casts)).schema()
+        scratch.sql(f"CREATE TABLE __lance_columns {columns}").collect()
+        planned = scratch.table("__lance_columns").schema()
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise SpecError(f"CREATE TABLE {name!r}: column types: {first}") from exc
-    return pa.schema(
-        [
-            f.with_type(plain_type(f.type)).with_nullable(n)
-            for f, n in zip(planned, nullable, strict=True)
-        ]
-    )
+        raise SpecError(f"CREATE TABLE {name!r}: column list {columns}: {first}") from exc
+    return plain_schema(planned)
+
+
+def _closing(tokens: list[Any], opening: int) -> int | None:
+    depth = 0
+    for i in range(opening, len(tokens)):
+        if tokens[i].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[i].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 def _partition_fields(
