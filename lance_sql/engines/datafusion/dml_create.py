@@ -2,10 +2,10 @@
 
 DataFusion 55's parser refuses partition transforms (``bucket(16, id)``), so
 this statement is read with ``sqlglot`` (Iceberg / Spark syntax); every part
-that has a meaning in SQL is still decided by DataFusion: the column types
-(``CAST(NULL AS <type>)`` planned by DataFusion, view types stored as their
-plain forms) and the query of ``CREATE TABLE ... AS SELECT``, whose text is
-handed to DataFusion verbatim (cut from the statement at the ``AS`` token).
+that has a meaning in SQL is still decided by DataFusion, from the text as
+written: the column list (read by DataFusion's own ``CREATE TABLE`` in a
+scratch context; view types stored as their plain forms) and the query of
+``CREATE TABLE ... AS SELECT`` (cut from the statement at the ``AS`` token).
 
 Partition terms: a column or ``identity(c)``; ``bucket(N, c)``;
 ``truncate(W, c)``; ``year(c)``, ``month(c)``, ``day(c)``, ``hour(c)`` (the
