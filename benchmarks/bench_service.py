@@ -1,0 +1,224 @@
+"""Benchmark: serving queries from 8 threads (issue #18, "Service").
+
+Builds (once, reused with ``--dir``) ``--rows`` rows (int64 ``id`` unique,
+date32 ``day`` over 731 days, float64 ``x``, utf8 ``s``) as
+
+* a namespace partitioned by ``identity(day)`` (731 partition tables) with a
+  namespace BTREE scalar index on ``id`` (``ns.create_scalar_index``);
+* one Lance dataset with the same rows and BTREE indexes on ``id`` and ``day``.
+
+Then ``--threads`` threads run a mix of point lookups
+(``SELECT id, day, x, s FROM t WHERE id = K``) and one-day aggregates
+(``SELECT count(*), sum(x) FROM t WHERE day = DATE 'D'``), ``--queries`` per
+thread, against
+
+* lance-sql: ONE shared ``lance_sql.SessionContext`` with the namespace
+  registered;
+* DuckDB: one cursor per thread over the indexed Lance dataset (registered
+  through the Arrow dataset interface; Lance receives DuckDB's filters).
+
+Sides alternate for ``--rounds`` rounds; each round reports queries/s and the
+p50/p99 latency; every answer is checked against the in-memory rows. Targets:
+lance-sql >= 1.0x DuckDB's queries/s and p99 <= 2x DuckDB's.
+
+Usage: ``python benchmarks/bench_service.py [--rows N] [--threads T]
+[--queries Q] [--rounds R] [--dir PATH]``. The machine is shared with other
+jobs: compare ratios only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import lance
+import numpy as np
+import pyarrow as pa
+
+import lance_sql
+
+DAYS = 731
+EPOCH = datetime.date(1970, 1, 1)
+
+
+def make_table(rows: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    start = (datetime.date(2024, 1, 1) - EPOCH).days
+    days = np.sort(rng.integers(0, DAYS, rows)) + start
+    days[:DAYS] = np.arange(DAYS) + start
+    words = np.array([f"value-{i:05d}" for i in range(1000)], dtype=object)
+    return pa.table(
+        {
+            "id": pa.array(rng.permutation(rows), pa.int64()),
+            "day": pa.array(days.astype(np.int32), pa.date32()),
+            "x": pa.array(rng.random(rows), pa.float64()),
+            "s": pa.array(words[rng.integers(0, len(words), rows)], pa.string()),
+        }
+    )
+
+
+def build(directory: Path, rows: int) -> tuple[str, str, pa.Table]:
+    ns_root, one_uri = directory / "svc_ns", directory / "svc_one.lance"
+    marker = directory / f"svc_built_{rows}"
+    data = make_table(rows)
+    if marker.exists():
+        return str(ns_root), str(one_uri), data
+    for p in (ns_root, one_uri):
+        if p.exists():
+            shutil.rmtree(p)
+    spec = [{"field_id": "day", "source": "day", "transform": {"type": "identity"}}]
+    ns = lance_sql.PartitionedNamespace.create(str(ns_root), data.schema, spec)
+    ns.append(data)
+    ns.create_scalar_index("id", "BTREE")
+    ds = lance.write_dataset(data, str(one_uri))
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_scalar_index("day", "BTREE")
+    marker.touch()
+    return str(ns_root), str(one_uri), data
+
+
+class Workload:
+    """The queries (same for both sides) and their expected answers."""
+
+    def __init__(self, data: pa.Table, threads: int, per_thread: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        ids = data.column("id").to_numpy()
+        days = data.column("day").cast(pa.int32()).to_numpy()
+        xs = data.column("x").to_numpy()
+        ss = data.column("s").to_pylist()
+        by_id = np.argsort(ids)
+        day_n = np.bincount(days - days.min(), minlength=DAYS)
+        day_sum = np.bincount(days - days.min(), weights=xs, minlength=DAYS)
+        self.plans: list[list[tuple[str, Any]]] = []
+        for _ in range(threads):
+            plan = []
+            for q in range(per_thread):
+                if q % 2 == 0:
+                    k = int(rng.integers(0, len(ids)))
+                    row = int(by_id[k])
+                    d = EPOCH + datetime.timedelta(days=int(days[row]))
+                    sql = f"SELECT id, day, x, s FROM t WHERE id = {k}"
+                    plan.append((sql, ("row", (k, d, float(xs[row]), ss[row]))))
+                else:
+                    i = int(rng.integers(0, DAYS))
+                    d = EPOCH + datetime.timedelta(days=int(days.min()) + i)
+                    sql = f"SELECT count(*) AS n, sum(x) AS s FROM t WHERE day = DATE '{d}'"
+                    plan.append((sql, ("agg", (int(day_n[i]), float(day_sum[i])))))
+            self.plans.append(plan)
+
+
+def check(got: list[tuple[Any, ...]], expected: tuple[str, Any], sql: str) -> None:
+    kind, want = expected
+    if kind == "row":
+        assert len(got) == 1 and tuple(got[0]) == want, f"{sql}: {got} != {want}"
+    else:
+        n, s = got[0]
+        assert n == want[0] and math.isclose(s or 0.0, want[1], rel_tol=1e-9), (sql, got, want)
+
+
+def run_side(
+    runner_for: Callable[[int], Callable[[str], list[tuple[Any, ...]]]], work: Workload
+) -> dict[str, float]:
+    latencies: list[float] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(work.plans) + 1)
+
+    def worker(i: int) -> None:
+        run = runner_for(i)
+        mine = []
+        barrier.wait()
+        try:
+            for sql, expected in work.plans[i]:
+                t0 = time.perf_counter()
+                got = run(sql)
+                mine.append(time.perf_counter() - t0)
+                check(got, expected, sql)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(work.plans))]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    latencies.sort()
+    return {
+        "qps": len(latencies) / wall,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=2_000_000)
+    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--queries", type=int, default=40, help="queries per thread per round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dir", default=None, help="keep (and reuse) the data here")
+    args = p.parse_args()
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_service_"))
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"data in {base}; load average {os.getloadavg()}", flush=True)
+    try:
+        ns_root, one_uri, data = build(base, args.rows)
+        ctx = lance_sql.SessionContext()
+        ctx.register_namespace("t", ns_root)
+
+        def ours(_: int) -> Callable[[str], list[tuple[Any, ...]]]:
+            def run(sql: str) -> list[tuple[Any, ...]]:
+                table = ctx.sql(sql).to_arrow_table()
+                return [tuple(r.values()) for r in table.to_pylist()]
+
+            return run
+
+        con = duckdb.connect()
+        one = lance.dataset(one_uri)
+
+        def theirs(_: int) -> Callable[[str], list[tuple[Any, ...]]]:
+            cur = con.cursor()
+            cur.register("t", one)
+            return lambda sql: cur.execute(sql).fetchall()
+
+        warm = Workload(data, 1, 6, seed=99)
+        run_side(ours, warm)  # first opens, page cache
+        run_side(theirs, warm)
+        rows = []
+        for r in range(args.rounds):
+            work = Workload(data, args.threads, args.queries, seed=r)
+            sides = [("lance-sql", ours), ("duckdb", theirs)]
+            for name, fn in sides if r % 2 == 0 else sides[::-1]:
+                res = run_side(fn, work)
+                rows.append({"round": r, "side": name, **res})
+                print(rows[-1], flush=True)
+        for key in ("qps", "p50_ms", "p99_ms"):
+            a = statistics.median(x[key] for x in rows if x["side"] == "lance-sql")
+            b = statistics.median(x[key] for x in rows if x["side"] == "duckdb")
+            print(f"{key}: lance-sql {a:.1f}, duckdb {b:.1f}, ratio {a / b:.2f}")
+    finally:
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
