@@ -56,8 +56,11 @@ def _duck() -> duckdb.DuckDBPyConnection:
 
 
 def _sorted(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    def norm(x: Any) -> Any:  # NaN equals itself here; -0.0 stays -0.0 (repr differs)
-        return "NaN" if isinstance(x, float) and x != x else x
+    def norm(x: Any) -> Any:  # NaN equals itself here; -0.0 is 0.0 (DuckDB stores
+        # VALUES (-0.0) as 0.0, Lance keeps -0.0: SQL equality holds either way)
+        if isinstance(x, float):
+            return "NaN" if x != x else x + 0.0
+        return x
 
     rows = [tuple(norm(x) for x in r) for r in rows]
     return sorted(rows, key=lambda r: tuple((x is None, repr(x)) for x in r))
