@@ -495,6 +495,8 @@ def test_errors_are_typed_and_name_the_table(tmp_path: Path, pair: Pair) -> None
     ctx = pair.ctx
     with pytest.raises(NotFoundError, match="nope"):
         ctx.sql("DELETE FROM nope WHERE id = 1")
+    with pytest.raises(UnsupportedFeatureError, match="'t'"):
+        ctx.sql("INSERT OVERWRITE t PARTITION (g = 'a') SELECT 3, 1.0")
     for bad in (
         "UPDATE t SET nope = 1",
         "DELETE FROM t WHERE nope = 1",

@@ -374,6 +374,12 @@ def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
     first = text.splitlines()[0] if text else type(exc).__name__
     if "not found" in text and "table" in text:
         return NotFoundError(f"{first} (the target or a source of the statement)")
+    if "Partitioned inserts not yet supported" in text:
+        return UnsupportedFeatureError(
+            f"INSERT ... PARTITION (...) into {_target_name(query)!r}: static partition values "
+            "are not supported (DataFusion 55's planner refuses them); give the partition "
+            "columns in the rows (INSERT OVERWRITE replaces the partitions they fall in)"
+        )
     if "Schema error" in text or "Inconsistent data length" in text or "cast" in text.lower():
         return SchemaMismatchError(f"{keyword} of {_target_name(query)!r}: {first}")
     return None
