@@ -61,8 +61,13 @@ def unparse(node: Any, name: str) -> Unparsed:
         raise PlanningError(f"the statement on {name!r} has an unexpected plan: {text}")
     at_from = top[kinds.index(TokenType.FROM)]
     at_where = top[kinds.index(TokenType.WHERE)] if TokenType.WHERE in kinds else None
-    table = [t for t in tokens[at_from + 1 : at_where] if t.token_type in _NAMES]
-    qualifier = table[-1].text if table else name
+    source = tokens[at_from + 1 : at_where]
+    table = [t for t in source if t.token_type in _NAMES]
+    if not table or any(t.token_type not in (*_NAMES, TokenType.DOT) for t in source):
+        raise UnsupportedFeatureError(  # a join or a second table: never guess a qualifier
+            f"the statement on {name!r} reads more than its table; not supported"
+        )
+    qualifier = table[-1].text
     where = None
     if at_where is not None:
         where = _text(text, tokens[at_where + 1 :], qualifier)
