@@ -62,6 +62,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
         self.options = dict(options)
         self.mode = "overwrite" if overwrite else "append"
+        self.dynamic = overwrite and _dynamic(self.options)
         arrow = _arrow_schema(spark_schema)
         self.plan = plan_write(self.options, arrow)
         self.root = self.plan.root
@@ -115,14 +116,17 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             from lance_sql.tables.namespace.manifest_table import read_manifest
 
             latest = read_manifest(plan.root, storage_options=plan.storage_options)
-            snap = commit_staged(
-                latest,
-                plan.schema,
-                plan.spec,
-                stages,
-                mode=self.mode,
-                storage_options=plan.storage_options,
-            )
+            if self.dynamic:
+                snap = _commit_dynamic(plan, latest, stages)
+            else:
+                snap = commit_staged(
+                    latest,
+                    plan.schema,
+                    plan.spec,
+                    stages,
+                    mode=self.mode,
+                    storage_options=plan.storage_options,
+                )
         self._remove_orphans(stages, snap, _attempts(messages))
 
     def abort(self, messages: list[StagedCommit | None]) -> None:
@@ -163,6 +167,49 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             for m in messages
             if isinstance(m, StagedCommit) and m.staged
         ]
+
+
+def _dynamic(options: dict[str, str]) -> bool:
+    """Whether an overwrite replaces only the partitions it writes (``partitionOverwriteMode``)."""
+    from lance_sql.errors import LanceSqlError, UnsupportedFeatureError
+
+    lower = {str(k).lower(): str(v) for k, v in options.items()}
+    if lower.get("replacewhere", "").strip():
+        raise UnsupportedFeatureError(
+            f"lance_ns {options.get('path')}: option replaceWhere is not supported yet (an "
+            "overwrite would replace the whole namespace); use "
+            "PartitionedNamespace.overwrite(data, where=...) or "
+            "option('partitionOverwriteMode', 'dynamic')"
+        )
+    mode = lower.get("partitionoverwritemode", "static").strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option partitionOverwriteMode={mode!r} is not "
+            "static or dynamic"
+        )
+    return mode == "dynamic"
+
+
+def _commit_dynamic(plan: Any, latest: Any, stages: list[Any]) -> Any:
+    """Replace the current-spec partitions the stages hold; every other table stays."""
+    from lance_sql.tables.namespace.writer import NamespaceWriter
+
+    if not any(st.partitions for st in stages):
+        return latest  # no rows: no partition to replace, nothing to commit
+    writer = NamespaceWriter(
+        latest,
+        plan.schema,
+        plan.spec,
+        mode="overwrite",
+        storage_options=plan.storage_options,
+        keep_untouched=True,
+    )
+    try:
+        writer.adopt(stages)
+        return writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def _attempts(messages: list[StagedCommit | None]) -> list[str]:

@@ -101,6 +101,7 @@ class NamespaceWriter:
         write_id: str | None = None,
         staging: bool = False,
         progress: Any = None,
+        keep_untouched: bool = False,
     ) -> None:
         if mode not in ("append", "overwrite"):
             raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -118,6 +119,8 @@ class NamespaceWriter:
         self.staging = staging
         # progress: (location, branch) -> pylance FragmentWriteProgress (Spark's file journal)
         self.progress = progress
+        # keep_untouched: an overwrite replaces only the tables it writes (dynamic partitions)
+        self.keep_untouched = keep_untouched
         self._prefix = spec.namespace_name
         self._table_schema = table_schema_for(schema)
         self._targets: dict[tuple[Any, ...], WriteTarget] = {}
@@ -418,7 +421,7 @@ class NamespaceWriter:
             schema.field("read_version"),
             pa.array(rv, pa.uint64()),
         )
-        if self.mode == "overwrite":
+        if self.mode == "overwrite" and not self.keep_untouched:
             table = _keep_live(table, set(versions))
         return table
 
