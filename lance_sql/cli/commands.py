@@ -125,6 +125,7 @@ def inspect_report(root: str) -> dict[str, Any]:
         indexes_by_partition,
         storage_by_partition,
     )
+    from lance_sql.tables.namespace.spec_text import time_partition_warnings as time_warnings
 
     ns = _open_namespace(root)
     base = Path(root)
@@ -164,6 +165,11 @@ def inspect_report(root: str) -> dict[str, Any]:
         "reclaimable_bytes": sum(r.get("reclaimable_bytes", 0) for r in rows),
         "ignored_tables": ns.foreign_tables(),
         "manifest_bytes": _dir_size(base / "__manifest"),
+        "warnings": [
+            f"spec v{k}: {m}"
+            for k, v in sorted(ns.specs.items())
+            for m in time_warnings(v, ns.schema)
+        ],
     }
 
 
@@ -200,6 +206,8 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
     for sid, spec in rep["specs"].items():
         fields = ", ".join(_describe_field(f) for f in spec.get("fields", []))
         w(f"  v{sid}: {fields}  ({rep['partitions_per_spec'][sid]} partition tables)\n")
+    for msg in rep["warnings"]:  # time fields that cannot prune (spec_text.time_partition_warnings)
+        w(f"warning: {msg}\n")
     for i in rep["indexes"]:
         w(f"index {i['name']}: {i['index_type']} on {i['column']} (field id {i['field_id']})\n")
     w(f"partition tables ({len(rep['partitions'])}):\n")

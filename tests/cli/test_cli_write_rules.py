@@ -1,4 +1,4 @@
-"""``lance-sql import`` applies the one schema rule of every write path (schema_rule)."""
+"""CLI: `import` applies the one schema rule (schema_rule); `inspect` warns about time fields."""
 
 from __future__ import annotations
 
@@ -44,3 +44,19 @@ def test_import_follows_the_rule(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (tmp_path / "bad.csv").write_text("id,n\n3,x\n")
     code, err = _run(capsys, "import", root, "--from", tmp_path / "bad.csv")
     assert code != 0 and "'n'" in err
+
+
+def test_inspect_warns_about_day_of_month_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("ts", pa.timestamp("us", "UTC"))])
+    root = tmp_path / "days"
+    PartitionedNamespace.create(str(root), schema, "day(ts), bucket(4, id)")
+    code = main(["inspect", str(root)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "warning: spec v1: partition field 'ts_day' is day(ts), the day of month" in out
+    fine = tmp_path / "fine"
+    PartitionedNamespace.create(str(fine), schema, "days(ts)")
+    assert main(["inspect", str(fine)]) == 0
+    assert "warning" not in capsys.readouterr().out
