@@ -11,11 +11,13 @@ any number of DataFusion threads at once.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+_INIT_LOCK = threading.Lock()
 _OPERATORS = ("and_", "or_", "xor", "invert", "not_", "lshift", "rshift")
 
 
@@ -59,12 +61,17 @@ class _Kernels:
     def __getattr__(self, name: str) -> Any:
         module = type(self)._module
         if module is None:
-            with _builtin_operators():
-                from udfs import _kernels
+            # One thread initialises: numba's registries are generators, and two threads
+            # refreshing at once failed with "ValueError: generator already executing".
+            with _INIT_LOCK:
+                module = type(self)._module
+                if module is None:
+                    with _builtin_operators():
+                        from udfs import _kernels
 
-                _initialise_numba()
+                        _initialise_numba()
 
-            module = type(self)._module = _kernels
+                    module = type(self)._module = _kernels
         return getattr(module, name)
 
 

@@ -74,14 +74,36 @@ def _int32_array(hashes: np.ndarray, valid: pa.Array | None) -> pa.Array:
     return pa.Array.from_buffers(_INT32, len(hashes), [valid.buffers()[1], data], null_count=-1)
 
 
+_WARM: set[tuple[Any, ...]] = set()
+_WARM_LOCK = threading.Lock()
+
+
+def _warm(kernel: Any, *args: np.ndarray) -> None:
+    """Run ``kernel`` once under a lock before threads share it: numba's first compile or
+    cache load of a signature is not thread-safe (two threads raced to "ValueError:
+    generator already executing" in a fresh process). ``args`` is a one-value slice."""
+    key = (id(kernel), *(a.dtype.str for a in args))
+    if key in _WARM:
+        return
+    with _WARM_LOCK:
+        if key not in _WARM:
+            kernel(*args)
+            _WARM.add(key)
+
+
 def _hash_range(form: Words | Bytes, out: np.ndarray, start: int, stop: int) -> None:
+    if stop <= start:
+        return
     if isinstance(form, Words):
         values = form.values[start:stop]
         kernel = _kernels.hash_words if values.dtype == np.int64 else _kernels.hash_int_values
+        _warm(kernel, values[:1], out[start : start + 1])
         kernel(values, out[start:stop])
     else:
         data = np.ascontiguousarray(form.data)  # the kernel's word loads need stride 1
-        _kernels.hash_bytes(form.offsets[start : stop + 1], data, out[start:stop])
+        offsets = form.offsets[start : stop + 1]
+        _warm(_kernels.hash_bytes, offsets[:2], data, out[start : start + 1])
+        _kernels.hash_bytes(offsets, data, out[start:stop])
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -134,10 +156,10 @@ def _murmur3_plain_integers(arr: pa.Array, dtype: np.dtype) -> pa.Array:
         hashes = _hash_canonical(Words(values), n)
     else:
         hashes = _empty_hashes(n)
-        if dtype == np.int64:
-            _kernels.hash_words(values, hashes)
-        else:
-            _kernels.hash_int_values(values, hashes)
+        kernel = _kernels.hash_words if dtype == np.int64 else _kernels.hash_int_values
+        if n:
+            _warm(kernel, values[:1], hashes[:1])
+        kernel(values, hashes)
     return _int32_array(hashes, arr.is_valid() if arr.null_count else None)
 
 
