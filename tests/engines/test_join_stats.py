@@ -415,3 +415,22 @@ def test_outer_semi_and_anti_joins_swap_mirrored(
     done = ctx.sql(QUERIES[name]).lance_rewrite()
     assert any(line.startswith(f"{kind} join inputs swapped") for line in done.join_stats)
     assert _rows(done.dataframe.to_arrow_table()) == _duck(tables, QUERIES[name])
+
+
+def test_a_qualified_table_is_not_taken_for_a_namespace(tmp_path: Any) -> None:
+    """``s2.b`` is not the namespace ``b``: never storage-partitioned with it (was: wrong rows)."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    ctx = lance_sql.SessionContext()
+    for name in ("a", "b"):
+        spec = [
+            {"field_id": "kb", "source": "k", "transform": {"type": "bucket", "num_buckets": 4}}
+        ]
+        ns = lance_sql.PartitionedNamespace.create(str(tmp_path / name), schema, spec)
+        ns.append(pa.table({"k": list(range(10)), "v": list(range(10))}, schema=schema))
+        ctx.register_namespace(name, str(tmp_path / name))
+    ctx.sql("CREATE SCHEMA s2")
+    ctx.from_arrow(pa.table({"k": list(range(10)) * 3, "v": list(range(30))}), "mem")
+    ctx.sql("CREATE TABLE s2.b AS SELECT * FROM mem")
+    sql = "SELECT count(*) AS n FROM a JOIN s2.b ON a.k = s2.b.k"
+    assert ctx.sql(sql).lance_rewrite().used == []
+    assert ctx.sql(sql).to_pydict() == {"n": [30]}

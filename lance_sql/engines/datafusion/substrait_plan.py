@@ -124,11 +124,16 @@ def field_references(expr: Any) -> list[algebra_pb2.Expression.FieldReference]:
 
 
 def table_name(rel: Rel) -> str | None:
-    """The table a ``read`` of a named table reads (its last name part), else None."""
+    """The table a ``read`` of a named table reads, else None.
+
+    A qualified name (``s2.orders``) comes back joined with dots: it is another
+    table than a lance-sql table registered under the bare name ``orders``, and
+    must never be taken for it (it was, by its last part: wrong rows).
+    """
     if kind(rel) != "read" or not rel.read.HasField("named_table"):
         return None
     names = rel.read.named_table.names
-    return names[-1] if names else None
+    return ".".join(names) if names else None
 
 
 @dataclass(frozen=True)
