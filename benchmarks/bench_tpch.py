@@ -140,6 +140,37 @@ def time_query(ctxs: dict[str, Any], text: str, rounds: int) -> dict[str, Any]:
     return result
 
 
+def planning_times(
+    ctxs: dict[str, Any], queries: list[int], rounds: int
+) -> dict[int, dict[str, Any]]:
+    """Median ms of ``df.lance_rewrite()`` (the plan passes) per lance-sql variant, alternated."""
+    td = _tpch_data()
+    names = [n for n in ctxs if n != "parquet"]
+    print(f"plan rewrite, median ms of {rounds} alternating rounds")
+    print(f"{'query':<7}" + "".join(f"{n:>16}" for n in names), flush=True)
+    results: dict[int, dict[str, Any]] = {}
+    for n in queries:
+        selects = [
+            s
+            for s in td.statements(td.query_text(n))
+            if s.lower().split()[0] not in ("create", "drop")
+        ]
+        if len(selects) != 1:
+            continue  # q15: its view must exist first
+        frames = {name: ctxs[name].sql(selects[0]) for name in names}
+        for df in frames.values():
+            df.lance_rewrite()  # warm
+        times: dict[str, list[float]] = {name: [] for name in names}
+        for _ in range(rounds):
+            for name, df in frames.items():
+                start = time.perf_counter()
+                df.lance_rewrite()
+                times[name].append((time.perf_counter() - start) * 1e3)
+        results[n] = {f"{k}_ms": statistics.median(v) for k, v in times.items()}
+        print(f"q{n:<6}" + "".join(f"{results[n][f'{k}_ms']:>16.2f}" for k in names), flush=True)
+    return results
+
+
 def _canonical(table: Any) -> list[tuple[Any, ...]]:
     """A query answer as sorted rows, floats and decimals rounded (for comparing variants)."""
 
@@ -169,6 +200,11 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--data-dir", help="where the data is generated and cached")
     p.add_argument("--variants", default=",".join(VARIANTS), help=",".join(ALL_VARIANTS))
+    p.add_argument(
+        "--planning",
+        action="store_true",
+        help="time the plan rewrite (df.lance_rewrite()) per variant instead of the queries",
+    )
     args = p.parse_args(argv)
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     unknown = [v for v in variants if v not in ALL_VARIANTS]
@@ -186,6 +222,8 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
         plain_dir = td.load_plain_lance(parquet_dir, data_dir)
     print(f"data: {data_dir} (ready in {time.perf_counter() - start:.1f} s)", flush=True)
     ctxs = contexts(parquet_dir, lance_dir, variants, plain_dir)
+    if args.planning:
+        return planning_times(ctxs, parse_queries(args.queries), args.rounds)
     results: dict[int, dict[str, Any]] = {}
     ratios = _ratio_names(variants)
     short = {"parquet": "parq", "spj_nostats": "nostats", "lance_nostats": "nostats"}

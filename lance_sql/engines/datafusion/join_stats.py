@@ -50,6 +50,7 @@ from substrait import algebra_pb2, plan_pb2
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.join_swap import (
     Estimator,
+    native_width,
     reorder_flat_trees,
     swap_inner_joins,
     table_rows_for,
@@ -140,7 +141,8 @@ def plan_join_stats(
         estimate = Estimator(table_rows_for(lance_rows, namespaces or {}, extra_rows or {}))
 
         def width(rel: Rel) -> int:
-            return output_width(ctx, plan, rel)
+            known = native_width(rel)
+            return output_width(ctx, plan, rel) if known is None else known
 
         out.lines += reorder_flat_trees(plan, estimate, width)
         _hint(ctx, plan, limit, out, counts)
