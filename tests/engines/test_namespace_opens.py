@@ -169,3 +169,22 @@ def test_eight_threads_on_one_context(days) -> None:
 
     with ThreadPoolExecutor(8) as pool:
         assert sorted(pool.map(worker, range(8))) == list(range(8))
+
+
+@pytest.mark.parametrize("position", [1, -1])
+def test_a_damaged_table_read_ahead_fails_typed_naming_it(days, position: int) -> None:
+    import glob
+    import re
+
+    from lance_sql.errors import FormatError
+
+    ns, _ = days
+    entry = ns.tables()[position]  # not the first of its chain: read ahead on the pool
+    with open(glob.glob(f"{entry.uri}/data/*.lance")[0], "r+b") as f:
+        f.truncate(100)
+    ctx = SessionContext()
+    ctx.register_namespace("ns", ns.root)
+    with pytest.raises(FormatError, match=re.escape(f"partition table '{entry.object_id}'")):
+        ctx.sql("SELECT sum(x) FROM ns").collect()
+    # count(*) needs no page and still answers
+    assert ctx.sql("SELECT count(*) AS n FROM ns").to_pylist()[0]["n"] == 2000
