@@ -66,6 +66,14 @@ _LAZY = {
 }
 
 
+def _load_filter_planner() -> None:
+    """Register the pruning planner for namespace row operations (the tables layer calls
+    this on first need, so importing ``PartitionedNamespace`` from its module suffices)."""
+    import importlib
+
+    importlib.import_module("lance_sql.planning.mutation_plan")
+
+
 def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
