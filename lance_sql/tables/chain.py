@@ -70,19 +70,21 @@ def prefetched(iterators: Iterable[Iterator[B]], ahead: int = PREFETCH_UNITS) ->
                 return
             pending.append((it, _POOL.submit(_first, it)))
 
+    raw = current = next(source, None)
     try:
-        current = next(source, None)
         while current is not None:
             refill()
             while burst := list(itertools.islice(current, BURST)):
                 yield from burst
             if not pending:
-                current = next(source, None)
+                raw = current = next(source, None)
                 continue
-            it, future = pending.popleft()
-            first = _first(it) if future.cancel() else future.result()
-            current = it if first is _END else itertools.chain((first,), it)  # type: ignore[arg-type]
+            raw, future = pending.popleft()
+            first = _first(raw) if future.cancel() else future.result()
+            current = raw if first is _END else itertools.chain((first,), raw)  # type: ignore[arg-type]
     finally:
+        if raw is not None:
+            _close(raw)
         for it, future in pending:
             if future.cancel():
                 _close(it)
