@@ -194,13 +194,15 @@ class LanceFragmentsUnit(ScanUnit):
             yield from self._fallback(columns, out_schema, filter, batch_size, fragments)
             return
         self.metrics.started()
+        # every batch of a reader has the reader's schema: compare it once, not per batch
+        exact = reader.schema.equals(out_schema, check_metadata=True)
         with reader:
             for batch in reader:
                 self.metrics.add(batch.num_rows)
                 if not columns:
                     yield pa.table({"_": pa.nulls(batch.num_rows)}).select([]).to_batches()[0]
                 elif batch.num_rows:
-                    yield conform(batch, out_schema)
+                    yield batch if exact else conform(batch, out_schema)
 
     def _fallback(
         self,
