@@ -14,7 +14,9 @@ Then measures, in one process and alternating the two sides each round
 * ``SELECT count(*) FROM t`` (answered from metadata, no pages read);
 * ``SELECT count(*), sum(x) FROM t``;
 * "cold": a new ``SessionContext``, registration and one point lookup with
-  nothing opened before (the process-wide open caches are cleared).
+  nothing opened before (the process-wide open caches are cleared);
+* with ``--threads N``: N threads on one shared context running one-day
+  aggregates and day-pruned lookups (queries/s, p50, p99; answers checked).
 
 Each query is planned and run through ``lance_sql.SessionContext``; answers
 of both sides are compared. The ratio namespace / one dataset is the result
@@ -135,6 +137,54 @@ def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
     return results
 
 
+def service(ns_root: str, one_uri: str, rows: int, threads: int, per_thread: int) -> dict[str, Any]:
+    """``threads`` threads on one shared context: one-day aggregates and day-pruned lookups.
+
+    Every answer is checked against the same query over the one dataset
+    (computed first, single-threaded). Returns queries/s and latency percentiles.
+    """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("ns", ns_root)
+    ctx.register_lance("one", one_uri)
+    start = datetime.date(2024, 1, 1)
+    work = []
+    for i in range(threads * per_thread):
+        day = (start + datetime.timedelta(days=(i * 37) % DAYS)).isoformat()
+        if i % 2:
+            sql = f"SELECT count(*) AS n, sum(x) AS s FROM {{}} WHERE day = DATE '{day}'"
+        else:
+            key = (i * 7919) % rows
+            sql = f"SELECT id, x FROM {{}} WHERE day = DATE '{day}' AND id >= {key} LIMIT 5"
+            sql = f"SELECT count(*) AS n, min(id) AS m FROM ({sql.format('{}')})"
+        work.append((sql, ctx.sql(sql.format("one")).to_pylist()))
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        for sql, expected in work[k * per_thread : (k + 1) * per_thread]:
+            t, got = timed(lambda sql=sql: ctx.sql(sql.format("ns")).to_pylist())
+            if not _same(got, expected):
+                raise AssertionError(f"{sql}: {got} != {expected}")
+            with lock:
+                latencies.append(t)
+
+    begin = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(worker, range(threads)))
+    elapsed = time.perf_counter() - begin
+    latencies.sort()
+    return {
+        "threads": threads,
+        "queries": len(latencies),
+        "qps": len(latencies) / elapsed,
+        "p50_ms": 1e3 * latencies[len(latencies) // 2],
+        "p99_ms": 1e3 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+    }
+
+
 def _forget_opened() -> None:
     """Drop what earlier queries opened (process-wide caches, when this version has them)."""
     try:
@@ -194,6 +244,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--dir", type=Path, default=None, help="keep the data here (reused)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="also run the service mix on N threads"
+    )
+    parser.add_argument("--per-thread", type=int, default=20)
     args = parser.parse_args(argv)
     tmp = None
     directory = args.dir
@@ -203,6 +257,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     directory.mkdir(parents=True, exist_ok=True)
     try:
         results = run(max(args.rows, DAYS), args.repeat, directory)
+        if args.threads:
+            ns_root, one_uri = build(directory, max(args.rows, DAYS))
+            svc = service(ns_root, one_uri, max(args.rows, DAYS), args.threads, args.per_thread)
+            print(
+                f"service: {svc['threads']} threads, {svc['queries']} queries (one-day "
+                f"aggregates and day-pruned lookups, answers checked): {svc['qps']:.1f} queries/s, "
+                f"p50 {svc['p50_ms']:.1f} ms, p99 {svc['p99_ms']:.1f} ms"
+            )
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
