@@ -434,3 +434,71 @@ def test_a_qualified_table_is_not_taken_for_a_namespace(tmp_path: Any) -> None:
     sql = "SELECT count(*) AS n FROM a JOIN s2.b ON a.k = s2.b.k"
     assert ctx.sql(sql).lance_rewrite().used == []
     assert ctx.sql(sql).to_pydict() == {"n": [30]}
+
+
+def test_threads_see_whole_versions_while_a_writer_appends(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """Hinted joins on one context from 4 threads, while the hinted table grows.
+
+    Each answer must be the answer over one version of ``dim`` (a LIMIT hint
+    counted on one version and applied to another would drop rows).
+    """
+    import threading
+    import time
+
+    ctx = _context(tables, stats=True)
+    sql = "SELECT count(*) AS n, sum(f.v) AS s FROM fact f JOIN dim d ON f.dim_id = d.dim_id"
+    uri, _ = tables["dim"]
+    extra = pa.table(
+        {"dim_id": pa.array(range(0, 250, 5), pa.int64()), "name": pa.array(["e"] * 50)}
+    )
+    versions = [_dim()]
+    for _ in range(3):
+        versions.append(pa.concat_tables([versions[-1], extra]))
+    answers = set()
+    for version in versions:
+        want = _duck({**tables, "dim": (uri, version)}, sql)
+        answers.add(want[0])
+    seen: list[Any] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            for _ in range(12):
+                row = ctx.sql(sql).to_pylist()[0]
+                seen.append((row["n"], row["s"]))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for _ in range(3):
+        time.sleep(0.05)
+        lance.write_dataset(extra, uri, mode="append")
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert seen and set(seen) <= answers, set(seen) - answers
+
+
+def test_a_hinted_read_reads_the_version_it_counted(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """Rows written between the count and the scan are never cut by the old bound."""
+    ctx = _context(tables, stats=True)
+    sql = "SELECT d.dim_id, d.name FROM dim d LEFT JOIN fact f ON f.dim_id = d.dim_id"
+    done = ctx.sql(sql).lance_rewrite()  # counts dim at version 1: at most 300 rows
+    assert any("(dim v1): at most 300 rows" in line for line in done.join_stats)
+    uri, table = tables["dim"]
+    lance.dataset(uri).delete("dim_id < 100")  # version 2: 200 rows
+    new = pa.table(
+        {"dim_id": pa.array(range(1000, 1600), pa.int64()), "name": pa.array(["n"] * 600)}
+    )
+    lance.write_dataset(new, uri, mode="append")  # version 3: 800 rows
+    # read at version 1, whole (the first 300 rows of version 3 would be other rows)
+    assert _rows(done.dataframe.to_arrow_table()) == _duck(tables, sql)
+    kept = table.filter(pa.compute.greater_equal(table.column("dim_id"), 100))
+    tables["dim"] = (uri, pa.concat_tables([kept, new]))
+    assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)  # version 3, whole
