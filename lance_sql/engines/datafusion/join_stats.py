@@ -11,8 +11,8 @@ over an input it knows nothing about), and ``JoinSelection`` then decides as
 it does for tables with statistics: an input under
 ``datafusion.optimizer.hash_join_single_partition_threshold_rows`` (131,072 by
 default) becomes the collected build side, swapped to the left where the join
-type allows (DataFusion checks which types may swap; this pass swaps nothing
-itself).
+type allows (DataFusion checks which types may swap). Joins no hint applies
+to are ordered and swapped by estimates (:mod:`.join_swap`).
 
 A ``LIMIT`` can only be a hint if it never removes a row: the count must be an
 upper bound of the input's rows *at the version the query reads*. This pass
@@ -25,10 +25,12 @@ computes such bounds without reading data:
   so a concurrent append can never make the bound too small;
 - filters, projections, sorts: their input's bound (a filter keeps at most all rows);
 - an aggregate without grouping keys: 1; with them: the input's bound
-  (times the number of grouping sets);
+  times the number of grouping sets, plus one per empty grouping set;
 - an inner join: the product of its inputs' bounds; outer joins add the
   unmatched rows; semi, anti, single and mark joins: the bound of the side they return;
-- a union: the sum; ``LIMIT n``: at most ``n``.
+- a union: the sum; ``LIMIT n``: at most ``n``; ``VALUES``: its rows.
+
+Only reads of bare table names count (``dim``, not ``s2.dim``: another table).
 
 Namespace scans (and the storage-partitioned joins built on them) get no
 bound: their partition tables follow their own versions, and they are large.
@@ -127,8 +129,6 @@ def plan_join_stats(
     """
     out = JoinStats()
     limit = threshold_rows(ctx) if threshold is None else threshold
-    if limit < 1:
-        return out
     backup = plan_pb2.Plan()
     backup.CopyFrom(plan)
     try:
@@ -145,7 +145,8 @@ def plan_join_stats(
             return output_width(ctx, plan, rel) if known is None else known
 
         out.lines += reorder_flat_trees(plan, estimate, width)
-        _hint(ctx, plan, limit, out, counts)
+        if limit >= 1:  # a threshold of 0 turns DataFusion's broadcast off: no hints
+            _hint(ctx, plan, limit, out, counts)
         out.lines += swap_inner_joins(plan, estimate, width)
     except Exception as exc:  # never fail (or half-edit) a query for a hint
         plan.CopyFrom(backup)
