@@ -157,8 +157,10 @@ def service(ns_root: str, one_uri: str, rows: int, threads: int, per_thread: int
             sql = f"SELECT count(*) AS n, sum(x) AS s FROM {{}} WHERE day = DATE '{day}'"
         else:
             key = (i * 7919) % rows
-            sql = f"SELECT id, x FROM {{}} WHERE day = DATE '{day}' AND id >= {key} LIMIT 5"
-            sql = f"SELECT count(*) AS n, min(id) AS m FROM ({sql.format('{}')})"
+            sql = (
+                f"SELECT id, x FROM {{}} WHERE day = DATE '{day}' AND id >= {key} "
+                "ORDER BY id LIMIT 3"
+            )
         work.append((sql, ctx.sql(sql.format("one")).to_pylist()))
     latencies: list[float] = []
     lock = threading.Lock()
