@@ -17,6 +17,9 @@ under the source's alias:
   row no target row matched takes the first ``WHEN NOT MATCHED [AND cond]
   THEN INSERT [(cols)] VALUES (...)`` whose condition holds (Spark's
   ``UPDATE SET *`` / ``INSERT *`` do not parse in DataFusion 55);
+* each target row no source row matched takes the first ``WHEN NOT MATCHED
+  BY SOURCE [AND cond] THEN UPDATE SET ... | DELETE`` whose condition holds
+  (every partition table is then read);
 * a target row matched by two source rows is refused when the statement has
   a MATCHED clause (as Spark and Iceberg do) with :class:`MergeKeyError`;
 * updated rows are deleted and re-inserted (a row whose partition values
@@ -38,7 +41,7 @@ import sqlglot
 from sqlglot import exp
 
 from lance_sql.engines.datafusion.dml_text import MergeText, merge_text
-from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError
+from lance_sql.errors import PlanningError, SchemaMismatchError
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.merge import MergeKeyError
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
@@ -58,6 +61,7 @@ class Clause:
     sets: dict[str, str] | None = None  # update: column -> SQL
     columns: list[str] | None = None  # insert: the columns given values
     values: list[str] | None = None  # insert: SQL per column
+    by_source: bool = False  # WHEN NOT MATCHED BY SOURCE: a target row no source row matched
 
 
 @dataclass(frozen=True)
@@ -166,10 +170,11 @@ def _column(col: str, schema: pa.Schema, name: str) -> str:
 
 
 def _clause(w: exp.When, schema: pa.Schema, name: str) -> Clause:
-    if w.args.get("source"):
-        raise UnsupportedFeatureError(
-            f"MERGE INTO {name!r}: WHEN NOT MATCHED BY SOURCE is not supported"
-        )
+    if w.args.get("source"):  # NOT MATCHED BY SOURCE: UPDATE / DELETE of the target row
+        as_matched = w.copy()
+        as_matched.set("source", False)
+        as_matched.set("matched", True)
+        return replace(_clause(as_matched, schema, name), matched=False, by_source=True)
     matched = bool(w.args.get("matched"))
     cond = w.args.get("condition")
     condition = None if cond is None else _sql(cond)
@@ -248,10 +253,13 @@ def _case(clauses: Sequence[Clause]) -> str:
 def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -> int:
     t, s = quote(st.target_alias), quote(st.source_alias)
     matched_clauses = [c for c in st.clauses if c.matched]
+    by_source = [c for c in st.clauses if c.by_source]
     seen = np.zeros(src.num_rows, dtype=bool)
     done = 0
-    if src.num_rows:
-        for hit in matching_rows(m, _prefilter(ns, src, st.keys), full_covered=True):
+    # BY SOURCE clauses need every target row; otherwise only those the ON keys may match
+    prefilter = None if by_source else _prefilter(ns, src, st.keys)
+    if src.num_rows or by_source:
+        for hit in matching_rows(m, prefilter, full_covered=True):
             target = hit.rows
             if not target.num_rows:
                 continue
@@ -263,22 +271,39 @@ def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -
                 f"FROM {t} JOIN {s} ON {st.on}",
                 what=f"MERGE INTO {name!r} ON {st.on}",
             )
-            if not pairs.num_rows:
-                continue
             tr = pairs.column("tr").to_numpy()
             sr = pairs.column("sr").to_numpy()
             seen[sr] = True
-            if not matched_clauses:
-                continue
-            if len(np.unique(tr)) != len(tr):
-                raise MergeKeyError(
-                    f"MERGE INTO {name!r}: a target row (partition table {hit.object_id!r}) "
-                    "matches more than one source row; nothing was written"
-                )
-            k = pairs.column("k").to_numpy()
-            done += _apply_matched(m, ns, hit.object_id, target, src, tr, sr, k, st, name)
+            gone: list[np.ndarray] = []
+            if matched_clauses and len(tr):
+                if len(np.unique(tr)) != len(tr):
+                    raise MergeKeyError(
+                        f"MERGE INTO {name!r}: a target row (partition table {hit.object_id!r}) "
+                        "matches more than one source row; nothing was written"
+                    )
+                k = pairs.column("k").to_numpy()
+                gone.append(_apply(m, ns, target, src, tr, sr, k, matched_clauses, st, name))
+            if by_source:
+                lone = np.setdiff1d(np.arange(target.num_rows), tr)
+                if len(lone):
+                    alone = target.take(pa.array(lone))
+                    k = (
+                        run_sql(
+                            {st.target_alias: alone},
+                            f"SELECT {_case(by_source)} AS k FROM {t} ORDER BY {t}.{quote(_ROW)}",
+                            what=f"MERGE INTO {name!r} WHEN NOT MATCHED BY SOURCE",
+                        )
+                        .column("k")
+                        .to_numpy()
+                    )
+                    gone.append(_apply(m, ns, target, None, lone, None, k, by_source, st, name))
+            rows = np.concatenate(gone) if gone else np.array([], dtype=np.int64)
+            if len(rows):
+                entry = m.entries[hit.object_id]
+                m.delete_rowids(entry, target.column(ROWID).take(pa.array(rows)))
+                done += len(rows)
     rest = src.filter(pa.array(~seen)) if src.num_rows else src
-    inserts = [c for c in st.clauses if not c.matched]
+    inserts = [c for c in st.clauses if not c.matched and not c.by_source]
     if inserts and rest.num_rows:
         k = run_sql(
             {st.source_alias: rest},
@@ -294,32 +319,29 @@ def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -
     return done
 
 
-def _apply_matched(
+def _apply(
     m: Mutation,
     ns: Any,
-    object_id: str,
     target: pa.Table,
-    src: pa.Table,
+    src: pa.Table | None,
     tr: np.ndarray,
-    sr: np.ndarray,
+    sr: np.ndarray | None,
     k: np.ndarray,
+    clauses: Sequence[Clause],
     st: MergeStatement,
     name: str,
-) -> int:
-    matched_clauses = [c for c in st.clauses if c.matched]
-    gone = k >= 0
-    if not gone.any():
-        return 0
-    for i, clause in enumerate(matched_clauses):
+) -> np.ndarray:
+    """Stage the updates of the target rows ``tr`` (paired with source rows ``sr``; none for
+    BY SOURCE clauses) whose clause ``k`` applies; returns the rows that go (updated or
+    deleted), as indexes into ``target``."""
+    for i, clause in enumerate(clauses):
         sel = k == i
         if clause.action != "update" or not sel.any():
             continue
         t_rows = target.take(pa.array(tr[sel])).drop_columns([ROWID, _ROW])
-        s_rows = src.take(pa.array(sr[sel]))
+        s_rows = None if src is None or sr is None else src.take(pa.array(sr[sel]))
         m.insert(_updated(ns, t_rows, s_rows, clause, st, name))
-    entry = m.entries[object_id]
-    m.delete_rowids(entry, target.column(ROWID).take(pa.array(tr[gone])))
-    return int(gone.sum())
+    return tr[k >= 0]
 
 
 def _fit(ns: Any, columns: dict[str, pa.ChunkedArray | pa.Array], n: int, name: str) -> pa.Table:
@@ -373,7 +395,12 @@ def _cast_sql(expr: str, type_name: str) -> str:
 
 
 def _updated(
-    ns: Any, t_rows: pa.Table, s_rows: pa.Table, clause: Clause, st: MergeStatement, name: str
+    ns: Any,
+    t_rows: pa.Table,
+    s_rows: pa.Table | None,
+    clause: Clause,
+    st: MergeStatement,
+    name: str,
 ) -> pa.Table:
     n = t_rows.num_rows
     assert clause.sets is not None
@@ -386,13 +413,14 @@ def _updated(
         else f"{t}.{quote(f.name)} AS {quote(f.name)}"
         for f in ns.schema
     )
+    tables = {st.target_alias: t_rows.append_column(_PAIR, idx)}
+    rows = t
+    if s_rows is not None:  # BY SOURCE clauses see the target row alone
+        tables[st.source_alias] = s_rows.drop_columns([_ROW]).append_column(_PAIR, idx)
+        rows = f"{t} JOIN {s} ON {t}.{quote(_PAIR)} = {s}.{quote(_PAIR)}"
     out = _values(
-        {
-            st.target_alias: t_rows.append_column(_PAIR, idx),
-            st.source_alias: s_rows.drop_columns([_ROW]).append_column(_PAIR, idx),
-        },
-        f"SELECT {select} FROM {t} JOIN {s} ON {t}.{quote(_PAIR)} = {s}.{quote(_PAIR)} "
-        f"ORDER BY {t}.{quote(_PAIR)}",
+        tables,
+        f"SELECT {select} FROM {rows} ORDER BY {t}.{quote(_PAIR)}",
         name,
         sorted(clause.sets),
     )
