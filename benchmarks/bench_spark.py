@@ -17,6 +17,14 @@ sides); every run's result is checked, so a faster wrong answer cannot win.
   stage on both sides). A third repeats the read with ``rows_per_partition``
   packing on both sides, where the unpruned read is one task instead of B: it
   shows how much of the first ratio is Spark's per-task overhead.
+
+``--bucketed`` (issue #19's target; run it with ``--master
+'local-cluster[2,1,1024]'``) instead compares ``partitioned_join`` with Spark's
+own bucketed join of the same rows: both sides written by Spark with
+``bucketBy(8, "k")`` (as many buckets as the namespaces' bucket[8]), joined with
+no Exchange. Time: alternating runs in one session, medians. Memory: peak RSS
+and PSS of the whole process tree, each side in a fresh session of its own (a
+subprocess), as in ``bench_spark_read.py``.
 """
 
 from __future__ import annotations
@@ -143,12 +151,151 @@ def run(
     return results
 
 
+BUCKETED_DDL = (
+    "CREATE TABLE IF NOT EXISTS {name} (k BIGINT, v DOUBLE) USING parquet "
+    "CLUSTERED BY (k) INTO 8 BUCKETS LOCATION '{path}'"
+)
+
+
+def _bucketed_tables(spark: Any, base: str, left: str, right: str) -> None:
+    """``lb``/``rb``: the namespaces' rows as bucketed tables (written once, declared later)."""
+    for name, root in (("lb", left), ("rb", right)):
+        path = f"{base}/{name}_bucketed"
+        if not os.path.exists(path):
+            df = spark.read.format("lance_ns").load(root)
+            df.write.format("parquet").bucketBy(8, "k").option("path", path).saveAsTable(name)
+        else:
+            spark.sql(BUCKETED_DDL.format(name=name, path=path))
+
+
+def _join_side(spark: Any, side: str, left: str, right: str) -> Any:
+    import lance_sql.engines.spark as lance_spark
+
+    if side == "lance":
+        return lance_spark.partitioned_join(spark, left, right, on="k")
+    return spark.table("lb").join(spark.table("rb"), "k")
+
+
+def _session(master: str) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    import lance_sql.engines.spark as lance_spark
+
+    os.environ["SPARK_HOME"] = os.path.dirname(pyspark.__file__)
+    spark = (
+        SparkSession.builder.master(master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    lance_spark.register(spark)
+    return spark
+
+
+def run_bucketed(rows: int, repeats: int, master: str, base: str) -> dict[str, Any]:
+    """partitioned_join vs Spark's bucketed join: median times, then peak memory per side."""
+    import json
+    import statistics
+    import subprocess
+
+    left, right = f"{base}/l", f"{base}/r"
+    if not os.path.exists(left):
+        _ns(left, rows, 8)
+        _ns(right, rows, 8)
+    spark = _session(master)
+    times: dict[str, list[float]] = {"lance": [], "bucketed": []}
+    try:
+        _bucketed_tables(spark, base, left, right)
+        plan = _join_side(spark, "bucketed", left, right)._jdf.queryExecution()
+        exchange_free = "Exchange" not in plan.executedPlan().toString()
+        for _ in range(repeats + 1):  # the first round is an untimed warm-up
+            for side in times:
+                t = time.perf_counter()
+                n = _join_side(spark, side, left, right).count()
+                times[side].append(time.perf_counter() - t)
+                if n != rows:
+                    raise AssertionError(f"{side} join counted {n} rows, expected {rows}")
+    finally:
+        spark.stop()
+    out: dict[str, Any] = {
+        "rows": rows,
+        "master": master,
+        "bucketed_plan_has_no_exchange": exchange_free,
+        "lance_s": statistics.median(times["lance"][1:]),
+        "bucketed_s": statistics.median(times["bucketed"][1:]),
+    }
+    for side in times:
+        proc = subprocess.run(
+            [
+                *(sys.executable, __file__, "--memory-side", side, "--base", base),
+                *("--repeats", str(repeats), "--master", master, "--rows", str(rows)),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        line = [x for x in proc.stdout.splitlines() if x.startswith("MEMORY ")][-1]
+        out[f"memory_{side}"] = json.loads(line[len("MEMORY ") :])
+    return out
+
+
+def memory_side(side: str, base: str, repeats: int, master: str, rows: int) -> dict[str, int]:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_spark_read import PeakRss
+
+    spark = _session(master)
+    try:
+        _bucketed_tables(spark, base, f"{base}/l", f"{base}/r")
+        with PeakRss() as peak:
+            for _ in range(repeats):
+                n = _join_side(spark, side, f"{base}/l", f"{base}/r").count()
+                if n != rows:
+                    raise AssertionError(f"{side} join counted {n} rows, expected {rows}")
+        return {"peak": peak.peak, "python_peak": peak.python_peak, "pss_peak": peak.pss_peak}
+    finally:
+        spark.stop()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=2_000_000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--buckets", type=int, default=64, help="partitions of the read namespace")
+    p.add_argument("--bucketed", action="store_true", help="vs Spark's bucketed join (#19)")
+    p.add_argument("--master", default="local-cluster[2,1,1024]")
+    p.add_argument("--base", help="data folder for --bucketed (kept; default: a temporary one)")
+    p.add_argument("--memory-side", choices=["lance", "bucketed"])
     a = p.parse_args()
+    if a.memory_side:
+        import json
+
+        mem = memory_side(a.memory_side, a.base, a.repeats, a.master, a.rows)
+        print("MEMORY " + json.dumps(mem))
+        return
+    if a.bucketed:
+        import json
+
+        r = run_bucketed(a.rows, a.repeats, a.master, a.base or tempfile.mkdtemp())
+        ml, mb = r["memory_lance"], r["memory_bucketed"]
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"rows={a.rows} repeats={a.repeats} master={a.master} load average: {load}")
+        print(
+            f"partitioned_join {r['lance_s']:.3f} s, bucketed join {r['bucketed_s']:.3f} s: "
+            f"ratio {r['lance_s'] / r['bucketed_s']:.2f} (bucketed plan without Exchange: "
+            f"{r['bucketed_plan_has_no_exchange']})"
+        )
+        for key, label in (("peak", "RSS"), ("pss_peak", "PSS")):
+            print(
+                f"peak {label}: partitioned_join {ml[key] / 2**20:.0f} MiB, bucketed "
+                f"{mb[key] / 2**20:.0f} MiB; ratio {ml[key] / mb[key]:.2f}"
+            )
+        print("RESULT-JSON " + json.dumps(r))
+        return
     results = run(a.rows, a.repeats, buckets=a.buckets)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"rows={a.rows} repeats={a.repeats} (best of) load average: {load}")

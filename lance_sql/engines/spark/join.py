@@ -90,7 +90,12 @@ def run_group(
     right: pa.Schema,
     sql: str,
 ) -> Iterator[pa.RecordBatch]:
-    """Join one group locally with DataFusion (runs inside a Spark task)."""
+    """Join one group locally with DataFusion (runs inside a Spark task).
+
+    The result is streamed batch by batch (``execute_stream``), never collected:
+    a task holds the group's hash table and one output batch, not the whole
+    joined group.
+    """
     from lance_sql.engines.datafusion.context import SessionContext
     from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 
@@ -99,7 +104,8 @@ def run_group(
         ctx.register_table(
             name, ScanUnitDataset(schema, lambda _f, u=units: ScanPlan(list(u)), name=name)
         )
-    yield from ctx.sql(sql).collect()
+    for batch in ctx.sql(sql).execute_stream():
+        yield batch.to_pyarrow()
 
 
 def partitioned_join(
