@@ -131,3 +131,16 @@ def test_warnings_flag_cyclic_fields_alone(tmp_path: Path) -> None:
     ns = PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, spec_fields("day(ts)"))
     (msg,) = time_partition_warnings(ns.current_spec, ns.schema)
     assert "'ts_day' is day(ts)" in msg
+
+
+def test_create_takes_the_text_itself(tmp_path: Path) -> None:
+    ns = PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, "hours(ts), c")
+    assert [f.transform.type for f in ns.current_spec.fields] == [
+        "year",
+        "month",
+        "day",
+        "hour",
+        "identity",
+    ]
+    with pytest.raises(SpecError, match="unknown partition transform 'weeks'"):
+        PartitionedNamespace.create(str(tmp_path / "bad"), SCHEMA, "weeks(ts)")
