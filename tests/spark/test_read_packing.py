@@ -99,3 +99,21 @@ def test_session_settings_reach_the_planner(spark: Any, tmp_path: Any, make_ns: 
     want = pack_by_bytes(ns.scan_units(), Packing(min_partitions=4))
     assert 2 < len(want) <= 8 and opt.rdd.getNumPartitions() == len(want)
     assert sorted(r.k for r in opt.collect()) == list(range(400))
+
+
+def test_describe_read_counts_tables_and_spark_partitions(
+    spark: Any, tmp_path: Any, make_ns: Any
+) -> None:
+    import lance_sql.engines.spark as lance_spark
+
+    root = str(tmp_path / "ns")
+    make_ns(root, range(400), buckets=8)
+    for options in ({}, {"where": "k IN (3, 4)"}, {"min_partitions": "4"}, {"where": "k = 3"}):
+        report = lance_spark.describe_read(spark, root, **options)
+        df = spark.read.format("lance_ns").options(**options).load(root)
+        assert report.spark_partitions == df.rdd.getNumPartitions(), options
+        assert report.total_partition_tables == 8
+    assert lance_spark.describe_read(spark, root, where="k = 3").partition_tables == 1
+    report = lance_spark.describe_read(None, root, where="k IN (3, 4)")
+    assert report.partition_tables == len(report.object_ids) <= 2 and report.bytes > 0
+    assert "2/8" in str(report) or "1/8" in str(report)

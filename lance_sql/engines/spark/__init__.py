@@ -65,4 +65,11 @@ def partitioned_join(spark: Any, left_root: str, right_root: str, **kwargs: Any)
     return impl(spark, left_root, right_root, **kwargs)
 
 
-__all__ = ["SETTINGS", "partitioned_join", "register", "scan_scoped_pushdown"]
+def describe_read(spark: Any, root: str, **options: str) -> Any:
+    """See :func:`lance_sql.engines.spark.read_report.describe_read`."""
+    from lance_sql.engines.spark.read_report import describe_read as impl
+
+    return impl(spark, root, **options)
+
+
+__all__ = ["SETTINGS", "describe_read", "partitioned_join", "register", "scan_scoped_pushdown"]

@@ -1,0 +1,68 @@
+"""What a ``lance_ns`` read will read, computed on the driver from metadata.
+
+The pyspark 4.3 Python data source API has no custom metrics and no way to
+add text to the scan's node in Spark's plan, so the number of partition
+tables a read selects cannot appear in the Spark UI or ``explain()``.
+:func:`describe_read` answers it instead: it runs the reader's own planning
+(the same pruning, the same packing with the session's file-split settings)
+on the driver, reading metadata only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lance_sql.engines.spark.read_packing import Packing, packing_from_spark, unit_bytes
+
+
+@dataclass(frozen=True)
+class ReadReport:
+    """The partition tables and Spark input partitions of one ``lance_ns`` read."""
+
+    root: str
+    manifest_version: int
+    partition_tables: int  #: partition tables the read selects (after pruning)
+    total_partition_tables: int
+    spark_partitions: int  #: Spark input partitions (tasks) after packing
+    bytes: int  #: bytes of the selected tables' data files (live share), from metadata
+    object_ids: tuple[str, ...]
+    explain: str  #: the planner's own explanation (``ScanPlan.explain()``)
+
+    def __str__(self) -> str:
+        return (
+            f"lance_ns {self.root} @v{self.manifest_version}: {self.partition_tables}/"
+            f"{self.total_partition_tables} partition tables, {self.bytes:,} bytes, "
+            f"{self.spark_partitions} Spark partitions"
+        )
+
+
+def describe_read(spark: Any, root: str, **options: str) -> ReadReport:
+    """What ``spark.read.format("lance_ns").options(**options).load(root)`` reads.
+
+    ``spark`` (may be None: Spark's default split settings) gives the
+    ``spark.sql.files.*`` packing settings, as :func:`~lance_sql.engines.spark.register`
+    captures them. The count of Spark partitions equals the DataFrame's
+    ``rdd.getNumPartitions()`` for the same options and ``__manifest`` version.
+    """
+    from lance_sql.engines.spark.source import LanceNamespaceDataSource, for_session
+
+    packing = packing_from_spark(spark) if spark is not None else Packing()
+    source = for_session(LanceNamespaceDataSource, packing)({**options, "path": root})
+    reader = source.reader(source.schema())
+    ns, plan = reader.plan()
+    parts = reader.partitions()
+    units = [u for p in parts for u in p.units]
+    return ReadReport(
+        root=source.options["path"],
+        manifest_version=ns.manifest_version,
+        partition_tables=len(plan.partitions),
+        total_partition_tables=plan.total_partitions,
+        spark_partitions=len(parts),
+        bytes=sum(unit_bytes(u) for u in units),
+        object_ids=tuple(plan.object_ids),
+        explain=plan.explain(),
+    )
+
+
+__all__ = ["ReadReport", "describe_read"]
