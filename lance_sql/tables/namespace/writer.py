@@ -220,7 +220,7 @@ class NamespaceWriter:
         from lance.fragment import write_fragments
 
         parts = [
-            b if rows is None else pc.take(b, pa.array(rows), boundscheck=False)
+            _unsliced(b) if rows is None else pc.take(b, pa.array(rows), boundscheck=False)
             for b, rows in t.buffers
         ]
         t.buffers, t.buffered = [], 0
@@ -563,3 +563,20 @@ def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
 
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]
+
+
+def _has_struct(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return True
+    return any(_has_struct(t.field(i).type) for i in range(t.num_fields))
+
+
+def _unsliced(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with no column at an offset where it holds a struct.
+
+    pylance 14 panics writing a *slice* of a struct column ("assertion failed:
+    end <= self.len()"), e.g. one partition's rows of a batch split by partition.
+    """
+    if not any(c.offset and _has_struct(c.type) for c in batch.columns):
+        return batch
+    return pc.take(batch, pa.array(range(batch.num_rows), pa.int64()), boundscheck=False)
