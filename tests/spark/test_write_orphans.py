@@ -123,6 +123,30 @@ def test_failed_attempts_leave_no_files(
     else:
         with pytest.raises(Exception):  # noqa: B017 (Spark wraps the worker's failure)
             write.mode("append").save(root)
+    _check(root, before, retried, existing)
+
+
+@pytest.mark.parametrize("fault", ["raise", "kill"])
+def test_failed_create_leaves_nothing(faulty: Any, tmp_path: Path, fault: str) -> None:
+    root = str(tmp_path / "created")
+    df = faulty.range(0, ROWS, 1, 2).selectExpr("id AS k", "CAST(id AS DOUBLE) AS v")
+    write = (
+        df.write.format("lance_ns_faulty")
+        .option("fault", fault)
+        .option("buffer_bytes", "1")
+        .option("partitionBy", "bucket(4, k)")
+    )
+    if faulty.sparkContext.master.startswith("local-cluster"):
+        write.mode("append").save(root)  # the retry succeeds: created, every row once
+        _check(root, 0, True, False)
+        return
+    with pytest.raises(Exception):  # noqa: B017 (Spark wraps the worker's failure)
+        write.mode("append").save(root)
+    left = [os.path.join(d, f) for d, _, files in os.walk(root) for f in files]
+    assert left == []  # no namespace, no data file, no journal
+
+
+def _check(root: str, before: int, retried: bool, existing: bool) -> None:
     after = PartitionedNamespace.open(root)
     expected = before + (ROWS if retried else 0)
     assert after.count_rows() == expected
