@@ -108,3 +108,39 @@ def test_spark_writes_follow_the_schema_rule(spark: Any, tmp_path: Any) -> None:
     with pytest.raises(Exception, match="'u'"):
         fmt([(3, -1)], "id long, u long").write.format("lance_ns").mode("append").save(root)
     assert PartitionedNamespace.open(root).count_rows() == 2
+
+
+def test_two_jobs_creating_one_root_one_wins(tmp_path: Any) -> None:
+    """Creating commits refuse an existing namespace: the loser commits and leaves nothing."""
+    import sys
+    from pathlib import Path
+
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    from lance_sql.engines.spark.write import LanceNamespaceWriter
+    from lance_sql.errors import CommitConflictError
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_write_orphans import unowned_files
+
+    root = str(tmp_path / "raced")
+    struct = StructType([StructField("k", LongType()), StructField("v", DoubleType())])
+    options = {"path": root, "partitionby": "bucket(2, k)"}
+    first = LanceNamespaceWriter(dict(options), False, struct)
+    second = LanceNamespaceWriter(
+        dict(options), False, struct
+    )  # both planned before either commits
+
+    def batch(start: int) -> Any:
+        ks = list(range(start, start + 10))
+        return iter([pa.record_batch({"k": ks, "v": [float(k) for k in ks]})])
+
+    m1, m2 = first.write(batch(0)), second.write(batch(100))
+    first.commit([m1])
+    with pytest.raises(CommitConflictError, match="created there while this write ran"):
+        second.commit([m2])
+    second.abort([m2])
+    ns = PartitionedNamespace.open(root)
+    assert sorted(ns.to_table(["k"]).column("k").to_pylist()) == list(range(10))
+    assert unowned_files(root) == []
+    assert not os.path.exists(os.path.join(root, "_spark_staging"))
