@@ -96,3 +96,15 @@ def test_check_schema_alone() -> None:
     check_schema(pa.schema([("k", pa.int64()), ("s", pa.large_string())]), SCHEMA)
     with pytest.raises(SchemaMismatchError, match="'zz' is not in the namespace schema"):
         check_schema(pa.schema([("k", pa.int64()), ("zz", pa.int64())]), SCHEMA, source="job")
+
+
+def test_struct_with_other_child_names_is_refused_not_nulled(tmp_path: object) -> None:
+    """Before schema_rule, a struct whose child is named otherwise was cast by name: all NULL."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("st", pa.struct([("a", pa.int32())]))])
+    ns = PartitionedNamespace.create(f"{tmp_path}/ns", schema, "bucket(2, k)")
+    other = pa.array([{"b": 1}], pa.struct([("b", pa.int32())]))
+    with pytest.raises(SchemaMismatchError, match="'st'"):
+        ns.append(pa.table({"k": [1], "st": other}))
+    assert ns.count_rows() == 0
