@@ -502,3 +502,18 @@ def test_a_hinted_read_reads_the_version_it_counted(
     kept = table.filter(pa.compute.greater_equal(table.column("dim_id"), 100))
     tables["dim"] = (uri, pa.concat_tables([kept, new]))
     assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)  # version 3, whole
+
+
+def test_joins_inside_a_scalar_subquery_are_hinted(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """TPC-H q11's shape: the HAVING subquery keeps its own joins (a subquery expression)."""
+    ctx = _context(tables, stats=True)
+    sql = (
+        "SELECT f.dim_id, sum(f.v) AS s FROM fact f JOIN dim d ON f.dim_id = d.dim_id "
+        "GROUP BY f.dim_id HAVING sum(f.v) > (SELECT sum(f2.v) / 300 FROM fact f2 "
+        "JOIN dim d2 ON f2.dim_id = d2.dim_id JOIN tiny t ON t.name = d2.name)"
+    )
+    lines = ctx.sql(sql).lance_rewrite().join_stats
+    assert any("tiny v1" in line for line in lines), lines  # tiny is only in the subquery
+    assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)
