@@ -340,12 +340,12 @@ def _build(
 
     The pair's two sides (each with the inputs it takes into the groups) are
     joined first, left input first as the original tree had it. Every further
-    input joins as the *left* input over the tree so far: DataFusion builds its
-    hash table on the left input and, with no statistics from Python tables,
-    never swaps the sides, so the single input (a dimension table or a
-    filtered subquery) is the build side rather than the storage-partitioned
-    join's output. The order of each side's inputs is the one ``_attach``
-    found, so each joins by a condition.
+    input joins as the *left* input over the tree so far (DataFusion builds its
+    hash table on the left input). DataFusion flattens directly nested inner
+    joins and rebuilds them greedily, so this order is a starting point only:
+    :mod:`.join_stats` / :mod:`.join_swap` then order such trees and pick
+    build sides from Lance row estimates. The order of each side's inputs is
+    the one ``_attach`` found, so each joins by a condition.
     """
     b = _Builder(tree, conds, names, plan)
     side_a = _ordered(sides[0], conds)
