@@ -117,3 +117,24 @@ def test_describe_read_counts_tables_and_spark_partitions(
     report = lance_spark.describe_read(None, root, where="k IN (3, 4)")
     assert report.partition_tables == len(report.object_ids) <= 2 and report.bytes > 0
     assert "2/8" in str(report) or "1/8" in str(report)
+
+
+def test_load_reads_the_schema_without_pylance(tmp_path: Any, make_ns: Any) -> None:
+    """schema() (Spark runs it in a Python worker) reads the manifest alone, same answer."""
+    from lance_sql.engines.spark.source import schema_from_metadata
+
+    root = str(tmp_path / "ns")
+    ns = make_ns(root, range(50), buckets=2)
+    first = ns.manifest_version
+    ns.append(ns.to_table().slice(0, 5))
+    for options, version in (
+        ({"path": root}, ns.manifest_version),
+        ({"path": root, "version": str(first)}, first),
+    ):
+        schema, got = schema_from_metadata(options)
+        assert got == version
+        assert schema.equals(
+            PartitionedNamespace.open(root, version=version).schema, check_metadata=True
+        )
+    with pytest.raises(LanceSqlError):  # the source then opens fully, for its typed error
+        schema_from_metadata({"path": str(tmp_path / "missing")})
