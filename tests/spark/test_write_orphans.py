@@ -157,3 +157,41 @@ def _check(root: str, before: int, retried: bool, existing: bool) -> None:
         )
     assert unowned_files(root) == []
     assert not os.path.exists(os.path.join(root, "_spark_staging"))
+
+
+def test_dead_attempt_files_removed_on_s3(s3_server: Any) -> None:
+    """The journal works on object stores: a dead attempt's objects go at commit (moto S3)."""
+    import json
+
+    import s3fs
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    options, bucket = s3_server
+    root = f"s3://{bucket()}/ns"
+    opts = {"path": root, "partitionby": "bucket(4, k)", "storage_options": json.dumps(options)}
+    struct = StructType([StructField("k", LongType()), StructField("v", DoubleType())])
+    job = LanceNamespaceWriter(dict(opts), False, struct)
+
+    def batch(start: int) -> Any:
+        ks = list(range(start, start + 50))
+        return iter([pa.record_batch({"k": ks, "v": [float(k) for k in ks]})])
+
+    dead = job.write(batch(1000))  # an attempt Spark never commits (e.g. its worker died)
+    live = job.write(batch(0))
+    assert dead.attempt != live.attempt
+    job.commit([live])
+    fs = s3fs.S3FileSystem(
+        key="testing",
+        secret="testing",
+        client_kwargs={"endpoint_url": options["aws_endpoint"], "region_name": "us-east-1"},
+    )
+    ns = PartitionedNamespace.open(root, storage_options=options)
+    assert sorted(ns.to_table(["k"]).column("k").to_pylist()) == list(range(50))
+    owned = set()
+    for e in ns.tables():
+        ds = lance.dataset(e.uri, version=e.read_version, storage_options=options)
+        owned.update(f.path for frag in ds.get_fragments() for f in frag.metadata.data_files())
+    files = fs.find(root.removeprefix("s3://"))
+    data = [p.rsplit("/", 1)[-1] for p in files if "/data/" in p and "/__manifest/" not in p]
+    assert data and set(data) == owned  # the dead attempt's data objects are gone
+    assert not [p for p in fs.find(root.removeprefix("s3://")) if "_spark_staging" in p]

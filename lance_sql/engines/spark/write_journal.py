@@ -94,6 +94,7 @@ def read_journal(
     from lance_sql.format.storage import resolve
 
     loc = resolve(journal_uri(root, write_id), storage_options)
+    loc.fs.invalidate_cache(loc.path)  # object-store filesystems cache listings
     if not loc.fs.exists(loc.path):
         return []
     skipped = set(skip)
@@ -150,9 +151,10 @@ def remove_orphans(
             where = location if not branch else f"{location}/tree/{branch}"
             resolve_location(root, f"{where}/data/{name}", location)  # never outside the root
             loc = resolve(f"{data_dir_uri(root, location, branch)}/{name}", storage_options)
-            if loc.fs.exists(loc.path):
-                loc.fs.rm(loc.path)
-                removed += 1
+            loc.fs.rm(loc.path)  # no exists() first: object-store listings may be cached
+            removed += 1
+        except FileNotFoundError:
+            pass
         except (OSError, LanceSqlError):
             continue
         if location not in live_locations and _named_by(location, write_id):
