@@ -121,11 +121,23 @@ def _key_filter(source: pa.Table, on: Sequence[str]) -> pc.Expression:
     """A superset filter over the target: every key column in the source's values."""
     expr = None
     for k in on:
+        if pa.types.is_floating(source.column(k).type):
+            continue  # is_in tells -0.0 from 0.0; SQL equality does not (the join decides)
         values = pc.unique(source.column(k).drop_null())
         term = pc.field(k).isin(values)
         expr = term if expr is None else expr & term
-    assert expr is not None
-    return expr
+    return pc.scalar(True) if expr is None else expr
+
+
+def _match_keys(table: pa.Table, on: Sequence[str]) -> pa.Table:
+    """The key columns as SQL equality compares them: float -0.0 becomes 0.0 (x + 0.0)."""
+    cols = []
+    for k in on:
+        col = table.column(k)
+        if pa.types.is_floating(col.type):
+            col = pc.add(col, pa.scalar(0.0, col.type))
+        cols.append(col)
+    return pa.table(cols, names=list(on))
 
 
 def merge(
@@ -151,7 +163,9 @@ def merge(
         raise ValueError("merge needs at least one key column in 'on'")
     src = _source_table(ns, source, on)
     keyed = src.filter(pc.invert(_any_null(src, on))) if src.num_rows else src
-    if keyed.num_rows and keyed.group_by(on).aggregate([]).num_rows != keyed.num_rows:
+    if keyed.num_rows and _match_keys(keyed, on).group_by(on).aggregate([]).num_rows != (
+        keyed.num_rows
+    ):
         raise MergeKeyError("the merge source holds some key more than once; nothing was written")
     src = src.append_column(_ROW, pa.array(np.arange(src.num_rows), pa.int64()))
     clauses = (when_matched_update, when_matched_delete, when_not_matched_insert)
@@ -181,8 +195,15 @@ def _merge_into(
             if not target.num_rows:
                 continue
             target = target.append_column(_ROW, pa.array(np.arange(target.num_rows), pa.int64()))
-            pairs = target.select([*on, _ROW]).join(
-                src.select([*on, _ROW]), keys=on, join_type="inner", right_suffix="_s"
+            pairs = (
+                _match_keys(target, on)
+                .append_column(_ROW, target.column(_ROW))
+                .join(
+                    _match_keys(src, on).append_column(_ROW, src.column(_ROW)),
+                    keys=on,
+                    join_type="inner",
+                    right_suffix="_s",
+                )
             )
             if not pairs.num_rows:
                 continue
