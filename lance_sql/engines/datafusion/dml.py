@@ -270,28 +270,19 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
-    """``rows`` (the Dml input: the table's columns, in order) with the namespace's types."""
+    """``rows`` (the Dml input: the table's columns, in order, already cast by DataFusion
+    to the table's types) checked by the one schema rule of every write path
+    (:mod:`lance_sql.tables.namespace.schema_rule`)."""
+    from lance_sql.tables.namespace.schema_rule import conform
+
     if rows.num_columns != len(schema):
         raise SchemaMismatchError(
             f"INSERT into {name!r}: {rows.num_columns} columns given, the table has {len(schema)}"
         )
-    cols = []
-    for field, col in zip(schema, rows.columns, strict=True):
-        if not col.type.equals(field.type):
-            try:
-                col = col.cast(field.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"INSERT into {name!r}: column {field.name!r} gets {col.type}, "
-                    f"the table has {field.type}: {exc}"
-                ) from exc
-        if not field.nullable and col.null_count:
-            raise SchemaMismatchError(
-                f"INSERT into {name!r}: column {field.name!r} is NOT NULL, "
-                f"{col.null_count} NULL value(s) given"
-            )
-        cols.append(col)
-    return pa.Table.from_arrays(cols, schema=schema)
+    rows = rows.rename_columns(schema.names)  # the Dml input is positional
+    source = f"INSERT into {name!r}"
+    batches = [conform(b, schema, source=source) for b in rows.to_batches()]
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 # -- EXPLAIN ------------------------------------------------------------------------------------

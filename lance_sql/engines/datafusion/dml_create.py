@@ -9,7 +9,9 @@ scratch context; view types stored as their plain forms) and the query of
 
 Partition terms: a column or ``identity(c)``; ``bucket(N, c)``;
 ``truncate(W, c)``; ``year(c)``, ``month(c)``, ``day(c)``, ``hour(c)`` (the
-spec's calendar transforms; see docs/namespaces.md). The namespace is created
+spec's calendar transforms; see docs/namespaces.md); Iceberg's ``days(c)``,
+``months(c)``, ``hours(c)``, ``years(c)`` expand to those calendar fields
+(:func:`~lance_sql.tables.namespace.spec_text.parse_spec_text`). The namespace is created
 at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
 ``SET lance.warehouse = '/path'``) and registered as ``name``. As with
 DataFusion's DDL, the statement runs at ``ctx.sql()``.
@@ -28,6 +30,7 @@ from sqlglot.tokens import TokenType
 
 from lance_sql.engines.datafusion.dml import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
+from lance_sql.tables.namespace.spec_text import parse_spec_text
 
 _SET_WAREHOUSE = re.compile(
     r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
@@ -201,12 +204,13 @@ def _partition_fields(
         return []
     _refuse_multi_bucket(tokens, name)
     terms = prop.this.expressions if isinstance(prop.this, exp.Schema) else [prop.this]
-    return [_field(term, schema, name) for term in terms]
+    return [f for term in terms for f in _fields(term, schema, name)]
 
 
-def _field(term: exp.Expression, schema: pa.Schema, name: str) -> dict[str, Any]:
+def _fields(term: exp.Expression, schema: pa.Schema, name: str) -> list[dict[str, Any]]:
+    """The spec fields of one PARTITIONED BY term (``days(ts)``: year, month and day)."""
     if isinstance(term, (exp.Identifier, exp.Column)):
-        return {"source": _column(term.name, schema, name, term), "transform": "identity"}
+        return [{"source": _column(term.name, schema, name, term), "transform": "identity"}]
     cols = [c.name for c in term.find_all(exp.Column)]
     nums = [int(x.this) for x in term.find_all(exp.Literal) if not x.is_string]
     if isinstance(term, exp.PartitionedByBucket):
@@ -217,21 +221,19 @@ def _field(term: exp.Expression, schema: pa.Schema, name: str) -> dict[str, Any]
         kind = str(term.this).lower()
     else:
         kind = term.sql_name().lower()
-    if kind in _SINCE_EPOCH:
-        raise UnsupportedFeatureError(
-            f"CREATE TABLE {name!r}: partition transform {term.sql()} (Iceberg's time since "
-            f"1970) is not supported; {', '.join(_CALENDAR)} are the spec's calendar transforms"
-        )
     if len(cols) != 1:
         raise SpecError(f"CREATE TABLE {name!r}: partition term {term.sql()} needs one column")
     source = _column(cols[0], schema, name, term)
+    if kind in _SINCE_EPOCH:  # Iceberg's days(ts) etc.: the calendar fields that prune alike
+        quoted = '"' + source.replace('"', '""') + '"'
+        return parse_spec_text(f"{kind}({quoted})")
     if kind == "identity":
-        return {"source": source, "transform": "identity"}
+        return [{"source": source, "transform": "identity"}]
     if kind in _CALENDAR:
-        return {"source": source, "transform": kind}
+        return [{"source": source, "transform": kind}]
     if kind in ("bucket", "truncate") and len(nums) == 1:
         param = "num_buckets" if kind == "bucket" else "width"
-        return {"source": source, "transform": kind, param: nums[0]}
+        return [{"source": source, "transform": kind, param: nums[0]}]
     raise SpecError(
         f"CREATE TABLE {name!r}: unknown partition term {term.sql()} (known: a column, "
         "identity(c), bucket(N, c), truncate(W, c), year(c), month(c), day(c), hour(c))"

@@ -298,7 +298,7 @@ class NamespaceTable(ScanUnitDataset):
                 f"manifest_version={ns.manifest_version} ({pin}), "
                 f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
                 f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
-                f"spec_versions=[{'; '.join(versions)}]"
+                f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
             )
 
         return ScanPlan(units, describe)
@@ -417,6 +417,14 @@ def _version_totals(ns: PartitionedNamespace) -> dict[int | None, int]:
     with _TOTALS_LOCK:
         _TOTALS[ns] = totals
     return totals
+
+
+def _time_warnings(ns: PartitionedNamespace) -> str:
+    """``, warnings=[...]`` for time fields that prune no time range (EXPLAIN), else ``""``."""
+    from lance_sql.tables.namespace.spec_text import time_partition_warnings
+
+    found = time_partition_warnings(ns.current_spec, ns.schema)
+    return f", warnings=[{'; '.join(found)}]" if found else ""
 
 
 def spec_version_lines(
