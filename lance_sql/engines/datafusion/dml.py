@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -106,12 +107,19 @@ def _op_name(variant: Any) -> str:
         raise
 
 
-def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
-    """The DataFrame running ``df``'s DML statement on a lance-sql table, or None.
+@dataclass(frozen=True)
+class _DmlTarget:
+    """A DML statement's plan and the lance-sql table it writes."""
 
-    None: ``df`` is not a DML statement, or its target is not a lance-sql
-    table (DataFusion's own tables run their DML themselves).
-    """
+    plan: Any
+    name: str
+    kind: str  # "lance" (a plain dataset) or "namespace"
+    table: Any
+    op: str
+
+
+def _dml_target(ctx: Any, df: DataFrame) -> _DmlTarget | None:
+    """``df``'s DML statement if its target is a lance-sql table, else None."""
     plan = df.logical_plan()
     variant = plan.to_variant()
     if type(variant).__name__ != "DmlStatement":
@@ -120,10 +128,21 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
     target = _target(ctx, name)
     if target is None:
         return None
-    op = _op_name(variant)
-    if target[0] == "lance":
-        return _plain_lance(ctx, df, name, op, target[1], plan)
-    table = target[1]
+    return _DmlTarget(plan, name, target[0], target[1], _op_name(variant))
+
+
+def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
+    """The DataFrame running ``df``'s DML statement on a lance-sql table, or None.
+
+    None: ``df`` is not a DML statement, or its target is not a lance-sql
+    table (DataFusion's own tables run their DML themselves).
+    """
+    found = _dml_target(ctx, df)
+    if found is None:
+        return None
+    plan, name, table, op = found.plan, found.name, found.table, found.op
+    if found.kind == "lance":
+        return _plain_lance(ctx, df, name, op, table, plan)
     if op == "mergeinto":
         from lance_sql.engines.datafusion.dml_merge import merge_action
 
@@ -292,26 +311,20 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
     The logical plan is DataFusion's ``Dml`` plan; the physical plan line says
     what lance-sql runs instead (``LanceDml: ...``).
     """
-    plan = df.logical_plan()
-    variant = plan.to_variant()
-    if type(variant).__name__ != "DmlStatement":
+    found = _dml_target(ctx, df)
+    if found is None:
         return None
-    name = str(variant.table_name())
-    target = _target(ctx, name)
-    if target is None:
-        return None
-    op = _op_name(variant)
-    if target[0] != "namespace":
-        _plain_lance(ctx, df, name, op, target[1], plan)  # refuses what does not run
+    plan, name, table, op = found.plan, found.name, found.table, found.op
+    if found.kind != "namespace":
+        _plain_lance(ctx, df, name, op, table, plan)  # refuses what does not run
         mode = "overwrite" if op == "overwrite" else "append"
-        line = f"LanceDml: op={op} table={name} uri={target[1].table.uri} route=write {mode}"
+        line = f"LanceDml: op={op} table={name} uri={table.table.uri} route=write {mode}"
         return pa.table(
             {
                 "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
                 "plan": pa.array([plan.display_indent(), line], pa.string()),
             }
         )
-    table = target[1]
     source = plan.inputs()[0]
     if op == "delete":
         route = f"ns.delete(filter={where_sql(source, name)!r})"

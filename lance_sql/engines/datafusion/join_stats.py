@@ -69,18 +69,6 @@ J = algebra_pb2.JoinRel
 DEFAULT_THRESHOLD_ROWS = 131_072
 THRESHOLD_KEY = "datafusion.optimizer.hash_join_single_partition_threshold_rows"
 
-_LEFT_ONLY = (
-    J.JOIN_TYPE_LEFT_SEMI,
-    J.JOIN_TYPE_LEFT_ANTI,
-    J.JOIN_TYPE_LEFT_SINGLE,
-    J.JOIN_TYPE_LEFT_MARK,
-)
-_RIGHT_ONLY = (
-    J.JOIN_TYPE_RIGHT_SEMI,
-    J.JOIN_TYPE_RIGHT_ANTI,
-    J.JOIN_TYPE_RIGHT_SINGLE,
-    J.JOIN_TYPE_RIGHT_MARK,
-)
 _SET = algebra_pb2.SetRel
 
 
@@ -295,9 +283,9 @@ def _product(a: int | None, b: int | None) -> int | None:
 
 def _join_bound(kind: int, left: int | None, right: int | None) -> int | None:
     """The most rows a join of ``kind`` over inputs of at most ``left`` / ``right`` rows returns."""
-    if kind in _LEFT_ONLY:
+    if kind in sp.LEFT_ONLY_JOINS:
         return left
-    if kind in _RIGHT_ONLY:
+    if kind in sp.RIGHT_ONLY_JOINS:
         return right
     if left is None or right is None:
         return None

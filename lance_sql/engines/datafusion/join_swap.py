@@ -51,18 +51,6 @@ FILTER_SELECTIVITY = 0.25
 SWAP_FACTOR = 2.0
 _UNKNOWN = 1e15  # an input with no estimate counts as very large
 
-_LEFT_ONLY = (
-    J.JOIN_TYPE_LEFT_SEMI,
-    J.JOIN_TYPE_LEFT_ANTI,
-    J.JOIN_TYPE_LEFT_SINGLE,
-    J.JOIN_TYPE_LEFT_MARK,
-)
-_RIGHT_ONLY = (
-    J.JOIN_TYPE_RIGHT_SEMI,
-    J.JOIN_TYPE_RIGHT_ANTI,
-    J.JOIN_TYPE_RIGHT_SINGLE,
-    J.JOIN_TYPE_RIGHT_MARK,
-)
 
 TableRows = Callable[[str], "float | None"]
 
@@ -118,9 +106,9 @@ class Estimator:
 
     def _join(self, join: algebra_pb2.JoinRel) -> float | None:
         left, right = self.rows(join.left), self.rows(join.right)
-        if join.type in _LEFT_ONLY:
+        if join.type in sp.LEFT_ONLY_JOINS:
             return None if left is None else left / 2
-        if join.type in _RIGHT_ONLY:
+        if join.type in sp.RIGHT_ONLY_JOINS:
             return None if right is None else right / 2
         if left is None or right is None:
             return None

@@ -23,6 +23,21 @@ from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
 Rel = algebra_pb2.Rel
+_J = algebra_pb2.JoinRel
+
+#: Join types that return only their left input's rows (and those that return only the right's).
+LEFT_ONLY_JOINS = (
+    _J.JOIN_TYPE_LEFT_SEMI,
+    _J.JOIN_TYPE_LEFT_ANTI,
+    _J.JOIN_TYPE_LEFT_SINGLE,
+    _J.JOIN_TYPE_LEFT_MARK,
+)
+RIGHT_ONLY_JOINS = (
+    _J.JOIN_TYPE_RIGHT_SEMI,
+    _J.JOIN_TYPE_RIGHT_ANTI,
+    _J.JOIN_TYPE_RIGHT_SINGLE,
+    _J.JOIN_TYPE_RIGHT_MARK,
+)
 
 #: Rel kinds whose single input keeps every row's identity (a filter or a projection):
 #: a join input made of these over a read is "a scan" for storage-partitioned joins.
