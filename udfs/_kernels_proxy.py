@@ -53,6 +53,30 @@ def _initialise_numba() -> None:
     cpu_target.target_context.refresh()
 
 
+_NUMBA_READY = False
+
+
+def ensure_numba() -> None:
+    """Import numba and load its registries once, with the builtin operator functions in place.
+
+    Every lance-sql module that uses numba calls this before its first
+    ``import numba``: whichever imports numba first fixes what numba captured
+    (the kernels here, or the writer's regrouping kernels). One thread
+    initialises: numba's registries are generators, and two threads refreshing
+    at once failed with "ValueError: generator already executing".
+    """
+    global _NUMBA_READY
+    if _NUMBA_READY:
+        return
+    with _INIT_LOCK:
+        if not _NUMBA_READY:
+            with _builtin_operators():
+                import numba  # noqa: F401
+
+                _initialise_numba()
+            _NUMBA_READY = True
+
+
 class _Kernels:
     """Attribute access forwards to :mod:`udfs._kernels`, importing it the first time."""
 
@@ -61,15 +85,12 @@ class _Kernels:
     def __getattr__(self, name: str) -> Any:
         module = type(self)._module
         if module is None:
-            # One thread initialises: numba's registries are generators, and two threads
-            # refreshing at once failed with "ValueError: generator already executing".
+            ensure_numba()
             with _INIT_LOCK:
                 module = type(self)._module
                 if module is None:
                     with _builtin_operators():
                         from udfs import _kernels
-
-                        _initialise_numba()
 
                     module = type(self)._module = _kernels
         return getattr(module, name)

@@ -30,6 +30,9 @@ def _compiled():  # type: ignore[no-untyped-def]
     global _kernels
     if _kernels is not None:
         return _kernels
+    from udfs._kernels_proxy import ensure_numba
+
+    ensure_numba()  # numba must capture the builtin operator functions (see there)
     from numba import njit
 
     @njit(nogil=True, cache=True)
