@@ -25,7 +25,6 @@ those to the namespace's canonical type (:func:`canonical_type`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 
@@ -232,25 +231,11 @@ def _replace_views(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def cast_to_namespace(col: Any, f: pa.Field) -> Any:
-    """``col`` as namespace type ``f.type`` when it is a view/large/dictionary variant of it.
-
-    Returns None when the types are not variants of one another (the caller refuses).
-    """
-    if not canonical_type(col.type).equals(canonical_type(f.type)):
-        return None
-    try:
-        return col.cast(f.type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-
-
 __all__ = [
     "LAST_FIELD_ID_KEY",
     "NS_FIELD_ID_KEY",
     "canonical_schema",
     "canonical_type",
-    "cast_to_namespace",
     "check_column_type",
     "columns_by_namespace_id",
     "is_marked",
