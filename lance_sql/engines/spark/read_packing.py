@@ -131,22 +131,39 @@ def pack_by_bytes(units: Sequence[Any], packing: Packing) -> list[list[Any]]:
     if not units:
         return []
     sizes = [unit_bytes(u) for u in units]
-    limit = packing.max_split(sizes)
-    order = sorted(range(len(units)), key=lambda i: (-sizes[i], i))
+    groups = first_fit(sizes, packing.max_split(sizes), packing.open_cost)
+    return [[units[i] for i in g] for g in groups]
+
+
+def first_fit(weights: Sequence[int], limit: int, open_cost: int = 0) -> list[list[int]]:
+    """First-fit decreasing: indexes of ``weights`` grouped under ``limit`` each.
+
+    An item joins the first group whose load plus its weight fits; a group's
+    load counts each item's weight plus ``open_cost`` (as Spark's file split
+    rule: the cost counts after the first). An item at or above the limit stays
+    alone. Groups hold their indexes in order and are ordered by their first.
+    """
+    order = sorted(range(len(weights)), key=lambda i: (-weights[i], i))
     groups: list[list[int]] = []
     used: list[int] = []
     for i in order:
-        cost = sizes[i] + packing.open_cost
         for g, size in enumerate(used):
-            if size + sizes[i] <= limit:  # as Spark: the open cost counts after the first
+            if size + weights[i] <= limit:
                 groups[g].append(i)
-                used[g] += cost
+                used[g] += weights[i] + open_cost
                 break
         else:
             groups.append([i])
-            used.append(cost)
+            used.append(weights[i] + open_cost)
     groups.sort(key=min)
-    return [[units[i] for i in sorted(g)] for g in groups]
+    return [sorted(g) for g in groups]
 
 
-__all__ = ["Packing", "pack_by_bytes", "packing_from_spark", "parse_bytes", "unit_bytes"]
+__all__ = [
+    "Packing",
+    "first_fit",
+    "pack_by_bytes",
+    "packing_from_spark",
+    "parse_bytes",
+    "unit_bytes",
+]

@@ -45,7 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from lance_sql.engines.spark.filters import split
 from lance_sql.engines.spark.paths import normalize_root
-from lance_sql.engines.spark.read_packing import Packing, pack_by_bytes
+from lance_sql.engines.spark.read_packing import Packing, first_fit, pack_by_bytes
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 
@@ -198,21 +198,8 @@ def pack(units: Sequence[Any], rows_per_partition: int | None) -> list[list[Any]
     """
     if not rows_per_partition:
         return [[u] for u in units]
-    order = sorted(range(len(units)), key=lambda i: (-(units[i].estimated_rows or 0), i))
-    groups: list[list[int]] = []
-    sizes: list[int] = []
-    for i in order:
-        rows = units[i].estimated_rows or 0
-        for g, size in enumerate(sizes):
-            if size + rows <= rows_per_partition:
-                groups[g].append(i)
-                sizes[g] += rows
-                break
-        else:
-            groups.append([i])
-            sizes.append(rows)
-    groups.sort(key=min)
-    return [[units[i] for i in sorted(g)] for g in groups]
+    rows = [u.estimated_rows or 0 for u in units]
+    return [[units[i] for i in g] for g in first_fit(rows, rows_per_partition)]
 
 
 class LanceNamespaceReader(DataSourceReader):
