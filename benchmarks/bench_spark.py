@@ -177,24 +177,10 @@ def _join_side(spark: Any, side: str, left: str, right: str) -> Any:
 
 
 def _session(master: str) -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    import pyspark
-    from pyspark.sql import SparkSession
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_spark_read import session
 
-    import lance_sql.engines.spark as lance_spark
-
-    os.environ["SPARK_HOME"] = os.path.dirname(pyspark.__file__)
-    spark = (
-        SparkSession.builder.master(master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    lance_spark.register(spark)
-    return spark
+    return session(master, {"spark.sql.autoBroadcastJoinThreshold": "-1"})
 
 
 def run_bucketed(rows: int, repeats: int, master: str, base: str) -> dict[str, Any]:

@@ -100,7 +100,12 @@ def build(base: str, rows: int) -> tuple[str, str, str]:
     return root, parquet, staged
 
 
-def session(master: str) -> Any:
+#: settings of the read benchmark's sessions
+READ_CONF = {"spark.sql.session.timeZone": "UTC"}
+
+
+def session(master: str, conf: dict[str, str] | None = None) -> Any:
+    """A Spark session for the benchmarks (``conf``: more settings), lance-sql registered."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import pyspark
     from pyspark.sql import SparkSession
@@ -108,14 +113,15 @@ def session(master: str) -> Any:
     import lance_sql.engines.spark as lance_spark
 
     os.environ["SPARK_HOME"] = os.path.dirname(pyspark.__file__)
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     lance_spark.register(spark)
     return spark
@@ -253,7 +259,7 @@ def time_alternating(
 
 
 def memory_side(side: str, root: str, parquet: str, repeats: int, master: str) -> dict[str, int]:
-    spark = session(master)
+    spark = session(master, READ_CONF)
     try:
         with PeakRss() as peak:
             for _ in range(repeats):
@@ -274,7 +280,7 @@ def run(
         staged = os.path.join(tmp, "staged.parquet")
     else:
         root, parquet, staged = build(tmp, rows)
-    spark = session(master)
+    spark = session(master, READ_CONF)
     try:
         write_parquet(spark, staged, parquet)
         timings = time_alternating(spark, root, parquet, repeats)
