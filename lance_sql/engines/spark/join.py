@@ -4,8 +4,11 @@ A Python data source cannot report its partitioning to Spark, so Spark's own
 SPJ never applies. Instead the driver plans the join with
 :func:`lance_sql.planning.joins.plan_join`, and ``spark.range(0, n, 1, n)``
 gives exactly one task per join group; ``mapInArrow`` then joins that group's
-partition tables locally with DataFusion. ``range`` with explicit slices needs
-no shuffle, so the physical plan has no ``Exchange``.
+partition tables locally: with Arrow's hash join over row numbers
+(:mod:`.join_arrow`: only the columns the output needs are read, the side
+filters applied exactly as a ``lance_ns`` read applies them), or, for key types
+that module does not join, with DataFusion (:func:`run_group`). ``range`` with
+explicit slices needs no shuffle, so the physical plan has no ``Exchange``.
 
 Output columns: the left columns, then the right columns; a right column whose
 name is also a left column is renamed ``<name>_right``. Semi and anti joins
@@ -21,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lance_sql.engines.spark.join_arrow import arrow_join_supports, join_group, read_side
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 
 _SQL_HOW = {
@@ -108,6 +112,24 @@ def run_group(
         yield batch.to_pyarrow()
 
 
+def read_columns(
+    left: pa.Schema, right: pa.Schema, on: Sequence[tuple[str, str]], how: str
+) -> tuple[list[str], list[str]]:
+    """Columns a task reads of each side: all, but only the keys on the right of semi/anti."""
+    if how in ("semi", "anti"):
+        return list(left.names), list(dict.fromkeys(rk for _, rk in on))
+    return list(left.names), list(right.names)
+
+
+def _batch_rows(spark: Any) -> int:
+    """Rows per output batch: Spark's ``spark.sql.execution.arrow.maxRecordsPerBatch``."""
+    try:
+        n = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))
+    except (TypeError, ValueError):
+        n = 10_000
+    return n if n > 0 else 1 << 30
+
+
 def partitioned_join(
     spark: Any,
     left_root: str,
@@ -177,12 +199,22 @@ def partitioned_join(
     out = output_schema(lschema, rschema, how)
     struct = spark_struct(out)
     target = spark_target_schema(struct)
+    arrow = arrow_join_supports(lschema, rschema, pairs, how)
+    lcols, rcols = read_columns(lschema, rschema, pairs, how)
+    lfilter, rfilter = plan.left_filter, plan.right_filter
+    batch_rows = _batch_rows(spark)
+
+    def group_batches(lu: Sequence[Any], ru: Sequence[Any]) -> Iterator[pa.RecordBatch]:
+        if not arrow:
+            return run_group(lu, ru, lschema, rschema, sql)
+        left = read_side(lu, lfilter, lschema, lcols)
+        right = read_side(ru, rfilter, rschema, rcols)
+        return join_group(left, right, pairs, how, out, batch_rows)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for i in b.column(0).to_pylist():
-                lu, ru = groups[i]
-                for rb in run_group(lu, ru, lschema, rschema, sql):
+                for rb in group_batches(*groups[i]):
                     if rb.num_rows:
                         yield to_spark_batch(rb, target)
 
@@ -232,4 +264,4 @@ def _spark_join(
     return ldf.join(rdf, cond, _SPARK_HOW.get(how, how))
 
 
-__all__ = ["group_sql", "output_schema", "partitioned_join", "run_group"]
+__all__ = ["group_sql", "output_schema", "partitioned_join", "read_columns", "run_group"]
