@@ -124,7 +124,7 @@ def plan_manifest(
     names = dataset.schema.names
     _check_columns(mf, names)
     if columns is not None:
-        wanted = set(columns) | {"object_id", "object_type"}
+        wanted = set(columns) | {"object_id", "object_type", "metadata"}  # metadata: bounds
         for s in mf.specs.values():
             wanted |= columns_of(s.inclusive)
             for p in s.strict:

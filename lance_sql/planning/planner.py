@@ -58,6 +58,9 @@ class PartitionPlan:
     selected: pa.Table
     residuals: tuple[Predicate, ...]
     report: PruningReport
+    #: Partition tables the pruning selected whose column bounds prove no row matches
+    #: (:mod:`.bounds`); they are not in ``selected``.
+    skipped_by_bounds: int = 0
 
     def residual_sql(self, i: int) -> str:
         return to_sql(self.residuals[i])
@@ -92,13 +95,17 @@ def finish_plan(
     """Residuals and report for ``selected`` (rows passing ``mf``), vectorised.
 
     ``table_versions`` is the spec version of every partition table of the
-    manifest (:func:`.pruning.spec_ids`), for the report's totals.
+    manifest (:func:`.pruning.spec_ids`), for the report's totals. Tables whose
+    column bounds prove ``pred`` never TRUE are dropped from ``selected``.
     """
+    from lance_sql.planning.bounds import skip_by_bounds
+
+    selected, skipped = skip_by_bounds(pred, selected)
     versions = spec_ids(selected)
     proven = proofs(selected, mf, versions)
     res = residuals_from_proofs(proven, mf)
     rep = report(mf, table_versions, versions, fully_proven(proven))
-    return PartitionPlan(pred, mf, selected, tuple(res), rep)
+    return PartitionPlan(pred, mf, selected, tuple(res), rep, skipped)
 
 
 __all__ = ["FilterLike", "PartitionPlan", "finish_plan", "plan_partitions", "to_predicate"]

@@ -274,11 +274,13 @@ class NamespaceTable(ScanUnitDataset):
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
         spec_filters: dict[int, str] = {}
+        skipped = 0  # partition tables skipped by column bounds (planning/bounds.py)
         if isinstance(self.prune, PlannerPrune):
             plan = self.prune.plan(filter, self.prune_filter, ns)
             partitions = None if plan is None else plan.selected.column("object_id").to_pylist()
             if plan is not None:
                 spec_filters = {s.spec_id: s.filter_sql for s in plan.report.specs}
+                skipped = plan.skipped_by_bounds
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
@@ -297,7 +299,8 @@ class NamespaceTable(ScanUnitDataset):
                 f"LanceNamespaceScan: table={self.name}, root={self.root}, "
                 f"manifest_version={ns.manifest_version} ({pin}), "
                 f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
-                f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
+                + (f"skipped_by_bounds={skipped}, " if skipped else "")
+                + f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
                 f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
             )
 

@@ -35,6 +35,7 @@ one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -43,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, LanceSqlError
+from lance_sql.tables.namespace import bounds as col_bounds
 from lance_sql.tables.namespace.field_map import table_schema_for
 from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
@@ -127,6 +129,9 @@ class NamespaceWriter:
         self._buffered = 0
         self._new_rows: list[dict[str, Any]] = []
         self._may_be_committed = False
+        # Column bounds of the rows written per table (None: some rows unseen, e.g. adopted)
+        self._bounds: dict[str, col_bounds.TableBounds | None] = {}
+        self._bounds_lock = threading.Lock()
         self._load_existing()
 
     # -- existing layout ----------------------------------------------------------------------
@@ -225,6 +230,7 @@ class NamespaceWriter:
         ]
         t.buffers, t.buffered = [], 0
         table = pa.Table.from_batches(parts)
+        self._add_bounds(t.object_id, table)
         if t.names and any(k != v for k, v in t.names.items()):
             table = table.rename_columns([t.names.get(n, n) for n in table.column_names])
         mode = "append" if t.entry is not None and self.mode == "append" else "create"
@@ -243,6 +249,14 @@ class NamespaceWriter:
             for frag in frags:
                 progress.complete(frag)
         t.fragments.extend(frags)
+
+    def _add_bounds(self, object_id: str, table: pa.Table) -> None:
+        new = col_bounds.table_bounds(table, self.schema, 0, None, None)
+        with self._bounds_lock:
+            if object_id not in self._bounds:
+                self._bounds[object_id] = new
+            elif (old := self._bounds[object_id]) is not None:
+                self._bounds[object_id] = col_bounds.merge(old, new, 0)
 
     def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
         target = self._targets.get(key)
@@ -423,7 +437,41 @@ class NamespaceWriter:
         )
         if self.mode == "overwrite" and not self.keep_untouched:
             table = _keep_live(table, set(versions))
-        return table
+        return self._with_bounds(table, versions)
+
+    def _with_bounds(self, table: pa.Table, versions: Mapping[str, int]) -> pa.Table:
+        """``table`` whose written tables' ``metadata`` hold their new column bounds.
+
+        New and overwritten tables get the bounds of the rows written; appended
+        ones the union with their stored bounds when those describe the version
+        appended to, else none (see :mod:`.bounds`).
+        """
+        if "metadata" not in table.column_names:
+            return table
+        by_oid = {t.object_id: t for t in self._targets.values()}
+        base = self.snapshot.rows  # the pins the appends were based on
+        pinned = dict(
+            zip(base["object_id"].to_pylist(), base["read_version"].to_pylist(), strict=True)
+        )
+        oids = table.column("object_id").to_pylist()
+        meta = table.column("metadata").to_pylist()
+        for i, oid in enumerate(oids):
+            t = by_oid.get(oid)
+            if t is None or oid not in versions:
+                continue
+            new = self._bounds.get(oid)
+            e = t.entry
+            if new is not None and e is not None and self.mode == "append":
+                old = col_bounds.bounds_of_metadata(meta[i])
+                ok = pinned.get(oid) == e.read_version and col_bounds.usable(
+                    old, e.read_version, e.read_branch, e.read_tag, e.location
+                )
+                new = col_bounds.merge(old, new, 0) if ok and old is not None else None
+            if new is not None:
+                new = col_bounds.TableBounds(versions[oid], t.branch, t.location, new.columns)
+            meta[i] = col_bounds.with_bounds(meta[i], new)
+        at = table.schema.get_field_index("metadata")
+        return table.set_column(at, table.schema.field(at), pa.array(meta, pa.utf8()))
 
     # -- staging (distributed writers) ---------------------------------------------------
     def staged(self) -> StagedWrite:
@@ -488,6 +536,7 @@ class NamespaceWriter:
                 if t.entry is not None:
                     self._prepare(t)
                 frags = [FragmentMetadata.from_json(f) for f in part.fragments]
+                self._bounds[t.object_id] = None  # rows this writer never saw: no bounds
                 if (part.location, part.branch) != (t.location, t.branch):
                     moves.append((part, t, frags))
                 t.fragments.extend(frags)

@@ -1,0 +1,296 @@
+"""Skipping partition tables whose column bounds prove a predicate false for every row.
+
+The bounds (min/max, NULL and NaN flags per column, stored in ``__manifest``;
+:mod:`lance_sql.tables.namespace.bounds`) describe one immutable table version.
+:func:`compile_skip` turns a *prepared* predicate of the planning IR into a
+function of a table's bounds that answers "no row of this table can make the
+predicate TRUE" (three-valued: True means definitely not TRUE, False means
+maybe). It is sound under SQL's three-valued logic and under both float orders
+the engines use (IEEE ``-0.0 = 0.0``, and total order, where ``-0.0 < 0.0``):
+
+- ``=``, ``<``, ``<=``, ``>``, ``>=`` against a literal of the column's own type
+  (any integer type for integer columns); a NULL column (no non-NULL value)
+  never matches; a float column that may hold NaN is never skipped;
+- ``IN`` when no value can equal; ``IS NULL`` when no NULL was written,
+  ``IS NOT NULL`` when every value is NULL; ``starts_with`` on strings;
+- ``AND`` when any child cannot match, ``OR`` when none can; ``NOT`` never
+  appears in a prepared predicate (it is pushed to the leaves before literals
+  are coerced) and any left is "maybe", as are ``!=``, ``NOT IN``, transform
+  terms and everything unsupported.
+
+:func:`skip_by_bounds` applies it to selected ``__manifest`` rows; a row's
+bounds are used only when they describe exactly the version it pins
+(:func:`lance_sql.tables.namespace.bounds.usable`), so tables written by other
+writers (pylance directly) or changed since (deletes, compaction) are never
+skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_sql.planning.predicates import (
+    And,
+    Column,
+    Compare,
+    Const,
+    InList,
+    IsNull,
+    Literal,
+    Or,
+    Predicate,
+    StartsWith,
+)
+from lance_sql.tables.namespace.bounds import (
+    ColumnBounds,
+    TableBounds,
+    bounds_of_metadata,
+    kind_of,
+    type_name,
+    usable,
+)
+
+#: A compiled test: True when the table's rows cannot make the predicate TRUE.
+Skip = Callable[[TableBounds], bool]
+
+_ROW_COLUMNS = ("metadata", "read_version", "read_branch", "read_tag", "location")
+
+
+# ------------------------------------------------------------------ comparisons
+
+
+def _total_key(v: float) -> tuple[float, float]:
+    """Total order of non-NaN floats: IEEE order with -0.0 below 0.0."""
+    return (v, math.copysign(1.0, v) if v == 0.0 else 0.0)
+
+
+def _cmp_false(op: str, lo: Any, hi: Any, lit: Any) -> bool:
+    """Whether ``v op lit`` is false for every ``v`` in ``[lo, hi]``."""
+    if op == "=":
+        return lit < lo or lit > hi
+    if op == "<":
+        return lo >= lit
+    if op == "<=":
+        return lo > lit
+    if op == ">":
+        return hi <= lit
+    if op == ">=":
+        return hi < lit
+    return False
+
+
+def _literal_value(lit: Literal, col: Column) -> Any:
+    """The literal as a value comparable with the column's bounds (None: not comparable)."""
+    if lit.text is not None or lit.value is None:
+        return None
+    ct, lt, v = col.type, lit.type, lit.value
+    kind = kind_of(ct)
+    if kind == "int":
+        if isinstance(v, bool) or not isinstance(v, int):
+            return None
+        if pa.types.is_integer(ct):
+            return v if pa.types.is_integer(lt) else None
+        return v if lt.equals(ct) else None  # dates and timestamps: same unit and zone
+    if kind == "float":
+        if not lt.equals(ct) or isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        f = float(v)
+        return None if math.isnan(f) else f
+    if kind == "decimal":
+        if not lt.equals(ct) or not isinstance(v, Decimal) or not v.is_finite():
+            return None
+        return v
+    if kind == "string":
+        ok = pa.types.is_string(lt) or pa.types.is_large_string(lt) or pa.types.is_string_view(lt)
+        return v if ok and isinstance(v, str) else None
+    return None
+
+
+def _column_test(col: Column) -> tuple[int, str, str] | None:
+    if col.field_id is None or col.type is None:
+        return None
+    kind = kind_of(col.type)
+    if kind is None:
+        return None
+    return col.field_id, type_name(col.type), kind
+
+
+def _bounds_of(b: TableBounds, fid: int, tname: str) -> ColumnBounds | None:
+    cb = b.columns.get(fid)
+    return cb if cb is not None and cb.type == tname else None
+
+
+def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
+    """Whether ``col op lit`` is not TRUE for any row ``cb`` describes."""
+    if cb.nan:
+        return False
+    if cb.lo is None or cb.hi is None:
+        return True  # only NULLs: every comparison is NULL
+    if kind == "float":
+        return _cmp_false(op, cb.lo, cb.hi, lit) and _cmp_false(
+            op, _total_key(cb.lo), _total_key(cb.hi), _total_key(lit)
+        )
+    return _cmp_false(op, cb.lo, cb.hi, lit)
+
+
+# -------------------------------------------------------------------- compiling
+
+
+def _never(_: TableBounds) -> bool:
+    return False
+
+
+def _always(_: TableBounds) -> bool:
+    return True
+
+
+def compile_skip(pred: Predicate) -> Skip | None:
+    """The skip test of ``pred``, or None when it can never skip anything."""
+    if isinstance(pred, Const):
+        return None if pred.value else _always
+    if isinstance(pred, And):
+        parts = [p for p in (compile_skip(c) for c in pred.children) if p is not None]
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        return lambda b: any(p(b) for p in parts)
+    if isinstance(pred, Or):
+        ors = [compile_skip(c) for c in pred.children]
+        if any(p is None for p in ors):
+            return None
+        all_parts = [p for p in ors if p is not None]
+        return lambda b: all(p(b) for p in all_parts)
+    if isinstance(pred, (Compare, InList, IsNull, StartsWith)) and isinstance(pred.term, Column):
+        return _compile_leaf(pred, pred.term)
+    return None  # NOT, Unsupported, transform terms: maybe
+
+
+def _compile_leaf(pred: Predicate, col: Column) -> Skip | None:
+    test = _column_test(col)
+    if test is None:
+        return None
+    fid, tname, kind = test
+    if isinstance(pred, Compare):
+        if pred.op == "!=":
+            return None
+        lit = _literal_value(pred.literal, col)
+        if lit is None:
+            return None
+        op = pred.op
+
+        def compare(b: TableBounds) -> bool:
+            cb = _bounds_of(b, fid, tname)
+            return cb is not None and _compare_false(kind, op, cb, lit)
+
+        return compare
+    if isinstance(pred, InList):
+        if pred.negated:
+            return None
+        values = []
+        has_null = False
+        for v in pred.values:
+            if v.is_null:
+                has_null = True
+                continue
+            lv = _literal_value(v, col)
+            if lv is None:
+                return None
+            values.append(lv)
+
+        def in_list(b: TableBounds) -> bool:
+            cb = _bounds_of(b, fid, tname)
+            if cb is None or (has_null and cb.nulls):
+                return False
+            return all(_compare_false(kind, "=", cb, v) for v in values)
+
+        return in_list
+    if isinstance(pred, IsNull):
+        if pred.negated:
+
+            def not_null(b: TableBounds) -> bool:
+                cb = _bounds_of(b, fid, tname)
+                return cb is not None and cb.lo is None and not cb.nan
+
+            return not_null
+
+        def is_null(b: TableBounds) -> bool:
+            cb = _bounds_of(b, fid, tname)
+            return cb is not None and cb.nulls == 0 and not cb.nan
+
+        return is_null
+    if isinstance(pred, StartsWith) and kind == "string" and not pred.negated:
+        prefix, k = pred.prefix, len(pred.prefix)
+
+        def starts(b: TableBounds) -> bool:
+            cb = _bounds_of(b, fid, tname)
+            if cb is None:
+                return False
+            if cb.lo is None or cb.hi is None:
+                return True
+            return cb.hi < prefix or cb.lo[:k] > prefix
+
+        return starts
+    return None
+
+
+# ---------------------------------------------------------------- manifest rows
+
+_CACHE: OrderedDict[str, TableBounds | None] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 50_000
+
+
+def decoded(text: str | None) -> TableBounds | None:
+    """The bounds of a ``metadata`` text, decoded once per distinct text (LRU)."""
+    if text is None or "lance_sql.bounds" not in text:
+        return None
+    with _CACHE_LOCK:
+        if text in _CACHE:
+            _CACHE.move_to_end(text)
+            return _CACHE[text]
+    b = bounds_of_metadata(text)
+    with _CACHE_LOCK:
+        _CACHE[text] = b
+        while len(_CACHE) > _CACHE_MAX:
+            _CACHE.popitem(last=False)
+    return b
+
+
+def skip_mask(pred: Predicate, rows: pa.Table) -> np.ndarray | None:
+    """Per ``__manifest`` table row, True where its usable bounds prove ``pred`` never TRUE.
+
+    None when nothing can be skipped (no usable predicate, or the rows lack the
+    columns needed to check that bounds describe the pinned version).
+    """
+    test = compile_skip(pred)
+    if test is None or rows.num_rows == 0:
+        return None
+    if any(c not in rows.column_names for c in _ROW_COLUMNS):
+        return None
+    meta, rv, rb, rt, loc = (rows.column(c).to_pylist() for c in _ROW_COLUMNS)
+    out = np.zeros(rows.num_rows, dtype=bool)
+    for i, text in enumerate(meta):
+        b = decoded(text)
+        if b is not None and usable(b, rv[i], rb[i], rt[i], loc[i]) and test(b):
+            out[i] = True
+    return out
+
+
+def skip_by_bounds(pred: Predicate, rows: pa.Table) -> tuple[pa.Table, int]:
+    """``rows`` without the tables their bounds prove empty for ``pred``; and how many."""
+    mask = skip_mask(pred, rows)
+    if mask is None or not mask.any():
+        return rows, 0
+    return rows.filter(pa.array(~mask)), int(mask.sum())
+
+
+__all__ = ["compile_skip", "decoded", "skip_by_bounds", "skip_mask"]

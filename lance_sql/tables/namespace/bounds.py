@@ -1,0 +1,374 @@
+"""Per-partition column bounds (Iceberg-style statistics) kept in ``__manifest``.
+
+Each partition table row of ``__manifest`` may hold, in its ``metadata`` JSON,
+the key :data:`BOUNDS_KEY`::
+
+    {"version": 7, "branch": null, "location": "0a1b2c3d_ns$...$table",
+     "columns": {"<namespace field id>": {"type": "int64", "min": 1, "max": 9,
+                                          "nulls": 0, "nan": false}}}
+
+``min``/``max`` bound every non-NULL (and, for floats, non-NaN) value of the
+column in the table *at exactly* ``version`` on ``branch`` at ``location``;
+they are absent when there is no such value. ``nulls`` is an upper bound of
+the NULL count, ``nan`` says whether a NaN may be present. Readers use the
+bounds only when version, branch and location equal the row's
+``read_version`` / ``read_branch`` / ``location`` and its ``read_tag`` is
+NULL, and a column's bounds only when ``type`` equals the column's current
+type: any commit that moves ``read_version`` without rewriting the bounds
+(deletes, updates, compaction, another writer) makes them unusable, never wrong.
+
+Values are JSON-encoded exactly: integers (dates as days, timestamps in the
+column's unit) as JSON integers, decimals as strings, floats as JSON numbers
+(``"inf"`` / ``"-inf"`` strings for infinities; a zero lower bound is stored
+as -0.0 and a zero upper bound as 0.0, so both float orders are covered),
+strings truncated to :data:`STRING_PREFIX` characters Iceberg-style (the lower
+bound is a prefix; the upper bound's last character is incremented).
+
+This module computes, merges, encodes and decodes bounds (tables layer);
+evaluating predicates against them is :mod:`lance_sql.planning.bounds`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+BOUNDS_KEY = "lance_sql.bounds"
+MAX_COLUMNS = 32
+STRING_PREFIX = 32
+FIELD_ID_KEY = b"lance:field_id"
+
+
+@dataclass(frozen=True)
+class ColumnBounds:
+    """Bounds of one column: ``lo``/``hi`` None when no non-NULL, non-NaN value exists."""
+
+    type: str
+    lo: Any
+    hi: Any
+    nulls: int
+    nan: bool = False
+
+
+@dataclass(frozen=True)
+class TableBounds:
+    """Bounds of a partition table at one (version, branch, location)."""
+
+    version: int
+    branch: str | None
+    location: str | None
+    columns: Mapping[int, ColumnBounds]
+
+
+# ------------------------------------------------------------------------ types
+
+
+def kind_of(t: pa.DataType) -> str | None:
+    """The bounds kind of an Arrow type (None: not supported)."""
+    if pa.types.is_integer(t) or pa.types.is_date32(t) or pa.types.is_timestamp(t):
+        return "int"
+    if pa.types.is_float32(t) or pa.types.is_float64(t):
+        return "float"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    return None
+
+
+def type_name(t: pa.DataType) -> str:
+    return str(t)
+
+
+# ---------------------------------------------------------------------- compute
+
+
+def _field_id(f: pa.Field) -> int | None:
+    raw = (f.metadata or {}).get(FIELD_ID_KEY)
+    return int(raw) if raw is not None else None
+
+
+def bounded_fields(schema: pa.Schema) -> list[tuple[int, pa.Field]]:
+    """(field id, field) of the first :data:`MAX_COLUMNS` top-level supported columns."""
+    out = []
+    for f in schema:
+        fid = _field_id(f)
+        if fid is None or kind_of(f.type) is None:
+            continue
+        out.append((fid, f))
+        if len(out) == MAX_COLUMNS:
+            break
+    return out
+
+
+def column_bounds(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> ColumnBounds | None:
+    """Bounds of ``arr`` (of type ``t``), or None for an unsupported type."""
+    kind = kind_of(t)
+    if kind is None:
+        return None
+    nulls = int(arr.null_count)
+    nan = False
+    if kind == "float":
+        isnan = pc.is_nan(arr)
+        nan = bool(pc.any(isnan).as_py() or False)
+        if nan:
+            arr = pc.filter(arr, pc.invert(isnan))
+    elif kind == "string" and pa.types.is_string_view(t):
+        arr = arr.cast(pa.large_string())
+    elif kind == "int" and not pa.types.is_integer(t):  # dates and timestamps: storage ints
+        arr = arr.cast(_storage(t))
+    mm = pc.min_max(arr)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if lo is None or hi is None:
+        return ColumnBounds(type_name(t), None, None, nulls, nan)
+    if kind == "float":
+        lo, hi = float(lo), float(hi)
+        if lo == 0.0:
+            lo = -0.0
+        if hi == 0.0:
+            hi = 0.0
+    if kind == "string":
+        lo, hi = truncate_lower(lo), truncate_upper(hi)
+    return ColumnBounds(type_name(t), lo, hi, nulls, nan)
+
+
+def _storage(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_date32(t):
+        return pa.int32()
+    return pa.int64()  # timestamps
+
+
+def table_bounds(
+    rows: pa.Table, schema: pa.Schema, version: int, branch: str | None, location: str | None
+) -> TableBounds:
+    """Bounds of ``rows`` (columns named as in the namespace ``schema``)."""
+    cols: dict[int, ColumnBounds] = {}
+    for fid, f in bounded_fields(schema):
+        if f.name not in rows.column_names:
+            continue
+        b = column_bounds(rows.column(f.name), f.type)
+        if b is not None:
+            cols[fid] = b
+    return TableBounds(version, branch, location, cols)
+
+
+def truncate_lower(s: str) -> str:
+    return s[:STRING_PREFIX]
+
+
+def truncate_upper(s: str) -> str:
+    """A string >= ``s``: its first :data:`STRING_PREFIX` characters with the last one
+    incremented (``s`` itself when short, or when no character can be incremented)."""
+    if len(s) <= STRING_PREFIX:
+        return s
+    chars = list(s[:STRING_PREFIX])
+    while chars:
+        c = ord(chars.pop()) + 1
+        if 0xD800 <= c <= 0xDFFF:
+            c = 0xE000
+        if c <= 0x10FFFF:
+            return "".join(chars) + chr(c)
+    return s
+
+
+# ------------------------------------------------------------------------ merge
+
+
+def merge(a: TableBounds, b: TableBounds, version: int) -> TableBounds:
+    """Bounds of the union of the rows ``a`` and ``b`` describe, at ``version``.
+
+    Columns missing on one side (or typed differently) are dropped.
+    """
+    cols: dict[int, ColumnBounds] = {}
+    for fid, x in a.columns.items():
+        y = b.columns.get(fid)
+        if y is None or y.type != x.type:
+            continue
+        cols[fid] = ColumnBounds(
+            x.type,
+            _pick(min, x.lo, y.lo, lower=True),
+            _pick(max, x.hi, y.hi, lower=False),
+            x.nulls + y.nulls,
+            x.nan or y.nan,
+        )
+    return TableBounds(version, b.branch, b.location, cols)
+
+
+def _pick(fn: Any, x: Any, y: Any, *, lower: bool) -> Any:
+    if x is None:
+        return y
+    if y is None:
+        return x
+    out = fn(x, y)
+    if isinstance(out, float) and out == 0.0:  # keep the widened zero of either side
+        return -0.0 if lower else 0.0
+    return out
+
+
+# --------------------------------------------------------------------- encoding
+
+
+def _enc(v: Any) -> Any:
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if isinstance(v, Decimal):
+        return str(v)
+    return v
+
+
+def _dec(v: Any, kind: str) -> Any:
+    if v is None:
+        return None
+    if kind == "float":
+        if v == "inf":
+            return math.inf
+        if v == "-inf":
+            return -math.inf
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ValueError(f"bad float bound {v!r}")
+        return float(v)
+    if kind == "decimal":
+        return Decimal(v)
+    if kind == "int":
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"bad integer bound {v!r}")
+        return v
+    if not isinstance(v, str):
+        raise ValueError(f"bad string bound {v!r}")
+    return v
+
+
+def to_json(b: TableBounds) -> dict[str, Any]:
+    cols = {}
+    for fid, c in b.columns.items():
+        entry: dict[str, Any] = {"type": c.type, "nulls": c.nulls}
+        if c.lo is not None:
+            entry["min"] = _enc(c.lo)
+        if c.hi is not None:
+            entry["max"] = _enc(c.hi)
+        if c.nan:
+            entry["nan"] = True
+        cols[str(fid)] = entry
+    return {"version": b.version, "branch": b.branch, "location": b.location, "columns": cols}
+
+
+def from_json(obj: Any) -> TableBounds | None:
+    """Decode :func:`to_json` output; None for anything malformed (never raises)."""
+    try:
+        version = obj["version"]
+        if not isinstance(version, int) or isinstance(version, bool):
+            return None
+        cols: dict[int, ColumnBounds] = {}
+        for key, c in obj["columns"].items():
+            kind = _kind_of_name(c["type"])
+            if kind is None:
+                continue
+            lo, hi = _dec(c.get("min"), kind), _dec(c.get("max"), kind)
+            nulls = c.get("nulls", 0)
+            if not isinstance(nulls, int):
+                continue
+            cols[int(key)] = ColumnBounds(c["type"], lo, hi, nulls, bool(c.get("nan", False)))
+        return TableBounds(version, obj.get("branch"), obj.get("location"), cols)
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
+        return None
+
+
+def _kind_of_name(name: str) -> str | None:
+    if name in ("float", "double"):
+        return "float"
+    if name.startswith("decimal"):
+        return "decimal"
+    if name in ("string", "large_string", "string_view"):
+        return "string"
+    if name.startswith(("int", "uint", "date32", "timestamp")):
+        return "int"
+    return None
+
+
+def parse_metadata(text: str | None) -> dict[str, Any] | None:
+    """The ``metadata`` JSON object of a ``__manifest`` row (None when not an object)."""
+    if text is None:
+        return {}
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def bounds_of_metadata(text: str | None) -> TableBounds | None:
+    """The bounds stored in a row's ``metadata`` text (None: none or malformed)."""
+    obj = parse_metadata(text)
+    if not obj or BOUNDS_KEY not in obj:
+        return None
+    return from_json(obj[BOUNDS_KEY])
+
+
+def with_bounds(text: str | None, bounds: TableBounds | None) -> str | None:
+    """``metadata`` text with :data:`BOUNDS_KEY` set to ``bounds`` (removed when None).
+
+    Metadata that is not a JSON object is returned unchanged when ``bounds`` is
+    None, and replaced by an object holding only the bounds otherwise.
+    """
+    obj = parse_metadata(text)
+    if obj is None:
+        if bounds is None:
+            return text
+        obj = {}
+    obj = dict(obj)
+    if bounds is None:
+        if BOUNDS_KEY not in obj:
+            return text
+        del obj[BOUNDS_KEY]
+    else:
+        obj[BOUNDS_KEY] = to_json(bounds)
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+
+
+def usable(
+    bounds: TableBounds | None,
+    read_version: int | None,
+    read_branch: str | None,
+    read_tag: str | None,
+    location: str | None,
+) -> bool:
+    """Whether ``bounds`` describe the table a reader of this row reads."""
+    return (
+        bounds is not None
+        and read_version is not None
+        and read_tag is None
+        and bounds.version == read_version
+        and bounds.branch == read_branch
+        and bounds.location == location
+    )
+
+
+__all__ = [
+    "BOUNDS_KEY",
+    "MAX_COLUMNS",
+    "STRING_PREFIX",
+    "ColumnBounds",
+    "TableBounds",
+    "bounded_fields",
+    "bounds_of_metadata",
+    "column_bounds",
+    "from_json",
+    "kind_of",
+    "merge",
+    "parse_metadata",
+    "table_bounds",
+    "to_json",
+    "truncate_lower",
+    "truncate_upper",
+    "usable",
+    "with_bounds",
+]

@@ -1,0 +1,160 @@
+"""Column bounds in ``__manifest`` (lance_sql/tables/namespace/bounds.py): written by the
+namespace writer, merged by appends, tied to the table version they describe, and never
+used for tables another writer (pylance directly) committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_sql
+from lance_sql.planning.planner import plan_partitions
+from lance_sql.tables.namespace.bounds import BOUNDS_KEY, bounds_of_metadata, usable
+from lance_sql.tables.namespace.manifest_table import commit_rows
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64()), ("s", pa.string())])
+SPEC = [{"field_id": "g", "source": "g", "transform": {"type": "identity"}}]
+
+
+def _rows(ids: list[int], g: int, s: str = "x") -> pa.Table:
+    return pa.table(
+        {"id": pa.array(ids, pa.int64()), "g": [g] * len(ids), "s": [s] * len(ids)}, schema=SCHEMA
+    )
+
+
+@pytest.fixture
+def ns(tmp_path: Path) -> PartitionedNamespace:
+    ns = PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.append(pa.concat_tables([_rows([1, 2, 3], 0), _rows([10, 20], 1)]))
+    return ns
+
+
+def _bounds_by_g(ns: PartitionedNamespace) -> dict[int, object]:
+    rows = ns.snapshot.rows.to_pylist()
+    out = {}
+    for r in rows:
+        if r["object_type"] != "table":
+            continue
+        b = bounds_of_metadata(r["metadata"])
+        ok = usable(b, r["read_version"], r["read_branch"], r["read_tag"], r["location"])
+        out[r["partition_field_g"]] = b if ok else None
+    return out
+
+
+def _skipped(ns: PartitionedNamespace, where: str) -> tuple[int, int]:
+    plan = plan_partitions(where, ns.specs, ns.schema, ns.snapshot.rows)
+    return plan.selected.num_rows, plan.skipped_by_bounds
+
+
+def _sql(ns: PartitionedNamespace, query: str) -> list[dict]:
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", ns.root)
+    return ctx.sql(query).to_arrow_table().to_pylist()
+
+
+def test_append_writes_bounds_of_the_committed_version(ns: PartitionedNamespace) -> None:
+    b = _bounds_by_g(ns)
+    id_fid = 0
+    assert (b[0].columns[id_fid].lo, b[0].columns[id_fid].hi) == (1, 3)
+    assert (b[1].columns[id_fid].lo, b[1].columns[id_fid].hi) == (10, 20)
+    assert _skipped(ns, "id = 15") == (1, 1)
+    assert _skipped(ns, "id = 25") == (0, 2)
+    assert _sql(ns, "SELECT id FROM t WHERE id = 20") == [{"id": 20}]
+    text = _sql(ns, "EXPLAIN SELECT id FROM t WHERE id = 20")[1]["plan"]
+    assert "partition_tables=1/2, skipped_by_bounds=1" in text
+
+
+def test_appends_merge_bounds(ns: PartitionedNamespace) -> None:
+    ns.append(_rows([-5, 100], 0))
+    b = _bounds_by_g(ns)
+    assert (b[0].columns[0].lo, b[0].columns[0].hi) == (-5, 100)
+    assert _skipped(ns, "id = 50") == (1, 1)  # g=1 [10, 20] skipped, g=0 [-5, 100] kept
+    assert sorted(r["id"] for r in _sql(ns, "SELECT id FROM t WHERE id >= 3")) == [3, 10, 20, 100]
+
+
+def test_delete_makes_bounds_stale_never_wrong(ns: PartitionedNamespace) -> None:
+    ns.delete("id = 2")
+    b = _bounds_by_g(ns)
+    assert b[0] is None  # the table moved to a new version: its bounds are not used
+    assert b[1] is not None
+    assert _skipped(ns, "id = 25") == (1, 1)
+    ns.append(_rows([7], 0))  # appending to a table with stale bounds: none written
+    assert _bounds_by_g(ns)[0] is None
+    assert sorted(r["id"] for r in _sql(ns, "SELECT id FROM t WHERE id < 10")) == [1, 3, 7]
+
+
+def test_overwrite_recomputes_bounds(ns: PartitionedNamespace) -> None:
+    ns.delete("id = 2")
+    ns.overwrite(_rows([40, 41], 0), partitions="dynamic")
+    b = _bounds_by_g(ns)
+    assert (b[0].columns[0].lo, b[0].columns[0].hi) == (40, 41)
+    assert (b[1].columns[0].lo, b[1].columns[0].hi) == (10, 20)
+    assert _sql(ns, "SELECT id FROM t WHERE id = 1") == []
+    assert _sql(ns, "SELECT id FROM t WHERE id = 41") == [{"id": 41}]
+
+
+def test_staged_writes_have_no_bounds(ns: PartitionedNamespace) -> None:
+    staged = PartitionedNamespace.open(ns.root).stage(_rows([500], 2), write_id="job")
+    ns.commit_staged([staged])
+    ns = PartitionedNamespace.open(ns.root)
+    assert _bounds_by_g(ns)[2] is None
+    assert _sql(ns, "SELECT id FROM t WHERE id = 500") == [{"id": 500}]
+
+
+def test_table_written_by_pylance_directly_is_never_skipped(ns: PartitionedNamespace) -> None:
+    """A partition table committed by pylance, then pinned in __manifest: its old bounds
+    describe an older version, so the new row (id 99) must still be found."""
+    entry = next(e for e in ns.tables() if e.values.get("g") == 0)
+    ds = lance.write_dataset(_rows([99], 0), entry.uri, mode="append")
+    rows = ns.snapshot.rows
+    rv = [
+        ds.version if o == entry.object_id else v
+        for o, v in zip(
+            rows["object_id"].to_pylist(), rows["read_version"].to_pylist(), strict=True
+        )
+    ]
+    at = rows.schema.get_field_index("read_version")
+    commit_rows(ns.snapshot, rows.set_column(at, rows.schema.field(at), pa.array(rv, pa.uint64())))
+    ns = PartitionedNamespace.open(ns.root)
+    assert _bounds_by_g(ns)[0] is None
+    assert _skipped(ns, "id = 99") == (1, 1)  # only g=1's table (bounds [10, 20]) skipped
+    assert _sql(ns, "SELECT id FROM t WHERE id = 99") == [{"id": 99}]
+
+
+def test_namespace_built_without_bounds_is_never_skipped(ns: PartitionedNamespace) -> None:
+    """__manifest rows whose metadata carries no bounds (as pylance's own namespace writes
+    them, '{}'), or bounds naming another location: nothing is skipped."""
+    rows = ns.snapshot.rows
+    metas = []
+    for m in rows["metadata"].to_pylist():
+        obj = json.loads(m)
+        if BOUNDS_KEY in obj:
+            obj[BOUNDS_KEY]["location"] = "elsewhere"
+        metas.append(json.dumps(obj))
+    metas[-1] = "{}"
+    at = rows.schema.get_field_index("metadata")
+    commit_rows(ns.snapshot, rows.set_column(at, rows.schema.field(at), pa.array(metas)))
+    ns = PartitionedNamespace.open(ns.root)
+    assert _skipped(ns, "id = 1000") == (2, 0)
+    assert _sql(ns, "SELECT count(*) AS n FROM t WHERE id > 0") == [{"n": 5}]
+
+
+def test_other_metadata_keys_are_kept(ns: PartitionedNamespace) -> None:
+    rows = ns.snapshot.rows
+    metas = [
+        json.dumps({**json.loads(m), "owner": "me"}) if t == "table" else m
+        for m, t in zip(rows["metadata"].to_pylist(), rows["object_type"].to_pylist(), strict=True)
+    ]
+    at = rows.schema.get_field_index("metadata")
+    commit_rows(ns.snapshot, rows.set_column(at, rows.schema.field(at), pa.array(metas)))
+    ns = PartitionedNamespace.open(ns.root)
+    ns.append(_rows([4], 0))
+    for r in ns.snapshot.rows.to_pylist():
+        if r["object_type"] == "table":
+            assert json.loads(r["metadata"])["owner"] == "me"
+    assert _bounds_by_g(ns)[0].columns[0].hi == 4
