@@ -76,13 +76,21 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         return f"lance_ns {self.root}: the DataFrame"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
+        from lance_sql.engines.spark.write_journal import new_attempt
+        from lance_sql.engines.spark.write_lease import AttemptLease
+
+        plan = self.plan
+        attempt = new_attempt()
+        with AttemptLease(plan.root, self.write_id, attempt, plan.storage_options) as lease:
+            return self._write(iterator, attempt, lease)
+
+    def _write(self, iterator: Iterator[pa.RecordBatch], attempt: str, lease: Any) -> StagedCommit:
         from lance_sql.engines.spark.source import int_option
-        from lance_sql.engines.spark.write_journal import journal_factory, new_attempt
+        from lance_sql.engines.spark.write_journal import journal_factory
         from lance_sql.tables.namespace.schema_rule import conform_all
         from lance_sql.tables.namespace.writer import DEFAULT_BUFFER_BYTES, NamespaceWriter
 
         plan = self.plan
-        attempt = new_attempt()
         writer = NamespaceWriter(
             plan.snapshot,
             plan.schema,
@@ -92,13 +100,16 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             buffer_bytes=int_option(self.options, "buffer_bytes") or DEFAULT_BUFFER_BYTES,
             write_id=self.write_id,
             staging=True,
-            progress=journal_factory(plan.root, self.write_id, attempt, plan.storage_options),
+            progress=journal_factory(
+                plan.root, self.write_id, attempt, plan.storage_options, lease
+            ),
         )
         try:
             writer.write(
                 conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
             )
             staged = writer.staged()
+            lease.check()  # the driver gave up on this attempt: its message would be ignored
         except BaseException:
             writer.abort()  # this attempt's finished files; the driver removes the rest
             raise
@@ -139,8 +150,10 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     def _remove_orphans(self, kept: list[Any], snap: Any, attempts: list[str]) -> None:
         from lance_sql.engines.spark.write_journal import committed_files, remove_orphans
+        from lance_sql.engines.spark.write_lease import fence_and_wait
         from lance_sql.tables.namespace.reader import table_entries
 
+        fence_and_wait(self.root, self.write_id, self.plan.storage_options, attempts)
         live: set[str] = set()
         if snap is not None:
             live = {e.location for e in table_entries(snap.rows, snap.root, [])}

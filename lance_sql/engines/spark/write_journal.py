@@ -7,16 +7,19 @@ small object per file under ``{root}/_spark_staging/{write_id}/``, written
 through pylance's ``FragmentWriteProgress.complete`` callback, and for the
 last file of each ``write_fragments`` call, which pylance 14 reports no
 completion for, as soon as the call returns; before the task's commit message
-exists). The driver's ``commit`` and ``abort`` then
-delete every journaled file that no committed message owns, every new-table
-directory of this write that ``__manifest`` does not list, and the journal
+exists), and each table location once before its first file there. The
+driver's ``commit`` and ``abort`` first wait for zombie attempts to end
+(:mod:`.write_lease`), then delete every journaled file that no committed
+message owns, every new-table directory of this write that ``__manifest`` does
+not list (whole: also files a killed worker never journaled), and the journal
 itself. Files of other writers are never touched: only names this write's
-attempts journaled are deleted.
+attempts journaled, and directories named from this write's id, are deleted.
 
-Left to ``ns.cleanup``: a file a worker was killed while writing (a hidden
-``.tmp*`` file on a local disk; an unfinished multipart upload on object
-stores) and a file finished in the instant between Lance's rename and the
-journal write (for a call's last file: until ``write_fragments`` returns).
+Left to ``ns.cleanup``, in partition tables that existed before the write
+only: a file a worker was killed while writing (a hidden ``.tmp*`` file on a
+local disk; an unfinished multipart upload on object stores) and a file
+finished in the instant between Lance's rename and the journal write (for a
+call's last file: until ``write_fragments`` returns).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from lance.progress import FragmentWriteProgress
 
+from lance_sql.engines.spark.write_lease import AttemptLease
 from lance_sql.errors import LanceSqlError
 
 STAGING_DIR = "_spark_staging"
@@ -48,34 +52,51 @@ class FileJournal(FragmentWriteProgress):
         location: str,
         branch: str | None,
         storage_options: Mapping[str, str] | None,
+        lease: AttemptLease | None = None,
+        begun: set[tuple[str, str | None]] | None = None,
     ) -> None:
         self.uri = journal_uri(root, write_id)
         self.attempt = attempt  # one id per task attempt: the names of its journal objects
         self.location = location
         self.branch = branch
         self.storage_options = dict(storage_options) if storage_options else None
+        self.lease = lease
+        self.begun = begun if begun is not None else set()
 
     def begin(self, fragment: Any, **kwargs: Any) -> None:
-        return None
+        """Journal the table location once per attempt, before its first file there exists."""
+        if (self.location, self.branch) in self.begun:
+            return
+        self._put({"location": self.location, "branch": self.branch, "file": None})
+        self.begun.add((self.location, self.branch))
 
     def complete(self, fragment: Any, **kwargs: Any) -> None:
+        for f in fragment.to_json()["files"]:
+            self._put({"location": self.location, "branch": self.branch, "file": f["path"]})
+        if self.lease is not None:
+            self.lease.check()  # a fenced (zombie) attempt stops here; its files are journaled
+
+    def _put(self, entry: dict[str, Any]) -> None:
         from lance_sql.format.storage import resolve
 
         loc = resolve(self.uri, self.storage_options)
-        for f in fragment.to_json()["files"]:
-            entry = {"location": self.location, "branch": self.branch, "file": f["path"]}
-            name = f"{loc.path}/{self.attempt}-{uuid.uuid4().hex[:12]}.json"
-            loc.fs.makedirs(loc.path, exist_ok=True)
-            loc.fs.pipe_file(name, json.dumps(entry).encode())
+        name = f"{loc.path}/{self.attempt}-{uuid.uuid4().hex[:12]}.json"
+        loc.fs.makedirs(loc.path, exist_ok=True)
+        loc.fs.pipe_file(name, json.dumps(entry).encode())
 
 
 def journal_factory(
-    root: str, write_id: str, attempt: str, storage_options: Mapping[str, str] | None
+    root: str,
+    write_id: str,
+    attempt: str,
+    storage_options: Mapping[str, str] | None,
+    lease: AttemptLease | None = None,
 ) -> Any:
     """``(location, branch) -> FileJournal`` for one task attempt (a staging writer's hook)."""
+    begun: set[tuple[str, str | None]] = set()
 
     def make(location: str, branch: str | None) -> FileJournal:
-        return FileJournal(root, write_id, attempt, location, branch, storage_options)
+        return FileJournal(root, write_id, attempt, location, branch, storage_options, lease, begun)
 
     return make
 
@@ -143,9 +164,11 @@ def remove_orphans(
     dead_dirs: set[str] = set()
     for e in read_journal(root, write_id, storage_options, committed_attempts):
         location, branch, name = e.get("location"), e.get("branch"), e.get("file")
-        if not isinstance(location, str) or not isinstance(name, str):
+        if not isinstance(location, str):
             continue
-        if (location, branch, name) in kept:
+        if location not in live_locations and _named_by(location, write_id):
+            dead_dirs.add(location)  # also for files never journaled (a worker killed)
+        if not isinstance(name, str) or (location, branch, name) in kept:
             continue
         try:
             where = location if not branch else f"{location}/tree/{branch}"
@@ -157,8 +180,6 @@ def remove_orphans(
             pass
         except (OSError, LanceSqlError):
             continue
-        if location not in live_locations and _named_by(location, write_id):
-            dead_dirs.add(location)
     for location in dead_dirs:
         try:
             loc = resolve(child_uri(root, location), storage_options)

@@ -1,0 +1,200 @@
+"""Zombie task attempts: a lease per attempt and a fence the driver raises before cleaning up.
+
+Spark fails a write job as soon as one task fails, and calls the writer's
+``abort`` on the driver while the job's other tasks may still be running:
+they are cancelled, but a Python worker goes on writing Lance files until it
+notices (or is killed, about a second later). Files those zombies journal
+after the driver has read the journal would be orphans. The same holds for a
+losing speculative or superseded attempt at ``commit``.
+
+The protocol, in the write's journal directory:
+
+* each attempt holds a *lease*, ``{attempt}.live``, created before it writes
+  anything, rewritten (a counter) every :data:`HEARTBEAT_SECONDS` by a daemon
+  thread, and removed when the attempt ends (returns or raises);
+* the driver's ``commit`` and ``abort`` first write the *fence* ``_fence``,
+  then wait until no lease of an attempt that is not being committed is alive
+  (removed, or unchanged for :data:`STALE_SECONDS` of the driver's clock, so
+  clocks of other machines never matter; bounded by ``max_wait``), and only
+  then remove orphans (:func:`.write_journal.remove_orphans`);
+* an attempt whose heartbeat sees the fence stops at its next journaled file
+  (:class:`WriteFencedError`) and removes what it wrote. An attempt cannot be
+  committed once the fence is up (the driver already holds every message it
+  commits), so a fenced attempt is always a loser.
+
+A successful job has no live lease when the driver commits, so it never
+waits. Left to ``ns.cleanup``: what :mod:`.write_journal` documents (a file
+finished in the instant between Lance's rename and its journal entry, when the
+worker is killed in that instant), and files of a zombie whose heartbeat
+stalled for longer than :data:`STALE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from lance_sql.errors import LanceSqlError
+
+HEARTBEAT_SECONDS = 0.5
+STALE_SECONDS = 4.0
+MAX_WAIT_SECONDS = 120.0
+FENCE = "_fence"
+LEASE_SUFFIX = ".live"
+
+
+class WriteFencedError(LanceSqlError):
+    """The driver already commits or aborts this write: this attempt's work is discarded."""
+
+
+def _journal(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
+    from lance_sql.engines.spark.write_journal import journal_uri
+    from lance_sql.format.storage import resolve
+
+    return resolve(journal_uri(root, write_id), storage_options)
+
+
+class AttemptLease:
+    """The lease of one task attempt (see the module docstring); a context manager."""
+
+    def __init__(
+        self,
+        root: str,
+        write_id: str,
+        attempt: str,
+        storage_options: Mapping[str, str] | None,
+        heartbeat: float = HEARTBEAT_SECONDS,
+    ) -> None:
+        self.root, self.write_id, self.attempt = root, write_id, attempt
+        self._loc = _journal(root, write_id, storage_options)
+        self._heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._fenced = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._beats = 0
+
+    @property
+    def path(self) -> str:
+        return f"{self._loc.path}/{self.attempt}{LEASE_SUFFIX}"
+
+    def __enter__(self) -> AttemptLease:
+        self._loc.fs.makedirs(self._loc.path, exist_ok=True)
+        self._beat()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lance-sql-lease-{self.attempt[:8]}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with contextlib.suppress(OSError, LanceSqlError):  # else the driver removes it
+            self._loc.fs.rm(self.path)
+
+    def check(self) -> None:
+        """Raise :class:`WriteFencedError` if the driver has fenced the write."""
+        if self._fenced.is_set() or self._fence_up():
+            self._fenced.set()
+            raise WriteFencedError(
+                f"lance_ns {self.root}: write {self.write_id} was already committed or aborted "
+                f"by the driver; task attempt {self.attempt} discards its files"
+            )
+
+    def _fence_up(self) -> bool:
+        try:
+            return bool(self._loc.fs.exists(f"{self._loc.path}/{FENCE}"))
+        except OSError:
+            return False
+
+    def _beat(self) -> None:
+        self._beats += 1
+        self._loc.fs.pipe_file(self.path, str(self._beats).encode())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._heartbeat):
+            try:
+                if self._fence_up():
+                    self._fenced.set()
+                    return
+                self._beat()
+            except OSError:
+                continue  # a missed beat; STALE_SECONDS tolerates several
+
+
+def fence_and_wait(
+    root: str,
+    write_id: str,
+    storage_options: Mapping[str, str] | None,
+    committed_attempts: Iterable[str] = (),
+    max_wait: float = MAX_WAIT_SECONDS,
+    stale: float = STALE_SECONDS,
+) -> list[str]:
+    """Raise the fence, then wait until every other attempt's lease is gone or stale.
+
+    Returns the attempts still alive when ``max_wait`` ran out (their files
+    may outlive the cleanup; ``ns.cleanup`` removes them later).
+    """
+    loc = _journal(root, write_id, storage_options)
+    if not _exists(loc):
+        return []  # no attempt ever started (or none wrote): nothing can be in flight
+    loc.fs.pipe_file(f"{loc.path}/{FENCE}", b"fenced")
+    skip = set(committed_attempts)
+    seen: dict[str, tuple[bytes, float]] = {}
+    deadline = time.monotonic() + max_wait
+    while True:
+        alive = []
+        now = time.monotonic()
+        for attempt, beat in _leases(loc, skip).items():
+            last = seen.get(attempt)
+            if last is None or last[0] != beat:
+                seen[attempt] = (beat, now)
+                alive.append(attempt)
+            elif now - last[1] < stale:
+                alive.append(attempt)
+        if not alive or now >= deadline:
+            return alive
+        time.sleep(min(HEARTBEAT_SECONDS, stale / 4))
+
+
+def _exists(loc: Any) -> bool:
+    try:
+        loc.fs.invalidate_cache(loc.path)
+        return bool(loc.fs.exists(loc.path))
+    except OSError:
+        return False
+
+
+def _leases(loc: Any, skip: set[str]) -> dict[str, bytes]:
+    """``attempt -> heartbeat`` of the leases in the journal (a vanished one is skipped)."""
+    out: dict[str, bytes] = {}
+    try:
+        loc.fs.invalidate_cache(loc.path)
+        names = [str(p).rsplit("/", 1)[-1] for p in loc.fs.ls(loc.path, detail=False)]
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(LEASE_SUFFIX):
+            continue
+        attempt = name[: -len(LEASE_SUFFIX)]
+        if attempt in skip:
+            continue
+        try:
+            out[attempt] = bytes(loc.fs.cat_file(f"{loc.path}/{name}"))
+        except (OSError, FileNotFoundError):
+            continue  # the attempt ended between the listing and the read
+    return out
+
+
+__all__ = [
+    "FENCE",
+    "HEARTBEAT_SECONDS",
+    "STALE_SECONDS",
+    "AttemptLease",
+    "WriteFencedError",
+    "fence_and_wait",
+]
