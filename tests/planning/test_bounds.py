@@ -1,4 +1,4 @@
-"""Unit tests of the column-bounds algebra (lance_sql/planning/bounds.py, tables/namespace/bounds.py).
+"""Unit tests of the column-bounds algebra (planning/bounds.py, tables/namespace/bounds.py).
 
 Each case states a table's bounds and a predicate; "skip" means the bounds prove
 that no row can make the predicate TRUE. Every skip claimed here is checked
@@ -261,7 +261,6 @@ def _manifest_rows(metas: list[str | None], versions: list[int | None], **extra:
 def test_bounds_used_only_for_the_version_they_describe() -> None:
     text = tb.with_bounds("{}", _bounds(_rows(i=[1, 3])))  # version 1, location "loc"
     pred = to_predicate("i = 7", SCHEMA)
-    rows = _manifest_rows([text] * 6 + [None, "{}"], [1, 2, None, 1, 1, 1, 1, 1])
     rows = _manifest_rows(
         [text] * 6 + [None, "{}"],
         [1, 2, None, 1, 1, 1, 1, 1],
