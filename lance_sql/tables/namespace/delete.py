@@ -11,6 +11,7 @@ commit (:class:`.mutation.Mutation`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,6 +25,18 @@ from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.sql_eval import matching_mask
 
 READ_THREADS = 8  # partition tables read at once by a row operation
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _read_pool() -> ThreadPoolExecutor:
+    """The process-wide pool that reads partition tables for row operations (its tasks
+    only scan Lance tables: they never wait on the pool themselves)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="lance-sql-rowop")
+        return _POOL
 
 
 @dataclass(frozen=True)
@@ -75,9 +88,9 @@ def matching_rows(
 
     # Partition scans overlap on threads (pylance releases the GIL): with the
     # filter pushed into Lance, a point delete's cost is per-partition latency.
+    # The pool lives as long as the process (starting 8 threads took ~1 ms a call).
     if len(cls.partial) > 1:
-        with ThreadPoolExecutor(min(READ_THREADS, len(cls.partial))) as pool:
-            tables = list(pool.map(read, cls.partial))
+        tables = list(_read_pool().map(read, cls.partial))
     else:
         tables = [read(oid) for oid in cls.partial]
     for oid, rows in zip(cls.partial, tables, strict=True):

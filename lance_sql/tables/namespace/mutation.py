@@ -30,7 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
-from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, commit_rows, conform_rows
+from lance_sql.tables.namespace.manifest_table import (
+    ManifestSnapshot,
+    commit_rows,
+    conform_rows,
+    refreshed,
+)
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     map_columns,
@@ -47,7 +52,11 @@ class Mutation:
     """Collects the changes of one operation against the latest snapshot of ``ns``."""
 
     def __init__(self, ns: Any) -> None:
-        ns.refresh()
+        ns._check_writable()
+        # ns.refresh(), without re-reading __manifest's rows when nothing was committed since
+        latest = refreshed(ns.snapshot, storage_options=ns.storage_options)
+        if latest is not ns.snapshot:
+            ns._set_snapshot(latest)
         self.ns = ns
         self.snapshot: ManifestSnapshot = ns.snapshot
         self.storage_options = ns.storage_options
@@ -209,6 +218,21 @@ class Mutation:
         properties = {**self.snapshot.properties, **self.properties}
         return dataclasses.replace(self.snapshot, rows=rows, properties=properties)
 
+    def base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
+        """``table_entries`` of :meth:`base_snapshot` (values of ``field_ids`` only), derived
+        from the entries read at the start instead of from the rows again."""
+        out = []
+        for oid, e in self.entries.items():
+            if oid in self.dropped:
+                continue
+            values = {fid: e.values[fid] for fid in field_ids if fid in e.values}
+            out.append(
+                dataclasses.replace(
+                    e, read_version=self.versions.get(oid, e.read_version), values=values
+                )
+            )
+        return out
+
     def commit(self) -> ManifestSnapshot:
         """Write inserted rows, then commit ``__manifest`` once; returns the new snapshot."""
         from lance_sql.tables.namespace.writer import NamespaceWriter
@@ -225,6 +249,7 @@ class Mutation:
             mode="append",
             storage_options=self.storage_options,
             max_rebases=0,
+            entries=self.base_entries([f.field_id for f in self.ns.current_spec.fields]),
         )
         try:
             for t in self.inserts:

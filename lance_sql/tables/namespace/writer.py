@@ -104,6 +104,7 @@ class NamespaceWriter:
         staging: bool = False,
         progress: Any = None,
         keep_untouched: bool = False,
+        entries: Sequence[PartitionTable] | None = None,
     ) -> None:
         if mode not in ("append", "overwrite"):
             raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -123,6 +124,9 @@ class NamespaceWriter:
         self.progress = progress
         # keep_untouched: an overwrite replaces only the tables it writes (dynamic partitions)
         self.keep_untouched = keep_untouched
+        # entries: the partition tables of ``snapshot`` when the caller has them (any
+        # field ids; a Mutation does), so the layout does not derive them again
+        self._known_entries = entries
         self._prefix = spec.namespace_name
         self._table_schema = table_schema_for(schema)
         self._targets: dict[tuple[Any, ...], WriteTarget] = {}
@@ -149,7 +153,8 @@ class NamespaceWriter:
         namespaces: dict[tuple[Any, ...], str] = {}
         tables: dict[tuple[Any, ...], PartitionTable] = {}
         depth_of_table = len(fids) + 2
-        cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
+        wanted = {"object_id", "object_type", *(f"partition_field_{fid}" for fid in fids)}
+        cols = {name: rows.column(name).to_pylist() for name in rows.column_names if name in wanted}
         for i, oid in enumerate(cols.get("object_id", [])):
             parts = oid.split("$")
             if parts[0] != self._prefix:
@@ -158,7 +163,8 @@ class NamespaceWriter:
             if cols["object_type"][i] == NAMESPACE and 1 <= level <= len(fids):
                 key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
                 namespaces[key] = oid
-        for entry in table_entries(rows, snapshot.root, fids):
+        known = self._known_entries if snapshot is self.snapshot else None
+        for entry in table_entries(rows, snapshot.root, fids) if known is None else known:
             parts = entry.object_id.split("$")
             if parts[0] != self._prefix or len(parts) != depth_of_table:
                 continue

@@ -1,0 +1,113 @@
+"""The fixed-cost shortcuts of row operations keep their answers (issue #17 benchmarks).
+
+Each shortcut skips work whose result is already known: the ``__manifest``
+rows when nothing was committed since (``refreshed``), reading back the rows
+a commit just wrote, deriving the partition tables of a mutation's base
+snapshot again, starting a thread pool per delete. Each test compares the
+shortcut with the long way on real pylance-written namespaces.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import pyarrow as pa
+import pytest
+
+from lance_sql.tables.namespace.delete import delete
+from lance_sql.tables.namespace.manifest_table import commit_rows, read_manifest, refreshed
+from lance_sql.tables.namespace.mutation import Mutation
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+from lance_sql.tables.namespace.overwrite import overwrite_dynamic
+from lance_sql.tables.namespace.reader import table_entries
+
+SPEC = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+
+
+def _rows(n: int, parts: int = 5, start: int = 0) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "k": pa.array([i % parts for i in range(n)], pa.int32()),
+            "s": pa.array([f"v{i}" for i in range(n)], pa.string()),
+        }
+    )
+
+
+@pytest.fixture
+def ns(tmp_path) -> PartitionedNamespace:
+    data = _rows(100)
+    ns = PartitionedNamespace.create(tmp_path / "ns", data.schema, SPEC)
+    ns.append(data)
+    return ns
+
+
+def test_refreshed_reuses_an_unchanged_snapshot_and_sees_every_change(ns, tmp_path) -> None:
+    snap = ns.snapshot
+    assert snap.identity
+    assert refreshed(snap) is snap
+    # another view commits: the next refresh reads the new rows
+    other = PartitionedNamespace.open(ns.root)
+    other.append(_rows(10, start=1000))
+    newer = refreshed(snap)
+    assert newer.version == snap.version + 1
+    assert newer.rows.equals(read_manifest(ns.root).rows)
+    # the namespace deleted and created again up to the same version: other files
+    version = newer.version
+    shutil.rmtree(tmp_path / "ns")
+    again = PartitionedNamespace.create(tmp_path / "ns", _rows(1).schema, SPEC)
+    while again.manifest_version < version:
+        again.append(_rows(3, start=5000 + again.manifest_version * 10))
+    assert again.manifest_version == version
+    fresh = refreshed(newer)
+    assert fresh is not newer
+    assert fresh.rows.equals(read_manifest(ns.root).rows)
+
+
+def test_a_copy_of_a_snapshot_is_never_taken_for_the_latest(ns) -> None:
+    import dataclasses
+
+    copy = dataclasses.replace(ns.snapshot, rows=ns.snapshot.rows.slice(0, 1))
+    assert not copy.identity
+    assert refreshed(copy).rows.equals(ns.snapshot.rows)
+
+
+def test_committed_rows_are_the_rows_on_disk(ns) -> None:
+    snap = ns.snapshot
+    new = commit_rows(snap, snap.rows.slice(1))
+    on_disk = read_manifest(ns.root)
+    assert new.version == on_disk.version
+    assert new.rows.equals(on_disk.rows)
+    assert new.lance_schema.equals(on_disk.lance_schema, check_metadata=True)
+    assert new.properties == on_disk.properties
+    assert new.identity == on_disk.identity
+
+
+def test_mutation_base_entries_equal_entries_of_its_base_snapshot(ns) -> None:
+    m = Mutation(ns)
+    entries = list(m.entries.values())
+    m.drop(entries[0])
+    m.delete_rowids(entries[1], m.rows(entries[1], ["id"]).column("_rowid").slice(0, 2))
+    base = m.base_snapshot()
+    fids = [f.field_id for f in ns.current_spec.fields]
+    assert m.base_entries(fids) == table_entries(base.rows, base.root, fids)
+    assert m.versions  # the delete gave entries[1] a new pin, which base_entries carries
+
+
+def test_row_operations_on_an_unchanged_namespace_agree_with_a_fresh_view(ns) -> None:
+    assert delete(ns, "id < 7") == 7
+    overwrite_dynamic(ns, _rows(4, parts=2, start=500))
+    assert delete(ns, "id = 501") == 1
+    got = sorted(ns.to_table().column("id").to_pylist())
+    fresh = sorted(PartitionedNamespace.open(ns.root).to_table().column("id").to_pylist())
+    want = sorted([i for i in range(7, 100) if i % 5 > 1] + [500, 502, 503])
+    assert got == fresh == want
+
+
+def test_deletes_reuse_one_read_pool(ns) -> None:
+    delete(ns, "id = 10")  # starts the pool
+    before = threading.active_count()
+    for i in range(11, 16):
+        assert delete(ns, f"id = {i}") == 1
+    assert threading.active_count() <= before
