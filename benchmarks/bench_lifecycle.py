@@ -8,7 +8,10 @@ round; the result is the ratio of the medians (namespace / baseline):
   partitions. Each round replaces one day by ``--day-rows`` new rows (each
   size measured separately): ``ns.overwrite(rows, partitions="dynamic")``
   against rewriting that day's Parquet partition with pyarrow (remove the
-  day's directory, ``pq.write_table`` the new rows). Target <= 1.5x.
+  day's directory, ``pq.write_table`` the new rows). Target <= 1.5x. A third
+  side, pylance writing the same rows as a new dataset (``write_dataset``: one
+  file write and one commit, the least any Lance write does), shows how much
+  of the ratio is Lance's own and how much the namespace's.
 * ``delete``: ``--delete-rows`` rows (default 10M) in 64 partitions
   (``identity(k)``) against one pylance dataset with the same rows. Each round
   deletes one row ``WHERE id = K`` (``id`` is not a partition column: every
@@ -29,7 +32,7 @@ Answers are checked: the rows each side deletes, and after the overwrite and
 delete rounds the namespace's rows equal the baseline's.
 
 Usage: ``python benchmarks/bench_lifecycle.py [--part all|overwrite|delete|compact]
-[--delete-rows N] [--overwrite-rows N] [--day-rows A,B] [--appends N] [--rounds R] [--dir PATH]
+[--delete-rows N] [--overwrite-rows N] [--rows A,B] [--appends N] [--rounds R] [--dir PATH]
 [--profile]``. The machine is shared with other jobs: compare ratios only.
 """
 
@@ -110,7 +113,7 @@ def bench_overwrite(
     rng = np.random.default_rng(7)
     out = []
     for size in day_rows:
-        ns_times, pq_times = [], []
+        ns_times, pq_times, pl_times = [], [], []
         for r in range(rounds):
             d = all_days[int(rng.integers(0, DAYS))]
             new = pa.table(
@@ -131,18 +134,21 @@ def bench_overwrite(
             def namespace(new: pa.Table = new) -> None:
                 ns.overwrite(new, partitions="dynamic")
 
+            def pylance(new: pa.Table = new, d: Any = d, r: int = r, n: int = size) -> None:
+                # the Lance floor: the same rows as a new dataset (one write, one commit)
+                lance.write_dataset(new, base / "ow_lance" / f"{n}_{r}_{d}.lance")
+
             if profile and r == 0:
                 _profile(namespace)
                 parquet()
                 continue
-            first, second = (namespace, parquet) if r % 2 == 0 else (parquet, namespace)
-            t1, _ = _timed(first)
-            t2, _ = _timed(second)
-            tn, tp = (t1, t2) if first is namespace else (t2, t1)
-            ns_times.append(tn)
-            pq_times.append(tp)
+            sides = [(namespace, ns_times), (parquet, pq_times), (pylance, pl_times)]
+            for fn, times in sides[r % 3 :] + sides[: r % 3]:
+                times.append(_timed(fn)[0])
         measure = f"dynamic overwrite of one day ({size:,} rows) / pyarrow Parquet rewrite"
         out.append(_result(measure, ns_times, pq_times, size))
+        out[-1]["pylance_write_s"] = statistics.median(pl_times)
+        out[-1]["ratio_to_pylance_write"] = out[-1]["namespace_s"] / out[-1]["pylance_write_s"]
         print(out[-1], flush=True)
     # answers: the namespace equals the Parquet partitions
     got = ns.to_table().sort_by("id")
@@ -351,7 +357,12 @@ def main() -> None:
     )
     p.add_argument("--delete-rows", type=int, default=10_000_000)
     p.add_argument("--overwrite-rows", type=int, default=3_650_000, help="rows of all 365 days")
-    p.add_argument("--day-rows", default="10000,100000,1000000", help="rows of the new day")
+    p.add_argument(
+        "--day-rows",
+        "--rows",
+        default="10000,100000,1000000",
+        help="rows of the new day (comma-separated sizes, each measured on its own)",
+    )
     p.add_argument("--appends", type=int, default=1000)
     p.add_argument("--index-rows", type=int, default=2_000_000)
     p.add_argument("--rounds", type=int, default=9)
@@ -364,7 +375,7 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     try:
         if args.part in ("all", "overwrite"):
-            for d in ("ow_ns", "ow_parquet"):
+            for d in ("ow_ns", "ow_parquet", "ow_lance"):
                 shutil.rmtree(base / d, ignore_errors=True)
             sizes = [int(x) for x in args.day_rows.split(",")]
             results.extend(

@@ -225,12 +225,11 @@ class Mutation:
         for oid, e in self.entries.items():
             if oid in self.dropped:
                 continue
+            version = self.versions.get(oid, e.read_version)
             values = {fid: e.values[fid] for fid in field_ids if fid in e.values}
-            out.append(
-                dataclasses.replace(
-                    e, read_version=self.versions.get(oid, e.read_version), values=values
-                )
-            )
+            if version != e.read_version or len(values) != len(e.values):
+                e = dataclasses.replace(e, read_version=version, values=values)
+            out.append(e)
         return out
 
     def commit(self) -> ManifestSnapshot:

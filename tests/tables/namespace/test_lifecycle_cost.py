@@ -111,3 +111,17 @@ def test_deletes_reuse_one_read_pool(ns) -> None:
     for i in range(11, 16):
         assert delete(ns, f"id = {i}") == 1
     assert threading.active_count() <= before
+
+
+def test_base_entries_after_a_spec_change_hold_the_current_fields_only(ns) -> None:
+    ns.add_spec([{"field_id": "s1", "source": "s", "transform": {"type": "identity"}}])
+    ns.append(_rows(6, start=300))
+    m = Mutation(ns)
+    fids = [f.field_id for f in ns.current_spec.fields]
+    assert len(ns.all_fields()) > len(fids)
+    base = m.base_snapshot()
+    assert m.base_entries(fids) == table_entries(base.rows, base.root, fids)
+    # the overwrite a Mutation's writer runs sees the same partitions as a fresh writer
+    overwrite_dynamic(ns, _rows(2, start=300))
+    ids = sorted(ns.to_table().column("id").to_pylist())
+    assert ids == sorted([*range(100), 300, 301, 302, 303, 304, 305])
