@@ -9,6 +9,7 @@ evaluates the predicate over them), so the algebra and SQL agree.
 from __future__ import annotations
 
 import datetime
+import json
 import math
 from decimal import Decimal
 
@@ -234,9 +235,13 @@ def test_merge_is_union_and_drops_mismatches() -> None:
 def test_malformed_bounds_are_ignored() -> None:
     for text in (
         '{"lance_sql.bounds": 3}',
-        '{"lance_sql.bounds": {"version": "1", "columns": {}}}',
-        '{"lance_sql.bounds": {"version": 1, "columns": {"0": {"type": "int64", "min": "1"}}}}',
-        '{"lance_sql.bounds": {"version": 1, "columns": {"x": {"type": "int64"}}}}',
+        '{"lance_sql.bounds": {"version": 1, "columns": {}}}',  # not a string property
+        '{"lance_sql.bounds": "{"}',
+        json.dumps({"lance_sql.bounds": '{"version": "1", "columns": {}}'}),
+        json.dumps(
+            {"lance_sql.bounds": '{"version": 1, "columns": {"0": {"type": "int64", "min": "1"}}}'}
+        ),
+        json.dumps({"lance_sql.bounds": '{"version": 1, "columns": {"x": {"type": "int64"}}}'}),
         "[1]",
         "{",
     ):

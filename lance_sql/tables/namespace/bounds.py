@@ -1,7 +1,8 @@
 """Per-partition column bounds (Iceberg-style statistics) kept in ``__manifest``.
 
-Each partition table row of ``__manifest`` may hold, in its ``metadata`` JSON,
-the key :data:`BOUNDS_KEY`::
+Each partition table row of ``__manifest`` may hold, in its ``metadata`` JSON
+object of string properties, the key :data:`BOUNDS_KEY` whose value is the JSON
+text of (a string, as pylance's namespace requires of every property)::
 
     {"version": 7, "branch": null, "location": "0a1b2c3d_ns$...$table",
      "columns": {"<namespace field id>": {"type": "int64", "min": 1, "max": 9,
@@ -308,9 +309,12 @@ def parse_metadata(text: str | None) -> dict[str, Any] | None:
 def bounds_of_metadata(text: str | None) -> TableBounds | None:
     """The bounds stored in a row's ``metadata`` text (None: none or malformed)."""
     obj = parse_metadata(text)
-    if not obj or BOUNDS_KEY not in obj:
+    if not obj or not isinstance(obj.get(BOUNDS_KEY), str):
         return None
-    return from_json(obj[BOUNDS_KEY])
+    try:
+        return from_json(json.loads(obj[BOUNDS_KEY]))
+    except ValueError:
+        return None
 
 
 def with_bounds(text: str | None, bounds: TableBounds | None) -> str | None:
@@ -330,7 +334,7 @@ def with_bounds(text: str | None, bounds: TableBounds | None) -> str | None:
             return text
         del obj[BOUNDS_KEY]
     else:
-        obj[BOUNDS_KEY] = to_json(bounds)
+        obj[BOUNDS_KEY] = json.dumps(to_json(bounds), separators=(",", ":"), allow_nan=False)
     return json.dumps(obj, separators=(",", ":"), allow_nan=False)
 
 
