@@ -43,12 +43,12 @@ def test_dynamic_overwrite_equals_the_python_api(spark: Any, tmp_path: Any) -> N
     assert _rows(PartitionedNamespace.open(roots[1])) == _rows(got)
 
 
-def test_replace_where_is_refused_not_ignored(spark: Any, tmp_path: Any) -> None:
+def test_bad_overwrite_options_are_refused_not_ignored(spark: Any, tmp_path: Any) -> None:
     root = str(tmp_path / "ns")
     PartitionedNamespace.create(root, SCHEMA, "bucket(4, k)").append(BASE)
     df = spark.createDataFrame([(1, 0.5)], "k long, v double")
-    with pytest.raises(Exception, match="replaceWhere is not supported"):
-        df.write.format("lance_ns").option("replaceWhere", "k = 1").mode("overwrite").save(root)
+    with pytest.raises(Exception, match="replaceWhere needs mode"):  # (test_replace_where.py)
+        df.write.format("lance_ns").option("replaceWhere", "k = 1").mode("append").save(root)
     with pytest.raises(Exception, match="partitionOverwriteMode='sometimes'"):
         df.write.format("lance_ns").option("partitionOverwriteMode", "sometimes").mode(
             "overwrite"

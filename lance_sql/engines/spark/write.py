@@ -63,12 +63,19 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         self.options = dict(options)
         self.mode = "overwrite" if overwrite else "append"
         self.dynamic = overwrite and _dynamic(self.options)
+        self.where = _replace_where(self.options, overwrite, self.dynamic)
+        if self.where is not None:
+            self.mode = "append"  # tasks stage appends; the commit deletes what `where` matches
         arrow = _arrow_schema(spark_schema)
         self.plan = plan_write(self.options, arrow)
         self.root = self.plan.root
         self.schema = self.plan.schema
         if arrow is not None:  # fail on the driver, before any task writes
             check_schema(arrow, self.schema, encoded=spark_encoding, source=self._source)
+        if self.where is not None:
+            from lance_sql.engines.spark.replace_where import check_filter
+
+            check_filter(self.root, self.where, self.schema)
         self.write_id = uuid.uuid4().hex
 
     @property
@@ -105,9 +112,12 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             ),
         )
         try:
-            writer.write(
-                conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
-            )
+            rows = conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
+            if self.where is not None:  # refuse rows outside the filter before the commit
+                from lance_sql.engines.spark.replace_where import checked
+
+                rows = checked(rows, plan.root, self.where)
+            writer.write(rows)
             staged = writer.staged()
             lease.check()  # the driver gave up on this attempt: its message would be ignored
         except BaseException:
@@ -127,7 +137,11 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             from lance_sql.tables.namespace.manifest_table import read_manifest
 
             latest = read_manifest(plan.root, storage_options=plan.storage_options)
-            if self.dynamic:
+            if self.where is not None:
+                from lance_sql.engines.spark.replace_where import commit_replace_where
+
+                snap = commit_replace_where(plan, self.where, stages)
+            elif self.dynamic:
                 snap = _commit_dynamic(plan, latest, stages)
             else:
                 snap = commit_staged(
@@ -184,16 +198,9 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
 def _dynamic(options: dict[str, str]) -> bool:
     """Whether an overwrite replaces only the partitions it writes (``partitionOverwriteMode``)."""
-    from lance_sql.errors import LanceSqlError, UnsupportedFeatureError
+    from lance_sql.errors import LanceSqlError
 
     lower = {str(k).lower(): str(v) for k, v in options.items()}
-    if lower.get("replacewhere", "").strip():
-        raise UnsupportedFeatureError(
-            f"lance_ns {options.get('path')}: option replaceWhere is not supported yet (an "
-            "overwrite would replace the whole namespace); use "
-            "PartitionedNamespace.overwrite(data, where=...) or "
-            "option('partitionOverwriteMode', 'dynamic')"
-        )
     mode = lower.get("partitionoverwritemode", "static").strip().lower()
     if mode not in ("static", "dynamic"):
         raise LanceSqlError(
@@ -201,6 +208,20 @@ def _dynamic(options: dict[str, str]) -> bool:
             "static or dynamic"
         )
     return mode == "dynamic"
+
+
+def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> str | None:
+    """The ``replaceWhere`` filter (overwrite only, not with dynamic partitions), or None."""
+    from lance_sql.engines.spark.replace_where import OPTION, replace_where_option
+    from lance_sql.errors import LanceSqlError
+
+    where = replace_where_option(options)
+    if where is not None and (not overwrite or dynamic):
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option {OPTION} needs mode('overwrite') "
+            "without partitionOverwriteMode=dynamic"
+        )
+    return where
 
 
 def _commit_dynamic(plan: Any, latest: Any, stages: list[Any]) -> Any:

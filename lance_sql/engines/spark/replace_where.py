@@ -1,0 +1,128 @@
+"""Spark `replaceWhere` overwrites: the face of ``ns.overwrite(data, where=...)``.
+
+Delta's ``replaceWhere`` and Iceberg's ``overwrite(filter)``: the rows of the
+namespace matching the filter are replaced by the DataFrame's rows, all other
+rows stay, in ONE ``__manifest`` commit.
+
+* The filter is SQL text read by the parser of ``ns.overwrite(where=...)``
+  (DataFusion, :mod:`lance_sql.tables.namespace.sql_eval`); the driver checks
+  it plans before any task runs.
+* Each task checks its own rows as it writes them (no row passes through the
+  driver): a row the filter does not match fails the task with
+  :class:`~lance_sql.tables.namespace.overwrite.RowsOutsideFilterError`
+  naming the option and the root (Delta's behaviour), Spark aborts the job and
+  its staged files are removed; nothing became visible.
+* Tasks stage their files as an append does; the driver's commit then runs
+  the Python API's delete of the matching rows (:func:`~lance_sql.tables.
+  namespace.delete.delete_matching`: partitions the filter covers leave
+  ``__manifest`` untouched, the others get Lance row deletes) and adopts the
+  staged files into the same :class:`~lance_sql.tables.namespace.mutation.
+  Mutation`, committing ``__manifest`` once. A concurrent ``__manifest``
+  commit fails the write with ``CommitConflictError`` (nothing visible; the
+  staged files cannot be replayed, so unlike ``ns.overwrite`` it is not
+  retried).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import LanceSqlError
+
+OPTION = "replaceWhere"
+
+
+def replace_where_option(options: Mapping[str, str]) -> str | None:
+    """The ``replaceWhere`` filter of the write options (Spark lower-cases keys), or None."""
+    lower = {str(k).lower(): str(v) for k, v in options.items()}
+    text = lower.get(OPTION.lower(), "").strip()
+    return text or None
+
+
+def check_filter(root: str, where: str, schema: pa.Schema) -> None:
+    """Plan ``where`` over ``schema`` (no rows) with the row operations' SQL evaluator."""
+    from lance_sql.tables.namespace.sql_eval import SqlExpressionError, run_sql
+
+    empty = pa.table({f.name: pa.array([], f.type) for f in schema}, schema=schema)
+    try:
+        run_sql({"t": empty}, f"SELECT 1 FROM t WHERE {where}", what=f"filter {where!r}")
+    except SqlExpressionError as exc:
+        raise LanceSqlError(f"lance_ns {root}: option {OPTION}: {exc}") from exc
+
+
+def checked(batches: Iterable[pa.RecordBatch], root: str, where: str) -> Iterator[pa.RecordBatch]:
+    """``batches`` (namespace schema), refusing the first one with a row outside ``where``."""
+    from lance_sql.tables.namespace.delete import filter_mask
+    from lance_sql.tables.namespace.overwrite import RowsOutsideFilterError
+
+    for batch in batches:
+        if batch.num_rows:
+            mask = filter_mask(pa.Table.from_batches([batch]), where)
+            outside = batch.num_rows - int(mask.true_count)
+            if outside:
+                raise RowsOutsideFilterError(
+                    f"lance_ns {root}: {outside} row(s) of the DataFrame do not match option "
+                    f"{OPTION} ({where}); nothing was written"
+                )
+        yield batch
+
+
+def commit_replace_where(plan: Any, where: str, stages: Sequence[Any]) -> Any:
+    """Delete the rows ``where`` matches and adopt ``stages``, in one ``__manifest`` commit."""
+    from lance_sql.tables.namespace.delete import delete_matching
+    from lance_sql.tables.namespace.mutation import Mutation
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ns = PartitionedNamespace.open(plan.root, storage_options=plan.storage_options)
+    m = Mutation(ns)
+    delete_matching(m, where)
+    return commit_with_stages(m, stages)
+
+
+def commit_with_stages(m: Any, stages: Sequence[Any]) -> Any:
+    """Commit ``m`` (a :class:`Mutation` without inserts) with the staged files as its new rows.
+
+    The staged files join their partitions in the mutation's snapshot (after
+    its drops: a dropped partition's rows go to a new table, files moved there).
+    """
+    from lance_sql.tables.namespace.manifest_table import commit_rows
+    from lance_sql.tables.namespace.writer import NamespaceWriter
+
+    ns = m.ns
+    base = m.base_snapshot()
+    if not any(st.partitions for st in stages):
+        if not m.changed:
+            return m.snapshot
+        snap = commit_rows(base, base.rows, storage_options=m.storage_options)
+        ns._set_snapshot(snap)
+        return snap
+    writer = NamespaceWriter(
+        base,
+        ns.schema,
+        ns.current_spec,
+        mode="append",
+        storage_options=m.storage_options,
+        max_rebases=0,
+        entries=m.base_entries([f.field_id for f in ns.current_spec.fields]),
+    )
+    try:
+        writer.adopt(stages)
+        snap = writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    ns._set_snapshot(snap)
+    return snap
+
+
+__all__ = [
+    "OPTION",
+    "check_filter",
+    "checked",
+    "commit_replace_where",
+    "commit_with_stages",
+    "replace_where_option",
+]
