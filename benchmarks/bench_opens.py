@@ -1,6 +1,7 @@
 """Benchmark: a query that cannot prune, over a 731-partition day namespace vs one dataset.
 
-Builds (once, reused with ``--dir``) ``--rows`` rows (int64 ``id`` unique,
+Builds (once, reused with ``--dir``) ``--rows`` rows (int64 ``id`` unique and
+random, int64 ``eid`` unique and increasing with ``day`` as event ids are,
 date32 ``day`` over 731 days, float64 ``x``, utf8 ``s``) as
 
 * a partitioned namespace with ``identity(day)``: 731 partition tables;
@@ -10,7 +11,12 @@ Then measures, in one process and alternating the two sides each round
 (best of ``--repeat`` rounds):
 
 * point lookup ``SELECT * FROM t WHERE id = K`` (``id`` is not a partition
-  column, so nothing is pruned: every partition table is opened and scanned);
+  column, so nothing is pruned; its values are random, so the per-partition
+  column bounds in ``__manifest`` cannot help either: every partition table is
+  opened and scanned);
+* clustered point lookup ``... WHERE eid = K`` (not a partition column either,
+  but every partition's ``eid`` bounds are narrow: the planner skips all
+  partition tables but one, docs/pruning.md "Column bounds");
 * ``SELECT count(*) FROM t`` (answered from metadata, no pages read);
 * ``SELECT count(*), sum(x) FROM t``;
 * "cold": a new ``SessionContext``, registration and one point lookup with
@@ -52,10 +58,13 @@ def make_table(rows: int, seed: int = 0) -> pa.Table:
     start = datetime.date(2024, 1, 1).toordinal() - datetime.date(1970, 1, 1).toordinal()
     days = np.sort(rng.integers(0, DAYS, rows)) + start
     days[:DAYS] = np.arange(DAYS) + start  # every day present (rows >= DAYS)
+    eid = np.empty(rows, np.int64)  # event ids: increasing with day (clustered)
+    eid[np.argsort(days, kind="stable")] = np.arange(rows)
     words = np.array([f"value-{i:05d}" for i in range(1000)], dtype=object)
     return pa.table(
         {
             "id": pa.array(rng.permutation(rows), pa.int64()),
+            "eid": pa.array(eid, pa.int64()),
             "day": pa.array(days.astype(np.int32), pa.date32()),
             "x": pa.array(rng.random(rows), pa.float64()),
             "s": pa.array(words[rng.integers(0, len(words), rows)], pa.string()),
@@ -65,7 +74,7 @@ def make_table(rows: int, seed: int = 0) -> pa.Table:
 
 def build(directory: Path, rows: int) -> tuple[str, str]:
     ns_root, one_uri = directory / "days_ns", directory / "days_one.lance"
-    marker = directory / f"built_{rows}"
+    marker = directory / f"built_{rows}_eid2"
     if marker.exists():
         return str(ns_root), str(one_uri)
     for p in (ns_root, one_uri):
@@ -101,6 +110,8 @@ def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
     key = rows // 3
     queries = {
         "point lookup WHERE id = K (no pruning)": "SELECT id, day, x, s FROM {} WHERE id = "
+        + str(key),
+        "clustered lookup WHERE eid = K (bounds)": "SELECT id, day, x, s FROM {} WHERE eid = "
         + str(key),
         "count(*)": "SELECT count(*) AS n FROM {}",
         "count(*), sum(x)": "SELECT count(*) AS n, sum(x) AS s FROM {}",
