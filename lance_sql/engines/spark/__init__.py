@@ -72,4 +72,18 @@ def describe_read(spark: Any, root: str, **options: str) -> Any:
     return impl(spark, root, **options)
 
 
-__all__ = ["SETTINGS", "describe_read", "partitioned_join", "register", "scan_scoped_pushdown"]
+def delete(spark: Any, root: str, where: str, **kwargs: Any) -> int:
+    """See :func:`lance_sql.engines.spark.dml.delete`."""
+    from lance_sql.engines.spark.dml import delete as impl
+
+    return impl(spark, root, where, **kwargs)
+
+
+__all__ = [
+    "SETTINGS",
+    "delete",
+    "describe_read",
+    "partitioned_join",
+    "register",
+    "scan_scoped_pushdown",
+]

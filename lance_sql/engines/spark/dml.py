@@ -1,0 +1,307 @@
+"""``lance_sql.spark.delete(spark, root, where)``: deletes in Spark tasks, one driver commit.
+
+The Spark face of ``ns.delete(where)`` (issue #17 item 6), with the same answer:
+
+* the driver classifies the partitions with the pruning planner (as
+  :func:`~lance_sql.tables.namespace.delete.delete_matching` does): partitions
+  the filter covers leave ``__manifest`` without any task or data file read;
+* every other candidate partition table is read by a Spark task (tables
+  grouped into at most ``spark.default.parallelism`` tasks), at the
+  ``__manifest`` version the driver planned against, with the row
+  operations' reader and SQL filter (DataFusion, so NULL is not TRUE). The
+  task writes Lance deletion files with ``LanceFragment.delete`` (no commit)
+  and returns the new fragment metadata; a table whose every row goes is
+  dropped instead;
+* the driver commits each changed table once (a Lance ``Delete`` on the
+  pinned version, restored first when a failed writer left a version on top)
+  and ``__manifest`` once (:class:`~lance_sql.tables.namespace.mutation.
+  Mutation`). A concurrent ``__manifest`` commit replays the whole delete on
+  the newer version, as the Python API does.
+
+Each task attempt holds a lease and journals every deletion file it writes
+(:mod:`.write_lease`, :mod:`.write_journal`); after the job (success or
+failure) the driver fences the write, waits for zombie attempts, and removes
+every journaled deletion file no committed table version references. So a
+failed task commits nothing and leaves no file (except a deletion file
+finished in the instant before its journal entry, when the worker is killed
+then: ``ns.cleanup`` removes it).
+
+Row ids are read as Lance row addresses (fragment id << 32 | offset): the
+tables this project writes have no stable row ids.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from lance_sql.errors import CommitConflictError, LanceSqlError
+
+
+@dataclass(frozen=True)
+class TableDelete:
+    """What one task did to one partition table (JSON through Spark)."""
+
+    object_id: str
+    attempt: str
+    deleted: int
+    drop: bool = False  # every row matches: the table leaves __manifest
+    updated: tuple[str, ...] = ()  # FragmentMetadata JSON with new deletion files
+    removed: tuple[int, ...] = ()  # fragments all of whose rows go
+    files: tuple[str, ...] = ()  # deletion files written (relative to the table)
+
+
+def pinned_reader(ns: Any) -> Any:
+    """The row operations' reader (:meth:`Mutation.rows`) over ``ns`` as opened; commits nothing."""
+    from lance_sql.tables.namespace.mutation import Mutation
+    from lance_sql.tables.namespace.reader import table_entries
+
+    reader = Mutation.__new__(Mutation)  # Mutation() would move to the latest __manifest
+    reader.ns = ns
+    reader.snapshot = ns.snapshot
+    reader.storage_options = ns.storage_options
+    fids = [f.field_id for f in ns.all_fields()]
+    reader.entries = {e.object_id: e for e in table_entries(ns.snapshot.rows, ns.root, fids)}
+    reader._heads = {}
+    return reader
+
+
+class DeleteTasks:
+    """The function each Spark task runs over its partition tables (pickled to executors)."""
+
+    def __init__(
+        self,
+        root: str,
+        version: int,
+        storage_options: Mapping[str, str] | None,
+        where: str,
+        write_id: str,
+    ) -> None:
+        self.root, self.version, self.where, self.write_id = root, version, where, write_id
+        self.storage_options = dict(storage_options) if storage_options else None
+
+    def __call__(self, object_ids: Iterator[str]) -> Iterator[str]:
+        from lance_sql.engines.spark.write_journal import new_attempt
+        from lance_sql.engines.spark.write_lease import AttemptLease
+        from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+        attempt = new_attempt()
+        out = []
+        with AttemptLease(self.root, self.write_id, attempt, self.storage_options) as lease:
+            ns = PartitionedNamespace.open(
+                self.root, version=self.version, storage_options=self.storage_options
+            )
+            reader = pinned_reader(ns)
+            for oid in object_ids:
+                lease.check()
+                out.append(json.dumps(asdict(self.delete_one(reader, oid, attempt, lease))))
+        return iter(out)
+
+    def delete_one(self, reader: Any, oid: str, attempt: str, lease: Any) -> TableDelete:
+        from lance_sql.tables.namespace.delete import _filter_columns, filter_mask
+        from lance_sql.tables.namespace.filter_hook import filter_planner
+        from lance_sql.tables.namespace.mutation import ROWID
+
+        entry = reader.entries[oid]
+        try:
+            expr = filter_planner().expression(reader.ns, self.where)
+        except LanceSqlError:
+            expr = None
+        rows = reader.rows(entry, _filter_columns(reader, self.where), pushdown=expr)
+        if rows.num_rows:
+            rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), self.where))
+        ids = np.unique(rows.column(ROWID).to_numpy()) if rows.num_rows else np.array([])
+        if not len(ids):
+            return TableDelete(oid, attempt, 0)
+        if len(ids) >= reader.count(entry):
+            return TableDelete(oid, attempt, len(ids), drop=True)
+        ds, _ = reader.ns._open(entry)
+        frag_ids = ids >> np.uint64(32)
+        updated, removed, files = [], [], []
+        for fid in np.unique(frag_ids).tolist():
+            lease.check()
+            frag = ds.get_fragment(int(fid))
+            if frag is None:
+                raise LanceSqlError(
+                    f"partition table {oid!r}: row id of fragment {fid}, which the table at "
+                    f"version {entry.read_version} does not have (stable row ids?)"
+                )
+            chosen = ids[frag_ids == fid]
+            self._journal(entry, None, attempt)  # the location, before its first deletion file
+            new = frag.delete(f"{ROWID} IN ({','.join(map(str, chosen.tolist()))})")
+            if new is None:
+                removed.append(int(fid))
+                continue
+            path = new.deletion_file.path(new.id) if new.deletion_file is not None else None
+            if path is not None:
+                self._journal(entry, path, attempt)
+                files.append(path)
+            updated.append(json.dumps(new.to_json()))
+        return TableDelete(
+            oid,
+            attempt,
+            len(ids),
+            updated=tuple(updated),
+            removed=tuple(removed),
+            files=tuple(files),
+        )
+
+    def _journal(self, entry: Any, deletion: str | None, attempt: str) -> None:
+        """One journal object: ``{location, branch, file: None, deletion}`` (see write_journal)."""
+        from lance_sql.engines.spark.write_journal import journal_uri
+        from lance_sql.format.storage import resolve
+
+        loc = resolve(journal_uri(self.root, self.write_id), self.storage_options)
+        entry_json = {
+            "location": entry.location,
+            "branch": entry.read_branch,
+            "file": None,
+            "deletion": deletion,
+        }
+        loc.fs.makedirs(loc.path, exist_ok=True)
+        name = f"{loc.path}/{attempt}-{uuid.uuid4().hex[:12]}.json"
+        loc.fs.pipe_file(name, json.dumps(entry_json).encode())
+
+
+class DeleteJob:
+    """``delete(spark, root, where)``: plan, run the tasks, commit once (module docstring)."""
+
+    tasks_class: type[DeleteTasks] = DeleteTasks
+
+    def __init__(
+        self, spark: Any, root: str, where: str, storage_options: Mapping[str, str] | None
+    ) -> None:
+        from lance_sql.engines.spark.replace_where import check_filter
+        from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+        self.spark, self.where = spark, where
+        self.ns = PartitionedNamespace.open(root, storage_options=storage_options)
+        self.ns._check_writable()
+        self.root = str(self.ns.root)
+        self.storage_options = self.ns.storage_options
+        check_filter(self.root, where, self.ns.schema)
+
+    def run(self) -> int:
+        from lance_sql.tables.namespace.mutation import RETRIES
+
+        for attempt in range(RETRIES + 1):
+            try:
+                return self.once()
+            except CommitConflictError:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def once(self) -> int:
+        from lance_sql.tables.namespace.filter_hook import filter_planner
+        from lance_sql.tables.namespace.mutation import Mutation, finish
+
+        m = Mutation(self.ns)  # the latest __manifest
+        cls = filter_planner().classify(self.ns, self.where)
+        deleted = 0
+        for oid in cls.covered:
+            deleted += m.count(m.entries[oid])
+            m.drop(m.entries[oid])
+        write_id = uuid.uuid4().hex
+        kept: set[tuple[str, str]] = set()
+        try:
+            results = self.run_tasks(m, list(cls.partial), write_id)
+            for r in results:
+                deleted += r.deleted
+                kept.update(self.apply(m, r))
+            if m.changed:
+                finish(self.ns, m)
+        finally:
+            self.cleanup(write_id, kept)
+        return deleted
+
+    def run_tasks(self, m: Any, object_ids: list[str], write_id: str) -> list[TableDelete]:
+        from lance_sql.engines.spark.write_lease import fence_and_wait
+
+        if not object_ids:
+            return []
+        tasks = self.tasks_class(
+            self.root, m.snapshot.version, self.storage_options, self.where, write_id
+        )
+        sc = self.spark.sparkContext
+        slices = max(1, min(len(object_ids), sc.defaultParallelism))
+        raw = sc.parallelize(object_ids, slices).mapPartitions(tasks).collect()
+        results = [TableDelete(**_tuples(json.loads(r))) for r in raw]
+        # no attempt may write after this: the committed ones ended, zombies stop or go stale
+        fence_and_wait(self.root, write_id, self.storage_options, [r.attempt for r in results])
+        return results
+
+    def apply(self, m: Any, r: TableDelete) -> set[tuple[str, str]]:
+        """Commit one table's staged deletes (or drop it); returns the deletion files kept."""
+        import lance
+        from lance.fragment import FragmentMetadata
+
+        from lance_sql.tables.namespace.mutation import table_conflicts
+
+        entry = m.entries[r.object_id]
+        if r.drop:
+            m.drop(entry)
+            return set()
+        if not r.updated and not r.removed:
+            return set()
+        head = m.head(entry)  # the pinned version on top (restored over a failed writer's)
+        op = lance.LanceOperation.Delete(
+            [FragmentMetadata.from_json(u) for u in r.updated], list(r.removed), self.where
+        )
+        with table_conflicts(entry, "a delete"):
+            ds = lance.LanceDataset.commit(
+                entry.uri,
+                op,
+                read_version=head.version,
+                storage_options=self.storage_options,
+                max_retries=0,
+            )
+        m.set_version(entry, ds)
+        return {(entry.location, f) for f in r.files}
+
+    def cleanup(self, write_id: str, kept: set[tuple[str, str]]) -> None:
+        """Remove journaled deletion files no table commit took, then the journal."""
+        from lance_sql.engines.spark.write_journal import read_journal, remove_orphans
+        from lance_sql.engines.spark.write_lease import fence_and_wait
+        from lance_sql.format.storage import resolve
+        from lance_sql.tables.namespace.layout import child_uri, resolve_location
+
+        opts = self.storage_options
+        fence_and_wait(self.root, write_id, opts)
+        for e in read_journal(self.root, write_id, opts):
+            location, name = e.get("location"), e.get("deletion")
+            if not isinstance(location, str) or not isinstance(name, str):
+                continue
+            if (location, name) in kept or not name.startswith("_deletions/"):
+                continue
+            try:
+                resolve_location(self.root, f"{location}/{name}", location)  # inside the root
+                loc = resolve(f"{child_uri(self.root, location)}/{name}", opts)
+                loc.fs.rm(loc.path)
+            except FileNotFoundError:
+                pass
+            except (OSError, LanceSqlError):
+                continue
+        remove_orphans(self.root, write_id, set(), set(), opts)  # the journal itself
+
+
+def _tuples(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
+
+
+def delete(
+    spark: Any, root: str, where: str, *, storage_options: Mapping[str, str] | None = None
+) -> int:
+    """Delete the rows ``where`` (SQL) matches, data work in Spark tasks; returns rows deleted."""
+    return DeleteJob(spark, root, where, storage_options).run()
+
+
+__all__ = ["DeleteJob", "DeleteTasks", "TableDelete", "delete", "pinned_reader"]
