@@ -185,12 +185,15 @@ class PeakRss:
         self.peak = 0
         self.python_peak = 0
         self.pss_peak = 0
+        #: [(process label, RSS, PSS)] of the sample with the highest summed RSS
+        self.breakdown: list[tuple[str, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
         me = self._psutil.Process()
         total, py, pss = 0, 0, 0
+        rows: list[tuple[str, int, int]] = []
         for p in [me, *me.children(recursive=True)]:
             try:
                 info = p.memory_full_info()
@@ -198,8 +201,11 @@ class PeakRss:
                 pss += getattr(info, "pss", info.rss)
                 if p is not me and "python" in p.name().lower():
                     py += info.rss
+                rows.append((process_label(p, p is me), info.rss, getattr(info, "pss", info.rss)))
             except self._psutil.Error:
                 continue
+        if total > self.peak:
+            self.breakdown = sorted(rows, key=lambda r: -r[1])
         self.peak = max(self.peak, total)
         self.python_peak = max(self.python_peak, py)
         self.pss_peak = max(self.pss_peak, pss)
@@ -216,6 +222,28 @@ class PeakRss:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def process_label(p: Any, me: bool) -> str:
+    """A short name for a process of the tree: JVM role, Python daemon or worker."""
+    if me:
+        return "benchmark (python)"
+    try:
+        cmd = " ".join(p.cmdline())
+    except Exception:
+        return p.name()
+    if "java" in p.name():
+        return "executor JVM" if "CoarseGrainedExecutorBackend" in cmd else "driver JVM"
+    if "pyspark.daemon" in cmd:
+        try:
+            parent = " ".join(p.parent().cmdline())
+        except Exception:
+            parent = ""
+        return "python worker (forked)" if "pyspark.daemon" in parent else "python daemon"
+    for key in ("plan_data_source_read", "create_data_source", "lookup_data_sources"):
+        if key in cmd:
+            return f"python {key}"
+    return "python worker" if "python" in p.name().lower() else p.name()
 
 
 def expected_counts(spark: Any, parquet: str) -> dict[str, int]:
@@ -265,7 +293,12 @@ def memory_side(side: str, root: str, parquet: str, repeats: int, master: str) -
             for _ in range(repeats):
                 for lance, par in cases(spark, root, parquet).values():
                     noop((lance if side == "lance" else par)())
-        return {"peak": peak.peak, "python_peak": peak.python_peak, "pss_peak": peak.pss_peak}
+        return {
+            "peak": peak.peak,
+            "python_peak": peak.python_peak,
+            "pss_peak": peak.pss_peak,
+            "breakdown": peak.breakdown,
+        }
     finally:
         spark.stop()
 
@@ -346,6 +379,10 @@ def main() -> None:
             f"peak PSS (process tree): lance {ml['pss_peak'] / 2**20:.0f} MiB, parquet "
             f"{mp['pss_peak'] / 2**20:.0f} MiB; ratio {ml['pss_peak'] / mp['pss_peak']:.2f}"
         )
+        for side in ("lance", "parquet"):
+            print(f"processes at the {side} peak (RSS / PSS MiB):")
+            for label, rss, pss in r[f"memory_{side}"]["breakdown"]:
+                print(f"  {label:36} {rss / 2**20:6.0f} {pss / 2**20:6.0f}")
     print(f"total {time.time() - t0:.0f} s")
     print("RESULT-JSON " + json.dumps(r))
 

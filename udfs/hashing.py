@@ -91,8 +91,51 @@ def _warm(kernel: Any, *args: np.ndarray) -> None:
             _WARM.add(key)
 
 
+#: Arrays of at most this many values are hashed in Python, without numba: planning
+#: hashes a filter's few literals (``bucket(17)``), and importing numba for them
+#: cost a Spark planning worker ~100 MB RSS and ~0.7 s.
+_PYTHON_MAX_ROWS = 16
+
+
+def _murmur3_bytes(data: bytes) -> int:
+    """MurmurHash3 x86 32-bit, seed 0, of ``data``, as uint32 (the kernels' result)."""
+    h, n, m = 0, len(data), 0xFFFFFFFF
+
+    def mix_k(k: int) -> int:
+        k = (k * 0xCC9E2D51) & m
+        k = ((k << 15) | (k >> 17)) & m
+        return (k * 0x1B873593) & m
+
+    stop = n & ~3
+    for p in range(0, stop, 4):
+        h ^= mix_k(int.from_bytes(data[p : p + 4], "little"))
+        h = ((h << 13) | (h >> 19)) & m
+        h = (h * 5 + 0xE6546B64) & m
+    if n > stop:
+        h ^= mix_k(int.from_bytes(data[stop:], "little"))
+    h ^= n & m
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & m
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & m
+    return h ^ (h >> 16)
+
+
+def _hash_range_python(form: Words | Bytes, out: np.ndarray, start: int, stop: int) -> None:
+    """:func:`_hash_range` in Python, for a few values (same results as the kernels)."""
+    for i in range(start, stop):
+        if isinstance(form, Words):
+            data = (int(form.values[i]) & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+        else:
+            data = form.data[int(form.offsets[i]) : int(form.offsets[i + 1])].tobytes()
+        out[i] = _murmur3_bytes(data)
+
+
 def _hash_range(form: Words | Bytes, out: np.ndarray, start: int, stop: int) -> None:
     if stop <= start:
+        return
+    if stop - start <= _PYTHON_MAX_ROWS:
+        _hash_range_python(form, out, start, stop)
         return
     if isinstance(form, Words):
         values = form.values[start:stop]
@@ -152,7 +195,7 @@ def _murmur3_plain_integers(arr: pa.Array, dtype: np.dtype) -> pa.Array:
         values = np.zeros(n, dtype=dtype)
     else:
         values = np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
-    if n >= 2 * _PARALLEL_MIN_ROWS:
+    if n >= 2 * _PARALLEL_MIN_ROWS or n <= _PYTHON_MAX_ROWS:
         hashes = _hash_canonical(Words(values), n)
     else:
         hashes = _empty_hashes(n)

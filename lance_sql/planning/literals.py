@@ -42,8 +42,10 @@ checked against a real ``SessionContext``:
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
+import re
 import threading
 from fractions import Fraction
 from functools import lru_cache
@@ -90,6 +92,8 @@ def datafusion_type_name(t: pa.DataType) -> str:
     raise PlanningError(f"no DataFusion cast target for type {t}")
 
 
+_ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")
+_EPOCH_DATE = datetime.date(1970, 1, 1)
 _LOCK = threading.RLock()  # one shared SessionContext: register + plan under a lock
 
 
@@ -107,6 +111,13 @@ def datafusion_cast(sql_value: str, target: pa.DataType) -> int | None:
     Raises :class:`PlanningError` naming the literal when DataFusion cannot cast
     it (e.g. ``'2025-13-45'`` for a date, a nonexistent local time in a zone).
     """
+    if pa.types.is_date32(target) and _ISO_DATE.fullmatch(sql_value):
+        # 'YYYY-MM-DD', DataFusion's own date form: the same days without importing
+        # DataFusion (~55 MB in a Spark planning worker); anything else goes to it
+        try:
+            return (datetime.date.fromisoformat(sql_value[1:-1]) - _EPOCH_DATE).days
+        except ValueError:
+            pass  # e.g. '2025-13-45': DataFusion's error names the literal
     query = f"SELECT arrow_cast({sql_value}, '{datafusion_type_name(target)}') AS v"
     try:
         with _LOCK:
