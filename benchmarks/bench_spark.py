@@ -173,6 +173,8 @@ def _join_side(spark: Any, side: str, left: str, right: str) -> Any:
 
     if side == "lance":
         return lance_spark.partitioned_join(spark, left, right, on="k")
+    if side == "lance_per_group":  # the first design: one Spark task per join group
+        return lance_spark.partitioned_join(spark, left, right, on="k", tasks=1 << 30)
     return spark.table("lb").join(spark.table("rb"), "k")
 
 
@@ -183,8 +185,13 @@ def _session(master: str) -> Any:
     return session(master, {"spark.sql.autoBroadcastJoinThreshold": "-1"})
 
 
-def run_bucketed(rows: int, repeats: int, master: str, base: str) -> dict[str, Any]:
-    """partitioned_join vs Spark's bucketed join: median times, then peak memory per side."""
+def run_bucketed(
+    rows: int, repeats: int, master: str, base: str, per_group: bool = False
+) -> dict[str, Any]:
+    """partitioned_join vs Spark's bucketed join: median times, then peak memory per side.
+
+    ``per_group``: also time ``partitioned_join`` with one task per join group.
+    """
     import json
     import statistics
     import subprocess
@@ -195,6 +202,8 @@ def run_bucketed(rows: int, repeats: int, master: str, base: str) -> dict[str, A
         _ns(right, rows, 8)
     spark = _session(master)
     times: dict[str, list[float]] = {"lance": [], "bucketed": []}
+    if per_group:
+        times["lance_per_group"] = []
     try:
         _bucketed_tables(spark, base, left, right)
         plan = _join_side(spark, "bucketed", left, right)._jdf.queryExecution()
@@ -215,7 +224,9 @@ def run_bucketed(rows: int, repeats: int, master: str, base: str) -> dict[str, A
         "lance_s": statistics.median(times["lance"][1:]),
         "bucketed_s": statistics.median(times["bucketed"][1:]),
     }
-    for side in times:
+    if per_group:
+        out["lance_per_group_s"] = statistics.median(times["lance_per_group"][1:])
+    for side in ("lance", "bucketed"):
         proc = subprocess.run(
             [
                 *(sys.executable, __file__, "--memory-side", side, "--base", base),
@@ -256,6 +267,9 @@ def main() -> None:
     p.add_argument("--master", default="local-cluster[2,1,1024]")
     p.add_argument("--base", help="data folder for --bucketed (kept; default: a temporary one)")
     p.add_argument("--memory-side", choices=["lance", "bucketed"])
+    p.add_argument(
+        "--per-group", action="store_true", help="--bucketed: also time one task per join group"
+    )
     a = p.parse_args()
     if a.memory_side:
         import json
@@ -266,7 +280,7 @@ def main() -> None:
     if a.bucketed:
         import json
 
-        r = run_bucketed(a.rows, a.repeats, a.master, a.base or tempfile.mkdtemp())
+        r = run_bucketed(a.rows, a.repeats, a.master, a.base or tempfile.mkdtemp(), a.per_group)
         ml, mb = r["memory_lance"], r["memory_bucketed"]
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"rows={a.rows} repeats={a.repeats} master={a.master} load average: {load}")
@@ -275,6 +289,11 @@ def main() -> None:
             f"ratio {r['lance_s'] / r['bucketed_s']:.2f} (bucketed plan without Exchange: "
             f"{r['bucketed_plan_has_no_exchange']})"
         )
+        if "lance_per_group_s" in r:
+            print(
+                f"  one task per join group: {r['lance_per_group_s']:.3f} s, ratio "
+                f"{r['lance_per_group_s'] / r['bucketed_s']:.2f}"
+            )
         for key, label in (("peak", "RSS"), ("pss_peak", "PSS")):
             print(
                 f"peak {label}: partitioned_join {ml[key] / 2**20:.0f} MiB, bucketed "

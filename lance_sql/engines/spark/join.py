@@ -2,9 +2,10 @@
 
 A Python data source cannot report its partitioning to Spark, so Spark's own
 SPJ never applies. Instead the driver plans the join with
-:func:`lance_sql.planning.joins.plan_join`, and ``spark.range(0, n, 1, n)``
-gives exactly one task per join group; ``mapInArrow`` then joins that group's
-partition tables locally: with Arrow's hash join over row numbers
+:func:`lance_sql.planning.joins.plan_join`, packs the join groups into ``n``
+Spark tasks by bytes (:mod:`.join_tasks`), and ``spark.range(0, n, 1, n)``
+gives exactly those tasks; ``mapInArrow`` then joins each of a task's groups'
+partition tables locally, one group after another: with Arrow's hash join over row numbers
 (:mod:`.join_arrow`: only the columns the output needs are read, the side
 filters applied exactly as a ``lance_ns`` read applies them), or, for key types
 that module does not join, with DataFusion (:func:`run_group`). ``range`` with
@@ -25,6 +26,9 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.engines.spark.join_arrow import arrow_join_supports, join_group, read_side
+from lance_sql.engines.spark.join_profile import profiled
+from lance_sql.engines.spark.join_tasks import group_bytes, pack_groups
+from lance_sql.engines.spark.read_packing import packing_from_spark
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 
 _SQL_HOW = {
@@ -142,8 +146,9 @@ def partitioned_join(
     left_version: int | None = None,
     right_version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
+    tasks: int | None = None,
 ) -> Any:
-    """Join two partitioned namespaces on Spark, one task per join group, shuffle-free.
+    """Join two partitioned namespaces on Spark, shuffle-free: each task joins whole join groups.
 
     ``on``: a column name, or a list of names or ``(left, right)`` pairs.
     ``how``: inner, left, right, full (outer), semi, anti. ``left_filter`` /
@@ -152,7 +157,9 @@ def partitioned_join(
     pylance, e.g. ``aws_endpoint``) for both namespaces; the scan units carry
     them to the tasks. When the namespaces' partitionings are not compatible
     for ``on``, warns and returns Spark's own join of the two ``lance_ns``
-    reads (same result, with a shuffle).
+    reads (same result, with a shuffle). ``tasks``: the number of Spark tasks
+    (at most one per join group); default: groups packed by bytes as Spark packs
+    files (:mod:`.join_tasks`).
     """
     from lance_sql.engines.spark.paths import normalize_root
     from lance_sql.planning.joins import plan_join
@@ -211,16 +218,21 @@ def partitioned_join(
         right = read_side(ru, rfilter, rschema, rcols)
         return join_group(left, right, pairs, how, out, batch_rows)
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for i in b.column(0).to_pylist():
-                for rb in group_batches(*groups[i]):
-                    if rb.num_rows:
-                        yield to_spark_batch(rb, target)
+    bins = pack_groups([group_bytes(lu, ru) for lu, ru in groups], packing_from_spark(spark), tasks)
+    task_groups = [[groups[i] for i in b] for b in bins]
 
-    n = max(1, len(groups))
-    if not groups:
-        groups.append(([], []))
+    def joined(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for t in b.column(0).to_pylist():
+                for lu, ru in task_groups[t]:
+                    for rb in group_batches(lu, ru):
+                        if rb.num_rows:
+                            yield to_spark_batch(rb, target)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return profiled(joined(batches))  # LANCE_SQL_JOIN_PROFILE: see join_profile
+
+    n = len(task_groups)
     return spark.range(0, n, 1, n).mapInArrow(task, struct)
 
 
