@@ -208,15 +208,40 @@ def test_a_claimed_skip_never_hides_a_row_slow(rows: list[dict[str, Any]], where
 # -------------------------------------------------------------------- 2. end to end
 
 DELETES = st.sampled_from(["i = 5", "i < 0", "s = 'a'", "s IS NULL", "k = 1", "i > 1 AND k = 2"])
+UPDATES = st.tuples(
+    st.sampled_from(
+        [
+            ("i", "i + 1000"),
+            ("s", "'zz'"),
+            ("f", "CAST('NaN' AS DOUBLE)"),
+            ("d", "DATE '2200-01-01'"),
+            ("dec", "CAST('-5.55' AS DECIMAL(9, 2))"),
+        ]
+    ),
+    DELETES,
+)
 STEPS = st.lists(
     st.one_of(
         st.tuples(st.just("append"), st.lists(ROW, min_size=1, max_size=5)),
         st.tuples(st.just("delete"), DELETES),
         st.tuples(st.just("overwrite"), st.lists(ROW, min_size=1, max_size=4)),
+        st.tuples(st.just("update"), UPDATES),
+        st.tuples(st.just("compact"), st.none()),
     ),
     min_size=0,
     max_size=3,
 )
+
+
+_SQL_TYPES = {
+    "k": "BIGINT",
+    "i": "INT",
+    "f": "DOUBLE",
+    "s": "VARCHAR",
+    "d": "DATE",
+    "ts": "TIMESTAMP",
+    "dec": "DECIMAL(9, 2)",
+}
 
 
 def _namespace_rows(ctx: Any, where: str) -> list[dict[str, Any]]:
@@ -238,6 +263,19 @@ def _run_story(
             elif kind == "delete":
                 ns.delete(arg)
                 model = _datafusion(model, f"({arg}) IS NOT TRUE").to_pylist()
+            elif kind == "update":
+                (col, expr), where = arg
+                ns.update({col: expr}, where=where)
+                items = ", ".join(
+                    f"CASE WHEN ({where}) IS TRUE THEN CAST({expr} AS {_SQL_TYPES[c]}) ELSE {c} END"
+                    f" AS {c}"
+                    if c == col
+                    else c
+                    for c in TYPES
+                )
+                model = _datafusion(model, "TRUE", items).to_pylist()
+            elif kind == "compact":
+                ns.compact()
             elif kind == "overwrite":
                 ns.overwrite(_table(arg), partitions="dynamic")
                 written = {r["k"] for r in arg}

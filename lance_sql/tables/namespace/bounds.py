@@ -356,6 +356,34 @@ def usable(
     )
 
 
+def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]]) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose tables in ``moves`` keep their bounds when moved.
+
+    ``moves`` maps object_id -> (pinned version, new version) for tables whose
+    new version holds a subset of the pinned version's rows (row deletes,
+    compaction, index changes): bounds valid for the old version stay a valid
+    superset, so they are re-tied to the new one. Bounds not usable for the old
+    version are left as they are (unusable).
+    """
+    if not moves or "metadata" not in rows.column_names:
+        return rows
+    oids = rows.column("object_id").to_pylist()
+    if not any(o in moves for o in oids):
+        return rows
+    meta = rows.column("metadata").to_pylist()
+    cols = {c: rows.column(c).to_pylist() for c in ("read_branch", "read_tag", "location")}
+    for i, oid in enumerate(oids):
+        if oid not in moves:
+            continue
+        old, new = moves[oid]
+        b = bounds_of_metadata(meta[i])
+        branch, tag, loc = cols["read_branch"][i], cols["read_tag"][i], cols["location"][i]
+        if b is not None and usable(b, old, branch, tag, loc):
+            meta[i] = with_bounds(meta[i], TableBounds(new, b.branch, b.location, b.columns))
+    at = rows.schema.get_field_index("metadata")
+    return rows.set_column(at, rows.schema.field(at), pa.array(meta, pa.utf8()))
+
+
 __all__ = [
     "BOUNDS_KEY",
     "MAX_COLUMNS",
@@ -364,6 +392,7 @@ __all__ = [
     "TableBounds",
     "bounded_fields",
     "bounds_of_metadata",
+    "carried_forward",
     "column_bounds",
     "from_json",
     "kind_of",

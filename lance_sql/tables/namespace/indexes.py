@@ -189,7 +189,8 @@ def create_scalar_index(
             col = _table_column(entry, ds.version, fid, m.storage_options)
             if col is None:
                 continue
-            m.set_version(entry, _create_in(entry, ds, index, col, m.storage_options))
+            new = _create_in(entry, ds, index, col, m.storage_options)
+            m.set_version(entry, new, same_rows=True)  # an index changes no row
         return index
 
     return run(ns, build)
@@ -218,6 +219,7 @@ def drop_index(ns: PartitionedNamespace, name: str) -> None:
             m.set_version(
                 entry,
                 _one_commit(entry, ds, what, lambda ds=ds: ds.drop_index(name), m.storage_options),
+                same_rows=True,
             )
 
     run(ns, build)

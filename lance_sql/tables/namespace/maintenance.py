@@ -85,7 +85,7 @@ def compact(ns: Any, *, target_rows_per_fragment: int = 1 << 20, **options: Any)
                     f"partition table {entry.object_id!r} was written concurrently during "
                     "compaction; __manifest was not committed"
                 )
-            m.set_version(entry, new)
+            m.set_version(entry, new, same_rows=True)  # compaction keeps the rows
             report.compacted[entry.object_id] = (len(frags), len(new.get_fragments()))
         return report
 

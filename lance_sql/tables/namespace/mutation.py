@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
+from lance_sql.tables.namespace.bounds import carried_forward
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
@@ -69,6 +70,9 @@ class Mutation:
         self.inserts: list[pa.Table] = []
         self.properties: dict[str, str] = {}  # root properties committed with the rows
         self._heads: dict[str, Any] = {}
+        # object_id -> whether every new version of the table only lost rows (deletes,
+        # compaction): its column bounds then stay valid (bounds.carried_forward)
+        self._subset: dict[str, bool] = {}
 
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
@@ -179,12 +183,18 @@ class Mutation:
                 )
         self._heads[entry.object_id] = ds
         self.versions[entry.object_id] = ds.version
+        self._subset.setdefault(entry.object_id, True)
         return len(ids)
 
-    def set_version(self, entry: PartitionTable, ds: Any) -> None:
-        """Record ``ds`` (a new version of ``entry``'s table, e.g. compacted) as its pin."""
+    def set_version(self, entry: PartitionTable, ds: Any, *, same_rows: bool = False) -> None:
+        """Record ``ds`` (a new version of ``entry``'s table, e.g. compacted) as its pin.
+
+        ``same_rows``: the new version holds no row the pinned one lacks (compaction,
+        index changes), so the table's column bounds stay valid.
+        """
         self._heads[entry.object_id] = ds
         self.versions[entry.object_id] = int(ds.version)
+        self._subset[entry.object_id] = same_rows and self._subset.get(entry.object_id, True)
 
     def drop(self, entry: PartitionTable) -> None:
         """Remove the partition table from ``__manifest`` (its files are not touched)."""
@@ -204,6 +214,12 @@ class Mutation:
     def base_snapshot(self) -> ManifestSnapshot:
         """The snapshot read at the start, with new pins applied and dropped tables removed."""
         rows = conform_rows(self.snapshot.rows, self.snapshot.lance_schema)
+        moves = {
+            o: (self.entries[o].read_version, v)
+            for o, v in self.versions.items()
+            if self._subset.get(o) and o in self.entries
+        }
+        rows = carried_forward(rows, moves)
         oids = rows.column("object_id").to_pylist()
         keep = pa.array([o not in self.dropped for o in oids], pa.bool_())
         rv = [

@@ -77,15 +77,45 @@ def test_appends_merge_bounds(ns: PartitionedNamespace) -> None:
     assert sorted(r["id"] for r in _sql(ns, "SELECT id FROM t WHERE id >= 3")) == [3, 10, 20, 100]
 
 
-def test_delete_makes_bounds_stale_never_wrong(ns: PartitionedNamespace) -> None:
-    ns.delete("id = 2")
+def test_delete_keeps_bounds_as_a_superset(ns: PartitionedNamespace) -> None:
+    ns.delete("id = 3")
     b = _bounds_by_g(ns)
-    assert b[0] is None  # the table moved to a new version: its bounds are not used
-    assert b[1] is not None
-    assert _skipped(ns, "id = 25") == (1, 1)
-    ns.append(_rows([7], 0))  # appending to a table with stale bounds: none written
-    assert _bounds_by_g(ns)[0] is None
-    assert sorted(r["id"] for r in _sql(ns, "SELECT id FROM t WHERE id < 10")) == [1, 3, 7]
+    assert (b[0].columns[0].lo, b[0].columns[0].hi) == (1, 3)  # not narrowed, still valid
+    assert _skipped(ns, "id = 25") == (0, 2)
+    assert _sql(ns, "SELECT id FROM t WHERE id = 3") == []
+    ns.append(_rows([7], 0))  # appends merge into the carried bounds
+    assert (_bounds_by_g(ns)[0].columns[0].lo, _bounds_by_g(ns)[0].columns[0].hi) == (1, 7)
+    assert sorted(r["id"] for r in _sql(ns, "SELECT id FROM t WHERE id < 10")) == [1, 2, 7]
+
+
+def test_update_widens_bounds_to_the_new_values(ns: PartitionedNamespace) -> None:
+    ns.update({"id": "id + 100"}, where="id = 2")
+    b = _bounds_by_g(ns)[0]
+    assert b is None or (b.columns[0].lo <= 1 and b.columns[0].hi >= 102)
+    assert _sql(ns, "SELECT id FROM t WHERE id = 102") == [{"id": 102}]
+    assert _sql(ns, "SELECT id FROM t WHERE id = 2") == []
+
+
+def test_merge_and_compaction_never_hide_rows(ns: PartitionedNamespace) -> None:
+    src = pa.table({"id": pa.array([3, 300], pa.int64()), "g": [0, 0], "s": ["m", "m"]})
+    ns.merge(src, on=["id"], when_matched_update=True, when_not_matched_insert=True)
+    assert _sql(ns, "SELECT id, s FROM t WHERE id = 300") == [{"id": 300, "s": "m"}]
+    ns.compact()
+    b = _bounds_by_g(ns)[0]
+    assert b is None or b.columns[0].hi >= 300
+    assert _sql(ns, "SELECT id, s FROM t WHERE id = 300") == [{"id": 300, "s": "m"}]
+    assert _sql(ns, "SELECT id, s FROM t WHERE id = 3") == [{"id": 3, "s": "m"}]
+
+
+def test_compaction_and_indexes_keep_bounds(ns: PartitionedNamespace) -> None:
+    ns.append(_rows([4], 0))  # a second fragment to compact
+    ns.delete("id = 1")
+    ns.compact()
+    ns.create_scalar_index("id", index_type="BTREE")
+    b = _bounds_by_g(ns)
+    assert (b[0].columns[0].lo, b[0].columns[0].hi) == (1, 4)
+    assert _skipped(ns, "id = 15") == (1, 1)
+    assert _sql(ns, "SELECT id FROM t WHERE id = 4") == [{"id": 4}]
 
 
 def test_overwrite_recomputes_bounds(ns: PartitionedNamespace) -> None:
