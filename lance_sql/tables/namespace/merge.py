@@ -190,46 +190,14 @@ def _merge_into(
     updated = deleted = 0
     if keyed.num_rows:
         for hit in matching_rows(m, _key_filter(keyed, on), full_covered=True):
-            entry = m.entries[hit.object_id]
-            target = hit.rows
-            if not target.num_rows:
-                continue
-            target = target.append_column(_ROW, pa.array(np.arange(target.num_rows), pa.int64()))
-            pairs = (
-                _match_keys(target, on)
-                .append_column(_ROW, target.column(_ROW))
-                .join(
-                    _match_keys(src, on).append_column(_ROW, src.column(_ROW)),
-                    keys=on,
-                    join_type="inner",
-                    right_suffix="_s",
-                )
-            )
-            if not pairs.num_rows:
-                continue
-            t_idx = pairs.column(_ROW).to_numpy()
-            s_idx = pairs.column(_ROW + "_s").to_numpy()
-            matched_src.update(s_idx.tolist())
-            t_rows = target.take(t_idx).drop_columns([_ROW])
-            s_rows = src.take(s_idx).drop_columns([_ROW])
-            dele = _clause_mask(when_matched_delete, t_rows, s_rows)
-            upd = np.zeros(len(t_idx), dtype=bool)
-            if when_matched_update:
-                upd = ~dele
-            gone = dele | upd
-            if not gone.any():
-                continue
-            m.delete_rowids(entry, t_rows.column(ROWID).filter(pa.array(gone)))
-            if upd.any():
-                new = _updated_rows(
-                    ns,
-                    t_rows.filter(pa.array(upd)).drop_columns([ROWID]),
-                    s_rows.filter(pa.array(upd)),
-                    when_matched_update,
-                )
-                m.insert(new)
-            updated += int(upd.sum())
-            deleted += int(dele.sum())
+            tm = match_table(ns, hit.rows, src, on, when_matched_update, when_matched_delete)
+            matched_src.update(tm.matched.tolist())
+            if len(tm.gone):
+                m.delete_rowids(m.entries[hit.object_id], tm.gone)
+            if tm.new is not None:
+                m.insert(tm.new)
+            updated += tm.updated
+            deleted += tm.deleted
     inserted = 0
     if when_not_matched_insert:
         rest = src.filter(pa.array(~np.isin(np.arange(src.num_rows), list(matched_src))))
@@ -239,6 +207,67 @@ def _merge_into(
             m.insert(rows)
             inserted = rows.num_rows
     return MergeResult(updated, deleted, inserted)
+
+
+@dataclass(frozen=True)
+class TableMatch:
+    """The merge's effect on one partition table's candidate rows."""
+
+    gone: pa.Array  # ``_rowid`` of the target rows deleted or rewritten
+    new: pa.Table | None  # rewritten rows (namespace schema) to insert
+    updated: int
+    deleted: int
+    matched: np.ndarray  # ``_ROW`` numbers of the source rows some target row matched
+
+
+def match_table(
+    ns: Any,
+    target: pa.Table,
+    src: pa.Table,
+    on: list[str],
+    when_matched_update: bool | str | Mapping[str, str] | None,
+    when_matched_delete: bool | str,
+) -> TableMatch:
+    """Join one table's ``target`` rows (namespace columns + ``_rowid``) with ``src`` (+ ``_ROW``)
+    on the keys and apply the matched clauses (also what Spark merge tasks run per table)."""
+    none = TableMatch(pa.array([], pa.uint64()), None, 0, 0, np.array([], np.int64))
+    if not target.num_rows:
+        return none
+    target = target.append_column(_ROW, pa.array(np.arange(target.num_rows), pa.int64()))
+    pairs = (
+        _match_keys(target, on)
+        .append_column(_ROW, target.column(_ROW))
+        .join(
+            _match_keys(src, on).append_column(_ROW, src.column(_ROW)),
+            keys=on,
+            join_type="inner",
+            right_suffix="_s",
+        )
+    )
+    if not pairs.num_rows:
+        return none
+    t_idx = pairs.column(_ROW).to_numpy()
+    s_idx = pairs.column(_ROW + "_s").to_numpy()
+    matched = src.column(_ROW).take(pa.array(s_idx)).to_numpy()
+    t_rows = target.take(t_idx).drop_columns([_ROW])
+    s_rows = src.take(s_idx).drop_columns([_ROW])
+    dele = _clause_mask(when_matched_delete, t_rows, s_rows)
+    upd = np.zeros(len(t_idx), dtype=bool)
+    if when_matched_update:
+        upd = ~dele
+    gone = dele | upd
+    if not gone.any():
+        return TableMatch(none.gone, None, 0, 0, matched)
+    new = None
+    if upd.any():
+        new = _updated_rows(
+            ns,
+            t_rows.filter(pa.array(upd)).drop_columns([ROWID]),
+            s_rows.filter(pa.array(upd)),
+            when_matched_update,
+        )
+    ids = t_rows.column(ROWID).filter(pa.array(gone)).combine_chunks()
+    return TableMatch(ids, new, int(upd.sum()), int(dele.sum()), matched)
 
 
 def _any_null(table: pa.Table, on: Sequence[str]) -> pa.ChunkedArray | pa.Array:
@@ -304,4 +333,4 @@ def _updated_rows(
     return _cast_to(ns, out)
 
 
-__all__ = ["MergeKeyError", "MergeResult", "merge", "update"]
+__all__ = ["MergeKeyError", "MergeResult", "TableMatch", "match_table", "merge", "update"]
