@@ -356,6 +356,21 @@ def usable(
     )
 
 
+def staged_text(bounds: TableBounds | None) -> str | None:
+    """JSON text of the bounds of staged rows (a distributed writer's task), or None."""
+    return None if bounds is None else json.dumps(to_json(bounds), allow_nan=False)
+
+
+def from_staged_text(text: str | None) -> TableBounds | None:
+    """:func:`staged_text` back (None for None or anything malformed)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return from_json(json.loads(text))
+    except ValueError:
+        return None
+
+
 def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]]) -> pa.Table:
     """``rows`` (``__manifest`` rows) whose tables in ``moves`` keep their bounds when moved.
 
@@ -395,9 +410,11 @@ __all__ = [
     "carried_forward",
     "column_bounds",
     "from_json",
+    "from_staged_text",
     "kind_of",
     "merge",
     "parse_metadata",
+    "staged_text",
     "table_bounds",
     "to_json",
     "truncate_lower",

@@ -46,6 +46,7 @@ class StagedPartition:
     branch: str | None  # the partition table's pinned branch (files under tree/{branch})
     fragments: tuple[str, ...]  # FragmentMetadata JSON, one per data fragment
     table_version: int | None = None  # latest table version when staged (None: new table)
+    bounds: str | None = None  # column bounds of the staged rows (JSON, see .bounds)
 
     @property
     def rows(self) -> int:
@@ -108,6 +109,7 @@ class StagedWrite:
                         "branch": p.branch,
                         "table_version": p.table_version,
                         "fragments": [json.loads(f) for f in p.fragments],
+                        "bounds": p.bounds,
                     }
                     for p in self.partitions
                 ],
@@ -133,6 +135,7 @@ class StagedWrite:
                 branch=p.get("branch"),
                 fragments=tuple(json.dumps(f) for f in p["fragments"]),
                 table_version=p.get("table_version"),
+                bounds=p.get("bounds"),
             )
             for i, p in enumerate(obj["partitions"])
         )

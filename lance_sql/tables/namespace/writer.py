@@ -264,6 +264,13 @@ class NamespaceWriter:
             elif (old := self._bounds[object_id]) is not None:
                 self._bounds[object_id] = col_bounds.merge(old, new, 0)
 
+    def _adopt_bounds(self, object_id: str, staged: col_bounds.TableBounds | None) -> None:
+        """Staged rows' bounds join the table's (None: rows without bounds, so none)."""
+        if staged is None or object_id not in self._bounds:
+            self._bounds[object_id] = staged
+        elif (old := self._bounds[object_id]) is not None:
+            self._bounds[object_id] = col_bounds.merge(old, staged, 0)
+
     def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
         target = self._targets.get(key)
         if target is not None:
@@ -494,6 +501,7 @@ class NamespaceWriter:
                 branch=t.branch,
                 fragments=tuple(json.dumps(f.to_json()) for f in t.fragments),
                 table_version=t.base_version,
+                bounds=col_bounds.staged_text(self._bounds.get(t.object_id)),
             )
             for t in sorted(self._targets.values(), key=lambda t: t.object_id)
             if t.fragments
@@ -542,7 +550,7 @@ class NamespaceWriter:
                 if t.entry is not None:
                     self._prepare(t)
                 frags = [FragmentMetadata.from_json(f) for f in part.fragments]
-                self._bounds[t.object_id] = None  # rows this writer never saw: no bounds
+                self._adopt_bounds(t.object_id, col_bounds.from_staged_text(part.bounds))
                 if (part.location, part.branch) != (t.location, t.branch):
                     moves.append((part, t, frags))
                 t.fragments.extend(frags)

@@ -128,12 +128,36 @@ def test_overwrite_recomputes_bounds(ns: PartitionedNamespace) -> None:
     assert _sql(ns, "SELECT id FROM t WHERE id = 41") == [{"id": 41}]
 
 
-def test_staged_writes_have_no_bounds(ns: PartitionedNamespace) -> None:
-    staged = PartitionedNamespace.open(ns.root).stage(_rows([500], 2), write_id="job")
-    ns.commit_staged([staged])
+def test_staged_writes_carry_their_bounds(ns: PartitionedNamespace) -> None:
+    from lance_sql.tables.namespace.staging import StagedWrite
+
+    a = PartitionedNamespace.open(ns.root).stage(_rows([500, 501], 2), write_id="job")
+    b = PartitionedNamespace.open(ns.root).stage(
+        pa.concat_tables([_rows([600], 2), _rows([30], 1)]), write_id="job"
+    )
+    ns.commit_staged([StagedWrite.from_json(a.to_json()), StagedWrite.from_json(b.to_json())])
     ns = PartitionedNamespace.open(ns.root)
-    assert _bounds_by_g(ns)[2] is None
-    assert _sql(ns, "SELECT id FROM t WHERE id = 500") == [{"id": 500}]
+    got = _bounds_by_g(ns)
+    assert (got[2].columns[0].lo, got[2].columns[0].hi) == (500, 600)
+    assert (got[1].columns[0].lo, got[1].columns[0].hi) == (10, 30)  # merged with the append
+    assert _skipped(ns, "id = 550") == (1, 2)
+    assert _sql(ns, "SELECT id FROM t WHERE id = 30") == [{"id": 30}]
+
+
+def test_staged_writes_without_bounds_drop_them(ns: PartitionedNamespace) -> None:
+    """A stage serialized without bounds (older writers): the table gets none."""
+    import json as _json
+
+    from lance_sql.tables.namespace.staging import StagedWrite
+
+    staged = PartitionedNamespace.open(ns.root).stage(_rows([40], 1), write_id="job")
+    obj = _json.loads(staged.to_json())
+    for p in obj["partitions"]:
+        del p["bounds"]
+    ns.commit_staged([StagedWrite.from_json(_json.dumps(obj))])
+    ns = PartitionedNamespace.open(ns.root)
+    assert _bounds_by_g(ns)[1] is None
+    assert _sql(ns, "SELECT id FROM t WHERE id = 40") == [{"id": 40}]
 
 
 def test_table_written_by_pylance_directly_is_never_skipped(ns: PartitionedNamespace) -> None:
