@@ -70,6 +70,7 @@ class Mutation:
         self.inserts: list[pa.Table] = []
         self.properties: dict[str, str] = {}  # root properties committed with the rows
         self._heads: dict[str, Any] = {}
+        self._filters: dict[int, tuple[pc.Expression, pc.Expression | None]] = {}
         # object_id -> whether every new version of the table only lost rows (deletes,
         # compaction): its column bounds then stay valid (bounds.carried_forward)
         self._subset: dict[str, bool] = {}
@@ -127,12 +128,7 @@ class Mutation:
         read = [s for n in wanted if (s := src[n]) is not None]
         flt = None
         if pushdown is not None and mapping.identity:
-            from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-
-            try:
-                flt = with_sql_float_semantics(pushdown, schema, columns_only=True)
-            except FloatRewriteError:
-                flt = None
+            flt = self._lance_filter(pushdown)
         try:
             table = ds.to_table(columns=read, with_row_id=True, filter=flt)
         except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException):
@@ -153,6 +149,21 @@ class Mutation:
         cols.append(table.column(ROWID))
         names.append(ROWID)
         return pa.Table.from_arrays(cols, names=names)
+
+    def _lance_filter(self, pushdown: pc.Expression) -> pc.Expression | None:
+        """``pushdown`` with SQL float semantics for Lance (None: not expressible), rewritten
+        once per operation rather than once per partition table read."""
+        done = self._filters.get(id(pushdown))
+        if done is not None and done[0] is pushdown:
+            return done[1]
+        from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
+
+        try:
+            flt = with_sql_float_semantics(pushdown, self.ns.schema, columns_only=True)
+        except FloatRewriteError:
+            flt = None
+        self._filters[id(pushdown)] = (pushdown, flt)  # holds pushdown: its id stays unique
+        return flt
 
     def count(self, entry: PartitionTable) -> int:
         """Rows of ``entry`` at its pinned version (metadata only; nothing is restored)."""
