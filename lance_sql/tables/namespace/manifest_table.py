@@ -191,7 +191,7 @@ def _snapshot(
     _check_columns(ds.schema, manifest_uri(root))
     lance_schema = ds.schema
     if written is not None and written.schema.equals(lance_schema, check_metadata=True):
-        rows = written
+        rows = written.combine_chunks()  # one chunk per column, as a read gives
     else:
         rows = ds.to_table()
     if "location" not in lance_schema.names:

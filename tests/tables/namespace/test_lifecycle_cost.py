@@ -82,6 +82,10 @@ def test_committed_rows_are_the_rows_on_disk(ns) -> None:
     assert new.lance_schema.equals(on_disk.lance_schema, check_metadata=True)
     assert new.properties == on_disk.properties
     assert new.identity == on_disk.identity
+    # chunks do not pile up over many commits in one process (a read gives one per column)
+    for i in range(5):
+        overwrite_dynamic(ns, _rows(1, start=700 + i))
+    assert {c.num_chunks for c in ns.snapshot.rows.columns} == {1}
 
 
 def test_mutation_base_entries_equal_entries_of_its_base_snapshot(ns) -> None:
