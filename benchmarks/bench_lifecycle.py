@@ -70,6 +70,14 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, out
 
 
+def _timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall, CPU of the whole process including Lance's threads, result): on a loaded
+    machine the CPU ratio moves far less than the wall-clock one."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, time.process_time() - c0, out
+
+
 def _profile(fn: Callable[[], Any], top: int = 25) -> None:
     import cProfile
     import pstats
@@ -114,6 +122,8 @@ def bench_overwrite(
     out = []
     for size in day_rows:
         ns_times, pq_times, pl_times = [], [], []
+        ns_cpu: list[float] = []
+        pq_cpu: list[float] = []
         for r in range(rounds):
             d = all_days[int(rng.integers(0, DAYS))]
             new = pa.table(
@@ -142,11 +152,14 @@ def bench_overwrite(
                 _profile(namespace)
                 parquet()
                 continue
-            sides = [(namespace, ns_times), (parquet, pq_times), (pylance, pl_times)]
-            for fn, times in sides[r % 3 :] + sides[: r % 3]:
-                times.append(_timed(fn)[0])
+            sides = [(namespace, ns_times, ns_cpu), (parquet, pq_times, pq_cpu)]
+            sides.append((pylance, pl_times, []))
+            for fn, times, cpu in sides[r % 3 :] + sides[: r % 3]:
+                wall, used, _ = _timed_cpu(fn)
+                times.append(wall)
+                cpu.append(used)
         measure = f"dynamic overwrite of one day ({size:,} rows) / pyarrow Parquet rewrite"
-        out.append(_result(measure, ns_times, pq_times, size))
+        out.append(_result(measure, ns_times, pq_times, size, cpu=(ns_cpu, pq_cpu)))
         out[-1]["pylance_write_s"] = statistics.median(pl_times)
         out[-1]["ratio_to_pylance_write"] = out[-1]["namespace_s"] / out[-1]["pylance_write_s"]
         print(out[-1], flush=True)
@@ -187,6 +200,8 @@ def bench_delete(base: Path, rows: int, rounds: int, profile: bool) -> list[dict
     out = []
     for pruned in (False, True):
         ns_times, pl_times = [], []
+        ns_cpu: list[float] = []
+        pl_cpu: list[float] = []
         for r in range(rounds):
             i = picks[2 * r + int(pruned)]
             key, part = int(id_col[i]), int(k_col[i])
@@ -205,14 +220,19 @@ def bench_delete(base: Path, rows: int, rounds: int, profile: bool) -> list[dict
                 pylance()
                 continue
             first, second = (namespace, pylance) if r % 2 == 0 else (pylance, namespace)
-            t1, n1 = _timed(first)
-            t2, n2 = _timed(second)
+            t1, c1, n1 = _timed_cpu(first)
+            t2, c2, n2 = _timed_cpu(second)
             assert n1 == n2 == 1, (where, n1, n2)
-            tn, tp = (t1, t2) if first is namespace else (t2, t1)
+            (tn, cn), (tp, cp) = (
+                ((t1, c1), (t2, c2)) if first is namespace else ((t2, c2), (t1, c1))
+            )
             ns_times.append(tn)
             pl_times.append(tp)
+            ns_cpu.append(cn)
+            pl_cpu.append(cp)
         what = "point delete, filter prunes to 1 partition" if pruned else "point delete"
-        out.append(_result(f"{what} / pylance delete on one dataset", ns_times, pl_times, rows))
+        measure = f"{what} / pylance delete on one dataset"
+        out.append(_result(measure, ns_times, pl_times, rows, cpu=(ns_cpu, pl_cpu)))
     assert ns.count_rows() == ds.count_rows(), "delete: row counts differ"
     return out
 
@@ -338,9 +358,16 @@ def bench_index(base: Path, rows: int, rounds: int) -> list[dict[str, Any]]:
     return out
 
 
-def _result(measure: str, ns_times: list[float], base_times: list[float], rows: int) -> dict:
+def _result(
+    measure: str,
+    ns_times: list[float],
+    base_times: list[float],
+    rows: int,
+    *,
+    cpu: tuple[list[float], list[float]] | None = None,
+) -> dict:
     n, b = statistics.median(ns_times), statistics.median(base_times)
-    return {
+    out = {
         "measure": measure,
         "rows": rows,
         "namespace_s": n,
@@ -348,6 +375,10 @@ def _result(measure: str, ns_times: list[float], base_times: list[float], rows: 
         "ratio": n / b,
         "rounds": len(ns_times),
     }
+    if cpu is not None:
+        nc, bc = statistics.median(cpu[0]), statistics.median(cpu[1])
+        out.update(namespace_cpu_s=nc, baseline_cpu_s=bc, cpu_ratio=nc / bc)
+    return out
 
 
 def main() -> None:
