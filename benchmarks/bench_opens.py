@@ -28,7 +28,9 @@ Each query is planned and run through ``lance_sql.SessionContext``; answers
 of both sides are compared. The ratio namespace / one dataset is the result
 (issue #18: point lookup <= 1.5x).
 
-Usage: ``python benchmarks/bench_opens.py [--rows N] [--repeat R] [--dir PATH]``.
+Usage: ``python benchmarks/bench_opens.py [--rows N] [--repeat R] [--dir PATH]
+[--bounds-on-off]`` (the last also times both lookups with column-bounds
+skipping switched off, alternating in one process).
 """
 
 from __future__ import annotations
@@ -148,6 +150,42 @@ def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
     return results
 
 
+def bounds_on_off(ns_root: str, rows: int, repeat: int) -> list[dict[str, Any]]:
+    """The two point lookups with column-bounds skipping on / off (alternating, one process).
+
+    Off = ``planning.bounds.skip_by_bounds`` replaced by a function that skips
+    nothing, i.e. the planner as it was before bounds. Answers are compared.
+    """
+    from lance_sql.planning import bounds
+
+    real = bounds.skip_by_bounds
+
+    def off(pred: Any, table: pa.Table) -> tuple[pa.Table, int]:
+        return table, 0
+
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("ns", ns_root)
+    key = rows // 3
+    out = []
+    for name, col in (("random id", "id"), ("clustered eid", "eid")):
+        sql = f"SELECT id, day, x, s FROM ns WHERE {col} = {key}"
+        t_on, t_off = [], []
+        try:
+            for _ in range(repeat):
+                bounds.skip_by_bounds = real
+                t, on_rows = timed(lambda sql=sql: ctx.sql(sql).to_pylist())
+                t_on.append(t)
+                bounds.skip_by_bounds = off
+                t, off_rows = timed(lambda sql=sql: ctx.sql(sql).to_pylist())
+                t_off.append(t)
+                if not _same(on_rows, off_rows):
+                    raise AssertionError(f"{sql}: {on_rows} != {off_rows}")
+        finally:
+            bounds.skip_by_bounds = real
+        out.append({"lookup": name, "on_s": min(t_on), "off_s": min(t_off)})
+    return out
+
+
 def service(ns_root: str, one_uri: str, rows: int, threads: int, per_thread: int) -> dict[str, Any]:
     """``threads`` threads on one shared context: one-day aggregates and day-pruned lookups.
 
@@ -261,6 +299,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         "--threads", type=int, default=0, help="also run the service mix on N threads"
     )
     parser.add_argument("--per-thread", type=int, default=20)
+    parser.add_argument(
+        "--bounds-on-off", action="store_true", help="also time both lookups with bounds off"
+    )
     args = parser.parse_args(argv)
     tmp = None
     directory = args.dir
@@ -270,6 +311,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     directory.mkdir(parents=True, exist_ok=True)
     try:
         results = run(max(args.rows, DAYS), args.repeat, directory)
+        if args.bounds_on_off:
+            ns_root, _ = build(directory, max(args.rows, DAYS))
+            for r in bounds_on_off(ns_root, max(args.rows, DAYS), args.repeat):
+                print(
+                    f"bounds on/off, {r['lookup']} lookup: {r['on_s']:.4f} s / "
+                    f"{r['off_s']:.4f} s = {r['on_s'] / r['off_s']:.2f}"
+                )
         if args.threads:
             ns_root, one_uri = build(directory, max(args.rows, DAYS))
             svc = service(ns_root, one_uri, max(args.rows, DAYS), args.threads, args.per_thread)
