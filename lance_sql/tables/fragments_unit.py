@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.tables.float_filters import FloatRewriteError
+from lance_sql.tables.materialization import late_materialization
 from lance_sql.tables.scan import (
     FILTER_REFUSED,
     ScanMetrics,
@@ -145,12 +146,14 @@ class LanceFragmentsUnit(ScanUnit):
         if not columns:
             return super().read_table(columns, filter)
         try:
+            fragments = self._fragments()
             scanner = lance_scanner(
                 self.dataset,
                 columns=list(columns),
                 filter=filter,
-                fragments=self._fragments(),
+                fragments=fragments,
                 batch_size=READ_TABLE_BATCH_ROWS,
+                late_materialization=late_materialization(self.dataset, fragments, columns, filter),
             )
             table = scanner.to_table()
         except FILTER_REFUSED:
@@ -186,6 +189,7 @@ class LanceFragmentsUnit(ScanUnit):
                 fragments=fragments,
                 batch_size=batch_size,
                 with_row_id=not columns,
+                late_materialization=late_materialization(ds, fragments, columns, filter),
             )
             reader = scanner.to_reader()
         except FILTER_REFUSED:

@@ -313,8 +313,12 @@ def lance_scanner(
     fragments: list[Any] | None = None,
     batch_size: int | None = None,
     with_row_id: bool = False,
+    late_materialization: bool | None = None,
 ) -> Any:
     """A pylance scanner with ``filter`` pushed into Lance.
+
+    ``late_materialization``: pylance's option (None: Lance's default; see
+    :mod:`lance_sql.tables.materialization` for how scans choose it).
 
     The filter is serialized here (see :func:`_substrait_filter`: what
     pylance's own ``scanner(filter=...)`` does, with more column types stubbed
@@ -337,6 +341,8 @@ def lance_scanner(
             builder.batch_size(batch_size)
         builder.with_row_id(with_row_id)
         builder.scan_in_order(False)
+        if late_materialization is not None:
+            builder.late_materialization(late_materialization)
         builder._substrait_filter = payload
     except (ImportError, AttributeError):  # pylance internals moved: the public path
         if filter is not None:
@@ -348,6 +354,7 @@ def lance_scanner(
             batch_size=batch_size,
             with_row_id=with_row_id,
             scan_in_order=False,
+            late_materialization=late_materialization,
         )
     return builder.to_scanner()
 
