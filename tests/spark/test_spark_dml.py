@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from test_replace_where import BASE, SCHEMA, make, ns_rows, rows_of, unowned_files
 
 import lance_sql.spark as lance_spark
 from lance_sql.engines.spark.dml import DeleteJob, DeleteTasks
+from lance_sql.engines.spark.dml_merge import MergeJob, MergeTasks
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 pytestmark = pytest.mark.spark
@@ -105,6 +107,114 @@ def test_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: Pa
     if spark.sparkContext.master.startswith("local-cluster"):
         assert job.run() == 30  # the retried attempt succeeds
         assert ns_rows(root) == duckdb_after_delete(where)
+    else:
+        with pytest.raises(Exception, match="injected task failure"):
+            job.run()
+        assert PartitionedNamespace.open(root).manifest_version == before
+        assert ns_rows(root) == rows_of(BASE)
+    assert unowned_files(root) == []
+    assert not os.path.exists(os.path.join(root, "_spark_staging"))
+
+
+SOURCE = pa.table(
+    {
+        "k": [3, 4, 5, 31, 59, 100, 101],
+        "d": [0, 2, 1, 1, 2, 1, 0],  # k=4 moves from day 1 to day 2
+        "v": [-3.0, -4.0, None, -31.0, -59.0, 100.0, 101.0],
+    },
+    schema=SCHEMA,
+)
+DDL = "k long, d long, v double"
+
+MERGES = {
+    "upsert": {"when_matched_update": True, "when_not_matched_insert": True},
+    "update-only": {"when_matched_update": {"v": "source.v * 10", "d": "target.d"}},
+    "delete-or-update": {
+        "when_matched_delete": "source.v < -30",
+        "when_matched_update": "*",
+        "when_not_matched_insert": True,
+    },
+    "delete-only": {"when_matched_delete": True},
+    "insert-only": {"when_not_matched_insert": True},
+}
+
+
+def duckdb_upsert() -> list[tuple[Any, ...]]:
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("base", BASE)
+    con.register("src", SOURCE)
+    out = con.sql(
+        "SELECT k, d, v FROM base WHERE k NOT IN (SELECT k FROM src) "
+        "UNION ALL SELECT k, d, v FROM src"
+    )
+    return rows_of(out.to_arrow_table().cast(SCHEMA))
+
+
+@pytest.mark.parametrize("name", list(MERGES))
+def test_merge_equals_python_api(spark: Any, tmp_path: Path, name: str) -> None:
+    clauses = MERGES[name]
+    py, sp = str(tmp_path / "py"), str(tmp_path / "spark")
+    expected = make(py).merge(SOURCE, on=["k"], **clauses)
+    before = make(sp).manifest_version
+    df = spark.createDataFrame(SOURCE.to_pylist(), DDL).repartition(2)
+    got = lance_spark.merge(spark, sp, df, on=["k"], **clauses)
+    assert (got.updated, got.deleted, got.inserted) == (
+        expected.updated,
+        expected.deleted,
+        expected.inserted,
+    )
+    after = PartitionedNamespace.open(sp)
+    assert after.manifest_version == before + (1 if got.rows else 0)  # one __manifest commit
+    assert ns_rows(sp) == ns_rows(py)
+    if name == "upsert":
+        assert ns_rows(sp) == duckdb_upsert()
+    assert unowned_files(sp) == []
+    assert not os.path.exists(os.path.join(sp, "_spark_staging"))
+
+
+def test_merge_refuses_a_duplicate_key(spark: Any, tmp_path: Path) -> None:
+    from lance_sql.tables.namespace.merge import MergeKeyError
+
+    root = str(tmp_path / "ns")
+    make(root)
+    df = spark.createDataFrame([(1, 0, 1.0), (1, 1, 2.0)], DDL)
+    with pytest.raises(MergeKeyError):
+        lance_spark.merge(spark, root, df, on=["k"], when_matched_update=True)
+    assert ns_rows(root) == rows_of(BASE)
+
+
+class FaultyMergeTasks(MergeTasks):
+    """The first attempt of one table's task fails after staging its deletes and rows."""
+
+    def merge_one(self, reader: Any, oid: str, src: Any, attempt: str, lease: Any) -> Any:
+        from pyspark import TaskContext
+
+        out = super().merge_one(reader, oid, src, attempt, lease)
+        ctx = TaskContext.get()
+        wrote = out["staged"] and out["delete"]["files"]
+        if wrote and ctx is not None and ctx.attemptNumber() == 0:
+            raise RuntimeError("injected task failure")
+        return out
+
+
+class FaultyMergeJob(MergeJob):
+    merge_tasks = FaultyMergeTasks
+
+
+def test_failed_merge_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: Path) -> None:
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    root = str(tmp_path / "ns")
+    make(root)
+    before = PartitionedNamespace.open(root).manifest_version
+    df = spark.createDataFrame(SOURCE.to_pylist(), DDL)
+    job = FaultyMergeJob(spark, root, df, ["k"], True, False, True, None)
+    if spark.sparkContext.master.startswith("local-cluster"):
+        job.run()  # the retried attempts succeed
+        assert ns_rows(root) == duckdb_upsert()
     else:
         with pytest.raises(Exception, match="injected task failure"):
             job.run()

@@ -79,10 +79,18 @@ def delete(spark: Any, root: str, where: str, **kwargs: Any) -> int:
     return impl(spark, root, where, **kwargs)
 
 
+def merge(spark: Any, root: str, source: Any, on: Any, **kwargs: Any) -> Any:
+    """See :func:`lance_sql.engines.spark.dml_merge.merge`."""
+    from lance_sql.engines.spark.dml_merge import merge as impl
+
+    return impl(spark, root, source, on, **kwargs)
+
+
 __all__ = [
     "SETTINGS",
     "delete",
     "describe_read",
+    "merge",
     "partitioned_join",
     "register",
     "scan_scoped_pushdown",

@@ -58,19 +58,27 @@ class TableDelete:
     files: tuple[str, ...] = ()  # deletion files written (relative to the table)
 
 
+class _Pinned:
+    """``ns`` as a :class:`Mutation` sees it, kept at the version it was opened at."""
+
+    def __init__(self, ns: Any) -> None:
+        self._ns = ns
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ns, name)
+
+    def _check_writable(self) -> None:  # tasks only read (a version-pinned namespace)
+        return None
+
+    def _set_snapshot(self, snapshot: Any) -> None:  # stay at the planned version
+        return None
+
+
 def pinned_reader(ns: Any) -> Any:
     """The row operations' reader (:meth:`Mutation.rows`) over ``ns`` as opened; commits nothing."""
     from lance_sql.tables.namespace.mutation import Mutation
-    from lance_sql.tables.namespace.reader import table_entries
 
-    reader = Mutation.__new__(Mutation)  # Mutation() would move to the latest __manifest
-    reader.ns = ns
-    reader.snapshot = ns.snapshot
-    reader.storage_options = ns.storage_options
-    fids = [f.field_id for f in ns.all_fields()]
-    reader.entries = {e.object_id: e for e in table_entries(ns.snapshot.rows, ns.root, fids)}
-    reader._heads = {}
-    return reader
+    return Mutation(_Pinned(ns))
 
 
 class DeleteTasks:
@@ -117,7 +125,17 @@ class DeleteTasks:
         rows = reader.rows(entry, _filter_columns(reader, self.where), pushdown=expr)
         if rows.num_rows:
             rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), self.where))
-        ids = np.unique(rows.column(ROWID).to_numpy()) if rows.num_rows else np.array([])
+        ids = rows.column(ROWID).to_numpy() if rows.num_rows else np.array([], np.uint64)
+        return self.stage_deletes(reader, entry, ids, attempt, lease)
+
+    def stage_deletes(
+        self, reader: Any, entry: Any, ids: np.ndarray, attempt: str, lease: Any
+    ) -> TableDelete:
+        """Deletion files for the rows ``ids`` (``_rowid``) of ``entry``; nothing committed."""
+        from lance_sql.tables.namespace.mutation import ROWID
+
+        oid = entry.object_id
+        ids = np.unique(ids.astype(np.uint64))
         if not len(ids):
             return TableDelete(oid, attempt, 0)
         if len(ids) >= reader.count(entry):
@@ -267,15 +285,28 @@ class DeleteJob:
         m.set_version(entry, ds)
         return {(entry.location, f) for f in r.files}
 
-    def cleanup(self, write_id: str, kept: set[tuple[str, str]]) -> None:
-        """Remove journaled deletion files no table commit took, then the journal."""
-        from lance_sql.engines.spark.write_journal import read_journal, remove_orphans
+    def cleanup(
+        self,
+        write_id: str,
+        kept: set[tuple[str, str]],
+        stages: list[Any] | None = None,
+        attempts: list[str] | None = None,
+    ) -> None:
+        """Remove journaled deletion files no table commit took, data files of attempts not
+        committed (``stages``/``attempts``: the committed ones), then the journal."""
+        from lance_sql.engines.spark.write_journal import (
+            committed_files,
+            read_journal,
+            remove_orphans,
+        )
         from lance_sql.engines.spark.write_lease import fence_and_wait
         from lance_sql.format.storage import resolve
         from lance_sql.tables.namespace.layout import child_uri, resolve_location
+        from lance_sql.tables.namespace.manifest_table import read_manifest
+        from lance_sql.tables.namespace.reader import table_entries
 
         opts = self.storage_options
-        fence_and_wait(self.root, write_id, opts)
+        fence_and_wait(self.root, write_id, opts, attempts or [])
         for e in read_journal(self.root, write_id, opts):
             location, name = e.get("location"), e.get("deletion")
             if not isinstance(location, str) or not isinstance(name, str):
@@ -290,7 +321,12 @@ class DeleteJob:
                 pass
             except (OSError, LanceSqlError):
                 continue
-        remove_orphans(self.root, write_id, set(), set(), opts)  # the journal itself
+        now = read_manifest(self.root, storage_options=opts)
+        live = {e.location for e in table_entries(now.rows, now.root, [])}
+        kept_files = committed_files(stages or [])
+        remove_orphans(
+            self.root, write_id, kept_files, live, opts, committed_attempts=attempts or []
+        )
 
 
 def _tuples(obj: dict[str, Any]) -> dict[str, Any]:

@@ -238,7 +238,7 @@ def match_table(
         _match_keys(target, on)
         .append_column(_ROW, target.column(_ROW))
         .join(
-            _match_keys(src, on).append_column(_ROW, src.column(_ROW)),
+            _match_keys(src, on).append_column(_ROW, pa.array(np.arange(src.num_rows))),
             keys=on,
             join_type="inner",
             right_suffix="_s",
@@ -247,7 +247,7 @@ def match_table(
     if not pairs.num_rows:
         return none
     t_idx = pairs.column(_ROW).to_numpy()
-    s_idx = pairs.column(_ROW + "_s").to_numpy()
+    s_idx = pairs.column(_ROW + "_s").to_numpy()  # positions in src (its _ROW: any numbers)
     matched = src.column(_ROW).take(pa.array(s_idx)).to_numpy()
     t_rows = target.take(t_idx).drop_columns([_ROW])
     s_rows = src.take(s_idx).drop_columns([_ROW])
