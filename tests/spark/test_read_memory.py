@@ -144,3 +144,63 @@ def test_planning_a_where_imports_neither_numba_nor_datafusion(tmp_path: Path) -
     assert out[wheres[0]] == 8  # one day: its 8 buckets
     assert 1 <= out[wheres[1]] <= 2 * 4  # two buckets, four days at most
     assert 1 <= out[wheres[2]] <= 3 * 4  # three buckets (of 8) pruned
+
+
+READ = """
+import json, pickle, sys
+def anon():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon"):
+            return int(line.split()[1]) * 1024
+reader, parts = pickle.load(open(sys.argv[1], "rb"))
+out = []
+for p in parts:  # warm: open the tables, load pylance's code
+    for b in reader.read(p):
+        break
+for p in parts:
+    before, rows, peak = anon(), 0, 0
+    for b in reader.read(p):
+        rows += b.num_rows
+        peak = max(peak, anon() - before)
+    out.append([rows, peak])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_a_read_task_holds_a_few_batches_not_its_partition(tmp_path: Path) -> None:
+    """A task's memory while it streams a partition does not grow with the partition.
+
+    One partition of ~150 MB of decoded rows: the worker's anonymous memory
+    (where pylance's decoded batches live) stays far below that.
+    """
+    import pickle
+
+    from lance_sql.engines.spark.source import LanceNamespaceDataSource
+
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("s", pa.utf8())])
+    root = str(tmp_path / "ns")
+    ns = PartitionedNamespace.create(
+        root, schema, [{"source": "k", "transform": "bucket", "num_buckets": 2}]
+    )
+    n = 1_000_000
+    pad = "x" * 140
+    ns.append(pa.table({"k": np.arange(n), "s": pa.array([pad] * n)}, schema=schema))
+    ds = LanceNamespaceDataSource({"path": root, "min_partitions": "1"})
+    reader = ds.reader(ds.schema())
+    parts = reader.partitions()
+    assert len(parts) == 1  # the whole namespace in one task
+    blob = tmp_path / "parts.pkl"
+    blob.write_bytes(pickle.dumps((reader, parts)))
+    proc = subprocess.run(
+        [sys.executable, "-c", READ, str(blob)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    ((rows, peak),) = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rows == n
+    decoded = n * (8 + 4 + len(pad))
+    print(f"peak anon growth {peak / 2**20:.0f} MiB for {decoded / 2**20:.0f} MiB decoded")
+    assert peak < decoded / 4, (peak, decoded)
