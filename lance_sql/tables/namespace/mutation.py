@@ -62,9 +62,7 @@ class Mutation:
         self.snapshot: ManifestSnapshot = ns.snapshot
         self.storage_options = ns.storage_options
         fids = [f.field_id for f in ns.all_fields()]
-        self.entries = {
-            e.object_id: e for e in table_entries(self.snapshot.rows, self.snapshot.root, fids)
-        }
+        self.entries = {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
         self.versions: dict[str, int] = {}  # object_id -> new pinned version
         self.dropped: set[str] = set()
         self.inserts: list[pa.Table] = []
@@ -289,6 +287,42 @@ class Mutation:
         return snap
 
 
+# (root, field ids, partition column types) -> {row of __manifest: its entry or None}
+_ENTRIES: dict[tuple[Any, ...], dict[tuple[Any, ...], PartitionTable | None]] = {}
+_ENTRIES_MAX = 1 << 16  # rows remembered per namespace before starting over
+_MISS = object()
+_ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_branch", "read_tag")
+
+
+def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[PartitionTable]:
+    """``table_entries`` of ``snapshot``, reusing the entries of rows seen unchanged before.
+
+    Consecutive ``__manifest`` versions share all but a few rows; a row equal in
+    every column the entry is made of (object id, type, location, pins and
+    partition values of the same types) gives the same entry, so only new or
+    changed rows go through :func:`table_entries` (and its location checks).
+    """
+    rows = snapshot.rows
+    parts = [f"partition_field_{fid}" for fid in field_ids]
+    names = [n for n in (*_ENTRY_COLUMNS, *parts) if n in rows.column_names]
+    types = tuple((n, str(rows.schema.field(n).type)) for n in names)
+    cache = _ENTRIES.setdefault((snapshot.root, tuple(field_ids), types), {})
+    if len(cache) > _ENTRIES_MAX:
+        cache.clear()
+    keys = list(zip(*(rows.column(n).to_pylist() for n in names), strict=True))
+    got: list[Any] = [cache.get(k, _MISS) for k in keys]
+    missing = [i for i, e in enumerate(got) if e is _MISS]
+    if missing:
+        fresh = table_entries(rows.take(missing), snapshot.root, field_ids)
+        by_oid = {e.object_id: e for e in fresh}
+        oid_at = names.index("object_id")
+        for i in missing:
+            got[i] = cache[keys[i]] = by_oid.get(keys[i][oid_at])
+    out = [e for e in got if e is not None]
+    out.sort(key=lambda e: e.object_id)
+    return out
+
+
 def _check_version_pin(entry: PartitionTable) -> None:
     if entry.read_tag or entry.read_branch:
         pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
@@ -370,4 +404,12 @@ def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
     return tuple(_key(entry.values.get(fid)) for fid in field_ids)
 
 
-__all__ = ["ROWID", "Mutation", "finish", "run", "table_conflicts", "values_key"]
+__all__ = [
+    "ROWID",
+    "Mutation",
+    "finish",
+    "run",
+    "snapshot_entries",
+    "table_conflicts",
+    "values_key",
+]
