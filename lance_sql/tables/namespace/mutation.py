@@ -290,6 +290,7 @@ class Mutation:
 # (root, field ids, partition column types) -> {row of __manifest: its entry or None}
 _ENTRIES: dict[tuple[Any, ...], dict[tuple[Any, ...], PartitionTable | None]] = {}
 _ENTRIES_MAX = 1 << 16  # rows remembered per namespace before starting over
+_ENTRIES_NAMESPACES = 64  # namespaces (and field id lists) remembered before starting over
 _MISS = object()
 _ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_branch", "read_tag")
 
@@ -306,7 +307,10 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
     parts = [f"partition_field_{fid}" for fid in field_ids]
     names = [n for n in (*_ENTRY_COLUMNS, *parts) if n in rows.column_names]
     types = tuple((n, str(rows.schema.field(n).type)) for n in names)
-    cache = _ENTRIES.setdefault((snapshot.root, tuple(field_ids), types), {})
+    key = (snapshot.root, tuple(field_ids), types)
+    if key not in _ENTRIES and len(_ENTRIES) >= _ENTRIES_NAMESPACES:
+        _ENTRIES.clear()
+    cache = _ENTRIES.setdefault(key, {})
     if len(cache) > _ENTRIES_MAX:
         cache.clear()
     keys = list(zip(*(rows.column(n).to_pylist() for n in names), strict=True))
