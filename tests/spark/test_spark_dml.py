@@ -222,3 +222,33 @@ def test_failed_merge_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_pa
         assert ns_rows(root) == rows_of(BASE)
     assert unowned_files(root) == []
     assert not os.path.exists(os.path.join(root, "_spark_staging"))
+
+
+def test_merge_source_with_fewer_and_extra_columns(spark: Any, tmp_path: Path) -> None:
+    """Target columns the source lacks are kept (update) or NULL (insert); extra source
+    columns serve the conditions; keys of another integer type are cast, as ns.merge does."""
+    narrow = pa.table({"k": pa.array([2, 5, 77], pa.int32()), "v": [-2.0, -5.0, -77.0]})
+    extra = pa.table(
+        {"k": [1, 2, 4], "v": [10.0, 20.0, 40.0], "op": ["D", "U", "U"]},
+    )
+    cases = [
+        (narrow, "k int, v double", {"when_matched_update": "*", "when_not_matched_insert": True}),
+        (
+            extra,
+            "k long, v double, op string",
+            {"when_matched_delete": "source.op = 'D'", "when_matched_update": {"v": "source.v"}},
+        ),
+    ]
+    for i, (source, ddl, clauses) in enumerate(cases):
+        py, sp = str(tmp_path / f"py{i}"), str(tmp_path / f"spark{i}")
+        expected = make(py).merge(source, on=["k"], **clauses)
+        make(sp)
+        df = spark.createDataFrame(source.to_pylist(), ddl)
+        got = lance_spark.merge(spark, sp, df, on=["k"], **clauses)
+        assert (got.updated, got.deleted, got.inserted) == (
+            expected.updated,
+            expected.deleted,
+            expected.inserted,
+        )
+        assert ns_rows(sp) == ns_rows(py)
+        assert unowned_files(sp) == []

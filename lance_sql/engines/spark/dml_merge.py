@@ -292,6 +292,7 @@ class MergeJob(DeleteJob):
     def insert_step(
         self, version: int, write_id: str, matched_rows: list[int]
     ) -> tuple[list[Any], list[str]]:
+        from lance_sql.engines.spark.types import spark_struct
         from lance_sql.engines.spark.write import LanceNamespaceWriter
         from lance_sql.tables.namespace.staging import StagedWrite
 
@@ -300,6 +301,11 @@ class MergeJob(DeleteJob):
             done = self.spark.createDataFrame([(int(i),) for i in set(matched_rows)], f"{ROW} long")
             rest = rest.join(done, ROW, "left_anti")
         rest = rest.drop(ROW)
+        # keys compare (and insert) in the namespace's types, as ns.merge casts them
+        struct = spark_struct(pa.schema([self.ns.schema.field(k) for k in self.on]))
+        for f in struct.fields:
+            if rest.schema[f.name].dataType != f.dataType:
+                rest = rest.withColumn(f.name, rest[f.name].cast(f.dataType))
         options = {"path": self.root, "version": str(version)}
         if self.storage_options:
             options["storage_options"] = json.dumps(self.storage_options)
