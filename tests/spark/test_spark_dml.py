@@ -252,3 +252,54 @@ def test_merge_source_with_fewer_and_extra_columns(spark: Any, tmp_path: Path) -
         )
         assert ns_rows(sp) == ns_rows(py)
         assert unowned_files(sp) == []
+
+
+class RacedDeleteJob(DeleteJob):
+    """Another writer appends after the first attempt's tasks ran: the commit conflicts."""
+
+    raced = False
+
+    def run_tasks(self, m: Any, object_ids: list[str], write_id: str) -> Any:
+        out = super().run_tasks(m, object_ids, write_id)
+        if not self.raced:
+            self.raced = True
+            extra = pa.table({"k": [900, 901], "d": [1, 2], "v": [900.0, None]}, schema=SCHEMA)
+            PartitionedNamespace.open(self.root).append(extra)
+        return out
+
+
+class RacedMergeJob(MergeJob):
+    raced = False
+
+    def matched_step(self, m: Any, version: int, write_id: str) -> Any:
+        out = super().matched_step(m, version, write_id)
+        if not self.raced:
+            self.raced = True
+            extra = pa.table({"k": [900, 901], "d": [1, 2], "v": [900.0, None]}, schema=SCHEMA)
+            PartitionedNamespace.open(self.root).append(extra)
+        return out
+
+
+def test_a_concurrent_commit_replays_the_operation(spark: Any, tmp_path: Path) -> None:
+    extra = pa.table({"k": [900, 901], "d": [1, 2], "v": [900.0, None]}, schema=SCHEMA)
+    where = "k % 3 = 0 OR k = 900"
+    py, sp = str(tmp_path / "py"), str(tmp_path / "spark")
+    ns = make(py)
+    ns.append(extra)
+    expected = ns.delete(where)
+    make(sp)
+    assert RacedDeleteJob(spark, sp, where, None).run() == expected
+    assert ns_rows(sp) == ns_rows(py)
+    assert unowned_files(sp) == []
+
+    py, sp = str(tmp_path / "py2"), str(tmp_path / "spark2")
+    ns = make(py)
+    ns.append(extra)
+    src = pa.table({"k": [3, 900, 1000], "d": [1, 1, 1], "v": [1.0, 2.0, 3.0]}, schema=SCHEMA)
+    exp = ns.merge(src, on=["k"], when_matched_update=True, when_not_matched_insert=True)
+    make(sp)
+    df = spark.createDataFrame(src.to_pylist(), DDL)
+    got = RacedMergeJob(spark, sp, df, ["k"], True, False, True, None).run()
+    assert (got.updated, got.inserted) == (exp.updated, exp.inserted) == (2, 1)
+    assert ns_rows(sp) == ns_rows(py)
+    assert unowned_files(sp) == []
