@@ -153,14 +153,15 @@ class NamespaceWriter:
         namespaces: dict[tuple[Any, ...], str] = {}
         tables: dict[tuple[Any, ...], PartitionTable] = {}
         depth_of_table = len(fids) + 2
-        wanted = {"object_id", "object_type", *(f"partition_field_{fid}" for fid in fids)}
-        cols = {name: rows.column(name).to_pylist() for name in rows.column_names if name in wanted}
+        wanted = {"object_id", *(f"partition_field_{fid}" for fid in fids)}
+        ns_rows = rows.filter(pc.equal(rows.column("object_type"), NAMESPACE))  # tables: below
+        cols = {n: ns_rows.column(n).to_pylist() for n in ns_rows.column_names if n in wanted}
         for i, oid in enumerate(cols.get("object_id", [])):
             parts = oid.split("$")
             if parts[0] != self._prefix:
                 continue
             level = len(parts) - 1
-            if cols["object_type"][i] == NAMESPACE and 1 <= level <= len(fids):
+            if 1 <= level <= len(fids):
                 key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
                 namespaces[key] = oid
         known = self._known_entries if snapshot is self.snapshot else None
@@ -170,10 +171,7 @@ class NamespaceWriter:
                 continue
             key = tuple(_key(entry.values.get(fid)) for fid in fids)
             tables[key] = entry
-        has_spec_row = any(
-            oid == self._prefix and t == NAMESPACE
-            for oid, t in zip(cols.get("object_id", []), cols.get("object_type", []), strict=True)
-        )
+        has_spec_row = self._prefix in cols.get("object_id", [])
         return namespaces, tables, has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
