@@ -303,3 +303,25 @@ def test_a_concurrent_commit_replays_the_operation(spark: Any, tmp_path: Path) -
     assert (got.updated, got.inserted) == (exp.updated, exp.inserted) == (2, 1)
     assert ns_rows(sp) == ns_rows(py)
     assert unowned_files(sp) == []
+
+
+class CountingMergeJob(MergeJob):
+    def candidate_tables(self, m: Any) -> list[str]:
+        out = super().candidate_tables(m)
+        self.seen = (len(out), len(m.entries))
+        return out
+
+
+def test_merge_reads_only_the_tables_a_key_may_be_in(spark: Any, tmp_path: Path) -> None:
+    py, sp = str(tmp_path / "py"), str(tmp_path / "spark")
+    src = pa.table({"k": [3, 3000], "d": [2, 0], "v": [-3.0, 1.0]}, schema=SCHEMA)
+    exp = make(py).merge(src, on=["k"], when_matched_update=True, when_not_matched_insert=True)
+    make(sp)
+    job = CountingMergeJob(
+        spark, sp, spark.createDataFrame(src.to_pylist(), DDL), ["k"], True, False, True, None
+    )
+    got = job.run()
+    assert (got.updated, got.inserted) == (exp.updated, exp.inserted) == (1, 1)
+    assert ns_rows(sp) == ns_rows(py)
+    read, tables = job.seen
+    assert tables == 6 and read <= 4  # bucket(2, k): at most one bucket per key and day

@@ -28,10 +28,11 @@ does). Task attempts hold leases and journal their files, and every file no
 commit took is removed afterwards (:mod:`.dml`), so a failed task commits
 nothing and leaves no file.
 
-Not done yet: partition tables are not pruned by the source's key values
-(every table is read, with the key filter pushed into Lance), and each task
-receives the whole keyed source (suits change feeds, not a source as large as
-the target).
+Pruning: with at most :data:`PRUNE_KEYS` distinct source keys (collected on
+the driver, keys only) the partition tables are pruned by the key filter
+``ns.merge`` uses; with more, every table is read (the key filter still pushed
+into Lance). Not done yet: each task receives the whole keyed source (suits
+change feeds, not a source as large as the target).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from lance_sql.errors import CommitConflictError, SchemaMismatchError
 
 ROW = "__lance_sql_row"  # the source row number (merge.py's _ROW)
 TABLE = "__lance_sql_table"
+PRUNE_KEYS = 10_000  # at most this many distinct source keys prune the partition tables
 
 
 class MergeTasks(DeleteTasks):
@@ -266,9 +268,11 @@ class MergeJob(DeleteJob):
     ) -> tuple[dict[str, list[Any]], list[TableDelete], int, int]:
         from pyspark.sql import functions as F
 
-        oids = sorted(m.entries)
         matched: dict[str, list[Any]] = {"staged": [], "rows": []}
-        if not oids or not (self.clauses[0] or self.clauses[1] or self.insert):
+        if not (self.clauses[0] or self.clauses[1] or self.insert):
+            return matched, [], 0, 0
+        oids = self.candidate_tables(m)
+        if not oids:
             return matched, [], 0, 0
         tasks = self.merge_tasks(
             self.root, version, self.storage_options, write_id, self.on, *self.clauses
@@ -288,6 +292,24 @@ class MergeJob(DeleteJob):
             updated += int(out["updated"])
             deleted += int(out["deleted"])
         return matched, deletes, updated, deleted
+
+    def candidate_tables(self, m: Any) -> list[str]:
+        """The partition tables a source key may match: with at most :data:`PRUNE_KEYS`
+        distinct keys (only they reach the driver), those the pruning planner keeps for
+        the key filter ``ns.merge`` uses; else every table."""
+        from lance_sql.tables.namespace.filter_hook import filter_planner
+        from lance_sql.tables.namespace.merge import _key_filter
+
+        oids = sorted(m.entries)
+        keys = self.keyed.select(*self.on).distinct().limit(PRUNE_KEYS + 1).toArrow()
+        if not keys.num_rows:
+            return []
+        if keys.num_rows > PRUNE_KEYS:
+            return oids
+        cls = filter_planner().classify(
+            m.ns, _key_filter(source_rows(m.ns, keys, self.on), self.on)
+        )
+        return sorted(set(cls.covered) | set(cls.partial))
 
     def insert_step(
         self, version: int, write_id: str, matched_rows: list[int]
