@@ -24,7 +24,9 @@ own bucketed join of the same rows: both sides written by Spark with
 ``bucketBy(8, "k")`` (as many buckets as the namespaces' bucket[8]), joined with
 no Exchange. Time: alternating runs in one session, medians. Memory: peak RSS
 and PSS of the whole process tree, each side in a fresh session of its own (a
-subprocess), as in ``bench_spark_read.py``.
+subprocess), as in ``bench_spark_read.py``. ``--per-group`` also times
+``partitioned_join(tasks=<groups>)``, one Spark task per join group (the
+layout before groups were packed into tasks). Results: docs/benchmarks/spark.md.
 """
 
 from __future__ import annotations

@@ -58,6 +58,15 @@ def test_profile_writes_stats_and_times(monkeypatch: Any, tmp_path: Path) -> Non
     pstats.Stats(str(js.with_suffix(".prof")))  # readable by pstats
 
 
+@pytest.mark.parametrize("tasks", [0, -1, 1.5, True])
+def test_tasks_must_be_a_positive_integer(tasks: Any) -> None:
+    from lance_sql.engines.spark.join import partitioned_join
+    from lance_sql.errors import LanceSqlError
+
+    with pytest.raises(LanceSqlError, match="tasks="):
+        partitioned_join(None, "/nowhere/l", "/nowhere/r", on="k", tasks=tasks)
+
+
 @pytest.mark.spark
 def test_every_task_count_gives_the_same_rows(spark: Any, tmp_path: Any, make_ns: Any) -> None:
     from lance_sql.engines.spark import partitioned_join

@@ -30,6 +30,7 @@ from lance_sql.engines.spark.join_profile import profiled
 from lance_sql.engines.spark.join_tasks import group_bytes, pack_groups
 from lance_sql.engines.spark.read_packing import packing_from_spark
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
+from lance_sql.errors import LanceSqlError
 
 _SQL_HOW = {
     "inner": "INNER JOIN",
@@ -159,13 +160,16 @@ def partitioned_join(
     for ``on``, warns and returns Spark's own join of the two ``lance_ns``
     reads (same result, with a shuffle). ``tasks``: the number of Spark tasks
     (at most one per join group); default: groups packed by bytes as Spark packs
-    files (:mod:`.join_tasks`).
+    files (:mod:`.join_tasks`); a task joins one group at a time, so packing
+    does not raise a task's peak memory. Ignored by the fallback.
     """
     from lance_sql.engines.spark.paths import normalize_root
     from lance_sql.planning.joins import plan_join
     from lance_sql.planning.joins.plan import normalize_how
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
+    if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
+        raise LanceSqlError(f"partitioned_join: tasks={tasks!r} is not a positive integer")
     left_root, right_root = normalize_root(left_root), normalize_root(right_root)
     pairs = _on_pairs(on)
     how = normalize_how(how)
