@@ -124,7 +124,11 @@ def plan_manifest(
     names = dataset.schema.names
     _check_columns(mf, names)
     if columns is not None:
-        wanted = set(columns) | {"object_id", "object_type", "metadata"}  # metadata: bounds
+        from lance_sql.planning.bounds import compile_skip
+
+        wanted = set(columns) | {"object_id", "object_type"}
+        if compile_skip(pred) is not None:  # column bounds could skip: decode them
+            wanted.add("metadata")
         for s in mf.specs.values():
             wanted |= columns_of(s.inclusive)
             for p in s.strict:
@@ -217,6 +221,7 @@ def scan_plan_from(
         manifest_filter=rep.manifest_filter_sql,
         filter_sql=to_sql(plan.predicate),
         scan_filter=scan_filter,
+        skipped_by_bounds=plan.skipped_by_bounds,
     )
 
 

@@ -78,6 +78,9 @@ class ScanPlan:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: The exact filter, serialised as the bound predicate IR (see :mod:`.scan_filter`).
     scan_filter: ScanFilter | None = field(default=None, compare=False)
+    #: Partition tables the pruning kept that column bounds proved empty (not in
+    #: ``partitions``; docs/pruning.md "Column bounds").
+    skipped_by_bounds: int = 0
 
     @property
     def object_ids(self) -> list[str]:
@@ -137,6 +140,8 @@ class ScanPlan:
 
     def explain(self) -> str:
         lines = [f"partitions: {len(self.partitions)}/{self.total_partitions} selected"]
+        if self.skipped_by_bounds:
+            lines[0] += f" ({self.skipped_by_bounds} skipped by column bounds)"
         if not self.pruned:
             lines.append(f"  no pruning: {self.reason}")
         for s in self.specs:
@@ -160,6 +165,7 @@ class ScanPlan:
             "pruned": self.pruned,
             "reason": self.reason,
             "filter": None if self.scan_filter is None else self.scan_filter.to_dict(),
+            "skipped_by_bounds": self.skipped_by_bounds,
             "specs": [s.__dict__ for s in self.specs],
             "partitions": [
                 {**{k: getattr(p, k) for k in _BASE}, "values": [list(v) for v in p.values]}
@@ -191,6 +197,7 @@ class ScanPlan:
             pruned=obj["pruned"],
             reason=obj["reason"],
             scan_filter=None if obj.get("filter") is None else ScanFilter.from_dict(obj["filter"]),
+            skipped_by_bounds=int(obj.get("skipped_by_bounds", 0)),
         )
 
     @classmethod
@@ -344,6 +351,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         manifest_filter=rep.manifest_filter_sql,
         filter_sql=filter_sql,
         scan_filter=scan_filter,
+        skipped_by_bounds=plan.skipped_by_bounds,
     )
 
 

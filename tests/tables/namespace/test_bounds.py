@@ -219,3 +219,18 @@ def test_other_metadata_keys_are_kept(ns: PartitionedNamespace) -> None:
         if r["object_type"] == "table":
             assert json.loads(r["metadata"])["owner"] == "me"
     assert _bounds_by_g(ns)[0].columns[0].hi == 4
+
+
+def test_plan_scan_reports_skipped_tables(ns: PartitionedNamespace) -> None:
+    from lance_sql.planning.scan_plan import ScanPlan, plan_scan
+
+    for plan in (plan_scan(ns, "id = 15"), plan_scan(ns.root, "id = 15")):
+        assert (len(plan.partitions), plan.skipped_by_bounds) == (1, 1)
+        assert "(1 skipped by column bounds)" in plan.explain()
+        assert ScanPlan.from_json(plan.to_json()).skipped_by_bounds == 1
+        assert ScanPlan.from_arrow(plan.to_arrow()).skipped_by_bounds == 1
+        got = pa.Table.from_batches(list(plan.to_batches(ns)), schema=ns.schema)
+        assert got.num_rows == 0
+    plan = plan_scan(ns.root, "id = 20")
+    assert plan.skipped_by_bounds == 1
+    assert pa.Table.from_batches(list(plan.to_batches(ns)))["id"].to_pylist() == [20]
