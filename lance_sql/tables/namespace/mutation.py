@@ -36,12 +36,12 @@ from lance_sql.tables.namespace.manifest_table import (
     commit_rows,
     conform_rows,
     refreshed,
+    snapshot_entries,
 )
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     map_columns,
     open_partition_table,
-    table_entries,
     table_field_ids,
 )
 
@@ -287,46 +287,6 @@ class Mutation:
         return snap
 
 
-# (root, field ids, partition column types) -> {row of __manifest: its entry or None}
-_ENTRIES: dict[tuple[Any, ...], dict[tuple[Any, ...], PartitionTable | None]] = {}
-_ENTRIES_MAX = 1 << 16  # rows remembered per namespace before starting over
-_ENTRIES_NAMESPACES = 64  # namespaces (and field id lists) remembered before starting over
-_MISS = object()
-_ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_branch", "read_tag")
-
-
-def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[PartitionTable]:
-    """``table_entries`` of ``snapshot``, reusing the entries of rows seen unchanged before.
-
-    Consecutive ``__manifest`` versions share all but a few rows; a row equal in
-    every column the entry is made of (object id, type, location, pins and
-    partition values of the same types) gives the same entry, so only new or
-    changed rows go through :func:`table_entries` (and its location checks).
-    """
-    rows = snapshot.rows
-    parts = [f"partition_field_{fid}" for fid in field_ids]
-    names = [n for n in (*_ENTRY_COLUMNS, *parts) if n in rows.column_names]
-    types = tuple((n, str(rows.schema.field(n).type)) for n in names)
-    key = (snapshot.root, tuple(field_ids), types)
-    if key not in _ENTRIES and len(_ENTRIES) >= _ENTRIES_NAMESPACES:
-        _ENTRIES.clear()
-    cache = _ENTRIES.setdefault(key, {})
-    if len(cache) > _ENTRIES_MAX:
-        cache.clear()
-    keys = list(zip(*(rows.column(n).to_pylist() for n in names), strict=True))
-    got: list[Any] = [cache.get(k, _MISS) for k in keys]
-    missing = [i for i, e in enumerate(got) if e is _MISS]
-    if missing:
-        fresh = table_entries(rows.take(missing), snapshot.root, field_ids)
-        by_oid = {e.object_id: e for e in fresh}
-        oid_at = names.index("object_id")
-        for i in missing:
-            got[i] = cache[keys[i]] = by_oid.get(keys[i][oid_at])
-    out = [e for e in got if e is not None]
-    out.sort(key=lambda e: e.object_id)
-    return out
-
-
 def _check_version_pin(entry: PartitionTable) -> None:
     if entry.read_tag or entry.read_branch:
         pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
@@ -413,7 +373,6 @@ __all__ = [
     "Mutation",
     "finish",
     "run",
-    "snapshot_entries",
     "table_conflicts",
     "values_key",
 ]

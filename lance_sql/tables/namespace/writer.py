@@ -62,6 +62,7 @@ from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
     read_manifest,
+    snapshot_entries,
 )
 from lance_sql.tables.namespace.partition_rows import (
     _key,
@@ -70,7 +71,7 @@ from lance_sql.tables.namespace.partition_rows import (
     partition_values,
     split_batch,
 )
-from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.staging import (
     StagedPartition,
@@ -165,7 +166,7 @@ class NamespaceWriter:
                 key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
                 namespaces[key] = oid
         known = self._known_entries if snapshot is self.snapshot else None
-        for entry in table_entries(rows, snapshot.root, fids) if known is None else known:
+        for entry in snapshot_entries(snapshot, fids) if known is None else known:
             parts = entry.object_id.split("$")
             if parts[0] != self._prefix or len(parts) != depth_of_table:
                 continue

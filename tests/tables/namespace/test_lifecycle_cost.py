@@ -134,7 +134,7 @@ def test_base_entries_after_a_spec_change_hold_the_current_fields_only(ns) -> No
 def test_snapshot_entries_equal_table_entries_through_a_namespace_life(tmp_path) -> None:
     import datetime as dt
 
-    from lance_sql.tables.namespace.mutation import snapshot_entries
+    from lance_sql.tables.namespace.manifest_table import snapshot_entries
 
     utc = dt.timezone.utc
     t = pa.table(
