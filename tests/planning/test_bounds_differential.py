@@ -51,6 +51,7 @@ TYPES = {
     "dec": pa.decimal128(9, 2),
     "f32": pa.float32(),
     "u64": pa.uint64(),
+    "tny": pa.timestamp("ns", tz="America/New_York"),
 }
 SCHEMA = pa.schema(
     [pa.field(n, t, metadata={FID: str(i).encode()}) for i, (n, t) in enumerate(TYPES.items())]
@@ -72,6 +73,10 @@ POOLS: dict[str, list[Any]] = {
     "dec": [Decimal(v) for v in ("-9999999.99", "-1.00", "0.00", "0.01", "1.25", "2.50", "99.99")],
     "f32": [-0.0, 0.0, float(np.float32(0.1)), 1.5, -3.0, math.inf, NAN, 3.4e38],
     "u64": [0, 1, 2**63 - 1, 2**63, 2**64 - 1],
+    "tny": [  # around the 2024-03-10 DST change (07:00 UTC)
+        datetime.datetime(2024, 3, 10, h, m, tzinfo=UTC)
+        for h, m in ((6, 30), (7, 0), (7, 30), (8, 0))
+    ],
 }
 # Literals also come from outside the pools (between and beyond the stored values).
 EXTRA: dict[str, list[Any]] = {
@@ -84,6 +89,7 @@ EXTRA: dict[str, list[Any]] = {
     "dec": [Decimal("1.26"), Decimal("100.00"), Decimal("1.251")],
     "f32": [0.1, 2.0, -1e39],
     "u64": [2, 2**63 + 1, 10],
+    "tny": [datetime.datetime(2024, 3, 10, 6, 59, tzinfo=UTC)],
 }
 
 
@@ -108,6 +114,8 @@ def _sql_literal(col: str, v: Any) -> str:
         return "'" + v.replace("'", "''") + "'"
     if col == "d":
         return f"DATE '{v.isoformat()}'"
+    if col == "tny":  # an instant, written with its offset
+        return f"TIMESTAMP '{v.strftime('%Y-%m-%dT%H:%M:%S')}+00:00'"
     if col == "ts":
         return f"TIMESTAMP '{v.strftime('%Y-%m-%dT%H:%M:%S')}Z'"
     if col == "dec":
@@ -235,7 +243,7 @@ DELETES = st.sampled_from(["i = 5", "i < 0", "s = 'a'", "s IS NULL", "k = 1", "i
 UPDATES = st.tuples(
     st.sampled_from(
         [
-            ("i", "i + 1000"),
+            ("i", "i / 2"),  # no overflow (i + 1000 would refuse i = 2147483647)
             ("s", "'zz'"),
             ("f", "CAST('NaN' AS DOUBLE)"),
             ("d", "DATE '2200-01-01'"),
@@ -267,6 +275,7 @@ _SQL_TYPES = {
     "dec": "DECIMAL(9, 2)",
     "f32": "REAL",
     "u64": "BIGINT UNSIGNED",
+    "tny": "TIMESTAMP",
 }
 
 
