@@ -325,3 +325,22 @@ def test_merge_reads_only_the_tables_a_key_may_be_in(spark: Any, tmp_path: Path)
     assert ns_rows(sp) == ns_rows(py)
     read, tables = job.seen
     assert tables == 6 and read <= 4  # bucket(2, k): at most one bucket per key and day
+
+
+def test_merge_rewriting_whole_tables_moves_rows_to_new_tables(spark: Any, tmp_path: Path) -> None:
+    """Every row of the day-0 tables is updated (one moves to day 2): the old tables are
+    dropped and the staged rows end in new ones, as with ns.merge."""
+    ks = [k for k in range(60) if k % 3 == 0]
+    src = pa.table(
+        {"k": ks, "d": [2 if k == 0 else 0 for k in ks], "v": [-float(k) for k in ks]},
+        schema=SCHEMA,
+    )
+    py, sp = str(tmp_path / "py"), str(tmp_path / "spark")
+    exp = make(py).merge(src, on=["k"], when_matched_update=True)
+    make(sp)
+    got = lance_spark.merge(
+        spark, sp, spark.createDataFrame(src.to_pylist(), DDL), on=["k"], when_matched_update=True
+    )
+    assert got.updated == exp.updated == 20
+    assert ns_rows(sp) == ns_rows(py)
+    assert unowned_files(sp) == []
