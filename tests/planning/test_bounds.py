@@ -242,6 +242,19 @@ def test_malformed_bounds_are_ignored() -> None:
             {"lance_sql.bounds": '{"version": 1, "columns": {"0": {"type": "int64", "min": "1"}}}'}
         ),
         json.dumps({"lance_sql.bounds": '{"version": 1, "columns": {"x": {"type": "int64"}}}'}),
+    ):
+        assert tb.bounds_of_metadata(text) is None
+    for column in (  # a malformed column is dropped, never read as "only NULLs"
+        '{"type": "int64", "nulls": 0, "min": 1}',
+        '{"type": "int64", "nulls": 0, "max": 1}',
+        '{"type": "int64", "min": 1, "max": 2}',
+        '{"type": "int64", "nulls": -1, "min": 1, "max": 2}',
+        '{"type": "int64", "nulls": true, "min": 1, "max": 2}',
+    ):
+        inner = '{"version": 1, "columns": {"0": ' + column + "}}"
+        text = json.dumps({"lance_sql.bounds": inner})
+        assert tb.bounds_of_metadata(text).columns == {}
+    for text in (
         "[1]",
         "{",
     ):

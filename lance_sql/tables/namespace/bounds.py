@@ -274,9 +274,9 @@ def from_json(obj: Any) -> TableBounds | None:
             if kind is None:
                 continue
             lo, hi = _dec(c.get("min"), kind), _dec(c.get("max"), kind)
-            nulls = c.get("nulls", 0)
-            if not isinstance(nulls, int):
-                continue
+            nulls = c.get("nulls")
+            if (lo is None) != (hi is None) or type(nulls) is not int or nulls < 0:
+                continue  # malformed: this column has no bounds
             cols[int(key)] = ColumnBounds(c["type"], lo, hi, nulls, bool(c.get("nan", False)))
         return TableBounds(version, obj.get("branch"), obj.get("location"), cols)
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
