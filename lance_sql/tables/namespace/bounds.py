@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -382,21 +382,32 @@ def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]])
     """
     if not moves or "metadata" not in rows.column_names:
         return rows
-    oids = rows.column("object_id").to_pylist()
-    if not any(o in moves for o in oids):
-        return rows
-    meta = rows.column("metadata").to_pylist()
-    cols = {c: rows.column(c).to_pylist() for c in ("read_branch", "read_tag", "location")}
+    mask, sub = touched_rows(rows, moves)
+    oids = sub.column("object_id").to_pylist()
+    meta = sub.column("metadata").to_pylist()
+    cols = {c: sub.column(c).to_pylist() for c in ("read_branch", "read_tag", "location")}
     for i, oid in enumerate(oids):
-        if oid not in moves:
-            continue
         old, new = moves[oid]
         b = bounds_of_metadata(meta[i])
         branch, tag, loc = cols["read_branch"][i], cols["read_tag"][i], cols["location"][i]
         if b is not None and usable(b, old, branch, tag, loc):
             meta[i] = with_bounds(meta[i], TableBounds(new, b.branch, b.location, b.columns))
+    return set_metadata(rows, mask, meta)
+
+
+def touched_rows(rows: pa.Table, object_ids: Iterable[str]) -> tuple[pa.Array, pa.Table]:
+    """(mask, the masked rows in order) of the ``__manifest`` rows of ``object_ids``."""
+    ids = pa.array(sorted(set(object_ids)), pa.utf8())
+    mask = pc.is_in(rows.column("object_id"), value_set=ids).combine_chunks()
+    return mask, rows.filter(mask)
+
+
+def set_metadata(rows: pa.Table, mask: pa.Array, values: list[str | None]) -> pa.Table:
+    """``rows`` with the ``metadata`` of the masked rows replaced, in order, by ``values``."""
     at = rows.schema.get_field_index("metadata")
-    return rows.set_column(at, rows.schema.field(at), pa.array(meta, pa.utf8()))
+    col = rows.column(at).combine_chunks()
+    new = pc.replace_with_mask(col, mask, pa.array(values, col.type))
+    return rows.set_column(at, rows.schema.field(at), new)
 
 
 __all__ = [
@@ -414,9 +425,11 @@ __all__ = [
     "kind_of",
     "merge",
     "parse_metadata",
+    "set_metadata",
     "staged_text",
     "table_bounds",
     "to_json",
+    "touched_rows",
     "truncate_lower",
     "truncate_upper",
     "usable",

@@ -458,19 +458,20 @@ class NamespaceWriter:
         ones the union with their stored bounds when those describe the version
         appended to, else none (see :mod:`.bounds`).
         """
-        if "metadata" not in table.column_names:
-            return table
         by_oid = {t.object_id: t for t in self._targets.values()}
-        base = self.snapshot.rows  # the pins the appends were based on
+        touched = [o for o in versions if o in by_oid]
+        if not touched or "metadata" not in table.column_names:
+            return table
+        # only the touched rows are converted (a __manifest may hold 100,000s of rows)
+        mask, sub = col_bounds.touched_rows(table, touched)
+        _, base = col_bounds.touched_rows(self.snapshot.rows, touched)  # pins appended to
         pinned = dict(
             zip(base["object_id"].to_pylist(), base["read_version"].to_pylist(), strict=True)
         )
-        oids = table.column("object_id").to_pylist()
-        meta = table.column("metadata").to_pylist()
+        oids = sub.column("object_id").to_pylist()
+        meta = sub.column("metadata").to_pylist()
         for i, oid in enumerate(oids):
-            t = by_oid.get(oid)
-            if t is None or oid not in versions:
-                continue
+            t = by_oid[oid]
             new = self._bounds.get(oid)
             e = t.entry
             if new is not None and e is not None and self.mode == "append":
@@ -482,8 +483,7 @@ class NamespaceWriter:
             if new is not None:
                 new = col_bounds.TableBounds(versions[oid], t.branch, t.location, new.columns)
             meta[i] = col_bounds.with_bounds(meta[i], new)
-        at = table.schema.get_field_index("metadata")
-        return table.set_column(at, table.schema.field(at), pa.array(meta, pa.utf8()))
+        return col_bounds.set_metadata(table, mask, meta)
 
     # -- staging (distributed writers) ---------------------------------------------------
     def staged(self) -> StagedWrite:
