@@ -7,6 +7,7 @@ rows; a failed task commits nothing and leaves no file.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,17 @@ def test_bad_filter_is_refused_before_any_task(spark: Any, tmp_path: Path) -> No
     assert ns_rows(root) == rows_of(BASE)
 
 
+def fail(fault: str) -> None:
+    """Fail the task: raise, or SIGKILL its Python worker."""
+    if fault == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise RuntimeError("injected task failure")
+
+
 class FaultyDeleteTasks(DeleteTasks):
     """The first attempt of the task over the first tables fails after a deletion file."""
+
+    fault = "raise"
 
     def delete_one(self, reader: Any, oid: str, attempt: str, lease: Any) -> Any:
         from pyspark import TaskContext
@@ -87,15 +97,26 @@ class FaultyDeleteTasks(DeleteTasks):
         out = super().delete_one(reader, oid, attempt, lease)
         ctx = TaskContext.get()
         if out.files and ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
-            raise RuntimeError("injected task failure")
+            fail(self.fault)
         return out
+
+
+class KillingDeleteTasks(FaultyDeleteTasks):
+    fault = "kill"
 
 
 class FaultyDeleteJob(DeleteJob):
     tasks_class = FaultyDeleteTasks
 
 
-def test_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: Path) -> None:
+class KillingDeleteJob(DeleteJob):
+    tasks_class = KillingDeleteTasks
+
+
+@pytest.mark.parametrize("fault", ["raise", "kill"])
+def test_failed_task_commits_nothing_and_leaves_no_file(
+    spark: Any, tmp_path: Path, fault: str
+) -> None:
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -103,12 +124,12 @@ def test_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: Pa
     make(root)
     before = PartitionedNamespace.open(root).manifest_version
     where = "k % 2 = 0"  # row deletes in every table
-    job = FaultyDeleteJob(spark, root, where, None)
+    job = (FaultyDeleteJob if fault == "raise" else KillingDeleteJob)(spark, root, where, None)
     if spark.sparkContext.master.startswith("local-cluster"):
         assert job.run() == 30  # the retried attempt succeeds
         assert ns_rows(root) == duckdb_after_delete(where)
     else:
-        with pytest.raises(Exception, match="injected task failure"):
+        with pytest.raises(Exception, match="injected task failure" if fault == "raise" else None):
             job.run()
         assert PartitionedNamespace.open(root).manifest_version == before
         assert ns_rows(root) == rows_of(BASE)
@@ -188,6 +209,8 @@ def test_merge_refuses_a_duplicate_key(spark: Any, tmp_path: Path) -> None:
 class FaultyMergeTasks(MergeTasks):
     """The first attempt of one table's task fails after staging its deletes and rows."""
 
+    fault = "raise"
+
     def merge_one(self, reader: Any, oid: str, src: Any, attempt: str, lease: Any) -> Any:
         from pyspark import TaskContext
 
@@ -195,15 +218,26 @@ class FaultyMergeTasks(MergeTasks):
         ctx = TaskContext.get()
         wrote = out["staged"] and out["delete"]["files"]
         if wrote and ctx is not None and ctx.attemptNumber() == 0:
-            raise RuntimeError("injected task failure")
+            fail(self.fault)
         return out
+
+
+class KillingMergeTasks(FaultyMergeTasks):
+    fault = "kill"
 
 
 class FaultyMergeJob(MergeJob):
     merge_tasks = FaultyMergeTasks
 
 
-def test_failed_merge_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: Path) -> None:
+class KillingMergeJob(MergeJob):
+    merge_tasks = KillingMergeTasks
+
+
+@pytest.mark.parametrize("fault", ["raise", "kill"])
+def test_failed_merge_task_commits_nothing_and_leaves_no_file(
+    spark: Any, tmp_path: Path, fault: str
+) -> None:
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -211,12 +245,13 @@ def test_failed_merge_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_pa
     make(root)
     before = PartitionedNamespace.open(root).manifest_version
     df = spark.createDataFrame(SOURCE.to_pylist(), DDL)
-    job = FaultyMergeJob(spark, root, df, ["k"], True, False, True, None)
+    cls = FaultyMergeJob if fault == "raise" else KillingMergeJob
+    job = cls(spark, root, df, ["k"], True, False, True, None)
     if spark.sparkContext.master.startswith("local-cluster"):
         job.run()  # the retried attempts succeed
         assert ns_rows(root) == duckdb_upsert()
     else:
-        with pytest.raises(Exception, match="injected task failure"):
+        with pytest.raises(Exception, match="injected task failure" if fault == "raise" else None):
             job.run()
         assert PartitionedNamespace.open(root).manifest_version == before
         assert ns_rows(root) == rows_of(BASE)
