@@ -228,3 +228,16 @@ def unowned_files(root: str) -> list[str]:
             if path not in owned:
                 out.append(path)
     return sorted(out)
+
+
+def test_replace_where_creating_the_namespace(spark: Any, tmp_path: Path) -> None:
+    """On a root without a namespace (with a spec option) the rows are checked and written."""
+    root = str(tmp_path / "new")
+    new = pa.table({"k": [1, 2], "d": [1, 1], "v": [0.5, None]}, schema=SCHEMA)
+    df = spark.createDataFrame(new.to_pylist(), DDL)
+    write = df.write.format("lance_ns").mode("overwrite").option("partitionBy", SPEC)
+    with pytest.raises(Exception, match="RowsOutsideFilterError"):
+        write.option("replaceWhere", "d = 2").save(root)
+    assert not os.path.exists(os.path.join(root, "__manifest"))
+    write.option("replaceWhere", "d = 1").save(root)
+    assert ns_rows(root) == rows_of(new)
