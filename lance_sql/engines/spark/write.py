@@ -19,6 +19,10 @@ that commit creates ``__manifest``); no row passes through the driver.
 ``commit`` and ``abort`` then delete every journaled file no committed task
 attempt owns (failed, retried, speculative or killed attempts), so a job leaves
 no orphan files. Staged files are invisible to readers until the commit.
+
+``mode("overwrite").option("replaceWhere", filter)``: tasks also refuse rows
+outside the filter, and the commit replaces the rows it matches
+(:mod:`.replace_where`).
 """
 
 from __future__ import annotations
