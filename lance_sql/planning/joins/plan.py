@@ -407,8 +407,15 @@ def _pruned(ns: Any, filter: Any) -> pa.Table:
     from lance_sql.planning.planner import plan_partitions
 
     rows = parts.append_column("object_type", pa.array(["table"] * parts.num_rows, pa.string()))
+    snap = getattr(getattr(ns, "snapshot", None), "rows", None)
+    if snap is not None and "metadata" in snap.column_names:  # column bounds (planning/bounds)
+        meta = dict(zip(snap["object_id"].to_pylist(), snap["metadata"].to_pylist(), strict=True))
+        ids = parts["object_id"].to_pylist()
+        rows = rows.append_column("metadata", pa.array([meta.get(o) for o in ids], pa.utf8()))
     selected = plan_partitions(filter, ns.specs, ns.schema, rows).selected
-    return selected.drop_columns(["object_type"])
+    return selected.drop_columns(
+        [c for c in ("object_type", "metadata") if c in selected.column_names]
+    )
 
 
 __all__ = [
