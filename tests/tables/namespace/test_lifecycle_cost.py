@@ -110,11 +110,15 @@ def test_row_operations_on_an_unchanged_namespace_agree_with_a_fresh_view(ns) ->
 
 
 def test_deletes_reuse_one_read_pool(ns) -> None:
-    delete(ns, "id = 10")  # starts the pool
-    before = threading.active_count()
+    from lance_sql.tables.namespace import delete as delete_module
+
+    assert delete(ns, "id = 10") == 1  # all 5 partitions are read: starts the pool
+    pool = delete_module._read_pool()
     for i in range(11, 16):
         assert delete(ns, f"id = {i}") == 1
-    assert threading.active_count() <= before
+    assert delete_module._read_pool() is pool
+    readers = [t for t in threading.enumerate() if t.name.startswith("lance-sql-rowop")]
+    assert 0 < len(readers) <= delete_module.READ_THREADS
 
 
 def test_base_entries_after_a_spec_change_hold_the_current_fields_only(ns) -> None:
