@@ -118,6 +118,27 @@ class OpenCache(Generic[V]):
             return len(self._items)
 
 
+#: Datasets reopened at a pinned version by scan units shipped to other processes
+#: (Spark tasks unpickle units; a reused Python worker keeps them across tasks).
+_PINNED: OpenCache[Any] = OpenCache()
+
+
+def open_pinned(uri: str, version: int, storage_options: Mapping[str, str] | None) -> Any:
+    """The pylance dataset at ``uri`` and ``version``, shared process-wide (never commit on it)."""
+    key = (uri, version, options_key(storage_options))
+    hit = _PINNED.get(key)
+    if hit is not None and hit.version == version:
+        return hit
+    if hit is not None:  # someone moved the shared dataset (checkout): replace it
+        _PINNED.discard(key)
+    import lance
+
+    opts = dict(storage_options) if storage_options else None
+    return _PINNED.put(
+        key, lance.dataset(uri, version=version, storage_options=opts, session=read_session())
+    )
+
+
 _POOL = concurrent.futures.ThreadPoolExecutor(
     max_workers=OPEN_THREADS, thread_name_prefix="lance-sql-open"
 )
@@ -145,6 +166,7 @@ __all__ = [
     "OPEN_CACHE_ENTRIES",
     "OpenCache",
     "open_all",
+    "open_pinned",
     "options_key",
     "read_session",
 ]

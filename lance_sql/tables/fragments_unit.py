@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.dataset_cache import open_pinned
 from lance_sql.tables.float_filters import FloatRewriteError
 from lance_sql.tables.materialization import late_materialization
 from lance_sql.tables.scan import (
@@ -89,12 +90,8 @@ class LanceFragmentsUnit(ScanUnit):
     @property
     def dataset(self) -> lance.LanceDataset:
         with self._lock:
-            if self._dataset is None:
-                import lance
-
-                self._dataset = lance.dataset(
-                    self.uri, version=self.version, storage_options=self.storage_options
-                )
+            if self._dataset is None:  # unpickled (e.g. in a Spark task): shared per process
+                self._dataset = open_pinned(self.uri, self.version, self.storage_options)
             return self._dataset
 
     @property
