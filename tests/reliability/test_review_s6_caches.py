@@ -1,0 +1,73 @@
+"""Adversarial review (session 6): process-wide caches keyed by version vs a root restored
+from a backup copy (same partition table locations and version numbers, other rows).
+
+A namespace root is copied (a backup), written on, then deleted and replaced by the
+copy, which is written on again: a partition table now has, at the same uri and
+version number, different rows than before. The truth is what a fresh process reads.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lance_sql
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+SPEC = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+SCHEMA = pa.schema([("k", pa.int64()), ("x", pa.int64())])
+STALE = (
+    "reader._OPENED (0107d35) caches opened partition tables process-wide by (uri, "
+    "version): a root restored from a copy reuses the old rows of the same uri and version"
+)
+
+
+def _rows(xs: list[int]) -> pa.Table:
+    return pa.table({"k": [1] * len(xs), "x": xs}, schema=SCHEMA)
+
+
+def _fresh_process_rows(root: str) -> list[int]:
+    code = (
+        "from lance_sql.tables.namespace.namespace import PartitionedNamespace as P\n"
+        f"print(sorted(P.open({root!r}).to_table()['x'].to_pylist()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return eval(out.stdout)  # a list of ints printed by the child
+
+
+def _restore_story(tmp_path: Path) -> str:
+    root, backup = str(tmp_path / "ns"), str(tmp_path / "backup")
+    ns = PartitionedNamespace.create(root, SCHEMA, SPEC)
+    ns.append(_rows([1, 2]))
+    shutil.copytree(root, backup)
+    PartitionedNamespace.open(root).append(_rows([100]))
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", root)  # this process reads the table at its new version
+    assert ctx.sql("SELECT x FROM t WHERE x = 100").to_arrow_table().num_rows == 1
+    shutil.rmtree(root)
+    shutil.copytree(backup, root)  # restore the backup
+    PartitionedNamespace.open(root).append(_rows([200]))  # same table version as x = 100's
+    return root
+
+
+@pytest.mark.xfail(strict=True, reason=STALE)
+def test_reads_after_a_root_is_restored_from_a_copy(tmp_path: Path) -> None:
+    root = _restore_story(tmp_path)
+    assert _fresh_process_rows(root) == [1, 2, 200]
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", root)
+    got = ctx.sql("SELECT x FROM t ORDER BY x").to_arrow_table()["x"].to_pylist()
+    assert got == [1, 2, 200]
+
+
+@pytest.mark.xfail(strict=True, reason=STALE + " (a delete then removes another row)")
+def test_delete_after_a_root_is_restored_from_a_copy(tmp_path: Path) -> None:
+    root = _restore_story(tmp_path)
+    deleted = PartitionedNamespace.open(root).delete("x = 100")  # no such row now
+    assert _fresh_process_rows(root) == [1, 2, 200]
+    assert deleted == 0
