@@ -69,3 +69,41 @@ def test_a_write_task_pays_no_avoidable_fixed_cost(tmp_path: Path) -> None:
     assert out["rows"] == 5000
     assert out["imported"] == []
     assert out["message_bytes"] < 64 * 1024  # 16 partitions' staged fragments
+
+
+def _journal_entries(root: str, write_id: str) -> list[dict[str, object]]:
+    from lance_sql.engines.spark.write_journal import journal_uri
+
+    folder = Path(journal_uri(root, write_id))
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def test_journal_entries_per_task(tmp_path: Path) -> None:
+    """Appending into existing tables journals one object per file and no location entries;
+    new tables (named by this write) also get their location, once per attempt."""
+    root = str(tmp_path / "ns")
+    PartitionedNamespace.create(root, SCHEMA, SPEC)
+    n = 4000
+    rows = pa.table(
+        {
+            "order_id": pa.array(range(n), pa.int64()),
+            "customer_id": pa.array([i % 977 for i in range(n)], pa.int64()),
+            "note": pa.array([f"n{i % 10}" for i in range(n)]),
+        },
+        schema=SCHEMA,
+    )
+    first = LanceNamespaceWriter({"path": root}, False, spark_struct(SCHEMA))
+    message = first.write(iter(rows.to_batches()))
+    created = _journal_entries(root, first.write_id)
+    tables = {e["location"] for e in created}
+    assert len(tables) == 16
+    assert sorted(e["location"] for e in created if e["file"] is None) == sorted(tables)
+    first.commit([message])
+    assert PartitionedNamespace.open(root).count_rows() == n
+
+    second = LanceNamespaceWriter({"path": root}, False, spark_struct(SCHEMA))
+    message = second.write(iter(rows.to_batches()))
+    appended = _journal_entries(root, second.write_id)
+    assert len(appended) == 16 and all(e["file"] is not None for e in appended)
+    second.commit([message])
+    assert PartitionedNamespace.open(root).count_rows() == 2 * n

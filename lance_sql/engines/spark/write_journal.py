@@ -56,6 +56,7 @@ class FileJournal(FragmentWriteProgress):
         begun: set[tuple[str, str | None]] | None = None,
     ) -> None:
         self.uri = journal_uri(root, write_id)
+        self.write_id = write_id
         self.attempt = attempt  # one id per task attempt: the names of its journal objects
         self.location = location
         self.branch = branch
@@ -64,10 +65,17 @@ class FileJournal(FragmentWriteProgress):
         self.begun = begun if begun is not None else set()
 
     def begin(self, fragment: Any, **kwargs: Any) -> None:
-        """Journal the table location once per attempt, before its first file there exists."""
+        """Journal the table location once per attempt, before its first file there exists.
+
+        Only a location this write named (a new table) is journaled: the driver
+        removes such a directory whole when no commit lists it, and reads
+        nothing else from a location entry, so one for an existing table would
+        only cost a file per task and table.
+        """
         if (self.location, self.branch) in self.begun:
             return
-        self._put({"location": self.location, "branch": self.branch, "file": None})
+        if _named_by(self.location, self.write_id):
+            self._put({"location": self.location, "branch": self.branch, "file": None})
         self.begun.add((self.location, self.branch))
 
     def complete(self, fragment: Any, **kwargs: Any) -> None:
