@@ -7,9 +7,9 @@ small object per file under ``{root}/_spark_staging/{write_id}/``, written
 through pylance's ``FragmentWriteProgress.complete`` callback, and for the
 last file of each ``write_fragments`` call, which pylance 14 reports no
 completion for, as soon as the call returns; before the task's commit message
-exists), and each table location once before its first file there. The
-driver's ``commit`` and ``abort`` first wait for zombie attempts to end
-(:mod:`.write_lease`), then delete every journaled file that no committed
+exists), and each new table's location (named by this write) once before its
+first file there. The driver's ``commit`` and ``abort`` first wait for zombie
+attempts to end (:mod:`.write_lease`), then delete every journaled file that no committed
 message owns, every new-table directory of this write that ``__manifest`` does
 not list (whole: also files a killed worker never journaled), and the journal
 itself. Files of other writers are never touched: only names this write's
