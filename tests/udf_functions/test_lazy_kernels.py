@@ -1,4 +1,8 @@
-"""numba loads only when a hash or transform kernel first runs."""
+"""numba loads only when a hash or transform kernel first runs.
+
+Arrays of at most 16 values are hashed in Python (equal to the kernels, so a
+planner hashing a few literals never loads numba): the query hashes 100 rows.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ import lance_sql
 ctx = lance_sql.SessionContext()
 ctx.sql("SELECT 1 + 1").collect()
 before = "numba" in sys.modules
-value = ctx.sql("SELECT murmur3(CAST(34 AS BIGINT)) AS h").to_pylist()[0]["h"]
+query = "SELECT murmur3(CAST(value AS BIGINT)) AS h FROM range(34, 134)"
+value = ctx.sql(query).to_pylist()[0]["h"]
 print(before, "numba" in sys.modules, value)
 """
 
