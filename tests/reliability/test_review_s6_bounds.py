@@ -259,3 +259,35 @@ def test_time_travel_versions_after_changes(root: str) -> None:
         for where in ("x = 1", "x = 101", "x = 7", "x > 50", "x < 5"):
             want = _oracle(pa.table({"x": xs}), where, "x")
             assert _sql(root, where, "x", ctx) == want, (v, where)
+
+
+# ------------------------------------------------------------------ staged writes
+
+
+def test_staged_writes_interleaved_with_appends_deletes_and_pylance(root: str) -> None:
+    schema = pa.schema([("k", pa.int64()), ("x", pa.int64())])
+    ns = PartitionedNamespace.create(root, schema, SPEC)
+    ns.append(pa.table({"k": [1, 2], "x": [1, 2]}, schema=schema))
+    ctx = _ctx(root)
+    truth = {1, 2}
+    stager = PartitionedNamespace.open(root)
+    s1 = stager.stage(pa.table({"k": [1, 3], "x": [10, 30]}, schema=schema), write_id="w")
+    PartitionedNamespace.open(root).append(pa.table({"k": [1], "x": [500]}, schema=schema))
+    truth.add(500)
+    lance.dataset(_table_uri(PartitionedNamespace.open(root), 1)).delete("x = 1")  # foreign
+    PartitionedNamespace.open(root).delete("x = 2")
+    truth.discard(2)
+    s2 = stager.stage(pa.table({"k": [1], "x": [-7]}, schema=schema), write_id="w")
+    try:
+        PartitionedNamespace.open(root).commit_staged([s1, s2])
+        truth |= {10, 30, -7}
+    except Exception as exc:  # a refused commit leaves the namespace as it was
+        assert "onflict" in f"{type(exc).__name__} {exc}", exc
+    model = pa.table({"x": sorted(truth)}, schema=pa.schema([("x", pa.int64())]))
+    wheres = ["x = 1", "x = 500", "x = 10", "x = -7", "x < 0", "x > 100", "x = 2", "x = 30"]
+    _check(root, model, wheres, "x", ctx)
+    ns.refresh()
+    ns.append(pa.table({"k": [1], "x": [7000]}, schema=schema))
+    truth.add(7000)
+    model = pa.table({"x": sorted(truth)}, schema=pa.schema([("x", pa.int64())]))
+    _check(root, model, [*wheres, "x = 7000", "x > 6000"], "x", ctx)
