@@ -291,3 +291,39 @@ def test_staged_writes_interleaved_with_appends_deletes_and_pylance(root: str) -
     truth.add(7000)
     model = pa.table({"x": sorted(truth)}, schema=pa.schema([("x", pa.int64())]))
     _check(root, model, [*wheres, "x = 7000", "x > 6000"], "x", ctx)
+
+
+# ------------------------------------------- early materialization with deletes and NaN
+
+
+def test_sampled_early_materialization_after_deletes(root: str) -> None:
+    """A partition large enough to be sampled (lance_sql.tables.materialization), with row
+    deletes, NaN and NULL-only columns: every projection and filter equals DuckDB."""
+    import numpy as np
+
+    n = 40_000
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 100, n)
+    f = rng.random(n)
+    f[::97] = np.nan
+    schema = pa.schema(
+        [("k", pa.int64()), ("x", pa.int64()), ("f", pa.float64()), ("z", pa.int64())]
+    )
+    data = pa.table(
+        {"k": np.ones(n, np.int64), "x": x, "f": f, "z": pa.nulls(n, pa.int64())}, schema=schema
+    )
+    ns = PartitionedNamespace.create(root, schema, SPEC)
+    ns.append(data)
+    ns.delete("x % 3 = 0 AND x > 50")
+    model = _oracle_table(data, "NOT (x % 3 = 0 AND x > 50)")
+    wheres = ["x > 10", "f > 0.5", "isnan(f)", "z IS NULL", "z = 1", "x = 99 OR f < 0.01"]
+    for where in wheres:
+        want = _oracle(model, where, "k, x, f, z")
+        got = _sql(root, where, "k, x, f, z")
+        assert list(map(repr, got)) == list(map(repr, want)), where  # repr: NaN equals NaN
+
+
+def _oracle_table(t: pa.Table, where: str) -> pa.Table:
+    con = duckdb.connect()
+    con.register("t", t)
+    return con.execute(f"SELECT * FROM t WHERE {where}").to_arrow_table()
