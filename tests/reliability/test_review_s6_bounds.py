@@ -327,3 +327,63 @@ def _oracle_table(t: pa.Table, where: str) -> pa.Table:
     con = duckdb.connect()
     con.register("t", t)
     return con.execute(f"SELECT * FROM t WHERE {where}").to_arrow_table()
+
+
+# ------------------------------------- a commit between a row operation's read and write
+
+
+@pytest.mark.parametrize("when", ["before_read", "after_read"])
+@pytest.mark.parametrize("other", ["append_same", "append_other", "delete_same", "pylance"])
+def test_commit_interleaved_into_a_delete(root: str, when: str, other: str) -> None:
+    """Another namespace object commits while a delete runs (between ``Mutation`` reading
+    ``__manifest`` and its commit); the delete is replayed or refused, never half-applied."""
+    from lance_sql.tables.namespace.delete import delete_matching
+    from lance_sql.tables.namespace.mutation import run
+
+    schema = pa.schema([("k", pa.int64()), ("x", pa.int64())])
+    ns = PartitionedNamespace.create(root, schema, SPEC)
+    ns.append(pa.table({"k": [1, 1, 2], "x": [1, 2, 3]}, schema=schema))
+    ctx = _ctx(root)
+    assert _sql(root, "x = 2", "x", ctx) == [(2,)]
+    truth = {1, 2, 3}
+    attempts = []
+
+    def interleave() -> None:
+        other_ns = PartitionedNamespace.open(root)
+        if other == "append_same":
+            other_ns.append(pa.table({"k": [1, 1], "x": [2, 900]}, schema=schema))
+            truth.update({900})
+            extra.append(2)
+        elif other == "append_other":
+            other_ns.append(pa.table({"k": [3], "x": [2]}, schema=schema))
+            extra.append(2)
+        elif other == "delete_same":
+            other_ns.delete("x = 1")
+            truth.discard(1)
+        else:
+            lance.dataset(_table_uri(other_ns, 1)).delete("x = 1")  # not part of the namespace
+
+    extra: list[int] = []
+
+    def build(m: Any) -> int:
+        attempts.append(1)
+        if len(attempts) == 1 and when == "before_read":
+            interleave()
+        n = delete_matching(m, "x = 2")
+        if len(attempts) == 1 and when == "after_read":
+            interleave()
+        return n
+
+    try:
+        run(ns, build)
+        truth.discard(2)
+        deleted_all = True
+    except Exception as exc:
+        assert "onflict" in f"{type(exc).__name__} {exc}", exc
+        deleted_all = False
+    rows = sorted(PartitionedNamespace.open(root).to_table()["x"].to_pylist())
+    # deleted: every x = 2, the other writer's too; refused: nothing of the delete happened
+    want = sorted(v for v in truth if v != 2) if deleted_all else sorted([*truth, *extra])
+    assert rows == want, (rows, want, attempts)
+    model = pa.table({"x": rows}, schema=pa.schema([("x", pa.int64())]))
+    _check(root, model, ["x = 2", "x = 1", "x = 900", "x > 500", "x < 3"], "x", ctx)
