@@ -71,3 +71,31 @@ def test_delete_after_a_root_is_restored_from_a_copy(tmp_path: Path) -> None:
     deleted = PartitionedNamespace.open(root).delete("x = 100")  # no such row now
     assert _fresh_process_rows(root) == [1, 2, 200]
     assert deleted == 0
+
+
+def test_two_roots_with_identical_content_then_diverging(tmp_path: Path) -> None:
+    """A copied root has the same table locations and versions under another uri."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    ns = PartitionedNamespace.create(a, SCHEMA, SPEC)
+    ns.append(_rows([1, 2]))
+    shutil.copytree(a, b)
+    ctxs = {}
+    for root in (a, b):
+        ctxs[root] = lance_sql.SessionContext()
+        ctxs[root].register_namespace("t", root)
+        assert ctxs[root].sql("SELECT x FROM t WHERE x = 2").to_arrow_table().num_rows == 1
+    PartitionedNamespace.open(a).append(_rows([100]))
+    PartitionedNamespace.open(b).append(_rows([200]))  # the same table version as a's
+    PartitionedNamespace.open(b).delete("x = 1")
+    PartitionedNamespace.open(a).update({"x": "x + 10"}, where="x = 2")
+    for root, want in ((a, [1, 12, 100]), (b, [2, 200])):
+        for ctx in (ctxs[root], None):
+            if ctx is None:
+                ctx = lance_sql.SessionContext()
+                ctx.register_namespace("t", root)
+            got = ctx.sql("SELECT x FROM t ORDER BY x").to_arrow_table()["x"].to_pylist()
+            assert got == want, root
+            for v in (1, 2, 12, 100, 200):
+                n = ctx.sql(f"SELECT x FROM t WHERE x = {v}").to_arrow_table().num_rows
+                assert n == (v in want), (root, v)
+        assert sorted(PartitionedNamespace.open(root).to_table()["x"].to_pylist()) == want
