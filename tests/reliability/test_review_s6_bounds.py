@@ -387,3 +387,26 @@ def test_commit_interleaved_into_a_delete(root: str, when: str, other: str) -> N
     assert rows == want, (rows, want, attempts)
     model = pa.table({"x": rows}, schema=pa.schema([("x", pa.int64())]))
     _check(root, model, ["x = 2", "x = 1", "x = 900", "x > 500", "x < 3"], "x", ctx)
+
+
+def test_manifest_restored_to_an_older_version_with_pylance(root: str) -> None:
+    """``__manifest`` rolled back by a pylance restore: the older pins (and their bounds)
+    are the namespace again; a long-lived object and context follow it."""
+    schema = pa.schema([("k", pa.int64()), ("x", pa.int64())])
+    ns = PartitionedNamespace.create(root, schema, SPEC)
+    ns.append(pa.table({"k": [1, 2], "x": [1, 2]}, schema=schema))
+    old = ns.manifest_version
+    ctx = _ctx(root)
+    ns.append(pa.table({"k": [1, 3], "x": [100, 300]}, schema=schema))
+    ns.delete("x = 1")
+    assert _sql(root, "x = 100", "x", ctx) == [(100,)]
+    mds = lance.dataset(f"{root}/__manifest", version=old)
+    mds.restore()
+    model = pa.table({"x": [1, 2]}, schema=pa.schema([("x", pa.int64())]))
+    wheres = ["x = 1", "x = 100", "x = 300", "x > 50", "x < 2"]
+    _check(root, model, wheres, "x", ctx)
+    ns.append(pa.table({"k": [1], "x": [5]}, schema=schema))  # the stale object appends
+    ns.delete("x = 2")
+    model = pa.table({"x": [1, 5]}, schema=pa.schema([("x", pa.int64())]))
+    _check(root, model, [*wheres, "x = 5", "x = 2"], "x", ctx)
+    assert sorted(PartitionedNamespace.open(root).to_table()["x"].to_pylist()) == [1, 5]
