@@ -118,24 +118,88 @@ class OpenCache(Generic[V]):
             return len(self._items)
 
 
+def version_token(
+    uri: str, version: int, branch: str | None, storage_options: Mapping[str, str] | None
+) -> tuple[Any, ...] | None:
+    """What identifies the manifest file of ``uri`` at ``version`` (None: not found).
+
+    A version number is written once in a table's history, but a root restored
+    from a backup copy and written again reuses numbers for other rows (pylance
+    notices: its session cache reads the manifest again). Cached opens are
+    therefore checked against this token (size, modification time, inode or
+    e-tag of ``_versions/<version>.manifest``): one ``stat`` locally, one HEAD
+    on object stores, instead of pylance's open and parse.
+    """
+    from lance_sql.format.storage import resolve
+    from lance_sql.format.versions import branch_root, manifest_name_v1, manifest_name_v2
+
+    try:
+        versions = branch_root(resolve(uri, storage_options), branch).join("_versions")
+        for name in (manifest_name_v2(version), manifest_name_v1(version)):
+            try:
+                info = versions.fs.info(f"{versions.path}/{name}")
+            except FileNotFoundError:
+                continue
+            return (name, *(info.get(k) for k in _TOKEN_KEYS))
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_TOKEN_KEYS = ("size", "mtime", "ino", "created", "ETag", "LastModified", "etag", "generation")
+
+
+class PinnedCache(Generic[V]):
+    """:class:`OpenCache` of opens at a pinned version, each checked by :func:`version_token`."""
+
+    def __init__(self, capacity: int = OPEN_CACHE_ENTRIES) -> None:
+        self._cache: OpenCache[tuple[V, tuple[Any, ...] | None]] = OpenCache(capacity)
+        self.misses = 0  # opens (tests and benchmarks count them)
+
+    def get_or_open(
+        self,
+        key: Hashable,
+        token: Callable[[], tuple[Any, ...] | None],
+        opener: Callable[[], V],
+        valid: Callable[[V], bool] = lambda _: True,
+    ) -> V:
+        """The cached value of ``key`` if its token still matches and ``valid`` holds, else a
+        fresh ``opener()`` (cached with the token read before opening)."""
+        now = token()
+        hit = self._cache.get(key)
+        if hit is not None and now is not None and hit[1] == now and valid(hit[0]):
+            return hit[0]
+        if hit is not None:
+            self._cache.discard(key)
+        self.misses += 1
+        value = opener()
+        if now is None:
+            return value  # no token to check a later hit against: not cached
+        return self._cache.put(key, (value, now))[0]
+
+    def clear(self) -> None:
+        self._cache.clear()
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+
 #: Datasets reopened at a pinned version by scan units shipped to other processes
 #: (Spark tasks unpickle units; a reused Python worker keeps them across tasks).
-_PINNED: OpenCache[Any] = OpenCache()
+_PINNED: PinnedCache[Any] = PinnedCache()
 
 
 def open_pinned(uri: str, version: int, storage_options: Mapping[str, str] | None) -> Any:
     """The pylance dataset at ``uri`` and ``version``, shared process-wide (never commit on it)."""
-    key = (uri, version, options_key(storage_options))
-    hit = _PINNED.get(key)
-    if hit is not None and hit.version == version:
-        return hit
-    if hit is not None:  # someone moved the shared dataset (checkout): replace it
-        _PINNED.discard(key)
     import lance
 
     opts = dict(storage_options) if storage_options else None
-    return _PINNED.put(
-        key, lance.dataset(uri, version=version, storage_options=opts, session=read_session())
+    return _PINNED.get_or_open(
+        (uri, version, options_key(storage_options)),
+        lambda: version_token(uri, version, None, storage_options),
+        lambda: lance.dataset(uri, version=version, storage_options=opts, session=read_session()),
+        lambda ds: bool(ds.version == version),  # nobody moved the shared dataset (checkout)
     )
 
 
@@ -165,8 +229,10 @@ __all__ = [
     "METADATA_CACHE_BYTES",
     "OPEN_CACHE_ENTRIES",
     "OpenCache",
+    "PinnedCache",
     "open_all",
     "open_pinned",
     "options_key",
     "read_session",
+    "version_token",
 ]

@@ -26,7 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import FormatError
-from lance_sql.tables.dataset_cache import OpenCache, open_all, options_key, read_session
+from lance_sql.tables.dataset_cache import (
+    PinnedCache,
+    open_all,
+    options_key,
+    read_session,
+    version_token,
+)
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of
@@ -154,7 +160,7 @@ def open_partition_table(
 
 #: Partition tables opened for reading, across namespace views and sessions:
 #: ``(uri, read_version, read_branch, storage options)`` -> (dataset, table schema with ids).
-_OPENED: OpenCache[tuple[Any, pa.Schema]] = OpenCache()
+_OPENED: PinnedCache[tuple[Any, pa.Schema]] = PinnedCache()
 
 
 def open_for_read(
@@ -170,13 +176,13 @@ def open_for_read(
     """
     if entry.read_version is None or entry.read_tag:
         return _open_uncached(entry, storage_options)
-    key = (entry.uri, entry.read_version, entry.read_branch, options_key(storage_options))
-    hit = _OPENED.get(key)
-    if hit is not None and hit[0].version == entry.read_version:
-        return hit
-    if hit is not None:  # someone moved the shared dataset (checkout/commit): replace it
-        _OPENED.discard(key)
-    return _OPENED.put(key, _open_uncached(entry, storage_options))
+    version = entry.read_version
+    return _OPENED.get_or_open(
+        (entry.uri, version, entry.read_branch, options_key(storage_options)),
+        lambda: version_token(entry.uri, version, entry.read_branch, storage_options),
+        lambda: _open_uncached(entry, storage_options),
+        lambda hit: bool(hit[0].version == version),  # nobody moved the shared dataset
+    )
 
 
 def _open_uncached(
