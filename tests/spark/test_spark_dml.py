@@ -379,3 +379,16 @@ def test_merge_rewriting_whole_tables_moves_rows_to_new_tables(spark: Any, tmp_p
     assert got.updated == exp.updated == 20
     assert ns_rows(sp) == ns_rows(py)
     assert unowned_files(sp) == []
+
+
+def test_delete_keeps_column_bounds_usable(spark: Any, tmp_path: Path) -> None:
+    """A row delete keeps a subset of the rows, so the tables stay skippable by bounds."""
+    from lance_sql.planning.scan_plan import plan_scan
+
+    root = str(tmp_path / "ns")
+    make(root)
+    before = plan_scan(PartitionedNamespace.open(root), "k = 1000").skipped_by_bounds
+    assert before > 0
+    assert lance_spark.delete(spark, root, "v < 10") > 0  # row deletes in every table
+    after = plan_scan(PartitionedNamespace.open(root), "k = 1000")
+    assert after.skipped_by_bounds == before

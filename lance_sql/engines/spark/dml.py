@@ -282,7 +282,7 @@ class DeleteJob:
                 storage_options=self.storage_options,
                 max_retries=0,
             )
-        m.set_version(entry, ds)
+        m.set_version(entry, ds, same_rows=True)  # a delete keeps a subset: bounds hold
         return {(entry.location, f) for f in r.files}
 
     def cleanup(
