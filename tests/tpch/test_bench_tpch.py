@@ -21,3 +21,25 @@ def test_bench_tpch_tiny(tmp_path: Path) -> None:
     assert results[4]["spj_joins"] >= 1  # the EXISTS semi join of orders and lineitem
     for r in results.values():
         assert r["spj_over_nospj"] > 0 and r["spj_over_parquet"] > 0
+
+
+@pytest.mark.slow
+def test_bench_materialization_tiny(tmp_path: Path) -> None:
+    import sys
+
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench_dir))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "bench_materialization", bench_dir / "bench_materialization.py"
+        )
+        assert spec is not None and spec.loader is not None
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+        out = bench.main(
+            ["--sf", "0.01", "--data-dir", str(tmp_path), "--rounds", "1", "--queries", "3,6"]
+        )
+    finally:
+        sys.path.remove(str(bench_dir))
+    assert set(out) == {"adaptive/late", "early/late", "adaptive/parquet", "late/parquet"}
+    assert all(v > 0 for v in out.values())
