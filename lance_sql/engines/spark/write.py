@@ -242,12 +242,7 @@ def _commit_dynamic(plan: Any, latest: Any, stages: list[Any]) -> Any:
         storage_options=plan.storage_options,
         keep_untouched=True,
     )
-    try:
-        writer.adopt(stages)
-        return writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
+    return writer.commit_stages(stages)
 
 
 def _attempts(messages: list[StagedCommit | None]) -> list[str]:

@@ -209,14 +209,7 @@ def commit_staged(
     from lance_sql.tables.namespace.writer import NamespaceWriter  # (writer imports this module)
 
     writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
-    try:
-        writer.adopt(stages)
-        if not writer._targets and mode == "append":
-            return snapshot
-        return writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
+    return writer.commit_stages(stages)
 
 
 def abort_staged(

@@ -516,6 +516,20 @@ class NamespaceWriter:
             partitions=parts,
         )
 
+    def commit_stages(self, stages: Sequence[StagedWrite]) -> ManifestSnapshot:
+        """:meth:`adopt` ``stages`` and :meth:`commit`; on any failure :meth:`abort` and raise.
+
+        An append that adopts no partition commits nothing (returns the snapshot).
+        """
+        try:
+            self.adopt(stages)
+            if not self._targets and self.mode == "append":
+                return self.snapshot
+            return self.commit()
+        except BaseException:
+            self.abort()
+            raise
+
     def adopt(self, stages: Sequence[StagedWrite]) -> None:
         """Take over staged files as this writer's fragments (the driver side of staging).
 
