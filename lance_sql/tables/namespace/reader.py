@@ -19,6 +19,7 @@ rows completed with NULLs, so it is still applied exactly.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,12 +140,7 @@ def open_partition_table(
     import lance
 
     opts = dict(storage_options) if storage_options else None
-    with pylance_errors(
-        f"partition table {entry.object_id!r} at location {entry.location!r} ({entry.describe()})",
-        entry.uri,
-        version=None if entry.read_branch or entry.read_tag else entry.read_version,
-        storage_options=storage_options,
-    ):
+    with _table_errors(entry, storage_options):
         if entry.read_tag:
             return lance.dataset(
                 entry.uri, version=entry.read_tag, storage_options=opts, session=session
@@ -185,11 +181,25 @@ def open_for_read(
     )
 
 
+def _table_errors(
+    entry: PartitionTable, storage_options: Mapping[str, str] | None
+) -> AbstractContextManager[None]:
+    """Typed errors naming the partition table for the pylance calls inside."""
+    return pylance_errors(
+        f"partition table {entry.object_id!r} at location {entry.location!r} ({entry.describe()})",
+        entry.uri,
+        version=None if entry.read_branch or entry.read_tag else entry.read_version,
+        storage_options=storage_options,
+    )
+
+
 def _open_uncached(
     entry: PartitionTable, storage_options: Mapping[str, str] | None
 ) -> tuple[Any, pa.Schema]:
     ds = open_partition_table(entry, storage_options=storage_options, session=read_session())
-    return ds, pylance_field_ids(ds)
+    # pylance decodes the schema lazily: a damaged manifest fails (or panics) here
+    with _table_errors(entry, storage_options):
+        return ds, pylance_field_ids(ds)
 
 
 def pylance_field_ids(ds: Any) -> pa.Schema:
