@@ -116,11 +116,11 @@ class AttemptLease:
         self._loc.fs.pipe_file(self.path, str(self._beats).encode())
 
     def _run(self) -> None:
+        # A fenced attempt goes on beating until it ends: the driver waits for its cleanup.
         while not self._stop.wait(self._heartbeat):
             try:
-                if self._fence_up():
+                if not self._fenced.is_set() and self._fence_up():
                     self._fenced.set()
-                    return
                 self._beat()
             except OSError:
                 continue  # a missed beat; STALE_SECONDS tolerates several
