@@ -78,25 +78,11 @@ def _cast_to(
     a type for: their namespace columns are parsed as the namespace types
     first. Typed files (Parquet) go to the rule as they are.
     """
-    from lance_sql.errors import SchemaMismatchError
-    from lance_sql.tables.namespace.schema_rule import conform
+    from lance_sql.tables.namespace.schema_rule import cast_named, conform
 
     for b in batches:
         if text:
-            cols, names = [], []
-            for name, col in zip(b.schema.names, b.columns, strict=True):
-                target = schema.field(name).type if name in schema.names else None
-                if target is not None and not col.type.equals(target):
-                    try:
-                        col = col.cast(target)
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                        raise SchemaMismatchError(
-                            f"import file column {name!r} ({col.type}) cannot be read as the "
-                            f"namespace type {target}: {e}"
-                        ) from e
-                cols.append(col)
-                names.append(name)
-            b = pa.RecordBatch.from_arrays(cols, names=names)
+            b = cast_named(b, schema, "import file")
         yield conform(b, schema, source="import file")
 
 

@@ -141,21 +141,9 @@ class MergeTasks(DeleteTasks):
 def source_rows(ns: Any, table: pa.Table, on: Sequence[str]) -> pa.Table:
     """Source rows as Spark delivers them, namespace columns in the namespace's types."""
     from lance_sql.tables.namespace.merge import _source_table
+    from lance_sql.tables.namespace.schema_rule import cast_named
 
-    cols, names = [], []
-    for name in table.column_names:
-        col = table.column(name)
-        if name in ns.schema.names and not col.type.equals(ns.schema.field(name).type):
-            try:
-                col = col.cast(ns.schema.field(name).type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"merge source column {name!r} ({col.type}) does not fit "
-                    f"{ns.schema.field(name).type}: {exc}"
-                ) from exc
-        cols.append(col)
-        names.append(name)
-    return _source_table(ns, pa.Table.from_arrays(cols, names=names), on)
+    return _source_table(ns, cast_named(table, ns.schema, "merge source"), on)
 
 
 class InsertTask:

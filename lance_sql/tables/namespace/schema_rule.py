@@ -208,6 +208,29 @@ def conform(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def cast_named(data: Any, schema: pa.Schema, source: str) -> Any:
+    """``data`` (a Table or RecordBatch) with each column ``schema`` names cast to its type.
+
+    For values that carry no type of their own yet (text files, another
+    engine's rows) before :func:`conform` checks them; other columns pass
+    unchanged. A value that does not cast raises SchemaMismatchError naming
+    ``source`` and the column.
+    """
+    cols = []
+    for name, col in zip(data.schema.names, data.columns, strict=True):
+        target = schema.field(name).type if name in schema.names else None
+        if target is not None and not col.type.equals(target):
+            try:
+                col = col.cast(target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise SchemaMismatchError(
+                    f"{source}: column {name!r} ({col.type}) does not fit the namespace type "
+                    f"{target}: {e}"
+                ) from e
+        cols.append(col)
+    return type(data).from_arrays(cols, names=list(data.schema.names))
+
+
 def _convert(col: Any, f: pa.Field, source: str) -> Any:
     """A checked conversion of an accepted representation or encoding to ``f.type``."""
     try:
@@ -248,4 +271,12 @@ def conform_all(
         yield conform(batch, schema, encoded=encoded, source=source)
 
 
-__all__ = ["Encoding", "check_schema", "conform", "conform_all", "holds", "representation"]
+__all__ = [
+    "Encoding",
+    "cast_named",
+    "check_schema",
+    "conform",
+    "conform_all",
+    "holds",
+    "representation",
+]
