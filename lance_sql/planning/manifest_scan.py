@@ -112,12 +112,15 @@ def plan_manifest(
     schema: pa.Schema,
     *,
     columns: Sequence[str] | None = None,
+    root: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> PartitionPlan:
     """:func:`.planner.plan_partitions` over an open ``__manifest`` pylance dataset.
 
     The manifest filter runs inside Lance; ``columns`` limits what is decoded
     for the selected rows (default: every column). A filter Lance refuses
     falls back to reading every row and filtering in memory (same result).
+    ``root`` (the namespace root) lets key filters skip tables.
     """
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, dict(specs), schema)
@@ -127,7 +130,10 @@ def plan_manifest(
         from lance_sql.planning.bounds import compile_skip
 
         wanted = set(columns) | {"object_id", "object_type"}
-        if compile_skip(pred) is not None:  # column bounds could skip: decode them
+        from lance_sql.planning.key_filters import compile_key_skip
+
+        skips = compile_skip(pred) is not None or compile_key_skip(pred) is not None
+        if skips:  # column bounds or key filters could skip: decode them
             wanted.add("metadata")
         for s in mf.specs.values():
             wanted |= columns_of(s.inclusive)
@@ -145,7 +151,9 @@ def plan_manifest(
         candidates = dataset.to_table(columns=cols)
     # Lance only narrows; the selection (and so the result) is decided here, exactly.
     selected = select_rows(candidates, mf)
-    return finish_plan(pred, mf, selected, table_versions(dataset))
+    return finish_plan(
+        pred, mf, selected, table_versions(dataset), root=root, storage_options=storage_options
+    )
 
 
 def open_manifest(
@@ -222,6 +230,7 @@ def scan_plan_from(
         filter_sql=to_sql(plan.predicate),
         scan_filter=scan_filter,
         skipped_by_bounds=plan.skipped_by_bounds,
+        skipped_by_key_filter=plan.skipped_by_key_filter,
     )
 
 
@@ -249,7 +258,9 @@ def plan_scan_at(
     except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
         raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
     cols = [*PLAN_COLUMNS, *partition_columns(specs)]
-    plan = plan_manifest(ds, pred, specs, schema, columns=cols)
+    plan = plan_manifest(
+        ds, pred, specs, schema, columns=cols, root=root_uri(root), storage_options=storage_options
+    )
     from lance_sql.planning.scan_filter import ScanFilter
 
     return scan_plan_from(

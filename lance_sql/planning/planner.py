@@ -8,7 +8,9 @@ partition table with that partition's residual filter.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +63,9 @@ class PartitionPlan:
     #: Partition tables the pruning selected whose column bounds prove no row matches
     #: (:mod:`.bounds`); they are not in ``selected``.
     skipped_by_bounds: int = 0
+    #: Partition tables left after bounds whose key filters (Bloom filters of indexed
+    #: columns, :mod:`.key_filters`) rule out the predicate; not in ``selected``.
+    skipped_by_key_filter: int = 0
 
     def residual_sql(self, i: int) -> str:
         return to_sql(self.residuals[i])
@@ -71,12 +76,16 @@ def plan_partitions(
     specs: dict[int, PartitionSpec],
     schema: pa.Schema,
     manifest_rows: pa.Table,
+    *,
+    root: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> PartitionPlan:
     """Prune ``manifest_rows`` (``__manifest`` rows: object_id, object_type, partition columns).
 
     Returns the partition-table rows that may hold matching rows, the residual
     predicate per selected row (TRUE where the partition's values prove the
-    whole filter), and a :class:`PruningReport`.
+    whole filter), and a :class:`PruningReport`. With the namespace ``root``, key
+    filters of the tables may skip them too (reading the filter files, cached).
     """
     for name in ("object_id", "object_type"):
         if name not in manifest_rows.column_names:
@@ -86,26 +95,37 @@ def plan_partitions(
     is_table = pc.equal(manifest_rows.column("object_type"), "table")
     table_versions = spec_ids_of(pc.filter(manifest_rows.column("object_id"), is_table))
     selected = select_rows(manifest_rows, mf)  # the predicate includes object_type = 'table'
-    return finish_plan(pred, mf, selected, table_versions)
+    return finish_plan(
+        pred, mf, selected, table_versions, root=root, storage_options=storage_options
+    )
 
 
 def finish_plan(
-    pred: Predicate, mf: ManifestFilter, selected: pa.Table, table_versions: np.ndarray
+    pred: Predicate,
+    mf: ManifestFilter,
+    selected: pa.Table,
+    table_versions: np.ndarray,
+    *,
+    root: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> PartitionPlan:
     """Residuals and report for ``selected`` (rows passing ``mf``), vectorised.
 
     ``table_versions`` is the spec version of every partition table of the
     manifest (:func:`.pruning.spec_ids`), for the report's totals. Tables whose
-    column bounds prove ``pred`` never TRUE are dropped from ``selected``.
+    column bounds prove ``pred`` never TRUE are dropped from ``selected``, and with
+    ``root``, those whose key filters do.
     """
     from lance_sql.planning.bounds import skip_by_bounds
+    from lance_sql.planning.key_filters import skip_by_key_filters
 
     selected, skipped = skip_by_bounds(pred, selected)
+    selected, by_key = skip_by_key_filters(pred, selected, root, storage_options)
     versions = spec_ids(selected)
     proven = proofs(selected, mf, versions)
     res = residuals_from_proofs(proven, mf)
     rep = report(mf, table_versions, versions, fully_proven(proven))
-    return PartitionPlan(pred, mf, selected, tuple(res), rep, skipped)
+    return PartitionPlan(pred, mf, selected, tuple(res), rep, skipped, by_key)
 
 
 __all__ = ["FilterLike", "PartitionPlan", "finish_plan", "plan_partitions", "to_predicate"]

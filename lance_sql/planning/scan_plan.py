@@ -81,6 +81,8 @@ class ScanPlan:
     #: Partition tables the pruning kept that column bounds proved empty (not in
     #: ``partitions``; docs/pruning.md "Column bounds").
     skipped_by_bounds: int = 0
+    #: Partition tables left after bounds whose key filters ruled the filter out.
+    skipped_by_key_filter: int = 0
 
     @property
     def object_ids(self) -> list[str]:
@@ -142,6 +144,8 @@ class ScanPlan:
         lines = [f"partitions: {len(self.partitions)}/{self.total_partitions} selected"]
         if self.skipped_by_bounds:
             lines[0] += f" ({self.skipped_by_bounds} skipped by column bounds)"
+        if self.skipped_by_key_filter:
+            lines[0] += f" ({self.skipped_by_key_filter} skipped by key filters)"
         if not self.pruned:
             lines.append(f"  no pruning: {self.reason}")
         for s in self.specs:
@@ -166,6 +170,7 @@ class ScanPlan:
             "reason": self.reason,
             "filter": None if self.scan_filter is None else self.scan_filter.to_dict(),
             "skipped_by_bounds": self.skipped_by_bounds,
+            "skipped_by_key_filter": self.skipped_by_key_filter,
             "specs": [s.__dict__ for s in self.specs],
             "partitions": [
                 {**{k: getattr(p, k) for k in _BASE}, "values": [list(v) for v in p.values]}
@@ -198,6 +203,7 @@ class ScanPlan:
             reason=obj["reason"],
             scan_filter=None if obj.get("filter") is None else ScanFilter.from_dict(obj["filter"]),
             skipped_by_bounds=int(obj.get("skipped_by_bounds", 0)),
+            skipped_by_key_filter=int(obj.get("skipped_by_key_filter", 0)),
         )
 
     @classmethod
@@ -295,7 +301,14 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
             raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
         try:  # vectorised over the in-memory __manifest rows; no per-partition Python
-            plan = plan_partitions(pred, ns.specs, ns.schema, ns.snapshot.rows)
+            plan = plan_partitions(
+                pred,
+                ns.specs,
+                ns.schema,
+                ns.snapshot.rows,
+                root=str(ns.root),
+                storage_options=ns.storage_options,
+            )
             return manifest_scan.scan_plan_from(
                 plan,
                 root=str(ns.root),
@@ -352,6 +365,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         filter_sql=filter_sql,
         scan_filter=scan_filter,
         skipped_by_bounds=plan.skipped_by_bounds,
+        skipped_by_key_filter=plan.skipped_by_key_filter,
     )
 
 

@@ -137,7 +137,14 @@ def _plan_pruning(
     if not preds:
         return None
     try:
-        return plan_partitions(and_(*preds), namespace.specs, schema, namespace.snapshot.rows)
+        return plan_partitions(
+            and_(*preds),
+            namespace.specs,
+            schema,
+            namespace.snapshot.rows,
+            root=str(namespace.root),
+            storage_options=namespace.storage_options,
+        )
     except errors:
         return None
 
@@ -274,13 +281,14 @@ class NamespaceTable(ScanUnitDataset):
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
         spec_filters: dict[int, str] = {}
-        skipped = 0  # partition tables skipped by column bounds (planning/bounds.py)
+        skipped = by_key = 0  # tables skipped by column bounds / key filters (planning/)
         if isinstance(self.prune, PlannerPrune):
             plan = self.prune.plan(filter, self.prune_filter, ns)
             partitions = None if plan is None else plan.selected.column("object_id").to_pylist()
             if plan is not None:
                 spec_filters = {s.spec_id: s.filter_sql for s in plan.report.specs}
                 skipped = plan.skipped_by_bounds
+                by_key = plan.skipped_by_key_filter
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
@@ -300,6 +308,7 @@ class NamespaceTable(ScanUnitDataset):
                 f"manifest_version={ns.manifest_version} ({pin}), "
                 f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
                 + (f"skipped_by_bounds={skipped}, " if skipped else "")
+                + (f"skipped_by_key_filter={by_key}, " if by_key else "")
                 + f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
                 f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
             )

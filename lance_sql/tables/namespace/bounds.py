@@ -34,12 +34,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from lance_sql.tables.namespace import key_filters as kf
 
 BOUNDS_KEY = "lance_sql.bounds"
 MAX_COLUMNS = 32
@@ -66,6 +68,8 @@ class TableBounds:
     branch: str | None
     location: str | None
     columns: Mapping[int, ColumnBounds]
+    #: Pointers to key filter files by field id (:mod:`.key_filters`), same validity.
+    key_filters: Mapping[int, kf.KeyFilterRef] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------ types
@@ -259,7 +263,10 @@ def to_json(b: TableBounds) -> dict[str, Any]:
         if c.nan:
             entry["nan"] = True
         cols[str(fid)] = entry
-    return {"version": b.version, "branch": b.branch, "location": b.location, "columns": cols}
+    out = {"version": b.version, "branch": b.branch, "location": b.location, "columns": cols}
+    if b.key_filters:
+        out[kf.KEY] = kf.refs_to_json(b.key_filters)
+    return out
 
 
 def from_json(obj: Any) -> TableBounds | None:
@@ -278,7 +285,8 @@ def from_json(obj: Any) -> TableBounds | None:
             if (lo is None) != (hi is None) or type(nulls) is not int or nulls < 0:
                 continue  # malformed: this column has no bounds
             cols[int(key)] = ColumnBounds(c["type"], lo, hi, nulls, bool(c.get("nan", False)))
-        return TableBounds(version, obj.get("branch"), obj.get("location"), cols)
+        refs = kf.refs_from_json(obj.get(kf.KEY))
+        return TableBounds(version, obj.get("branch"), obj.get("location"), cols, refs)
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
         return None
 
@@ -391,7 +399,39 @@ def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]])
         b = bounds_of_metadata(meta[i])
         branch, tag, loc = cols["read_branch"][i], cols["read_tag"][i], cols["location"][i]
         if b is not None and usable(b, old, branch, tag, loc):
-            meta[i] = with_bounds(meta[i], TableBounds(new, b.branch, b.location, b.columns))
+            meta[i] = with_bounds(meta[i], retied(b, new))
+    return set_metadata(rows, mask, meta)
+
+
+def retied(b: TableBounds, version: int) -> TableBounds:
+    """``b`` (columns and key filters) re-tied to ``version`` of a table holding a subset."""
+    return TableBounds(version, b.branch, b.location, b.columns, b.key_filters)
+
+
+def with_key_filters(
+    rows: pa.Table, added: Mapping[str, tuple[int, Mapping[int, kf.KeyFilterRef]]]
+) -> pa.Table:
+    """``rows`` whose tables in ``added`` (object_id -> (version, refs)) point to more filters.
+
+    Bounds usable for that version get the refs added; a table without usable
+    bounds gets bounds holding only the refs (no column statistics).
+    """
+    if not added or "metadata" not in rows.column_names:
+        return rows
+    mask, sub = touched_rows(rows, added)
+    oids = sub.column("object_id").to_pylist()
+    meta = sub.column("metadata").to_pylist()
+    cols = {c: sub.column(c).to_pylist() for c in ("read_branch", "read_tag", "location")}
+    for i, oid in enumerate(oids):
+        version, refs = added[oid]
+        branch, tag, loc = cols["read_branch"][i], cols["read_tag"][i], cols["location"][i]
+        if branch or tag:
+            continue
+        b = bounds_of_metadata(meta[i])
+        if b is None or not usable(b, version, branch, tag, loc):
+            b = TableBounds(version, branch, loc, {})
+        both = {**b.key_filters, **refs}
+        meta[i] = with_bounds(meta[i], TableBounds(version, branch, loc, b.columns, both))
     return set_metadata(rows, mask, meta)
 
 
@@ -425,6 +465,7 @@ __all__ = [
     "kind_of",
     "merge",
     "parse_metadata",
+    "retied",
     "set_metadata",
     "staged_text",
     "table_bounds",
@@ -434,4 +475,5 @@ __all__ = [
     "truncate_upper",
     "usable",
     "with_bounds",
+    "with_key_filters",
 ]

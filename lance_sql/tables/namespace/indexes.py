@@ -191,9 +191,29 @@ def create_scalar_index(
                 continue
             new = _create_in(entry, ds, index, col, m.storage_options)
             m.set_version(entry, new, same_rows=True)  # an index changes no row
+            _add_key_filter(m, entry, new, fid, col)
         return index
 
     return run(ns, build)
+
+
+def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
+    """Build the key filter of the newly indexed column in ``ds`` (see :mod:`.key_filters`)."""
+    from lance_sql.tables.namespace import key_filters as kf
+
+    field = ds.schema.field(column)
+    if not kf.supported(field.type):
+        return
+    version = int(ds.version)
+    ref = kf.write_filter(
+        entry.uri,
+        version,
+        fid,
+        field.type,
+        kf.column_hashes(ds, column),
+        storage_options=m.storage_options,
+    )
+    m.key_filters.setdefault(entry.object_id, (version, {}))[1][fid] = ref
 
 
 def drop_index(ns: PartitionedNamespace, name: str) -> None:

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
-from lance_sql.tables.namespace.bounds import carried_forward
+from lance_sql.tables.namespace.bounds import carried_forward, with_key_filters
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
@@ -72,6 +72,8 @@ class Mutation:
         # object_id -> whether every new version of the table only lost rows (deletes,
         # compaction): its column bounds then stay valid (bounds.carried_forward)
         self._subset: dict[str, bool] = {}
+        # object_id -> (version, key filter pointers) to add to its bounds (.key_filters)
+        self.key_filters: dict[str, tuple[int, dict[int, Any]]] = {}
 
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
@@ -229,6 +231,8 @@ class Mutation:
             if self._subset.get(o) and o in self.entries
         }
         rows = carried_forward(rows, moves)
+        live = {o: kv for o, kv in self.key_filters.items() if self.versions.get(o) == kv[0]}
+        rows = with_key_filters(rows, live)
         oids = rows.column("object_id").to_pylist()
         keep = pa.array([o not in self.dropped for o in oids], pa.bool_())
         rv = [

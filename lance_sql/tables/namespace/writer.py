@@ -40,11 +40,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, LanceSqlError
 from lance_sql.tables.namespace import bounds as col_bounds
+from lance_sql.tables.namespace import key_filters
 from lance_sql.tables.namespace.field_map import table_schema_for
 from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
@@ -137,6 +139,10 @@ class NamespaceWriter:
         # Column bounds of the rows written per table (None: some rows unseen, e.g. adopted)
         self._bounds: dict[str, col_bounds.TableBounds | None] = {}
         self._bounds_lock = threading.Lock()
+        # Key filters (indexed columns): hashes of the rows written per table (None: unknown)
+        self._key_fields = key_filters.key_fields(schema, snapshot.properties)
+        self._key_hashes: dict[str, dict[int, list[np.ndarray]] | None] = {}
+        self._key_refs: dict[tuple[str, int], dict[int, key_filters.KeyFilterRef]] = {}
         self._load_existing()
 
     # -- existing layout ----------------------------------------------------------------------
@@ -257,7 +263,17 @@ class NamespaceWriter:
 
     def _add_bounds(self, object_id: str, table: pa.Table) -> None:
         new = col_bounds.table_bounds(table, self.schema, 0, None, None)
+        hashes = {
+            fid: key_filters.hash_values(table.column(f.name))
+            for fid, f in self._key_fields
+            if f.name in table.column_names
+        }
         with self._bounds_lock:
+            if object_id not in self._key_hashes:
+                self._key_hashes[object_id] = {}
+            if (known := self._key_hashes[object_id]) is not None:
+                for fid, h in hashes.items():
+                    known.setdefault(fid, []).append(h)
             if object_id not in self._bounds:
                 self._bounds[object_id] = new
             elif (old := self._bounds[object_id]) is not None:
@@ -265,6 +281,7 @@ class NamespaceWriter:
 
     def _adopt_bounds(self, object_id: str, staged: col_bounds.TableBounds | None) -> None:
         """Staged rows' bounds join the table's (None: rows without bounds, so none)."""
+        self._key_hashes[object_id] = None  # key filters: read from the committed table
         if staged is None or object_id not in self._bounds:
             self._bounds[object_id] = staged
         elif (old := self._bounds[object_id]) is not None:
@@ -473,7 +490,7 @@ class NamespaceWriter:
         for i, oid in enumerate(oids):
             t = by_oid[oid]
             new = self._bounds.get(oid)
-            e = t.entry
+            e, old = t.entry, None
             if new is not None and e is not None and self.mode == "append":
                 old = col_bounds.bounds_of_metadata(meta[i])
                 ok = pinned.get(oid) == e.read_version and col_bounds.usable(
@@ -481,9 +498,32 @@ class NamespaceWriter:
                 )
                 new = col_bounds.merge(old, new, 0) if ok and old is not None else None
             if new is not None:
-                new = col_bounds.TableBounds(versions[oid], t.branch, t.location, new.columns)
+                refs = self._key_filters(t, versions[oid], old)
+                new = col_bounds.TableBounds(versions[oid], t.branch, t.location, new.columns, refs)
             meta[i] = col_bounds.with_bounds(meta[i], new)
         return col_bounds.set_metadata(table, mask, meta)
+
+    def _key_filters(
+        self, t: WriteTarget, version: int, old: col_bounds.TableBounds | None
+    ) -> dict[int, key_filters.KeyFilterRef]:
+        """Key filters of ``t`` at ``version`` (``old``: the valid bounds appended to)."""
+        if not self._key_fields or t.branch:
+            return {}
+        cached = self._key_refs.get((t.object_id, version))
+        if cached is None:
+            known = self._key_hashes.get(t.object_id)
+            hashes = None if known is None else {f: np.concatenate(h) for f, h in known.items()}
+            fields = [(fid, t.names.get(f.name, f.name), f.type) for fid, f in self._key_fields]
+            cached = key_filters.maintain(
+                t.uri,
+                version,
+                fields,
+                hashes,
+                None if old is None else old.key_filters,  # None: the table holds only these rows
+                storage_options=self.storage_options,
+            )
+            self._key_refs[(t.object_id, version)] = cached
+        return cached
 
     # -- staging (distributed writers) ---------------------------------------------------
     def staged(self) -> StagedWrite:

@@ -1,0 +1,271 @@
+"""Skipping partition tables whose key filters (Bloom filters) rule out an equality.
+
+Columns with a namespace scalar index have a Bloom filter per partition table
+(:mod:`lance_sql.tables.namespace.key_filters`), pointed to from the table's
+column bounds in ``__manifest``. :func:`compile_key_skip` turns a *prepared*
+predicate into a test over many tables at once: ``col = lit`` and
+``col IN (lit, ...)`` (NULL list members never match) on a column of a
+supported type, with the literal taken exactly as bounds take it
+(:func:`lance_sql.planning.bounds._literal_value`: any integer literal for an
+integer column, the column's own type for dates and timestamps, strings for
+strings; anything else is "maybe"); ``AND`` skips when any child does, ``OR``
+when every child does. A table is skipped only when its filter is usable (the
+bounds describe exactly the pinned version, see
+:func:`lance_sql.tables.namespace.bounds.usable`), was built for the column's
+current type, was read and checked (magic, size, checksum), and has no bit
+set for the literal: a missing, stale or damaged filter never skips.
+
+Evaluation is vectorised: the filters of the candidate tables for one column
+are concatenated once (cached per set of files, which are immutable), the
+literal is hashed once, and the bits of all tables are gathered in one numpy
+operation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_sql.planning.bounds import _literal_value, decoded
+from lance_sql.planning.predicates import And, Column, Compare, InList, Or, Predicate
+from lance_sql.tables.namespace import key_filters as kf
+from lance_sql.tables.namespace.bounds import TableBounds, usable
+
+_ROW_COLUMNS = ("metadata", "read_version", "read_branch", "read_tag", "location")
+
+#: Filter files that could not be read or were damaged (they never skip anything).
+LOAD_ERRORS = [0]
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    field_id: int
+    type_name: str
+    hashes: np.ndarray  # uint64, one per literal
+
+
+@dataclass(frozen=True)
+class _Node:
+    op: str  # "and" / "or"
+    children: tuple[Any, ...]
+
+
+KeyTest = _Leaf | _Node
+
+
+def compile_key_skip(pred: Predicate) -> KeyTest | None:
+    """The key-filter test of ``pred`` (None: key filters can never skip for it)."""
+    if isinstance(pred, And):
+        parts = tuple(p for p in (compile_key_skip(c) for c in pred.children) if p is not None)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else _Node("and", parts)
+    if isinstance(pred, Or):
+        ors = [compile_key_skip(c) for c in pred.children]
+        if not ors or any(p is None for p in ors):
+            return None
+        return _Node("or", tuple(ors))
+    if isinstance(pred, Compare) and isinstance(pred.term, Column) and pred.op == "=":
+        return _leaf(pred.term, [pred.literal])
+    if isinstance(pred, InList) and isinstance(pred.term, Column) and not pred.negated:
+        return _leaf(pred.term, [v for v in pred.values if not v.is_null])
+    return None
+
+
+def _leaf(col: Column, literals: Sequence[Any]) -> _Leaf | None:
+    if col.field_id is None or col.type is None or not kf.supported(col.type) or not literals:
+        return None
+    hashes = []
+    for lit in literals:
+        value = _literal_value(lit, col)
+        h = None if value is None else kf.literal_hash(value, col.type)
+        if h is None:
+            return None
+        hashes.append(h)
+    return _Leaf(col.field_id, str(col.type), np.array(hashes, np.uint64))
+
+
+def _leaves(test: KeyTest) -> list[_Leaf]:
+    if isinstance(test, _Leaf):
+        return [test]
+    return [leaf for c in test.children for leaf in _leaves(c)]
+
+
+# ------------------------------------------------------------------------ files
+
+_FILES: OrderedDict[tuple[str, str], np.ndarray | None] = OrderedDict()
+_FILES_BYTES = [0]
+_FILES_MAX_BYTES = 256 << 20
+_LOCK = threading.Lock()
+
+
+def _load(table_uri: str, ref: kf.KeyFilterRef, opts: Mapping[str, Any] | None) -> Any:
+    key = (table_uri, ref.file)
+    with _LOCK:
+        if key in _FILES:
+            _FILES.move_to_end(key)
+            return _FILES[key]
+    try:
+        bits: np.ndarray | None = kf.read_filter(table_uri, ref, opts)
+    except Exception:  # any failure to read means "maybe", never a skip
+        LOAD_ERRORS[0] += 1
+        bits = None
+    with _LOCK:
+        _FILES[key] = bits
+        _FILES_BYTES[0] += 0 if bits is None else bits.nbytes
+        while _FILES_BYTES[0] > _FILES_MAX_BYTES and len(_FILES) > 1:
+            _, old = _FILES.popitem(last=False)
+            _FILES_BYTES[0] -= 0 if old is None else old.nbytes
+    return bits
+
+
+@dataclass(frozen=True)
+class _Bank:
+    """The filters of some tables for one column, concatenated."""
+
+    rows: np.ndarray  # int64: which candidate rows have a filter here
+    data: np.ndarray  # uint8: every filter's bytes
+    offsets: np.ndarray  # int64: byte offset of each filter in ``data``
+    masks: np.ndarray  # uint64: bits - 1 of each filter
+
+
+_BANKS: OrderedDict[tuple[Any, ...], _Bank] = OrderedDict()
+_BANKS_MAX = 16
+
+
+def _bank(
+    refs: list[tuple[int, str, kf.KeyFilterRef]], opts: Mapping[str, Any] | None
+) -> _Bank | None:
+    key = tuple((uri, r.file) for _, uri, r in refs)
+    with _LOCK:
+        hit = _BANKS.get(key)
+        if hit is not None:
+            _BANKS.move_to_end(key)
+            return hit
+    rows, parts, sizes, masks = [], [], [], []
+    for row, uri, ref in refs:
+        bits = _load(uri, ref, opts)
+        if bits is None:
+            continue
+        rows.append(row)
+        parts.append(bits)
+        sizes.append(len(bits))
+        masks.append(ref.bits - 1)
+    if not rows:
+        return None
+    offsets = np.zeros(len(sizes), np.int64)
+    np.cumsum(sizes[:-1], out=offsets[1:])
+    bank = _Bank(
+        np.array(rows, np.int64),
+        np.concatenate(parts),
+        offsets,
+        np.array(masks, np.uint64),
+    )
+    with _LOCK:
+        _BANKS[key] = bank
+        while len(_BANKS) > _BANKS_MAX:
+            _BANKS.popitem(last=False)
+    return bank
+
+
+def _absent(bank: _Bank, hashes: np.ndarray) -> np.ndarray:
+    """Per table of ``bank``: True where no hash of ``hashes`` may be present."""
+    pos = kf.positions(hashes, np.uint64(1) << np.uint64(63), kf.K)  # (nvals, K), unmasked
+    pos = pos[None, :, :] & bank.masks[:, None, None]  # (tables, nvals, K)
+    byte = bank.offsets[:, None, None] + (pos >> np.uint64(3)).astype(np.int64)
+    bit = (pos & np.uint64(7)).astype(np.uint8)
+    present = ((bank.data[byte] >> bit) & 1).astype(bool).all(axis=2)
+    return ~present.any(axis=1)
+
+
+# ---------------------------------------------------------------- manifest rows
+
+
+def _usable_bounds(rows: pa.Table) -> list[TableBounds | None]:
+    meta, rv, rb, rt, loc = (rows.column(c).to_pylist() for c in _ROW_COLUMNS)
+    out: list[TableBounds | None] = []
+    for i, text in enumerate(meta):
+        b = decoded(text)
+        ok = b is not None and b.key_filters and usable(b, rv[i], rb[i], rt[i], loc[i])
+        out.append(b if ok else None)
+    return out
+
+
+def _evaluate(test: KeyTest, banks: Mapping[tuple[int, str], _Bank | None], n: int) -> np.ndarray:
+    if isinstance(test, _Node):
+        masks = [_evaluate(c, banks, n) for c in test.children]
+        if test.op == "and":
+            return np.logical_or.reduce(masks)
+        return np.logical_and.reduce(masks)
+    out = np.zeros(n, bool)
+    bank = banks.get((test.field_id, test.type_name))
+    if bank is not None:
+        out[bank.rows] = _absent(bank, test.hashes)
+    return out
+
+
+def key_skip_mask(
+    pred: Predicate,
+    rows: pa.Table,
+    root: str | None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> np.ndarray | None:
+    """Per ``__manifest`` table row, True where its key filters prove ``pred`` never TRUE."""
+    if root is None or rows.num_rows == 0:
+        return None
+    test = compile_key_skip(pred)
+    if test is None or any(c not in rows.column_names for c in _ROW_COLUMNS):
+        return None
+    bounds = _usable_bounds(rows)
+    if not any(b is not None for b in bounds):
+        return None
+    from lance_sql.tables.namespace.layout import resolve_location
+
+    locs = rows.column("location").to_pylist()
+    oids = rows.column("object_id").to_pylist() if "object_id" in rows.column_names else locs
+    uris: dict[int, str | None] = {}
+
+    def uri(i: int) -> str | None:
+        if i not in uris:
+            try:
+                uris[i] = resolve_location(root, locs[i], str(oids[i]))
+            except Exception:  # an unsafe location has no usable filter
+                uris[i] = None
+        return uris[i]
+
+    banks: dict[tuple[int, str], _Bank | None] = {}
+    for leaf in _leaves(test):
+        key = (leaf.field_id, leaf.type_name)
+        if key in banks:
+            continue
+        refs = []
+        for i, b in enumerate(bounds):
+            ref = None if b is None else b.key_filters.get(leaf.field_id)
+            if ref is not None and ref.type == leaf.type_name and ref.k == kf.K:
+                u = uri(i)
+                if u is not None:
+                    refs.append((i, u, ref))
+        banks[key] = _bank(refs, storage_options) if refs else None
+    return _evaluate(test, banks, rows.num_rows)
+
+
+def skip_by_key_filters(
+    pred: Predicate,
+    rows: pa.Table,
+    root: str | None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[pa.Table, int]:
+    """``rows`` without the tables whose key filters rule ``pred`` out; and how many."""
+    mask = key_skip_mask(pred, rows, root, storage_options)
+    if mask is None or not mask.any():
+        return rows, 0
+    return rows.filter(pa.array(~mask)), int(mask.sum())
+
+
+__all__ = ["LOAD_ERRORS", "compile_key_skip", "key_skip_mask", "skip_by_key_filters"]
