@@ -326,3 +326,43 @@ def test_pointer_is_in_the_bounds_json(tmp_path: Path) -> None:
     for text in meta:
         b = json.loads(json.loads(text)[tb.BOUNDS_KEY])
         assert set(b["key_filters"]) == {"0"}
+
+
+# ---------------------------------------------------------------- expire, cleanup
+
+
+def _filter_files(root: Path) -> set[str]:
+    return {f.name for f in root.rglob("*.bloom")}
+
+
+def _live_files(ns: lance_sql.PartitionedNamespace) -> set[str]:
+    return {
+        name
+        for text in ns.snapshot.rows.column("metadata").to_pylist()
+        for name in kf.referenced_key_filters(text)
+    }
+
+
+def test_expire_and_cleanup_remove_only_unreferenced_filters(tmp_path: Path) -> None:
+    ns = _ns(tmp_path)
+    root = tmp_path / "ns"
+    ns.append(_rows(list(range(400, 440))))
+    ns.overwrite(_rows([1000, 1001]), partitions="dynamic")
+    assert _filter_files(root) > _live_files(ns)
+    before = _filter_files(root)
+    assert ns.expire_versions(older_than=datetime.timedelta(0)).key_filters_removed > 0
+    assert _filter_files(root) < before
+    # an orphan (a writer that failed before its __manifest commit)
+    live = _live_files(lance_sql.PartitionedNamespace.open(root))
+    table_dir = next(f for f in root.rglob("*.bloom") if f.name in live).parent
+    orphan = table_dir / "v99-f0-orphan.bloom"
+    orphan.write_bytes(b"x")
+    report = ns.cleanup(older_than=datetime.timedelta(0), dry_run=True)
+    assert report.reasons.get("unreferenced key filter", 0) == 1
+    ns.cleanup(older_than=datetime.timedelta(0), dry_run=False)
+    assert not orphan.exists()
+    # dropped tables' directories went with cleanup; what is left is what is live
+    assert _filter_files(root) == live
+    for i in (5, 418, 1000, 1001):
+        assert _query(root, f"id = {i}")[0] == [i]
+    assert _skipped(plan_scan(lance_sql.PartitionedNamespace.open(root), "id = 5")) == 7

@@ -34,10 +34,12 @@ from typing import Any
 from lance_sql.format.metadata import open_metadata
 from lance_sql.format.storage import FileInfo, Location, remove_file, resolve, walk_files
 from lance_sql.format.versions import list_manifests
+from lance_sql.tables.namespace.key_filters import FILTER_DIR, referenced_key_filters
 from lance_sql.tables.namespace.layout import MANIFEST_NAME, manifest_uri
 
 STAGING_DIRS = ("_spark_staging",)
 _TABLE_DIR_RE = re.compile(r"^[0-9a-f]{8}_.+")
+KEY_FILTER_PREFIX = FILTER_DIR + "/"
 _CLEANABLE = ("data/", "_deletions/", "_transactions/", "_versions/")
 
 
@@ -76,6 +78,7 @@ class _Pins:
 
     versions: set[int] = field(default_factory=set)
     all_versions: bool = False  # pinned to latest, a branch or a tag: keep every version
+    key_filters: set[str] = field(default_factory=set)  # key filter files any version uses
 
 
 def cleanup_namespace(
@@ -128,7 +131,7 @@ def _manifest_pins(root: str, opts: Mapping[str, Any] | None) -> dict[str, _Pins
     pins: dict[str, _Pins] = {}
     for mf in list_manifests(resolve(uri, opts)):
         ds = lance.dataset(uri, version=mf.version, storage_options=dict(opts) if opts else None)
-        cols = ["object_type", "location", "read_version", "read_branch", "read_tag"]
+        cols = ["object_type", "location", "read_version", "read_branch", "read_tag", "metadata"]
         have = [c for c in cols if c in ds.schema.names]
         rows = ds.to_table(columns=have).to_pydict()
         n = len(rows.get("object_type", []))
@@ -139,6 +142,7 @@ def _manifest_pins(root: str, opts: Mapping[str, Any] | None) -> dict[str, _Pins
             rv = rows.get("read_version", [None] * n)[i]
             branch = rows.get("read_branch", [None] * n)[i]
             tag = rows.get("read_tag", [None] * n)[i]
+            pin.key_filters |= referenced_key_filters(rows.get("metadata", [None] * n)[i])
             if rv is None or branch or tag:
                 pin.all_versions = True
             else:
@@ -208,6 +212,14 @@ def _clean_table(
         rel = f.relative
         if f.location.path in dropped_paths:
             report._add(f, "uncommitted table version")
+            continue
+        if pins is not None and rel.startswith(KEY_FILTER_PREFIX):
+            if rel[len(KEY_FILTER_PREFIX) :] in pins.key_filters:
+                continue
+            if _old(f, cutoff):
+                report._add(f, "unreferenced key filter")
+            else:
+                report.kept_recent += 1
             continue
         if not rel.startswith(_CLEANABLE) or rel.startswith("_versions/"):
             continue  # version manifests, hints, tags, branches, indices: never here

@@ -302,8 +302,10 @@ __all__ = [
     "maintain",
     "positions",
     "read_filter",
+    "referenced_key_filters",
     "refs_from_json",
     "refs_to_json",
+    "remove_unreferenced",
     "size_for",
     "supported",
     "write_filter",
@@ -311,6 +313,42 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ maintenance
+
+
+def referenced_key_filters(metadata: str | None) -> set[str]:
+    """File names of the key filters a ``__manifest`` row's ``metadata`` points to."""
+    import json
+
+    if not metadata or KEY not in metadata:
+        return set()
+    try:
+        bounds = json.loads(json.loads(metadata)["lance_sql.bounds"])
+        return {r.file for r in refs_from_json(bounds.get(KEY)).values()}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return set()
+
+
+def remove_unreferenced(
+    table_uri: str,
+    keep: set[str],
+    cutoff: Any,
+    storage_options: Mapping[str, Any] | None = None,
+) -> int:
+    """Delete the table's key filter files not in ``keep`` written before ``cutoff``."""
+    from lance_sql.format.storage import remove_file, resolve, walk_files
+
+    removed = 0
+    try:
+        files = walk_files(resolve(f"{table_uri.rstrip('/')}/{FILTER_DIR}", storage_options))
+    except (OSError, ValueError):
+        return 0
+    for f in files:
+        name = f.relative.rsplit("/", 1)[-1]
+        if name in keep or f.mtime is None or f.mtime >= cutoff:
+            continue
+        remove_file(f.location)
+        removed += 1
+    return removed
 
 
 def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[int, pa.Field]]:

@@ -100,6 +100,7 @@ class ExpireReport:
     table_versions_removed: int = 0
     bytes_removed: int = 0
     tables: int = 0
+    key_filters_removed: int = 0  # sidecar files no live __manifest version points to
 
     def __str__(self) -> str:
         return (
@@ -151,6 +152,12 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
         report.tables += 1
         report.table_versions_removed += int(stats.old_versions)
         report.bytes_removed += int(stats.bytes_removed)
+    from lance_sql.tables.namespace.key_filters import remove_unreferenced
+
+    for location, pin in pins.items():
+        report.key_filters_removed += remove_unreferenced(
+            child_uri(ns.root, location), pin.key_filters, cutoff, opts
+        )
     ns.refresh()
     return report
 
