@@ -29,8 +29,11 @@ of both sides are compared. The ratio namespace / one dataset is the result
 (issue #18: point lookup <= 1.5x).
 
 Usage: ``python benchmarks/bench_opens.py [--rows N] [--repeat R] [--dir PATH]
-[--bounds-on-off]`` (the last also times both lookups with column-bounds
-skipping switched off, alternating in one process).
+[--bounds-on-off] [--indexed]`` (``--bounds-on-off`` also times both lookups
+with column-bounds skipping switched off, alternating in one process;
+``--indexed`` gives the namespace and the dataset a BTREE index on ``id``, so
+the namespace has key filters, docs/pruning.md "Key filters", and adds the
+indexed namespace's lookup against the plain dataset).
 """
 
 from __future__ import annotations
@@ -74,9 +77,12 @@ def make_table(rows: int, seed: int = 0) -> pa.Table:
     )
 
 
-def build(directory: Path, rows: int) -> tuple[str, str]:
-    ns_root, one_uri = directory / "days_ns", directory / "days_one.lance"
-    marker = directory / f"built_{rows}_eid2"
+def build(directory: Path, rows: int, indexed: bool = False) -> tuple[str, str]:
+    """The namespace and the dataset; ``indexed``: both with a BTREE index on ``id`` (the
+    namespace's through ``ns.create_scalar_index``, which also builds key filters)."""
+    suffix = "_idx" if indexed else ""
+    ns_root, one_uri = directory / f"days_ns{suffix}", directory / f"days_one{suffix}.lance"
+    marker = directory / f"built_{rows}_eid2{suffix}"
     if marker.exists():
         return str(ns_root), str(one_uri)
     for p in (ns_root, one_uri):
@@ -86,7 +92,10 @@ def build(directory: Path, rows: int) -> tuple[str, str]:
     spec = [{"field_id": "day", "source": "day", "transform": {"type": "identity"}}]
     ns = PartitionedNamespace.create(str(ns_root), data.schema, spec)
     ns.append(data)
-    lance.write_dataset(data, str(one_uri))
+    ds = lance.write_dataset(data, str(one_uri))
+    if indexed:
+        ns.create_scalar_index("id", "BTREE")
+        ds.create_scalar_index("id", "BTREE")
     marker.touch()
     return str(ns_root), str(one_uri)
 
@@ -104,13 +113,20 @@ def cpu_timed(fn: Callable[[], Any]) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
-    ns_root, one_uri = build(directory, rows)
+def run(rows: int, repeat: int, directory: Path, indexed: bool = False) -> list[dict[str, Any]]:
+    ns_root, one_uri = build(directory, rows, indexed)
     ctx = lance_sql.SessionContext()
     ctx.register_namespace("ns", ns_root)
     ctx.register_lance("one", one_uri)
     key = rows // 3
-    queries = {
+    queries = {}
+    if indexed:  # the indexed namespace (key filters) against the plain dataset too
+        _, plain_uri = build(directory, rows)
+        ctx.register_lance("plain", plain_uri)
+        queries["indexed ns id = K vs plain one"] = (
+            "SELECT id, day, x, s FROM {} WHERE id = " + str(key)
+        )
+    queries |= {
         "point lookup WHERE id = K (no pruning)": "SELECT id, day, x, s FROM {} WHERE id = "
         + str(key),
         "clustered lookup WHERE eid = K (bounds)": "SELECT id, day, x, s FROM {} WHERE eid = "
@@ -124,8 +140,10 @@ def run(rows: int, repeat: int, directory: Path) -> list[dict[str, Any]]:
         def ours(sql: str = sql) -> Any:
             return ctx.sql(sql.format("ns")).to_pylist()
 
-        def base(sql: str = sql) -> Any:
-            return ctx.sql(sql.format("one")).to_pylist()
+        other = "plain" if name.endswith("vs plain one") else "one"
+
+        def base(sql: str = sql, other: str = other) -> Any:
+            return ctx.sql(sql.format(other)).to_pylist()
 
         got, expected = ours(), base()  # warm both (page cache, open datasets)
         if not _same(got, expected):
@@ -302,6 +320,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument(
         "--bounds-on-off", action="store_true", help="also time both lookups with bounds off"
     )
+    parser.add_argument(
+        "--indexed",
+        action="store_true",
+        help="namespace and dataset with a BTREE index on id (namespace key filters)",
+    )
     args = parser.parse_args(argv)
     tmp = None
     directory = args.dir
@@ -310,7 +333,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         directory = Path(tmp)
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        results = run(max(args.rows, DAYS), args.repeat, directory)
+        results = run(max(args.rows, DAYS), args.repeat, directory, args.indexed)
         if args.bounds_on_off:
             ns_root, _ = build(directory, max(args.rows, DAYS))
             for r in bounds_on_off(ns_root, max(args.rows, DAYS), args.repeat):
