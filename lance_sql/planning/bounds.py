@@ -265,32 +265,80 @@ def decoded(text: str | None) -> TableBounds | None:
     return b
 
 
-def skip_mask(pred: Predicate, rows: pa.Table) -> np.ndarray | None:
+class RowBounds:
+    """The usable bounds of some ``__manifest`` rows (None where unusable), cached per
+    row content with whatever else planning derives from them (``derived``)."""
+
+    def __init__(self, bounds: list[TableBounds | None], locations: list[Any]) -> None:
+        self.bounds = bounds
+        self.locations = locations
+        self.any = any(b is not None for b in bounds)
+        self.derived: dict[Any, Any] = {}
+
+
+_ROWS: OrderedDict[tuple[Any, ...], RowBounds] = OrderedDict()
+_ROWS_MAX = 32
+
+
+def row_bounds(rows: pa.Table) -> RowBounds | None:
+    """:class:`RowBounds` of ``rows`` (None: the rows lack the columns bounds need).
+
+    Cached by the exact values of the columns that decide usability (a plan over
+    the same candidate rows, the common case of a service, decodes nothing again).
+    """
+    if any(c not in rows.column_names for c in _ROW_COLUMNS):
+        return None
+    cols = [rows.column(c).to_pylist() for c in _ROW_COLUMNS]
+    key = tuple(tuple(c) for c in cols)
+    with _CACHE_LOCK:
+        hit = _ROWS.get(key)
+        if hit is not None:
+            _ROWS.move_to_end(key)
+            return hit
+    meta, rv, rb, rt, loc = cols
+    out: list[TableBounds | None] = []
+    for i, text in enumerate(meta):
+        b = decoded(text)
+        out.append(b if b is not None and usable(b, rv[i], rb[i], rt[i], loc[i]) else None)
+    state = RowBounds(out, loc)
+    with _CACHE_LOCK:
+        _ROWS[key] = state
+        while len(_ROWS) > _ROWS_MAX:
+            _ROWS.popitem(last=False)
+    return state
+
+
+def skip_mask(pred: Predicate, rows: pa.Table, done: np.ndarray | None = None) -> np.ndarray | None:
     """Per ``__manifest`` table row, True where its usable bounds prove ``pred`` never TRUE.
 
     None when nothing can be skipped (no usable predicate, or the rows lack the
-    columns needed to check that bounds describe the pinned version).
+    columns needed to check that bounds describe the pinned version). Rows True
+    in ``done`` (already skipped otherwise) are not tested and come out False.
     """
     test = compile_skip(pred)
     if test is None or rows.num_rows == 0:
         return None
-    if any(c not in rows.column_names for c in _ROW_COLUMNS):
+    state = row_bounds(rows)
+    if state is None or not state.any:
         return None
-    meta, rv, rb, rt, loc = (rows.column(c).to_pylist() for c in _ROW_COLUMNS)
-    out = np.zeros(rows.num_rows, dtype=bool)
-    for i, text in enumerate(meta):
-        b = decoded(text)
-        if b is not None and usable(b, rv[i], rb[i], rt[i], loc[i]) and test(b):
-            out[i] = True
-    return out
+    bounds = state.bounds
+    if done is not None:
+        bounds = [None if d else b for b, d in zip(bounds, done.tolist(), strict=True)]
+    return np.fromiter((b is not None and test(b) for b in bounds), dtype=bool, count=len(bounds))
 
 
-def skip_by_bounds(pred: Predicate, rows: pa.Table) -> tuple[pa.Table, int]:
-    """``rows`` without the tables their bounds prove empty for ``pred``; and how many."""
-    mask = skip_mask(pred, rows)
+def skip_by_bounds(
+    pred: Predicate, rows: pa.Table, done: np.ndarray | None = None
+) -> tuple[pa.Table, int]:
+    """``rows`` without the tables their bounds prove empty for ``pred`` (and those True
+    in ``done``); and how many of them bounds skipped (not counting ``done``)."""
+    mask = skip_mask(pred, rows, done)
+    if done is not None and done.any():
+        keep = ~done if mask is None else ~(done | mask)
+        return rows.filter(pa.array(keep)), 0 if mask is None else int(mask.sum())
     if mask is None or not mask.any():
         return rows, 0
     return rows.filter(pa.array(~mask)), int(mask.sum())
 
 
-__all__ = ["compile_skip", "decoded", "skip_by_bounds", "skip_mask"]
+__all__ = ["RowBounds", "compile_skip", "decoded", "row_bounds", "skip_by_bounds", "skip_mask"]

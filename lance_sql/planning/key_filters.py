@@ -32,12 +32,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.planning.bounds import _literal_value, decoded
+from lance_sql.planning.bounds import RowBounds, _literal_value, row_bounds
 from lance_sql.planning.predicates import And, Column, Compare, InList, Or, Predicate
 from lance_sql.tables.namespace import key_filters as kf
-from lance_sql.tables.namespace.bounds import TableBounds, usable
-
-_ROW_COLUMNS = ("metadata", "read_version", "read_branch", "read_tag", "location")
 
 #: Filter files that could not be read or were damaged (they never skip anything).
 LOAD_ERRORS = [0]
@@ -187,16 +184,6 @@ def _absent(bank: _Bank, hashes: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- manifest rows
 
 
-def _usable_bounds(rows: pa.Table) -> list[TableBounds | None]:
-    meta, rv, rb, rt, loc = (rows.column(c).to_pylist() for c in _ROW_COLUMNS)
-    out: list[TableBounds | None] = []
-    for i, text in enumerate(meta):
-        b = decoded(text)
-        ok = b is not None and b.key_filters and usable(b, rv[i], rb[i], rt[i], loc[i])
-        out.append(b if ok else None)
-    return out
-
-
 def _evaluate(test: KeyTest, banks: Mapping[tuple[int, str], _Bank | None], n: int) -> np.ndarray:
     if isinstance(test, _Node):
         masks = [_evaluate(c, banks, n) for c in test.children]
@@ -210,6 +197,35 @@ def _evaluate(test: KeyTest, banks: Mapping[tuple[int, str], _Bank | None], n: i
     return out
 
 
+def _bank_of(
+    state: RowBounds,
+    fid: int,
+    tname: str,
+    root: str,
+    storage_options: Mapping[str, Any] | None,
+) -> _Bank | None:
+    """The filters of column ``fid`` of the rows ``state`` describes (cached with it)."""
+    key = ("key_filters", fid, tname, root)
+    if key in state.derived:
+        return state.derived[key]  # type: ignore[no-any-return]
+    from lance_sql.tables.namespace.layout import resolve_location
+
+    refs = []
+    for i, b in enumerate(state.bounds):
+        ref = None if b is None else b.key_filters.get(fid)
+        if ref is None or ref.type != tname or ref.k != kf.K:
+            continue
+        try:
+            uri = resolve_location(root, state.locations[i], f"row {i}")
+        except Exception:  # an unsafe location has no usable filter
+            continue
+        refs.append((i, uri, ref))
+    bank = _bank(refs, storage_options) if refs else None
+    if bank is not None or not refs:
+        state.derived[key] = bank  # a failed load is retried by the next plan
+    return bank
+
+
 def key_skip_mask(
     pred: Predicate,
     rows: pa.Table,
@@ -220,38 +236,16 @@ def key_skip_mask(
     if root is None or rows.num_rows == 0:
         return None
     test = compile_key_skip(pred)
-    if test is None or any(c not in rows.column_names for c in _ROW_COLUMNS):
+    if test is None:
         return None
-    bounds = _usable_bounds(rows)
-    if not any(b is not None for b in bounds):
+    state = row_bounds(rows)
+    if state is None or not state.any:
         return None
-    from lance_sql.tables.namespace.layout import resolve_location
-
-    locs = rows.column("location").to_pylist()
-    oids = rows.column("object_id").to_pylist() if "object_id" in rows.column_names else locs
-    uris: dict[int, str | None] = {}
-
-    def uri(i: int) -> str | None:
-        if i not in uris:
-            try:
-                uris[i] = resolve_location(root, locs[i], str(oids[i]))
-            except Exception:  # an unsafe location has no usable filter
-                uris[i] = None
-        return uris[i]
-
     banks: dict[tuple[int, str], _Bank | None] = {}
     for leaf in _leaves(test):
         key = (leaf.field_id, leaf.type_name)
-        if key in banks:
-            continue
-        refs = []
-        for i, b in enumerate(bounds):
-            ref = None if b is None else b.key_filters.get(leaf.field_id)
-            if ref is not None and ref.type == leaf.type_name and ref.k == kf.K:
-                u = uri(i)
-                if u is not None:
-                    refs.append((i, u, ref))
-        banks[key] = _bank(refs, storage_options) if refs else None
+        if key not in banks:
+            banks[key] = _bank_of(state, leaf.field_id, leaf.type_name, root, storage_options)
     return _evaluate(test, banks, rows.num_rows)
 
 

@@ -63,8 +63,8 @@ class PartitionPlan:
     #: Partition tables the pruning selected whose column bounds prove no row matches
     #: (:mod:`.bounds`); they are not in ``selected``.
     skipped_by_bounds: int = 0
-    #: Partition tables left after bounds whose key filters (Bloom filters of indexed
-    #: columns, :mod:`.key_filters`) rule out the predicate; not in ``selected``.
+    #: Partition tables whose key filters (Bloom filters of indexed columns,
+    #: :mod:`.key_filters`) rule out the predicate (not counted in ``skipped_by_bounds``).
     skipped_by_key_filter: int = 0
 
     def residual_sql(self, i: int) -> str:
@@ -114,13 +114,15 @@ def finish_plan(
     ``table_versions`` is the spec version of every partition table of the
     manifest (:func:`.pruning.spec_ids`), for the report's totals. Tables whose
     column bounds prove ``pred`` never TRUE are dropped from ``selected``, and with
-    ``root``, those whose key filters do.
+    ``root``, those whose key filters do (counted there, not again as bounds').
     """
     from lance_sql.planning.bounds import skip_by_bounds
-    from lance_sql.planning.key_filters import skip_by_key_filters
+    from lance_sql.planning.key_filters import key_skip_mask
 
-    selected, skipped = skip_by_bounds(pred, selected)
-    selected, by_key = skip_by_key_filters(pred, selected, root, storage_options)
+    # key filters first (vectorised), so bounds only test the tables they leave
+    by_key_mask = key_skip_mask(pred, selected, root, storage_options)
+    by_key = 0 if by_key_mask is None else int(by_key_mask.sum())
+    selected, skipped = skip_by_bounds(pred, selected, by_key_mask)
     versions = spec_ids(selected)
     proven = proofs(selected, mf, versions)
     res = residuals_from_proofs(proven, mf)

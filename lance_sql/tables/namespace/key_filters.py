@@ -41,10 +41,10 @@ import pyarrow as pa
 
 FILTER_DIR = "_lance_sql/key_filters"
 KEY = "key_filters"  # the member of the bounds JSON holding the pointers
-BITS_PER_KEY = 10
-MIN_BITS_PER_KEY = 8  # appends OR keys in while at least this many bits per key remain
+BITS_PER_KEY = 20
+MIN_BITS_PER_KEY = 16  # appends OR keys in while at least this many bits per key remain
 MIN_BITS = 512
-K = 6
+K = 10
 _MAGIC = b"LSKF"
 _HEADER = struct.Struct("<4sBBHQQI")
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
