@@ -278,6 +278,7 @@ class RowBounds:
 
 _ROWS: OrderedDict[tuple[Any, ...], RowBounds] = OrderedDict()
 _ROWS_MAX = 32
+_BY_ID: OrderedDict[int, tuple[pa.Table, RowBounds]] = OrderedDict()
 
 
 def row_bounds(rows: pa.Table) -> RowBounds | None:
@@ -286,6 +287,10 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
     Cached by the exact values of the columns that decide usability (a plan over
     the same candidate rows, the common case of a service, decodes nothing again).
     """
+    with _CACHE_LOCK:
+        same = _BY_ID.get(id(rows))
+        if same is not None and same[0] is rows:  # the same (immutable) table object
+            return same[1]
     if any(c not in rows.column_names for c in _ROW_COLUMNS):
         return None
     cols = [rows.column(c).to_pylist() for c in _ROW_COLUMNS]
@@ -294,6 +299,7 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
         hit = _ROWS.get(key)
         if hit is not None:
             _ROWS.move_to_end(key)
+            _remember(rows, hit)
             return hit
     meta, rv, rb, rt, loc = cols
     out: list[TableBounds | None] = []
@@ -305,7 +311,16 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
         _ROWS[key] = state
         while len(_ROWS) > _ROWS_MAX:
             _ROWS.popitem(last=False)
+        _remember(rows, state)
     return state
+
+
+def _remember(rows: pa.Table, state: RowBounds) -> None:
+    """Cache ``state`` by the identity of ``rows`` too (holding ``rows``, so the id
+    cannot be reused while cached); the caller holds ``_CACHE_LOCK``."""
+    _BY_ID[id(rows)] = (rows, state)
+    while len(_BY_ID) > _ROWS_MAX:
+        _BY_ID.popitem(last=False)
 
 
 def skip_mask(pred: Predicate, rows: pa.Table, done: np.ndarray | None = None) -> np.ndarray | None:

@@ -8,6 +8,8 @@ partition table with that partition's residual filter.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,12 +94,36 @@ def plan_partitions(
             raise PlanningError(f"__manifest rows lack the {name!r} column")
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, specs, schema)
-    is_table = pc.equal(manifest_rows.column("object_type"), "table")
-    table_versions = spec_ids_of(pc.filter(manifest_rows.column("object_id"), is_table))
-    selected = select_rows(manifest_rows, mf)  # the predicate includes object_type = 'table'
+    selected, table_versions = _selection(manifest_rows, mf)
     return finish_plan(
         pred, mf, selected, table_versions, root=root, storage_options=storage_options
     )
+
+
+_SELECTIONS: OrderedDict[tuple[int, str], tuple[pa.Table, pa.Table, np.ndarray]] = OrderedDict()
+_SELECTIONS_LOCK = threading.Lock()
+_SELECTIONS_MAX = 64
+
+
+def _selection(manifest_rows: pa.Table, mf: ManifestFilter) -> tuple[pa.Table, np.ndarray]:
+    """(selected rows, spec version of every table row), cached per rows object and
+    ``__manifest`` predicate: a service plans the same snapshot's rows again and again
+    (the cache holds the rows, so their ``id`` is not reused while cached)."""
+    key = (id(manifest_rows), repr(mf.predicate))
+    with _SELECTIONS_LOCK:
+        hit = _SELECTIONS.get(key)
+        if hit is not None and hit[0] is manifest_rows:
+            _SELECTIONS.move_to_end(key)
+            return hit[1], hit[2]
+    is_table = pc.equal(manifest_rows.column("object_type"), "table")
+    table_versions = spec_ids_of(pc.filter(manifest_rows.column("object_id"), is_table))
+    table_versions.flags.writeable = False
+    selected = select_rows(manifest_rows, mf)  # the predicate includes object_type = 'table'
+    with _SELECTIONS_LOCK:
+        _SELECTIONS[key] = (manifest_rows, selected, table_versions)
+        while len(_SELECTIONS) > _SELECTIONS_MAX:
+            _SELECTIONS.popitem(last=False)
+    return selected, table_versions
 
 
 def finish_plan(
