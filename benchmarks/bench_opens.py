@@ -53,6 +53,7 @@ import numpy as np
 import pyarrow as pa
 
 import lance_sql
+from lance_sql.planning import key_filters
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 DAYS = 731
@@ -120,7 +121,10 @@ def run(rows: int, repeat: int, directory: Path, indexed: bool = False) -> list[
     ctx.register_lance("one", one_uri)
     key = rows // 3
     queries = {}
-    if indexed:  # the indexed namespace (key filters) against the plain dataset too
+    if indexed:  # the indexed namespace (key filters) against the plain dataset too, and
+        # against itself with key filters switched off (alternating in this process)
+        queries["indexed ns id = K, key filters off"] = "SELECT id, day, x, s FROM {} WHERE id = "
+        queries["indexed ns id = K, key filters off"] += str(key)
         _, plain_uri = build(directory, rows)
         ctx.register_lance("plain", plain_uri)
         queries["indexed ns id = K vs plain one"] = (
@@ -141,9 +145,17 @@ def run(rows: int, repeat: int, directory: Path, indexed: bool = False) -> list[
             return ctx.sql(sql.format("ns")).to_pylist()
 
         other = "plain" if name.endswith("vs plain one") else "one"
+        if name.endswith("key filters off"):
+            other = "ns"
 
         def base(sql: str = sql, other: str = other) -> Any:
-            return ctx.sql(sql.format(other)).to_pylist()
+            if other != "ns":
+                return ctx.sql(sql.format(other)).to_pylist()
+            key_filters.ENABLED[0] = False
+            try:
+                return ctx.sql(sql.format(other)).to_pylist()
+            finally:
+                key_filters.ENABLED[0] = True
 
         got, expected = ours(), base()  # warm both (page cache, open datasets)
         if not _same(got, expected):

@@ -38,6 +38,8 @@ from lance_sql.tables.namespace import key_filters as kf
 
 #: Filter files that could not be read or were damaged (they never skip anything).
 LOAD_ERRORS = [0]
+#: Whether planning uses key filters (benchmarks switch it off to compare).
+ENABLED = [True]
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ def key_skip_mask(
     storage_options: Mapping[str, Any] | None = None,
 ) -> np.ndarray | None:
     """Per ``__manifest`` table row, True where its key filters prove ``pred`` never TRUE."""
-    if root is None or rows.num_rows == 0:
+    if root is None or rows.num_rows == 0 or not ENABLED[0]:
         return None
     test = compile_key_skip(pred)
     if test is None:
@@ -262,4 +264,4 @@ def skip_by_key_filters(
     return rows.filter(pa.array(~mask)), int(mask.sum())
 
 
-__all__ = ["LOAD_ERRORS", "compile_key_skip", "key_skip_mask", "skip_by_key_filters"]
+__all__ = ["ENABLED", "LOAD_ERRORS", "compile_key_skip", "key_skip_mask", "skip_by_key_filters"]
