@@ -277,7 +277,7 @@ class RowBounds:
 
 
 _ROWS: OrderedDict[tuple[Any, ...], RowBounds] = OrderedDict()
-_ROWS_MAX = 32
+_ROWS_MAX = 256
 _BY_ID: OrderedDict[int, tuple[pa.Table, RowBounds]] = OrderedDict()
 
 

@@ -139,9 +139,12 @@ _BANKS_MAX = 16
 
 
 def _bank(
-    refs: list[tuple[int, str, kf.KeyFilterRef]], opts: Mapping[str, Any] | None
+    refs: list[tuple[int, str, kf.KeyFilterRef]],
+    opts: Mapping[str, Any] | None,
+    key: tuple[Any, ...] | None = None,
 ) -> _Bank | None:
-    key = tuple((uri, r.file) for _, uri, r in refs)
+    if key is None:
+        key = tuple((uri, r.file) for _, uri, r in refs)
     with _LOCK:
         hit = _BANKS.get(key)
         if hit is not None:
@@ -206,26 +209,30 @@ def _bank_of(
     root: str,
     storage_options: Mapping[str, Any] | None,
 ) -> _Bank | None:
-    """The filters of column ``fid`` of the rows ``state`` describes (cached with it)."""
-    key = ("key_filters", fid, tname, root)
-    if key in state.derived:
-        return state.derived[key]  # type: ignore[no-any-return]
-    from lance_sql.tables.namespace.layout import resolve_location
+    """The filters of column ``fid`` of the rows ``state`` describes.
 
-    refs = []
-    for i, b in enumerate(state.bounds):
-        ref = None if b is None else b.key_filters.get(fid)
-        if ref is None or ref.type != tname or ref.k != kf.K:
-            continue
-        try:
-            uri = resolve_location(root, state.locations[i], f"row {i}")
-        except Exception:  # an unsafe location has no usable filter
-            continue
-        refs.append((i, uri, ref))
-    bank = _bank(refs, storage_options) if refs else None
-    if bank is not None or not refs:
-        state.derived[key] = bank  # a failed load is retried by the next plan
-    return bank
+    The pointers are derived once per ``state``; the loaded filters live in the
+    bounded bank cache only (a state may outlive its bank).
+    """
+    key = ("key_filters", fid, tname, root)
+    derived = state.derived.get(key)
+    if derived is None:
+        from lance_sql.tables.namespace.layout import resolve_location
+
+        refs = []
+        for i, b in enumerate(state.bounds):
+            ref = None if b is None else b.key_filters.get(fid)
+            if ref is None or ref.type != tname or ref.k != kf.K:
+                continue
+            try:
+                uri = resolve_location(root, state.locations[i], f"row {i}")
+            except Exception:  # an unsafe location has no usable filter
+                continue
+            refs.append((i, uri, ref))
+        derived = (refs, tuple((uri, r.file) for _, uri, r in refs))
+        state.derived[key] = derived
+    refs, bank_key = derived
+    return _bank(refs, storage_options, bank_key) if refs else None
 
 
 def key_skip_mask(

@@ -102,7 +102,7 @@ def plan_partitions(
 
 _SELECTIONS: OrderedDict[tuple[int, str], tuple[pa.Table, pa.Table, np.ndarray]] = OrderedDict()
 _SELECTIONS_LOCK = threading.Lock()
-_SELECTIONS_MAX = 64
+_SELECTIONS_MAX = 1024
 
 
 def _selection(manifest_rows: pa.Table, mf: ManifestFilter) -> tuple[pa.Table, np.ndarray]:
