@@ -366,3 +366,38 @@ def test_expire_and_cleanup_remove_only_unreferenced_filters(tmp_path: Path) -> 
     for i in (5, 418, 1000, 1001):
         assert _query(root, f"id = {i}")[0] == [i]
     assert _skipped(plan_scan(lance_sql.PartitionedNamespace.open(root), "id = 5")) == 7
+
+
+# ------------------------------------------------------------- write paths, sizing
+
+
+def test_appends_beyond_capacity_rebuild_and_staged_writes_read_the_table(
+    tmp_path: Path,
+) -> None:
+    ns = lance_sql.PartitionedNamespace.create(tmp_path / "ns", NS_SCHEMA, SPEC)
+    ns.append(_rows(list(range(8))))  # one row per partition table
+    ns.create_scalar_index("id", "BTREE")
+    small = {r.bits for r in _refs(ns)}
+    ns.append(_rows(list(range(8, 2008))))  # 250 rows per table: far beyond capacity
+    refs = _refs(ns)
+    assert all(r.keys == 251 and r.bits > max(small) for r in refs)  # rebuilt from the table
+    ns.append(_rows([3000, 3001]))  # room left: ORed in
+    assert sorted(r.keys for r in _refs(ns))[-2:] == [252, 252]
+    staged = [ns.stage(_rows([5000 + i, 6000 + i])) for i in range(2)]
+    ns.commit_staged(staged)
+    for i in (0, 7, 1999, 3000, 5000, 6001):
+        assert _query(ns.root, f"id = {i}")[0] == [i]
+    ns = lance_sql.PartitionedNamespace.open(ns.root)
+    for i in (1999, 6001, 5000):  # the staged tables' filters were rebuilt from the tables
+        plan = plan_scan(ns, f"id = {i}")
+        assert plan.skipped_by_key_filter == 7 and len(plan.partitions) == 1
+
+
+def _refs(ns: lance_sql.PartitionedNamespace) -> list[kf.KeyFilterRef]:
+    ns = lance_sql.PartitionedNamespace.open(ns.root)
+    out = []
+    for text in ns.snapshot.rows.column("metadata").to_pylist():
+        b = tb.bounds_of_metadata(text)
+        if b is not None:
+            out.extend(b.key_filters.values())
+    return out
