@@ -46,7 +46,15 @@ class PruningFilterPlanner:
             expr = None
         all_ids = tuple(e.object_id for e in ns.tables())
         try:
-            plan = plan_partitions(filter, ns.specs, ns.schema, ns.snapshot.rows)
+            root = getattr(ns, "root", None)  # key filters skip tables no row can match
+            plan = plan_partitions(
+                filter,
+                ns.specs,
+                ns.schema,
+                ns.snapshot.rows,
+                root=None if root is None else str(root),
+                storage_options=getattr(ns, "storage_options", None),
+            )
         except _PLAN_ERRORS:
             return FilterClassification(expr, (), all_ids)
         ids = plan.selected.column("object_id").to_pylist()
