@@ -29,8 +29,9 @@ u64 bits, u64 keys, u32 crc32 of the bit bytes, then ``bits / 8`` bytes.
 
 from __future__ import annotations
 
+import random
 import struct
-import uuid
+import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -236,8 +237,14 @@ def decode(blob: bytes, ref: KeyFilterRef | None = None) -> np.ndarray:
     return np.frombuffer(raw, np.uint8)
 
 
+_RANDOM = random.Random()  # seeded from the OS once; names need uniqueness, not secrecy
+_RANDOM_LOCK = threading.Lock()
+
+
 def file_name(version: int, field_id: int) -> str:
-    return f"v{version}-f{field_id}-{uuid.uuid4().hex[:12]}.bloom"
+    with _RANDOM_LOCK:
+        tag = _RANDOM.getrandbits(48)
+    return f"v{version}-f{field_id}-{tag:012x}.bloom"
 
 
 def write_filter(

@@ -487,6 +487,7 @@ class NamespaceWriter:
         )
         oids = sub.column("object_id").to_pylist()
         meta = sub.column("metadata").to_pylist()
+        merged: list[tuple[col_bounds.TableBounds | None, col_bounds.TableBounds | None]] = []
         for i, oid in enumerate(oids):
             t = by_oid[oid]
             new = self._bounds.get(oid)
@@ -497,9 +498,24 @@ class NamespaceWriter:
                     old, e.read_version, e.read_branch, e.read_tag, e.location
                 )
                 new = col_bounds.merge(old, new, 0) if ok and old is not None else None
+            merged.append((new, old))
+        # key filter files of the tables (small reads and writes: on a pool, like commits)
+        jobs = [
+            (by_oid[o], versions[o], old)
+            for o, (new, old) in zip(oids, merged, strict=True)
+            if new is not None
+        ]
+        if self._key_fields and len(jobs) > 1:
+            with ThreadPoolExecutor(min(COMMIT_THREADS, len(jobs))) as pool:
+                refs = iter(list(pool.map(lambda j: self._key_filters(*j), jobs)))
+        else:
+            refs = iter([self._key_filters(*j) for j in jobs])
+        for i, oid in enumerate(oids):
+            t, (new, _) = by_oid[oid], merged[i]
             if new is not None:
-                refs = self._key_filters(t, versions[oid], old)
-                new = col_bounds.TableBounds(versions[oid], t.branch, t.location, new.columns, refs)
+                new = col_bounds.TableBounds(
+                    versions[oid], t.branch, t.location, new.columns, next(refs)
+                )
             meta[i] = col_bounds.with_bounds(meta[i], new)
         return col_bounds.set_metadata(table, mask, meta)
 
