@@ -277,7 +277,10 @@ class RowBounds:
 
 
 _ROWS: OrderedDict[tuple[Any, ...], RowBounds] = OrderedDict()
-_ROWS_MAX = 256
+_ROWS_MAX = 256  # candidate-row sets, and at most _ROWS_MAX_ROWS rows in all
+_ROWS_MAX_ROWS = 1_000_000
+_ROWS_SIZE = [0]
+_BY_ID_MAX = 16  # tables held alive by identity (a 100k-row __manifest is MBs)
 _BY_ID: OrderedDict[int, tuple[pa.Table, RowBounds]] = OrderedDict()
 
 
@@ -308,9 +311,12 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
         out.append(b if b is not None and usable(b, rv[i], rb[i], rt[i], loc[i]) else None)
     state = RowBounds(out, loc)
     with _CACHE_LOCK:
-        _ROWS[key] = state
-        while len(_ROWS) > _ROWS_MAX:
-            _ROWS.popitem(last=False)
+        if key not in _ROWS:
+            _ROWS[key] = state
+            _ROWS_SIZE[0] += len(out)
+        while len(_ROWS) > 1 and (len(_ROWS) > _ROWS_MAX or _ROWS_SIZE[0] > _ROWS_MAX_ROWS):
+            _, old = _ROWS.popitem(last=False)
+            _ROWS_SIZE[0] -= len(old.bounds)
         _remember(rows, state)
     return state
 
@@ -319,7 +325,7 @@ def _remember(rows: pa.Table, state: RowBounds) -> None:
     """Cache ``state`` by the identity of ``rows`` too (holding ``rows``, so the id
     cannot be reused while cached); the caller holds ``_CACHE_LOCK``."""
     _BY_ID[id(rows)] = (rows, state)
-    while len(_BY_ID) > _ROWS_MAX:
+    while len(_BY_ID) > _BY_ID_MAX:
         _BY_ID.popitem(last=False)
 
 

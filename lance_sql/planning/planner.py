@@ -100,28 +100,38 @@ def plan_partitions(
     )
 
 
-_SELECTIONS: OrderedDict[tuple[int, str], tuple[pa.Table, pa.Table, np.ndarray]] = OrderedDict()
+_SELECTIONS: OrderedDict[int, tuple[pa.Table, OrderedDict[str, Any]]] = OrderedDict()
 _SELECTIONS_LOCK = threading.Lock()
-_SELECTIONS_MAX = 1024
+_SELECTIONS_ROWS = 4  # __manifest rows objects held (a service's current snapshots)
+_SELECTIONS_MAX = 1024  # selections per rows object
 
 
 def _selection(manifest_rows: pa.Table, mf: ManifestFilter) -> tuple[pa.Table, np.ndarray]:
     """(selected rows, spec version of every table row), cached per rows object and
     ``__manifest`` predicate: a service plans the same snapshot's rows again and again
     (the cache holds the rows, so their ``id`` is not reused while cached)."""
-    key = (id(manifest_rows), repr(mf.predicate))
+    pkey = repr(mf.predicate)
     with _SELECTIONS_LOCK:
-        hit = _SELECTIONS.get(key)
-        if hit is not None and hit[0] is manifest_rows:
-            _SELECTIONS.move_to_end(key)
-            return hit[1], hit[2]
+        slot = _SELECTIONS.get(id(manifest_rows))
+        if slot is not None and slot[0] is manifest_rows:
+            _SELECTIONS.move_to_end(id(manifest_rows))
+            hit = slot[1].get(pkey)
+            if hit is not None:
+                slot[1].move_to_end(pkey)
+                return hit  # type: ignore[no-any-return]
     is_table = pc.equal(manifest_rows.column("object_type"), "table")
     table_versions = spec_ids_of(pc.filter(manifest_rows.column("object_id"), is_table))
     table_versions.flags.writeable = False
     selected = select_rows(manifest_rows, mf)  # the predicate includes object_type = 'table'
     with _SELECTIONS_LOCK:
-        _SELECTIONS[key] = (manifest_rows, selected, table_versions)
-        while len(_SELECTIONS) > _SELECTIONS_MAX:
+        slot = _SELECTIONS.get(id(manifest_rows))
+        if slot is None or slot[0] is not manifest_rows:
+            slot = (manifest_rows, OrderedDict())
+            _SELECTIONS[id(manifest_rows)] = slot
+        slot[1][pkey] = (selected, table_versions)
+        while len(slot[1]) > _SELECTIONS_MAX:
+            slot[1].popitem(last=False)
+        while len(_SELECTIONS) > _SELECTIONS_ROWS:
             _SELECTIONS.popitem(last=False)
     return selected, table_versions
 
