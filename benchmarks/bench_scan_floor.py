@@ -28,8 +28,15 @@ their mean rows, and the split of the ``nospj`` time into Lance decode
 (DataFusion operators, the per-batch crossing into DataFusion, planning,
 scans waiting on one another), which can be negative when scans overlap.
 
+``--crossing``: instead, the cost of the per-batch crossing from Python into
+DataFusion alone: lineitem's ``l_orderkey, l_commitdate, l_receiptdate``,
+decoded once into memory, summed by DataFusion from a Python table that
+yields the batches as pylance returned them (16,384 rows), from the same
+table with 131,072-row batches, and from a DataFusion memory table (no
+Python in the loop), two partitions each.
+
 Usage: ``python benchmarks/bench_scan_floor.py [--sf 1] [--queries 3,4,12]
-[--rounds 3] [--data-dir DIR]``.
+[--rounds 3] [--data-dir DIR] [--crossing]``.
 """
 
 from __future__ import annotations
@@ -158,6 +165,70 @@ def parquet_scan_ms(pq: Any, text: str, partitions: int) -> float:
     return 1000 * total / partitions
 
 
+class _MemoryUnit:
+    """A scan unit yielding batches already in memory (see :func:`crossing`)."""
+
+    def __init__(self, batches: list[Any]) -> None:
+        self.batches = batches
+
+    def to_batches(self, columns: Any = None, filter: Any = None, batch_size: Any = None) -> Any:
+        for b in self.batches:
+            yield b if columns is None else b.select(columns)
+
+
+def crossing(lance_dir: Path, rounds: int) -> dict[str, float]:
+    """Median ms of a ``sum`` over in-memory batches reaching DataFusion three ways."""
+    import datafusion
+    import lance
+    import pyarrow as pa
+
+    from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+    from lance_sql.tables.scan import ScanUnit
+
+    class Unit(_MemoryUnit, ScanUnit):
+        @property
+        def schema(self) -> pa.Schema:
+            return self.batches[0].schema
+
+        def describe(self) -> str:
+            return "memory"
+
+    cols = ["l_orderkey", "l_commitdate", "l_receiptdate"]
+    small = [
+        b
+        for path in sorted((lance_dir / "lineitem").glob("*$dataset"))
+        for b in lance.dataset(str(path))
+        .scanner(columns=cols, batch_size=LANCE_BATCH_ROWS, scan_in_order=False)
+        .to_batches()
+    ]
+    large = pa.Table.from_batches(small).combine_chunks().to_batches(max_chunksize=131072)
+    schema = small[0].schema
+    ctx = datafusion.SessionContext(datafusion.SessionConfig().with_batch_size(131072))
+    for name, batches in (("python_16k", small), ("python_128k", large)):
+        half = len(batches) // 2
+        units = [Unit(batches[:half]), Unit(batches[half:])]
+        ctx.register_table(
+            name, ScanUnitDataset(schema, lambda _f, u=units: ScanPlan(u), name=name)
+        )
+    ctx.register_record_batches("memory", [small[: len(small) // 2], small[len(small) // 2 :]])
+    names = ["python_16k", "python_128k", "memory"]
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds + 1):
+        for n in names:
+            start = time.perf_counter()
+            ctx.sql(f"SELECT sum(l_orderkey), max(l_commitdate) FROM {n}").collect()
+            if r:
+                times[n].append(time.perf_counter() - start)
+    out = {n: 1000 * statistics.median(t) for n, t in times.items()}
+    out["batches_16k"], out["batches_128k"] = len(small), len(large)
+    print(
+        f"crossing, {rounds} rounds, medians (ms): "
+        + ", ".join(f"{n} {out[n]:.1f}" for n in names)
+        + f"; batches {len(small)} / {len(large)}; load {os.getloadavg()}"
+    )
+    return out
+
+
 def planning_ms(ctx: Any, text: str) -> float:
     """Seconds to rewrite and physically plan the query's SELECT (no data read)."""
     start = time.perf_counter()
@@ -173,6 +244,7 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
     p.add_argument("--queries", default=DEFAULT_QUERIES)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--data-dir")
+    p.add_argument("--crossing", action="store_true", help="time the Python-to-DataFusion crossing")
     args = p.parse_args(argv)
     import datafusion
 
@@ -183,6 +255,8 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
         args.data_dir or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf}"
     )
     parquet_dir, lance_dir = tpch_data.prepare(data_dir, args.sf)
+    if args.crossing:
+        return {0: crossing(Path(lance_dir), args.rounds)}
     spj = lance_sql.SessionContext()
     tpch_data.register_lance_sql(spj, lance_dir)
     nospj = lance_sql.SessionContext()
