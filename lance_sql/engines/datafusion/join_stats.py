@@ -126,7 +126,10 @@ def plan_join_stats(
             count = counts.table(counts.aliases.get(name, name))
             return None if count is None else count.rows
 
-        estimate = Estimator(table_rows_for(lance_rows, namespaces or {}, extra_rows or {}))
+        estimate = Estimator(
+            table_rows_for(lance_rows, namespaces or {}, extra_rows or {}),
+            sp.function_names(plan),
+        )
 
         def width(rel: Rel) -> int:
             known = native_width(rel)
