@@ -60,3 +60,30 @@ def test_float_in_list_selects_the_negative_zero_partition(tmp_path: Path, where
     _registered(root).sql(f"DELETE FROM t WHERE {where}").collect()
     kept = _plain(rows, f"SELECT k FROM t WHERE NOT ({where}) OR ({where}) IS NULL")
     assert _keys(_registered(root), "SELECT k FROM t") == kept
+
+
+# ------------------------------------------------------------ column names Lance refuses
+
+SCHEMA_K = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+
+
+@pytest.mark.parametrize("name", ["a.b", "", "_rowid", "_rowaddr", "_row_created_at_version"])
+def test_column_names_lance_cannot_store_are_refused_up_front(tmp_path: Path, name: str) -> None:
+    """Fixed in tables/namespace/properties.py (check_column_name, used by create,
+    add_columns and rename_column): a namespace was created with a column Lance
+    refuses (a '.', an empty or a reserved name), then every append failed with a
+    raw OSError (LanceError(Schema)) or a FormatError."""
+    from lance_sql.errors import SpecError
+
+    schema = pa.schema([("k", pa.int64()), (name, pa.int64())])
+    with pytest.raises(SpecError, match="cannot be stored"):
+        PartitionedNamespace.create(str(tmp_path / "a"), schema, SCHEMA_K)
+    ns = PartitionedNamespace.create(str(tmp_path / "b"), pa.schema([("k", pa.int64())]), SCHEMA_K)
+    with pytest.raises(SpecError):
+        ns.add_columns([pa.field(name, pa.int64())])
+    ns.add_columns([pa.field("x", pa.int64())])
+    if name:
+        with pytest.raises(SpecError, match="cannot be stored"):
+            ns.rename_column("x", name)
+    ns.append(pa.table({"k": [1], "x": [2]}))
+    assert ns.to_table().to_pylist() == [{"k": 1, "x": 2}]
