@@ -153,10 +153,10 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
     if op == "overwrite":
         return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
     if op == "delete":
-        where = where_sql(source, name)
+        where = where_sql(source, name, ctx)
         return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
     if op == "update":
-        sets, where = update_sql(source, table.schema, name)
+        sets, where = update_sql(source, table.schema, name, ctx)
         return DmlDataFrame(
             df, ctx, lambda: _update(ctx, table, name, sets, where, source), "UPDATE"
         )
