@@ -211,3 +211,32 @@ def test_dml_ordinary_quotes_still_run(tmp_path: Path) -> None:
     _registered(root).sql("UPDATE t SET s = 'x''y' WHERE k = 0").collect()
     got = _registered(root).sql("SELECT k, s FROM t ORDER BY k").to_arrow_table().to_pylist()
     assert got == [{"k": 0, "s": "x'y"}, {"k": 1, "s": "a''b"}, {"k": 2, "s": "''"}]
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "left(s, 2) = ''''''",
+        "left(s, 2) IN ('''''', 'ab')",
+        "left(s, 2) = concat('''', '''')",
+        "left(s, 2) = 'a'''",
+        "left(s, 2) = 'ab'",
+    ],
+)
+def test_transform_term_pruning_with_two_quotes_in_a_literal(tmp_path: Path, where: str) -> None:
+    """Fixed in engines/datafusion/prune_plan.py: transform-term pruning read the
+    condition back from DataFusion's unparser, which prints the value '' as ''''
+    (one quote), so ``left(s, 2) = ''''''`` on a truncate[2] namespace selected the
+    partition of "'" and the row "''" was missing from SELECT."""
+    schema = pa.schema([("k", pa.int64()), ("s", pa.string())])
+    rows = pa.table({"k": list(range(len(QUOTES) + 2)), "s": [*QUOTES, "ab", ""]}, schema=schema)
+    root = str(tmp_path / "ns")
+    spec = [{"field_id": "p", "source": "s", "transform": {"type": "truncate", "width": 2}}]
+    PartitionedNamespace.create(root, schema, spec).append(rows)
+    sql = f"SELECT k FROM t WHERE {where}"
+    assert _keys(_registered(root), sql) == _plain(rows, sql)
+    ctx = _registered(root)
+    from datafusion import col, functions
+
+    df = ctx.table("t").filter(functions.left(col("s"), pa.scalar(2)) == pa.scalar("''"))
+    assert sorted(df.select("k").to_arrow_table().column(0).to_pylist()) == [2]
