@@ -240,3 +240,16 @@ def test_transform_term_pruning_with_two_quotes_in_a_literal(tmp_path: Path, whe
 
     df = ctx.table("t").filter(functions.left(col("s"), pa.scalar(2)) == pa.scalar("''"))
     assert sorted(df.select("k").to_arrow_table().column(0).to_pylist()) == [2]
+
+
+def test_cli_script_block_comment_with_semicolon(tmp_path: Path) -> None:
+    """Fixed in cli/statements.py: a ';' inside a /* */ comment split the statement
+    (``DELETE FROM t /* ; */ WHERE k = 1`` failed with a tokenizer error)."""
+    from lance_sql.cli.statements import split_statements
+
+    text = "DELETE FROM t /* ; */ WHERE k = 1;\nSELECT '/*;' AS a; /* unterminated ;"
+    assert split_statements(text) == [
+        "DELETE FROM t /* ; */ WHERE k = 1",
+        "SELECT '/*;' AS a",
+        "/* unterminated ;",
+    ]
