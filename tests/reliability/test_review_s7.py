@@ -272,3 +272,19 @@ def test_delete_similar_to_is_not_run_as_like(tmp_path: Path) -> None:
     except UnsupportedFeatureError:
         kept = [0, 1, 2]
     assert _keys(_registered(root), "SELECT k FROM t") == kept
+
+
+@pytest.mark.parametrize("where", ["f IN (0.0, 5.0, 6.0, 7.0)", "f NOT IN (0.0, 5.0, 6.0, 7.0)"])
+def test_long_float_in_list_select_and_delete_agree(tmp_path: Path, where: str) -> None:
+    """DataFusion 55 answers an IN list of 4 or more floats with a bitwise hash set
+    (-0.0 is not IN (0.0, ...) there, unlike its own answer for <= 3 values);
+    lance-sql answers SQL's -0.0 = 0.0 everywhere, and its DELETE removes exactly
+    the rows its SELECT returns (the identity partition holds -0.0 and 0.0)."""
+    schema = pa.schema([("k", pa.int64()), ("f", pa.float64())])
+    rows = pa.table({"k": [0, 1, 2], "f": [-0.0, 0.0, 9.0]}, schema=schema)
+    root = str(tmp_path / "ns")
+    PartitionedNamespace.create(root, schema, FLOAT_IDENTITY).append(rows)
+    selected = _keys(_registered(root), f"SELECT k FROM t WHERE {where}")
+    assert selected == ([0, 1] if where.startswith("f IN") else [2])
+    _registered(root).sql(f"DELETE FROM t WHERE {where}").collect()
+    assert _keys(_registered(root), "SELECT k FROM t") == sorted({0, 1, 2} - set(selected))
