@@ -86,6 +86,8 @@ OPS = st.one_of(
     st.tuples(st.just("update"), st.tuples(SETS, WHERE)),
     st.tuples(st.just("merge"), st.lists(ROW, min_size=1, max_size=4)),
     st.tuples(st.just("compact"), st.none()),
+    st.tuples(st.just("overwrite_where"), st.tuples(WHERE, st.lists(ROW, min_size=0, max_size=6))),
+    st.tuples(st.just("overwrite_dynamic"), st.lists(ROW, min_size=1, max_size=4)),
 )
 
 
@@ -124,7 +126,36 @@ def _apply(model: list[dict[str, Any]], op: str, arg: Any) -> list[dict[str, Any
         out = [dict(source[r["k"]]) if r["k"] in source else r for r in model]
         matched = {r["k"] for r in model}
         return out + [r for k, r in source.items() if k not in matched]
+    if op == "overwrite_where":
+        where, data = arg
+        return _apply(model, "delete", where) + _inside(data, where)
+    if op == "overwrite_dynamic":
+        # only with the bucket spec (the test's key below): bucket of k, so rows of the
+        # same k share a partition; the partitions of the new rows are replaced
+        return [r for r in model if _bucket(r["k"]) not in {_bucket(d["k"]) for d in arg}] + arg
     return model  # compact
+
+
+def _inside(rows: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+    """The rows ``where`` keeps (DataFusion)."""
+    if not rows:
+        return []
+    t = pa.Table.from_pylist(rows, schema=SCHEMA).append_column("__i", pa.array(range(len(rows))))
+    ctx = datafusion.SessionContext()
+    ctx.from_arrow(t, "t")
+    keep = ctx.sql(f"SELECT __i FROM t WHERE {where}").to_arrow_table().column(0).to_pylist()
+    return [rows[i] for i in sorted(keep)]
+
+
+_BUCKETS: dict[int, int] = {}
+
+
+def _bucket(k: int) -> int:
+    """bucket[3] of ``k`` as the spec defines it (murmur3 of the int64, abs, mod 3)."""
+    if k not in _BUCKETS:
+        sql = f"SELECT abs(murmur3(CAST({k} AS BIGINT))) % 3 AS b"
+        _BUCKETS[k] = lance_sql.SessionContext().sql(sql).to_arrow_table().column(0)[0].as_py()
+    return _BUCKETS[k]
 
 
 def _run(ns: PartitionedNamespace, op: str, arg: Any) -> None:
@@ -137,6 +168,11 @@ def _run(ns: PartitionedNamespace, op: str, arg: Any) -> None:
     elif op == "merge":
         source = pa.Table.from_pylist(list({r["k"]: r for r in arg}.values()), schema=SCHEMA)
         ns.merge(source, on=["k"], when_matched_update=True, when_not_matched_insert=True)
+    elif op == "overwrite_where":
+        where, data = arg
+        ns.overwrite(pa.Table.from_pylist(_inside(data, where), schema=SCHEMA), where=where)
+    elif op == "overwrite_dynamic":
+        ns.overwrite(pa.Table.from_pylist(arg, schema=SCHEMA), partitions="dynamic")
     else:
         ns.compact(target_rows_per_fragment=1000)
 
@@ -147,6 +183,8 @@ def _story(root: str, spec: str, ops: list[tuple[str, Any]], queries: list[str])
     ctx.register_namespace("t", root)
     model: list[dict[str, Any]] = []
     for step, (op, arg) in enumerate(ops):
+        if op == "overwrite_dynamic" and spec != "k":
+            continue  # the model knows only the bucket spec's partitions
         _run(ns, op, arg)
         model = _apply(model, op, arg)
         plain = _plain(model)
