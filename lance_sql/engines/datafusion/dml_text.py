@@ -88,11 +88,16 @@ def unparse(node: Any, name: str, ctx: Any = None) -> Unparsed:
 _STRING_LITERAL = re.compile(r'(?:LargeUtf8|Utf8View|Utf8)\("(?:[^"\\]|\\.)*"\)')
 
 
-def _meaning(plan: Any) -> tuple[list[str], list[str]]:
-    """(the Filter lines, every string literal) of a plan's display."""
+def _meaning(plan: Any) -> tuple[list[str], list[str], int]:
+    """(the Filter lines, every string literal, the SIMILAR TOs) of a plan's display.
+
+    SET values are compared by their string literals and SIMILAR TOs only (the
+    unparser prints ``s SIMILAR TO p`` as ``s LIKE p``); their outer casts may
+    differ harmlessly (each value is cast to its column afterwards).
+    """
     text = plan.display_indent()
     filters = [line.strip() for line in text.splitlines() if line.strip().startswith("Filter:")]
-    return filters, sorted(_STRING_LITERAL.findall(text))
+    return filters, sorted(_STRING_LITERAL.findall(text)), text.count(" SIMILAR TO ")
 
 
 def check_round_trip(ctx: Any, node: Any, text: str, name: str) -> None:
