@@ -327,9 +327,9 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
         )
     source = plan.inputs()[0]
     if op == "delete":
-        route = f"ns.delete(filter={where_sql(source, name)!r})"
+        route = f"ns.delete(filter={where_sql(source, name, ctx)!r})"
     elif op == "update":
-        sets, where = update_sql(source, table.schema, name)
+        sets, where = update_sql(source, table.schema, name, ctx)
         route = f"ns.update(set={sets!r}, where={where!r})"
     elif op == "overwrite":
         route = "ns.overwrite(<input rows>, partitions='dynamic')"
