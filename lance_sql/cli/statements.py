@@ -1,7 +1,7 @@
 """Split SQL text into statements and read the header comments of example files.
 
 A ``-f file.sql`` may hold several statements; splitting must not cut inside a
-string literal, a quoted identifier or a ``--`` comment, so a tiny scanner is
+string literal, a quoted identifier, a ``--`` or a ``/* */`` comment, so a tiny scanner is
 used instead of ``str.split(";")``.
 """
 
@@ -33,6 +33,11 @@ def split_statements(text: str) -> list[str]:
         elif text.startswith("--", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
+            buf.append(text[i:j])
+            i = j
+        elif text.startswith("/*", i):  # a block comment: a ';' inside ends nothing
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
             buf.append(text[i:j])
             i = j
         elif ch == ";":

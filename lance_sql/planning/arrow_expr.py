@@ -86,6 +86,11 @@ def to_pyarrow(pred: Predicate) -> pc.Expression:
         return _OPS[pred.op](term, pc.scalar(pred.literal.scalar()))
     if isinstance(pred, InList):
         values = pa.array([v.value for v in pred.values], type=pred.values[0].type)
+        if pa.types.is_floating(values.type):
+            # is_in hashes floats bitwise (-0.0 is not in [0.0]); SQL's IN is `=`, where
+            # -0.0 = 0.0: compare both sides plus 0.0, which turns -0.0 into 0.0
+            zero = pa.scalar(0.0, values.type)
+            term, values = term + pc.scalar(zero), pc.add(values, zero)
         found = term.isin(values)
         return (~found & term.is_valid()) if pred.negated else found
     if isinstance(pred, IsNull):

@@ -117,7 +117,11 @@ def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:
         return _OPS[pred.op](values, pred.literal.scalar().cast(values.type))
     if isinstance(pred, InList):
         value_set = pa.array([v.value for v in pred.values], type=pred.values[0].type)
-        found = pc.is_in(values, value_set=value_set.cast(values.type))
+        value_set = value_set.cast(values.type)
+        if pa.types.is_floating(values.type):  # IN is `=`: -0.0 = 0.0 (is_in hashes bits)
+            zero = pa.scalar(0.0, values.type)
+            values, value_set = pc.add(values, zero), pc.add(value_set, zero)
+        found = pc.is_in(values, value_set=value_set)
         found = pc.if_else(pc.is_null(values), pa.scalar(None, pa.bool_()), found)
         return pc.invert(found) if pred.negated else found
     if isinstance(pred, IsNull):

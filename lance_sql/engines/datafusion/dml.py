@@ -153,10 +153,10 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
     if op == "overwrite":
         return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
     if op == "delete":
-        where = where_sql(source, name)
+        where = where_sql(source, name, ctx)
         return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
     if op == "update":
-        sets, where = update_sql(source, table.schema, name)
+        sets, where = update_sql(source, table.schema, name, ctx)
         return DmlDataFrame(
             df, ctx, lambda: _update(ctx, table, name, sets, where, source), "UPDATE"
         )
@@ -327,9 +327,9 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
         )
     source = plan.inputs()[0]
     if op == "delete":
-        route = f"ns.delete(filter={where_sql(source, name)!r})"
+        route = f"ns.delete(filter={where_sql(source, name, ctx)!r})"
     elif op == "update":
-        sets, where = update_sql(source, table.schema, name)
+        sets, where = update_sql(source, table.schema, name, ctx)
         route = f"ns.update(set={sets!r}, where={where!r})"
     elif op == "overwrite":
         route = "ns.overwrite(<input rows>, partitions='dynamic')"

@@ -19,6 +19,7 @@ commas / ``AS`` with sqlglot's tokenizer, and every piece is kept verbatim
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +40,12 @@ class Unparsed:
     where: str | None
 
 
-def unparse(node: Any, name: str) -> Unparsed:
-    """The unparser's text of ``node`` (a DELETE's or UPDATE's input plan), in pieces."""
+def unparse(node: Any, name: str, ctx: Any = None) -> Unparsed:
+    """The unparser's text of ``node`` (a DELETE's or UPDATE's input plan), in pieces.
+
+    ``ctx``: a session that knows the table; the text is then planned again
+    there and refused unless it means what ``node`` means (:func:`check_round_trip`).
+    """
     from datafusion.unparser import Dialect, Unparser
 
     try:
@@ -51,6 +56,8 @@ def unparse(node: Any, name: str) -> Unparsed:
         raise UnsupportedFeatureError(
             f"the statement on {name!r} cannot be printed for the row operations: {first}"
         ) from exc
+    if ctx is not None:
+        check_round_trip(ctx, node, text, name)
     if any(t.token_type in (TokenType.SELECT, TokenType.EXISTS) for t in tokens[1:]):
         raise UnsupportedFeatureError(
             f"a subquery in a DELETE or UPDATE of namespace {name!r} is not supported"
@@ -76,6 +83,46 @@ def unparse(node: Any, name: str) -> Unparsed:
         part = _drop_alias(part)
         items.append((_text(text, part, qualifier), part))
     return Unparsed(items, where)
+
+
+_STRING_LITERAL = re.compile(r'(?:LargeUtf8|Utf8View|Utf8)\("(?:[^"\\]|\\.)*"\)')
+
+
+def _meaning(plan: Any) -> tuple[list[str], list[str], int]:
+    """(the Filter lines, every string literal, the SIMILAR TOs) of a plan's display.
+
+    SET values are compared by their string literals and SIMILAR TOs only (the
+    unparser prints ``s SIMILAR TO p`` as ``s LIKE p``); their outer casts may
+    differ harmlessly (each value is cast to its column afterwards).
+    """
+    text = plan.display_indent()
+    filters = [line.strip() for line in text.splitlines() if line.strip().startswith("Filter:")]
+    return filters, sorted(_STRING_LITERAL.findall(text)), text.count(" SIMILAR TO ")
+
+
+def check_round_trip(ctx: Any, node: Any, text: str, name: str) -> None:
+    """Refuse ``text`` (the unparser's SQL of ``node``) unless it plans back to the same
+    condition and string literals.
+
+    DataFusion 55's unparser prints a string literal holding two quotes in a row
+    wrongly: ``'a''''b'`` (the value ``a''b``) comes out as ``'a''b'``, so the row
+    operation would delete or update the rows where ``s = 'a''b'`` instead.
+    """
+    from datafusion import SessionContext
+
+    try:
+        again = SessionContext.sql(ctx, text).logical_plan()
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UnsupportedFeatureError(
+            f"the statement on {name!r} cannot be printed for the row operations: {first}"
+        ) from exc
+    if _meaning(again) != _meaning(node):
+        raise UnsupportedFeatureError(
+            f"the statement on {name!r} cannot be printed faithfully for the row operations "
+            f"(DataFusion's unparser gave {text!r}); a string literal with two quotes in a "
+            "row ('a''''b') is one known cause"
+        )
 
 
 def _top_level(tokens: list[Token]) -> list[int]:
@@ -150,14 +197,16 @@ def is_column(tokens: list[Token], column: str) -> bool:
     )
 
 
-def where_sql(node: Any, name: str) -> str | None:
-    """A DELETE's condition (None: every row)."""
-    return unparse(node, name).where
+def where_sql(node: Any, name: str, ctx: Any = None) -> str | None:
+    """A DELETE's condition (None: every row); ``ctx`` as in :func:`unparse`."""
+    return unparse(node, name, ctx).where
 
 
-def update_sql(node: Any, schema: pa.Schema, name: str) -> tuple[dict[str, str], str | None]:
+def update_sql(
+    node: Any, schema: pa.Schema, name: str, ctx: Any = None
+) -> tuple[dict[str, str], str | None]:
     """An UPDATE's SET values (changed columns only) and condition."""
-    parts = unparse(node, name)
+    parts = unparse(node, name, ctx)
     if len(parts.items) != len(schema):
         raise PlanningError(
             f"UPDATE of {name!r}: {len(parts.items)} values for {len(schema)} columns"
@@ -282,6 +331,7 @@ __all__ = [
     "ClauseText",
     "MergeText",
     "Unparsed",
+    "check_round_trip",
     "is_column",
     "merge_text",
     "unparse",

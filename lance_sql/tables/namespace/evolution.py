@@ -34,7 +34,7 @@ from lance_sql.tables.namespace.manifest_table import (
     mirror_properties,
     update_properties,
 )
-from lance_sql.tables.namespace.properties import SCHEMA_KEY
+from lance_sql.tables.namespace.properties import SCHEMA_KEY, check_column_name
 from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 
@@ -80,6 +80,7 @@ def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
         raise SpecError(f"a column named {new!r} already exists", key=SCHEMA_KEY)
     if not new:
         raise SpecError("a column name must not be empty", key=SCHEMA_KEY)
+    check_column_name(new)
     fields = [f.with_name(new) if f.name == old else f for f in ns._schema]
     _commit_schema(ns, pa.schema(fields, ns._schema.metadata))
 
@@ -97,6 +98,7 @@ def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
     for f in fields:
         if f.name in names:
             raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
+        check_column_name(f.name)
         names.add(f.name)
         plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
         shifted = shift_ids(assign_field_ids(plain), next_id)

@@ -61,6 +61,26 @@ def parse_properties(
     return schema, specs
 
 
+#: Column names Lance reserves for its own row metadata: a table with one cannot be written.
+LANCE_RESERVED = frozenset(
+    ("_rowid", "_rowaddr", "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version")
+)
+
+
+def check_column_name(name: str) -> None:
+    """Refuse a top-level column name no partition table could store (SpecError).
+
+    Lance refuses empty names, names with a ``.`` (a path into a struct) and
+    its reserved row-metadata names at the first write, with a raw error
+    after the namespace exists.
+    """
+    if not name or "." in name or name in LANCE_RESERVED:
+        why = "a reserved Lance column name" if name in LANCE_RESERVED else "empty or has a '.'"
+        raise SpecError(
+            f"column name {name!r} cannot be stored in a Lance table: {why}", key=SCHEMA_KEY
+        )
+
+
 def normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
     """The namespace schema to store: field ids (depth-first from 0 when none are given),
     view types as their canonical types, and the last assigned field id recorded."""
@@ -72,9 +92,18 @@ def normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
         out = schema_from_json(schema, key=SCHEMA_KEY)
         if all(field_id_of(f) is None for f in out):
             out = assign_field_ids(out)
+    for name in out.names:
+        check_column_name(name)
     ids = field_ids(out, key=SCHEMA_KEY)
     out = canonical_schema(out)
     return with_last_field_id(out, last_field_id(out, ids))
 
 
-__all__ = ["SCHEMA_KEY", "NotPartitionedError", "normalize_schema", "parse_properties"]
+__all__ = [
+    "LANCE_RESERVED",
+    "SCHEMA_KEY",
+    "NotPartitionedError",
+    "check_column_name",
+    "normalize_schema",
+    "parse_properties",
+]
