@@ -64,6 +64,7 @@ import pyarrow.dataset as pads
 
 from lance_sql.engines.datafusion import filter_operators
 from lance_sql.engines.datafusion.errors import recorded, recorded_iter
+from lance_sql.engines.datafusion.shutdown import guarded
 from lance_sql.tables.scan import ScanUnit, normalize_filter, projected_schema
 
 filter_operators.install()
@@ -154,7 +155,7 @@ class _Scanner:
         self.projected_schema = projected_schema(schema, self._columns)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return recorded_iter(self._batches())
+        return guarded(recorded_iter(self._batches()))
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         for unit in self._units:
