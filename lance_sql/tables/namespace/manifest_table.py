@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.tables.namespace.layout import manifest_uri
@@ -88,6 +89,9 @@ class ManifestSnapshot:
     # Which committed files hold ``rows`` (set by :func:`_snapshot` only; a copy made with
     # ``dataclasses.replace`` has none): lets :func:`refreshed` skip re-reading them.
     identity: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    # Structures derived from ``rows`` (entries, layouts), computed once per snapshot; a
+    # copy made with ``dataclasses.replace`` starts empty (its rows may differ).
+    derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -230,7 +234,13 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
     """
     from lance_sql.tables.namespace.reader import table_entries  # (reader reads snapshots)
 
+    memo = ("entries", tuple(field_ids))
+    done = snapshot.derived.get(memo)
+    if done is not None:
+        return list(done)
     rows = snapshot.rows
+    if rows.num_rows:  # only table rows can be entries (namespace rows are about half)
+        rows = rows.filter(pc.equal(rows.column("object_type"), "table"))
     parts = [f"partition_field_{fid}" for fid in field_ids]
     names = [n for n in (*_ENTRY_COLUMNS, *parts) if n in rows.column_names]
     types = tuple((n, str(rows.schema.field(n).type)) for n in names)
@@ -251,6 +261,7 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
             got[i] = cache[keys[i]] = by_oid.get(keys[i][oid_at])
     out = [e for e in got if e is not None]
     out.sort(key=lambda e: e.object_id)
+    snapshot.derived[memo] = tuple(out)
     return out
 
 

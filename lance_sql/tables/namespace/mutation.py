@@ -44,6 +44,7 @@ from lance_sql.tables.namespace.reader import (
     open_partition_table,
     table_field_ids,
 )
+from lance_sql.tables.namespace.write_layout import carry_namespaces
 
 ROWID = "_rowid"
 _ID_CHUNK = 50_000  # row ids per delete commit predicate
@@ -241,7 +242,9 @@ class Mutation:
             pa.array(rv, pa.uint64()),
         ).filter(keep)
         properties = {**self.snapshot.properties, **self.properties}
-        return dataclasses.replace(self.snapshot, rows=rows, properties=properties)
+        base = dataclasses.replace(self.snapshot, rows=rows, properties=properties)
+        carry_namespaces(self.snapshot, base)  # only table rows were dropped or re-pinned
+        return base
 
     def base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
         """``table_entries`` of :meth:`base_snapshot` (values of ``field_ids`` only), derived

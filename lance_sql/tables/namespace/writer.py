@@ -64,6 +64,7 @@ from lance_sql.tables.namespace.manifest_table import (
     read_manifest,
     snapshot_entries,
 )
+from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
     _key,
     conform_batch,
@@ -80,11 +81,13 @@ from lance_sql.tables.namespace.staging import (
     _move_files,
     _remove_files,
 )
+from lance_sql.tables.namespace.write_layout import namespace_layout, remember_namespaces
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 
 DEFAULT_BUFFER_BYTES = 256 << 20
 COMMIT_THREADS = 8  # partition tables committed at once (I/O-bound; pylance drops the GIL)
 SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
+OVERLAP_ROWS = 32_768  # from this many rows a file's column bounds are computed on a thread
 
 
 class NamespaceWriter:
@@ -149,22 +152,10 @@ class NamespaceWriter:
         self, snapshot: ManifestSnapshot
     ) -> tuple[dict[tuple[Any, ...], str], dict[tuple[Any, ...], PartitionTable], bool]:
         """Namespaces and tables of this write's spec version, keyed by partition values."""
-        rows = snapshot.rows
         fids = [f.field_id for f in self.spec.fields]
-        namespaces: dict[tuple[Any, ...], str] = {}
+        namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
         tables: dict[tuple[Any, ...], PartitionTable] = {}
         depth_of_table = len(fids) + 2
-        wanted = {"object_id", *(f"partition_field_{fid}" for fid in fids)}
-        ns_rows = rows.filter(pc.equal(rows.column("object_type"), NAMESPACE))  # tables: below
-        cols = {n: ns_rows.column(n).to_pylist() for n in ns_rows.column_names if n in wanted}
-        for i, oid in enumerate(cols.get("object_id", [])):
-            parts = oid.split("$")
-            if parts[0] != self._prefix:
-                continue
-            level = len(parts) - 1
-            if 1 <= level <= len(fids):
-                key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
-                namespaces[key] = oid
         known = self._known_entries if snapshot is self.snapshot else None
         for entry in snapshot_entries(snapshot, fids) if known is None else known:
             parts = entry.object_id.split("$")
@@ -172,7 +163,6 @@ class NamespaceWriter:
                 continue
             key = tuple(_key(entry.values.get(fid)) for fid in fids)
             tables[key] = entry
-        has_spec_row = self._prefix in cols.get("object_id", [])
         return namespaces, tables, has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
@@ -224,9 +214,11 @@ class NamespaceWriter:
         # is written, so a refused table (a tag pin) fails the write before that.
         with ThreadPoolExecutor(min(max(self.threads, COMMIT_THREADS), len(targets))) as pool:
             list(pool.map(self._prepare, targets))
-            list(pool.map(self._flush_one, targets))
+            list(pool.map(lambda t: self._flush_one(t, False), targets))
 
-    def _flush_one(self, t: WriteTarget) -> None:
+    def _flush_one(self, t: WriteTarget, overlap: bool = True) -> None:
+        """Write ``t``'s buffers as files; ``overlap``: compute their bounds meanwhile on the
+        helper thread (a single table's flush; many tables' flushes already overlap)."""
         from lance.fragment import write_fragments
 
         parts = [
@@ -235,25 +227,36 @@ class NamespaceWriter:
         ]
         t.buffers, t.buffered = [], 0
         table = pa.Table.from_batches(parts)
-        self._add_bounds(t.object_id, table)
+        # the bounds (Arrow kernels) overlap Lance's write: both run without the GIL
+        bounds = Overlap(
+            self._add_bounds,
+            t.object_id,
+            table,
+            inline=not overlap or table.num_rows < OVERLAP_ROWS,
+        )
         if t.names and any(k != v for k, v in t.names.items()):
             table = table.rename_columns([t.names.get(n, n) for n in table.column_names])
         mode = "append" if t.entry is not None and self.mode == "append" else "create"
         if t.entry is not None and self.mode == "overwrite":
             mode = "overwrite"
         progress = None if self.progress is None else self.progress(t.location, t.branch)
-        frags = write_fragments(
-            table,
-            t.base,
-            schema=t.table_schema,
-            mode=mode,
-            storage_options=self.storage_options,
-            progress=progress,
-        )
+        try:
+            frags = write_fragments(
+                table,
+                t.base,
+                schema=t.table_schema,
+                mode=mode,
+                storage_options=self.storage_options,
+                progress=progress,
+            )
+        except BaseException:
+            bounds.join(quiet=True)
+            raise
         if progress is not None:  # pylance 14 reports no completion for a call's last file
             for frag in frags:
                 progress.complete(frag)
         t.fragments.extend(frags)
+        bounds.join()  # after the files are recorded: a failure here still aborts them
 
     def _add_bounds(self, object_id: str, table: pa.Table) -> None:
         new = col_bounds.table_bounds(table, self.schema, 0, None, None)
@@ -380,7 +383,7 @@ class NamespaceWriter:
             rows = self._manifest_rows(versions)
             self._may_be_committed = True
             try:
-                return commit_rows(self.snapshot, rows, storage_options=self.storage_options)
+                snap = commit_rows(self.snapshot, rows, storage_options=self.storage_options)
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
@@ -394,6 +397,13 @@ class NamespaceWriter:
                         "nothing was committed to the namespace"
                     ) from exc
                 self.snapshot = latest
+                continue
+            if attempt == 0 and (self.mode == "append" or self.keep_untouched):
+                # the new rows are the old ones plus this write's: so is their layout (after
+                # a rebase this writer's layout lacks the concurrent writes': not handed on)
+                fids = [f.field_id for f in self.spec.fields]
+                remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
+            return snap
         raise AssertionError("unreachable")
 
     def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
@@ -610,11 +620,6 @@ def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
         for k, v in properties.items()
         if k in ("schema", INDEXES_KEY) or k.startswith("partition_spec_v")
     }
-
-
-def _val(cols: Mapping[str, list[Any]], fid: str, i: int) -> Any:
-    values = cols.get(f"partition_field_{fid}")
-    return None if values is None else values[i]
 
 
 def _loose(schema: pa.Schema) -> pa.Schema:
