@@ -20,7 +20,7 @@ that readers see entirely or not at all; table metadata is carried over.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,25 @@ def conform_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             arrays.append(pa.nulls(rows.num_rows, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def repinned(
+    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
+) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
+    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
+    holds a row per partition and per partition namespace)."""
+    oids = rows.column("object_id")
+    if versions:
+        at = rows.schema.get_field_index("read_version")
+        old = rows.column(at)
+        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
+        new = pc.take(pa.array(list(versions.values()), old.type), idx)
+        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
+    if dropped:
+        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
+        rows = rows.filter(pc.invert(gone))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -427,6 +446,7 @@ __all__ = [
     "mirror_properties",
     "read_manifest",
     "refreshed",
+    "repinned",
     "root_properties",
     "snapshot_entries",
     "update_properties",

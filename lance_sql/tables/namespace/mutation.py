@@ -36,6 +36,7 @@ from lance_sql.tables.namespace.manifest_table import (
     commit_rows,
     conform_rows,
     refreshed,
+    repinned,
     snapshot_entries,
 )
 from lance_sql.tables.namespace.reader import (
@@ -229,18 +230,7 @@ class Mutation:
             for o, v in self.versions.items()
             if self._subset.get(o) and o in self.entries
         }
-        rows = carried_forward(rows, moves)
-        oids = rows.column("object_id").to_pylist()
-        keep = pa.array([o not in self.dropped for o in oids], pa.bool_())
-        rv = [
-            self.versions.get(o, r)
-            for o, r in zip(oids, rows.column("read_version").to_pylist(), strict=True)
-        ]
-        rows = rows.set_column(
-            rows.schema.get_field_index("read_version"),
-            rows.schema.field("read_version"),
-            pa.array(rv, pa.uint64()),
-        ).filter(keep)
+        rows = repinned(carried_forward(rows, moves), self.versions, self.dropped)
         properties = {**self.snapshot.properties, **self.properties}
         base = dataclasses.replace(self.snapshot, rows=rows, properties=properties)
         carry_namespaces(self.snapshot, base)  # only table rows were dropped or re-pinned
@@ -250,14 +240,16 @@ class Mutation:
         """``table_entries`` of :meth:`base_snapshot` (values of ``field_ids`` only), derived
         from the entries read at the start instead of from the rows again."""
         out = []
+        wanted = set(field_ids)
         for oid, e in self.entries.items():
             if oid in self.dropped:
                 continue
             version = self.versions.get(oid, e.read_version)
+            if version == e.read_version and wanted.issuperset(e.values):
+                out.append(e)  # (the usual case: nothing to change)
+                continue
             values = {fid: e.values[fid] for fid in field_ids if fid in e.values}
-            if version != e.read_version or len(values) != len(e.values):
-                e = dataclasses.replace(e, read_version=version, values=values)
-            out.append(e)
+            out.append(dataclasses.replace(e, read_version=version, values=values))
         return out
 
     def commit(self) -> ManifestSnapshot:

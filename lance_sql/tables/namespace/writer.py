@@ -62,6 +62,7 @@ from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
     read_manifest,
+    repinned,
     snapshot_entries,
 )
 from lance_sql.tables.namespace.overlap import Overlap
@@ -448,15 +449,7 @@ class NamespaceWriter:
         schema = self.snapshot.lance_schema
         base = conform_rows(self.snapshot.rows, schema)
         new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
-        table = pa.concat_tables([base, new]) if new.num_rows else base
-        oids = table.column("object_id").to_pylist()
-        rv = table.column("read_version").to_pylist()
-        rv = [versions.get(o, r) for o, r in zip(oids, rv, strict=True)]
-        table = table.set_column(
-            table.schema.get_field_index("read_version"),
-            schema.field("read_version"),
-            pa.array(rv, pa.uint64()),
-        )
+        table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
         if self.mode == "overwrite" and not self.keep_untouched:
             table = _keep_live(table, set(versions))
         return self._with_bounds(table, versions)
