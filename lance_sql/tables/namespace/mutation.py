@@ -358,9 +358,10 @@ def finish(ns: Any, mutation: Mutation) -> int:
 
 
 def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
-    from lance_sql.tables.namespace.partition_rows import _key
+    from lance_sql.tables.namespace.partition_rows import keys_of
 
-    return tuple(_key(entry.values.get(fid)) for fid in field_ids)
+    values = entry.values
+    return keys_of([values.get(fid) for fid in field_ids])
 
 
 __all__ = [

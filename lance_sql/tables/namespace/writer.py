@@ -70,6 +70,7 @@ from lance_sql.tables.namespace.partition_rows import (
     _key,
     conform_batch,
     iter_batches,
+    keys_of,
     partition_values,
     split_batch,
 )
@@ -162,8 +163,8 @@ class NamespaceWriter:
             parts = entry.object_id.split("$")
             if parts[0] != self._prefix or len(parts) != depth_of_table:
                 continue
-            key = tuple(_key(entry.values.get(fid)) for fid in fids)
-            tables[key] = entry
+            values = entry.values
+            tables[keys_of([values.get(fid) for fid in fids])] = entry
         return namespaces, tables, has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
