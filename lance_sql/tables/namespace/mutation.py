@@ -31,11 +31,13 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
 from lance_sql.tables.namespace.bounds import carried_forward
+from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
     conform_rows,
     refreshed,
+    remember_entries,
     repinned,
     snapshot_entries,
 )
@@ -64,6 +66,7 @@ class Mutation:
         self.snapshot: ManifestSnapshot = ns.snapshot
         self.storage_options = ns.storage_options
         fids = [f.field_id for f in ns.all_fields()]
+        self._fids = fids
         self.entries = {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
         self.versions: dict[str, int] = {}  # object_id -> new pinned version
         self.dropped: set[str] = set()
@@ -260,7 +263,7 @@ class Mutation:
             return self.snapshot
         base = self.base_snapshot()
         if not self.inserts:
-            return commit_rows(base, base.rows, storage_options=self.storage_options)
+            return self._commit_rows(base)
         writer = NamespaceWriter(
             base,
             self.ns.schema,
@@ -278,8 +281,60 @@ class Mutation:
             writer.abort()
             raise
         if snap is base:  # nothing was written after all: commit the row changes alone
-            return commit_rows(base, base.rows, storage_options=self.storage_options)
+            return self._commit_rows(base)
+        self._remember_entries(snap, writer)
         return snap
+
+    def _commit_rows(self, base: ManifestSnapshot) -> ManifestSnapshot:
+        snap = commit_rows(base, base.rows, storage_options=self.storage_options)
+        carry_namespaces(base, snap)  # the same rows
+        if self._fids == [f.field_id for f in self.ns.all_fields()]:
+            remember_entries(snap, self._fids, self.base_entries(self._fids))
+        return snap
+
+    def _remember_entries(self, snap: ManifestSnapshot, writer: Any) -> None:
+        """Give ``snap`` (committed by ``writer`` on :meth:`base_snapshot`) its entries for
+        the field ids read at the start: the base entries, re-pinned where the writer
+        appended, plus the tables it created, so the next operation does not derive them
+        from the rows again. Only where the rows read back are certain to hold exactly
+        the values the writer wrote (partition columns of the spec's own types)."""
+        spec = self.ns.current_spec
+        rows = snap.rows
+        if (
+            writer.rebased
+            or self._fids != [f.field_id for f in self.ns.all_fields()]
+            or "location" not in snap.lance_schema.names
+        ):
+            return
+        for pf in spec.fields:
+            at = rows.schema.get_field_index(pf.column_name)
+            if at < 0 or not rows.schema.field(at).type.equals(pf.result_type):
+                return
+        if any(f"partition_field_{fid}" not in rows.column_names for fid in self._fids):
+            return
+        versions = writer.committed_versions
+        out = []
+        for e in self.base_entries(self._fids):
+            v = versions.get(e.object_id)
+            out.append(e if v is None else dataclasses.replace(e, read_version=v))
+        for t in writer.new_tables():
+            if t.object_id not in versions:
+                continue
+            values: dict[str, Any] = dict.fromkeys(self._fids)
+            values.update(zip([pf.field_id for pf in spec.fields], t.values, strict=True))
+            out.append(
+                PartitionTable(
+                    object_id=t.object_id,
+                    location=t.location,
+                    uri=resolve_location(snap.root, t.location, t.object_id),
+                    spec_version=spec_version_of(t.object_id),
+                    read_version=versions[t.object_id],
+                    read_branch=None,
+                    read_tag=None,
+                    values=values,
+                )
+            )
+        remember_entries(snap, self._fids, out)
 
 
 def _check_version_pin(entry: PartitionTable) -> None:

@@ -139,6 +139,8 @@ class NamespaceWriter:
         self._buffered = 0
         self._new_rows: list[dict[str, Any]] = []
         self._may_be_committed = False
+        self.committed_versions: dict[str, int] = {}  # object_id -> version commit() pinned
+        self.rebased = False  # whether commit() replayed the write onto a newer __manifest
         # Column bounds of the rows written per table (None: some rows unseen, e.g. adopted)
         self._bounds: dict[str, col_bounds.TableBounds | None] = {}
         self._bounds_lock = threading.Lock()
@@ -381,6 +383,7 @@ class NamespaceWriter:
         else:
             committed = [commit_one(t) for t in targets]
         versions = {t.object_id: v for t, v in zip(targets, committed, strict=True)}
+        self.committed_versions = versions
         for attempt in range(self.max_rebases + 1):
             rows = self._manifest_rows(versions)
             self._may_be_committed = True
@@ -399,14 +402,19 @@ class NamespaceWriter:
                         "nothing was committed to the namespace"
                     ) from exc
                 self.snapshot = latest
+                self.rebased = True
                 continue
-            if attempt == 0 and (self.mode == "append" or self.keep_untouched):
+            if not self.rebased and (self.mode == "append" or self.keep_untouched):
                 # the new rows are the old ones plus this write's: so is their layout (after
                 # a rebase this writer's layout lacks the concurrent writes': not handed on)
                 fids = [f.field_id for f in self.spec.fields]
                 remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
             return snap
         raise AssertionError("unreachable")
+
+    def new_tables(self) -> list[WriteTarget]:
+        """The tables this write creates (after :meth:`commit`: those it committed)."""
+        return [t for t in self._targets.values() if t.entry is None]
 
     def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
         """Why this append cannot be replayed onto ``latest`` (None when it can).

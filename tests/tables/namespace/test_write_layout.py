@@ -38,10 +38,33 @@ OPS = st.lists(
         st.tuples(st.just("append"), ROWS),
         st.tuples(st.just("overwrite"), ROWS),
         st.tuples(st.just("delete"), A),
+        st.tuples(st.just("update"), st.tuples(A, A)),
+        st.tuples(st.just("add_spec"), st.just(None)),
     ),
     min_size=1,
-    max_size=6,
+    max_size=7,
 )
+
+
+def _where(a: Any) -> str:
+    return "a IS NULL" if a is None else f"a = '{a}'"
+
+
+def _replaced(row: tuple[int, Any, Any], written: list[Any], current: set[int] | None) -> bool:
+    """Whether a dynamic overwrite of ``written`` replaces ``row``: it lies in a partition
+    of the current spec that ``written`` has rows for (``current``: ids of rows in tables
+    of the current spec v2, partitioned by ``d``; None while spec v1 (a, d) is current)."""
+    if current is None:
+        return (row[1], row[2]) in {(r[1], r[2]) for r in written}
+    return row[0] in current and row[2] in {r[2] for r in written}
+
+
+def _ids_in_current_spec(ns: Any) -> set[int]:
+    out: set[int] = set()
+    for e in ns.tables():
+        if e.spec_version == ns.current_spec.id:
+            out.update(ns._open(e)[0].to_table(columns=["id"]).column("id").to_pylist())
+    return out
 
 
 def _check_memos(ns: Any) -> None:
@@ -60,7 +83,7 @@ def _check_memos(ns: Any) -> None:
         assert snapshot_entries(snap, ids) == want  # memoized
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ops=OPS)
 def test_memos_match_the_rows_after_random_writes(ops: list[tuple[str, Any]]) -> None:
     root = Path(tempfile.mkdtemp(prefix="write_layout_"))
@@ -70,8 +93,18 @@ def test_memos_match_the_rows_after_random_writes(ops: list[tuple[str, Any]]) ->
         next_id = 0
         for op, arg in ops:
             if op == "delete":
-                ns.delete("a IS NULL" if arg is None else f"a = '{arg}'")
+                ns.delete(_where(arg))
                 model = [r for r in model if r[1] != arg]
+            elif op == "update":  # rows move between partitions (deletes + inserts)
+                old, new = arg
+                value = "NULL" if new is None else f"'{new}'"
+                ns.update(set={"a": value}, where=_where(old))
+                model = [(i, new if a == old else a, d) for i, a, d in model]
+            elif op == "add_spec":  # later writes go to partitions of spec v2 (d only)
+                if len(ns.specs) == 1:
+                    ns.add_spec(
+                        [{"field_id": "d", "source": "d", "transform": {"type": "identity"}}]
+                    )
             else:
                 rows = [(next_id + i, a, d) for i, (a, d) in enumerate(arg)]
                 next_id += len(rows)
@@ -86,20 +119,20 @@ def test_memos_match_the_rows_after_random_writes(ops: list[tuple[str, Any]]) ->
                 if op == "append":
                     ns.append(data)
                 else:
+                    current = _ids_in_current_spec(ns) if len(ns.specs) > 1 else None
                     ns.overwrite(data, partitions="dynamic")
-                    keys = {(r[1], r[2]) for r in rows}
-                    model = [r for r in model if (r[1], r[2]) not in keys]
+                    model = [r for r in model if not _replaced(r, rows, current)]
                 model.extend(rows)
             _check_memos(ns)
             got = ns.to_table().sort_by("id")
             assert got.column("id").to_pylist() == [r[0] for r in sorted(model)]
             assert got.column("a").to_pylist() == [r[1] for r in sorted(model)]
-        # no partition namespace is duplicated: one row per (level, values)
+        # no partition namespace is duplicated: one row per (spec, level, values)
         snap = ns.snapshot
         ns_rows = snap.rows.filter(pc.equal(snap.rows.column("object_type"), "namespace"))
         keys = list(
             zip(
-                [o.count("$") for o in ns_rows.column("object_id").to_pylist()],
+                [(o.split("$")[0], o.count("$")) for o in ns_rows.column("object_id").to_pylist()],
                 ns_rows.column("partition_field_a").to_pylist(),
                 ns_rows.column("partition_field_d").to_pylist(),
                 strict=True,
