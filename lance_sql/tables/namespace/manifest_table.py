@@ -67,6 +67,8 @@ def manifest_schema(partition_fields: Iterable[PartitionField] = ()) -> pa.Schem
 
 def conform_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     """``rows`` with exactly ``schema``: missing columns NULL, order and types fixed."""
+    if rows.schema.equals(schema, check_metadata=True):
+        return rows  # (a snapshot's own rows: every write conforms them again)
     arrays = []
     for f in schema:
         if f.name in rows.column_names:
