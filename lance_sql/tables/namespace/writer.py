@@ -139,6 +139,10 @@ class NamespaceWriter:
         self._buffered = 0
         self._new_rows: list[dict[str, Any]] = []
         self._may_be_committed = False
+        # new tables are created by one write_dataset call at commit (nothing is staged or
+        # reported per file; new directory names are random, so never taken)
+        self._direct = not staging and progress is None and write_id is None
+        self._final_flush = False
         self.committed_versions: dict[str, int] = {}  # object_id -> version commit() pinned
         self.rebased = False  # whether commit() replayed the write onto a newer __manifest
         # Column bounds of the rows written per table (None: some rows unseen, e.g. adopted)
@@ -244,6 +248,24 @@ class NamespaceWriter:
         if t.entry is not None and self.mode == "overwrite":
             mode = "overwrite"
         progress = None if self.progress is None else self.progress(t.location, t.branch)
+        if self._final_flush and t.entry is None and not t.fragments and self._direct:
+            # a new table's only files: written and committed (its creating commit, as
+            # commit_target would make it) in one pylance call, a little cheaper than two
+            try:
+                ds = _lance().write_dataset(
+                    table.cast(t.table_schema),  # (the field metadata comes from the data)
+                    t.uri,
+                    schema=t.table_schema,
+                    mode="create",
+                    storage_options=self.storage_options,
+                )
+            except BaseException:
+                bounds.join(quiet=True)
+                raise
+            t.committed_version = int(ds.version)
+            t.fragments.extend(f.metadata for f in ds.get_fragments())
+            bounds.join()
+            return
         try:
             frags = write_fragments(
                 table,
@@ -358,6 +380,7 @@ class NamespaceWriter:
 
         if not self._targets and self.mode == "append":
             return self.snapshot  # nothing to write: no new version anywhere
+        self._final_flush = True
         self._flush(list(self._targets.values()))
         targets = sorted(self._targets.values(), key=lambda t: t.object_id)
         indexes = read_indexes(self.snapshot.properties)
@@ -646,6 +669,12 @@ def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
 
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]
+
+
+def _lance() -> Any:
+    import lance
+
+    return lance
 
 
 def _has_struct(t: pa.DataType) -> bool:

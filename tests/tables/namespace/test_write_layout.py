@@ -141,3 +141,30 @@ def test_memos_match_the_rows_after_random_writes(ops: list[tuple[str, Any]]) ->
         assert len(keys) == len(set(keys))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_new_table_written_in_one_call_matches_the_staged_path(tmp_path: Path) -> None:
+    """A new partition table made by one ``write_dataset`` (a plain write) has the schema,
+    field metadata and version of one made from staged files and a creating commit."""
+    import lance
+
+    data = pa.table(
+        {"id": [1, 2, 3], "a": ["x", None, "x"], "d": [dt.date(2025, 1, 1), None, None]},
+        schema=SCHEMA,
+    )
+    direct = lance_sql.PartitionedNamespace.create(tmp_path / "direct", SCHEMA, SPEC)
+    direct.append(data)
+    staged = lance_sql.PartitionedNamespace.create(tmp_path / "staged", SCHEMA, SPEC)
+    staged.commit_staged([staged.stage(data, write_id="w1")])
+
+    def tables(ns: Any) -> dict[Any, Any]:
+        return {tuple(sorted(e.values.items(), key=str)): e for e in ns.tables()}
+
+    a, b = tables(direct), tables(staged)
+    assert a.keys() == b.keys() and len(a) == 3
+    for key, e in a.items():
+        da, db = lance.dataset(e.uri), lance.dataset(b[key].uri)
+        assert da.schema.equals(db.schema, check_metadata=True)
+        assert (da.version, e.read_version) == (db.version, b[key].read_version) == (1, 1)
+        assert da.to_table().equals(db.to_table())
+    assert direct.to_table().sort_by("id").equals(staged.to_table().sort_by("id"))
