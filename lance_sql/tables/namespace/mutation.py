@@ -77,6 +77,8 @@ class Mutation:
         # object_id -> whether every new version of the table only lost rows (deletes,
         # compaction): its column bounds then stay valid (bounds.carried_forward)
         self._subset: dict[str, bool] = {}
+        # field ids -> base_entries, computed once while committing (see _base_entries)
+        self._committing: dict[tuple[str, ...], list[PartitionTable]] = {}
 
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
@@ -239,6 +241,15 @@ class Mutation:
         carry_namespaces(self.snapshot, base)  # only table rows were dropped or re-pinned
         return base
 
+    def _base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
+        """:meth:`base_entries`, once per field id list while committing (the writer's and
+        the entries handed to the new snapshot are the same list for a single spec)."""
+        key = tuple(field_ids)
+        done = self._committing.get(key)
+        if done is None:
+            done = self._committing[key] = self.base_entries(field_ids)
+        return done
+
     def base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
         """``table_entries`` of :meth:`base_snapshot` (values of ``field_ids`` only), derived
         from the entries read at the start instead of from the rows again."""
@@ -261,6 +272,7 @@ class Mutation:
 
         if not self.changed:
             return self.snapshot
+        self._committing = {}
         base = self.base_snapshot()
         if not self.inserts:
             return self._commit_rows(base)
@@ -271,7 +283,7 @@ class Mutation:
             mode="append",
             storage_options=self.storage_options,
             max_rebases=0,
-            entries=self.base_entries([f.field_id for f in self.ns.current_spec.fields]),
+            entries=self._base_entries([f.field_id for f in self.ns.current_spec.fields]),
         )
         try:
             for t in self.inserts:
@@ -289,7 +301,7 @@ class Mutation:
         snap = commit_rows(base, base.rows, storage_options=self.storage_options)
         carry_namespaces(base, snap)  # the same rows
         if self._fids == [f.field_id for f in self.ns.all_fields()]:
-            remember_entries(snap, self._fids, self.base_entries(self._fids))
+            remember_entries(snap, self._fids, self._base_entries(self._fids))
         return snap
 
     def _remember_entries(self, snap: ManifestSnapshot, writer: Any) -> None:
@@ -314,7 +326,7 @@ class Mutation:
             return
         versions = writer.committed_versions
         out = []
-        for e in self.base_entries(self._fids):
+        for e in self._base_entries(self._fids):
             v = versions.get(e.object_id)
             out.append(e if v is None else dataclasses.replace(e, read_version=v))
         for t in writer.new_tables():
