@@ -17,6 +17,14 @@ _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _LOCK = threading.Lock()
 
 
+def _after_fork() -> None:  # the parent's lock may have been held by another thread
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _LOCK:

@@ -168,3 +168,42 @@ def test_new_table_written_in_one_call_matches_the_staged_path(tmp_path: Path) -
         assert (da.version, e.read_version) == (db.version, b[key].read_version) == (1, 1)
         assert da.to_table().equals(db.to_table())
     assert direct.to_table().sort_by("id").equals(staged.to_table().sort_by("id"))
+
+
+def test_overlap_runs_beside_the_caller_and_reraises() -> None:
+    import os
+    import threading
+
+    from lance_sql.tables.namespace.overlap import Overlap
+
+    seen: list[str] = []
+    job = Overlap(lambda: seen.append(threading.current_thread().name))
+    job.join()
+    assert seen and seen[0] != threading.current_thread().name
+    inline = Overlap(lambda: seen.append(threading.current_thread().name), inline=True)
+    inline.join()
+    assert seen[1] == threading.current_thread().name
+
+    def boom() -> None:
+        raise ValueError("bounds failed")
+
+    failing = Overlap(boom)
+    try:
+        failing.join()
+    except ValueError as exc:
+        assert "bounds failed" in str(exc)
+    else:
+        raise AssertionError("the helper's error was lost")
+    Overlap(boom).join(quiet=True)  # the caller is raising its own error
+
+    if hasattr(os, "fork"):  # a forked child gets its own helper thread
+        pid = os.fork()
+        if pid == 0:
+            try:
+                out: list[int] = []
+                Overlap(lambda: out.append(1)).join()
+                os._exit(0 if out == [1] else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
