@@ -20,11 +20,12 @@ that readers see entirely or not at all; table metadata is carried over.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.tables.namespace.layout import manifest_uri
@@ -66,6 +67,8 @@ def manifest_schema(partition_fields: Iterable[PartitionField] = ()) -> pa.Schem
 
 def conform_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     """``rows`` with exactly ``schema``: missing columns NULL, order and types fixed."""
+    if rows.schema.equals(schema, check_metadata=True):
+        return rows  # (a snapshot's own rows: every write conforms them again)
     arrays = []
     for f in schema:
         if f.name in rows.column_names:
@@ -74,6 +77,25 @@ def conform_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             arrays.append(pa.nulls(rows.num_rows, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def repinned(
+    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
+) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
+    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
+    holds a row per partition and per partition namespace)."""
+    oids = rows.column("object_id")
+    if versions:
+        at = rows.schema.get_field_index("read_version")
+        old = rows.column(at)
+        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
+        new = pc.take(pa.array(list(versions.values()), old.type), idx)
+        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
+    if dropped:
+        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
+        rows = rows.filter(pc.invert(gone))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,9 @@ class ManifestSnapshot:
     # Which committed files hold ``rows`` (set by :func:`_snapshot` only; a copy made with
     # ``dataclasses.replace`` has none): lets :func:`refreshed` skip re-reading them.
     identity: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    # Structures derived from ``rows`` (entries, layouts), computed once per snapshot; a
+    # copy made with ``dataclasses.replace`` starts empty (its rows may differ).
+    derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -230,7 +255,13 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
     """
     from lance_sql.tables.namespace.reader import table_entries  # (reader reads snapshots)
 
+    memo = ("entries", tuple(field_ids))
+    done = snapshot.derived.get(memo)
+    if done is not None:
+        return list(done)
     rows = snapshot.rows
+    if rows.num_rows:  # only table rows can be entries (namespace rows are about half)
+        rows = rows.filter(pc.equal(rows.column("object_type"), "table"))
     parts = [f"partition_field_{fid}" for fid in field_ids]
     names = [n for n in (*_ENTRY_COLUMNS, *parts) if n in rows.column_names]
     types = tuple((n, str(rows.schema.field(n).type)) for n in names)
@@ -251,7 +282,17 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
             got[i] = cache[keys[i]] = by_oid.get(keys[i][oid_at])
     out = [e for e in got if e is not None]
     out.sort(key=lambda e: e.object_id)
+    snapshot.derived[memo] = tuple(out)
     return out
+
+
+def remember_entries(
+    snapshot: ManifestSnapshot, field_ids: list[str], entries: Iterable[PartitionTable]
+) -> None:
+    """Record ``entries`` as :func:`snapshot_entries` of ``snapshot`` for ``field_ids``
+    (a writer that made ``snapshot`` knows them: the entries it read, changed by it)."""
+    out = sorted(entries, key=lambda e: e.object_id)
+    snapshot.derived[("entries", tuple(field_ids))] = tuple(out)
 
 
 def _key_values(col: pa.ChunkedArray) -> list[Any]:
@@ -416,6 +457,8 @@ __all__ = [
     "mirror_properties",
     "read_manifest",
     "refreshed",
+    "remember_entries",
+    "repinned",
     "root_properties",
     "snapshot_entries",
     "update_properties",

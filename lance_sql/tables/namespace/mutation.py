@@ -31,11 +31,14 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
 from lance_sql.tables.namespace.bounds import carried_forward, with_key_filters
+from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
     conform_rows,
     refreshed,
+    remember_entries,
+    repinned,
     snapshot_entries,
 )
 from lance_sql.tables.namespace.reader import (
@@ -44,6 +47,7 @@ from lance_sql.tables.namespace.reader import (
     open_partition_table,
     table_field_ids,
 )
+from lance_sql.tables.namespace.write_layout import carry_namespaces
 
 ROWID = "_rowid"
 _ID_CHUNK = 50_000  # row ids per delete commit predicate
@@ -62,6 +66,7 @@ class Mutation:
         self.snapshot: ManifestSnapshot = ns.snapshot
         self.storage_options = ns.storage_options
         fids = [f.field_id for f in ns.all_fields()]
+        self._fids = fids
         self.entries = {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
         self.versions: dict[str, int] = {}  # object_id -> new pinned version
         self.dropped: set[str] = set()
@@ -74,6 +79,8 @@ class Mutation:
         self._subset: dict[str, bool] = {}
         # object_id -> (version, key filter pointers) to add to its bounds (.key_filters)
         self.key_filters: dict[str, tuple[int, dict[int, Any]]] = {}
+        # field ids -> base_entries, computed once while committing (see _base_entries)
+        self._committing: dict[tuple[str, ...], list[PartitionTable]] = {}
 
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
@@ -230,35 +237,37 @@ class Mutation:
             for o, v in self.versions.items()
             if self._subset.get(o) and o in self.entries
         }
-        rows = carried_forward(rows, moves)
         live = {o: kv for o, kv in self.key_filters.items() if self.versions.get(o) == kv[0]}
-        rows = with_key_filters(rows, live)
-        oids = rows.column("object_id").to_pylist()
-        keep = pa.array([o not in self.dropped for o in oids], pa.bool_())
-        rv = [
-            self.versions.get(o, r)
-            for o, r in zip(oids, rows.column("read_version").to_pylist(), strict=True)
-        ]
-        rows = rows.set_column(
-            rows.schema.get_field_index("read_version"),
-            rows.schema.field("read_version"),
-            pa.array(rv, pa.uint64()),
-        ).filter(keep)
+        rows = with_key_filters(carried_forward(rows, moves), live)
+        rows = repinned(rows, self.versions, self.dropped)
         properties = {**self.snapshot.properties, **self.properties}
-        return dataclasses.replace(self.snapshot, rows=rows, properties=properties)
+        base = dataclasses.replace(self.snapshot, rows=rows, properties=properties)
+        carry_namespaces(self.snapshot, base)  # only table rows were dropped or re-pinned
+        return base
+
+    def _base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
+        """:meth:`base_entries`, once per field id list while committing (the writer's and
+        the entries handed to the new snapshot are the same list for a single spec)."""
+        key = tuple(field_ids)
+        done = self._committing.get(key)
+        if done is None:
+            done = self._committing[key] = self.base_entries(field_ids)
+        return done
 
     def base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
         """``table_entries`` of :meth:`base_snapshot` (values of ``field_ids`` only), derived
         from the entries read at the start instead of from the rows again."""
         out = []
+        wanted = set(field_ids)
         for oid, e in self.entries.items():
             if oid in self.dropped:
                 continue
             version = self.versions.get(oid, e.read_version)
+            if version == e.read_version and wanted.issuperset(e.values):
+                out.append(e)  # (the usual case: nothing to change)
+                continue
             values = {fid: e.values[fid] for fid in field_ids if fid in e.values}
-            if version != e.read_version or len(values) != len(e.values):
-                e = dataclasses.replace(e, read_version=version, values=values)
-            out.append(e)
+            out.append(dataclasses.replace(e, read_version=version, values=values))
         return out
 
     def commit(self) -> ManifestSnapshot:
@@ -267,9 +276,10 @@ class Mutation:
 
         if not self.changed:
             return self.snapshot
+        self._committing = {}
         base = self.base_snapshot()
         if not self.inserts:
-            return commit_rows(base, base.rows, storage_options=self.storage_options)
+            return self._commit_rows(base)
         writer = NamespaceWriter(
             base,
             self.ns.schema,
@@ -277,7 +287,7 @@ class Mutation:
             mode="append",
             storage_options=self.storage_options,
             max_rebases=0,
-            entries=self.base_entries([f.field_id for f in self.ns.current_spec.fields]),
+            entries=self._base_entries([f.field_id for f in self.ns.current_spec.fields]),
         )
         try:
             for t in self.inserts:
@@ -287,8 +297,60 @@ class Mutation:
             writer.abort()
             raise
         if snap is base:  # nothing was written after all: commit the row changes alone
-            return commit_rows(base, base.rows, storage_options=self.storage_options)
+            return self._commit_rows(base)
+        self._remember_entries(snap, writer)
         return snap
+
+    def _commit_rows(self, base: ManifestSnapshot) -> ManifestSnapshot:
+        snap = commit_rows(base, base.rows, storage_options=self.storage_options)
+        carry_namespaces(base, snap)  # the same rows
+        if self._fids == [f.field_id for f in self.ns.all_fields()]:
+            remember_entries(snap, self._fids, self._base_entries(self._fids))
+        return snap
+
+    def _remember_entries(self, snap: ManifestSnapshot, writer: Any) -> None:
+        """Give ``snap`` (committed by ``writer`` on :meth:`base_snapshot`) its entries for
+        the field ids read at the start: the base entries, re-pinned where the writer
+        appended, plus the tables it created, so the next operation does not derive them
+        from the rows again. Only where the rows read back are certain to hold exactly
+        the values the writer wrote (partition columns of the spec's own types)."""
+        spec = self.ns.current_spec
+        rows = snap.rows
+        if (
+            writer.rebased
+            or self._fids != [f.field_id for f in self.ns.all_fields()]
+            or "location" not in snap.lance_schema.names
+        ):
+            return
+        for pf in spec.fields:
+            at = rows.schema.get_field_index(pf.column_name)
+            if at < 0 or not rows.schema.field(at).type.equals(pf.result_type):
+                return
+        if any(f"partition_field_{fid}" not in rows.column_names for fid in self._fids):
+            return
+        versions = writer.committed_versions
+        out = []
+        for e in self._base_entries(self._fids):
+            v = versions.get(e.object_id)
+            out.append(e if v is None else dataclasses.replace(e, read_version=v))
+        for t in writer.new_tables():
+            if t.object_id not in versions:
+                continue
+            values: dict[str, Any] = dict.fromkeys(self._fids)
+            values.update(zip([pf.field_id for pf in spec.fields], t.values, strict=True))
+            out.append(
+                PartitionTable(
+                    object_id=t.object_id,
+                    location=t.location,
+                    uri=resolve_location(snap.root, t.location, t.object_id),
+                    spec_version=spec_version_of(t.object_id),
+                    read_version=versions[t.object_id],
+                    read_branch=None,
+                    read_tag=None,
+                    values=values,
+                )
+            )
+        remember_entries(snap, self._fids, out)
 
 
 def _check_version_pin(entry: PartitionTable) -> None:
@@ -367,9 +429,10 @@ def finish(ns: Any, mutation: Mutation) -> int:
 
 
 def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
-    from lance_sql.tables.namespace.partition_rows import _key
+    from lance_sql.tables.namespace.partition_rows import keys_of
 
-    return tuple(_key(entry.values.get(fid)) for fid in field_ids)
+    values = entry.values
+    return keys_of([values.get(fid) for fid in field_ids])
 
 
 __all__ = [

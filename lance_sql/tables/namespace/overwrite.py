@@ -21,10 +21,11 @@ import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.delete import delete_matching, filter_mask
-from lance_sql.tables.namespace.mutation import Mutation, run, values_key
+from lance_sql.tables.namespace.mutation import Mutation, run
 from lance_sql.tables.namespace.partition_rows import (
     conform_batch,
     iter_batches,
+    keys_of,
     partition_keys,
     partition_values,
 )
@@ -55,8 +56,10 @@ def overwrite_dynamic(ns: Any, data: Any) -> int:
             keys.add(())
         fids = [f.field_id for f in spec.fields]
         for entry in m.entries.values():
-            if entry.spec_version == spec.id and values_key(entry, fids) in keys:
-                m.drop(entry)
+            if entry.spec_version == spec.id:
+                values = entry.values
+                if keys_of([values.get(fid) for fid in fids]) in keys:  # (values_key inlined)
+                    m.drop(entry)
         m.insert(table)
 
     run(ns, build)

@@ -108,6 +108,15 @@ def _source_column(batch: pa.RecordBatch, sources: Mapping[int, Any], sid: int) 
     return col
 
 
+# types whose values are their own keys (exact types: datetime subclasses date)
+_PLAIN = frozenset({str, int, bool, bytes, type(None), _dt.date})
+
+
+def keys_of(values: Sequence[Any]) -> tuple[Any, ...]:
+    """:func:`_key` of each of ``values``, as a tuple."""
+    return tuple([v if type(v) in _PLAIN else _key(v) for v in values])
+
+
 def _key(value: Any) -> Any:
     """A hashable, equality-safe form of a partition value (NaN equals NaN).
 
@@ -115,6 +124,8 @@ def _key(value: Any) -> Any:
     two aware datetimes of one zone by wall time (``fold`` ignored), which
     would merge the two instants of a repeated fall-back hour.
     """
+    if type(value) in _PLAIN:  # (most keys: skip the checks below)
+        return value
     if isinstance(value, float) and math.isnan(value):
         return ("__nan__",)
     if isinstance(value, _dt.datetime) and value.tzinfo is not None:
@@ -174,7 +185,7 @@ def split_batch(
     codes = _group_codes(values, n)
     if codes is None:
         raw = tuple(arr[0].as_py() for arr in values)
-        return [(tuple(_key(v) for v in raw), raw, batch)]
+        return [(keys_of(raw), raw, batch)]
     groups = int(codes.max()) + 1
     counts = np.bincount(codes, minlength=groups)
     grouped, firsts = regroup(batch, codes, counts, threads=threads)
@@ -184,7 +195,7 @@ def split_batch(
         if not count:
             continue
         raw = tuple(arr[first].as_py() for arr in values)
-        out.append((tuple(_key(v) for v in raw), raw, grouped.slice(start, count)))
+        out.append((keys_of(raw), raw, grouped.slice(start, count)))
         start += count
     return out
 
@@ -198,7 +209,14 @@ def partition_keys(values: Sequence[pa.Array], n: int) -> set[tuple[Any, ...]]:
         return set()
     codes = _group_codes(values, n)
     firsts = [0] if codes is None else np.unique(codes, return_index=True)[1].tolist()
-    return {tuple(_key(arr[i].as_py()) for arr in values) for i in firsts}
+    return {keys_of([arr[i].as_py() for arr in values]) for i in firsts}
 
 
-__all__ = ["conform_batch", "iter_batches", "partition_keys", "partition_values", "split_batch"]
+__all__ = [
+    "conform_batch",
+    "iter_batches",
+    "keys_of",
+    "partition_keys",
+    "partition_values",
+    "split_batch",
+]

@@ -45,6 +45,8 @@ class WriteTarget:
     base_version: int | None = None
     prepared: bool = False
     dataset: Any = None  # pylance dataset checked out on the pinned branch (None: main)
+    # a new table written and committed in one pylance call (see NamespaceWriter._flush_one)
+    committed_version: int | None = None
 
     @property
     def branch(self) -> str | None:
@@ -166,6 +168,8 @@ def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, st
     import lance
     from lance.commit import CommitConflictError as LanceConflict
 
+    if t.committed_version is not None:
+        return t.committed_version
     op_mod = lance.LanceOperation
     if t.entry is None:
         op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), None

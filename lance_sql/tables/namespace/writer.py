@@ -64,12 +64,15 @@ from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
     read_manifest,
+    repinned,
     snapshot_entries,
 )
+from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
     _key,
     conform_batch,
     iter_batches,
+    keys_of,
     partition_values,
     split_batch,
 )
@@ -82,11 +85,13 @@ from lance_sql.tables.namespace.staging import (
     _move_files,
     _remove_files,
 )
+from lance_sql.tables.namespace.write_layout import namespace_layout, remember_namespaces
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 
 DEFAULT_BUFFER_BYTES = 256 << 20
 COMMIT_THREADS = 8  # partition tables committed at once (I/O-bound; pylance drops the GIL)
 SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
+OVERLAP_ROWS = 32_768  # from this many rows a file's column bounds are computed on a thread
 
 
 class NamespaceWriter:
@@ -136,6 +141,12 @@ class NamespaceWriter:
         self._buffered = 0
         self._new_rows: list[dict[str, Any]] = []
         self._may_be_committed = False
+        # new tables are created by one write_dataset call at commit (nothing is staged or
+        # reported per file; new directory names are random, so never taken)
+        self._direct = not staging and progress is None and write_id is None
+        self._final_flush = False
+        self.committed_versions: dict[str, int] = {}  # object_id -> version commit() pinned
+        self.rebased = False  # whether commit() replayed the write onto a newer __manifest
         # Column bounds of the rows written per table (None: some rows unseen, e.g. adopted)
         self._bounds: dict[str, col_bounds.TableBounds | None] = {}
         self._bounds_lock = threading.Lock()
@@ -155,30 +166,17 @@ class NamespaceWriter:
         self, snapshot: ManifestSnapshot
     ) -> tuple[dict[tuple[Any, ...], str], dict[tuple[Any, ...], PartitionTable], bool]:
         """Namespaces and tables of this write's spec version, keyed by partition values."""
-        rows = snapshot.rows
         fids = [f.field_id for f in self.spec.fields]
-        namespaces: dict[tuple[Any, ...], str] = {}
+        namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
         tables: dict[tuple[Any, ...], PartitionTable] = {}
         depth_of_table = len(fids) + 2
-        wanted = {"object_id", *(f"partition_field_{fid}" for fid in fids)}
-        ns_rows = rows.filter(pc.equal(rows.column("object_type"), NAMESPACE))  # tables: below
-        cols = {n: ns_rows.column(n).to_pylist() for n in ns_rows.column_names if n in wanted}
-        for i, oid in enumerate(cols.get("object_id", [])):
-            parts = oid.split("$")
-            if parts[0] != self._prefix:
-                continue
-            level = len(parts) - 1
-            if 1 <= level <= len(fids):
-                key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
-                namespaces[key] = oid
         known = self._known_entries if snapshot is self.snapshot else None
         for entry in snapshot_entries(snapshot, fids) if known is None else known:
             parts = entry.object_id.split("$")
             if parts[0] != self._prefix or len(parts) != depth_of_table:
                 continue
-            key = tuple(_key(entry.values.get(fid)) for fid in fids)
-            tables[key] = entry
-        has_spec_row = self._prefix in cols.get("object_id", [])
+            values = entry.values
+            tables[keys_of([values.get(fid) for fid in fids])] = entry
         return namespaces, tables, has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
@@ -230,9 +228,11 @@ class NamespaceWriter:
         # is written, so a refused table (a tag pin) fails the write before that.
         with ThreadPoolExecutor(min(max(self.threads, COMMIT_THREADS), len(targets))) as pool:
             list(pool.map(self._prepare, targets))
-            list(pool.map(self._flush_one, targets))
+            list(pool.map(lambda t: self._flush_one(t, False), targets))
 
-    def _flush_one(self, t: WriteTarget) -> None:
+    def _flush_one(self, t: WriteTarget, overlap: bool = True) -> None:
+        """Write ``t``'s buffers as files; ``overlap``: compute their bounds meanwhile on the
+        helper thread (a single table's flush; many tables' flushes already overlap)."""
         from lance.fragment import write_fragments
 
         parts = [
@@ -241,25 +241,54 @@ class NamespaceWriter:
         ]
         t.buffers, t.buffered = [], 0
         table = pa.Table.from_batches(parts)
-        self._add_bounds(t.object_id, table)
+        # the bounds (Arrow kernels) overlap Lance's write: both run without the GIL
+        bounds = Overlap(
+            self._add_bounds,
+            t.object_id,
+            table,
+            inline=not overlap or table.num_rows < OVERLAP_ROWS,
+        )
         if t.names and any(k != v for k, v in t.names.items()):
             table = table.rename_columns([t.names.get(n, n) for n in table.column_names])
         mode = "append" if t.entry is not None and self.mode == "append" else "create"
         if t.entry is not None and self.mode == "overwrite":
             mode = "overwrite"
         progress = None if self.progress is None else self.progress(t.location, t.branch)
-        frags = write_fragments(
-            table,
-            t.base,
-            schema=t.table_schema,
-            mode=mode,
-            storage_options=self.storage_options,
-            progress=progress,
-        )
+        if self._final_flush and t.entry is None and not t.fragments and self._direct:
+            # a new table's only files: written and committed (its creating commit, as
+            # commit_target would make it) in one pylance call, a little cheaper than two
+            try:
+                ds = _lance().write_dataset(
+                    table.cast(t.table_schema),  # (the field metadata comes from the data)
+                    t.uri,
+                    schema=t.table_schema,
+                    mode="create",
+                    storage_options=self.storage_options,
+                )
+            except BaseException:
+                bounds.join(quiet=True)
+                raise
+            t.committed_version = int(ds.version)
+            t.fragments.extend(f.metadata for f in ds.get_fragments())
+            bounds.join()
+            return
+        try:
+            frags = write_fragments(
+                table,
+                t.base,
+                schema=t.table_schema,
+                mode=mode,
+                storage_options=self.storage_options,
+                progress=progress,
+            )
+        except BaseException:
+            bounds.join(quiet=True)
+            raise
         if progress is not None:  # pylance 14 reports no completion for a call's last file
             for frag in frags:
                 progress.complete(frag)
         t.fragments.extend(frags)
+        bounds.join()  # after the files are recorded: a failure here still aborts them
 
     def _add_bounds(self, object_id: str, table: pa.Table) -> None:
         new = col_bounds.table_bounds(table, self.schema, 0, None, None)
@@ -368,6 +397,7 @@ class NamespaceWriter:
 
         if not self._targets and self.mode == "append":
             return self.snapshot  # nothing to write: no new version anywhere
+        self._final_flush = True
         self._flush(list(self._targets.values()))
         targets = sorted(self._targets.values(), key=lambda t: t.object_id)
         indexes = read_indexes(self.snapshot.properties)
@@ -393,11 +423,12 @@ class NamespaceWriter:
         else:
             committed = [commit_one(t) for t in targets]
         versions = {t.object_id: v for t, v in zip(targets, committed, strict=True)}
+        self.committed_versions = versions
         for attempt in range(self.max_rebases + 1):
             rows = self._manifest_rows(versions)
             self._may_be_committed = True
             try:
-                return commit_rows(self.snapshot, rows, storage_options=self.storage_options)
+                snap = commit_rows(self.snapshot, rows, storage_options=self.storage_options)
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
@@ -411,7 +442,19 @@ class NamespaceWriter:
                         "nothing was committed to the namespace"
                     ) from exc
                 self.snapshot = latest
+                self.rebased = True
+                continue
+            if not self.rebased and (self.mode == "append" or self.keep_untouched):
+                # the new rows are the old ones plus this write's: so is their layout (after
+                # a rebase this writer's layout lacks the concurrent writes': not handed on)
+                fids = [f.field_id for f in self.spec.fields]
+                remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
+            return snap
         raise AssertionError("unreachable")
+
+    def new_tables(self) -> list[WriteTarget]:
+        """The tables this write creates (after :meth:`commit`: those it committed)."""
+        return [t for t in self._targets.values() if t.entry is None]
 
     def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
         """Why this append cannot be replayed onto ``latest`` (None when it can).
@@ -455,15 +498,7 @@ class NamespaceWriter:
         schema = self.snapshot.lance_schema
         base = conform_rows(self.snapshot.rows, schema)
         new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
-        table = pa.concat_tables([base, new]) if new.num_rows else base
-        oids = table.column("object_id").to_pylist()
-        rv = table.column("read_version").to_pylist()
-        rv = [versions.get(o, r) for o, r in zip(oids, rv, strict=True)]
-        table = table.set_column(
-            table.schema.get_field_index("read_version"),
-            schema.field("read_version"),
-            pa.array(rv, pa.uint64()),
-        )
+        table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
         if self.mode == "overwrite" and not self.keep_untouched:
             table = _keep_live(table, set(versions))
         return self._with_bounds(table, versions)
@@ -668,11 +703,6 @@ def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _val(cols: Mapping[str, list[Any]], fid: str, i: int) -> Any:
-    values = cols.get(f"partition_field_{fid}")
-    return None if values is None else values[i]
-
-
 def _loose(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every field nullable (for building rows dict by dict)."""
     return pa.schema([pa.field(f.name, f.type, True) for f in schema])
@@ -695,6 +725,12 @@ def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
 
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]
+
+
+def _lance() -> Any:
+    import lance
+
+    return lance
 
 
 def _has_struct(t: pa.DataType) -> bool:
