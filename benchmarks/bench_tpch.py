@@ -201,6 +201,10 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     p.add_argument("--data-dir", help="where the data is generated and cached")
     p.add_argument("--variants", default=",".join(VARIANTS), help=",".join(ALL_VARIANTS))
     p.add_argument(
+        "--file-version",
+        help="Lance file format of every Lance table (namespaces: data_storage_version)",
+    )
+    p.add_argument(
         "--planning",
         action="store_true",
         help="time the plan rewrite (df.lance_rewrite()) per variant instead of the queries",
@@ -216,10 +220,10 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     )
     td = _tpch_data()
     start = time.perf_counter()
-    parquet_dir, lance_dir = td.prepare(data_dir, args.sf)
+    parquet_dir, lance_dir = td.prepare(data_dir, args.sf, args.file_version)
     plain_dir = None
     if any(v.startswith("lance") for v in variants):
-        plain_dir = td.load_plain_lance(parquet_dir, data_dir)
+        plain_dir = td.load_plain_lance(parquet_dir, data_dir, args.file_version)
     print(f"data: {data_dir} (ready in {time.perf_counter() - start:.1f} s)", flush=True)
     ctxs = contexts(parquet_dir, lance_dir, variants, plain_dir)
     if args.planning:

@@ -98,13 +98,19 @@ def _batches(path: Path, *, plain_types: bool) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(schema, gen())
 
 
-def load_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
-    """``<data_dir>/lance``: lineitem and orders as bucketed namespaces, the rest as datasets."""
+def load_lance(
+    parquet_dir: str | Path, data_dir: str | Path, file_version: str | None = None
+) -> Path:
+    """``<data_dir>/lance``: lineitem and orders as bucketed namespaces, the rest as datasets.
+
+    ``file_version``: the Lance file format of every table (``<data_dir>/lance_v<version>``;
+    default pylance's), set on the namespaces with ``data_storage_version``.
+    """
     import lance
 
     from lance_sql import PartitionedNamespace
 
-    out = Path(data_dir) / "lance"
+    out = Path(data_dir) / ("lance" if file_version is None else f"lance_v{file_version}")
     if (out / ".done").exists():
         return out
     if out.exists():
@@ -123,15 +129,21 @@ def load_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
                     "transform": {"type": "bucket", "num_buckets": buckets},
                 }
             ]
-            ns = PartitionedNamespace.create(str(out / table), reader.schema, spec)
+            ns = PartitionedNamespace.create(
+                str(out / table), reader.schema, spec, data_storage_version=file_version
+            )
             ns.append(reader)
         else:
-            lance.write_dataset(reader, str(out / f"{table}.lance"))
+            lance.write_dataset(
+                reader, str(out / f"{table}.lance"), data_storage_version=file_version
+            )
     (out / ".done").write_text("ok\n")
     return out
 
 
-def load_plain_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
+def load_plain_lance(
+    parquet_dir: str | Path, data_dir: str | Path, file_version: str | None = None
+) -> Path:
     """``<data_dir>/lance_plain``: lineitem and orders as plain Lance datasets (written once).
 
     With the six other tables of ``<data_dir>/lance`` this is TPC-H with no
@@ -139,7 +151,9 @@ def load_plain_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
     """
     import lance
 
-    out = Path(data_dir) / "lance_plain"
+    out = Path(data_dir) / (
+        "lance_plain" if file_version is None else f"lance_plain_v{file_version}"
+    )
     if (out / ".done").exists():
         return out
     if out.exists():
@@ -147,7 +161,7 @@ def load_plain_lance(parquet_dir: str | Path, data_dir: str | Path) -> Path:
     out.mkdir(parents=True)
     for table in NAMESPACES:
         reader = _batches(Path(parquet_dir) / f"{table}.parquet", plain_types=True)
-        lance.write_dataset(reader, str(out / f"{table}.lance"))
+        lance.write_dataset(reader, str(out / f"{table}.lance"), data_storage_version=file_version)
     (out / ".done").write_text("ok\n")
     return out
 
@@ -159,10 +173,10 @@ def register_lance_plain(ctx: Any, lance_dir: str | Path, plain_dir: str | Path)
         ctx.register_lance(table, str(root / f"{table}.lance"))
 
 
-def prepare(data_dir: str | Path, sf: float) -> tuple[Path, Path]:
+def prepare(data_dir: str | Path, sf: float, file_version: str | None = None) -> tuple[Path, Path]:
     """Generate (once) and load (once): the Parquet and the Lance directories."""
     parquet = generate_parquet(data_dir, sf)
-    return parquet, load_lance(parquet, data_dir)
+    return parquet, load_lance(parquet, data_dir, file_version)
 
 
 def register_lance_sql(ctx: Any, lance_dir: str | Path) -> None:

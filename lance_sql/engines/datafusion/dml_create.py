@@ -1,4 +1,4 @@
-"""``CREATE TABLE name (...) PARTITIONED BY (...) [LOCATION '...'] [AS SELECT ...]``.
+"""``CREATE TABLE name (...) PARTITIONED BY (...) [LOCATION ...] [TBLPROPERTIES ...] [AS ...]``.
 
 DataFusion 55's parser refuses partition transforms (``bucket(16, id)``), so
 this statement is read with ``sqlglot`` (Iceberg / Spark syntax); every part
@@ -13,7 +13,9 @@ spec's calendar transforms; see docs/namespaces.md); Iceberg's ``days(c)``,
 ``months(c)``, ``hours(c)``, ``years(c)`` expand to those calendar fields
 (:func:`~lance_sql.tables.namespace.spec_text.parse_spec_text`). The namespace is created
 at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
-``SET lance.warehouse = '/path'``) and registered as ``name``. As with
+``SET lance.warehouse = '/path'``) and registered as ``name``. ``TBLPROPERTIES``
+takes ``'lance_sql.data_storage_version' = '2.0'`` (the Lance file format of the
+partition tables, see docs/namespaces.md); other keys are refused. As with
 DataFusion's DDL, the statement runs at ``ctx.sql()``.
 """
 
@@ -30,6 +32,7 @@ from sqlglot.tokens import TokenType
 
 from lance_sql.engines.datafusion.dml import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
+from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.spec_text import parse_spec_text
 
 _SET_WAREHOUSE = re.compile(
@@ -114,7 +117,7 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
     else:
         schema = _column_schema(query, tokens, tree, name)
     fields = _partition_fields(tree, tokens, schema, name)
-    ns = PartitionedNamespace.create(location, schema, fields)
+    ns = PartitionedNamespace.create(location, schema, fields, **_table_properties(tree, name))
     if query_df is not None:
         rows = query_df.to_arrow_table()
         rows = pa.Table.from_arrays(
@@ -124,6 +127,26 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
         if rows.num_rows:
             ns.append(rows)
     ctx.register_namespace(name, location)
+
+
+#: ``TBLPROPERTIES`` keys -> ``PartitionedNamespace.create`` arguments
+_TABLE_PROPERTIES = {DATA_STORAGE_VERSION_KEY: "data_storage_version"}
+
+
+def _table_properties(tree: exp.Create, name: str) -> dict[str, str]:
+    """``TBLPROPERTIES ('key' = 'value', ...)`` as ``create`` arguments (known keys only)."""
+    out = {}
+    for prop in tree.find_all(exp.Property):
+        if type(prop) is not exp.Property:
+            continue  # LOCATION, PARTITIONED BY, ...: their own classes
+        key, value = prop.name, prop.args.get("value")
+        if key not in _TABLE_PROPERTIES:
+            known = ", ".join(sorted(_TABLE_PROPERTIES))
+            raise UnsupportedFeatureError(
+                f"CREATE TABLE {name!r}: table property {key!r} is not supported (known: {known})"
+            )
+        out[_TABLE_PROPERTIES[key]] = value.name if isinstance(value, exp.Literal) else str(value)
+    return out
 
 
 def _resolved(ident: Any) -> str:

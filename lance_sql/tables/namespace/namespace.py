@@ -38,8 +38,10 @@ from lance_sql.tables.namespace.manifest_table import (
     read_manifest,
 )
 from lance_sql.tables.namespace.properties import (
+    DATA_STORAGE_VERSION_KEY,
     SCHEMA_KEY,
     NotPartitionedError,
+    checked_file_version,
     normalize_schema,
     parse_properties,
 )
@@ -103,6 +105,7 @@ class PartitionedNamespace:
         spec: PartitionSpec | Mapping[str, Any] | str | Sequence[Mapping[str, Any]],
         *,
         storage_options: Mapping[str, str] | None = None,
+        data_storage_version: str | None = None,
     ) -> PartitionedNamespace:
         """Create a namespace at ``root`` with spec version 1.
 
@@ -110,8 +113,12 @@ class PartitionedNamespace:
         none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, a list
         of convenient field dicts (see :func:`spec_build.build_spec`), or Iceberg-style
         text such as ``"days(ts), bucket(16, id)"`` (:mod:`.spec_text`).
+        ``data_storage_version``: the Lance file format of the partition tables the
+        namespace creates (``"2.0"``, ``"2.1"``, ``"2.2"``; default pylance's), kept in
+        the root property :data:`.properties.DATA_STORAGE_VERSION_KEY`.
         """
         root_s = root_uri(root)
+        file_version = checked_file_version(data_storage_version)
         ns_schema = normalize_schema(schema)
         if isinstance(spec, str):  # Iceberg-style text, e.g. "days(ts), bucket(16, id)"
             from lance_sql.tables.namespace.spec_text import spec_fields
@@ -134,6 +141,8 @@ class PartitionedNamespace:
             SCHEMA_KEY: dumps(schema_to_json(ns_schema)),
             parsed.key: parsed.to_json_string(),
         }
+        if file_version is not None:
+            properties[DATA_STORAGE_VERSION_KEY] = file_version
         mschema = manifest_schema(parsed.fields)
         rows = pa.Table.from_pylist(
             [

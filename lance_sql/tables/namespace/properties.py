@@ -28,6 +28,10 @@ from lance_sql.tables.namespace.field_map import (
 from lance_sql.tables.namespace.spec import PartitionSpec, parse_spec_key, validate_evolution
 
 SCHEMA_KEY = "schema"
+#: Root property: the Lance file format version of partition tables created from now on
+#: (``"2.0"``, ``"2.1"`` or ``"2.2"``; absent: pylance's default). Existing tables keep theirs.
+DATA_STORAGE_VERSION_KEY = "lance_sql.data_storage_version"
+DATA_STORAGE_VERSIONS = ("2.0", "2.1", "2.2")
 
 
 class NotPartitionedError(SpecError):
@@ -67,6 +71,16 @@ LANCE_RESERVED = frozenset(
 )
 
 
+def checked_file_version(value: str | None) -> str | None:
+    """``value`` checked as a Lance file format version for new partition tables."""
+    if value is None or value in DATA_STORAGE_VERSIONS:
+        return value
+    raise SpecError(
+        f"data_storage_version {value!r} is not one of {', '.join(DATA_STORAGE_VERSIONS)}",
+        key=DATA_STORAGE_VERSION_KEY,
+    )
+
+
 def check_column_name(name: str) -> None:
     """Refuse a top-level column name no partition table could store (SpecError).
 
@@ -100,10 +114,13 @@ def normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
 
 
 __all__ = [
+    "DATA_STORAGE_VERSIONS",
+    "DATA_STORAGE_VERSION_KEY",
     "LANCE_RESERVED",
     "SCHEMA_KEY",
     "NotPartitionedError",
     "check_column_name",
+    "checked_file_version",
     "normalize_schema",
     "parse_properties",
 ]

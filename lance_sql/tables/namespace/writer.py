@@ -76,6 +76,7 @@ from lance_sql.tables.namespace.partition_rows import (
     partition_values,
     split_batch,
 )
+from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.staging import (
@@ -152,6 +153,8 @@ class NamespaceWriter:
         self._bounds_lock = threading.Lock()
         # Key filters (indexed columns): hashes of the rows written per table (None: unknown)
         self._key_fields = key_filters.key_fields(schema, snapshot.properties)
+        # Lance file format of the tables this write creates (None: pylance's default)
+        self._file_version = snapshot.properties.get(DATA_STORAGE_VERSION_KEY)
         self._key_hashes: dict[str, dict[int, list[np.ndarray]] | None] = {}
         self._key_refs: dict[tuple[str, int], dict[int, key_filters.KeyFilterRef]] = {}
         self._load_existing()
@@ -264,6 +267,7 @@ class NamespaceWriter:
                     schema=t.table_schema,
                     mode="create",
                     storage_options=self.storage_options,
+                    data_storage_version=self._file_version,
                 )
             except BaseException:
                 bounds.join(quiet=True)
@@ -272,6 +276,9 @@ class NamespaceWriter:
             t.fragments.extend(f.metadata for f in ds.get_fragments())
             bounds.join()
             return
+        # a new table's files in the namespace's file format; appends follow the table's
+        # own (pylance), and a replaced table keeps its declared one (never mixed files)
+        fmt = {"data_storage_version": self._file_version} if t.entry is None else {}
         try:
             frags = write_fragments(
                 table,
@@ -280,6 +287,7 @@ class NamespaceWriter:
                 mode=mode,
                 storage_options=self.storage_options,
                 progress=progress,
+                **fmt,
             )
         except BaseException:
             bounds.join(quiet=True)
