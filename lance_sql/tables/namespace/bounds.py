@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -406,19 +406,12 @@ def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]])
     superset, so they are re-tied to the new one. Bounds not usable for the old
     version are left as they are (unusable).
     """
-    if not moves or "metadata" not in rows.column_names:
-        return rows
-    mask, sub = touched_rows(rows, moves)
-    oids = sub.column("object_id").to_pylist()
-    meta = sub.column("metadata").to_pylist()
-    cols = {c: sub.column(c).to_pylist() for c in ("read_branch", "read_tag", "location")}
-    for i, oid in enumerate(oids):
+
+    def moved(oid: str, b: TableBounds | None, branch: Any, tag: Any, loc: Any) -> Any:
         old, new = moves[oid]
-        b = bounds_of_metadata(meta[i])
-        branch, tag, loc = cols["read_branch"][i], cols["read_tag"][i], cols["location"][i]
-        if b is not None and usable(b, old, branch, tag, loc):
-            meta[i] = with_bounds(meta[i], retied(b, new))
-    return set_metadata(rows, mask, meta)
+        return retied(b, new) if b is not None and usable(b, old, branch, tag, loc) else None
+
+    return _rebound(rows, moves, moved)
 
 
 def retied(b: TableBounds, version: int) -> TableBounds:
@@ -434,22 +427,41 @@ def with_key_filters(
     Bounds usable for that version get the refs added; a table without usable
     bounds gets bounds holding only the refs (no column statistics).
     """
-    if not added or "metadata" not in rows.column_names:
+
+    def pointed(oid: str, b: TableBounds | None, branch: Any, tag: Any, loc: Any) -> Any:
+        if branch or tag:
+            return None
+        version, refs = added[oid]
+        if b is None or not usable(b, version, branch, tag, loc):
+            b = TableBounds(version, branch, loc, {})
+        return TableBounds(version, branch, loc, b.columns, {**b.key_filters, **refs})
+
+    return _rebound(rows, added, pointed)
+
+
+def _rebound(
+    rows: pa.Table,
+    object_ids: Mapping[str, Any],
+    new_bounds: Callable[[str, TableBounds | None, Any, Any, Any], TableBounds | None],
+) -> pa.Table:
+    """``rows`` whose tables in ``object_ids`` get the bounds ``new_bounds(object_id,
+    current bounds, read_branch, read_tag, location)`` returns (None: left as they are)."""
+    if not object_ids or "metadata" not in rows.column_names:
         return rows
-    mask, sub = touched_rows(rows, added)
+    mask, sub = touched_rows(rows, object_ids)
     oids = sub.column("object_id").to_pylist()
     meta = sub.column("metadata").to_pylist()
     cols = {c: sub.column(c).to_pylist() for c in ("read_branch", "read_tag", "location")}
     for i, oid in enumerate(oids):
-        version, refs = added[oid]
-        branch, tag, loc = cols["read_branch"][i], cols["read_tag"][i], cols["location"][i]
-        if branch or tag:
-            continue
-        b = bounds_of_metadata(meta[i])
-        if b is None or not usable(b, version, branch, tag, loc):
-            b = TableBounds(version, branch, loc, {})
-        both = {**b.key_filters, **refs}
-        meta[i] = with_bounds(meta[i], TableBounds(version, branch, loc, b.columns, both))
+        b = new_bounds(
+            oid,
+            bounds_of_metadata(meta[i]),
+            cols["read_branch"][i],
+            cols["read_tag"][i],
+            cols["location"][i],
+        )
+        if b is not None:
+            meta[i] = with_bounds(meta[i], b)
     return set_metadata(rows, mask, meta)
 
 
