@@ -41,6 +41,7 @@ from lance_sql.tables.namespace.reader import (
     partition_units,
     table_entries,
 )
+from lance_sql.tables.proven_filter import ProvenFilterUnit
 from lance_sql.tables.scan import ScanMetrics, ScanUnit, projected_schema
 
 #: ``prune(filter, namespace) -> partitions to read`` (None: all of them).
@@ -292,7 +293,17 @@ class NamespaceTable(ScanUnitDataset):
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
-        units = self._chains(table_units)
+        proven = _proven(plan, filter) if isinstance(self.prune, PlannerPrune) else frozenset()
+        if proven and self.prune_filter is None:
+            units, table_units = _without_proven_filter(table_units, proven, filter, self)
+        else:
+            units = self._chains(table_units)
+
+        n_proven = (
+            len(table_units)
+            if units and isinstance(units[0], ProvenFilterUnit)
+            else sum(isinstance(u, ProvenFilterUnit) for u in table_units)
+        )
 
         def describe() -> str:  # EXPLAIN only (ScanPlan computes it on first use)
             selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
@@ -310,7 +321,8 @@ class NamespaceTable(ScanUnitDataset):
                 + (f"skipped_by_bounds={skipped}, " if skipped else "")
                 + (f"skipped_by_key_filter={by_key}, " if by_key else "")
                 + f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
-                f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
+                + (f"filter_proven_by_partition_values={n_proven}, " if n_proven else "")
+                + f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
             )
 
         return ScanPlan(units, describe)
@@ -323,6 +335,57 @@ class NamespaceTable(ScanUnitDataset):
         units = chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
         self._chained = (table_units, units)
         return units
+
+
+def _proven(plan: Any, filter: pc.Expression | None) -> frozenset[str]:
+    """Object ids of the selected tables whose partition values prove ``filter`` (see below)."""
+    if plan is None or filter is None or not ENABLE_RESIDUAL_ELIMINATION[0]:
+        return frozenset()
+    return plan.proven_object_ids()  # type: ignore[no-any-return]
+
+
+#: Residual elimination switch (benchmarks and tests compare on / off).
+ENABLE_RESIDUAL_ELIMINATION = [True]
+
+
+def _without_proven_filter(
+    table_units: list[ScanUnit],
+    proven: frozenset[str],
+    filter: pc.Expression | None,
+    table: NamespaceTable,
+) -> tuple[list[ScanUnit], list[ScanUnit]]:
+    """(engine partitions, table units) with ``filter`` dropped where partition values prove it.
+
+    Residual elimination: a table whose stored partition values make the whole
+    filter TRUE under its own spec version (its planner residual is TRUE) is
+    scanned without it. Only tables pinned at a version (no tag) qualify: a
+    table read at its latest version may hold rows appended by pylance since.
+    When every table qualifies, the chains themselves are wrapped, so a
+    ``count(*)`` is answered from metadata (:mod:`lance_sql.tables.chain`).
+    """
+    assert filter is not None
+
+    def qualifies(u: ScanUnit) -> bool:
+        entry = getattr(u, "entry", None)
+        return (
+            entry is not None
+            and entry.object_id in proven
+            and entry.read_version is not None
+            and not entry.read_tag
+        )
+
+    marks = [qualifies(u) for u in table_units]
+    if table_units and all(marks):
+        chains = table._chains(table_units)
+        return [ProvenFilterUnit(c, filter) for c in chains], table_units
+    wrapped: list[ScanUnit] = [
+        ProvenFilterUnit(u, filter) if m else u for u, m in zip(table_units, marks, strict=True)
+    ]
+    if not any(marks):
+        return table._chains(table_units), table_units
+    return chain_units(wrapped, table.partitions, table.schema) or [
+        EmptyUnit(table.schema)
+    ], wrapped
 
 
 #: (object_id, uri, read_version, read_branch, read_tag) of a partition table entry.
