@@ -413,6 +413,8 @@ class _UnitCache:
         self._pins: dict[str, _PinKey] = {}
         self._by_pin: dict[_PinKey, list[ScanUnit]] = {}
         self._all: list[ScanUnit] | None = None
+        #: object id -> (position in ``ns.tables()``, entry) of the current view
+        self._order: dict[str, tuple[int, PartitionTable]] = {}
 
     def units(
         self,
@@ -421,16 +423,19 @@ class _UnitCache:
         table: NamespaceTable,
     ) -> list[ScanUnit]:
         """Units of ``partitions`` (object ids or entries; all when None) in object id order."""
-        pins, by_pin, every = self._for_view(ns)
+        pins, by_pin, every, order = self._for_view(ns)
         if partitions is None and every is not None:
             return every
-        entries = ns.tables()
         if partitions is not None:
             wanted = {p if isinstance(p, str) else p.object_id for p in partitions}
             unknown = wanted - pins.keys()
             if unknown:
                 raise LanceSqlError(f"not partition tables of this namespace: {sorted(unknown)}")
-            entries = [e for e in entries if e.object_id in wanted]
+            # object id order without a pass over every table of the view (a pruned
+            # service query selects one of hundreds)
+            entries = [order[oid][1] for oid in sorted(wanted, key=lambda o: order[o][0])]
+        else:
+            entries = ns.tables()
         missing = [e for e in entries if pins[e.object_id] not in by_pin]
         if missing:
             opened = open_many_for_read(missing, storage_options=table.storage_options)
@@ -456,19 +461,27 @@ class _UnitCache:
 
     def _for_view(
         self, ns: PartitionedNamespace
-    ) -> tuple[dict[str, _PinKey], dict[_PinKey, list[ScanUnit]], list[ScanUnit] | None]:
+    ) -> tuple[
+        dict[str, _PinKey],
+        dict[_PinKey, list[ScanUnit]],
+        list[ScanUnit] | None,
+        dict[str, tuple[int, PartitionTable]],
+    ]:
         with self._lock:
             if self._view is ns:
-                return self._pins, self._by_pin, self._all
-        pins = {e.object_id: _pin(e) for e in ns.tables()}
+                return self._pins, self._by_pin, self._all, self._order
+        tables = ns.tables()
+        pins = {e.object_id: _pin(e) for e in tables}
+        order = {e.object_id: (i, e) for i, e in enumerate(tables)}
         keep = {k for k in pins.values() if k[2] is not None and not k[4]}
         with self._lock:
             if self._view is not ns:
                 self._by_pin = {k: v for k, v in self._by_pin.items() if k in keep}
                 self._pins = pins
+                self._order = order
                 self._all = None
                 self._view = ns
-            return self._pins, self._by_pin, self._all
+            return self._pins, self._by_pin, self._all, self._order
 
 
 _TOTALS_LOCK = threading.Lock()
