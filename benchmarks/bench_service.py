@@ -175,6 +175,11 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=40, help="queries per thread per round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dir", default=None, help="keep (and reuse) the data here")
+    p.add_argument(
+        "--cuts-off",
+        action="store_true",
+        help="also run lance-sql with residual elimination and the plan cache off",
+    )
     args = p.parse_args()
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_service_"))
     base.mkdir(parents=True, exist_ok=True)
@@ -199,13 +204,24 @@ def main() -> None:
             cur.register("t", one)
             return lambda sql: cur.execute(sql).fetchall()
 
+        from lance_sql.engines.datafusion import namespace_plans as cuts
+
+        def switched(on: bool) -> Callable[[int], Callable[[str], list[tuple[Any, ...]]]]:
+            def runner_for(i: int) -> Callable[[str], list[tuple[Any, ...]]]:
+                cuts.ENABLE_PLAN_CACHE[0] = cuts.ENABLE_RESIDUAL_ELIMINATION[0] = on
+                return ours(i)
+
+            return runner_for
+
         warm = Workload(data, 1, 6, seed=99)
         run_side(ours, warm)  # first opens, page cache
         run_side(theirs, warm)
         rows = []
         for r in range(args.rounds):
             work = Workload(data, args.threads, args.queries, seed=r)
-            sides = [("lance-sql", ours), ("duckdb", theirs)]
+            sides = [("lance-sql", switched(True)), ("duckdb", theirs)]
+            if args.cuts_off:
+                sides.append(("lance-sql cuts off", switched(False)))
             for name, fn in sides if r % 2 == 0 else sides[::-1]:
                 res = run_side(fn, work)
                 rows.append({"round": r, "side": name, **res})
@@ -214,6 +230,9 @@ def main() -> None:
             a = statistics.median(x[key] for x in rows if x["side"] == "lance-sql")
             b = statistics.median(x[key] for x in rows if x["side"] == "duckdb")
             print(f"{key}: lance-sql {a:.1f}, duckdb {b:.1f}, ratio {a / b:.2f}")
+            if args.cuts_off:
+                c = statistics.median(x[key] for x in rows if x["side"] == "lance-sql cuts off")
+                print(f"  {key}: lance-sql with the cuts off {c:.1f}, on / off {a / c:.2f}")
     finally:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from test_pruning_sql_differential import POOL, NamespaceCase, build_case, predicates
 
 import lance_sql
-from lance_sql.engines.datafusion import namespace_provider
+from lance_sql.engines.datafusion import namespace_plans
 from lance_sql.engines.datafusion.provider import capture_scans
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -186,11 +186,11 @@ def test_explain_and_spec_versions(tmp_path: Path) -> None:
     assert _proven_count(ctx, "SELECT count(*) FROM ns WHERE day IS NULL") >= 1
     # g < 5 is not proven by truncate(g, 10) = 0, and v1 tables prove nothing about g
     assert _proven_count(ctx, "SELECT * FROM ns WHERE g >= 0 AND g < 5") == 0
-    namespace_provider.ENABLE_RESIDUAL_ELIMINATION[0] = False
+    namespace_plans.ENABLE_RESIDUAL_ELIMINATION[0] = False
     try:
         assert _proven_count(ctx, "SELECT count(*) FROM ns WHERE day = DATE '2024-01-02'") == 0
     finally:
-        namespace_provider.ENABLE_RESIDUAL_ELIMINATION[0] = True
+        namespace_plans.ENABLE_RESIDUAL_ELIMINATION[0] = True
 
 
 def test_rows_appended_by_pylance_directly(tmp_path: Path) -> None:

@@ -26,6 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.namespace_plans import (
+    MISS,
+    PLANS,
+    proven_tables,
+    without_proven_filter,
+)
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.chain import chain_units
@@ -106,10 +112,15 @@ def plan_pruning(
     """
     if filter is None and prune_filter is None:
         return None
+    hit = PLANS.get(filter, prune_filter, namespace, schema)
+    if hit is not MISS:
+        return hit
     # DataFusion asks for fragments from inside its tokio runtime, and the
     # planner may itself run DataFusion (literal folding, expression fields):
     # a nested runtime panics, so planning runs on a thread of its own.
-    return _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+    plan = _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+    PLANS.put(filter, prune_filter, namespace, schema, plan)
+    return plan
 
 
 _PLANNING_THREAD = concurrent.futures.ThreadPoolExecutor(
@@ -293,9 +304,13 @@ class NamespaceTable(ScanUnitDataset):
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
-        proven = _proven(plan, filter) if isinstance(self.prune, PlannerPrune) else frozenset()
+        proven = (
+            proven_tables(plan, filter) if isinstance(self.prune, PlannerPrune) else frozenset()
+        )
         if proven and self.prune_filter is None:
-            units, table_units = _without_proven_filter(table_units, proven, filter, self)
+            units, table_units = without_proven_filter(
+                table_units, proven, filter, self._chains, self._chain_anew
+            )
         else:
             units = self._chains(table_units)
 
@@ -327,6 +342,10 @@ class NamespaceTable(ScanUnitDataset):
 
         return ScanPlan(units, describe)
 
+    def _chain_anew(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
+        """``table_units`` as balanced chains (never cached: the units are this query's)."""
+        return chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
+
     def _chains(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
         """``table_units`` as balanced chains; the same chains while the units are reused."""
         cached = self._chained
@@ -335,57 +354,6 @@ class NamespaceTable(ScanUnitDataset):
         units = chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
         self._chained = (table_units, units)
         return units
-
-
-def _proven(plan: Any, filter: pc.Expression | None) -> frozenset[str]:
-    """Object ids of the selected tables whose partition values prove ``filter`` (see below)."""
-    if plan is None or filter is None or not ENABLE_RESIDUAL_ELIMINATION[0]:
-        return frozenset()
-    return plan.proven_object_ids()  # type: ignore[no-any-return]
-
-
-#: Residual elimination switch (benchmarks and tests compare on / off).
-ENABLE_RESIDUAL_ELIMINATION = [True]
-
-
-def _without_proven_filter(
-    table_units: list[ScanUnit],
-    proven: frozenset[str],
-    filter: pc.Expression | None,
-    table: NamespaceTable,
-) -> tuple[list[ScanUnit], list[ScanUnit]]:
-    """(engine partitions, table units) with ``filter`` dropped where partition values prove it.
-
-    Residual elimination: a table whose stored partition values make the whole
-    filter TRUE under its own spec version (its planner residual is TRUE) is
-    scanned without it. Only tables pinned at a version (no tag) qualify: a
-    table read at its latest version may hold rows appended by pylance since.
-    When every table qualifies, the chains themselves are wrapped, so a
-    ``count(*)`` is answered from metadata (:mod:`lance_sql.tables.chain`).
-    """
-    assert filter is not None
-
-    def qualifies(u: ScanUnit) -> bool:
-        entry = getattr(u, "entry", None)
-        return (
-            entry is not None
-            and entry.object_id in proven
-            and entry.read_version is not None
-            and not entry.read_tag
-        )
-
-    marks = [qualifies(u) for u in table_units]
-    if table_units and all(marks):
-        chains = table._chains(table_units)
-        return [ProvenFilterUnit(c, filter) for c in chains], table_units
-    wrapped: list[ScanUnit] = [
-        ProvenFilterUnit(u, filter) if m else u for u, m in zip(table_units, marks, strict=True)
-    ]
-    if not any(marks):
-        return table._chains(table_units), table_units
-    return chain_units(wrapped, table.partitions, table.schema) or [
-        EmptyUnit(table.schema)
-    ], wrapped
 
 
 #: (object_id, uri, read_version, read_branch, read_tag) of a partition table entry.
