@@ -75,6 +75,8 @@ class _PlanCache:
         schema: pa.Schema,
         plan: Any,
     ) -> None:
+        if not ENABLE_PLAN_CACHE[0]:
+            return
         key = self._key(filter, prune_filter, ns, schema)
         with self._lock:
             self._items.setdefault(key, []).append((ns.snapshot.rows, schema, filter, plan))
