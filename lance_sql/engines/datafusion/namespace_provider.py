@@ -292,13 +292,13 @@ class NamespaceTable(ScanUnitDataset):
 
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
-        spec_filters: dict[int, str] = {}
+        report: Any = None
         skipped = by_key = 0  # tables skipped by column bounds / key filters (planning/)
         if isinstance(self.prune, PlannerPrune):
             plan = self.prune.plan(filter, self.prune_filter, ns)
             partitions = None if plan is None else plan.selected.column("object_id").to_pylist()
             if plan is not None:
-                spec_filters = {s.spec_id: s.filter_sql for s in plan.report.specs}
+                report = plan.report  # its SQL is printed by describe() only
                 skipped = plan.skipped_by_bounds
                 by_key = plan.skipped_by_key_filter
         else:
@@ -328,6 +328,7 @@ class NamespaceTable(ScanUnitDataset):
                 "filter=none" if filter is None else f"filter={filter} (in each partition table)"
             )
             prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
+            spec_filters = {} if report is None else {s.spec_id: s.filter_sql for s in report.specs}
             versions = spec_version_lines(selected_ids, totals, spec_filters)
             return (
                 f"LanceNamespaceScan: table={self.name}, root={self.root}, "
