@@ -32,15 +32,19 @@ class _PlanCache:
     the same filter again on the same snapshot (a dashboard's one-day
     aggregate) skips planning and its thread hop. Entries hold the rows,
     schema and filter objects (ids are not reused while cached) and are
-    confirmed with ``Expression.equals``; the key filter switch is part of
-    the key. Bounded LRU.
+    confirmed with ``Expression.equals``; the namespace root and the key
+    filter switch are part of the key. Bounded: plans of the last
+    ``snapshots`` rows objects (a large ``__manifest`` is MBs; a service reads
+    its current snapshot), ``capacity`` plans per rows object, LRU.
     """
 
-    def __init__(self, capacity: int = 512) -> None:
+    def __init__(self, capacity: int = 512, snapshots: int = 4) -> None:
         self._capacity = capacity
-        self._items: collections.OrderedDict[tuple[Any, ...], list[tuple[Any, ...]]] = (
-            collections.OrderedDict()
-        )
+        self._snapshots = snapshots
+        #: id(rows) -> (rows, {key: [(schema, filter, plan), ...]})
+        self._by_rows: collections.OrderedDict[
+            int, tuple[pa.Table, collections.OrderedDict[tuple[Any, ...], list[Any]]]
+        ] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -49,21 +53,24 @@ class _PlanCache:
     ) -> tuple[Any, ...]:
         from lance_sql.planning.key_filters import ENABLED
 
-        rows = ns.snapshot.rows
         text = None if filter is None else str(filter)
-        return (id(rows), id(schema), text, prune_filter, ENABLED[0])
+        return (str(ns.root), id(schema), text, prune_filter, ENABLED[0])
 
     def get(
         self, filter: pc.Expression | None, prune_filter: str | None, ns: Any, schema: pa.Schema
     ) -> Any:
         if not ENABLE_PLAN_CACHE[0]:
             return MISS
-        key = self._key(filter, prune_filter, ns, schema)
         rows = ns.snapshot.rows
+        key = self._key(filter, prune_filter, ns, schema)
         with self._lock:
-            for r, sch, f, plan in self._items.get(key, ()):
-                if r is rows and sch is schema and _same_filter(f, filter):
-                    self._items.move_to_end(key)
+            slot = self._by_rows.get(id(rows))
+            if slot is None or slot[0] is not rows:
+                return MISS
+            for sch, f, plan in slot[1].get(key, ()):
+                if sch is schema and _same_filter(f, filter):
+                    self._by_rows.move_to_end(id(rows))
+                    slot[1].move_to_end(key)
                     return plan
         return MISS
 
@@ -77,12 +84,26 @@ class _PlanCache:
     ) -> None:
         if not ENABLE_PLAN_CACHE[0]:
             return
+        rows = ns.snapshot.rows
         key = self._key(filter, prune_filter, ns, schema)
         with self._lock:
-            self._items.setdefault(key, []).append((ns.snapshot.rows, schema, filter, plan))
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            slot = self._by_rows.get(id(rows))
+            if slot is None or slot[0] is not rows:
+                slot = (rows, collections.OrderedDict())
+                self._by_rows[id(rows)] = slot
+            self._by_rows.move_to_end(id(rows))
+            entries = slot[1].setdefault(key, [])
+            entries.append((schema, filter, plan))
+            del entries[:-4]  # same text, other filters (or a race): keep a few
+            slot[1].move_to_end(key)
+            while len(slot[1]) > self._capacity:
+                slot[1].popitem(last=False)
+            while len(self._by_rows) > self._snapshots:
+                self._by_rows.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_rows.clear()
 
 
 def _same_filter(a: pc.Expression | None, b: pc.Expression | None) -> bool:
