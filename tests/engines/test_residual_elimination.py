@@ -112,7 +112,7 @@ def _rows(n: int, seed: int, *, nulls: bool = True) -> pa.Table:
 
 
 def _ns(tmp_path: Path) -> tuple[str, pa.Table]:
-    """identity(day) in v1; v2 adds truncate(g, 10) and bucket(k, 4) instead; NULL days."""
+    """identity(day) in v1; v2 adds truncate(g, 10) and bucket(k, 4); NULL days; deletions."""
     root = str(tmp_path / "ns")
     first, second = _rows(60, 1), _rows(60, 2)
     second = second.set_column(0, "k", pa.array(range(60, 120), pa.int64()))
@@ -128,7 +128,9 @@ def _ns(tmp_path: Path) -> tuple[str, pa.Table]:
         ]
     )
     ns.append(second)
-    return root, pa.concat_tables([first, second])
+    ns.delete("k % 7 = 0")  # deletion files: counts from metadata must subtract them
+    both = pa.concat_tables([first, second])
+    return root, both.filter(pa.array([k % 7 != 0 for k in both["k"].to_pylist()]))
 
 
 QUERIES = [
