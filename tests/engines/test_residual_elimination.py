@@ -259,3 +259,34 @@ def test_float_identity_partitions(tmp_path: Path) -> None:
             assert _bag(got) == _bag(memory.sql(sql).to_arrow_table()), sql
             proven += _proven_count(ctx, sql) > 0
     assert proven >= 4  # = 0.0, = -0.0, IS NULL, IS NOT NULL at least
+
+
+def test_table_read_at_latest_keeps_its_filter(tmp_path: Path) -> None:
+    """A ``__manifest`` row without ``read_version`` (read at latest) may hold rows of any
+    value appended by pylance since: its filter is never dropped."""
+    from lance_sql.tables.namespace.layout import manifest_uri
+
+    root, data = _ns(tmp_path)
+    ns = PartitionedNamespace.open(root)
+    target = next(t for t in ns.tables() if t.values and DAYS[1] in t.values.values())
+    mds = lance.dataset(manifest_uri(root))
+    mds.update({"read_version": "NULL"}, where=f"object_id = '{target.object_id}'")
+    assert (
+        next(
+            t for t in PartitionedNamespace.open(root).tables() if t.object_id == target.object_id
+        ).read_version
+        is None
+    )
+    ds = lance.dataset(target.uri)
+    stray = _rows(10, 9, nulls=False).set_column(1, "day", pa.array([DAYS[3]] * 10, pa.date32()))
+    stray = stray.set_column(0, "k", pa.array(range(1000, 1010), pa.int64()))
+    lance.write_dataset(stray.select(ds.schema.names).cast(ds.schema), target.uri, mode="append")
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("ns", root)
+    sql = "SELECT count(*) AS n, sum(k) AS s FROM ns WHERE day = DATE '2024-01-02'"
+    memory = datafusion.SessionContext()
+    memory.register_record_batches("ns", [data.to_batches()])
+    assert ctx.sql(sql).to_arrow_table().to_pylist() == memory.sql(sql).to_arrow_table().to_pylist()
+    # the strays are visible where their own value is asked for
+    got = ctx.sql("SELECT count(*) AS n FROM ns WHERE k >= 1000").to_arrow_table().to_pylist()
+    assert got == [{"n": 10}]
