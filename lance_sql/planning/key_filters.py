@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,23 +58,49 @@ class _Node:
 KeyTest = _Leaf | _Node
 
 
-def compile_key_skip(pred: Predicate) -> KeyTest | None:
-    """The key-filter test of ``pred`` (None: key filters can never skip for it)."""
+def compile_key_skip(pred: Predicate, fields: Collection[int] | None = None) -> KeyTest | None:
+    """The key-filter test of ``pred`` (None: key filters can never skip for it).
+
+    ``fields``: the field ids some table has key filters for (None: any); a
+    leaf on another column is not compiled (its literal is never hashed).
+    """
     if isinstance(pred, And):
-        parts = tuple(p for p in (compile_key_skip(c) for c in pred.children) if p is not None)
+        found = (compile_key_skip(c, fields) for c in pred.children)
+        parts = tuple(p for p in found if p is not None)
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else _Node("and", parts)
     if isinstance(pred, Or):
-        ors = [compile_key_skip(c) for c in pred.children]
+        ors = [compile_key_skip(c, fields) for c in pred.children]
         if not ors or any(p is None for p in ors):
             return None
         return _Node("or", tuple(ors))
+    on_column = isinstance(pred, (Compare, InList)) and isinstance(pred.term, Column)
+    if on_column and fields is not None and pred.term.field_id not in fields:  # type: ignore[union-attr]
+        return None
     if isinstance(pred, Compare) and isinstance(pred.term, Column) and pred.op == "=":
         return _leaf(pred.term, [pred.literal])
     if isinstance(pred, InList) and isinstance(pred.term, Column) and not pred.negated:
         return _leaf(pred.term, [v for v in pred.values if not v.is_null])
     return None
+
+
+def _equality_leaves(pred: Predicate) -> bool:
+    """Whether ``pred`` has a leaf key filters could test (no hashing, no row reading)."""
+    if isinstance(pred, (And, Or)):
+        return any(_equality_leaves(c) for c in pred.children)
+    if isinstance(pred, Compare):
+        return isinstance(pred.term, Column) and pred.op == "="
+    return isinstance(pred, InList) and isinstance(pred.term, Column) and not pred.negated
+
+
+def _key_fields(state: RowBounds) -> frozenset[int]:
+    """Field ids any of ``state``'s tables has a key filter for (derived once per state)."""
+    fields = state.derived.get("key_filter_fields")
+    if fields is None:
+        fields = frozenset(fid for b in state.bounds if b is not None for fid in b.key_filters)
+        state.derived["key_filter_fields"] = fields
+    return fields  # type: ignore[no-any-return]
 
 
 def _leaf(col: Column, literals: Sequence[Any]) -> _Leaf | None:
@@ -244,11 +270,16 @@ def key_skip_mask(
     """Per ``__manifest`` table row, True where its key filters prove ``pred`` never TRUE."""
     if root is None or rows.num_rows == 0 or not ENABLED[0]:
         return None
-    test = compile_key_skip(pred)
-    if test is None:
+    if not _equality_leaves(pred):
         return None
     state = row_bounds(rows)
     if state is None or not state.any:
+        return None
+    fields = _key_fields(state)
+    if not fields:
+        return None
+    test = compile_key_skip(pred, fields)
+    if test is None:
         return None
     banks: dict[tuple[int, str], _Bank | None] = {}
     for leaf in _leaves(test):

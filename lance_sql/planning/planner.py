@@ -72,6 +72,18 @@ class PartitionPlan:
     def residual_sql(self, i: int) -> str:
         return to_sql(self.residuals[i])
 
+    def proven_object_ids(self) -> frozenset[str]:
+        """Object ids of the selected tables whose partition values prove the whole predicate.
+
+        Their residual is TRUE: every conjunct's strict projection holds for the
+        table's stored partition values under the table's own spec version, so
+        a scan of such a table needs no filter (residual elimination).
+        """
+        done = [i for i, r in enumerate(self.residuals) if r is TRUE or r == TRUE]
+        if not done:
+            return frozenset()
+        return frozenset(self.selected.column("object_id").take(done).to_pylist())
+
 
 def plan_partitions(
     filter: FilterLike,

@@ -18,6 +18,8 @@ rows matching that conjunct, so the scan need not re-check it
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -232,23 +234,38 @@ def residuals(rows: pa.Table, mf: ManifestFilter) -> list[Predicate]:
     return residuals_from_proofs(proofs(rows, mf), mf)
 
 
+def _text(source: str | Callable[[], str]) -> str:
+    return source if isinstance(source, str) else source()
+
+
 @dataclass(frozen=True)
 class SpecReport:
+    """One spec version's pruning; its SQL is printed only when read (EXPLAIN, reports):
+    a service query plans without ever showing it."""
+
     spec_id: int
-    filter_sql: str
+    sql_source: str | Callable[[], str] = field(repr=False, compare=False)
     selected: int
     total: int
     fully_matching: int  # selected partitions needing no re-check at all
+
+    @functools.cached_property
+    def filter_sql(self) -> str:
+        return _text(self.sql_source)
 
 
 @dataclass(frozen=True)
 class PruningReport:
     """What pruning did, per spec version (for EXPLAIN and tests)."""
 
-    manifest_filter_sql: str
+    manifest_sql_source: str | Callable[[], str] = field(repr=False, compare=False)
     specs: tuple[SpecReport, ...]
     selected: int
     total: int
+
+    @functools.cached_property
+    def manifest_filter_sql(self) -> str:
+        return _text(self.manifest_sql_source)
 
     def lines(self) -> list[str]:
         out = [f"partitions: {self.selected}/{self.total} selected"]
@@ -283,14 +300,14 @@ def report(
     specs = tuple(
         SpecReport(
             spec_id,
-            mf.spec_sql(spec_id),
+            functools.partial(mf.spec_sql, spec_id),
             int((sel_v == spec_id).sum()),
             int((all_v == spec_id).sum()),
             int(((sel_v == spec_id) & done).sum()),
         )
         for spec_id in sorted(mf.specs)
     )
-    return PruningReport(mf.to_sql(), specs, len(sel_v), int((all_v >= 0).sum()))
+    return PruningReport(mf.to_sql, specs, len(sel_v), int((all_v >= 0).sum()))
 
 
 __all__ = [

@@ -26,6 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.namespace_plans import (
+    MISS,
+    PLANS,
+    proven_tables,
+    without_proven_filter,
+)
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.chain import chain_units
@@ -41,6 +47,7 @@ from lance_sql.tables.namespace.reader import (
     partition_units,
     table_entries,
 )
+from lance_sql.tables.proven_filter import ProvenFilterUnit
 from lance_sql.tables.scan import ScanMetrics, ScanUnit, projected_schema
 
 #: ``prune(filter, namespace) -> partitions to read`` (None: all of them).
@@ -105,10 +112,15 @@ def plan_pruning(
     """
     if filter is None and prune_filter is None:
         return None
+    hit = PLANS.get(filter, prune_filter, namespace, schema)
+    if hit is not MISS:
+        return hit
     # DataFusion asks for fragments from inside its tokio runtime, and the
     # planner may itself run DataFusion (literal folding, expression fields):
     # a nested runtime panics, so planning runs on a thread of its own.
-    return _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+    plan = _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+    PLANS.put(filter, prune_filter, namespace, schema, plan)
+    return plan
 
 
 _PLANNING_THREAD = concurrent.futures.ThreadPoolExecutor(
@@ -280,19 +292,33 @@ class NamespaceTable(ScanUnitDataset):
 
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
-        spec_filters: dict[int, str] = {}
+        report: Any = None
         skipped = by_key = 0  # tables skipped by column bounds / key filters (planning/)
         if isinstance(self.prune, PlannerPrune):
             plan = self.prune.plan(filter, self.prune_filter, ns)
             partitions = None if plan is None else plan.selected.column("object_id").to_pylist()
             if plan is not None:
-                spec_filters = {s.spec_id: s.filter_sql for s in plan.report.specs}
+                report = plan.report  # its SQL is printed by describe() only
                 skipped = plan.skipped_by_bounds
                 by_key = plan.skipped_by_key_filter
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
-        units = self._chains(table_units)
+        proven = (
+            proven_tables(plan, filter) if isinstance(self.prune, PlannerPrune) else frozenset()
+        )
+        if proven and self.prune_filter is None:
+            units, table_units = without_proven_filter(
+                table_units, proven, filter, self._chains, self._chain_anew
+            )
+        else:
+            units = self._chains(table_units)
+
+        n_proven = (
+            len(table_units)
+            if units and isinstance(units[0], ProvenFilterUnit)
+            else sum(isinstance(u, ProvenFilterUnit) for u in table_units)
+        )
 
         def describe() -> str:  # EXPLAIN only (ScanPlan computes it on first use)
             selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
@@ -302,6 +328,7 @@ class NamespaceTable(ScanUnitDataset):
                 "filter=none" if filter is None else f"filter={filter} (in each partition table)"
             )
             prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
+            spec_filters = {} if report is None else {s.spec_id: s.filter_sql for s in report.specs}
             versions = spec_version_lines(selected_ids, totals, spec_filters)
             return (
                 f"LanceNamespaceScan: table={self.name}, root={self.root}, "
@@ -310,10 +337,15 @@ class NamespaceTable(ScanUnitDataset):
                 + (f"skipped_by_bounds={skipped}, " if skipped else "")
                 + (f"skipped_by_key_filter={by_key}, " if by_key else "")
                 + f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
-                f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
+                + (f"filter_proven_by_partition_values={n_proven}, " if n_proven else "")
+                + f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
             )
 
         return ScanPlan(units, describe)
+
+    def _chain_anew(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
+        """``table_units`` as balanced chains (never cached: the units are this query's)."""
+        return chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
 
     def _chains(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
         """``table_units`` as balanced chains; the same chains while the units are reused."""
@@ -350,6 +382,8 @@ class _UnitCache:
         self._pins: dict[str, _PinKey] = {}
         self._by_pin: dict[_PinKey, list[ScanUnit]] = {}
         self._all: list[ScanUnit] | None = None
+        #: object id -> (position in ``ns.tables()``, entry) of the current view
+        self._order: dict[str, tuple[int, PartitionTable]] = {}
 
     def units(
         self,
@@ -358,16 +392,19 @@ class _UnitCache:
         table: NamespaceTable,
     ) -> list[ScanUnit]:
         """Units of ``partitions`` (object ids or entries; all when None) in object id order."""
-        pins, by_pin, every = self._for_view(ns)
+        pins, by_pin, every, order = self._for_view(ns)
         if partitions is None and every is not None:
             return every
-        entries = ns.tables()
         if partitions is not None:
             wanted = {p if isinstance(p, str) else p.object_id for p in partitions}
             unknown = wanted - pins.keys()
             if unknown:
                 raise LanceSqlError(f"not partition tables of this namespace: {sorted(unknown)}")
-            entries = [e for e in entries if e.object_id in wanted]
+            # object id order without a pass over every table of the view (a pruned
+            # service query selects one of hundreds)
+            entries = [order[oid][1] for oid in sorted(wanted, key=lambda o: order[o][0])]
+        else:
+            entries = ns.tables()
         missing = [e for e in entries if pins[e.object_id] not in by_pin]
         if missing:
             opened = open_many_for_read(missing, storage_options=table.storage_options)
@@ -393,19 +430,27 @@ class _UnitCache:
 
     def _for_view(
         self, ns: PartitionedNamespace
-    ) -> tuple[dict[str, _PinKey], dict[_PinKey, list[ScanUnit]], list[ScanUnit] | None]:
+    ) -> tuple[
+        dict[str, _PinKey],
+        dict[_PinKey, list[ScanUnit]],
+        list[ScanUnit] | None,
+        dict[str, tuple[int, PartitionTable]],
+    ]:
         with self._lock:
             if self._view is ns:
-                return self._pins, self._by_pin, self._all
-        pins = {e.object_id: _pin(e) for e in ns.tables()}
+                return self._pins, self._by_pin, self._all, self._order
+        tables = ns.tables()
+        pins = {e.object_id: _pin(e) for e in tables}
+        order = {e.object_id: (i, e) for i, e in enumerate(tables)}
         keep = {k for k in pins.values() if k[2] is not None and not k[4]}
         with self._lock:
             if self._view is not ns:
                 self._by_pin = {k: v for k, v in self._by_pin.items() if k in keep}
                 self._pins = pins
+                self._order = order
                 self._all = None
                 self._view = ns
-            return self._pins, self._by_pin, self._all
+            return self._pins, self._by_pin, self._all, self._order
 
 
 _TOTALS_LOCK = threading.Lock()

@@ -1,0 +1,174 @@
+"""Per-query planning of namespace scans that outlives one query, and residual elimination.
+
+* :data:`PLANS`: partition plans cached by ``__manifest`` rows object and filter.
+* :func:`without_proven_filter`: partition tables whose partition values prove
+  the scan's whole filter are scanned without it (Iceberg's residuals).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.tables.proven_filter import ProvenFilterUnit
+from lance_sql.tables.scan import ScanUnit
+
+MISS = object()
+
+#: Plan cache switch (benchmarks compare on / off).
+ENABLE_PLAN_CACHE = [True]
+
+
+class _PlanCache:
+    """Partition plans by (``__manifest`` rows object, schema, filter, prune filter).
+
+    A plan is a pure function of these (the key filters and column bounds it
+    uses belong to the table versions the rows pin), so a service answering
+    the same filter again on the same snapshot (a dashboard's one-day
+    aggregate) skips planning and its thread hop. Entries hold the rows,
+    schema and filter objects (ids are not reused while cached) and are
+    confirmed with ``Expression.equals``; the namespace root and the key
+    filter switch are part of the key. Bounded: plans of the last
+    ``snapshots`` rows objects (a large ``__manifest`` is MBs; a service reads
+    its current snapshot), ``capacity`` plans per rows object, LRU.
+    """
+
+    def __init__(self, capacity: int = 512, snapshots: int = 4) -> None:
+        self._capacity = capacity
+        self._snapshots = snapshots
+        #: id(rows) -> (rows, {key: [(schema, filter, plan), ...]})
+        self._by_rows: collections.OrderedDict[
+            int, tuple[pa.Table, collections.OrderedDict[tuple[Any, ...], list[Any]]]
+        ] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(
+        filter: pc.Expression | None, prune_filter: str | None, ns: Any, schema: pa.Schema
+    ) -> tuple[Any, ...]:
+        from lance_sql.planning.key_filters import ENABLED
+
+        text = None if filter is None else str(filter)
+        return (str(ns.root), id(schema), text, prune_filter, ENABLED[0])
+
+    def get(
+        self, filter: pc.Expression | None, prune_filter: str | None, ns: Any, schema: pa.Schema
+    ) -> Any:
+        if not ENABLE_PLAN_CACHE[0]:
+            return MISS
+        rows = ns.snapshot.rows
+        key = self._key(filter, prune_filter, ns, schema)
+        with self._lock:
+            slot = self._by_rows.get(id(rows))
+            if slot is None or slot[0] is not rows:
+                return MISS
+            for sch, f, plan in slot[1].get(key, ()):
+                if sch is schema and _same_filter(f, filter):
+                    self._by_rows.move_to_end(id(rows))
+                    slot[1].move_to_end(key)
+                    return plan
+        return MISS
+
+    def put(
+        self,
+        filter: pc.Expression | None,
+        prune_filter: str | None,
+        ns: Any,
+        schema: pa.Schema,
+        plan: Any,
+    ) -> None:
+        if not ENABLE_PLAN_CACHE[0]:
+            return
+        rows = ns.snapshot.rows
+        key = self._key(filter, prune_filter, ns, schema)
+        with self._lock:
+            slot = self._by_rows.get(id(rows))
+            if slot is None or slot[0] is not rows:
+                slot = (rows, collections.OrderedDict())
+                self._by_rows[id(rows)] = slot
+            self._by_rows.move_to_end(id(rows))
+            entries = slot[1].setdefault(key, [])
+            entries.append((schema, filter, plan))
+            del entries[:-4]  # same text, other filters (or a race): keep a few
+            slot[1].move_to_end(key)
+            while len(slot[1]) > self._capacity:
+                slot[1].popitem(last=False)
+            while len(self._by_rows) > self._snapshots:
+                self._by_rows.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_rows.clear()
+
+
+def _same_filter(a: pc.Expression | None, b: pc.Expression | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a is b or a.equals(b)
+
+
+PLANS = _PlanCache()
+
+
+def proven_tables(plan: Any, filter: pc.Expression | None) -> frozenset[str]:
+    """Object ids of the selected tables whose partition values prove ``filter`` (see below)."""
+    if plan is None or filter is None or not ENABLE_RESIDUAL_ELIMINATION[0]:
+        return frozenset()
+    return plan.proven_object_ids()  # type: ignore[no-any-return]
+
+
+#: Residual elimination switch (benchmarks and tests compare on / off).
+ENABLE_RESIDUAL_ELIMINATION = [True]
+
+
+def without_proven_filter(
+    table_units: list[ScanUnit],
+    proven: frozenset[str],
+    filter: pc.Expression | None,
+    chains: Callable[[list[ScanUnit]], list[ScanUnit]],
+    chain_anew: Callable[[list[ScanUnit]], list[ScanUnit]],
+) -> tuple[list[ScanUnit], list[ScanUnit]]:
+    """(engine partitions, table units) with ``filter`` dropped where partition values prove it.
+
+    Residual elimination: a table whose stored partition values make the whole
+    filter TRUE under its own spec version (its planner residual is TRUE) is
+    scanned without it. Only tables pinned at a version (no tag) qualify: a
+    table read at its latest version may hold rows appended by pylance since.
+    When every table qualifies, the chains themselves are wrapped, so a
+    ``count(*)`` is answered from metadata (:mod:`lance_sql.tables.chain`).
+    """
+    assert filter is not None
+
+    def qualifies(u: ScanUnit) -> bool:
+        entry = getattr(u, "entry", None)
+        return (
+            entry is not None
+            and entry.object_id in proven
+            and entry.read_version is not None
+            and not entry.read_tag
+        )
+
+    marks = [qualifies(u) for u in table_units]
+    if table_units and all(marks):
+        return [ProvenFilterUnit(c, filter) for c in chains(table_units)], table_units
+    wrapped: list[ScanUnit] = [
+        ProvenFilterUnit(u, filter) if m else u for u, m in zip(table_units, marks, strict=True)
+    ]
+    if not any(marks):
+        return chains(table_units), table_units
+    return chain_anew(wrapped), wrapped
+
+
+__all__ = [
+    "ENABLE_PLAN_CACHE",
+    "ENABLE_RESIDUAL_ELIMINATION",
+    "MISS",
+    "PLANS",
+    "proven_tables",
+    "without_proven_filter",
+]
