@@ -121,7 +121,9 @@ def _rewrite_plan(
             tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
                 plan,
-                lambda a, b, keys: compatible_pair(tables, a, b, keys),
+                lambda a, b, keys: compatible_pair(
+                    tables, a, b, keys, ctx=ctx, functions=sp.function_names(plan)
+                ),
                 tables,
                 lambda rel: output_width(ctx, plan, rel),
             )

@@ -27,6 +27,7 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
+from lance_sql.engines.datafusion.spj_decision import decide, decide_inputs
 from lance_sql.engines.datafusion.spj_provider import (
     LEFT_TABLE,
     RIGHT_TABLE,
@@ -110,10 +111,20 @@ def compatible_pair(
     left: sp.ScanChain,
     right: sp.ScanChain,
     keys: list[tuple[str, str]],
+    *,
+    ctx: Any = None,
+    functions: Mapping[int, str] | None = None,
 ) -> bool:
-    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned."""
+    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned.
+
+    With ``ctx``, also whether it is worth it (:func:`.spj_decision.decide_inputs`).
+    """
     lt, rt = namespaces[left.table], namespaces[right.table]
-    return plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible
+    if not plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible:
+        return False
+    if ctx is None:
+        return True
+    return decide_inputs(ctx, left.read, right.read, namespaces, functions or {}).use
 
 
 def output_width(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> int:
@@ -162,6 +173,9 @@ def _replace(
     jp = plan_join(lsnap, rsnap, on=keys, how=how)
     if not jp.compatible:
         return f"{where}: {jp.reason}"
+    decision = decide(ctx, join, namespaces, names)
+    if not decision.use:
+        return f"{where}: {decision.explain()}"
     group_plan = sp.subplan(plan, rel)
     body = sp.root_rel(group_plan).join
     sp.rename_tables(body.left, left.table, LEFT_TABLE)
@@ -178,6 +192,7 @@ def _replace(
     schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(out)])
     name = fresh_table_name("__lance_spj")
     table = SpjTable(jp, lside, rside, name=name, group=group, schema=schema)
+    table.estimate = decision.explain()
     register_query_table(ctx, name, table)
     read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
     if sp.kind(read) != "read":
