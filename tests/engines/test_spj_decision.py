@@ -91,13 +91,33 @@ def test_small_side_against_large_side_runs_plain(roots) -> None:
 
 
 def test_zero_turns_the_decision_off(roots) -> None:
-    ctx = _ctx(roots, small=0, large=0)
+    ctx = _ctx(roots, small=0, large=1)
     assert len(ctx.sql(JOIN).lance_rewrite().used) == 1
 
 
-def test_both_large_keeps_spj(roots) -> None:
-    ctx = _ctx(roots, small=40, large=200)  # customers 51 > 40
-    assert len(ctx.sql(JOIN).lance_rewrite().used) == 1
+AGG = (
+    "SELECT c.segment, sum(o.amount) FROM orders o JOIN customers c "
+    "ON o.customer_id = c.id GROUP BY c.segment"
+)
+
+
+def test_both_large_and_aggregated_in_the_groups_keeps_spj(roots) -> None:
+    ctx = _ctx(roots, small=40, large=200)  # customers 51 > 40, orders 300 >= 200
+    rewrite = ctx.sql(AGG).lance_rewrite()
+    assert rewrite.used and not rewrite.reasons
+    assert "in each group: partial aggregate" in _explain(ctx, AGG)
+    assert _rows(ctx, AGG) == _rows(_ctx(roots, spj=False), AGG)
+
+
+def test_large_unaggregated_output_runs_plain(roots) -> None:
+    """~300 output rows >= 200 leave the groups as they are: the plain join is put back."""
+    ctx = _ctx(roots, small=40, large=200)
+    rewrite = ctx.sql(JOIN).lance_rewrite()
+    assert rewrite.used == []
+    assert any("~300 output rows estimated and no aggregate" in r for r in rewrite.reasons)
+    assert "StoragePartitionedJoin" not in _explain(ctx, JOIN)
+    assert _rows(ctx, JOIN) == _rows(_ctx(roots, spj=False), JOIN)
+    assert len(_ctx(roots, small=40, large=400).sql(JOIN).lance_rewrite().used) == 1
 
 
 def test_filters_count_in_the_estimate(roots) -> None:
@@ -112,6 +132,7 @@ def test_filters_count_in_the_estimate(roots) -> None:
 
 SQLS = [
     JOIN,
+    AGG,
     "SELECT o.order_id, c.segment FROM orders o LEFT JOIN customers c ON o.customer_id = c.id",
     "SELECT o.order_id, c.id FROM orders o FULL JOIN customers c ON o.customer_id = c.id",
     "SELECT c.* FROM customers c WHERE EXISTS "

@@ -32,6 +32,7 @@ from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preord
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
     output_width,
+    restore_unaggregated,
     storage_partitioned_joins,
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
@@ -132,6 +133,10 @@ def _rewrite_plan(
             changed = changed or bool(spj.used)
             if spj.used and aggregates:
                 out.used += push_partial_aggregates(ctx, plan, spj.used)
+            if spj.used:
+                kept = list(spj.used)
+                out.reasons += restore_unaggregated(ctx, plan, kept)
+                out.used = [t for t in out.used if t in kept or t not in spj.used]
         if want_stats:
             stats = plan_join_stats(
                 ctx,

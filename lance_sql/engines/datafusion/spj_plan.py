@@ -27,7 +27,12 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
-from lance_sql.engines.datafusion.spj_decision import decide, decide_inputs
+from lance_sql.engines.datafusion.spj_decision import (
+    LARGE_SIDE_ROWS,
+    decide,
+    decide_inputs,
+    keep_unaggregated,
+)
 from lance_sql.engines.datafusion.spj_provider import (
     LEFT_TABLE,
     RIGHT_TABLE,
@@ -173,7 +178,7 @@ def _replace(
     jp = plan_join(lsnap, rsnap, on=keys, how=how)
     if not jp.compatible:
         return f"{where}: {jp.reason}"
-    decision = decide(ctx, join, namespaces, names)
+    decision = decide(ctx, rel, namespaces, names)
     if not decision.use:
         return f"{where}: {decision.explain()}"
     group_plan = sp.subplan(plan, rel)
@@ -199,9 +204,45 @@ def _replace(
         raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
     # the group query is the join *with* its output mapping (``common.emit``): the
     # table's columns are already the join's output columns
+    table.original = algebra_pb2.Rel()
+    table.original.CopyFrom(rel)
+    table.output_rows = decision.output_rows
+    table.where = where
     rel.CopyFrom(read)
     outcome.used.append(table)
     return None
+
+
+def restore_unaggregated(ctx: Any, plan: plan_pb2.Plan, used: list[SpjTable]) -> list[str]:
+    """Put back (in place) the plain join of every SPJ of ``used`` whose output stays large.
+
+    Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
+    as such in ``plan`` has no aggregate inside its groups, so all its rows
+    cross from the groups into the outer query
+    (:func:`.spj_decision.keep_unaggregated`). Its read is replaced by the
+    join it stood for (same output columns, in the same order). Returns the
+    reasons (EXPLAIN lines) and removes the tables from ``used``.
+    """
+    reasons: list[str] = []
+    by_name = {t.name: t for t in used}
+    for rel in list(sp.walk(sp.root_rel(plan))):
+        table = by_name.get(sp.table_name(rel) or "") if sp.kind(rel) == "read" else None
+        original = getattr(table, "original", None)
+        if table is None or original is None:
+            continue
+        rows = getattr(table, "output_rows", None)
+        if keep_unaggregated(ctx, rows):
+            continue
+        rel.CopyFrom(original)
+        used.remove(table)
+        del by_name[table.name]
+        reasons.append(
+            f"{table.where}: ~{round(rows or 0):,} output rows estimated and no aggregate "
+            "inside the groups: every row would cross from the groups into the query "
+            f"(>= {int(getattr(ctx, 'spj_large_side_rows', LARGE_SIDE_ROWS)):,}); "
+            "the plain join streams them"
+        )
+    return reasons
 
 
 def _prefixed(schema: pa.Schema, prefix: str) -> pa.Schema:
@@ -282,5 +323,6 @@ __all__ = [
     "SubstraitGroupQuery",
     "compatible_pair",
     "output_width",
+    "restore_unaggregated",
     "storage_partitioned_joins",
 ]

@@ -427,6 +427,11 @@ class SpjTable(ScanUnitDataset):
         self.side_reads: dict[str, SideRead] | None = None
         #: the estimates the decision to storage-partition was taken on (:mod:`.spj_decision`)
         self.estimate = ""
+        #: the join this table replaced, its estimated output rows and its EXPLAIN name
+        #: (set by :mod:`.spj_plan`; the plain join is put back by ``restore_unaggregated``)
+        self.original: Any = None
+        self.output_rows: float | None = None
+        self.where = name
         super().__init__(schema, self._plan_units, name=name)
 
     def prepare(self) -> None:
