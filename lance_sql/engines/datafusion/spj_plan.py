@@ -93,16 +93,22 @@ class SpjOutcome:
 
 
 def storage_partitioned_joins(
-    ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, NamespaceTable]
+    ctx: Any,
+    plan: plan_pb2.Plan,
+    namespaces: Mapping[str, NamespaceTable],
+    skip: Mapping[frozenset[str], str] | None = None,
 ) -> SpjOutcome:
-    """Replace every compatible namespace join of ``plan`` (in place); see the module doc."""
+    """Replace every compatible namespace join of ``plan`` (in place); see the module doc.
+
+    ``skip``: namespace pairs (:func:`pair_key`) left to DataFusion, with why.
+    """
     outcome = SpjOutcome()
     names = sp.function_names(plan)
     pending = [sp.root_rel(plan)]
     while pending:
         rel = pending.pop()
         if sp.kind(rel) == "join":
-            why = _replace(ctx, plan, rel, namespaces, names, outcome)
+            why = _replace(ctx, plan, rel, namespaces, names, outcome, skip or {})
             if why is None:
                 continue  # replaced: its inputs now live inside the groups
             if why:
@@ -119,6 +125,7 @@ def compatible_pair(
     *,
     ctx: Any = None,
     functions: Mapping[int, str] | None = None,
+    skip: Mapping[frozenset[str], str] | None = None,
 ) -> bool:
     """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned.
 
@@ -126,6 +133,8 @@ def compatible_pair(
     """
     lt, rt = namespaces[left.table], namespaces[right.table]
     if not plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible:
+        return False
+    if skip and pair_key(namespaces, left.table, right.table) in skip:
         return False
     if ctx is None:
         return True
@@ -152,6 +161,7 @@ def _replace(
     namespaces: Mapping[str, NamespaceTable],
     names: dict[int, str],
     outcome: SpjOutcome,
+    skip: Mapping[frozenset[str], str],
 ) -> str | None:
     """Replace join ``rel``; None when replaced, else why not ("" when it is no namespace join)."""
     join = rel.join
@@ -178,6 +188,9 @@ def _replace(
     jp = plan_join(lsnap, rsnap, on=keys, how=how)
     if not jp.compatible:
         return f"{where}: {jp.reason}"
+    skipped = skip.get(pair_key(namespaces, left.table, right.table))
+    if skipped is not None:
+        return skipped
     decision = decide(ctx, rel, namespaces, names)
     if not decision.use:
         return f"{where}: {decision.explain()}"
@@ -204,8 +217,6 @@ def _replace(
         raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
     # the group query is the join *with* its output mapping (``common.emit``): the
     # table's columns are already the join's output columns
-    table.original = algebra_pb2.Rel()
-    table.original.CopyFrom(rel)
     table.output_rows = decision.output_rows
     table.where = where
     rel.CopyFrom(read)
@@ -213,36 +224,39 @@ def _replace(
     return None
 
 
-def restore_unaggregated(ctx: Any, plan: plan_pb2.Plan, used: list[SpjTable]) -> list[str]:
-    """Put back (in place) the plain join of every SPJ of ``used`` whose output stays large.
+def pair_key(namespaces: Mapping[str, NamespaceTable], left: str, right: str) -> frozenset[str]:
+    """The registered names of two joined namespaces (stable across rewrites of one query)."""
+    return frozenset((namespaces[left].name, namespaces[right].name))
+
+
+def unaggregated_pairs(
+    ctx: Any, plan: plan_pb2.Plan, used: list[SpjTable]
+) -> dict[frozenset[str], str]:
+    """The namespace pairs of ``used`` whose SPJ output stays large and unaggregated, with why.
 
     Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
     as such in ``plan`` has no aggregate inside its groups, so all its rows
     cross from the groups into the outer query
-    (:func:`.spj_decision.keep_unaggregated`). Its read is replaced by the
-    join it stood for (same output columns, in the same order). Returns the
-    reasons (EXPLAIN lines) and removes the tables from ``used``.
+    (:func:`.spj_decision.keep_unaggregated`). The caller plans the query
+    again with these pairs left to DataFusion (``skip`` of
+    :func:`storage_partitioned_joins` and :func:`compatible_pair`): putting
+    the plain join back into this plan is not enough, because the join
+    reordering has already built the tree around the pair (measured: TPC-H
+    q9 took 4x).
     """
-    reasons: list[str] = []
-    by_name = {t.name: t for t in used}
-    for rel in list(sp.walk(sp.root_rel(plan))):
-        table = by_name.get(sp.table_name(rel) or "") if sp.kind(rel) == "read" else None
-        original = getattr(table, "original", None)
-        if table is None or original is None:
-            continue
+    read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
+    out: dict[frozenset[str], str] = {}
+    for table in used:
         rows = getattr(table, "output_rows", None)
-        if keep_unaggregated(ctx, rows):
+        if table.name not in read or keep_unaggregated(ctx, rows):
             continue
-        rel.CopyFrom(original)
-        used.remove(table)
-        del by_name[table.name]
-        reasons.append(
+        large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+        out[frozenset((table.left.name, table.right.name))] = (
             f"{table.where}: ~{round(rows or 0):,} output rows estimated and no aggregate "
-            "inside the groups: every row would cross from the groups into the query "
-            f"(>= {int(getattr(ctx, 'spj_large_side_rows', LARGE_SIDE_ROWS)):,}); "
-            "the plain join streams them"
+            f"inside the groups (>= {large:,}): every row would cross from the groups "
+            "into the query, the plain join streams them"
         )
-    return reasons
+    return out
 
 
 def _prefixed(schema: pa.Schema, prefix: str) -> pa.Schema:
@@ -323,6 +337,7 @@ __all__ = [
     "SubstraitGroupQuery",
     "compatible_pair",
     "output_width",
-    "restore_unaggregated",
+    "pair_key",
     "storage_partitioned_joins",
+    "unaggregated_pairs",
 ]
