@@ -51,6 +51,7 @@ def _ctx(roots: tuple[str, str], spj: bool = True, small: int | None = None, lar
     ctx = lance_sql.SessionContext(spj=spj)
     ctx.register_namespace("orders", roots[0])
     ctx.register_namespace("customers", roots[1])
+    ctx.from_pydict({"k": [0, 1, 2], "w": [10, 20, 30]}, name="extra")
     if small is not None:
         ctx.spj_small_side_rows = small
         ctx.spj_large_side_rows = large
@@ -88,6 +89,17 @@ def test_small_side_against_large_side_runs_plain(roots) -> None:
     assert "StoragePartitionedJoin" not in text
     assert "storage-partitioned join: not used (orders x customers: the smaller input" in text
     assert _rows(ctx, JOIN) == _rows(_ctx(roots, spj=False), JOIN)
+
+
+def test_reordered_chain_left_plain_is_planned_again(roots) -> None:
+    """A pair declined for its unaggregated output: the query is planned without SPJ at all."""
+    sql = SQLS[-2]
+    ctx = _ctx(roots, small=40, large=200)
+    rewrite = ctx.sql(sql).lance_rewrite()
+    assert rewrite.used == []
+    assert any("output rows estimated and no aggregate" in r for r in rewrite.reasons)
+    assert len(_ctx(roots, small=40, large=400).sql(sql).lance_rewrite().used) == 1
+    assert _rows(ctx, sql) == _rows(_ctx(roots, spj=False), sql)
 
 
 def test_zero_turns_the_decision_off(roots) -> None:
@@ -141,6 +153,11 @@ SQLS = [
     "(SELECT 1 FROM orders o WHERE o.customer_id = c.id)",
     "SELECT c.segment, sum(o.amount), count(*) FROM orders o JOIN customers c "
     "ON o.customer_id = c.id WHERE o.amount < 50 GROUP BY c.segment",
+    # the namespace pair is not adjacent: the join reordering asks the decision too
+    "SELECT o.order_id, e.w, c.segment FROM orders o JOIN extra e ON o.order_id % 3 = e.k "
+    "JOIN customers c ON o.customer_id = c.id",
+    "SELECT e.w, sum(o.amount) FROM orders o JOIN extra e ON o.order_id % 3 = e.k "
+    "JOIN customers c ON o.customer_id = c.id GROUP BY e.w",
 ]
 
 
