@@ -10,6 +10,8 @@ Variants (``--variants``, default ``spj,nospj,parquet``), all in this one proces
 - ``spj``: ``lance_sql.SessionContext()`` over the bucketed namespaces with
   ``SET lance.spj = true`` (the default) and join statistics on (the default);
 - ``nospj``: the same with ``SET lance.spj = false``;
+- ``spj_always``: ``spj`` with the per-join decision off (``ctx.spj_small_side_rows = 0``,
+  :mod:`lance_sql.engines.datafusion.spj_decision`): every compatible join storage-partitioned;
 - ``spj_nostats``: ``spj`` with the join-statistics pass off
   (``ctx.join_stats_enabled = False``, :mod:`lance_sql.engines.datafusion.join_stats`);
 - ``lance`` / ``lance_nostats``: all 8 tables plain Lance datasets, join statistics on / off;
@@ -43,7 +45,7 @@ from typing import Any
 
 DEFAULT_QUERIES = (3, 5, 10, 12, 18, 21)
 VARIANTS = ("spj", "nospj", "parquet")
-ALL_VARIANTS = ("spj", "nospj", "spj_nostats", "lance", "lance_nostats", "parquet")
+ALL_VARIANTS = ("spj", "nospj", "spj_always", "spj_nostats", "lance", "lance_nostats", "parquet")
 
 
 def _tpch_data() -> ModuleType:
@@ -80,6 +82,8 @@ def contexts(
             continue
         ctx = lance_sql.SessionContext()
         ctx.join_stats_enabled = not name.endswith("_nostats")
+        if name == "spj_always":
+            ctx.spj_small_side_rows = 0
         if name.startswith("lance"):
             if plain_dir is None:
                 raise ValueError(f"variant {name} needs the plain Lance data (plain_dir)")
@@ -266,7 +270,7 @@ def _ratio_names(variants: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if "parquet" in variants:
         pairs += [(v, "parquet") for v in variants if v != "parquet"]
-    for other in ("nospj", "spj_nostats"):
+    for other in ("nospj", "spj_always", "spj_nostats"):
         if "spj" in variants and other in variants:
             pairs.append(("spj", other))
     if "lance" in variants and "lance_nostats" in variants:

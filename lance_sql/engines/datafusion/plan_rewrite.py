@@ -33,6 +33,7 @@ from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
     output_width,
     storage_partitioned_joins,
+    unaggregated_pairs,
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
 
@@ -56,12 +57,19 @@ def _scans(plan: Any) -> list[str]:
     return [name for node in preorder(plan) if (name := scan_name(node)) is not None]
 
 
-def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
+def rewrite(
+    ctx: Any,
+    df: Any,
+    *,
+    aggregates: bool = True,
+    skip: dict[frozenset[str], str] | None = None,
+) -> Rewrite:
     """``df`` with lance-sql's plan passes applied (``df`` itself when none applies).
 
     ``aggregates``: also move aggregates over storage-partitioned joins into
     the groups (:mod:`.agg_plan`); a rewrite whose schema differs with it is
-    tried again without it.
+    tried again without it. ``skip``: namespace pairs not to storage-partition
+    (:func:`.spj_plan.unaggregated_pairs`).
     """
     namespaces = ctx.registered_namespaces()
     logical = df.optimized_logical_plan()
@@ -95,7 +103,7 @@ def rewrite(ctx: Any, df: Any, *, aggregates: bool = True) -> Rewrite:
         return out
     try:
         wants = (want_spj, want_prune, want_stats)
-        return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates)
+        return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({_first_line(exc)})")
 
@@ -109,6 +117,7 @@ def _rewrite_plan(
     namespaces: dict[str, Any],
     wants: tuple[bool, bool, bool],
     aggregates: bool,
+    skip: dict[frozenset[str], str],
 ) -> Rewrite:
     """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
     want_spj, want_prune, want_stats = wants
@@ -121,15 +130,20 @@ def _rewrite_plan(
             tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
                 plan,
-                lambda a, b, keys: compatible_pair(tables, a, b, keys),
+                lambda a, b, keys: compatible_pair(
+                    tables, a, b, keys, ctx=ctx, functions=sp.function_names(plan), skip=skip
+                ),
                 tables,
                 lambda rel: output_width(ctx, plan, rel),
             )
-            spj = storage_partitioned_joins(ctx, plan, tables)
+            spj = storage_partitioned_joins(ctx, plan, tables, skip)
             out.used, out.reasons = list(spj.used), [*out.reasons, *spj.reasons]
             changed = changed or bool(spj.used)
             if spj.used and aggregates:
                 out.used += push_partial_aggregates(ctx, plan, spj.used)
+            unaggregated = unaggregated_pairs(ctx, plan, spj.used) if spj.used else {}
+            if unaggregated:  # plan again, those pairs left to DataFusion (spj_plan)
+                return rewrite(ctx, df, aggregates=aggregates, skip={**skip, **unaggregated})
         if want_stats:
             stats = plan_join_stats(
                 ctx,
@@ -159,7 +173,7 @@ def _rewrite_plan(
             return _unchanged(out, f"the rewritten plan was refused ({_first_line(exc)})")
     if not same:
         if aggregates and want_spj and len(out.used) > len(spj.used):
-            return rewrite(ctx, df, aggregates=False)
+            return rewrite(ctx, df, aggregates=False, skip=skip)
         return _unchanged(out, "the rewritten plan changes the output schema")
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan))}
     out.used = [t for t in out.used if t.name in read]

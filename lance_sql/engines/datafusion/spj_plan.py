@@ -27,6 +27,12 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
+from lance_sql.engines.datafusion.spj_decision import (
+    LARGE_SIDE_ROWS,
+    decide,
+    decide_inputs,
+    keep_unaggregated,
+)
 from lance_sql.engines.datafusion.spj_provider import (
     LEFT_TABLE,
     RIGHT_TABLE,
@@ -87,16 +93,22 @@ class SpjOutcome:
 
 
 def storage_partitioned_joins(
-    ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, NamespaceTable]
+    ctx: Any,
+    plan: plan_pb2.Plan,
+    namespaces: Mapping[str, NamespaceTable],
+    skip: Mapping[frozenset[str], str] | None = None,
 ) -> SpjOutcome:
-    """Replace every compatible namespace join of ``plan`` (in place); see the module doc."""
+    """Replace every compatible namespace join of ``plan`` (in place); see the module doc.
+
+    ``skip``: namespace pairs (:func:`pair_key`) left to DataFusion, with why.
+    """
     outcome = SpjOutcome()
     names = sp.function_names(plan)
     pending = [sp.root_rel(plan)]
     while pending:
         rel = pending.pop()
         if sp.kind(rel) == "join":
-            why = _replace(ctx, plan, rel, namespaces, names, outcome)
+            why = _replace(ctx, plan, rel, namespaces, names, outcome, skip or {})
             if why is None:
                 continue  # replaced: its inputs now live inside the groups
             if why:
@@ -110,10 +122,23 @@ def compatible_pair(
     left: sp.ScanChain,
     right: sp.ScanChain,
     keys: list[tuple[str, str]],
+    *,
+    ctx: Any = None,
+    functions: Mapping[int, str] | None = None,
+    skip: Mapping[frozenset[str], str] | None = None,
 ) -> bool:
-    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned."""
+    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned.
+
+    With ``ctx``, also whether it is worth it (:func:`.spj_decision.decide_inputs`).
+    """
     lt, rt = namespaces[left.table], namespaces[right.table]
-    return plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible
+    if not plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible:
+        return False
+    if skip and pair_key(namespaces, left.table, right.table) in skip:
+        return False
+    if ctx is None:
+        return True
+    return decide_inputs(ctx, left.read, right.read, namespaces, functions or {}).use
 
 
 def output_width(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> int:
@@ -136,6 +161,7 @@ def _replace(
     namespaces: Mapping[str, NamespaceTable],
     names: dict[int, str],
     outcome: SpjOutcome,
+    skip: Mapping[frozenset[str], str],
 ) -> str | None:
     """Replace join ``rel``; None when replaced, else why not ("" when it is no namespace join)."""
     join = rel.join
@@ -162,6 +188,12 @@ def _replace(
     jp = plan_join(lsnap, rsnap, on=keys, how=how)
     if not jp.compatible:
         return f"{where}: {jp.reason}"
+    skipped = skip.get(pair_key(namespaces, left.table, right.table))
+    if skipped is not None:
+        return skipped
+    decision = decide(ctx, rel, namespaces, names)
+    if not decision.use:
+        return f"{where}: {decision.explain()}"
     group_plan = sp.subplan(plan, rel)
     body = sp.root_rel(group_plan).join
     sp.rename_tables(body.left, left.table, LEFT_TABLE)
@@ -178,15 +210,53 @@ def _replace(
     schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(out)])
     name = fresh_table_name("__lance_spj")
     table = SpjTable(jp, lside, rside, name=name, group=group, schema=schema)
+    table.estimate = decision.explain()
     register_query_table(ctx, name, table)
     read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
     if sp.kind(read) != "read":
         raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
     # the group query is the join *with* its output mapping (``common.emit``): the
     # table's columns are already the join's output columns
+    table.output_rows = decision.output_rows
+    table.where = where
     rel.CopyFrom(read)
     outcome.used.append(table)
     return None
+
+
+def pair_key(namespaces: Mapping[str, NamespaceTable], left: str, right: str) -> frozenset[str]:
+    """The registered names of two joined namespaces (stable across rewrites of one query)."""
+    return frozenset((namespaces[left].name, namespaces[right].name))
+
+
+def unaggregated_pairs(
+    ctx: Any, plan: plan_pb2.Plan, used: list[SpjTable]
+) -> dict[frozenset[str], str]:
+    """The namespace pairs of ``used`` whose SPJ output stays large and unaggregated, with why.
+
+    Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
+    as such in ``plan`` has no aggregate inside its groups, so all its rows
+    cross from the groups into the outer query
+    (:func:`.spj_decision.keep_unaggregated`). The caller plans the query
+    again with these pairs left to DataFusion (``skip`` of
+    :func:`storage_partitioned_joins` and :func:`compatible_pair`): putting
+    the plain join back into this plan is not enough, because the join
+    reordering has already built the tree around the pair (measured: TPC-H
+    q9 took 4x).
+    """
+    read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
+    out: dict[frozenset[str], str] = {}
+    for table in used:
+        rows = getattr(table, "output_rows", None)
+        if table.name not in read or keep_unaggregated(ctx, rows):
+            continue
+        large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+        out[frozenset((table.left.name, table.right.name))] = (
+            f"{table.where}: ~{round(rows or 0):,} output rows estimated and no aggregate "
+            f"inside the groups (>= {large:,}): every row would cross from the groups "
+            "into the query, the plain join streams them"
+        )
+    return out
 
 
 def _prefixed(schema: pa.Schema, prefix: str) -> pa.Schema:
@@ -267,5 +337,7 @@ __all__ = [
     "SubstraitGroupQuery",
     "compatible_pair",
     "output_width",
+    "pair_key",
     "storage_partitioned_joins",
+    "unaggregated_pairs",
 ]

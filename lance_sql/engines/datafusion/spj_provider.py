@@ -425,6 +425,13 @@ class SpjTable(ScanUnitDataset):
         self.group = group
         self.max_units = max_units
         self.side_reads: dict[str, SideRead] | None = None
+        #: the estimates the decision to storage-partition was taken on (:mod:`.spj_decision`)
+        self.estimate = ""
+        #: the join this table replaced, its estimated output rows and its EXPLAIN name
+        #: (set by :mod:`.spj_plan`; the plain join is put back by ``restore_unaggregated``)
+        self.original: Any = None
+        self.output_rows: float | None = None
+        self.where = name
         super().__init__(schema, self._plan_units, name=name)
 
     def prepare(self) -> None:
@@ -481,11 +488,12 @@ class SpjTable(ScanUnitDataset):
         nr = sum(len(g.right) for g in groups)
         inside = self.group.describe()
         pushed = f", in each group: {inside}" if inside else ""
+        estimate = f", {self.estimate}" if self.estimate else ""
         return (
             f"StoragePartitionedJoin: {self.left.name} {self.left.alias} x "
             f"{self.right.name} {self.right.alias}, how={plan.how}, on=[{on}], "
             f"groups={len(groups)}, regrouping={plan.regrouping}, "
-            f"partitions left={nl} right={nr}{pushed}"
+            f"partitions left={nl} right={nr}{estimate}{pushed}"
         )
 
 

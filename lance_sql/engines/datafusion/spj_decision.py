@@ -1,0 +1,156 @@
+"""Whether a compatible namespace join is worth running storage-partitioned.
+
+A storage-partitioned join (:mod:`.spj_plan`) runs one private DataFusion
+query per group and reads each group's sides into memory
+(:mod:`.spj_provider`). That pays where both inputs are large: the plain
+join hash-repartitions both of them and builds one large hash table (the
+appendix F join, 5M x 1M rows: SPJ takes 0.74-0.86 of the plain join's time).
+It costs where one input is small after its filters: the plain join builds a
+small hash table once and streams the large input through it, where SPJ reads
+every group's share of the large input into memory first and pays a nested
+query per group. Measured on TPC-H SF1 bucketed namespaces, SPJ took 1.1-1.9x
+the plain join's time in q3, q4, q12 and q21, whose smaller input is a
+filtered ``orders`` or a filtered ``lineitem`` (docs/benchmarks/tpch.md).
+
+So a join keeps the plain plan when its smaller input is *estimated* at most
+:data:`SMALL_SIDE_ROWS` rows and its larger one at least
+:data:`LARGE_SIDE_ROWS`. Estimates are those of the join-statistics pass
+(:class:`.join_swap.Estimator`): physical rows of the namespace's partition
+tables from their manifests (no data read), times 0.25 per filter conjunct
+(at most three count). Joins of two small inputs keep SPJ: nothing large is
+streamed either way, and SPJ stays the default (as in Spark with Iceberg).
+The decision is printed by EXPLAIN either way.
+
+Knobs (plain attributes of a ``lance_sql.SessionContext``):
+``spj_small_side_rows`` (0 turns the decision off: every compatible join is
+storage-partitioned, as before) and ``spj_large_side_rows``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from substrait import algebra_pb2
+
+from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
+from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+
+#: a join whose smaller input is estimated at most this many rows ...
+SMALL_SIDE_ROWS = 500_000
+#: ... and whose larger input at least this many runs as the plain join
+LARGE_SIDE_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class SpjDecision:
+    """The estimates of a join's two inputs and whether to storage-partition it."""
+
+    use: bool
+    left_rows: float | None
+    right_rows: float | None
+    small: int
+    large: int
+    #: the join's estimated output rows (None: unknown)
+    output_rows: float | None = None
+
+    def explain(self) -> str:
+        """One line for EXPLAIN."""
+        lr, rr = _fmt(self.left_rows), _fmt(self.right_rows)
+        if self.use:
+            return f"inputs ~{lr} x ~{rr} rows estimated"
+        return (
+            f"the smaller input is small (~{lr} x ~{rr} rows estimated; "
+            f"<= {self.small:,} against >= {self.large:,}): the plain hash join builds it "
+            "once and streams the larger one (ctx.spj_small_side_rows = 0 forces SPJ)"
+        )
+
+
+def _fmt(rows: float | None) -> str:
+    return "?" if rows is None else f"{round(rows):,}"
+
+
+def _lance_rows(ctx: Any) -> Callable[[str], int | None]:
+    """Live rows of registered Lance datasets by name (a dimension table joined into a side)."""
+
+    def rows(name: str) -> int | None:
+        try:
+            provider = ctx.lance_table(name)
+            if not isinstance(provider, LanceDatasetTable):
+                return None
+            units = provider.table.units(provider.table.snapshot(), provider.partitions)
+            return sum(u.estimated_rows or 0 for u in units)
+        except Exception:  # not a Lance dataset of this context, or unreadable: no estimate
+            return None
+
+    return rows
+
+
+def decide(
+    ctx: Any,
+    rel: algebra_pb2.Rel,
+    namespaces: Mapping[str, Any],
+    functions: Mapping[int, str],
+) -> SpjDecision:
+    """Whether to storage-partition join ``rel`` (whose two inputs are namespace scan chains)."""
+    out = decide_inputs(ctx, rel.join.left, rel.join.right, namespaces, functions)
+    estimate = Estimator(table_rows_for(_lance_rows(ctx), namespaces, {}), functions)
+    try:
+        rows = estimate.rows(rel)
+    except Exception:
+        rows = None
+    return replace(out, output_rows=rows)
+
+
+def keep_unaggregated(ctx: Any, output_rows: float | None) -> bool:
+    """Whether an SPJ whose output leaves its groups unaggregated is still worth it.
+
+    Every row a group outputs goes from the group's nested query through
+    Python into the outer query (:class:`.spj_provider.GroupJoinUnit`); where
+    no partial aggregate moved into the groups (:mod:`.agg_plan`), that is the
+    whole join output. Measured on TPC-H SF1, ``lineitem JOIN orders JOIN part
+    ... GROUP BY p_brand`` (6M rows out of the join) took 1.19x the plain
+    join, the same join with its GROUP BY moved into the groups 0.79x.
+    """
+    small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
+    large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+    return small <= 0 or output_rows is None or output_rows < large
+
+
+def decide_inputs(
+    ctx: Any,
+    left: algebra_pb2.Rel,
+    right: algebra_pb2.Rel,
+    namespaces: Mapping[str, Any],
+    functions: Mapping[int, str],
+) -> SpjDecision:
+    """Whether a join of ``left`` and ``right`` would be worth storage-partitioning.
+
+    Also asked by the join reordering (:func:`.join_order.reorder_namespace_joins`)
+    before it moves two namespace scans next to each other: a pair SPJ will
+    not run stays where DataFusion's own order puts it (measured: moved
+    together and then joined plainly, TPC-H q5 and q8 took 1.6x and 3.2x).
+    """
+    small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
+    large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+    estimate = Estimator(table_rows_for(_lance_rows(ctx), namespaces, {}), functions)
+    try:
+        lr, rr = estimate.rows(left), estimate.rows(right)
+    except Exception:  # an estimate is a hint only: SPJ as before
+        lr = rr = None
+    use = True
+    if small > 0 and lr is not None and rr is not None:
+        lo, hi = min(lr, rr), max(lr, rr)
+        use = not (lo <= small and hi >= large)
+    return SpjDecision(use, lr, rr, small, large)
+
+
+__all__ = [
+    "LARGE_SIDE_ROWS",
+    "SMALL_SIDE_ROWS",
+    "SpjDecision",
+    "decide",
+    "decide_inputs",
+    "keep_unaggregated",
+]
