@@ -481,12 +481,21 @@ class NamespaceWriter:
             if t.entry is None:
                 continue
             now = tables.get(t.key)
+            # the location too: a partition dropped and created again (a dynamic overwrite)
+            # keeps its object id, and the new table may be at the same version number
             if now is None or (
                 now.object_id,
+                now.location,
                 now.read_version,
                 now.read_branch,
                 now.read_tag,
-            ) != (t.entry.object_id, t.entry.read_version, t.entry.read_branch, t.entry.read_tag):
+            ) != (
+                t.entry.object_id,
+                t.entry.location,
+                t.entry.read_version,
+                t.entry.read_branch,
+                t.entry.read_tag,
+            ):
                 return f"partition table {t.object_id!r} was written or removed concurrently"
         for key in self._new_table_keys:
             if key in tables:
