@@ -51,3 +51,49 @@ def test_pointer_checksum_round_trips_and_older_pointers_still_read() -> None:
     kf.decode(blob, kf.KeyFilterRef.from_json(old))
     for bad in (-1, 1 << 32, "1", True):
         assert kf.KeyFilterRef.from_json({**ref.to_json(), "crc": bad}) is None
+
+
+def test_a_bank_of_filters_is_not_tied_to_the_row_positions_of_another_query(
+    tmp_path: Path,
+) -> None:
+    """Fixed in planning/key_filters.py (banks are cached by filter files only; row
+    positions come from each selection): the concatenated filters of a column
+    were cached by their files *with the positions of the selection that built
+    them*. Two queries selecting the same filtered tables at other positions
+    (here ``c, a, b`` and ``c, b, e``, where ``a`` and ``e`` have no usable
+    filter after a pylance-direct commit) shared the bank, and the second query
+    tested ``e`` against ``b``'s filter: ``id = 4`` (in ``e``) returned nothing."""
+    import lance
+
+    from lance_sql.tables.namespace.layout import manifest_uri
+
+    root = tmp_path / "ns"
+    ns = lance_sql.PartitionedNamespace.create(root, SCHEMA, SPEC)
+    ids = list(range(50))
+    ns.append(pa.table({"id": ids, "region": ["abcde"[i % 5] for i in ids]}, schema=SCHEMA))
+    ns.create_scalar_index("id", "BTREE")
+    manifest = lance.dataset(manifest_uri(str(root)))
+    tables = {e.values["region"]: e for e in ns.tables()}
+
+    def pin(region: str, version: int) -> None:  # Lance's update moves the row to the end
+        oid = tables[region].object_id
+        manifest.update({"read_version": str(version)}, where=f"object_id = '{oid}'")
+
+    def direct(region: str) -> None:  # a pylance-direct commit: no usable key filter
+        row = pa.table({"id": [1000 + ord(region)], "region": [region]}, schema=SCHEMA)
+        pin(region, lance.write_dataset(row, tables[region].uri, mode="append").version)
+
+    direct("a")
+    for region in "bc":
+        pin(region, tables[region].read_version)
+    direct("e")
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", str(root))
+
+    def ids_where(where: str) -> list[int]:
+        table = ctx.sql(f"SELECT id FROM t WHERE {where}").to_arrow_table()
+        return sorted(table.column(0).to_pylist())
+
+    assert ids_where("region IN ('a', 'b', 'c') AND id = 1") == [1]
+    assert ids_where("region IN ('b', 'c', 'e') AND id = 4") == [4]
+    assert ids_where("region IN ('b', 'c', 'e') AND id = 1101") == [1101]
