@@ -97,3 +97,27 @@ def test_a_bank_of_filters_is_not_tied_to_the_row_positions_of_another_query(
     assert ids_where("region IN ('a', 'b', 'c') AND id = 1") == [1]
     assert ids_where("region IN ('b', 'c', 'e') AND id = 4") == [4]
     assert ids_where("region IN ('b', 'c', 'e') AND id = 1101") == [1101]
+
+
+def test_tables_without_the_indexed_column_between_filtered_ones(tmp_path: Path) -> None:
+    """The same bank bug without any pylance-direct commit: tables written before
+    the indexed column was added have no key filter, so selections of the same
+    filtered tables differ in positions; depending on ``__manifest``'s row order
+    the second query raised a raw IndexError from numpy or skipped the wrong
+    table."""
+    from itertools import combinations
+
+    root = tmp_path / "ns"
+    ns = lance_sql.PartitionedNamespace.create(root, SCHEMA, SPEC)
+    ns.append(pa.table({"id": [1, 2], "region": ["x", "y"]}, schema=SCHEMA))
+    ns.add_columns([pa.field("k", pa.int64())])
+    ns.create_scalar_index("k", "BTREE")
+    wide = pa.schema([*SCHEMA, pa.field("k", pa.int64())])
+    ns.append(pa.table({"id": [3, 4, 5], "region": ["b", "c", "y"], "k": [30, 40, 50]}, wide))
+    where = {"b": 30, "c": 40, "y": 50}
+    for n in (2, 3):
+        for regions in combinations("bcxy", n):
+            listed = ", ".join(f"'{r}'" for r in regions)
+            for region, k in where.items():
+                want = [{"b": 3, "c": 4, "y": 5}[region]] if region in regions else []
+                assert _ids(root, f"region IN ({listed}) AND k = {k}") == want
