@@ -51,6 +51,32 @@ def test_append_is_not_rebased_onto_a_recreated_partition(tmp_path: Path) -> Non
     assert _ids(root) == [3]
 
 
+def test_append_is_not_rebased_under_a_namespace_removed_concurrently(tmp_path: Path) -> None:
+    """Fixed in tables/namespace/writer.py (``_rebase_blocker`` checks the partition
+    namespaces a new table goes under): an append creating a table for ``e``
+    (whose table was deleted; its namespace row stays) raced a full overwrite
+    that kept only ``f``'s rows and namespaces. The rebased append committed a
+    table row whose parent namespace row no longer existed (a ``__manifest``
+    the spec's hierarchy does not allow; pylance's namespace listing misses it)."""
+    root = str(tmp_path / "ns")
+    ns = lance_sql.PartitionedNamespace.create(root, SCHEMA, SPEC)
+    ns.append(_rows([1], ["e"]))
+    ns.append(_rows([5], ["f"]))
+    ns.delete("region = 'e'")
+    writer = lance_sql.PartitionedNamespace.open(root)._writer("append", None)
+    writer.write(_rows([2], ["e"]))
+    lance_sql.PartitionedNamespace.open(root).overwrite(_rows([3], ["f"]))
+    with pytest.raises(CommitConflictError, match="removed concurrently"):
+        writer.commit()
+    writer.abort()
+    rows = lance_sql.PartitionedNamespace.open(root).snapshot.rows.to_pylist()
+    ids = {r["object_id"] for r in rows}
+    for r in rows:
+        if r["object_type"] == "table":
+            assert r["object_id"].rsplit("$", 1)[0] in ids
+    assert _ids(root) == [3]
+
+
 def _writer_thread(root: str, seed: int, log: list, lock: threading.Lock) -> None:
     rng = random.Random(seed)
     ns = lance_sql.PartitionedNamespace.open(root)

@@ -497,9 +497,14 @@ class NamespaceWriter:
                 t.entry.read_tag,
             ):
                 return f"partition table {t.object_id!r} was written or removed concurrently"
+        new_ns = set(self._new_ns_keys)
         for key in self._new_table_keys:
             if key in tables:
                 return f"partition {key!r} was created concurrently"
+            for level in range(1, len(key) + 1):  # the namespaces it goes under still exist
+                prefix = key[:level]
+                if prefix not in new_ns and namespaces.get(prefix) != self._namespaces.get(prefix):
+                    return f"partition namespace for {prefix!r} was removed concurrently"
         for key in self._new_ns_keys:
             if key in namespaces:
                 return f"partition namespace for {key!r} was created concurrently"
