@@ -152,9 +152,14 @@ def _load(table_uri: str, ref: kf.KeyFilterRef, opts: Mapping[str, Any] | None) 
 
 @dataclass(frozen=True)
 class _Bank:
-    """The filters of some tables for one column, concatenated."""
+    """The filters of some tables for one column, concatenated.
 
-    rows: np.ndarray  # int64: which candidate rows have a filter here
+    Cached by the filter files alone (immutable): the same files may sit at
+    other positions of another selection of ``__manifest`` rows, so a bank
+    never holds row positions (see :func:`_bank_of`).
+    """
+
+    loaded: np.ndarray  # int64: which of the refs it was built from have a filter here
     data: np.ndarray  # uint8: every filter's bytes
     offsets: np.ndarray  # int64: byte offset of each filter in ``data``
     masks: np.ndarray  # uint64: bits - 1 of each filter
@@ -176,21 +181,21 @@ def _bank(
         if hit is not None:
             _BANKS.move_to_end(key)
             return hit
-    rows, parts, sizes, masks = [], [], [], []
-    for row, uri, ref in refs:
+    loaded, parts, sizes, masks = [], [], [], []
+    for j, (_, uri, ref) in enumerate(refs):
         bits = _load(uri, ref, opts)
         if bits is None:
             continue
-        rows.append(row)
+        loaded.append(j)
         parts.append(bits)
         sizes.append(len(bits))
         masks.append(ref.bits - 1)
-    if not rows:
+    if not loaded:
         return None
     offsets = np.zeros(len(sizes), np.int64)
     np.cumsum(sizes[:-1], out=offsets[1:])
     bank = _Bank(
-        np.array(rows, np.int64),
+        np.array(loaded, np.int64),
         np.concatenate(parts),
         offsets,
         np.array(masks, np.uint64),
@@ -215,16 +220,19 @@ def _absent(bank: _Bank, hashes: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- manifest rows
 
 
-def _evaluate(test: KeyTest, banks: Mapping[tuple[int, str], _Bank | None], n: int) -> np.ndarray:
+def _evaluate(
+    test: KeyTest, banks: Mapping[tuple[int, str], tuple[_Bank, np.ndarray] | None], n: int
+) -> np.ndarray:
     if isinstance(test, _Node):
         masks = [_evaluate(c, banks, n) for c in test.children]
         if test.op == "and":
             return np.logical_or.reduce(masks)
         return np.logical_and.reduce(masks)
     out = np.zeros(n, bool)
-    bank = banks.get((test.field_id, test.type_name))
-    if bank is not None:
-        out[bank.rows] = _absent(bank, test.hashes)
+    found = banks.get((test.field_id, test.type_name))
+    if found is not None:
+        bank, rows = found
+        out[rows] = _absent(bank, test.hashes)
     return out
 
 
@@ -234,8 +242,9 @@ def _bank_of(
     tname: str,
     root: str,
     storage_options: Mapping[str, Any] | None,
-) -> _Bank | None:
-    """The filters of column ``fid`` of the rows ``state`` describes.
+) -> tuple[_Bank, np.ndarray] | None:
+    """The filters of column ``fid`` of the rows ``state`` describes, and the positions
+    of those rows in ``state`` (one per filter of the bank).
 
     The pointers are derived once per ``state``; the loaded filters live in the
     bounded bank cache only (a state may outlive its bank).
@@ -255,10 +264,13 @@ def _bank_of(
             except Exception:  # an unsafe location has no usable filter
                 continue
             refs.append((i, uri, ref))
-        derived = (refs, tuple((uri, r.file) for _, uri, r in refs))
+        rows = np.array([i for i, _, _ in refs], np.int64)
+        derived = (refs, tuple((uri, r.file) for _, uri, r in refs), rows)
         state.derived[key] = derived
-    refs, bank_key = derived
-    return _bank(refs, storage_options, bank_key) if refs else None
+    refs, bank_key, rows = derived
+    bank = _bank(refs, storage_options, bank_key) if refs else None
+    # the bank may come from another selection holding the same files at other positions
+    return None if bank is None else (bank, rows[bank.loaded])
 
 
 def key_skip_mask(
@@ -281,7 +293,7 @@ def key_skip_mask(
     test = compile_key_skip(pred, fields)
     if test is None:
         return None
-    banks: dict[tuple[int, str], _Bank | None] = {}
+    banks: dict[tuple[int, str], tuple[_Bank, np.ndarray] | None] = {}
     for leaf in _leaves(test):
         key = (leaf.field_id, leaf.type_name)
         if key not in banks:

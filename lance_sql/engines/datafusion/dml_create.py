@@ -139,7 +139,13 @@ def _table_properties(tree: exp.Create, name: str) -> dict[str, str]:
     for prop in tree.find_all(exp.Property):
         if type(prop) is not exp.Property:
             continue  # LOCATION, PARTITIONED BY, ...: their own classes
-        key, value = prop.name, prop.args.get("value")
+        this, value = prop.this, prop.args.get("value")
+        # a quoted key is a Literal; an unquoted dotted one (Spark allows it) a Dot
+        key = this.sql() if isinstance(this, exp.Dot) else prop.name
+        if key in _TABLE_PROPERTIES and _TABLE_PROPERTIES[key] in out:
+            raise UnsupportedFeatureError(
+                f"CREATE TABLE {name!r}: table property {key!r} is given twice"
+            )
         if key not in _TABLE_PROPERTIES:
             known = ", ".join(sorted(_TABLE_PROPERTIES))
             raise UnsupportedFeatureError(

@@ -66,10 +66,21 @@ class KeyFilterRef:
     bits: int
     k: int
     keys: int  # upper bound of the non-NULL values added
+    #: CRC-32 of the bit bytes: another well-formed filter file of the same size put in
+    #: this one's place is refused (pointers written before it have none)
+    crc: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "type": self.type, "bits": self.bits, "k": self.k,
-                "keys": self.keys}  # fmt: skip
+        out: dict[str, Any] = {
+            "file": self.file,
+            "type": self.type,
+            "bits": self.bits,
+            "k": self.k,
+            "keys": self.keys,
+        }
+        if self.crc is not None:
+            out["crc"] = self.crc
+        return out
 
     @staticmethod
     def from_json(obj: Any) -> KeyFilterRef | None:
@@ -85,7 +96,10 @@ class KeyFilterRef:
             return None
         if bits < 64 or bits & (bits - 1) or not 1 <= k <= 32 or keys < 0:
             return None
-        return KeyFilterRef(file, tname, bits, k, keys)
+        crc = obj.get("crc")
+        if crc is not None and (type(crc) is not int or not 0 <= crc < 1 << 32):
+            return None
+        return KeyFilterRef(file, tname, bits, k, keys, crc)
 
     @property
     def capacity(self) -> int:
@@ -232,7 +246,9 @@ def decode(blob: bytes, ref: KeyFilterRef | None = None) -> np.ndarray:
         raise KeyFilterError(f"key filter file has {len(raw)} bytes for {bits} bits")
     if zlib.crc32(raw) != crc:
         raise KeyFilterError("key filter file fails its checksum")
-    if ref is not None and (ref.bits, ref.k, ref.keys) != (bits, k, keys):
+    if ref is not None and (
+        (ref.bits, ref.k, ref.keys) != (bits, k, keys) or ref.crc not in (None, crc)
+    ):
         raise KeyFilterError("key filter file does not match its pointer")
     return np.frombuffer(raw, np.uint8)
 
@@ -271,9 +287,10 @@ def write_filter(
     name = file_name(version, field_id)
     loc = resolve(f"{table_uri.rstrip('/')}/{FILTER_DIR}/{name}", storage_options)
     loc.fs.makedirs(loc.path.rsplit("/", 1)[0], exist_ok=True)
+    blob = encode(data, bits, k, keys)
     with loc.fs.open(loc.path, "wb") as f:
-        f.write(encode(data, bits, k, keys))
-    return KeyFilterRef(name, str(t), bits, k, keys)
+        f.write(blob)
+    return KeyFilterRef(name, str(t), bits, k, keys, _HEADER.unpack_from(blob)[6])
 
 
 def read_filter(

@@ -481,16 +481,30 @@ class NamespaceWriter:
             if t.entry is None:
                 continue
             now = tables.get(t.key)
+            # the location too: a partition dropped and created again (a dynamic overwrite)
+            # keeps its object id, and the new table may be at the same version number
             if now is None or (
                 now.object_id,
+                now.location,
                 now.read_version,
                 now.read_branch,
                 now.read_tag,
-            ) != (t.entry.object_id, t.entry.read_version, t.entry.read_branch, t.entry.read_tag):
+            ) != (
+                t.entry.object_id,
+                t.entry.location,
+                t.entry.read_version,
+                t.entry.read_branch,
+                t.entry.read_tag,
+            ):
                 return f"partition table {t.object_id!r} was written or removed concurrently"
+        new_ns = set(self._new_ns_keys)
         for key in self._new_table_keys:
             if key in tables:
                 return f"partition {key!r} was created concurrently"
+            for level in range(1, len(key) + 1):  # the namespaces it goes under still exist
+                prefix = key[:level]
+                if prefix not in new_ns and namespaces.get(prefix) != self._namespaces.get(prefix):
+                    return f"partition namespace for {prefix!r} was removed concurrently"
         for key in self._new_ns_keys:
             if key in namespaces:
                 return f"partition namespace for {key!r} was created concurrently"
