@@ -48,9 +48,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     from lance_sql.engines.datafusion import join_swap
 
     sf = f"{args.sf:g}"
-    data_dir = Path(
-        args.data_dir or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf}"
-    )
+    data_dir = tpch_data.data_dir(args.data_dir, args.sf)
     parquet_dir, lance_dir = tpch_data.prepare(data_dir, args.sf)
     ctx = lance_sql.SessionContext()
     if args.data == "plain":

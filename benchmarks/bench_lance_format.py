@@ -86,9 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     import lance_sql
 
     sf = f"{args.sf:g}"
-    data_dir = Path(
-        args.data_dir or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf}"
-    )
+    data_dir = tpch_data.data_dir(args.data_dir, args.sf)
     parquet_dir, lance_dir = tpch_data.prepare(data_dir, args.sf)
     out_dir = Path(args.out) if args.out else data_dir / "formats"
     dirs = {"orig": Path(lance_dir)}

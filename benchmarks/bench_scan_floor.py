@@ -251,9 +251,7 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
     import lance_sql
 
     sf = f"{args.sf:g}"
-    data_dir = Path(
-        args.data_dir or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf}"
-    )
+    data_dir = tpch_data.data_dir(args.data_dir, args.sf)
     parquet_dir, lance_dir = tpch_data.prepare(data_dir, args.sf)
     if args.crossing:
         return {0: crossing(Path(lance_dir), args.rounds)}

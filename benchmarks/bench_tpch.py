@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import os
 import statistics
 import sys
 import time
@@ -219,10 +218,8 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     if unknown or not variants:
         raise SystemExit(f"unknown variants {unknown}: choose from {ALL_VARIANTS}")
     sf = f"{args.sf:g}"
-    data_dir = Path(
-        args.data_dir or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf}"
-    )
     td = _tpch_data()
+    data_dir = td.data_dir(args.data_dir, args.sf)
     start = time.perf_counter()
     parquet_dir, lance_dir = td.prepare(data_dir, args.sf, args.file_version)
     plain_dir = None

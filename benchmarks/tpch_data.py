@@ -17,6 +17,7 @@ DataFusion repository's (``tests/tpch/queries/q1.sql`` .. ``q22.sql``).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -171,6 +172,12 @@ def register_lance_plain(ctx: Any, lance_dir: str | Path, plain_dir: str | Path)
     for table in TABLES:
         root = Path(plain_dir) if table in NAMESPACES else Path(lance_dir)
         ctx.register_lance(table, str(root / f"{table}.lance"))
+
+
+def data_dir(given: str | None, sf: float) -> Path:
+    """Where a benchmark's TPC-H data lives: ``given``, else $LANCE_SQL_TPCH_DIR, else
+    ``/tmp/lance-sql-tpch/sf<SF>``."""
+    return Path(given or os.environ.get("LANCE_SQL_TPCH_DIR") or f"/tmp/lance-sql-tpch/sf{sf:g}")
 
 
 def prepare(data_dir: str | Path, sf: float, file_version: str | None = None) -> tuple[Path, Path]:
