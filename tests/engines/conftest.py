@@ -12,6 +12,7 @@ import pytest
 
 import lance_sql
 from lance_sql.format._pb import table_pb2
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 _FOOTER = struct.Struct("<QHH4s")
 
@@ -84,3 +85,36 @@ def _numbers_table_fixture() -> Callable[..., pa.Table]:
 @pytest.fixture(name="set_reader_flag")
 def _set_reader_flag_fixture() -> Callable[[str, int], Path]:
     return set_reader_flag
+
+
+@pytest.fixture(scope="module")
+def appendix_f_roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """Appendix F (one copy per test module): orders (300 rows, bucket[16] on customer_id)
+    and customers (51 rows, bucket[8] on id), NULL keys included."""
+    tmp: Path = tmp_path_factory.mktemp("spj_sql")
+    orders = PartitionedNamespace.create(
+        str(tmp / "orders"),
+        pa.schema(
+            [
+                pa.field("order_id", pa.int64()),
+                pa.field("customer_id", pa.int64()),
+                pa.field("amount", pa.float64()),
+            ]
+        ),
+        [{"source": "customer_id", "transform": "bucket", "num_buckets": 16}],
+    )
+    customers = PartitionedNamespace.create(
+        str(tmp / "customers"),
+        pa.schema([pa.field("id", pa.int64()), pa.field("segment", pa.string())]),
+        [{"source": "id", "transform": "bucket", "num_buckets": 8}],
+    )
+    n = 300
+    keys = [None if i % 23 == 0 else (i * 7) % 60 if i % 3 else 1 for i in range(n)]
+    orders.append(
+        pa.table(
+            {"order_id": list(range(n)), "customer_id": keys, "amount": [i / 4 for i in range(n)]}
+        )
+    )
+    ids = [None, *range(0, 50)]
+    customers.append(pa.table({"id": ids, "segment": [f"s{i % 3}" for i in range(len(ids))]}))
+    return str(tmp / "orders"), str(tmp / "customers")

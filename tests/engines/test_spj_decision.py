@@ -3,48 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
 from lance_sql.engines.datafusion.spj_decision import LARGE_SIDE_ROWS, SMALL_SIDE_ROWS
-from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 
 @pytest.fixture(scope="module")
-def roots(tmp_path_factory) -> tuple[str, str]:
-    """orders (300 rows, bucket[16] on customer_id) and customers (51 rows, bucket[8] on id)."""
-    tmp: Path = tmp_path_factory.mktemp("spj_decision")
-    orders = PartitionedNamespace.create(
-        str(tmp / "orders"),
-        pa.schema(
-            [
-                pa.field("order_id", pa.int64()),
-                pa.field("customer_id", pa.int64()),
-                pa.field("amount", pa.float64()),
-            ]
-        ),
-        [{"source": "customer_id", "transform": "bucket", "num_buckets": 16}],
-    )
-    customers = PartitionedNamespace.create(
-        str(tmp / "customers"),
-        pa.schema([pa.field("id", pa.int64()), pa.field("segment", pa.string())]),
-        [{"source": "id", "transform": "bucket", "num_buckets": 8}],
-    )
-    n = 300
-    keys = [None if i % 23 == 0 else (i * 7) % 60 if i % 3 else 1 for i in range(n)]
-    orders.append(
-        pa.table(
-            {"order_id": list(range(n)), "customer_id": keys, "amount": [i / 4 for i in range(n)]}
-        )
-    )
-    ids = [None, *range(0, 50)]
-    customers.append(pa.table({"id": ids, "segment": [f"s{i % 3}" for i in range(len(ids))]}))
-    return str(tmp / "orders"), str(tmp / "customers")
+def roots(appendix_f_roots: tuple[str, str]) -> tuple[str, str]:
+    """Appendix F: orders bucket[16] on customer_id, customers bucket[8] on id."""
+    return appendix_f_roots
 
 
 def _ctx(roots: tuple[str, str], spj: bool = True, small: int | None = None, large: int = 200):
