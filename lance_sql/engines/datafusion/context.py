@@ -14,6 +14,7 @@ two namespaces left as it was, ``storage-partitioned join: not used (why)``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -37,6 +38,12 @@ from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
 
 _EXPLAIN = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*explain\b", re.IGNORECASE | re.DOTALL)
+#: the options of an EXPLAIN statement (``EXPLAIN ANALYZE VERBOSE FORMAT indent``), verbatim
+_EXPLAIN_OPTIONS = re.compile(
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(explain(?:\s+(?:analyze|verbose|format\s+\w+))*)\s",
+    re.IGNORECASE | re.DOTALL,
+)
+_EXPLAIN_VIEWS = itertools.count(1)
 _SET_SPJ = re.compile(
     r"^\s*set\s+lance\.spj\s*(?:=|\bto\b)\s*(\S+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL
 )
@@ -209,7 +216,7 @@ class SessionContext(datafusion.SessionContext):
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
         if _EXPLAIN.match(query):
-            return self._explain(df)
+            return self._explain(df, query)
         return LanceDataFrame(df, self)
 
     def udf(self, name: str) -> Any:
@@ -226,7 +233,7 @@ class SessionContext(datafusion.SessionContext):
         """DataFusion's ``table``, returning a :class:`LanceDataFrame`."""
         return LanceDataFrame(super().table(name), self)
 
-    def _explain(self, df: DataFrame) -> DataFrame:
+    def _explain(self, df: DataFrame, query: str) -> DataFrame:
         """An EXPLAIN statement's result for the plan lance-sql runs."""
         plan = df.logical_plan()
         node = plan.to_variant()
@@ -234,21 +241,35 @@ class SessionContext(datafusion.SessionContext):
         statement = dml.explain_dml(self, inner)  # DML on a lance-sql table: what runs
         if statement is not None:
             return self._frame(statement)
-        verbose = type(node).__name__ == "Analyze" or node.verbose()
-        return self._frame(self.explain_table(inner, df if verbose else None))
+        options = _EXPLAIN_OPTIONS.match(query)
+        words = options.group(1) if options else None
+        # ANALYZE, VERBOSE and FORMAT are DataFusion's own outputs (of the rewritten plan)
+        own = (
+            type(node).__name__ == "Analyze" or node.verbose() or "format" in (words or "").lower()
+        )
+        return self._frame(self.explain_table(inner, df if own else None, words if own else None))
 
-    def explain_table(self, inner: DataFrame, statement: DataFrame | None = None) -> pa.Table:
+    def explain_table(
+        self,
+        inner: DataFrame,
+        statement: DataFrame | None = None,
+        options: str | None = None,
+    ) -> pa.Table:
         """EXPLAIN of ``inner`` as lance-sql runs it (``plan_type``, ``plan``), with its lines.
 
-        ``statement``: an ``EXPLAIN ANALYZE`` / ``VERBOSE`` DataFrame, whose own
-        output (DataFusion's, for the plan without lance-sql's rewrites) is used.
+        ``statement``: an ``EXPLAIN ANALYZE`` / ``VERBOSE`` DataFrame; ``options``
+        its ``EXPLAIN ...`` words. DataFusion explains (and, for ANALYZE, runs) the
+        rewritten plan with those options, through a view of it; without
+        ``options``, the statement's own output (the plan as built) is used.
         """
         done = rewrite(self, inner)
         with capture_scans() as records:
-            if statement is not None:
+            if statement is not None and options is not None and done.dataframe is not inner:
+                table = self._explain_view(done.dataframe, options)
+            elif statement is not None:
                 table = statement.to_arrow_table()
                 if done.dataframe is not inner:
-                    done.reasons.append("EXPLAIN ANALYZE and VERBOSE show the plan without it")
+                    done.reasons.append("this EXPLAIN form shows the plan without it")
             else:
                 table = _explain_table(done.dataframe)
         if records and "plan" in table.column_names:
@@ -262,6 +283,17 @@ class SessionContext(datafusion.SessionContext):
             first = table.column("plan")[0].as_py() or ""
             table = _map_plans(table, lambda p: lines + "\n" + p if p == first else p)
         return table
+
+    def _explain_view(self, planned: DataFrame, options: str) -> pa.Table:
+        """``{options} SELECT * FROM <a view of planned>``: DataFusion's EXPLAIN of that plan."""
+        name = f"__lance_explain_{next(_EXPLAIN_VIEWS)}"
+        self.register_view(name, planned)
+        try:
+            return datafusion.SessionContext.sql(
+                self, f"{options} SELECT * FROM {name}"
+            ).to_arrow_table()
+        finally:
+            self.deregister_table(name)
 
     def _frame(self, table: pa.Table) -> DataFrame:
         """A DataFrame over ``table`` that registers no table name (``from_arrow`` does)."""

@@ -287,9 +287,15 @@ class ExplainAnnotation:
             record = _match(stripped, remaining)
             remaining = [r for r in remaining if r is not record]
             indent = line[: len(line) - len(stripped)] + "  "
-            columns = "all" if record.columns is None else f"[{', '.join(record.columns)}]"
-            out.append(f"{indent}{record.plan.description}, columns={columns}")
+            out.append(f"{indent}{record.plan.description}, columns={_columns(record)}")
+        if len(remaining) == len(self.records) and "DatasetExec" in plan_text:
+            # a plan drawn without ``DatasetExec:`` lines (FORMAT tree): the lines go below it
+            out.extend(f"{r.plan.description}, columns={_columns(r)}" for r in remaining)
         return "\n".join(out)
+
+
+def _columns(record: ScanRecord) -> str:
+    return "all" if record.columns is None else f"[{', '.join(record.columns)}]"
 
 
 def _match(line: str, records: list[ScanRecord]) -> ScanRecord:
