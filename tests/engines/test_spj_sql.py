@@ -320,13 +320,18 @@ def test_exists_and_in_become_semi_and_anti_joins(roots, where, how) -> None:
     assert f"how={how}," in _explain(on, sql)
 
 
-def test_not_in_is_not_an_anti_join(roots) -> None:
-    sql = (
-        "SELECT o.order_id FROM orders o WHERE o.customer_id NOT IN (SELECT c.id FROM customers c)"
-    )
-    on = _ctx(roots, True)
-    assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
-    assert "StoragePartitionedJoin" not in _explain(on, sql)
+def test_not_in_is_a_storage_partitioned_anti_join_with_null_rules(roots) -> None:
+    """NOT IN (a null-aware anti join) runs as a plain SPJ anti join + NULL checks (not_in.py)."""
+    for where in ("", "WHERE c.id IS NOT NULL", "WHERE c.id > 1000"):
+        sql = (
+            "SELECT o.order_id FROM orders o "
+            f"WHERE o.customer_id NOT IN (SELECT c.id FROM customers c {where})"
+        )
+        on = _ctx(roots, True)
+        assert _rows(on, sql) == _rows(_ctx(roots, False), sql)
+        assert "StoragePartitionedJoin: orders orders x customers customers, how=anti" in (
+            _explain(on, sql)
+        )
 
 
 def test_correlated_subquery_over_the_join(roots) -> None:

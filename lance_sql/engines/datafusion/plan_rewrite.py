@@ -9,9 +9,10 @@ join groups and partition lists are resolved against the namespaces' current
 The rewrite works on DataFusion's optimized logical plan, converted to
 Substrait (:mod:`.substrait_plan`), edited by the passes (:mod:`.join_stats`, :mod:`.spj_plan`,
 :mod:`.prune_plan`) and converted back. It never changes an answer: a plan is
-only rewritten when a pass applies, never when it holds a construct the
-Substrait round trip is known to lose (a null-aware anti join from
-``NOT IN``), and the rewritten plan must have exactly the original output
+only rewritten when a pass applies; a construct the Substrait round trip is
+known to lose (a null-aware anti join from ``NOT IN``) is first rewritten
+into plain anti joins with the same answer (:mod:`.not_in`), or the plan is
+left as built; and the rewritten plan must have exactly the original output
 schema (names, types, nullability), else the original plan runs and the
 reason is reported.
 """
@@ -28,6 +29,7 @@ from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
 from lance_sql.engines.datafusion.join_swap import namespace_rows
+from lance_sql.engines.datafusion.not_in import expand_not_in
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
@@ -91,10 +93,6 @@ def rewrite(
         out.reasons.append("turned off (SET lance.spj = true turns it on)")
     if not (want_spj or want_prune or want_stats):
         return out
-    if " null_aware" in text:
-        if want_spj:
-            out.reasons.append("the query has a NOT IN subquery (a null-aware anti join)")
-        return out
     try:
         plan = sp.to_substrait(ctx, logical)
     except Exception as exc:  # DataFusion cannot express the plan in Substrait
@@ -126,6 +124,10 @@ def _rewrite_plan(
         if want_prune:
             out.pruned = attach_prune_filters(ctx, plan, logical, namespaces)
             changed = bool(out.pruned)
+        # after pruning, which pairs the plan's reads with the logical plan's scans
+        why = expand_not_in(ctx, plan, logical)
+        if why is not None:
+            return _unchanged(out, why, spj=want_spj)
         if want_spj:
             tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
@@ -206,8 +208,11 @@ def _unique_output_names(plan: Any) -> list[str] | None:
     return names
 
 
-def _unchanged(out: Rewrite, why: str) -> Rewrite:
-    out.reasons = [*out.reasons, *(f"{t.left.name} x {t.right.name}: {why}" for t in out.used)]
+def _unchanged(out: Rewrite, why: str, spj: bool = False) -> Rewrite:
+    """``out`` for the plan as built; ``spj``: ``why`` is the reason for the whole plan."""
+    reasons = [why] if spj else []
+    reasons += [f"{t.left.name} x {t.right.name}: {why}" for t in out.used]
+    out.reasons = [*out.reasons, *reasons]
     out.used, out.pruned, out.names, out.join_stats = [], {}, None, []
     return out
 

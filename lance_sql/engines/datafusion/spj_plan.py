@@ -166,7 +166,7 @@ def _replace(
     """Replace join ``rel``; None when replaced, else why not ("" when it is no namespace join)."""
     join = rel.join
     lns, rns = _namespaces_under(join.left, namespaces), _namespaces_under(join.right, namespaces)
-    if not lns or not rns:
+    if not lns or not rns or join.common.hint.alias == sp.NOT_IN_HINT:
         return ""
     where = f"{'/'.join(lns)} x {'/'.join(rns)}"
     left, right = sp.side_chain(join.left, namespaces), sp.side_chain(join.right, namespaces)

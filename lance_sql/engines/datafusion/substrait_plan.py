@@ -44,6 +44,10 @@ RIGHT_ONLY_JOINS = (
 ROW_WISE = ("filter", "project")
 
 
+#: ``common.hint.alias`` of the joins :mod:`.not_in` adds (never storage-partitioned)
+NOT_IN_HINT = "lance_sql.not_in"
+
+
 def to_substrait(ctx: Any, logical_plan: Any) -> plan_pb2.Plan:
     """``logical_plan`` as a Substrait plan message (raises where DataFusion cannot convert)."""
     plan = plan_pb2.Plan()

@@ -1,0 +1,132 @@
+"""``NOT IN`` subqueries in a form DataFusion's Substrait round trip keeps.
+
+DataFusion plans ``a.k NOT IN (SELECT b.k FROM b ...)`` as a *null-aware*
+anti join: an ``a`` row is kept only when no ``b`` key equals it *and* the
+comparison is never unknown, so a NULL among the ``b`` keys removes every row,
+and a NULL ``a.k`` is removed unless the subquery is empty. Substrait has no
+null-aware flag: its producer writes a plain anti join, and the plan read back
+keeps NULL-keyed rows it must not (this is why the rewrite used to skip every
+query with a ``NOT IN``).
+
+:func:`expand_not_in` rewrites each null-aware anti join of the Substrait plan
+(in place) into three plain ones with the same answer::
+
+    J1 = a ANTI JOIN b ON a.k = b.k            -- the hash join, as before
+    J2 = J1 ANTI JOIN (b WHERE b.k IS NULL LIMIT 1) ON b.k IS NULL
+    J3 = J2 ANTI JOIN (b LIMIT 1) ON a.k IS NULL
+
+J2 removes every row when ``b`` has a NULL key, J3 removes NULL ``a.k`` rows
+when ``b`` has any row; both join at most one row. ``J1`` is an ordinary anti
+join of the two inputs, which the storage-partitioned-join pass can then
+replace like any other (``b`` is read again, at most one row of it, for J2/J3).
+Only the simple form is expanded (one key equality of plain columns, no other
+condition: what DataFusion's decorrelation produces for an uncorrelated
+``NOT IN``); anything else keeps the query as built, with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from substrait import algebra_pb2, plan_pb2, type_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.prune_plan import preorder
+from lance_sql.engines.datafusion.spj_plan import output_width
+
+_ANTI = algebra_pb2.JoinRel.JOIN_TYPE_LEFT_ANTI
+
+
+def null_aware_flags(logical: Any) -> list[bool]:
+    """For each ``LeftAnti`` join of the logical plan (preorder): is it null-aware."""
+    flags = []
+    for node in preorder(logical):
+        variant = node.to_variant()
+        if type(variant).__name__ == "Join" and str(variant.join_type()) == "LeftAnti":
+            flags.append(" null_aware" in node.display())
+    return flags
+
+
+def expand_not_in(ctx: Any, plan: plan_pb2.Plan, logical: Any) -> str | None:
+    """Expand every null-aware anti join of ``plan`` (see the module doc); None, or why not.
+
+    The Substrait producer writes the logical plan's joins in the same preorder,
+    so the n-th ``LeftAnti`` join of ``logical`` is the n-th left anti ``JoinRel``.
+    On a reason, ``plan`` may be partly changed and must not be used.
+    """
+    if " null_aware" not in logical.display_indent():
+        return None
+    flags = null_aware_flags(logical)
+    antis = [r for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "join" and r.join.type == _ANTI]
+    if len(antis) != len(flags) or sp.has_subquery(plan):
+        return "the query has a NOT IN subquery whose anti join could not be located"
+    names = sp.function_names(plan)
+    # innermost first: expanding a join copies its subtree, which must already be final
+    for rel, aware in reversed(list(zip(antis, flags, strict=True))):
+        if aware:
+            why = _expand(ctx, plan, rel, names)
+            if why is not None:
+                return f"the query has a NOT IN subquery {why}"
+    return None
+
+
+def _expand(
+    ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel, names: dict[int, str]
+) -> str | None:
+    join = rel.join
+    if join.HasField("post_join_filter") or join.common.HasField("emit"):
+        return "with a condition besides its key"
+    keys = sp.equality_fields(join.expression, names)
+    if keys is None:
+        return "on an expression or with a condition besides its key"
+    width = output_width(ctx, plan, join.left)
+    left_key, right_key = sorted(keys)
+    if not left_key < width <= right_key:
+        return "whose key equality does not compare its two sides"
+    is_null = sp.declare_function(plan, "is_null")
+    plain = algebra_pb2.Rel()
+    plain.CopyFrom(rel)
+    nulls = _first_row(join.right, _is_null(is_null, right_key - width))
+    anyone = _first_row(join.right, None)
+    no_nulls = _anti(plain, nulls, _is_null(is_null, right_key))
+    rel.CopyFrom(_anti(no_nulls, anyone, _is_null(is_null, left_key)))
+    return None
+
+
+def _anti(
+    left: algebra_pb2.Rel, right: algebra_pb2.Rel, condition: algebra_pb2.Expression
+) -> algebra_pb2.Rel:
+    rel = algebra_pb2.Rel()
+    rel.join.type = _ANTI
+    rel.join.common.hint.alias = sp.NOT_IN_HINT  # no namespace join of the user's
+    rel.join.left.CopyFrom(left)
+    rel.join.right.CopyFrom(right)
+    rel.join.expression.CopyFrom(condition)
+    return rel
+
+
+def _first_row(
+    input_rel: algebra_pb2.Rel, condition: algebra_pb2.Expression | None
+) -> algebra_pb2.Rel:
+    """``input_rel`` [filtered by ``condition``], at most one row."""
+    rel = algebra_pb2.Rel()
+    if condition is None:
+        rel.fetch.input.CopyFrom(input_rel)
+    else:
+        rel.fetch.input.filter.input.CopyFrom(input_rel)
+        rel.fetch.input.filter.condition.CopyFrom(condition)
+    rel.fetch.offset_expr.literal.i64 = 0
+    rel.fetch.count_expr.literal.i64 = 1
+    return rel
+
+
+def _is_null(anchor: int, index: int) -> algebra_pb2.Expression:
+    expr = algebra_pb2.Expression()
+    fn = expr.scalar_function
+    fn.function_reference = anchor
+    fn.output_type.bool.nullability = type_pb2.Type.NULLABILITY_REQUIRED
+    fn.arguments.add().value.CopyFrom(sp.field_reference(index))
+    return expr
+
+
+__all__ = ["expand_not_in", "null_aware_flags"]
