@@ -142,3 +142,18 @@ def test_not_in_over_an_expression(engines) -> None:
     ctx, plain, duck = engines
     sql = "SELECT a.id FROM a WHERE a.k + 1 NOT IN (SELECT s.k FROM bn s WHERE s.x < 6)"
     assert _lance(ctx, sql) == _duck(duck, sql) == _lance(plain, sql)
+
+
+def test_benchmark_runs_tiny(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).parents[2] / "benchmarks"
+    monkeypatch.syspath_prepend(str(folder))
+    spec = importlib.util.spec_from_file_location("bench_not_in", folder / "bench_not_in.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_not_in", module)
+    spec.loader.exec_module(module)
+    out = module.main(["--orders", "3000", "--customers", "400", "--rounds", "1"])
+    assert out["rewritten_over_as_built"] > 0
