@@ -34,19 +34,14 @@ one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import CommitConflictError, LanceSqlError
-from lance_sql.tables.namespace import bounds as col_bounds
-from lance_sql.tables.namespace import key_filters
+from lance_sql.errors import CommitConflictError
 from lance_sql.tables.namespace.field_map import table_schema_for
 from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
@@ -54,7 +49,6 @@ from lance_sql.tables.namespace.layout import (
     TABLE,
     TABLE_NAME,
     child_uri,
-    data_dir_uri,
     derived_namespace_name,
     join_object_id,
     random_namespace_name,
@@ -69,7 +63,6 @@ from lance_sql.tables.namespace.manifest_table import (
 )
 from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
-    _key,
     conform_batch,
     iter_batches,
     keys_of,
@@ -79,15 +72,10 @@ from lance_sql.tables.namespace.partition_rows import (
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
-from lance_sql.tables.namespace.staging import (
-    StagedPartition,
-    StagedWrite,
-    _check_stages,
-    _move_files,
-    _remove_files,
-)
 from lance_sql.tables.namespace.write_layout import namespace_layout, remember_namespaces
+from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
+from lance_sql.tables.namespace.writer_staging import DistributedStaging
 
 DEFAULT_BUFFER_BYTES = 256 << 20
 COMMIT_THREADS = 8  # partition tables committed at once (I/O-bound; pylance drops the GIL)
@@ -95,7 +83,7 @@ SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see Namespac
 OVERLAP_ROWS = 32_768  # from this many rows a file's column bounds are computed on a thread
 
 
-class NamespaceWriter:
+class NamespaceWriter(DistributedStaging):
     """One append or overwrite of a namespace snapshot (see the module docstring)."""
 
     def __init__(
@@ -148,15 +136,10 @@ class NamespaceWriter:
         self._final_flush = False
         self.committed_versions: dict[str, int] = {}  # object_id -> version commit() pinned
         self.rebased = False  # whether commit() replayed the write onto a newer __manifest
-        # Column bounds of the rows written per table (None: some rows unseen, e.g. adopted)
-        self._bounds: dict[str, col_bounds.TableBounds | None] = {}
-        self._bounds_lock = threading.Lock()
-        # Key filters (indexed columns): hashes of the rows written per table (None: unknown)
-        self._key_fields = key_filters.key_fields(schema, snapshot.properties)
+        # column bounds and key-filter hashes of the rows written per table
+        self._stats = WriteStats(schema, snapshot.properties, self.storage_options)
         # Lance file format of the tables this write creates (None: pylance's default)
         self._file_version = snapshot.properties.get(DATA_STORAGE_VERSION_KEY)
-        self._key_hashes: dict[str, dict[int, list[np.ndarray]] | None] = {}
-        self._key_refs: dict[tuple[str, int], dict[int, key_filters.KeyFilterRef]] = {}
         self._load_existing()
 
     # -- existing layout ----------------------------------------------------------------------
@@ -246,7 +229,7 @@ class NamespaceWriter:
         table = pa.Table.from_batches(parts)
         # the bounds (Arrow kernels) overlap Lance's write: both run without the GIL
         bounds = Overlap(
-            self._add_bounds,
+            self._stats.add,
             t.object_id,
             table,
             inline=not overlap or table.num_rows < OVERLAP_ROWS,
@@ -297,32 +280,6 @@ class NamespaceWriter:
                 progress.complete(frag)
         t.fragments.extend(frags)
         bounds.join()  # after the files are recorded: a failure here still aborts them
-
-    def _add_bounds(self, object_id: str, table: pa.Table) -> None:
-        new = col_bounds.table_bounds(table, self.schema, 0, None, None)
-        hashes = {
-            fid: key_filters.hash_values(table.column(f.name))
-            for fid, f in self._key_fields
-            if f.name in table.column_names
-        }
-        with self._bounds_lock:
-            if object_id not in self._key_hashes:
-                self._key_hashes[object_id] = {}
-            if (known := self._key_hashes[object_id]) is not None:
-                for fid, h in hashes.items():
-                    known.setdefault(fid, []).append(h)
-            if object_id not in self._bounds:
-                self._bounds[object_id] = new
-            elif (old := self._bounds[object_id]) is not None:
-                self._bounds[object_id] = col_bounds.merge(old, new, 0)
-
-    def _adopt_bounds(self, object_id: str, staged: col_bounds.TableBounds | None) -> None:
-        """Staged rows' bounds join the table's (None: rows without bounds, so none)."""
-        self._key_hashes[object_id] = None  # key filters: read from the committed table
-        if staged is None or object_id not in self._bounds:
-            self._bounds[object_id] = staged
-        elif (old := self._bounds[object_id]) is not None:
-            self._bounds[object_id] = col_bounds.merge(old, staged, 0)
 
     def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
         target = self._targets.get(key)
@@ -523,198 +480,10 @@ class NamespaceWriter:
         table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
         if self.mode == "overwrite" and not self.keep_untouched:
             table = _keep_live(table, set(versions))
-        return self._with_bounds(table, versions)
-
-    def _with_bounds(self, table: pa.Table, versions: Mapping[str, int]) -> pa.Table:
-        """``table`` whose written tables' ``metadata`` hold their new column bounds.
-
-        New and overwritten tables get the bounds of the rows written; appended
-        ones the union with their stored bounds when those describe the version
-        appended to, else none (see :mod:`.bounds`).
-        """
         by_oid = {t.object_id: t for t in self._targets.values()}
-        touched = [o for o in versions if o in by_oid]
-        if not touched or "metadata" not in table.column_names:
-            return table
-        # only the touched rows are converted (a __manifest may hold 100,000s of rows)
-        mask, sub = col_bounds.touched_rows(table, touched)
-        _, base = col_bounds.touched_rows(self.snapshot.rows, touched)  # pins appended to
-        pinned = dict(
-            zip(base["object_id"].to_pylist(), base["read_version"].to_pylist(), strict=True)
+        return self._stats.manifest_metadata(
+            table, versions, by_oid, self.snapshot.rows, self.mode == "append"
         )
-        oids = sub.column("object_id").to_pylist()
-        meta = sub.column("metadata").to_pylist()
-        merged: list[tuple[col_bounds.TableBounds | None, col_bounds.TableBounds | None]] = []
-        for i, oid in enumerate(oids):
-            t = by_oid[oid]
-            new = self._bounds.get(oid)
-            e, old = t.entry, None
-            if new is not None and e is not None and self.mode == "append":
-                old = col_bounds.bounds_of_metadata(meta[i])
-                ok = pinned.get(oid) == e.read_version and col_bounds.usable(
-                    old, e.read_version, e.read_branch, e.read_tag, e.location
-                )
-                new = col_bounds.merge(old, new, 0) if ok and old is not None else None
-            merged.append((new, old))
-        # key filter files of the tables (small reads and writes: on a pool, like commits)
-        jobs = [
-            (by_oid[o], versions[o], old)
-            for o, (new, old) in zip(oids, merged, strict=True)
-            if new is not None
-        ]
-        if self._key_fields and len(jobs) > 1:
-            with ThreadPoolExecutor(min(COMMIT_THREADS, len(jobs))) as pool:
-                refs = iter(list(pool.map(lambda j: self._key_filters(*j), jobs)))
-        else:
-            refs = iter([self._key_filters(*j) for j in jobs])
-        for i, oid in enumerate(oids):
-            t, (new, _) = by_oid[oid], merged[i]
-            if new is not None:
-                new = col_bounds.TableBounds(
-                    versions[oid], t.branch, t.location, new.columns, next(refs)
-                )
-            meta[i] = col_bounds.with_bounds(meta[i], new)
-        return col_bounds.set_metadata(table, mask, meta)
-
-    def _key_filters(
-        self, t: WriteTarget, version: int, old: col_bounds.TableBounds | None
-    ) -> dict[int, key_filters.KeyFilterRef]:
-        """Key filters of ``t`` at ``version`` (``old``: the valid bounds appended to)."""
-        if not self._key_fields or t.branch:
-            return {}
-        cached = self._key_refs.get((t.object_id, version))
-        if cached is None:
-            known = self._key_hashes.get(t.object_id)
-            hashes = None if known is None else {f: np.concatenate(h) for f, h in known.items()}
-            fields = [(fid, t.names.get(f.name, f.name), f.type) for fid, f in self._key_fields]
-            cached = key_filters.maintain(
-                t.uri,
-                version,
-                fields,
-                hashes,
-                None if old is None else old.key_filters,  # None: the table holds only these rows
-                storage_options=self.storage_options,
-            )
-            self._key_refs[(t.object_id, version)] = cached
-        return cached
-
-    # -- staging (distributed writers) ---------------------------------------------------
-    def staged(self) -> StagedWrite:
-        """Write every buffer to uncommitted files and describe them; nothing is committed."""
-        if not self.staging:
-            raise ValueError("staged() needs a NamespaceWriter created with staging=True")
-        self._flush(list(self._targets.values()))
-        parts = tuple(
-            StagedPartition(
-                values=t.values,
-                object_id=t.object_id,
-                location=t.location,
-                new=t.entry is None,
-                branch=t.branch,
-                fragments=tuple(json.dumps(f.to_json()) for f in t.fragments),
-                table_version=t.base_version,
-                bounds=col_bounds.staged_text(self._bounds.get(t.object_id)),
-            )
-            for t in sorted(self._targets.values(), key=lambda t: t.object_id)
-            if t.fragments
-        )
-        return StagedWrite(
-            root=self.snapshot.root,
-            write_id=self.write_id or "",
-            mode=self.mode,
-            manifest_version=self.snapshot.version,
-            spec_id=self.spec.id,
-            schema=self.snapshot.properties.get("schema", ""),
-            value_types=tuple(pf.result_type for pf in self.spec.fields),
-            partitions=parts,
-        )
-
-    def commit_stages(self, stages: Sequence[StagedWrite]) -> ManifestSnapshot:
-        """:meth:`adopt` ``stages`` and :meth:`commit`; on any failure :meth:`abort` and raise.
-
-        An append that adopts no partition commits nothing (returns the snapshot).
-        """
-        try:
-            self.adopt(stages)
-            if not self._targets and self.mode == "append":
-                return self.snapshot
-            return self.commit()
-        except BaseException:
-            self.abort()
-            raise
-
-    def adopt(self, stages: Sequence[StagedWrite]) -> None:
-        """Take over staged files as this writer's fragments (the driver side of staging).
-
-        Each staged partition joins the target for its partition values in the
-        latest ``__manifest``; files staged in another directory (a partition
-        created since, or staged by writes with different ids) are moved there,
-        so one partition always ends as one table.
-        """
-        from lance.fragment import FragmentMetadata
-
-        schema_json = self.snapshot.properties.get("schema", "")
-        _check_stages(self.snapshot.root, stages)
-        for st in stages:
-            if st.mode != self.mode:
-                raise ValueError(
-                    f"staged write {st.write_id!r} was staged for {st.mode!r}, "
-                    f"it cannot be committed as {self.mode!r}"
-                )
-            if st.spec_id != self.spec.id or st.schema != schema_json:
-                raise CommitConflictError(
-                    f"staged write {st.write_id!r} was staged at __manifest version "
-                    f"{st.manifest_version} (spec v{st.spec_id}); the namespace schema or "
-                    f"partition spec changed since (now spec v{self.spec.id}): stage again"
-                )
-        moves: list[tuple[StagedPartition, WriteTarget, list[Any]]] = []
-        for st in stages:
-            self.write_id = st.write_id or None
-            for part in st.partitions:
-                key = tuple(_key(v) for v in part.values)
-                t = self._target(key, tuple(part.values))
-                if t.entry is not None:
-                    self._prepare(t)
-                frags = [FragmentMetadata.from_json(f) for f in part.fragments]
-                self._adopt_bounds(t.object_id, col_bounds.from_staged_text(part.bounds))
-                if (part.location, part.branch) != (t.location, t.branch):
-                    moves.append((part, t, frags))
-                t.fragments.extend(frags)
-        root = self.snapshot.root
-        for part, t, frags in moves:
-            _move_files(
-                data_dir_uri(root, part.location, part.branch),
-                data_dir_uri(root, t.location, t.branch),
-                frags,
-                self.storage_options,
-            )
-
-    def abort(self) -> None:
-        """Best-effort removal of staged files of tables this write created.
-
-        Skipped when the ``__manifest`` commit may have happened (an error after
-        it was sent, other than a refused commit): those tables may be live.
-        """
-        from lance_sql.format.storage import resolve
-
-        if self._may_be_committed:
-            return
-        if self.staging:  # new-table directories may be shared with other tasks' files
-            for t in self._targets.values():
-                _remove_files(
-                    data_dir_uri(self.snapshot.root, t.location, t.branch),
-                    t.fragments,
-                    self.storage_options,
-                )
-            return
-        for t in self._targets.values():
-            if t.entry is None:
-                try:
-                    loc = resolve(t.uri, self.storage_options)
-                    if loc.fs.exists(loc.path):
-                        loc.fs.rm(loc.path, recursive=True)
-                except (OSError, LanceSqlError):
-                    pass
 
 
 def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
