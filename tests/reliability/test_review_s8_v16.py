@@ -33,11 +33,13 @@ from typing import Any
 import datafusion
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
+from lance_sql.errors import FormatError, PlanningError
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 UTC = dt.timezone.utc
@@ -504,3 +506,36 @@ def test_format_versions_with_view_types_and_multibyte_strings(tmp_path, version
         for i in _oracle_ids(table, where) or []:
             hits[i] += 1
     assert dict(zip(out.column("id").to_pylist(), out.column("v").to_pylist(), strict=True)) == hits
+
+
+# ------------------------------------------- pyarrow filters of another type
+
+
+def _type_mismatched_filters() -> list[tuple[str, pc.Expression]]:
+    c = pc.field("c")
+    before_1970 = pa.scalar(dt.datetime(1970, 1, 1, tzinfo=UTC), pa.timestamp("s", "UTC"))
+    return [
+        ("dec", c == 12),  # pyarrow: "Precision is not great enough for the result"
+        ("ts", c < before_1970),  # no kernel for (timestamp[us, Paris], timestamp[s, UTC])
+        ("i64", c < 1.5),  # pyarrow: "Integer value 9007199254740993 not in range"
+        ("str", c == pa.scalar("é", pa.string_view())),  # no kernel for (string, string_view)
+    ]
+
+
+@pytest.mark.parametrize("layout", ["identity", "plain"])
+@pytest.mark.parametrize(("kind", "expr"), _type_mismatched_filters(), ids=lambda x: str(x)[:20])
+def test_a_pyarrow_filter_pyarrow_cannot_evaluate_is_not_reported_as_damage(
+    templates, kind, expr, layout
+) -> None:
+    """Found by V16: ``ns.to_table(filter=pc.field("c") == 12)`` on a decimal column raised
+    ``FormatError: partition table '…' cannot be read: Precision is not great enough``,
+    telling the user the table is damaged. pyarrow itself refuses these filters (as does
+    pylance); the error must name the filter (``PlanningError``), not the data."""
+    ns = PartitionedNamespace.open(templates[(kind, layout)])
+    for call in (lambda: ns.to_table(filter=expr), lambda: ns.count_rows(expr)):
+        with pytest.raises(PlanningError) as err:
+            call()
+        assert not isinstance(err.value, FormatError)
+        assert "filter" in str(err.value)
+    with pytest.raises(PlanningError):
+        lance_sql.plan_scan(ns, expr)
