@@ -659,3 +659,65 @@ def test_directory_namespace_create_namespace_is_detected_and_repaired(tmp_path)
     assert sorted(repaired.to_table().column("id").to_pylist()) == [1, 2]
     plan = lance_sql.plan_scan(repaired, "country = 'US'")
     assert len(plan.partitions) == 1 < plan.total_partitions
+
+
+# ------------------------------------- truncate of negatives; string bound edges
+
+
+@pytest.mark.parametrize(
+    ("typ", "values", "literals"),
+    [
+        (pa.decimal128(10, 2), ["-7.50", "-5.00", "-4.99", "-10.00", "-0.01", "4.99", "5.00"],
+         ["-10", "-7.5", "-5", "-4.99", "-5.01", "0"]),
+        (pa.int64(), ["-7", "-5", "-4", "-10", "-1", "4", "5", "-11"],
+         ["-10", "-7", "-5", "-4", "-5.5", "0"]),
+    ],
+)  # fmt: skip
+def test_truncate_of_negative_numbers_prunes_and_proves_as_datafusion(
+    tmp_path, typ, values, literals
+) -> None:
+    """``truncate[W](x) = x - x % W`` rounds negatives toward zero (-7.50 -> -5.00), so the
+    partition -5 holds (-10, -5]: it proves ``c > -10`` but not ``c >= -5``."""
+    raw = [D(v) if pa.types.is_decimal(typ) else int(v) for v in values] + [None]
+    table = pa.table({"id": pa.array(range(len(raw)), pa.int64()), "c": pa.array(raw, typ)})
+    root = str(tmp_path / "ns")
+    spec = [{"field_id": "p", "source": "c", "transform": {"type": "truncate", "width": 5}}]
+    PartitionedNamespace.create(root, table.schema, spec).append(table)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", root)
+    for lit in literals:
+        for op in ("=", "<", "<=", ">", ">="):
+            for where in (f"c {op} {lit}", f"NOT (c {op} {lit})"):
+                want = _oracle_ids(table, where)
+                assert _ids(ctx, f"SELECT id FROM t WHERE {where}") == want, where
+                n = ctx.sql(f"SELECT count(*) FROM t WHERE {where}").to_arrow_table()
+                assert n.column(0)[0].as_py() == len(want or []), where
+                assert not set(want or []) - _kept_ids(root, where), where
+
+
+@pytest.mark.slow
+def test_string_bounds_at_the_32_character_cut(tmp_path) -> None:
+    """Bounds keep a 32-character prefix and increment its last character (surrogates
+    skipped; U+10FFFF cannot be incremented): every comparison and prefix LIKE on one
+    table of one string, the others elsewhere, as DataFusion answers."""
+    a = "a" * 31
+    strings = [a + "\ud7ff" + "zzz", a + "\uffff" + "q", a + "\U0001f600" + "x", "b" * 33,
+               a + "\U0010ffff" * 2, "z" * 30 + "\U0010ffff" * 3, "é" * 40, "日" * 33]  # fmt: skip
+    for i, s in enumerate(strings):
+        table = pa.table(
+            {
+                "id": pa.array(range(len(strings)), pa.int64()),
+                "g": pa.array([0 if j == i else 1 for j in range(len(strings))], pa.int64()),
+                "c": pa.array(strings),
+            }
+        )
+        root = str(tmp_path / f"ns{i}")
+        spec = [{"field_id": "p", "source": "g", "transform": {"type": "identity"}}]
+        PartitionedNamespace.create(root, table.schema, spec).append(table)
+        ctx = lance_sql.SessionContext()
+        ctx.register_namespace("t", root)
+        literals = [s, s[:32], s[:31], s[:32] + "\U0010ffff", s + "a", s[:-1]]
+        for lit in literals + [x[:32] for x in strings]:
+            for form in ("= '{}'", "< '{}'", "<= '{}'", "> '{}'", ">= '{}'", "LIKE '{}%'"):
+                where = "c " + form.format(lit)
+                assert _ids(ctx, f"SELECT id FROM t WHERE {where}") == _oracle_ids(table, where)
