@@ -79,7 +79,10 @@ class ScanFilter:
 
             return cls(predicate, sql=to_sql(filter))
         if isinstance(filter, pc.Expression):
-            buf = filter.to_substrait(schema)
+            try:
+                buf = filter.to_substrait(schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise PlanningError(f"filter {filter} cannot be serialized: {exc}") from exc
             return cls(predicate, substrait=base64.b64encode(bytes(buf)).decode())
         return cls(predicate)
 

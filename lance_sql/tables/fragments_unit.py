@@ -32,6 +32,7 @@ from lance_sql.tables.scan import (
     balanced_groups,
     conform,
     empty_batches,
+    filter_table,
     lance_scanner,
     matches_nothing,
     normalize_filter,
@@ -228,7 +229,7 @@ class LanceFragmentsUnit(ScanUnit):
         with scanner.to_reader() as reader:
             for batch in reader:
                 self.metrics.add(batch.num_rows)
-                kept = pa.Table.from_batches([batch]).filter(filter)
+                kept = filter_table(pa.Table.from_batches([batch]), filter)
                 if not kept.num_rows:
                     continue
                 if not columns:

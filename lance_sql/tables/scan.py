@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.errors import PlanningError
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 
 if TYPE_CHECKING:
@@ -37,6 +38,25 @@ if TYPE_CHECKING:
 
 #: Errors pylance raises when it cannot translate a pyarrow filter expression.
 FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
+
+
+def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
+    """``table.filter(filter)`` for the pyarrow fallbacks of scans.
+
+    pyarrow refuses some filters a caller may give (a decimal column compared with an
+    integer literal, a timestamp with a literal of another unit or zone, a string with a
+    ``string_view`` literal); that is the filter's fault, not the table's, so it is a
+    :class:`PlanningError` naming the filter (inside ``pylance_errors`` it would become
+    a ``FormatError`` calling the table unreadable).
+    """
+    try:
+        return table.filter(filter)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        types = ", ".join(f"{f.name}: {f.type}" for f in table.schema)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PlanningError(
+            f"filter {filter} cannot be evaluated on columns ({types}): {first}"
+        ) from exc
 
 
 @dataclass

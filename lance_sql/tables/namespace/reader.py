@@ -46,6 +46,7 @@ from lance_sql.tables.scan import (
     balanced_groups,
     conform,
     empty_batches,
+    filter_table,
     projected_schema,
     with_sql_semantics,
 )
@@ -417,7 +418,7 @@ class PartitionTableUnit(ScanUnit):
         exact = with_sql_semantics(filter, self._ns_schema)
         for batch in self._inner.to_batches(present, None, batch_size):
             full = self._assemble(batch, self._ns_schema, src_of)
-            kept = pa.Table.from_batches([full]).filter(exact)
+            kept = filter_table(pa.Table.from_batches([full]), exact)
             if not kept.num_rows:
                 continue
             if not out_schema.names:
