@@ -17,7 +17,7 @@ an oracle over the same Arrow rows:
   zone, DuckDB as UTC/session time).
 
 ``plan_scan`` must keep every partition holding a matching row.
-The default run draws 520 predicates; ``-m slow`` draws 5,000.
+The default run draws 520 predicates (4 tests x 130); ``-m slow`` draws 2,500 (2 x 1,250).
 """
 
 from __future__ import annotations
