@@ -453,3 +453,138 @@ def test_typed_errors_from_sql_and_every_dataframe_method(tmp_path: Path, method
     for df in frames:
         with pytest.raises(UnsafeLocationError, match="escape"):
             _run(df, method)
+
+
+# ---------------------------------------------------------------------------------------
+# Part 2: where session 7's code (SPJ decision, plan cache, residual elimination, key
+# filters) meets issue #15's guarantees
+# ---------------------------------------------------------------------------------------
+
+JOIN_TYPES = [
+    "JOIN",
+    "LEFT JOIN",
+    "RIGHT JOIN",
+    "FULL JOIN",
+    "LEFT SEMI JOIN",
+    "LEFT ANTI JOIN",
+    "RIGHT SEMI JOIN",
+    "RIGHT ANTI JOIN",
+]
+SUBQUERY_JOINS = [
+    "SELECT o.order_id FROM orders o WHERE EXISTS "
+    "(SELECT 1 FROM customers c WHERE c.id = o.customer_id)",
+    "SELECT o.order_id FROM orders o WHERE NOT EXISTS "
+    "(SELECT 1 FROM customers c WHERE c.id = o.customer_id)",
+    "SELECT o.order_id FROM orders o WHERE o.customer_id IN (SELECT id FROM customers)",
+    "SELECT o.order_id FROM orders o WHERE o.customer_id NOT IN (SELECT id FROM customers)",
+    "SELECT o.order_id, c.segment FROM orders o, customers c WHERE o.customer_id = c.id",
+]
+
+
+def _join_sql(join: str) -> str:
+    sel = "c.id" if join.startswith("RIGHT S") or join.startswith("RIGHT A") else "o.order_id"
+    return f"SELECT {sel} FROM orders o {join} customers c ON o.customer_id = c.id"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_explain_of_every_join_type_states_the_decision(roots, plain, mode: str) -> None:
+    ctx = _lance(roots, mode)
+    for sql in [_join_sql(j) for j in JOIN_TYPES] + SUBQUERY_JOINS:
+        text = _explain(ctx, sql)
+        used = text.count("StoragePartitionedJoin:")
+        reasons = re.findall(r"storage-partitioned join: not used \((.*)", text)
+        assert used + len(reasons) == 1, (mode, sql, text)
+        if mode == "off":
+            assert reasons[0].startswith("turned off")
+        elif "NOT IN" in sql:
+            assert "NOT IN subquery" in reasons[0]
+        elif mode in ("on", "zero"):
+            assert used == 1, (mode, sql, text)
+        else:
+            assert "the smaller input is small" in reasons[0], (sql, text)
+        assert _rows(ctx.sql(sql)) == _rows(plain.sql(sql)), (mode, sql)
+
+
+KS = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+
+
+def _kv(ks: list[int | None], vs: list[int | None]) -> pa.Table:
+    return pa.table({"k": pa.array(ks, pa.int64()), "v": pa.array(vs, pa.int64())})
+
+
+def _empty_or(table: pa.Table) -> list[pa.RecordBatch]:
+    return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+
+
+FLIP_SQL = [
+    "SELECT l.k, l.v, r.v AS rv FROM l JOIN r ON l.k = r.k",
+    "SELECT r.k AS rk, count(*) AS n, sum(l.v) AS s FROM l RIGHT JOIN r ON l.k = r.k GROUP BY r.k",
+    "SELECT * FROM l a JOIN l b ON a.k = b.k",
+    "SELECT l.k FROM l WHERE l.k NOT IN (SELECT k FROM r)",
+    "SELECT l.k FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k AND r.v > 2)",
+    "SELECT count(*) AS n FROM l FULL JOIN r ON l.k = r.k AND r.v > 1",
+]
+API_HOWS = ["inner", "left", "full", "anti"]
+
+
+def _api_frames(c: Any) -> list[Any]:
+    frames = [c.table("l").join(c.table("r"), on="k", how=h) for h in API_HOWS]
+    agg = (
+        c.table("l").join(c.table("r"), on="k").aggregate([col("k")], [f.count(lit(1)).alias("n")])
+    )
+    return [*frames, agg]
+
+
+@pytest.mark.parametrize("mode", ["on", "flip", "off"])
+def test_one_dataframe_across_appends_deletes_overwrites_and_new_specs(
+    tmp_path: Path, mode: str
+) -> None:
+    """DataFrames built once over empty namespaces; between runs the data changes, the
+    SPJ decision flips (``flip``: 15 / 30 rows) and a new spec changes the bucket count."""
+    spec = [{"source": "k", "transform": "bucket", "num_buckets": 4}]
+    nss = {n: PartitionedNamespace.create(str(tmp_path / n), KS, spec) for n in ("l", "r")}
+    ctx = _lance({n: str(tmp_path / n) for n in nss}, "off" if mode == "off" else "on")
+    if mode == "flip":
+        ctx.spj_small_side_rows, ctx.spj_large_side_rows = 15, 30
+    sql_frames = [ctx.sql(q) for q in FLIP_SQL]
+    api_frames = _api_frames(ctx)
+    data = {"l": _kv([], []), "r": _kv([], [])}
+    steps: list[tuple[str, str, Any]] = [
+        ("l", "append", _kv([1, 2, 3, None], [1, 2, 3, 4])),
+        ("r", "append", _kv([1, 1, 5, None], [1, 2, 3, 4])),
+        ("l", "append", _kv(list(range(40)), list(range(40)))),
+        ("r", "delete", 1),
+        ("r", "overwrite", _kv([2, 3, 3], [7, 8, 9])),
+        ("l", "spec", _kv([2, 2, 9], [0, 0, 0])),
+        ("r", "append", _kv(list(range(50)), list(range(50)))),
+        ("l", "delete", None),
+    ]
+    decisions = set()
+    for who, kind, arg in [("", "", None), *steps]:
+        if kind == "append" or kind == "spec":
+            if kind == "spec":
+                nss[who].add_spec([{"source": "k", "transform": "bucket", "num_buckets": 8}])
+            nss[who].append(arg)
+            data[who] = pa.concat_tables([data[who], arg])
+        elif kind == "delete":
+            where = "k IS NULL" if arg is None else f"k = {arg}"
+            nss[who].delete(where)
+            keep = (
+                pc.is_valid(data[who]["k"])
+                if arg is None
+                else pc.fill_null(pc.not_equal(data[who]["k"], arg), True)
+            )
+            data[who] = data[who].filter(keep)
+        elif kind == "overwrite":
+            nss[who].overwrite(arg)
+            data[who] = arg
+        want = datafusion.SessionContext()
+        for name, table in data.items():
+            want.register_record_batches(name, [_empty_or(table)])
+        for sql, df in zip(FLIP_SQL, sql_frames, strict=True):
+            assert _rows(df) == _rows(want.sql(sql)), (kind, sql)
+        for df, expected in zip(api_frames, _api_frames(want), strict=True):
+            assert _rows(df) == _rows(expected), kind
+        decisions.add(_used(sql_frames[0]))
+    if mode == "flip":
+        assert decisions == {0, 1}  # the decision did change between runs of one DataFrame
