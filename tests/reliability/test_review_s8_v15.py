@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import decimal
 import io
 import random
 import re
@@ -811,3 +812,95 @@ def test_date_trunc_terms_match_memory_tables(tmp_path: Path, tz: str | None, se
         )
         sql = f"SELECT i FROM t WHERE {where}"
         assert _rows(ctx.sql(sql)) == _rows(plain.sql(sql)), (fields, tz, sql)
+
+
+# -- aggregates moved into SPJ groups (partial / eager aggregation) ------------------------
+
+AGG_CALLS = [
+    "count(*)",
+    "count(l.i8)",
+    "count(DISTINCT r.g)",
+    "sum(l.i8)",
+    "sum(l.big)",
+    "avg(l.i8)",
+    "avg(l.big)",
+    "min(r.g)",
+    "max(l.ts)",
+    "sum(l.d)",
+    "avg(l.d)",
+    "bool_and(l.b)",
+    "bool_or(r.b)",
+    "min(l.f)",
+    "count(DISTINCT l.i8)",
+    "sum(l.i8) FILTER (WHERE r.b)",
+    "count(*) FILTER (WHERE l.g = 'x')",
+    "sum(DISTINCT l.i8)",
+    "bit_xor(r.i8)",
+    "sum(l.i8 * r.i8)",
+]
+
+
+def _agg_rows(rng: random.Random, n: int) -> pa.Table:
+    def maybe(x: Any, p: float = 0.15) -> Any:
+        return None if rng.random() < p else x
+
+    big = [2**62, 2**62 + 1, -(2**62), 9_000_000_000_000_000_000]
+    return pa.table(
+        {
+            "k": pa.array([maybe(rng.randrange(5), 0.05) for _ in range(n)], pa.int64()),
+            "g": pa.array([maybe(rng.choice("xyz")) for _ in range(n)], pa.string()),
+            "i8": pa.array([maybe(rng.randrange(-128, 128)) for _ in range(n)], pa.int8()),
+            "big": pa.array([maybe(rng.choice(big)) for _ in range(n)], pa.int64()),
+            "d": pa.array(
+                [maybe(decimal.Decimal(rng.randrange(-(10**6), 10**6)) / 100) for _ in range(n)],
+                pa.decimal128(20, 2),
+            ),
+            "f": pa.array([maybe(rng.choice([0.1, -0.0, 1e300, 2.5])) for _ in range(n)]),
+            "b": pa.array([maybe(rng.random() < 0.5) for _ in range(n)], pa.bool_()),
+            "ts": pa.array(
+                [
+                    maybe(dt.datetime(2025, 1, 1) + dt.timedelta(hours=rng.randrange(999)))
+                    for _ in range(n)
+                ],
+                pa.timestamp("us", "UTC"),
+            ),
+        }
+    )
+
+
+def _rounded(rows: Counter) -> list[tuple]:
+    return sorted(
+        (tuple(round(x, 6) if isinstance(x, float) else x for x in r) for r in rows.elements()),
+        key=repr,
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_aggregates_in_spj_groups_match_plain(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(7100 + seed)
+    data = {n: _agg_rows(rng, rng.randrange(5, 40)) for n in ("l", "r")}
+    roots = {
+        n: _write(
+            tmp_path / n,
+            t,
+            [{"source": "k", "transform": "bucket", "num_buckets": 2 + 2 * (n == "l")}],
+        )
+        for n, t in data.items()
+    }
+    forced, off, plain = _lance(roots, "zero"), _lance(roots, "off"), _plain(data)
+    for _ in range(8):
+        calls = rng.sample(AGG_CALLS, rng.randrange(1, 4))
+        group = rng.choice(["", "r.g", "l.k", "r.g, l.i8 % 3", "date_trunc('day', l.ts)"])
+        items = ([group] if group else []) + [f"{a} AS a{i}" for i, a in enumerate(calls)]
+        join = rng.choice(["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
+        sql = f"SELECT {', '.join(items)} FROM l {join} r ON l.k = r.k"
+        if rng.random() < 0.4:
+            sql += f" WHERE r.i8 > {rng.randrange(-50, 50)} OR l.g IS NULL"
+        if group:
+            sql += f" GROUP BY {group}"
+        want = plain.sql(sql)
+        for ctx in (forced, off):
+            df = ctx.sql(sql)
+            _same_schema(df.schema(), want.schema())
+            assert _rounded(_rows(df)) == _rounded(_rows(want)), sql
+        assert _used(forced.sql(sql)) == 1, sql
