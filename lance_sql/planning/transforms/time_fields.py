@@ -77,11 +77,16 @@ class TimeTransform(FieldTransform):
             return or_(*(self._trunc_equality(Compare(term, "=", v), term) for v in leaf.values))
         if not isinstance(leaf, Compare) or leaf.op != "=" or leaf.literal.value is None:
             return TRUE
-        info = trunc_literal_info(leaf.literal, term.unit)
+        try:
+            info = trunc_literal_info(leaf.literal, term.unit)
+        except (TypeError, ValueError, OverflowError):  # a literal of another kind: no pruning
+            return TRUE
         if info is None:
             return TRUE
         full, aligned = info
-        if not aligned:
+        src = getattr(self.source, "type", None)
+        naive = src is not None and not (pa.types.is_timestamp(src) and src.tz is not None)
+        if not aligned and naive:  # (zoned: as TimeChain, never FALSE from local starts)
             return FALSE
         return Compare(self.partition_column, "=", self._value_literal(full[depth]))
 
