@@ -904,3 +904,45 @@ def test_aggregates_in_spj_groups_match_plain(tmp_path: Path, seed: int) -> None
             _same_schema(df.schema(), want.schema())
             assert _rounded(_rows(df)) == _rounded(_rows(want)), sql
         assert _used(forced.sql(sql)) == 1, sql
+
+
+# -- apache/datafusion#21246 (README known limits) beyond self-joins -----------------------
+
+L21246 = pa.table(
+    {"k": pa.array([4], pa.int64()), "p": pa.array([1], pa.int32()), "v": pa.array([3], pa.int64())}
+)
+R21246 = pa.table(
+    {
+        "k": pa.array([4, 7], pa.int64()),
+        "p": pa.array([2, 0], pa.int32()),
+        "v": pa.array([1, 0], pa.int64()),
+    }
+)
+SQL21246 = (
+    "SELECT b.p, a.v FROM l a RIGHT JOIN r b ON a.k = b.k "
+    "WHERE (b.p = 0 OR b.v = 1 AND a.p = 1) AND b.v + b.k > 0"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DataFusion 55 (apache/datafusion#21246, fixed upstream by #25259): the FilterExec kept "
+    "over b (b.v + b.k > 0 is not pushed into the scan) also gets a.p = 1, resolved by name on "
+    "b.p; two different namespaces, SPJ off or not applicable; DuckDB gives 2 rows",
+)
+@pytest.mark.parametrize("source", ["namespace, spj off", "namespace, identity spec", "lance"])
+def test_datafusion_21246_two_tables_sharing_column_names(tmp_path: Path, source: str) -> None:
+    data = {"l": L21246, "r": R21246}
+    ctx = lance_sql.SessionContext(spj=source != "namespace, spj off")
+    for name, table in data.items():
+        if source == "lance":
+            uri = str(tmp_path / f"{name}.lance")
+            lance.write_dataset(table, uri)
+            ctx.register_lance(name, uri)
+        else:
+            field = "k" if source == "namespace, spj off" else "p"
+            spec = [{"source": field, "transform": "identity"}]
+            ctx.register_namespace(name, _write(tmp_path / name, table, spec))
+    want = Counter(_duck(data).sql(SQL21246).fetchall())
+    assert want == Counter({(0, None): 1, (2, 3): 1})
+    assert _rows(ctx.sql(SQL21246)) == want
