@@ -57,7 +57,38 @@ class TimeTransform(FieldTransform):
     def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
         if term.kind == self.kind and same_column(term.column, self.source):
             return leaf_on_value(leaf, self.partition_column)
+        if not strict and term.kind == "date_trunc" and same_column(term.column, self.source):
+            return self._trunc_equality(leaf, term)
         return FALSE if strict else TRUE
+
+    def _trunc_equality(self, leaf: Leaf, term: TransformTerm) -> Predicate:
+        """``date_trunc(unit, c) = T`` pins this field to T's value when it is within ``unit``.
+
+        Inclusive only, field by field, so a spec whose time fields are no chain
+        (``year`` and ``day`` without ``month``, or ``day`` alone) still prunes on
+        equality; ranges stay with :class:`TimeChain`.
+        """
+        if term.unit not in TIME_CHAIN or self.kind not in TIME_CHAIN:
+            return TRUE
+        depth = TIME_CHAIN.index(self.kind)
+        if depth > TIME_CHAIN.index(term.unit):
+            return TRUE
+        if isinstance(leaf, InList) and not leaf.negated:
+            return or_(*(self._trunc_equality(Compare(term, "=", v), term) for v in leaf.values))
+        if not isinstance(leaf, Compare) or leaf.op != "=" or leaf.literal.value is None:
+            return TRUE
+        try:
+            info = trunc_literal_info(leaf.literal, term.unit)
+        except (TypeError, ValueError, OverflowError):  # a literal of another kind: no pruning
+            return TRUE
+        if info is None:
+            return TRUE
+        full, aligned = info
+        src = getattr(self.source, "type", None)
+        naive = src is not None and not (pa.types.is_timestamp(src) and src.tz is not None)
+        if not aligned and naive:  # (zoned: as TimeChain, never FALSE from local starts)
+            return FALSE
+        return Compare(self.partition_column, "=", self._value_literal(full[depth]))
 
 
 class TimeChain:
