@@ -11,6 +11,8 @@ Variants, alternated for ``--rounds`` rounds in this one process (ratios of medi
 - ``rewritten``: ``lance_sql.SessionContext()`` defaults: the null-aware anti
   join becomes a plain anti join (storage-partitioned when the per-join
   decision keeps it) plus two one-row NULL checks;
+- ``rewritten_spj``: the same with the per-join decision off
+  (``ctx.spj_small_side_rows = 0``): the anti join always storage-partitioned;
 - ``as_built``: ``SET lance.spj = false`` on a query with no other pass to apply,
   so the plan runs as DataFusion built it (its null-aware hash anti join: the
   only behaviour before session 8);
@@ -44,8 +46,10 @@ def contexts(root: Path) -> dict[str, Any]:
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     out: dict[str, Any] = {}
-    for name, spj in (("rewritten", True), ("as_built", False)):
+    for name, spj in (("rewritten", True), ("rewritten_spj", True), ("as_built", False)):
         ctx = lance_sql.SessionContext(spj=spj)
+        if name == "rewritten_spj":
+            ctx.spj_small_side_rows = 0
         ctx.register_namespace("orders", str(root / "orders"))
         ctx.register_namespace("customers", str(root / "customers"))
         out[name] = ctx
@@ -54,6 +58,11 @@ def contexts(root: Path) -> dict[str, Any]:
         memory.from_arrow(PartitionedNamespace.open(str(root / name)).to_table(), name=name)
     out["memory"] = memory
     return out
+
+
+def _storage_partitioned(ctx: Any) -> bool:
+    plan = ctx.sql("EXPLAIN " + QUERY).to_arrow_table().column("plan").to_pylist()
+    return any("StoragePartitionedJoin:" in (p or "") for p in plan)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -70,8 +79,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         first = answers["memory"]
         for n, a in answers.items():
             assert a[0]["count(*)"] == first[0]["count(*)"], (n, a, first)
-        plan = ctxs["rewritten"].sql("EXPLAIN " + QUERY).to_arrow_table()
-        spj = any("StoragePartitionedJoin:" in (p or "") for p in plan.column("plan").to_pylist())
+        spj = {n: _storage_partitioned(ctxs[n]) for n in ("rewritten", "rewritten_spj")}
         times: dict[str, list[float]] = {n: [] for n in ctxs}
         for _ in range(args.rounds):
             for n, ctx in ctxs.items():
@@ -81,9 +89,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     med = {n: statistics.median(t) for n, t in times.items()}
     out = {
         "rewritten_s": med["rewritten"],
+        "rewritten_spj_s": med["rewritten_spj"],
         "as_built_s": med["as_built"],
         "memory_s": med["memory"],
         "rewritten_over_as_built": med["rewritten"] / med["as_built"],
+        "rewritten_spj_over_as_built": med["rewritten_spj"] / med["as_built"],
         "rewritten_over_memory": med["rewritten"] / med["memory"],
     }
     print(
