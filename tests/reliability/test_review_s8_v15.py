@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pytest
 from datafusion import col, lit
 from datafusion import functions as f
+from issue15_tables import CUSTOMERS, DAY0, EVENTS, issue15_tables
 
 import lance_sql
 from lance_sql.engines.datafusion.provider import capture_scans
@@ -110,47 +111,7 @@ ORDERS = pa.table(
         "s": pa.array([["a", "b", "c"][i % 3] for i in range(120)], pa.string()),
     }
 )
-CUSTOMERS = pa.table(
-    {
-        "id": pa.array([None, *range(40)], pa.int64()),
-        "segment": pa.array([f"s{i % 3}" for i in range(41)], pa.string()),
-    }
-)
-DAY0 = dt.datetime(2025, 1, 25)
-EVENTS = pa.table(
-    {
-        "ts": pa.array(
-            [DAY0 + dt.timedelta(days=i // 3, hours=(i * 5) % 24) for i in range(60)],
-            pa.timestamp("us"),
-        ),
-        "k": pa.array([i % 7 for i in range(60)], pa.int64()),
-    }
-)
-SMALL = {
-    "a_ns": pa.table(
-        {
-            "id": pa.array([1, 2], pa.int64()),
-            "k": pa.array([10, 20], pa.int64()),
-            "x": pa.array([1, 2], pa.int64()),
-            "c": pa.array([True, False], pa.bool_()),
-        }
-    ),
-    "b_ns": pa.table(
-        {
-            "id": pa.array([1, 2], pa.int64()),
-            "k": pa.array([10, 20], pa.int64()),
-            "x": pa.array([1, 2], pa.int64()),
-            "b": pa.array([True, None], pa.bool_()),
-        }
-    ),
-    "big_l": pa.table(
-        {
-            "k": pa.array([i % 4 for i in range(64)], pa.int64()),
-            "v": pa.array([4_611_686_018_427_387_000 + i for i in range(64)], pa.int64()),
-        }
-    ),
-    "big_r": pa.table({"k": pa.array(range(4), pa.int64())}),
-}
+SMALL = issue15_tables()
 TABLES = {"orders": ORDERS, "customers": CUSTOMERS, "events": EVENTS, **SMALL}
 
 
