@@ -126,13 +126,13 @@ def _spec(ns: PartitionedNamespace, model: Model, data: st.DataObject) -> None:
 def _pick(data: st.DataObject, items: list[Any]) -> Any:
     """One of ``items``, drawn with constraints that do not depend on the namespace.
 
-    Which table holds a row is not a function of the draws alone: two tables can
-    hold one partition value (repair recomputes a table's values after another
-    writer dropped its source column), and an append to that value goes to one
-    of them by their random object ids. A draw bounded by such a list
-    (``sampled_from(ids)``) then changes its constraints between hypothesis's
-    replays of one example ("Inconsistent data generation", CI red at 86a8369);
-    an index drawn from a fixed range, taken modulo the length, never does.
+    Where rows land is not always a function of the draws alone (two tables can
+    hold one partition value after repair recomputes a table's values; object
+    ids are random names): CI at 86a8369 saw hypothesis replay one example and
+    pick a table of 2 rows where the first run's had 5, so ``sampled_from(ids)``
+    changed its constraints between the runs ("Inconsistent data generation").
+    An index drawn from a fixed range, taken modulo the length, never does; the
+    model check does not depend on which table is picked.
     """
     return items[data.draw(st.integers(0, 1 << 16)) % len(items)]
 
