@@ -52,11 +52,12 @@ def expand_not_in(ctx: Any, plan: plan_pb2.Plan, logical: Any) -> str | None:
 
     The Substrait producer writes the logical plan's joins in the same preorder,
     so the n-th ``LeftAnti`` join of ``logical`` is the n-th left anti ``JoinRel``.
-    On a reason, ``plan`` may be partly changed and must not be used.
+    On a reason, ``plan`` may be partly changed and must not be used. The caller
+    calls it only for plans whose text shows a ``null_aware`` join.
     """
-    if " null_aware" not in logical.display_indent():
-        return None
     flags = null_aware_flags(logical)
+    if not any(flags):
+        return None
     antis = [r for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "join" and r.join.type == _ANTI]
     if len(antis) != len(flags) or sp.has_subquery(plan):
         return "the query has a NOT IN subquery whose anti join could not be located"

@@ -100,7 +100,7 @@ def rewrite(
             out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
         return out
     try:
-        wants = (want_spj, want_prune, want_stats)
+        wants = (want_spj, want_prune, want_stats, " null_aware" in text)
         return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({_first_line(exc)})")
@@ -113,19 +113,19 @@ def _rewrite_plan(
     logical: Any,
     out: Rewrite,
     namespaces: dict[str, Any],
-    wants: tuple[bool, bool, bool],
+    wants: tuple[bool, bool, bool, bool],
     aggregates: bool,
     skip: dict[frozenset[str], str],
 ) -> Rewrite:
     """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
-    want_spj, want_prune, want_stats = wants
+    want_spj, want_prune, want_stats, null_aware = wants
     with query_scope(ctx):
         changed = False
         if want_prune:
             out.pruned = attach_prune_filters(ctx, plan, logical, namespaces)
             changed = bool(out.pruned)
         # after pruning, which pairs the plan's reads with the logical plan's scans
-        why = expand_not_in(ctx, plan, logical)
+        why = expand_not_in(ctx, plan, logical) if null_aware else None
         if why is not None:
             return _unchanged(out, why, spj=want_spj)
         if want_spj:
