@@ -37,10 +37,11 @@ from lance_sql.engines.datafusion.typed_calls import TYPED_FUNCTIONS, TypedFunct
 from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
 
-_EXPLAIN = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*explain\b", re.IGNORECASE | re.DOTALL)
+_LEADING_COMMENTS = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
+_EXPLAIN = re.compile(_LEADING_COMMENTS + r"explain\b", re.IGNORECASE | re.DOTALL)
 #: the options of an EXPLAIN statement (``EXPLAIN ANALYZE VERBOSE FORMAT indent``), verbatim
 _EXPLAIN_OPTIONS = re.compile(
-    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(explain(?:\s+(?:analyze|verbose|format\s+\w+))*)\s",
+    _LEADING_COMMENTS + r"(explain(?:\s+(?:analyze|verbose|format\s+\w+))*)\s",
     re.IGNORECASE | re.DOTALL,
 )
 _EXPLAIN_VIEWS = itertools.count(1)
