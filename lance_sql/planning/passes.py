@@ -24,6 +24,7 @@ from lance_sql.planning.literals import coerce_compare, coerce_in
 from lance_sql.planning.predicates import (
     FALSE,
     NEGATED_OP,
+    NULL_BOOL,
     And,
     Column,
     Compare,
@@ -46,7 +47,13 @@ FIELD_ID_KEY = b"lance:field_id"
 
 
 def push_not(pred: Predicate, negate: bool = False) -> Predicate:
-    """Push NOT to the leaves; the result contains no :class:`Not` node."""
+    """Push NOT to the leaves; the result contains no :class:`Not` node.
+
+    Apply it to a whole filter only: :data:`NULL_BOOL` leaves become FALSE, which keeps
+    the rows a filter keeps (TRUE) but not its negation.
+    """
+    if pred == NULL_BOOL:
+        return FALSE
     if isinstance(pred, Not):
         return push_not(pred.child, not negate)
     if isinstance(pred, And):

@@ -218,6 +218,12 @@ Leaf = Compare | InList | IsNull | StartsWith | Unsupported
 TRUE = Const(True)
 FALSE = Const(False)
 
+#: a NULL in a boolean position (``x = 1 OR NULL``): never TRUE, and neither is its
+#: negation. Decoders produce it; :func:`.passes.push_not` folds it to FALSE, which is
+#: exact once NOT is at the leaves (AND/OR are monotone: with a NULL leaf a row is TRUE
+#: only when it is TRUE for FALSE there too). Before that it stays Unsupported.
+NULL_BOOL = Unsupported("NULL")
+
 
 def is_leaf(pred: Predicate) -> bool:
     return isinstance(pred, (Compare, InList, IsNull, StartsWith, Unsupported))

@@ -23,6 +23,7 @@ from lance_sql.planning.passes import prepare
 from lance_sql.planning.predicates import (
     FALSE,
     FLIPPED_OP,
+    NULL_BOOL,
     TRUE,
     Column,
     Compare,
@@ -79,7 +80,7 @@ def _pred(node: exp.Expression) -> Predicate:
     if isinstance(node, exp.Boolean):
         return TRUE if node.this else FALSE
     if isinstance(node, exp.Null):
-        return Unsupported("NULL")  # never TRUE, and NOT NULL is NULL too
+        return NULL_BOOL
     try:
         return _leaf(node)
     except _NotATerm:

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from lance_sql.planning.passes import prepare
 from lance_sql.planning.predicates import (
     FALSE,
+    NULL_BOOL,
     TRUE,
     Column,
     Compare,
@@ -93,6 +94,8 @@ class _Decoder:
                 return Compare(self._column(node), "=", Literal(True, pa.bool_()))
             if kind == "literal":
                 lit = self._literal(node.literal)
+                if lit.is_null:
+                    return NULL_BOOL
                 if lit.type == pa.bool_():
                     return TRUE if lit.value else FALSE
         except _Opaque:

@@ -157,10 +157,14 @@ def atom(draw: st.DrawFn, cols: list[ColRef]) -> tuple[Any, ...]:
         shapes += ["mod"]
     if kind == "bool":
         shapes += ["bool", "bool"]
+    if draw(st.integers(0, 7)) == 0:
+        shapes = ["null"]  # a bare NULL: ``x = 1 OR NULL``, ``NOT (x = 1 AND NULL)``
     same = [o for o in cols if o[2] == kind and o != c and kind in ORDERED_KINDS]
     if same:
         shapes.append("cmpcol")
     shape = draw(st.sampled_from(shapes))
+    if shape == "null":
+        return ("null", c)
     if shape == "cmp":
         op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
         if kind == "bool":
@@ -237,6 +241,8 @@ def to_sql(p: tuple[Any, ...]) -> str:
         return f"({to_sql(p[1])} OR {to_sql(p[2])})"
     if tag == "not":
         return f"(NOT {to_sql(p[1])})"
+    if tag == "null":
+        return "NULL"
     c = p[1] if tag != "cmp" and tag != "cmpcol" else p[2]
     name, kind = sql_col(c), c[2]
     if tag == "cmp":
@@ -283,6 +289,8 @@ def to_expr(p: tuple[Any, ...]) -> Expr:
         return to_expr(p[1]) | to_expr(p[2])
     if tag == "not":
         return ~to_expr(p[1])
+    if tag == "null":
+        return lit(None).cast(pa.bool_())
     c = p[1] if tag != "cmp" and tag != "cmpcol" else p[2]
     e, kind = df_col(c), c[2]
     if tag in ("cmp", "cmpcol"):

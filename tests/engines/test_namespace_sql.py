@@ -144,6 +144,10 @@ def test_filters_are_pushed_into_each_partition_table(namespace: PartitionedName
         "id = 301",
         "id IN (3, 301, 499) OR country = 'DE'",
         "event_date IS NULL",
+        "country IN ('FR', NULL)",
+        "id = 301 OR NULL",
+        "NOT (country <> 'FR' AND NULL)",
+        "NOT (country = 'FR' OR NULL)",
     ],
 )
 def test_default_planner_pruning_is_sound_and_prunes(
@@ -156,11 +160,13 @@ def test_default_planner_pruning_is_sound_and_prunes(
     with capture_scans() as records:
         pruned = _sql(ctx, query.format("pruned"))
     assert pruned == _sql(ctx, query.format("full"))
-    if where in ("country = 'FR'", "id = 301"):
+    if where in ("country = 'FR'", "id = 301", "country IN ('FR', NULL)", "id = 301 OR NULL"):
         selected, total = (
             records[0].plan.description.split("partition_tables=")[1].split(",")[0].split("/")
         )
         assert int(selected) < int(total)
+    if where == "NOT (country = 'FR' OR NULL)":  # never TRUE: no partition table is read
+        assert "partition_tables=0/" in records[0].plan.description
 
 
 def test_explain_reports_every_spec_version(namespace: PartitionedNamespace) -> None:

@@ -7,8 +7,8 @@ expression fields; rows with NULLs and boundary values: integer extremes,
 negative numbers, dates before 1970, year ends, DST changes) is written once
 with ``PartitionedNamespace.create/append/add_spec``, cached by seed. Each
 example draws one of them and a random WHERE clause over the column forms
-(comparisons with literals of other types, BETWEEN, IN, NOT IN, IS [NOT] NULL,
-LIKE 'p%', starts_with) and the transform-term forms (``date_part``,
+(comparisons with literals of other types, BETWEEN, IN and NOT IN with NULLs,
+IS [NOT] NULL, bare NULLs, LIKE 'p%', starts_with) and the transform-term forms (``date_part``,
 ``EXTRACT``, ``date_trunc``, ``CAST(.. AS DATE)``, ``::date``,
 ``murmur3(k) % N``, ``abs(murmur3(k)) % N``, ``abs(murmur3_multi(a, b)) % N``,
 ``murmur3(k) = h``, ``left``, ``substr``, ``x - x % W``) under AND/OR/NOT, and
@@ -323,6 +323,8 @@ def leaves(draw: st.DrawFn, case: NamespaceCase) -> str:
         return f"{col} BETWEEN {draw(literals(case, col))} AND {draw(literals(case, col))}"
     if form == "in":
         vals = [draw(literals(case, col)) for _ in range(draw(st.integers(1, 3)))]
+        if draw(st.integers(0, 3)) == 0:
+            vals.append("NULL")  # never equal: IN keeps the other values' rows, NOT IN none
         neg = "NOT " if draw(st.booleans()) else ""
         return f"{col} {neg}IN ({', '.join(vals)})"
     if form == "null":
@@ -470,7 +472,8 @@ def _weighted(*choices: tuple[int, st.SearchStrategy[str]]) -> st.SearchStrategy
 
 
 def predicates(case: NamespaceCase, depth: int = 2) -> st.SearchStrategy[str]:
-    leaf = _weighted((1, leaves(case)), (2, matching_leaves(case)))
+    # a bare NULL (``x = 1 OR NULL``, ``NOT (x = 1 AND NULL)``) is never TRUE, nor its NOT
+    leaf = _weighted((2, leaves(case)), (4, matching_leaves(case)), (1, st.just("NULL")))
     if depth == 0:
         return leaf
     sub = predicates(case, depth - 1)

@@ -91,6 +91,10 @@ COERCION_CASES = [
     "i NOT IN (1, 2.5)",
     "NOT (i IN (1, NULL))",
     "i IN (1, NULL)",
+    "i = 1 OR NULL",
+    "NOT (i = 1 OR NULL)",
+    "NOT (i = 1 AND NULL)",
+    "NOT (NOT (i = 1 OR NULL) AND s = 'b')",
     "i = '2'",
     "k = -9223372036854775808",
     "k > 9007199254740992",
@@ -186,6 +190,23 @@ def test_bad_filters_raise_planning_error_naming_the_problem(sql: str, fragment:
     assert fragment in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("sql", "normal"),
+    [
+        ("i IN (1, NULL)", "i = 1"),
+        ("i = 1 OR NULL", "i = 1"),
+        ("NOT (i = 1 OR NULL)", "FALSE"),
+        ("NOT (i = 1 AND NULL)", "i <> 1"),
+        ("NOT (i IN (1, NULL))", "FALSE"),
+        ("NULL", "FALSE"),
+        ("NOT NULL", "FALSE"),
+    ],
+)
+def test_a_bare_null_is_false_once_not_is_at_the_leaves(sql: str, normal: str) -> None:
+    """NULL is never TRUE, nor NOT NULL: in negation normal form it is FALSE exactly."""
+    assert to_sql(parse_filter(sql, SCHEMA)) == normal
+
+
 def test_opaque_parts_are_kept_as_unsupported() -> None:
     pred = parse_filter("i + 1 = 2 AND s = 'a'", SCHEMA)
     assert to_sql(pred) == "/* unsupported: i + 1 = 2 */ TRUE AND s = 'a'"
@@ -278,6 +299,8 @@ class CaptureDataset(pads.Dataset):
         ("s IS NULL OR i IS NOT NULL", "s IS NULL OR i IS NOT NULL"),
         ("date_part('year', d) = 2025", "d >= DATE '2025-01-01' AND d < DATE '2026-01-01'"),
         ("s IN ('a', 'b')", "s IN ('a', 'b')"),
+        ("i IN (1, NULL)", "i = 1"),
+        ("NOT (i = 1 OR NULL)", "FALSE"),
     ],
 )
 def test_filters_datafusion_hands_to_a_dataset_provider(where: str, expected: str) -> None:
