@@ -143,7 +143,7 @@ def literal(kind: str) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def atom(draw: st.DrawFn, cols: list[ColRef]) -> tuple[Any, ...]:
+def atom(draw: st.DrawFn, cols: list[ColRef], nulls: bool = True) -> tuple[Any, ...]:
     c = draw(st.sampled_from(cols))
     kind = c[2]
     shapes = ["cmp", "isnull", "in", "distinct"]
@@ -157,7 +157,7 @@ def atom(draw: st.DrawFn, cols: list[ColRef]) -> tuple[Any, ...]:
         shapes += ["mod"]
     if kind == "bool":
         shapes += ["bool", "bool"]
-    if draw(st.integers(0, 7)) == 0:
+    if nulls and draw(st.integers(0, 7)) == 0:
         shapes = ["null"]  # a bare NULL: ``x = 1 OR NULL``, ``NOT (x = 1 AND NULL)``
     same = [o for o in cols if o[2] == kind and o != c and kind in ORDERED_KINDS]
     if same:
@@ -214,11 +214,14 @@ def like_regex(pattern: str) -> str:
     return f"^{body}$"
 
 
-def predicates(cols: list[ColRef], depth: int = 2) -> st.SearchStrategy[tuple[Any, ...]]:
-    base = atom(cols)
+def predicates(
+    cols: list[ColRef], depth: int = 2, nulls: bool = True
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """Random predicates over ``cols``; ``nulls``: bare NULL atoms too."""
+    base = atom(cols, nulls)
     if depth <= 0:
         return base
-    sub = predicates(cols, depth - 1)
+    sub = predicates(cols, depth - 1, nulls)
     return st.one_of(
         base,
         base,

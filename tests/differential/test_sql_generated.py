@@ -92,7 +92,8 @@ def from_clause(draw: st.DrawFn) -> tuple[str, list[str], list[ColRef], dict[str
             continue
         if draw(st.integers(0, 3)) == 0:  # an extra ON condition over both sides
             scope = _cols(alias, aliases[alias]) + _cols(new, nt)
-            on += f" AND {to_sql(draw(predicates(scope, 1)))}"
+            # no bare NULLs here: see test_join_on_a_constant_null_keeps_nullable_columns
+            on += f" AND {to_sql(draw(predicates(scope, 1, nulls=False)))}"
         text += f" {join} {nt} {new} ON {on}"
     cols = [c for a, tb in aliases.items() for c in _cols(a, tb)]
     return text, where, cols, aliases
@@ -238,3 +239,28 @@ def test_limit_query_where_plain_datafusion_is_wrong(diff: Contexts, spj: bool) 
         "t1.b = true) ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 LIMIT 1"
     )
     check_sql(diff, sql, spj)
+
+
+def test_join_on_a_constant_null_keeps_nullable_columns(diff: Contexts) -> None:
+    """A known difference in column nullability only (rows are equal).
+
+    ``x JOIN y ON ... AND NULL`` below a FULL JOIN: DataFusion pushes the constant NULL
+    into the inner join's first scan. A memory table takes it Inexact, so a Filter node
+    stays, becomes an empty relation and the FULL JOIN is removed, leaving ``t2.order_id``
+    non-nullable. DataFusion hands it to lance-sql's dataset providers as an Exact filter
+    (as to any pyarrow-dataset provider), so the FULL JOIN stays and the column stays
+    nullable, as the FULL JOIN's schema says. If this starts failing, DataFusion changed:
+    drop ``nulls=False`` in ``from_clause`` and this test.
+    """
+    sql = (
+        "SELECT * FROM customers t0 JOIN orders t1 ON t0.id = t1.customer_id AND NULL "
+        "FULL JOIN orders t2 ON t0.id = t2.customer_id AND NULL"
+    )
+    want = run_plain(diff, sql)
+    for spj in (True, False):
+        got = run_lance(diff, sql, spj=spj)
+        assert_same(got, want, schema=False)
+        got_n = [f.nullable for f in got.schema]
+        want_n = [f.nullable for f in want.schema]
+        assert [i for i, (g, w) in enumerate(zip(got_n, want_n, strict=True)) if g != w] == [18]
+        assert got.schema.field(18).name == "order_id" and got_n[18]
