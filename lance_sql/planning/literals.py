@@ -444,11 +444,24 @@ def coerce_compare(term: Term, op: str, lit: Literal, target: pa.DataType) -> Pr
 def coerce_in(
     term: Term, values: tuple[Literal, ...], negated: bool, target: pa.DataType
 ) -> Predicate:
-    """``term [NOT] IN (values)`` with each value coerced exactly; unmatchable values dropped."""
+    """``term [NOT] IN (values)`` with each value coerced exactly; unmatchable values dropped.
+
+    DataFusion gives the list one type: with a float among the values, an int64 column
+    and every value are compared as float64, so an integer value beyond 2**53 there is
+    as undecidable as a float one (``k IN (0.0, -9223372036854775807)`` matches
+    ``-9223372036854775808`` too).
+    """
     kept: list[Literal] = []
     seen: set[Literal] = set()  # membership in O(1): a 10,000-value IN list took 35 s
     has_null = False
+    as_float = _widened_to_float(values, target)
     for lit in values:
+        if as_float and _beyond_float64_integers(lit):
+            return Unsupported(
+                f"{term.sql()} {'NOT ' if negated else ''}IN (...) with {lit.sql()} compared"
+                " as float64 (a float is in the list)",
+                _term_columns(term),
+            )
         if lit.is_null:
             has_null = True
             continue
@@ -481,6 +494,24 @@ def coerce_in(
     if len(kept) == 1:
         return Compare(term, "=", kept[0])
     return InList(term, tuple(kept))
+
+
+def _widened_to_float(values: tuple[Literal, ...], target: pa.DataType) -> bool:
+    """Whether DataFusion compares a 64-bit integer column with ``values`` as float64."""
+    if not (pa.types.is_integer(target) and target.bit_width == 64):
+        return False
+    return any(
+        not v.is_null and (isinstance(v.value, float) or pa.types.is_floating(v.type))
+        for v in values
+    )
+
+
+def _beyond_float64_integers(lit: Literal) -> bool:
+    """A numeric literal of magnitude 2**53 or more (float64 no longer holds every integer)."""
+    try:
+        return abs(_number(lit)) >= 2**53
+    except _Undecidable:
+        return False
 
 
 def _term_columns(term: Term) -> tuple[str, ...]:

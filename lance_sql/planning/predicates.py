@@ -385,6 +385,8 @@ def to_sql(pred: Predicate) -> str:
         return " OR ".join(_paren(c, Or) for c in pred.children)
     if isinstance(pred, Not):
         return f"NOT ({to_sql(pred.child)})"
+    if pred == NULL_BOOL:
+        return "NULL"
     if isinstance(pred, Unsupported):
         return f"/* unsupported: {pred.description} */ TRUE"
     term = pred.term.sql()

@@ -14,6 +14,7 @@ import pyarrow as pa
 from hypothesis import strategies as st
 
 from lance_sql.planning.predicates import (
+    NULL_BOOL,
     Column,
     Compare,
     InList,
@@ -246,6 +247,8 @@ def _literal_for(draw: st.DrawFn, t: pa.DataType, pool: list) -> Literal:
 
 @st.composite
 def leaves(draw: st.DrawFn, ex: Example) -> Predicate:
+    if draw(st.integers(0, 11)) == 0:
+        return NULL_BOOL  # ``x = 1 OR NULL``: never TRUE, nor is NOT NULL
     f = draw(st.sampled_from(list(ex.schema)))
     t = f.type
     col = Column(f.name)

@@ -318,3 +318,26 @@ def test_to_pyarrow_keeps_sql_null_semantics() -> None:
     assert None not in kept and sorted(kept) == [-7, 0, 2147483647]
     pred = parse_filter("NOT (s LIKE 'a%') AND d >= DATE '1970-01-01'", SCHEMA)
     assert ROWS.filter(to_pyarrow(pred)).column("s").to_pylist() == ["b", ""]
+
+
+def test_an_in_list_with_a_float_compares_every_value_as_float64() -> None:
+    """An IR IN list of int and float values (e.g. built by hand) follows DataFusion.
+
+    DataFusion gives the list one type, so ``k IN (0.0, -9223372036854775807)`` on an
+    int64 column compares as float64 and also keeps ``-9223372036854775808``: the
+    integer beyond 2**53 is undecidable there (the property test found the IR keeping
+    only the exact match).
+    """
+    from lance_sql.planning.passes import prepare
+    from lance_sql.planning.predicates import Column, InList, Literal
+
+    values = (Literal(0.0, pa.float64()), Literal(-(2**63) + 1, pa.int64()))
+    assert "unsupported" in to_sql(prepare(InList(Column("k"), values), SCHEMA))
+    small = (Literal(0.0, pa.float64()), Literal(5, pa.int64()))
+    assert to_sql(prepare(InList(Column("k"), small), SCHEMA)) == "k IN (0, 5)"
+    exact = (Literal(0, pa.int64()), Literal(-(2**63) + 1, pa.int64()))
+    assert to_sql(prepare(InList(Column("k"), exact), SCHEMA)) == (
+        "k IN (0, -9223372036854775807)"
+    )
+    # from SQL text the list is float64 already, and so undecidable too
+    assert "unsupported" in to_sql(parse_filter("k IN (0.0, -9223372036854775807)", SCHEMA))
