@@ -336,8 +336,6 @@ def test_an_in_list_with_a_float_compares_every_value_as_float64() -> None:
     small = (Literal(0.0, pa.float64()), Literal(5, pa.int64()))
     assert to_sql(prepare(InList(Column("k"), small), SCHEMA)) == "k IN (0, 5)"
     exact = (Literal(0, pa.int64()), Literal(-(2**63) + 1, pa.int64()))
-    assert to_sql(prepare(InList(Column("k"), exact), SCHEMA)) == (
-        "k IN (0, -9223372036854775807)"
-    )
+    assert to_sql(prepare(InList(Column("k"), exact), SCHEMA)) == ("k IN (0, -9223372036854775807)")
     # from SQL text the list is float64 already, and so undecidable too
     assert "unsupported" in to_sql(parse_filter("k IN (0.0, -9223372036854775807)", SCHEMA))
