@@ -125,9 +125,9 @@ def _pool_more(rng: random.Random, kind: str, vals: list[Any]) -> list[Any]:
     return ["".join(rng.choice("abc") for _ in range(rng.randint(0, 4)))]
 
 
-def _spec(rng: random.Random, cols: list[tuple[str, str]], version: int) -> list[dict[str, Any]]:
+def _spec(rng: random.Random, cols: list[tuple[str, str]]) -> list[dict[str, Any]]:
     fields: list[dict[str, Any]] = []
-    for j in range(rng.randint(1, 2)):
+    for _ in range(rng.randint(1, 2)):
         name, kind = rng.choice(cols)
         choices = ["identity", "bucket", "multi_bucket"]
         if kind in INT_EDGES:
@@ -160,7 +160,7 @@ def _spec(rng: random.Random, cols: list[tuple[str, str]], version: int) -> list
         elif t == "expression":
             fields.append(
                 {
-                    "field_id": f"{name}_mod3_v{version}_{j}",
+                    "field_id": f"{name}_mod3",  # one id per definition, in every version
                     "source": name,
                     "expression": "col0 % 3",
                     "result_type": _arrow(kind, "UTC"),
@@ -201,11 +201,11 @@ def build_case(seed: int, base: Path) -> NamespaceCase:
     schema = pa.schema([pa.field(name, types[name]) for name, _ in columns])
     pools = {name: _pool(rng, kind) for name, kind in columns}
     root = str(base / f"ns_{seed}")
-    ns = PartitionedNamespace.create(root, schema, _spec(rng, columns, 1))
+    ns = PartitionedNamespace.create(root, schema, _spec(rng, columns))
     versions = rng.randint(2, 3)
     for v in range(1, versions + 1):
         if v > 1:
-            ns.add_spec(_spec(rng, columns, v))
+            ns.add_spec(_spec(rng, columns))
         rows = rng.randint(15, 30)
         data = {
             name: pa.array(
