@@ -16,6 +16,7 @@ import datetime as dt
 import os
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from datafusion import DataFrame, SessionContext, col, lit
 from datafusion import functions as f
@@ -157,7 +158,13 @@ def run_program(ctx: SessionContext, table: str, steps: list[Step]) -> DataFrame
             df = df.distinct()
         else:
             names = df.schema().names
-            df = df.sort(*[col(f'"{n}"').sort(ascending=True) for n in names]).limit(step[1])
+            df = df.sort(*[col(f'"{n}"').sort(ascending=True) for n in names])
+            # no LIMIT over float outputs: DataFusion 55's per-partition TopK picks rows
+            # that depend on batch arrival order when -0.0 and 0.0 tie (the corpus's
+            # topk_* queries; test_sql_generated keeps LIMIT off floats the same way);
+            # the slow run hit it with (qty, amount, order_id) LIMIT 9 over orders
+            if not any(pa.types.is_floating(fld.type) for fld in df.schema()):
+                df = df.limit(step[1])
     return df
 
 
