@@ -454,14 +454,7 @@ def coerce_in(
     kept: list[Literal] = []
     seen: set[Literal] = set()  # membership in O(1): a 10,000-value IN list took 35 s
     has_null = False
-    as_float = _widened_to_float(values, target)
-    for lit in values:
-        if as_float and _beyond_float64_integers(lit):
-            return Unsupported(
-                f"{term.sql()} {'NOT ' if negated else ''}IN (...) with {lit.sql()} compared"
-                " as float64 (a float is in the list)",
-                _term_columns(term),
-            )
+    for lit in _one_list_type(values, target):
         if lit.is_null:
             has_null = True
             continue
@@ -496,22 +489,19 @@ def coerce_in(
     return InList(term, tuple(kept))
 
 
-def _widened_to_float(values: tuple[Literal, ...], target: pa.DataType) -> bool:
-    """Whether DataFusion compares a 64-bit integer column with ``values`` as float64."""
-    if not (pa.types.is_integer(target) and target.bit_width == 64):
-        return False
-    return any(
-        not v.is_null and (isinstance(v.value, float) or pa.types.is_floating(v.type))
+def _one_list_type(values: tuple[Literal, ...], target: pa.DataType) -> tuple[Literal, ...]:
+    """The values as DataFusion types the list: as float64 when one is a float and the
+    column a 64-bit integer (each then compared as a float literal, see _storage_value)."""
+    if not (pa.types.is_integer(target) and target.bit_width == 64) or not any(
+        isinstance(v.value, float) or pa.types.is_floating(v.type) for v in values
+    ):
+        return values
+    return tuple(
+        Literal(float(v.value), pa.float64())
+        if isinstance(v.value, int) and not isinstance(v.value, bool)
+        else v
         for v in values
     )
-
-
-def _beyond_float64_integers(lit: Literal) -> bool:
-    """A numeric literal of magnitude 2**53 or more (float64 no longer holds every integer)."""
-    try:
-        return abs(_number(lit)) >= 2**53
-    except _Undecidable:
-        return False
 
 
 def _term_columns(term: Term) -> tuple[str, ...]:
