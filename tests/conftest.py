@@ -1,10 +1,28 @@
-"""Fixtures shared by every test folder: an S3-compatible server (moto) on loopback."""
+"""Fixtures shared by every test folder: an S3-compatible server (moto) on loopback.
+
+Also the hypothesis profile. ``ci``, the default suite's, is derandomized: every run
+draws the same examples, so a red CI means that a change broke something, not that a
+new random draw found an old problem. ``explore`` draws new examples on every run; it
+is the profile of ``-m slow`` runs (the 5,000-20,000-example differentials) and of
+``LANCE_SQL_HYPOTHESIS_PROFILE=explore``.
+"""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    marks = config.getoption("markexpr", "") or ""
+    slow = "slow" in marks and "not slow" not in marks
+    profile = os.environ.get("LANCE_SQL_HYPOTHESIS_PROFILE") or ("explore" if slow else "ci")
+    settings.load_profile(profile)
 
 
 def _free_port() -> int:

@@ -32,7 +32,6 @@ SLOW_EXAMPLES = 12_000
 SETTINGS: dict[str, Any] = {
     "deadline": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-    "derandomize": False,
 }
 
 #: join keys (table, column, table, column); used in both directions
