@@ -102,6 +102,10 @@ def resolve_column(name: str, schema: pa.Schema) -> Column:
 _TIME_KINDS = ("year", "month", "day", "hour", "date_trunc")
 
 
+class _NotThatTerm(Exception):
+    """A term whose text fits a transform that its column's type does not."""
+
+
 def _bind_term(term: Term, schema: pa.Schema) -> Term:
     if isinstance(term, Column):
         return resolve_column(term.name, schema)
@@ -111,6 +115,11 @@ def _bind_term(term: Term, schema: pa.Schema) -> Term:
         raise PlanningError(f"{term.sql()}: column {cols[0].name!r} is {src}, not a date/timestamp")
     if term.kind == "date_trunc" and term.as_date and pa.types.is_date32(src):
         return cols[0]  # CAST(date_col AS DATE) is the column itself
+    if term.from_date:
+        if not pa.types.is_date(src):  # a timestamp cast to TIMESTAMP(ns) may fail or shift
+            raise _NotThatTerm(f"{term.sql()}: column {cols[0].name!r} is {src}, not a date")
+        # date_trunc(unit, CAST(date_col AS TIMESTAMP)) is date_trunc(unit, date_col)
+        return TransformTerm(term.kind, cols, term.param, term.unit)
     if term.kind == "truncate" and not (
         pa.types.is_integer(src)
         or pa.types.is_decimal(src)
@@ -137,7 +146,10 @@ def bind(pred: Predicate, schema: pa.Schema) -> Predicate:
         return Not(bind(pred.child, schema))
     if isinstance(pred, (Const, Unsupported)):
         return pred
-    term = _bind_term(pred.term, schema)
+    try:
+        term = _bind_term(pred.term, schema)
+    except _NotThatTerm as exc:
+        return Unsupported(str(exc), tuple(c.name for c in pred.term.columns))
     target = _value_type(term)
     if isinstance(pred, Compare):
         return coerce_compare(term, pred.op, pred.literal, target)

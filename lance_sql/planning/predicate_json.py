@@ -113,6 +113,7 @@ def _term_out(t: Term) -> dict[str, Any]:
         "param": t.param,
         "unit": t.unit,
         "as_date": t.as_date,
+        **({"from_date": True} if t.from_date else {}),
     }
 
 
@@ -125,6 +126,7 @@ def _term_in(obj: dict[str, Any]) -> Term:
         param=obj.get("param"),
         unit=obj.get("unit"),
         as_date=bool(obj.get("as_date")),
+        from_date=bool(obj.get("from_date")),
     )
 
 

@@ -52,7 +52,9 @@ class TransformTerm:
 
     ``param`` is N for bucket/hash_mod, W for truncate; ``unit`` is the
     date_trunc unit; ``as_date`` marks ``CAST(ts AS DATE)`` (a date_trunc to
-    'day' whose value is a date32).
+    'day' whose value is a date32); ``from_date`` marks ``date_trunc(unit,
+    CAST(c AS TIMESTAMP))``, DataFusion's form of ``date_trunc(unit, date_col)``,
+    which binding accepts only over a date column (where it is that term).
     """
 
     kind: str
@@ -60,6 +62,7 @@ class TransformTerm:
     param: int | None = None
     unit: str | None = None
     as_date: bool = False
+    from_date: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in TERM_KINDS:
@@ -89,6 +92,8 @@ class TransformTerm:
         if self.kind == "date_trunc":
             if self.as_date:
                 return f"CAST({cols} AS DATE)"
+            if self.from_date:
+                return f"date_trunc('{self.unit}', CAST({cols} AS TIMESTAMP))"
             return f"date_trunc('{self.unit}', {cols})"
         fn = "murmur3" if len(self.columns) == 1 else "murmur3_multi"
         if self.kind == "bucket":

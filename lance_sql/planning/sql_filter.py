@@ -276,6 +276,13 @@ def _term(node: exp.Expression) -> Term:
         unit = unit_node.name.lower() if unit_node is not None else ""
         if unit not in _UNITS:
             raise _NotATerm
+        inner = node.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Cast) and inner.to.this == exp.DataType.Type.TIMESTAMP:
+            # DataFusion's form of date_trunc over a date column (binding checks the type)
+            col = _column_only(inner.this)
+            return TransformTerm("date_trunc", (col,), unit=unit, from_date=True)
         return TransformTerm("date_trunc", (_column_only(node.this),), unit=unit)
     if isinstance(node, exp.Cast):
         if node.to.this == exp.DataType.Type.DATE:

@@ -200,6 +200,36 @@ def test_dataframe_date_trunc_filter_prunes_like_sql(roots, plain) -> None:
     )
 
 
+def test_date_trunc_of_a_date_column_prunes(tmp_path: Path) -> None:
+    """DataFusion casts a date column under date_trunc to Timestamp(ns); the pass reads
+    that form (it read every partition table before session 9)."""
+    days = [dt.date(2024, 1 + i % 5, 1 + i % 27) for i in range(40)]
+    table = pa.table({"d": pa.array(days, pa.date32()), "x": pa.array(range(40), pa.int64())})
+    ns = PartitionedNamespace.create(
+        str(tmp_path / "ns"), table.schema, [{"source": "d", "transform": "month"}]
+    )
+    ns.append(table)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", str(tmp_path / "ns"))
+    plain = datafusion.SessionContext()
+    plain.register_record_batches("t", [table.to_batches()])
+    month = lit(pa.scalar(dt.datetime(2024, 2, 1), pa.timestamp("ns")))
+    cases = [
+        ("date_trunc('month', d) = TIMESTAMP '2024-02-01'", 1),
+        ("date_trunc('month', d) IN (TIMESTAMP '2024-02-01', TIMESTAMP '2024-04-01')", 2),
+        ("date_trunc('month', d) IN (TIMESTAMP '2024-02-01', NULL)", 1),
+        ("date_trunc('day', d) = TIMESTAMP '2024-03-03'", 1),
+    ]
+    for where, read in cases:
+        sql = f"SELECT * FROM t WHERE {where}"
+        assert _tables_read(ctx.sql(sql)) == [(read, 5)], where
+        assert _rows(ctx.sql(sql)) == _rows(plain.sql(sql)), where
+    api = ctx.table("t").filter(f.date_trunc("month", col("d")) == month)
+    assert _tables_read(api) == [(1, 5)]
+    want = plain.table("t").filter(f.date_trunc("month", col("d")) == month)
+    assert _rows(api) == _rows(want) and _rows(api).total() == 8
+
+
 PRUNE_THROUGH_JOINS = [
     "SELECT a.k AS ak, b.k AS bk, a.ts AS ats, b.ts AS bts FROM events a RIGHT JOIN events b "
     "ON a.k = b.k WHERE date_trunc('day', b.ts) = TIMESTAMP '2025-02-03 00:00:00'",
