@@ -145,6 +145,8 @@ def literal(kind: str) -> st.SearchStrategy[Any]:
 @st.composite
 def atom(draw: st.DrawFn, cols: list[ColRef], nulls: bool = True) -> tuple[Any, ...]:
     c = draw(st.sampled_from(cols))
+    if nulls and draw(st.integers(0, 7)) == 0:
+        return ("null", c)  # a bare NULL: ``x = 1 OR NULL``, ``NOT (x = 1 AND NULL)``
     kind = c[2]
     shapes = ["cmp", "isnull", "in", "distinct"]
     if kind in ORDERED_KINDS:
@@ -157,14 +159,10 @@ def atom(draw: st.DrawFn, cols: list[ColRef], nulls: bool = True) -> tuple[Any, 
         shapes += ["mod"]
     if kind == "bool":
         shapes += ["bool", "bool"]
-    if nulls and draw(st.integers(0, 7)) == 0:
-        shapes = ["null"]  # a bare NULL: ``x = 1 OR NULL``, ``NOT (x = 1 AND NULL)``
     same = [o for o in cols if o[2] == kind and o != c and kind in ORDERED_KINDS]
     if same:
         shapes.append("cmpcol")
     shape = draw(st.sampled_from(shapes))
-    if shape == "null":
-        return ("null", c)
     if shape == "cmp":
         op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
         if kind == "bool":
