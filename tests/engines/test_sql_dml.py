@@ -294,8 +294,9 @@ def test_merge_refuses_two_source_rows_for_one_target_row(pair: Pair) -> None:
         "MERGE INTO t USING (VALUES (1, 1.0), (1, 2.0)) AS s(id, v) ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET v = s.v"
     )
-    with pytest.raises(duckdb.Error):
-        pair.duck.execute(sql)
+    # The SQL standard's <merge statement> makes this a cardinality violation (SQLSTATE 21000):
+    # a target row may be matched by at most one source row. lance-sql refuses it, names the
+    # table and writes nothing; the test does not depend on what a DuckDB release does with it.
     before = pair.ctx.sql("SELECT * FROM t").to_arrow_table()
     with pytest.raises(MergeKeyError, match="'t'"):
         pair.ctx.sql(sql).collect()
