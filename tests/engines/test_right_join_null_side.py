@@ -6,7 +6,9 @@ form. Plain DataFusion 55 answers more rows for the RIGHT JOIN (apache/datafusio
 its physical filter pushdown moves the WHERE through a projection holding ``a.c0``
 and ``b.c0`` onto the ``FilterExec`` over ``b``, so NULL-extended rows survive).
 lance-sql's storage-partitioned join names the two sides' columns apart and answers
-right; without it lance-sql runs DataFusion's plan and inherits the error (xfail).
+right; without it lance-sql makes the join inner, as the WHERE allows, before DataFusion
+plans it (engines/datafusion/outer_join_elimination.py). A WHERE that padded rows can pass
+keeps the outer join, and with it DataFusion's error where its pushdown misfires (README).
 The same shape over the Parquet batches of the original report runs when the shared
 repro folder sits beside the clone.
 """
@@ -19,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import datafusion
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -114,14 +117,52 @@ def test_minimal_right_join_where_on_null_side_defaults(minimal: dict[str, str])
     assert _lance(minimal, QUERY, spj=True) == _duck(_tables(), QUERY)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DataFusion 55 (apache/datafusion#21246, fixed upstream by #25259): without a "
-    "storage-partitioned join lance-sql runs DataFusion's plan, whose filter pushdown tests "
-    "the WHERE on b.c0 and keeps the NULL-extended row (None, 'ß'), as plain DataFusion does",
+@pytest.mark.parametrize("spj", [True, False], ids=["spj", "no-spj"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        ROWS_QUERY,
+        QUERY,
+        # the same join written from the other side, and as a FULL JOIN
+        "SELECT a.id AS x, b.c0 AS y FROM n0 b LEFT JOIN n1 a ON a.c0 = b.c0 AND a.c2 < b.c2 "
+        "WHERE nullif(a.c0, 'é') < '日本'",
+        "SELECT a.id AS x, b.c0 AS y, b.id AS z FROM n1 a FULL JOIN n0 b "
+        "ON a.c0 = b.c0 AND a.c2 < b.c2 WHERE upper(a.c0) >= 'A'",
+        "SELECT a.id AS x, b.c0 AS y FROM n1 a FULL JOIN n0 b ON a.c0 = b.c0 AND a.c2 < b.c2 "
+        "WHERE left(a.c0, 1) <> 'z' AND NOT (b.id IS NULL)",
+        # not NULL-rejecting: the RIGHT JOIN must stay (padded rows pass the WHERE)
+        "SELECT a.id AS x, b.c0 AS y FROM n1 a RIGHT JOIN n0 b ON a.c0 = b.c0 AND a.c2 < b.c2 "
+        "WHERE a.c0 IS NULL OR nullif(a.c0, 'é') < '日本'",
+    ],
 )
-def test_minimal_right_join_where_on_null_side_spj_off(minimal: dict[str, str]) -> None:
-    assert _lance(minimal, ROWS_QUERY, spj=False) == _duck(_tables(), ROWS_QUERY)
+def test_outer_join_where_on_padded_side(minimal: dict[str, str], sql: str, spj: bool) -> None:
+    """With SPJ or without (lance-sql makes such joins inner), DuckDB's rows."""
+    assert _lance(minimal, sql, spj=spj) == _duck(_tables(), sql)
+
+
+def test_inner_join_only_where_the_schema_stays(tmp_path: Path) -> None:
+    """A padded side with a NOT NULL column would change the output's nullability: the
+    join stays outer (the answer and schema are plain DataFusion's)."""
+    schema = pa.schema([pa.field("k", pa.string(), nullable=False), pa.field("v", pa.int64())])
+    left = pa.table({"k": ["a", "b"], "v": [1, 2]}, schema=schema)
+    right = pa.table({"k": ["a", "c"], "v": [3, 4]}, schema=schema)
+    spec = [{"source": "k", "transform": "bucket", "num_buckets": 2}]
+    uris = {
+        "l": _write(tmp_path / "l", [spec], [left]),
+        "r": _write(tmp_path / "r", [spec], [right]),
+    }
+    sql = "SELECT l.k, r.v FROM l RIGHT JOIN r ON l.k = r.k WHERE upper(l.k) = 'A'"
+    plain = datafusion.SessionContext()
+    plain.register_record_batches("l", [left.to_batches()])
+    plain.register_record_batches("r", [right.to_batches()])
+    want = plain.sql(sql).to_arrow_table()
+    for spj in (True, False):
+        ctx = lance_sql.SessionContext(spj=spj)
+        for name, uri in uris.items():
+            ctx.register_namespace(name, uri)
+        got = ctx.sql(sql).to_arrow_table()
+        assert got.schema == want.schema
+        assert got.to_pylist() == want.to_pylist() == [{"k": "a", "v": 3}]
 
 
 def _shared_repro() -> Path | None:
