@@ -100,12 +100,25 @@ SMALL_SCHEMA = pa.schema(
     ]
 )
 T_SCHEMA = pa.schema([pa.field("x", pa.int64()), pa.field("y", pa.int64())])
+#: ``s0`` / ``s1``: string-keyed namespaces bucketed differently in each of several spec
+#: versions, with non-ASCII keys and zoned timestamps (a RIGHT JOIN of the two with a
+#: WHERE on the null-supplying side was a reported wrong-results suspect)
+S_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("c0", pa.string()),
+        pa.field("c1", pa.float64()),
+        pa.field("c2", pa.timestamp("us", tz="America/New_York")),
+    ]
+)
 
 STATUSES = ["open", "shipped", "done", "returned", "Open", ""]
 NATIONS = ["DE", "FR", "US", "JP", "BR", "ab", "abc"]
 SEGMENTS = ["AUTO", "BUILD", "FURN", "HOUSE", "MACH"]
 KINDS = ["click", "view", "buy", "abandon"]
 SKUS = [f"{p}{i:03d}" for p in ("ab", "ac", "bx", "zz") for i in range(25)]
+#: string keys of s0 / s1: non-ASCII (2-, 3- and 4-byte UTF-8), empty, mixed case
+S_KEYS = ["é", "日本", "日", "ß", "Ω", "a", "ab", "Z", "", "😀", "zz", "ée"]
 
 
 def _maybe(rng: random.Random, value: Any, p: float = 0.08) -> Any:
@@ -214,7 +227,18 @@ def t_rows(rng: random.Random) -> pa.Table:
     return pa.table({"x": xs, "y": ys}, schema=T_SCHEMA)
 
 
-# name -> (schema, spec v1, [(spec added before this batch or None), ...])
+def s_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in S_SCHEMA}
+    for i in range(first_id, first_id + n):
+        rows["id"].append(i)
+        rows["c0"].append(_maybe(rng, rng.choice(S_KEYS)))
+        rows["c1"].append(_maybe(rng, rng.choice([rng.uniform(-5, 5), 0.0, -0.0, 1.5])))
+        # a DST change (2024-03-10) inside the range
+        at = dt.datetime(2024, 3, 9, tzinfo=dt.timezone.utc) + dt.timedelta(hours=rng.randrange(72))
+        rows["c2"].append(_maybe(rng, at))
+    return pa.table(rows, schema=S_SCHEMA)
+
+
 def build_tables() -> dict[str, list[pa.Table]]:
     """Each table as the list of batches appended in order (one append each)."""
     rng = random.Random(SEED)
@@ -228,30 +252,45 @@ def build_tables() -> dict[str, list[pa.Table]]:
         "a_ns": [a],
         "b_ns": [b],
         "t": [t_rows(rng)],
+        "s0": [s_rows(rng, 20, 0), s_rows(rng, 20, 20), s_rows(rng, 20, 40)],
+        "s1": [s_rows(rng, 20, 100), s_rows(rng, 25, 120), s_rows(rng, 20, 145)],
     }
 
 
-#: namespace name -> (schema, spec v1, spec v2 added after the first batch, or None)
-NAMESPACES: dict[str, tuple[pa.Schema, list[dict[str, Any]], list[dict[str, Any]] | None]] = {
+#: namespace name -> (schema, [spec v1, v2, ...]): v(i+1) is added before batch i, so
+#: batch i is written under spec version min(i + 1, number of specs)
+NAMESPACES: dict[str, tuple[pa.Schema, list[list[dict[str, Any]]]]] = {
     "orders": (
         ORDERS_SCHEMA,
-        [_bucket("customer_id", 16)],
-        [_bucket("customer_id", 4), _t("odate", "year")],
+        [[_bucket("customer_id", 16)], [_bucket("customer_id", 4), _t("odate", "year")]],
     ),
-    "customers": (CUSTOMERS_SCHEMA, [_bucket("id", 8)], None),
+    "customers": (CUSTOMERS_SCHEMA, [[_bucket("id", 8)]]),
     "items": (
         ITEMS_SCHEMA,
-        [_bucket("order_id", 16)],
-        [_bucket("order_id", 4), _t("sku", "truncate", width=1)],
+        [[_bucket("order_id", 16)], [_bucket("order_id", 4), _t("sku", "truncate", width=1)]],
     ),
     "events": (
         EVENTS_SCHEMA,
-        [_t("ts", "day"), _t("kind", "identity")],
-        [_t("ts", "year"), _t("kind", "identity")],
+        [[_t("ts", "day"), _t("kind", "identity")], [_t("ts", "year"), _t("kind", "identity")]],
     ),
-    "a_ns": (SMALL_SCHEMA, [_t("k", "identity")], None),
-    "b_ns": (SMALL_SCHEMA, [_t("k", "identity")], None),
-    "t": (T_SCHEMA, [_bucket("x", 4)], None),
+    "a_ns": (SMALL_SCHEMA, [[_t("k", "identity")]]),
+    "b_ns": (SMALL_SCHEMA, [[_t("k", "identity")]]),
+    "t": (T_SCHEMA, [[_bucket("x", 4)]]),
+    "s0": (
+        S_SCHEMA,
+        [
+            [_bucket("c0", 12), _t("c0", "truncate", width=2), _bucket("c0", 4)],
+            [_bucket("c0", 3), _t("c0", "identity")],
+        ],
+    ),
+    "s1": (
+        S_SCHEMA,
+        [
+            [_bucket("c0", 12)],
+            [_bucket("c0", 6), _bucket("c0", 1)],
+            [_bucket("c0", 3), _bucket("c0", 16)],
+        ],
+    ),
 }
 #: plain Lance datasets (pylance ``write_dataset``), registered with ``register_lance``
 DATASETS = ("products",)
@@ -260,12 +299,12 @@ DATASETS = ("products",)
 def write_all(root: Path, tables: dict[str, list[pa.Table]]) -> dict[str, str]:
     """Write every table under ``root``; name -> namespace root or dataset uri."""
     out: dict[str, str] = {}
-    for name, (schema, spec1, spec2) in NAMESPACES.items():
+    for name, (schema, specs) in NAMESPACES.items():
         path = str(root / name)
-        ns = PartitionedNamespace.create(path, schema, spec1)
+        ns = PartitionedNamespace.create(path, schema, specs[0])
         for i, batch in enumerate(tables[name]):
-            if i == 1 and spec2 is not None:
-                ns.add_spec(spec2)
+            if 0 < i < len(specs):
+                ns.add_spec(specs[i])
             ns.append(batch)
         out[name] = path
     for name in DATASETS:

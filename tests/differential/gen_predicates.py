@@ -4,7 +4,8 @@ A predicate is a small tree (tuples, see :func:`predicates`) rendered either as
 SQL text (:func:`to_sql`) or as a ``datafusion`` expression (:func:`to_expr`),
 so SQL and DataFrame programs draw from the same predicates over every column
 type: integers of each width, unsigned, floats (-0.0; NaN only through
-``customers.score``), strings, dates, timestamps, decimals and booleans.
+``customers.score``), strings (non-ASCII too, and ``nullif``), dates, timestamps,
+zoned timestamps (compared with columns only), decimals and booleans.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 import pyarrow as pa
 from datafusion import Expr, col, lit
 from datafusion import functions as f
-from diff_data import BIG, KINDS, NATIONS, SKUS, STATUSES
+from diff_data import BIG, KINDS, NATIONS, S_KEYS, SKUS, STATUSES
 from hypothesis import strategies as st
 
-#: table -> [(column, kind)]; kinds: int, big, float, str, date, ts, dec, bool
+#: table -> [(column, kind)]; kinds: int, big, float, str, date, ts, tstz, dec, bool
 COLUMNS: dict[str, list[tuple[str, str]]] = {
     "orders": [
         ("order_id", "int"),
@@ -69,6 +70,8 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     "a_ns": [("id", "int"), ("k", "int"), ("x", "int"), ("b", "bool"), ("c", "bool")],
     "b_ns": [("id", "int"), ("k", "int"), ("x", "int"), ("b", "bool"), ("c", "bool")],
     "t": [("x", "int"), ("y", "int")],
+    "s0": [("id", "int"), ("c0", "str"), ("c1", "float"), ("c2", "tstz")],
+    "s1": [("id", "int"), ("c0", "str"), ("c1", "float"), ("c2", "tstz")],
 }
 #: columns holding NaN: no min/max over them (DataFusion 55's grouped min/max with NaN
 #: depends on row order, plain DataFusion included)
@@ -82,7 +85,8 @@ _TS = [
     dt.datetime(2024, 1, 7, 23, 59, 59),
 ]
 _STR = sorted(
-    {*STATUSES, *NATIONS, *KINDS, *SKUS[::9], "a", "ab", "zz", "tools", "abcust0001", "zzz"}
+    {*STATUSES, *NATIONS, *KINDS, *SKUS[::9], *S_KEYS, "a", "ab", "zz", "tools", "abcust0001"}
+    | {"zzz", "日本語", "éa"}
 )
 LITERALS: dict[str, list[Any]] = {
     "int": [-129, -1, 0, 1, 2, 3, 7, 10, 20, 40, 127, 128, 255, 300, 499, 555, 2147483647],
@@ -109,6 +113,9 @@ ARROW: dict[str, pa.DataType] = {
     "bool": pa.bool_(),
 }
 ORDERED_KINDS = {"int", "big", "float", "str", "date", "ts", "dec"}
+#: kinds compared with other columns only (no literal: a zoned literal means different
+#: instants to DataFusion and DuckDB)
+COLUMN_ONLY_KINDS = {"tstz"}
 
 #: a column reference: (qualifier or None, name, kind)
 ColRef = tuple[str | None, str, str]
@@ -148,18 +155,20 @@ def atom(draw: st.DrawFn, cols: list[ColRef], nulls: bool = True) -> tuple[Any, 
     if nulls and draw(st.integers(0, 7)) == 0:
         return ("null", c)  # a bare NULL: ``x = 1 OR NULL``, ``NOT (x = 1 AND NULL)``
     kind = c[2]
-    shapes = ["cmp", "isnull", "in", "distinct"]
+    shapes = ["isnull"] if kind in COLUMN_ONLY_KINDS else ["cmp", "isnull", "in", "distinct"]
     if kind in ORDERED_KINDS:
         shapes += ["cmp", "between"]
     if kind == "str":
-        shapes += ["like", "left"]
+        shapes += ["like", "left", "nullif"]
     if kind == "ts":
         shapes += ["date_trunc", "cast_date", "year"]
     if kind == "int":
         shapes += ["mod"]
     if kind == "bool":
         shapes += ["bool", "bool"]
-    same = [o for o in cols if o[2] == kind and o != c and kind in ORDERED_KINDS]
+    same = [
+        o for o in cols if o[2] == kind and o != c and kind in ORDERED_KINDS | COLUMN_ONLY_KINDS
+    ]
     if same:
         shapes.append("cmpcol")
     shape = draw(st.sampled_from(shapes))
@@ -191,6 +200,9 @@ def atom(draw: st.DrawFn, cols: list[ColRef], nulls: bool = True) -> tuple[Any, 
     if shape == "left":
         n = draw(st.integers(1, 3))
         return ("left", c, n, draw(st.sampled_from(["a", "ab", "zz0", "D", "b", "ac"]))[:n])
+    if shape == "nullif":  # NULL where the column equals the first literal
+        op = draw(st.sampled_from(["=", "<>", "<", ">="]))
+        return ("nullif", c, draw(literal(kind)), op, draw(literal(kind)))
     if shape == "date_trunc":
         day = draw(st.sampled_from([dt.datetime(2024, 1, d) for d in (1, 2, 3, 5, 8)]))
         return ("date_trunc", c, day)
@@ -265,6 +277,8 @@ def to_sql(p: tuple[Any, ...]) -> str:
         return f"{name} {'NOT ' if p[3] else ''}LIKE {sql_literal(p[2], 'str')}"
     if tag == "left":
         return f"left({name}, {p[2]}) = {sql_literal(p[3], 'str')}"
+    if tag == "nullif":
+        return f"nullif({name}, {sql_literal(p[2], kind)}) {p[3]} {sql_literal(p[4], kind)}"
     if tag == "date_trunc":
         return f"date_trunc('day', {name}) = {sql_literal(p[2], 'ts')}"
     if tag == "cast_date":
@@ -282,6 +296,12 @@ def df_col(c: ColRef) -> Expr:
     return col(f'"{c[1]}"')
 
 
+def _compare(e: Expr, op: str, other: Expr) -> Expr:
+    ops = {"=": e.__eq__, "<>": e.__ne__, "<": e.__lt__, "<=": e.__le__, ">": e.__gt__}
+    ops[">="] = e.__ge__
+    return ops[op](other)
+
+
 def to_expr(p: tuple[Any, ...]) -> Expr:
     tag = p[0]
     if tag == "and":
@@ -296,15 +316,9 @@ def to_expr(p: tuple[Any, ...]) -> Expr:
     e, kind = df_col(c), c[2]
     if tag in ("cmp", "cmpcol"):
         other = expr_literal(p[3], kind) if tag == "cmp" else df_col(p[3])
-        ops = {
-            "=": e.__eq__,
-            "<>": e.__ne__,
-            "<": e.__lt__,
-            "<=": e.__le__,
-            ">": e.__gt__,
-            ">=": e.__ge__,
-        }
-        return ops[p[1]](other)
+        return _compare(e, p[1], other)
+    if tag == "nullif":
+        return _compare(f.nullif(e, expr_literal(p[2], kind)), p[3], expr_literal(p[4], kind))
     if tag == "isnull":
         return e.is_not_null() if p[2] else e.is_null()
     if tag == "in":

@@ -1,7 +1,8 @@
 """Hypothesis-generated SQL: lance-sql (SPJ on or off) answers as plain DataFusion does.
 
 Queries join 1-3 tables along the usual keys (inner, left, right, full and
-comma joins, extra ON conditions), filter with random predicates over every
+comma joins, extra ON conditions; ``s0`` / ``s1`` are string-keyed namespaces
+bucketed differently over several spec versions), filter with random predicates over every
 column type (``gen_predicates``), add EXISTS / NOT EXISTS / IN / NOT IN
 subqueries, and project columns, ``*`` or aggregates (GROUP BY / HAVING),
 with ORDER BY over every output column and LIMIT. Examples:
@@ -48,6 +49,8 @@ EDGES = [
     ("customers", "id", "customers", "id"),
     ("orders", "order_id", "orders", "order_id"),
     ("items", "item_id", "items", "item_id"),
+    ("s1", "c0", "s0", "c0"),
+    ("s0", "c0", "s0", "c0"),
 ]
 JOIN_TYPES = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", ","]
 NUMERIC = {"int", "big", "float", "dec"}

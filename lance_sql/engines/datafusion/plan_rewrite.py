@@ -30,6 +30,7 @@ from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
 from lance_sql.engines.datafusion.join_swap import namespace_rows
 from lance_sql.engines.datafusion.not_in import expand_not_in
+from lance_sql.engines.datafusion.outer_join_elimination import eliminate_outer_joins
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
@@ -88,10 +89,12 @@ def rewrite(
     joins = len(scans) >= 2 and " Join:" in text
     want_spj = ctx.spj_enabled and joins
     want_prune = bool(scans) and "Filter:" in text
+    # an outer join under a WHERE (apache/datafusion#21246: outer_join_elimination)
+    want_outer = "Filter:" in text and any(f" {k} Join:" in text for k in ("Left", "Right", "Full"))
     out = Rewrite(df)
     if joins and not ctx.spj_enabled:
         out.reasons.append("turned off (SET lance.spj = true turns it on)")
-    if not (want_spj or want_prune or want_stats):
+    if not (want_spj or want_prune or want_stats or want_outer):
         return out
     try:
         plan = sp.to_substrait(ctx, logical)
@@ -100,7 +103,7 @@ def rewrite(
             out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
         return out
     try:
-        wants = (want_spj, want_prune, want_stats, " null_aware" in text)
+        wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer)
         return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({_first_line(exc)})")
@@ -113,12 +116,12 @@ def _rewrite_plan(
     logical: Any,
     out: Rewrite,
     namespaces: dict[str, Any],
-    wants: tuple[bool, bool, bool, bool],
+    wants: tuple[bool, bool, bool, bool, bool],
     aggregates: bool,
     skip: dict[frozenset[str], str],
 ) -> Rewrite:
     """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
-    want_spj, want_prune, want_stats, null_aware = wants
+    want_spj, want_prune, want_stats, null_aware, want_outer = wants
     with query_scope(ctx):
         changed = False
         if want_prune:
@@ -146,6 +149,11 @@ def _rewrite_plan(
             unaggregated = unaggregated_pairs(ctx, plan, spj.used) if spj.used else {}
             if unaggregated:  # plan again, those pairs left to DataFusion (spj_plan)
                 return rewrite(ctx, df, aggregates=aggregates, skip={**skip, **unaggregated})
+        if want_outer:  # after SPJ: a join SPJ ran is a read now, its columns named apart
+            made_inner = eliminate_outer_joins(
+                plan, lambda rel: output_width(ctx, plan, rel), lambda p: _same_types(ctx, p, df)
+            )
+            changed = changed or bool(made_inner)
         if want_stats:
             stats = plan_join_stats(
                 ctx,
@@ -206,6 +214,16 @@ def _unique_output_names(plan: Any) -> list[str] | None:
     del root.names[:]
     root.names.extend(unique)
     return names
+
+
+def _same_types(ctx: Any, plan: Any, df: Any) -> bool:
+    """Whether ``plan`` outputs the types and nullability ``df`` does (names aside)."""
+    try:
+        new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan)).schema()
+    except Exception:  # cannot be consumed: not the same
+        return False
+    old = df.schema()
+    return [(f.type, f.nullable) for f in new] == [(f.type, f.nullable) for f in old]
 
 
 def _unchanged(out: Rewrite, why: str, spj: bool = False) -> Rewrite:

@@ -1,0 +1,182 @@
+"""Outer joins that a WHERE condition makes inner: tell DataFusion so, in the plan.
+
+A WHERE conjunct that cannot be true where one side of an outer join is all
+NULL (it is *null-rejecting* for that side) drops every row that join pads
+with NULLs for that side, so ``a RIGHT JOIN b ... WHERE f(a.x)`` is ``a JOIN b
+... WHERE f(a.x)`` (a FULL JOIN loses one or both of its padded sides).
+DataFusion 55 does this for plain comparisons only; a conjunct over a function
+(``nullif(a.c0, 'é') < '日本'``, ``upper(a.s) = 'X'``) keeps the outer join and
+the WHERE above it, where DataFusion 55's physical filter pushdown can move
+the condition onto the other side's column of the same name through a
+projection that holds both (apache/datafusion#21246, fixed upstream by
+#25259): wrong rows, the NULL-padded ones kept. Once the join is inner,
+DataFusion pushes the conjunct into its own side and nothing stays above the
+join to be moved.
+
+The test is exact, not a guess: each conjunct is evaluated over sets of
+possible values, with every column of the padded side NULL and every other
+input unknown; it rejects the side when the result can only be NULL or
+false. Functions not known to return NULL on a NULL argument count as unknown
+(so ``coalesce`` and ``concat`` never reject). The filter itself stays, so rows
+are the same with either join; an edit whose output schema differs from the
+original (a column of the padded side that is not nullable in its table) is
+taken back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from substrait import algebra_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+
+Rel = algebra_pb2.Rel
+JT = algebra_pb2.JoinRel.JoinType
+
+#: possible values of an expression: True, False, None (NULL) and ``VALUE`` (any other)
+VALUE = "value"
+ANY = frozenset({True, False, None, VALUE})
+#: functions whose result is NULL whenever one of their arguments is NULL
+_STRICT_NAMES = """equal not_equal lt lte gt gte add subtract multiply divide modulus negate abs
+like ilike upper lower left right substring substr character_length length octet_length btrim
+ltrim rtrim trim starts_with ends_with strpos date_part date_trunc floor ceil round sqrt"""
+STRICT = frozenset(_STRICT_NAMES.split())
+#: what a join type becomes when its left / right padded side is rejected
+_LEFT_PADDED = {JT.JOIN_TYPE_RIGHT: JT.JOIN_TYPE_INNER, JT.JOIN_TYPE_OUTER: JT.JOIN_TYPE_LEFT}
+_RIGHT_PADDED = {JT.JOIN_TYPE_LEFT: JT.JOIN_TYPE_INNER, JT.JOIN_TYPE_OUTER: JT.JOIN_TYPE_RIGHT}
+
+
+def eliminate_outer_joins(
+    plan: Any, width: Callable[[Rel], int], same_schema: Callable[[Any], bool]
+) -> list[str]:
+    """Make inner (in place) each outer join a WHERE above it makes inner; what was changed.
+
+    ``width(rel)``: how many columns ``rel`` outputs; ``same_schema(plan)``:
+    whether ``plan`` still has the query's output schema.
+    """
+    names = sp.function_names(plan)
+    done: list[str] = []
+    for rel in list(sp.walk(sp.root_rel(plan))):
+        if sp.kind(rel) != "filter" or sp.has_subquery(rel.filter.condition):
+            continue
+        found = _join_below(rel.filter.input, width)
+        if found is None:
+            continue
+        join, origins = found
+        new = join.type
+        for conjunct in sp.conjuncts(rel.filter.condition, names):
+            if _rejects(conjunct, origins, "left", names):
+                new = _LEFT_PADDED.get(new, new)
+            if _rejects(conjunct, origins, "right", names):
+                new = _RIGHT_PADDED.get(new, new)
+        if new == join.type:
+            continue
+        old, join.type = join.type, new
+        if same_schema(plan):
+            done.append(f"{JT.Name(old)} -> {JT.Name(new)}")
+        else:
+            join.type = old
+    return done
+
+
+def _join_below(rel: Rel, width: Callable[[Rel], int]) -> tuple[Any, list[Any]] | None:
+    """The outer join under ``rel`` (through projections) and where ``rel``'s columns come from.
+
+    Each origin is ``("left" | "right", index)`` or None for a computed column.
+    """
+    chain = []
+    while sp.kind(rel) == "project":
+        chain.append(rel)
+        rel = rel.project.input
+    if sp.kind(rel) != "join" or rel.join.type not in (*_LEFT_PADDED, *_RIGHT_PADDED):
+        return None
+    n_left = width(rel.join.left)
+    n_right = width(rel.join.right)
+    origins: list[Any] = [("left", i) for i in range(n_left)]
+    origins += [("right", i) for i in range(n_right)]
+    origins = _emitted(rel.join, origins)
+    for project in reversed(chain):
+        below = origins
+        for expr in project.project.expressions:
+            ref = sp.field_ref(expr)
+            origins = [*origins, below[ref] if ref is not None and ref < len(below) else None]
+        origins = _emitted(project.project, origins)
+    return rel.join, origins
+
+
+def _emitted(body: Any, columns: list[Any]) -> list[Any]:
+    if body.common.HasField("emit"):
+        return [columns[i] for i in body.common.emit.output_mapping]
+    return columns
+
+
+def _rejects(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> bool:
+    """Whether ``expr`` is NULL or false wherever every column of ``side`` is NULL."""
+    try:
+        return _values(expr, origins, side, names) <= {None, False}
+    except (IndexError, ValueError):  # a reference this walk cannot place: no claim
+        return False
+
+
+def _values(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> frozenset[Any]:
+    """The values ``expr`` can take where every column of ``side`` is NULL."""
+    rex = expr.WhichOneof("rex_type")
+    if rex == "selection":
+        ref = sp.field_ref(expr)
+        if ref is None:
+            return ANY
+        origin = origins[ref]
+        return frozenset({None}) if origin is not None and origin[0] == side else ANY
+    if rex == "literal":
+        lit = expr.literal
+        if lit.WhichOneof("literal_type") == "null":
+            return frozenset({None})
+        if lit.WhichOneof("literal_type") == "boolean":
+            return frozenset({lit.boolean})
+        return frozenset({VALUE})
+    if rex == "cast":
+        inner = _values(expr.cast.input, origins, side, names)
+        return frozenset({None}) if inner == {None} else ANY
+    if rex == "singular_or_list":
+        inner = _values(expr.singular_or_list.value, origins, side, names)
+        return frozenset({None}) if inner == {None} else ANY
+    if rex != "scalar_function":
+        return ANY
+    fn = expr.scalar_function
+    name = names.get(fn.function_reference, "")
+    args = [_values(a.value, origins, side, names) for a in fn.arguments]
+    if name in ("and", "or") and args:
+        out = _truth(args[0])
+        for arg in args[1:]:
+            out = frozenset(_kleene(name, x, y) for x in out for y in _truth(arg))
+        return out
+    if name == "not" and len(args) == 1:
+        return frozenset(None if v is None else not v for v in _truth(args[0]))
+    if name in ("is_null", "is_not_null") and len(args) == 1:
+        return frozenset((v is None) == (name == "is_null") for v in args[0])
+    if (name in STRICT and any(a == {None} for a in args)) or (
+        name == "nullif" and args and args[0] == {None}
+    ):
+        return frozenset({None})
+    return ANY
+
+
+def _truth(values: frozenset[Any]) -> frozenset[Any]:
+    """``values`` as a boolean's: an unknown value is true or false."""
+    return (values - {VALUE}) | ({True, False} if VALUE in values else set())
+
+
+def _kleene(op: str, x: Any, y: Any) -> Any:
+    """SQL's three-valued AND / OR."""
+    if op == "and":
+        if x is False or y is False:
+            return False
+        return None if x is None or y is None else True
+    if x is True or y is True:
+        return True
+    return None if x is None or y is None else False
+
+
+__all__ = ["eliminate_outer_joins"]
