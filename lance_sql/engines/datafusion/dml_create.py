@@ -117,6 +117,12 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
     else:
         schema = _column_schema(query, tokens, tree, name)
     fields = _partition_fields(tree, tokens, schema, name)
+    if tree.args.get("exists"):  # IF NOT EXISTS: a namespace at LOCATION is kept as it is
+        from lance_sql.tables.path_kind import path_kind
+
+        if path_kind(location) == "namespace":
+            ctx.register_namespace(name, location)
+            return
     ns = PartitionedNamespace.create(location, schema, fields, **_table_properties(tree, name))
     if query_df is not None:
         rows = query_df.to_arrow_table()

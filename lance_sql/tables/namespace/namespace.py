@@ -57,6 +57,7 @@ from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
+from lance_sql.tables.path_kind import dataset_instead, prepare_root
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
 
 
@@ -106,8 +107,14 @@ class PartitionedNamespace:
         *,
         storage_options: Mapping[str, str] | None = None,
         data_storage_version: str | None = None,
+        mode: str = "create",
     ) -> PartitionedNamespace:
         """Create a namespace at ``root`` with spec version 1.
+
+        ``mode``: ``"create"`` refuses a root that already holds a namespace
+        (:class:`NamespaceExistsError`); ``"exist_ok"`` opens and returns it
+        unchanged (its schema and spec are kept as they are); ``"overwrite"``
+        deletes it (every version) and creates a new one.
 
         ``schema``: a pyarrow schema (ids assigned depth-first from 0 when it has
         none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, a list
@@ -118,6 +125,9 @@ class PartitionedNamespace:
         the root property :data:`.properties.DATA_STORAGE_VERSION_KEY`.
         """
         root_s = root_uri(root)
+        existing = prepare_root(root_s, mode, storage_options)
+        if existing:
+            return cls.open(root_s, storage_options=storage_options)
         file_version = checked_file_version(data_storage_version)
         ns_schema = normalize_schema(schema)
         if isinstance(spec, str):  # Iceberg-style text, e.g. "days(ts), bucket(16, id)"
@@ -173,7 +183,13 @@ class PartitionedNamespace:
     ) -> PartitionedNamespace:
         """Open the namespace at ``root`` (latest ``__manifest``, or ``version``: read-only)."""
         root_s = root_uri(root)
-        snap = read_manifest(root_s, version, storage_options=storage_options)
+        try:
+            snap = read_manifest(root_s, version, storage_options=storage_options)
+        except LanceSqlError as exc:
+            better = dataset_instead(root_s, storage_options)
+            if better is not None:
+                raise better from exc
+            raise
         return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
 
     repair = RootOrSelf(_repair_root)
