@@ -128,9 +128,27 @@ def _dispatch(args: argparse.Namespace) -> int:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+#: a Rust source position pylance / DataFusion append to messages
+_RUST_SOURCE = re.compile(r",?\s*\(?/\S+\.rs:\d+:\d+\)?")
+#: wrappers DataFusion and Arrow put in front of the message that says what is wrong
+_WRAPPERS = re.compile(
+    r"^(?:(?:DataFusion|Arrow|Cast|Execution|External|Python) error:\s*)+", re.IGNORECASE
+)
+
+
+def _root_cause(msg: str) -> str:
+    """The deepest meaningful line of a DataFusion/Arrow error chain (``caused by``)."""
+    parts = [p.strip() for p in re.split(r"\n\s*caused by\s*\n", msg) if p.strip()]
+    deepest = parts[-1].splitlines()[0] if parts else msg
+    return _WRAPPERS.sub("", deepest).strip() or deepest
+
+
 def _one_line(exc: BaseException) -> str:
     msg = _ANSI.sub("", str(exc)).strip() or type(exc).__name__
-    first = msg.splitlines()[0]
+    from lance_sql.errors import LanceSqlError
+
+    first = msg.splitlines()[0] if isinstance(exc, LanceSqlError) else _root_cause(msg)
+    first = _RUST_SOURCE.sub("", first)
     return first if len(first) <= 500 else first[:497] + "..."
 
 

@@ -57,7 +57,7 @@ from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
-from lance_sql.tables.path_kind import dataset_instead, prepare_root
+from lance_sql.tables.path_kind import prepare_root
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
 
 
@@ -183,13 +183,7 @@ class PartitionedNamespace:
     ) -> PartitionedNamespace:
         """Open the namespace at ``root`` (latest ``__manifest``, or ``version``: read-only)."""
         root_s = root_uri(root)
-        try:
-            snap = read_manifest(root_s, version, storage_options=storage_options)
-        except LanceSqlError as exc:
-            better = dataset_instead(root_s, storage_options)
-            if better is not None:
-                raise better from exc
-            raise
+        snap = read_manifest(root_s, version, storage_options=storage_options)
         return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
 
     repair = RootOrSelf(_repair_root)
