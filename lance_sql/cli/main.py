@@ -40,12 +40,19 @@ def _add_bindings(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--file", help="file with one or more ';'-separated statements")
 
 
+def _version() -> str:
+    from lance_sql import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="SQL over Lance datasets and partitioned namespaces (DataFusion).",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
