@@ -130,7 +130,7 @@ class PartitionedNamespace:
             return cls.open(root_s, storage_options=storage_options)
         file_version = checked_file_version(data_storage_version)
         ns_schema = normalize_schema(schema)
-        if isinstance(spec, str):  # Iceberg-style text, e.g. "days(ts), bucket(16, id)"
+        if isinstance(spec, (str, list, tuple)):  # text, JSON, field dicts (spec_text.py)
             from lance_sql.tables.namespace.spec_text import spec_fields
 
             spec = spec_fields(spec)
@@ -473,9 +473,14 @@ class PartitionedNamespace:
         return indexes.index_coverage(self)
 
     # -- evolution (:mod:`.evolution`) ---------------------------------------------------------
-    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField]) -> PartitionSpec:
-        """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
-        return evolution.add_spec(self, fields)
+    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField] | str) -> PartitionSpec:
+        """Create spec version N+1 (field ids reused per the spec); new data goes under it.
+
+        ``fields``: field dicts or spec text, as :meth:`create` takes them.
+        """
+        from lance_sql.tables.namespace.spec_text import spec_fields
+
+        return evolution.add_spec(self, spec_fields(fields))
 
     def rename_column(self, old: str, new: str) -> None:
         """Rename a top-level namespace column (same field id; partition tables untouched)."""
