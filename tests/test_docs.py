@@ -73,7 +73,7 @@ def test_doc_blocks_run(path: Path, tmp_path: Path) -> None:
     chosen = [b for b in blocks(path) if b.runs and not b.needs_spark]
     if not chosen:
         pytest.skip("no runnable blocks")
-    _run(path, chosen, tmp_path, timeout=240)
+    _run(path, chosen, tmp_path, timeout=600)  # a loaded 2-core machine: ~10x idle time
 
 
 @pytest.mark.spark

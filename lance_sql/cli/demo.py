@@ -99,6 +99,8 @@ def cmd_demo(args: Any, out: TextIO) -> int:
         f"{verb} demo namespaces in {folder} ({time.perf_counter() - t0:.1f} s): "
         f"{', '.join(DEMO_TABLES)}\n"
     )
+    if getattr(args, "data_only", False):
+        return 0
     examples = sorted(examples_dir().glob("*.sql"))
     if not examples:
         raise FileNotFoundError(f"no example queries found in {examples_dir()}")

@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="build sample namespaces and run sql_examples/")
     p.add_argument("--dir", default="lance-sql-demo", help="folder for the demo data")
     p.add_argument("--max-rows", type=int, default=10, help="rows shown per result")
+    p.add_argument(
+        "--data-only", action="store_true", help="build the sample namespaces, run no query"
+    )
 
     p = sub.add_parser("sql", help="run queries and print the results")
     _add_bindings(p)

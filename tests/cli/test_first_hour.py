@@ -159,3 +159,10 @@ def test_demo_labels_each_statement_of_a_multi_statement_example(tmp_path: Path,
     text = out.getvalue()
     for stmt in ("> CREATE TABLE", "> INSERT INTO daily", "> DELETE FROM daily", "> MERGE INTO"):
         assert stmt in text, text
+
+
+def test_demo_data_only_builds_the_namespaces_and_runs_no_query(tmp_path: Path, capsys):
+    code, out, err = run(capsys, "demo", "--dir", tmp_path / "demo", "--data-only")
+    assert code == 0, err
+    assert "created demo namespaces" in out and "===" not in out
+    assert (tmp_path / "demo" / "events" / "__manifest").is_dir()
