@@ -94,8 +94,13 @@ def test_docs_name_no_development_bookkeeping() -> None:
     """User docs carry no issue numbers or work-log labels (session N, helper X)."""
     import re
 
-    pattern = re.compile(r"\b(issue[s]? ?#?\d+|session \d+|helper [A-Z]\b)", re.IGNORECASE)
-    docs = FILES
+    pattern = re.compile(
+        r"\b(issues? ?#?\d+|session[ -]\d+|helper [A-Z]\b|brief s\d+)"
+        r"|(?<![\w/#])#\d{1,2}\b(?![\w-])",
+        re.IGNORECASE,
+    )
+    bench = [REPO / "docs" / "benchmarks.md", *sorted((REPO / "docs").glob("benchmarks/*.md"))]
+    docs = [*FILES, *bench]
     found = []
     for path in docs:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
