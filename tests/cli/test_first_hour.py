@@ -166,3 +166,18 @@ def test_demo_data_only_builds_the_namespaces_and_runs_no_query(tmp_path: Path, 
     assert code == 0, err
     assert "created demo namespaces" in out and "===" not in out
     assert (tmp_path / "demo" / "events" / "__manifest").is_dir()
+
+
+def test_cli_docs_show_the_demo_join_verdict_it_prints(demo_dir: Path):
+    """docs/cli.md quotes the demo's storage-partitioned verdict: it must be the real one."""
+    import io
+
+    from lance_sql.cli.demo import demo_context, examples_dir, run_example
+
+    out = io.StringIO()
+    example = examples_dir() / "02_storage_partitioned_join.sql"
+    run_example(example, demo_context(demo_dir), demo_dir, out)
+    lines = out.getvalue().splitlines()
+    verdict = next(ln for ln in lines if ln.startswith("storage-partitioned:"))
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    assert verdict in docs, verdict
