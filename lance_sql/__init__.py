@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os as _os
+
+# pylance's Rust code logs WARN lines to stderr by default (e.g. "No existing dataset at
+# .../__manifest, it will be created" on every create): quiet unless the user set LANCE_LOG.
+# It is read when pylance loads, so it must be set before lance_sql imports it.
+_os.environ.setdefault("LANCE_LOG", "error")
+
 from lance_sql.errors import (
     CommitConflictError,
     FormatError,

@@ -94,13 +94,36 @@ class PlanningError(LanceSqlError):
     """A query or filter cannot be planned (e.g. an unparseable filter string)."""
 
 
+class NamespaceExistsError(CommitConflictError):
+    """``create`` found a namespace at its root (``mode="exist_ok"`` / ``"overwrite"`` allow it)."""
+
+
+class IsADatasetError(NotFoundError):
+    """A partitioned namespace was expected where a plain Lance dataset is."""
+
+
+class IsANamespaceError(FormatError):
+    """A Lance dataset was expected where a partitioned namespace is."""
+
+
+class PathIsAFileError(LanceSqlError, NotADirectoryError):
+    """A dataset or namespace path names an existing regular file."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 __all__ = [
     "CommitConflictError",
     "FormatError",
+    "IsADatasetError",
+    "IsANamespaceError",
     "LanceSqlError",
     "ManifestDamagedError",
+    "NamespaceExistsError",
     "NotFoundError",
     "PartitionSchemaError",
+    "PathIsAFileError",
     "PlanningError",
     "SchemaMismatchError",
     "SpecError",

@@ -125,9 +125,11 @@ def inspect_report(root: str) -> dict[str, Any]:
         indexes_by_partition,
         storage_by_partition,
     )
+    from lance_sql.tables.namespace.spec import source_fields
     from lance_sql.tables.namespace.spec_text import time_partition_warnings as time_warnings
 
     ns = _open_namespace(root)
+    names = {fid: path for fid, (path, _, _) in source_fields(ns.schema).items()}
     base = Path(root)
     parts = ns.partitions()
     storage = storage_by_partition(ns)
@@ -147,6 +149,16 @@ def inspect_report(root: str) -> dict[str, Any]:
                 **coverage.get(p["object_id"], {}),
             }
         )
+    typed = {p["object_id"]: _partition_values(p) for p in parts.to_pylist()}
+
+    def order(r: dict[str, Any]) -> tuple[Any, ...]:  # NULL last, values by their type
+        vals = typed[r["object_id"]]
+        return (r["spec_version"], [(v is None, str(type(v)), v) for v in vals.values()])
+
+    try:
+        rows.sort(key=order)
+    except TypeError:  # values of one field that do not compare: by their text
+        rows.sort(key=lambda r: (r["spec_version"], sorted(r["values"].items())))
     per_spec: dict[int, int] = {}
     for r in rows:
         per_spec[r["spec_version"]] = per_spec.get(r["spec_version"], 0) + 1
@@ -157,6 +169,10 @@ def inspect_report(root: str) -> dict[str, Any]:
             {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in ns.schema
         ],
         "specs": {str(k): v.to_json() for k, v in sorted(ns.specs.items())},
+        "spec_text": {
+            str(k): [_describe_field(f.to_json(), names) for f in v.fields]
+            for k, v in sorted(ns.specs.items())
+        },
         "partitions_per_spec": {str(k): per_spec.get(k, 0) for k in sorted(ns.specs)},
         "indexes": index_definitions(ns),
         "rows": ns.count_rows(),
@@ -203,8 +219,8 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
     for f in rep["schema"]:
         w(f"  {f['name']}: {f['type']}{'' if f['nullable'] else ' not null'}\n")
     w("partition specs:\n")
-    for sid, spec in rep["specs"].items():
-        fields = ", ".join(_describe_field(f) for f in spec.get("fields", []))
+    for sid in rep["specs"]:
+        fields = ", ".join(rep["spec_text"][sid])
         w(f"  v{sid}: {fields}  ({rep['partitions_per_spec'][sid]} partition tables)\n")
     for msg in rep["warnings"]:  # time fields that cannot prune (spec_text.time_partition_warnings)
         w(f"warning: {msg}\n")
@@ -230,13 +246,16 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
     return 0
 
 
-def _describe_field(f: dict[str, Any]) -> str:
+def _describe_field(f: dict[str, Any], names: dict[int, str]) -> str:
+    """``field_id=bucket(16, customer_id)``: the spec text form, sources by column name."""
     t = f.get("transform")
     if t is None:
         return f"{f['field_id']}=<{f.get('expression')}>"
+    cols = [names.get(s, f"<field {s}>") for s in f.get("source_ids", [])]
     arg = t.get("num_buckets") or t.get("width")
-    name = f"{t['type']}[{arg}]" if arg else t["type"]
-    return f"{f['field_id']}={name}(source ids {f.get('source_ids')})"
+    kind = "bucket" if t["type"] == "multi_bucket" else t["type"]
+    args = ", ".join([str(arg), *cols] if arg else cols)
+    return f"{f['field_id']}={kind}({args})"
 
 
 def partitions_json(root: str, where: str | None) -> dict[str, Any]:

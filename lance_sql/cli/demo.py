@@ -8,6 +8,8 @@ and the wall time.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -54,7 +56,10 @@ def run_example(path: Path, ctx: Any, folder: Path, out: TextIO, max_rows: int =
     text = path.read_text(encoding="utf-8")
     tags = header_tags(text)
     out.write(f"\n=== {path.name}: {tags.get('title', '')}\n")
-    for stmt in split_statements(text):
+    statements = split_statements(text)
+    for stmt in statements:
+        if len(statements) > 1:  # say which statement each result belongs to
+            out.write(f"> {_first_code_line(stmt)}\n")
         t0 = time.perf_counter()
         table = ctx.sql(stmt).to_arrow_table()
         elapsed = time.perf_counter() - t0
@@ -70,14 +75,32 @@ def run_example(path: Path, ctx: Any, folder: Path, out: TextIO, max_rows: int =
         out.write(f"time: {elapsed * 1000:.0f} ms\n")
 
 
+def _first_code_line(stmt: str) -> str:
+    lines = [ln.strip() for ln in stmt.splitlines()]
+    first = next((ln for ln in lines if ln and not ln.startswith("--")), stmt.strip())
+    return first if len(first) <= 100 else first[:97] + "..."
+
+
+def _building(show: bool) -> Any:
+    """A spinner on stderr (a terminal only) while the sample data is built."""
+    if not show:
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status("building the demo namespaces ...")
+
+
 def cmd_demo(args: Any, out: TextIO) -> int:
     t0 = time.perf_counter()
-    folder, created = build_demo(args.dir)
+    with _building(sys.stderr.isatty()):
+        folder, created = build_demo(args.dir)
     verb = "created" if created else "reusing"
     out.write(
         f"{verb} demo namespaces in {folder} ({time.perf_counter() - t0:.1f} s): "
         f"{', '.join(DEMO_TABLES)}\n"
     )
+    if getattr(args, "data_only", False):
+        return 0
     examples = sorted(examples_dir().glob("*.sql"))
     if not examples:
         raise FileNotFoundError(f"no example queries found in {examples_dir()}")

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from lance_sql.errors import SpecError
+
 __all__ = ["cmd_import", "open_batches", "read_json_file"]
 
 _FORMATS = {
@@ -110,19 +112,42 @@ def _progress(
             prog.advance(task, b.num_rows)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def read_spec(value: str) -> Any:
+    """``--spec``: a file holding a partition spec, or the spec itself inline.
+
+    Either spelling of docs/namespaces.md "Partition specs": text such as
+    ``bucket(16, customer_id), days(ts)`` or JSON (a list of fields, or an object
+    with ``fields``).
+    """
+    from lance_sql.tables.namespace.spec_text import spec_fields
+
+    path = Path(value)
+    text = value
+    if not value.lstrip().startswith(("[", "{")) and path.is_file():
+        text = path.read_text(encoding="utf-8")
+    elif path.suffix.lower() == ".json" and "(" not in value:
+        raise SpecError(f"--spec file {value!r} does not exist")
+    spec = spec_fields(text)
+    if isinstance(spec, str):  # a JSON object: the spec's own form or {"fields": [...]}
+        try:
+            spec = json.loads(spec)
+        except ValueError as e:
+            raise SpecError(f"--spec {value!r} is not valid JSON: {e}") from e
+        if isinstance(spec, dict) and "id" not in spec:
+            spec = spec.get("fields", spec)
+    return spec
+
+
 def cmd_import(args: Any, out: TextIO) -> int:
     from lance_sql import PartitionedNamespace
 
     root = Path(args.root)
     exists = (root / "__manifest").exists()
-    spec = read_json_file(args.spec, "spec") if args.spec else None
-    if spec is not None and isinstance(spec, dict):
-        spec = spec.get("fields", spec)
-    if spec is not None and not isinstance(spec, list):
-        raise ValueError(
-            f"spec file {args.spec!r} must hold a list of partition fields"
-            ' or an object with "fields"'
-        )
+    spec = read_spec(args.spec) if args.spec else None
     file_schema, batches, total = open_batches(args.source, args.format)
     before = _listing(root)
     if exists:
@@ -145,9 +170,10 @@ def cmd_import(args: Any, out: TextIO) -> int:
         raise
     ns = PartitionedNamespace.open(root)
     verb = "appended" if exists else "created namespace with"
+    n_tables = ns.partitions().num_rows
     out.write(
-        f"{verb} {counted.rows} rows; {root}: {ns.count_rows()} rows in "
-        f"{ns.partitions().num_rows} partition tables, __manifest version {ns.manifest_version}\n"
+        f"{verb} {_count(counted.rows, 'row')}; {root}: {_count(ns.count_rows(), 'row')} in "
+        f"{_count(n_tables, 'partition table')}, __manifest version {ns.manifest_version}\n"
     )
     return 0
 

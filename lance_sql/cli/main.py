@@ -40,18 +40,28 @@ def _add_bindings(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--file", help="file with one or more ';'-separated statements")
 
 
+def _version() -> str:
+    from lance_sql import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="SQL over Lance datasets and partitioned namespaces (DataFusion).",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     p = sub.add_parser("demo", help="build sample namespaces and run sql_examples/")
     p.add_argument("--dir", default="lance-sql-demo", help="folder for the demo data")
     p.add_argument("--max-rows", type=int, default=10, help="rows shown per result")
+    p.add_argument(
+        "--data-only", action="store_true", help="build the sample namespaces, run no query"
+    )
 
     p = sub.add_parser("sql", help="run queries and print the results")
     _add_bindings(p)
@@ -128,9 +138,27 @@ def _dispatch(args: argparse.Namespace) -> int:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+#: a Rust source position pylance / DataFusion append to messages
+_RUST_SOURCE = re.compile(r",?\s*\(?/\S+\.rs:\d+:\d+\)?")
+#: wrappers DataFusion and Arrow put in front of the message that says what is wrong
+_WRAPPERS = re.compile(
+    r"^(?:(?:DataFusion|Arrow|Cast|Execution|External|Python) error:\s*)+", re.IGNORECASE
+)
+
+
+def _root_cause(msg: str) -> str:
+    """The deepest meaningful line of a DataFusion/Arrow error chain (``caused by``)."""
+    parts = [p.strip() for p in re.split(r"\n\s*caused by\s*\n", msg) if p.strip()]
+    deepest = parts[-1].splitlines()[0] if parts else msg
+    return _WRAPPERS.sub("", deepest).strip() or deepest
+
+
 def _one_line(exc: BaseException) -> str:
     msg = _ANSI.sub("", str(exc)).strip() or type(exc).__name__
-    first = msg.splitlines()[0]
+    from lance_sql.errors import LanceSqlError
+
+    first = msg.splitlines()[0] if isinstance(exc, LanceSqlError) else _root_cause(msg)
+    first = _RUST_SOURCE.sub("", first)
     return first if len(first) <= 500 else first[:497] + "..."
 
 

@@ -36,8 +36,14 @@ def cmd_compact(args: Any, out: TextIO) -> int:
 
 def cmd_expire(args: Any, out: TextIO) -> int:
     ns = _open(args.root)
-    report = ns.expire_versions(older_than=parse_duration(args.older_than))
-    out.write(f"{report}\n")
+    from lance_sql.cli.commands import _human
+
+    r = ns.expire_versions(older_than=parse_duration(args.older_than))
+    out.write(
+        f"removed {r.manifest_versions_removed} __manifest versions and "
+        f"{r.table_versions_removed} versions of {r.tables} partition tables "
+        f"({_human(r.bytes_removed)})\n"
+    )
     return 0
 
 

@@ -13,6 +13,8 @@ on); text that is not a boolean expression at all raises
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
@@ -53,6 +55,18 @@ def parse_filter(sql: str, schema: pa.Schema) -> Predicate:
     return prepare(parse_filter_unbound(sql), schema)
 
 
+def _parse_problem(exc: ParseError) -> str:
+    """sqlglot's parse error in a user's words (no sqlglot class names)."""
+    first = exc.errors[0] if getattr(exc, "errors", None) else {}
+    text = str(first.get("description") or exc).splitlines()[0]
+    col = first.get("col")
+    if text.startswith("Required keyword"):
+        text = "the expression is incomplete (an operator lacks an operand)"
+    text = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", text)
+    where = f" at column {col}" if col else ""
+    return f"{text}{where}; write a SQL condition such as \"day = DATE '2025-12-10'\""
+
+
 def parse_filter_unbound(sql: str) -> Predicate:
     """Parse a SQL filter into the IR without binding names (columns carry names only)."""
     if not sql or not sql.strip():
@@ -60,7 +74,7 @@ def parse_filter_unbound(sql: str) -> Predicate:
     try:
         tree = sqlglot.parse_one(sql, read="postgres")
     except ParseError as exc:
-        raise PlanningError(f"cannot parse filter {sql!r}: {exc}") from exc
+        raise PlanningError(f"cannot parse filter {sql!r}: {_parse_problem(exc)}") from exc
     if isinstance(tree, (exp.Select, exp.Query)) or not isinstance(tree, exp.Expression):
         raise PlanningError(f"filter {sql!r} is a query, not a boolean expression")
     if isinstance(tree, (exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):

@@ -165,6 +165,11 @@ def _check_metadata(
     try:
         open_metadata(uri, version, tag=tag, storage_options=storage_options)
     except NotFoundError as exc:
+        from lance_sql.tables.path_kind import namespace_instead
+
+        better = namespace_instead(uri, storage_options)
+        if better is not None:
+            raise better from exc
         if version is None and tag is None and _is_local(uri) and os.path.exists(uri):
             raise FormatError(
                 "exists but is not a Lance dataset (no _versions/ directory with a manifest)",

@@ -7,11 +7,10 @@ written: the column list (read by DataFusion's own ``CREATE TABLE`` in a
 scratch context; view types stored as their plain forms) and the query of
 ``CREATE TABLE ... AS SELECT`` (cut from the statement at the ``AS`` token).
 
-Partition terms: a column or ``identity(c)``; ``bucket(N, c)``;
-``truncate(W, c)``; ``year(c)``, ``month(c)``, ``day(c)``, ``hour(c)`` (the
-spec's calendar transforms; see docs/namespaces.md); Iceberg's ``days(c)``,
-``months(c)``, ``hours(c)``, ``years(c)`` expand to those calendar fields
-(:func:`~lance_sql.tables.namespace.spec_text.parse_spec_text`). The namespace is created
+Partition terms: the spec text of docs/namespaces.md "Partition specs" (a
+column or ``identity(c)``, ``bucket(N, c, ...)``, ``truncate(W, c)``, ``year(c)``
+... ``hour(c)``, and Iceberg's ``years(c)`` ... ``hours(c)``), read by
+:func:`~lance_sql.tables.namespace.spec_text.spec_fields`. The namespace is created
 at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
 ``SET lance.warehouse = '/path'``) and registered as ``name``. ``TBLPROPERTIES``
 takes ``'lance_sql.data_storage_version' = '2.0'`` (the Lance file format of the
@@ -33,7 +32,7 @@ from sqlglot.tokens import TokenType
 from lance_sql.engines.datafusion.dml import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
-from lance_sql.tables.namespace.spec_text import parse_spec_text
+from lance_sql.tables.namespace.spec_text import spec_fields
 
 _SET_WAREHOUSE = re.compile(
     r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
@@ -41,8 +40,6 @@ _SET_WAREHOUSE = re.compile(
 )
 #: a statement starting with CREATE (comments skipped): the only ones tokenized here
 _CREATE = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b", re.IGNORECASE | re.DOTALL)
-_CALENDAR = ("year", "month", "day", "hour")
-_SINCE_EPOCH = ("years", "months", "days", "hours")
 
 
 def warehouse(ctx: Any) -> str | None:
@@ -116,7 +113,13 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
         schema = plain_schema(query_df.schema())
     else:
         schema = _column_schema(query, tokens, tree, name)
-    fields = _partition_fields(tree, tokens, schema, name)
+    fields = _partition_fields(tree, query, tokens, schema, name)
+    if tree.args.get("exists"):  # IF NOT EXISTS: a namespace at LOCATION is kept as it is
+        from lance_sql.tables.path_kind import path_kind
+
+        if path_kind(location) == "namespace":
+            ctx.register_namespace(name, location)
+            return
     ns = PartitionedNamespace.create(location, schema, fields, **_table_properties(tree, name))
     if query_df is not None:
         rows = query_df.to_arrow_table()
@@ -226,78 +229,41 @@ def _closing(tokens: list[Any], opening: int) -> int | None:
 
 
 def _partition_fields(
-    tree: exp.Create, tokens: list[Any], schema: pa.Schema, name: str
+    tree: exp.Create, query: str, tokens: list[Any], schema: pa.Schema, name: str
 ) -> list[dict[str, Any]]:
-    prop = tree.find(exp.PartitionedByProperty)
-    if prop is None:
+    """The fields of ``PARTITIONED BY (...)``, read by the one spec-text parser
+    (:func:`~lance_sql.tables.namespace.spec_text.spec_fields`, docs/namespaces.md
+    "Partition specs"), with column names resolved as DataFusion resolves them."""
+    if tree.find(exp.PartitionedByProperty) is None:
         return []
-    _refuse_multi_bucket(tokens, name)
-    terms = prop.this.expressions if isinstance(prop.this, exp.Schema) else [prop.this]
-    return [f for term in terms for f in _fields(term, schema, name)]
+    at = next((i for i, t in enumerate(tokens) if t.text.upper().startswith("PARTITIONED")), None)
+    opening = at + 1 if at is not None and at + 1 < len(tokens) else None
+    if opening is None or tokens[opening].token_type != TokenType.L_PAREN:
+        raise SpecError(f"CREATE TABLE {name!r}: write PARTITIONED BY (term, ...)")
+    closing = _closing(tokens, opening)
+    if closing is None:
+        raise SpecError(f"CREATE TABLE {name!r}: PARTITIONED BY ( is never closed")
+    text = query[tokens[opening].end + 1 : tokens[closing].start]
+    try:
+        fields = spec_fields(text)
+    except SpecError as exc:
+        raise SpecError(f"CREATE TABLE {name!r}: PARTITIONED BY ({text}): {exc}") from exc
+    for f in fields:
+        if "sources" in f:
+            f["sources"] = [_column(c, schema, name) for c in f["sources"]]
+        else:
+            f["source"] = _column(f["source"], schema, name)
+    return fields
 
 
-def _fields(term: exp.Expression, schema: pa.Schema, name: str) -> list[dict[str, Any]]:
-    """The spec fields of one PARTITIONED BY term (``days(ts)``: year, month and day)."""
-    if isinstance(term, (exp.Identifier, exp.Column)):
-        return [{"source": _column(term.name, schema, name, term), "transform": "identity"}]
-    cols = [c.name for c in term.find_all(exp.Column)]
-    nums = [int(x.this) for x in term.find_all(exp.Literal) if not x.is_string]
-    if isinstance(term, exp.PartitionedByBucket):
-        kind = "bucket"
-    elif isinstance(term, exp.PartitionByTruncate):
-        kind = "truncate"
-    elif isinstance(term, exp.Anonymous):
-        kind = str(term.this).lower()
-    else:
-        kind = term.sql_name().lower()
-    if len(cols) != 1:
-        raise SpecError(f"CREATE TABLE {name!r}: partition term {term.sql()} needs one column")
-    source = _column(cols[0], schema, name, term)
-    if kind in _SINCE_EPOCH:  # Iceberg's days(ts) etc.: the calendar fields that prune alike
-        quoted = '"' + source.replace('"', '""') + '"'
-        return parse_spec_text(f"{kind}({quoted})")
-    if kind == "identity":
-        return [{"source": source, "transform": "identity"}]
-    if kind in _CALENDAR:
-        return [{"source": source, "transform": kind}]
-    if kind in ("bucket", "truncate") and len(nums) == 1:
-        param = "num_buckets" if kind == "bucket" else "width"
-        return [{"source": source, "transform": kind, param: nums[0]}]
-    raise SpecError(
-        f"CREATE TABLE {name!r}: unknown partition term {term.sql()} (known: a column, "
-        "identity(c), bucket(N, c), truncate(W, c), year(c), month(c), day(c), hour(c))"
-    )
-
-
-def _column(col: str, schema: pa.Schema, name: str, term: exp.Expression) -> str:
+def _column(col: str, schema: pa.Schema, name: str) -> str:
+    """A partition source as written, or the one column it names case-insensitively."""
     if col in schema.names:
         return col
     folded = [n for n in schema.names if n.lower() == col.lower()]
-    if len(folded) == 1 and not (isinstance(term, exp.Identifier) and term.quoted):
+    if len(folded) == 1:
         return folded[0]
-    raise SpecError(f"CREATE TABLE {name!r}: partition term {term.sql()}: no column {col!r}")
-
-
-def _refuse_multi_bucket(tokens: list[Any], name: str) -> None:
-    """sqlglot keeps one column of ``bucket(N, a, b)``: refuse it instead of a wrong spec."""
-    for i, t in enumerate(tokens[:-1]):
-        if t.text.upper() != "BUCKET" or tokens[i + 1].token_type != TokenType.L_PAREN:
-            continue
-        depth, commas = 0, 0
-        for u in tokens[i + 1 :]:
-            if u.token_type == TokenType.L_PAREN:
-                depth += 1
-            elif u.token_type == TokenType.R_PAREN:
-                depth -= 1
-                if depth == 0:
-                    break
-            elif u.token_type == TokenType.COMMA and depth == 1:
-                commas += 1
-        if commas > 1:
-            raise UnsupportedFeatureError(
-                f"CREATE TABLE {name!r}: bucket over several columns (multi_bucket) is not "
-                "supported in SQL; create the namespace from Python"
-            )
+    raise SpecError(f"CREATE TABLE {name!r}: PARTITIONED BY names no column {col!r}")
 
 
 __all__ = ["create_statement", "warehouse"]

@@ -129,6 +129,20 @@ def read_manifest(
     root: str, version: int | None = None, *, storage_options: Mapping[str, str] | None = None
 ) -> ManifestSnapshot:
     """Open ``__manifest`` (latest or ``version``); NotFoundError names what is missing."""
+    try:
+        return _read_manifest(root, version, storage_options)
+    except NotFoundError as exc:
+        from lance_sql.tables.path_kind import dataset_instead
+
+        better = dataset_instead(root, storage_options)  # a dataset or a file at the root
+        if better is not None:
+            raise better from exc
+        raise
+
+
+def _read_manifest(
+    root: str, version: int | None, storage_options: Mapping[str, str] | None
+) -> ManifestSnapshot:
     lance = _lance()
     uri = manifest_uri(root)
     with pylance_errors(

@@ -57,6 +57,7 @@ from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
+from lance_sql.tables.path_kind import prepare_root
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
 
 
@@ -106,8 +107,14 @@ class PartitionedNamespace:
         *,
         storage_options: Mapping[str, str] | None = None,
         data_storage_version: str | None = None,
+        mode: str = "create",
     ) -> PartitionedNamespace:
         """Create a namespace at ``root`` with spec version 1.
+
+        ``mode``: ``"create"`` refuses a root that already holds a namespace
+        (:class:`NamespaceExistsError`); ``"exist_ok"`` opens and returns it
+        unchanged (its schema and spec are kept as they are); ``"overwrite"``
+        deletes it (every version) and creates a new one.
 
         ``schema``: a pyarrow schema (ids assigned depth-first from 0 when it has
         none) or JsonArrowSchema JSON. ``spec``: a PartitionSpec, its JSON, a list
@@ -118,9 +125,12 @@ class PartitionedNamespace:
         the root property :data:`.properties.DATA_STORAGE_VERSION_KEY`.
         """
         root_s = root_uri(root)
+        existing = prepare_root(root_s, mode, storage_options)
+        if existing:
+            return cls.open(root_s, storage_options=storage_options)
         file_version = checked_file_version(data_storage_version)
         ns_schema = normalize_schema(schema)
-        if isinstance(spec, str):  # Iceberg-style text, e.g. "days(ts), bucket(16, id)"
+        if isinstance(spec, (str, list, tuple)):  # text, JSON, field dicts (spec_text.py)
             from lance_sql.tables.namespace.spec_text import spec_fields
 
             spec = spec_fields(spec)
@@ -463,9 +473,14 @@ class PartitionedNamespace:
         return indexes.index_coverage(self)
 
     # -- evolution (:mod:`.evolution`) ---------------------------------------------------------
-    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField]) -> PartitionSpec:
-        """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
-        return evolution.add_spec(self, fields)
+    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField] | str) -> PartitionSpec:
+        """Create spec version N+1 (field ids reused per the spec); new data goes under it.
+
+        ``fields``: field dicts or spec text, as :meth:`create` takes them.
+        """
+        from lance_sql.tables.namespace.spec_text import spec_fields
+
+        return evolution.add_spec(self, spec_fields(fields))
 
     def rename_column(self, old: str, new: str) -> None:
         """Rename a top-level namespace column (same field id; partition tables untouched)."""

@@ -147,10 +147,15 @@ def _positive(node: Any, key: str) -> int:
 
 
 def spec_fields(spec: Any) -> Any:
-    """``spec`` as ``PartitionedNamespace.create`` takes it: text becomes field dicts.
+    """The one entry point for a partition spec as a user writes it (docs/namespaces.md
+    "Partition specs"): Python ``create`` / ``add_spec``, the CLI's ``--spec``, SQL
+    ``PARTITIONED BY`` and Spark's ``partitionBy`` all pass through here.
 
-    JSON text (``{...}`` spec JSON or a ``[...]`` list of field dicts) is
-    decoded; anything else is returned unchanged.
+    Text (``"bucket(16, c), days(ts)"``) becomes field dicts; a JSON list of field
+    dicts is decoded; in field dicts, Spark's and Iceberg's names (``years``,
+    ``months``, ``days``, ``hours``) expand to the calendar fields exactly as in
+    the text form. The spec's own JSON (an object with ``fields``, a
+    ``PartitionSpec``) is returned unchanged.
     """
     import json
 
@@ -158,10 +163,30 @@ def spec_fields(spec: Any) -> Any:
         return parse_spec_text(spec)
     if isinstance(spec, str) and spec.lstrip().startswith("["):
         try:
-            return json.loads(spec)
+            spec = json.loads(spec)
         except ValueError as e:
             raise SpecError(f"the partition spec is not valid JSON: {e}", key=_KEY) from e
+    if isinstance(spec, (list, tuple)):
+        return [f for i, raw in enumerate(spec) for f in _expanded(raw, f"{_KEY}[{i}]")]
     return spec
+
+
+def _expanded(raw: Any, key: str) -> list[Any]:
+    """A convenient field dict whose transform is a plural time name, as calendar fields."""
+    if not isinstance(raw, Mapping) or "source_ids" in raw:
+        return [raw]
+    transform = raw.get("transform")
+    kind = transform.get("type") if isinstance(transform, Mapping) else transform
+    if not isinstance(kind, str) or kind.lower() not in EXPANSIONS:
+        return [raw]
+    if "field_id" in raw:
+        raise SpecError(
+            f"{kind!r} expands to the fields {', '.join(EXPANSIONS[kind.lower()])}: "
+            "omit 'field_id' (each gets its default name)",
+            key=key,
+        )
+    rest = {k: v for k, v in raw.items() if k != "transform"}
+    return [{**rest, "transform": t} for t in EXPANSIONS[kind.lower()]]
 
 
 def time_partition_warnings(spec: Any, schema: Any = None) -> list[str]:

@@ -1,0 +1,113 @@
+"""What a path holds (nothing, a file, a Lance dataset, a partitioned namespace, a folder).
+
+Used to turn a failed open or create into an error that says what the path is
+and what to do instead (``register_lance`` for a dataset, ``register_namespace``
+for a namespace), in Python, the CLI and Spark alike. Only metadata listings;
+no data is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from lance_sql.errors import IsADatasetError, IsANamespaceError, PathIsAFileError
+
+Kind = Literal["missing", "file", "dataset", "namespace", "folder", "unknown"]
+
+DATASET_HINT = "this is a Lance dataset: use --lance NAME=PATH / ctx.register_lance"
+NAMESPACE_HINT = (
+    "this is a partitioned namespace: use --ns NAME=PATH / ctx.register_namespace "
+    "(PartitionedNamespace.open)"
+)
+
+
+def path_kind(uri: str, storage_options: Mapping[str, Any] | None = None) -> Kind:
+    """Classify ``uri`` from a few existence checks; ``unknown`` when they fail."""
+    from lance_sql.format.storage import resolve
+
+    try:
+        loc = resolve(uri, storage_options)
+        fs, path = loc.fs, loc.path
+        if not fs.exists(path):
+            return "missing"
+        if fs.isfile(path):
+            return "file"
+        if fs.exists(f"{path}/__manifest"):
+            return "namespace"
+        if fs.exists(f"{path}/_versions"):
+            return "dataset"
+        return "folder"
+    except Exception:
+        return "unknown"
+
+
+def dataset_instead(uri: str, storage_options: Mapping[str, Any] | None = None) -> Exception | None:
+    """The error for a namespace expected at ``uri`` where something else is, or None."""
+    kind = path_kind(uri, storage_options)
+    if kind == "dataset":
+        return IsADatasetError(f"{uri} is not a partitioned namespace; {DATASET_HINT}")
+    if kind == "file":
+        return PathIsAFileError(
+            f"{uri} is an existing file, not a partitioned namespace folder: "
+            "give the path of a folder (a new one to create a namespace)"
+        )
+    return None
+
+
+def namespace_instead(
+    uri: str, storage_options: Mapping[str, Any] | None = None
+) -> Exception | None:
+    """The error for a dataset expected at ``uri`` where a namespace or file is, or None."""
+    kind = path_kind(uri, storage_options)
+    if kind == "namespace":
+        return IsANamespaceError(f"{uri} is not a Lance dataset; {NAMESPACE_HINT}")
+    if kind == "file":
+        return PathIsAFileError(f"{uri} is an existing file, not a Lance dataset folder")
+    return None
+
+
+__all__ = [
+    "DATASET_HINT",
+    "NAMESPACE_HINT",
+    "dataset_instead",
+    "namespace_instead",
+    "path_kind",
+    "prepare_root",
+]
+
+
+def prepare_root(uri: str, mode: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Check ``uri`` before a namespace is created there; True when ``mode`` says open it.
+
+    ``create``: a namespace there is :class:`NamespaceExistsError`; ``exist_ok``:
+    returns True for it; ``overwrite``: removes it. A file or a Lance dataset at
+    ``uri`` is refused in every mode (nothing is deleted but a namespace).
+    """
+    from lance_sql.errors import NamespaceExistsError
+
+    if mode not in ("create", "exist_ok", "overwrite"):
+        raise ValueError(f"mode must be 'create', 'exist_ok' or 'overwrite', got {mode!r}")
+    kind = path_kind(uri, storage_options)
+    if kind == "file":
+        raise PathIsAFileError(
+            f"cannot create a namespace at {uri}: it is an existing file; choose a folder path"
+        )
+    if kind == "dataset":
+        raise IsADatasetError(
+            f"cannot create a namespace at {uri}: {DATASET_HINT}, or choose another path"
+        )
+    if kind != "namespace":
+        return False
+    if mode == "exist_ok":
+        return True
+    if mode == "create":
+        raise NamespaceExistsError(
+            f"a namespace already exists at {uri}: open it with PartitionedNamespace.open, "
+            "or pass mode='exist_ok' (keep it) or mode='overwrite' (replace it)"
+        )
+    from lance_sql.format.storage import resolve
+
+    loc = resolve(uri, storage_options)
+    loc.fs.rm(loc.path, recursive=True)
+    return False
