@@ -38,6 +38,7 @@ from lance_sql.engines.datafusion.spj_plan import (
     unaggregated_pairs,
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
+from lance_sql.tables.substrait_schema import arrow_nested_names
 
 
 @dataclass
@@ -157,7 +158,7 @@ def _rewrite_plan(
             changed = changed or stats.changed
         if not changed:
             return out
-        out.names = _unique_output_names(plan)
+        out.names = _unique_output_names(plan, df.schema())
         try:
             new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
             schema = new.schema()
@@ -185,7 +186,7 @@ def _rewrite_plan(
     return out
 
 
-def _unique_output_names(plan: Any) -> list[str] | None:
+def _unique_output_names(plan: Any, schema: pa.Schema) -> list[str] | None:
     """Make the plan's output names unique (in place); the original names if they were not.
 
     A query may output two columns of one name (``SELECT *`` of a self-join):
@@ -195,16 +196,22 @@ def _unique_output_names(plan: Any) -> list[str] | None:
     the results their original names back.
     """
     root = next(r.root for r in plan.relations if r.HasField("root"))
-    names = list(root.names)
+    every = list(root.names)  # depth first: struct field names follow their column's
+    tops, at = [], 0
+    for f in schema:  # ``schema``: the query's output (its struct fields are not renamed)
+        tops.append(at)
+        at += 1 + arrow_nested_names(f.type)
+    if at != len(every):
+        raise ValueError(f"the plan's output has {len(every)} names, the query's {at}")
+    names = [every[i] for i in tops]
     if len(set(names)) == len(names):
         return None
     seen: set[str] = set()
-    unique = []
-    for i, name in enumerate(names):
-        unique.append(name if name not in seen else f"{name}__lance_{i}")
+    for i, (at, name) in enumerate(zip(tops, names, strict=True)):
+        every[at] = name if name not in seen else f"{name}__lance_{i}"
         seen.add(name)
     del root.names[:]
-    root.names.extend(unique)
+    root.names.extend(every)
     return names
 
 
