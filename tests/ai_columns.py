@@ -58,4 +58,29 @@ def ai_schema(schema: pa.Schema, width: int = 8) -> pa.Schema:
     return schema
 
 
-__all__ = ["AI_NAMES", "add_ai_columns", "ai_arrays", "ai_fields", "ai_schema"]
+#: Tenants of :func:`tenant_rows` (``t00`` .. ``t63``), one partition table each.
+TENANTS = 64
+
+
+def tenant_rows(width: int, rows_per_tenant: int) -> pa.Table:
+    """``id``, ``tenant`` (64 values), ``score`` and the four AI-shaped columns."""
+    n = TENANTS * rows_per_tenant
+    base = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "tenant": pa.array([f"t{i % TENANTS:02d}" for i in range(n)]),
+            "score": pa.array([float(i % 97) for i in range(n)]),
+        }
+    )
+    return add_ai_columns(base, width, seed=7)
+
+
+__all__ = [
+    "AI_NAMES",
+    "TENANTS",
+    "add_ai_columns",
+    "ai_arrays",
+    "ai_fields",
+    "ai_schema",
+    "tenant_rows",
+]
