@@ -53,6 +53,8 @@ class Rewrite:
     names: list[str] | None = None
     #: join inputs given a row-count hint from Lance metadata (:mod:`.join_stats`)
     join_stats: list[str] = field(default_factory=list)
+    #: why filters DataFusion did not push could not prune (the prune pass did not run)
+    prune_reasons: list[str] = field(default_factory=list)
 
 
 def _scans(plan: Any) -> list[str]:
@@ -99,6 +101,8 @@ def rewrite(
     except Exception as exc:  # DataFusion cannot express the plan in Substrait
         if want_spj:
             out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
+        if want_prune:
+            out.prune_reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
         return out
     try:
         wants = (want_spj, want_prune, want_stats, " null_aware" in text)
