@@ -213,3 +213,26 @@ def test_row_operations_prune_with_ai_columns(tmp_path: Path) -> None:
     ns = PartitionedNamespace.open(root)
     ns.compact()
     assert PartitionedNamespace.open(root).count_rows(pc.field("region") == "eu") == 7
+
+
+@pytest.mark.parametrize("kind", [None, "all"])
+def test_bounds_and_key_filters_with_ai_columns(tmp_path: Path, kind: str | None) -> None:
+    """Column bounds and key filters skip the same tables with or without AI columns."""
+    root = _namespace(tmp_path / "ns", kind)
+    ns = PartitionedNamespace.open(root)
+    ns.append(_base_rows() if kind is None else add_ai_columns(_base_rows()))
+    ns.create_scalar_index("x", "BTREE")
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("n", root)
+    cases = (("x > 220", 1, 0, lambda x: x > 220), ("x = 50", 0, 1, lambda x: x == 50))
+    for where, bounds, keys, test in cases:
+        sql = f"SELECT id FROM n WHERE {where}"
+        with capture_scans() as records:
+            rows = ctx.sql(sql).to_pylist()
+        (line,) = [r.plan.description for r in records]
+        assert ("skipped_by_bounds=" in line) == bool(bounds), line
+        assert ("skipped_by_key_filter=" in line) == bool(keys), line
+        plan = lance_sql.plan_scan(PartitionedNamespace.open(root), pc.field("x") > 220)
+        assert plan.skipped_by_bounds >= 1
+        want = [i for i in range(24) if test(i * 10)]
+        assert sorted(r["id"] for r in rows) == sorted(want * 2)
