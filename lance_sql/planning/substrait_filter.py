@@ -50,7 +50,7 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
-from lance_sql.tables.substrait_schema import substrait_schema
+from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -172,24 +172,10 @@ class _Decoder:
         return Column(self.schema.field(ref.field).name)
 
     def _columns(self, node) -> tuple[str, ...]:
-        names: set[str] = set()
-
-        def walk(msg) -> None:
-            for fd, value in msg.ListFields():
-                if fd.name == "selection":
-                    ref = value.direct_reference.struct_field
-                    if ref.field < len(self.schema):
-                        names.add(self.schema.field(ref.field).name)
-                if fd.message_type is None:
-                    continue
-                if hasattr(value, "ListFields"):
-                    walk(value)
-                else:  # a repeated message field
-                    for item in value:
-                        walk(item)
-
-        walk(node)
-        return tuple(sorted(names))
+        n = len(self.schema)
+        return tuple(
+            sorted({self.schema.field(i).name for i in referenced_positions(node) if i < n})
+        )
 
     def _literal(self, lit) -> Literal:
         kind = lit.WhichOneof("literal_type")
