@@ -15,6 +15,12 @@ IS [NOT] NULL, bare NULLs, LIKE 'p%', starts_with) and the transform-term forms 
 checks that ``SELECT * ... WHERE`` with pruning returns the same multiset of
 rows as with pruning disabled (``register_namespace(..., prune=None)``).
 
+Each pool namespace has a twin with the same specs and rows plus an embedding
+vector, a struct, a list of structs and a map (``tests/ai_columns.py``); every
+third example also runs there (AI columns selected, sometimes an always-true
+condition on them) and must return the same scalar rows from the same
+partition tables.
+
 How often pruning selected fewer partition tables than all is printed and
 must stay above a floor. Examples: ``LANCE_SQL_SQL_PRUNING_EXAMPLES`` (default
 500); the ``slow`` test runs 20,000. Pool seed: ``LANCE_SQL_SQL_PRUNING_SEED``.
