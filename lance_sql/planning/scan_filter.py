@@ -79,11 +79,13 @@ class ScanFilter:
 
             return cls(predicate, sql=to_sql(filter))
         if isinstance(filter, pc.Expression):
-            try:
-                buf = filter.to_substrait(schema)
+            from lance_sql.tables.substrait_schema import serialise
+
+            try:  # positions of ``schema``; columns the filter does not read cannot matter
+                buf = serialise(filter, schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                 raise PlanningError(f"filter {filter} cannot be serialized: {exc}") from exc
-            return cls(predicate, substrait=base64.b64encode(bytes(buf)).decode())
+            return cls(predicate, substrait=base64.b64encode(buf).decode())
         return cls(predicate)
 
     @property
@@ -176,10 +178,11 @@ def _is_predicate(obj: Any) -> bool:
 def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:
     """``pred`` as a pyarrow expression a Lance scan runs exactly, or None."""
     from lance_sql.planning.arrow_expr import to_pyarrow
+    from lance_sql.tables.substrait_schema import serialise
 
     try:
         expr = to_pyarrow(pred)
-        expr.to_substrait(schema)
+        serialise(expr, schema)
     except (PlanningError, pa.ArrowException, ValueError, TypeError):
         return None
     return expr

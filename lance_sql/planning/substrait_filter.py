@@ -9,6 +9,11 @@ starts_with, a bare boolean column -> ``col = TRUE``. Anything else (casts,
 arithmetic, other functions) becomes :class:`~.predicates.Unsupported`, which
 never prunes.
 
+The filter is serialised against :func:`~lance_sql.tables.substrait_schema.substrait_schema`
+(pyarrow refuses a schema holding a vector or a struct with field metadata
+even when the filter reads neither): a leaf reading a column that has no
+Substrait form is Unsupported, and the rest of the filter still prunes.
+
 Two pyarrow quirks are handled explicitly:
 
 - pyarrow 26 writes timestamp literals in the deprecated Substrait fields
@@ -45,6 +50,7 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
+from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -63,8 +69,9 @@ def decode(expr: pc.Expression, schema: pa.Schema) -> Predicate:
     """Decode a pyarrow expression into the (unbound) IR."""
     from substrait import extended_expression_pb2
 
+    stubbed, stand_ins = substrait_schema(schema)
     try:
-        buf = expr.to_substrait(schema)
+        buf = expr.to_substrait(stubbed)
     except (pa.ArrowException, ValueError, TypeError) as exc:
         return Unsupported(f"{expr} (not serialisable to Substrait: {exc})", tuple(schema.names))
     message = extended_expression_pb2.ExtendedExpression()
@@ -74,14 +81,19 @@ def decode(expr: pc.Expression, schema: pa.Schema) -> Predicate:
         for ext in message.extensions
         if ext.HasField("extension_function")
     }
-    decoder = _Decoder(functions, schema)
+    decoder = _Decoder(functions, schema, stand_ins)
     return decoder.pred(message.referred_expr[0].expression)
 
 
 class _Decoder:
-    def __init__(self, functions: dict[int, str], schema: pa.Schema) -> None:
+    def __init__(
+        self, functions: dict[int, str], schema: pa.Schema, stand_ins: frozenset[int] = frozenset()
+    ) -> None:
         self.functions = functions
         self.schema = schema
+        #: positions serialised with a stand-in type (:mod:`~lance_sql.tables.substrait_schema`):
+        #: a leaf reading one is Unsupported, naming the column and its type
+        self.stand_ins = stand_ins
 
     def pred(self, node) -> Predicate:
         kind = node.WhichOneof("rex_type")
@@ -100,7 +112,16 @@ class _Decoder:
                     return TRUE if lit.value else FALSE
         except _Opaque:
             pass
-        return Unsupported(f"substrait {kind}", self._columns(node))
+        columns = self._columns(node)
+        awkward = [
+            self.schema.field(c)
+            for c in columns
+            if self.schema.get_field_index(c) in self.stand_ins
+        ]
+        if awkward:
+            kinds = ", ".join(f"{f.name}: {f.type}" for f in awkward)
+            return Unsupported(f"a condition on {kinds} (no Substrait form)", columns)
+        return Unsupported(f"substrait {kind}", columns)
 
     def _function(self, fn) -> Predicate:
         name = self.functions.get(fn.function_reference, "?")
@@ -146,29 +167,15 @@ class _Decoder:
         if node.WhichOneof("rex_type") != "selection":
             raise _Opaque
         ref = node.selection.direct_reference.struct_field
-        if ref.HasField("child"):
-            raise _Opaque  # nested field
+        if ref.HasField("child") or ref.field in self.stand_ins:
+            raise _Opaque  # nested field, or a column serialised with a stand-in type
         return Column(self.schema.field(ref.field).name)
 
     def _columns(self, node) -> tuple[str, ...]:
-        names: set[str] = set()
-
-        def walk(msg) -> None:
-            for fd, value in msg.ListFields():
-                if fd.name == "selection":
-                    ref = value.direct_reference.struct_field
-                    if ref.field < len(self.schema):
-                        names.add(self.schema.field(ref.field).name)
-                if fd.message_type is None:
-                    continue
-                if hasattr(value, "ListFields"):
-                    walk(value)
-                else:  # a repeated message field
-                    for item in value:
-                        walk(item)
-
-        walk(node)
-        return tuple(sorted(names))
+        n = len(self.schema)
+        return tuple(
+            sorted({self.schema.field(i).name for i in referenced_positions(node) if i < n})
+        )
 
     def _literal(self, lit) -> Literal:
         kind = lit.WhichOneof("literal_type")

@@ -19,6 +19,7 @@ from typing import Any
 
 import lance
 import pyarrow as pa
+from ai_columns import add_ai_columns, ai_schema
 
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -111,6 +112,19 @@ S_SCHEMA = pa.schema(
         pa.field("c2", pa.timestamp("us", tz="America/New_York")),
     ]
 )
+#: documents with AI-shaped columns (an embedding vector, a struct, a list of structs, a
+#: map): selected and carried through queries and joins; predicates use the scalar ones
+DOCS_SCHEMA = ai_schema(
+    pa.schema(
+        [
+            pa.field("doc_id", pa.int64(), nullable=False),
+            pa.field("customer_id", pa.int64()),
+            pa.field("lang", pa.string()),
+            pa.field("rank", pa.float64()),
+        ]
+    ),
+    8,
+)
 
 STATUSES = ["open", "shipped", "done", "returned", "Open", ""]
 NATIONS = ["DE", "FR", "US", "JP", "BR", "ab", "abc"]
@@ -202,6 +216,16 @@ def products_rows(rng: random.Random) -> pa.Table:
     return pa.table(rows, schema=PRODUCTS_SCHEMA)
 
 
+def docs_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {"doc_id": [], "customer_id": [], "lang": [], "rank": []}
+    for i in range(first_id, first_id + n):
+        rows["doc_id"].append(i)
+        rows["customer_id"].append(_maybe(rng, rng.randrange(0, 520)))
+        rows["lang"].append(_maybe(rng, rng.choice(["en", "de", "fr", "ja"])))
+        rows["rank"].append(_maybe(rng, rng.choice([0.5, 1.0, 2.25, -0.0, 10.0])))
+    return add_ai_columns(pa.table(rows, schema=pa.schema(list(DOCS_SCHEMA)[:4])), 8, first_id)
+
+
 def small_rows() -> tuple[pa.Table, pa.Table]:
     """``a_ns`` / ``b_ns``: the issue #15 repros, plus NULL keys and NULL booleans."""
     a = {
@@ -249,6 +273,7 @@ def build_tables() -> dict[str, list[pa.Table]]:
         "items": [items_rows(rng, 2000, 0, 3000), items_rows(rng, 2000, 2000, 3000)],
         "events": [events_rows(rng, 1200, 0), events_rows(rng, 1200, 1200)],
         "products": [products_rows(rng)],
+        "docs": [docs_rows(rng, 300, 0), docs_rows(rng, 300, 300)],
         "a_ns": [a],
         "b_ns": [b],
         "t": [t_rows(rng)],
@@ -290,6 +315,10 @@ NAMESPACES: dict[str, tuple[pa.Schema, list[list[dict[str, Any]]]]] = {
             [_bucket("c0", 6), _bucket("c0", 1)],
             [_bucket("c0", 3), _bucket("c0", 16)],
         ],
+    ),
+    "docs": (
+        DOCS_SCHEMA,
+        [[_bucket("customer_id", 8)], [_bucket("customer_id", 8), _t("lang", "identity")]],
     ),
 }
 #: plain Lance datasets (pylance ``write_dataset``), registered with ``register_lance``

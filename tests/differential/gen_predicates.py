@@ -67,6 +67,8 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("added", "ts"),
         ("rating", "float"),
     ],
+    # and emb, profile, items, attrs: selected with *, never in generated predicates
+    "docs": [("doc_id", "int"), ("customer_id", "int"), ("lang", "str"), ("rank", "float")],
     "a_ns": [("id", "int"), ("k", "int"), ("x", "int"), ("b", "bool"), ("c", "bool")],
     "b_ns": [("id", "int"), ("k", "int"), ("x", "int"), ("b", "bool"), ("c", "bool")],
     "t": [("x", "int"), ("y", "int")],
@@ -86,7 +88,7 @@ _TS = [
 ]
 _STR = sorted(
     {*STATUSES, *NATIONS, *KINDS, *SKUS[::9], *S_KEYS, "a", "ab", "zz", "tools", "abcust0001"}
-    | {"zzz", "日本語", "éa"}
+    | {"zzz", "日本語", "éa", "en"}
 )
 LITERALS: dict[str, list[Any]] = {
     "int": [-129, -1, 0, 1, 2, 3, 7, 10, 20, 40, 127, 128, 255, 300, 499, 555, 2147483647],

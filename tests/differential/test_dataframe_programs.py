@@ -40,6 +40,8 @@ JOINS = [
     ("items", "order_id", "orders", "order_id"),
     ("orders", "order_id", "items", "order_id"),
     ("events", "customer_id", "customers", "id"),
+    ("docs", "customer_id", "customers", "id"),
+    ("customers", "id", "docs", "customer_id"),
     ("items", "sku", "products", "sku"),
     ("a_ns", "k", "b_ns", "k"),
     ("b_ns", "k", "a_ns", "k"),

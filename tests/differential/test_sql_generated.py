@@ -40,6 +40,7 @@ EDGES = [
     ("orders", "customer_id", "customers", "id"),
     ("items", "order_id", "orders", "order_id"),
     ("events", "customer_id", "customers", "id"),
+    ("docs", "customer_id", "customers", "id"),
     ("items", "sku", "products", "sku"),
     ("a_ns", "k", "b_ns", "k"),
     ("a_ns", "x", "b_ns", "x"),

@@ -279,6 +279,7 @@ class SessionContext(datafusion.SessionContext):
         lines = "\n".join(
             [f"storage-partitioned join: not used ({r})" for r in done.reasons]
             + [f"join statistics: {line}" for line in done.join_stats]
+            + [f"transform-term pruning: not used ({r})" for r in done.prune_reasons]
         )
         if lines and "plan" in table.column_names and table.num_rows:
             first = table.column("plan")[0].as_py() or ""

@@ -33,6 +33,7 @@ from lance_sql.engines.datafusion.namespace_plans import (
     without_proven_filter,
 )
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.engines.datafusion.pruning_note import pruning_note
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.chain import chain_units
 from lance_sql.tables.lance_table import LanceTable
@@ -56,18 +57,8 @@ PruneHook = Callable[
 ]
 
 
-_PLANNING_ERRORS: tuple[type[BaseException], ...] = (
-    NotImplementedError,
-    ValueError,
-    TypeError,
-    pa.ArrowException,
-)
-
-
-def _planning_errors() -> tuple[type[BaseException], ...]:
-    from lance_sql.errors import LanceSqlError
-
-    return (LanceSqlError, *_PLANNING_ERRORS)
+#: Errors that make pruning fall back to reading every table (EXPLAIN says why).
+_PLANNING_ERRORS = (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException)
 
 
 def planner_prune(
@@ -137,7 +128,7 @@ def _plan_pruning(
     from lance_sql.planning.planner import plan_partitions, to_predicate
     from lance_sql.planning.predicates import and_
 
-    errors = _planning_errors()
+    errors = _PLANNING_ERRORS
     preds = []
     for f in (filter, prune_filter):
         if f is None:
@@ -293,6 +284,7 @@ class NamespaceTable(ScanUnitDataset):
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
         report: Any = None
+        plan: Any = None
         skipped = by_key = 0  # tables skipped by column bounds / key filters (planning/)
         if isinstance(self.prune, PlannerPrune):
             plan = self.prune.plan(filter, self.prune_filter, ns)
@@ -328,6 +320,8 @@ class NamespaceTable(ScanUnitDataset):
                 "filter=none" if filter is None else f"filter={filter} (in each partition table)"
             )
             prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
+            if isinstance(self.prune, PlannerPrune):  # why parts of the filter cannot prune
+                prune_sql += pruning_note(plan, filter, self.prune_filter, ns, self.prune.schema)
             spec_filters = {} if report is None else {s.spec_id: s.filter_sql for s in report.specs}
             versions = spec_version_lines(selected_ids, totals, spec_filters)
             return (

@@ -39,6 +39,7 @@ from lance_sql.engines.datafusion.spj_plan import (
     unaggregated_pairs,
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
+from lance_sql.tables.substrait_schema import arrow_nested_names
 
 
 @dataclass
@@ -53,6 +54,8 @@ class Rewrite:
     names: list[str] | None = None
     #: join inputs given a row-count hint from Lance metadata (:mod:`.join_stats`)
     join_stats: list[str] = field(default_factory=list)
+    #: why filters DataFusion did not push could not prune (the prune pass did not run)
+    prune_reasons: list[str] = field(default_factory=list)
 
 
 def _scans(plan: Any) -> list[str]:
@@ -101,6 +104,8 @@ def rewrite(
     except Exception as exc:  # DataFusion cannot express the plan in Substrait
         if want_spj:
             out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
+        if want_prune:
+            out.prune_reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
         return out
     try:
         wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer)
@@ -165,7 +170,7 @@ def _rewrite_plan(
             changed = changed or stats.changed
         if not changed:
             return out
-        out.names = _unique_output_names(plan)
+        out.names = _unique_output_names(plan, df.schema())
         try:
             new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
             schema = new.schema()
@@ -193,7 +198,7 @@ def _rewrite_plan(
     return out
 
 
-def _unique_output_names(plan: Any) -> list[str] | None:
+def _unique_output_names(plan: Any, schema: pa.Schema) -> list[str] | None:
     """Make the plan's output names unique (in place); the original names if they were not.
 
     A query may output two columns of one name (``SELECT *`` of a self-join):
@@ -203,16 +208,22 @@ def _unique_output_names(plan: Any) -> list[str] | None:
     the results their original names back.
     """
     root = next(r.root for r in plan.relations if r.HasField("root"))
-    names = list(root.names)
+    every = list(root.names)  # depth first: struct field names follow their column's
+    tops, at = [], 0
+    for f in schema:  # ``schema``: the query's output (its struct fields are not renamed)
+        tops.append(at)
+        at += 1 + arrow_nested_names(f.type)
+    if at != len(every):
+        raise ValueError(f"the plan's output has {len(every)} names, the query's {at}")
+    names = [every[i] for i in tops]
     if len(set(names)) == len(names):
         return None
     seen: set[str] = set()
-    unique = []
-    for i, name in enumerate(names):
-        unique.append(name if name not in seen else f"{name}__lance_{i}")
+    for i, (at, name) in enumerate(zip(tops, names, strict=True)):
+        every[at] = name if name not in seen else f"{name}__lance_{i}"
         seen.add(name)
     del root.names[:]
-    root.names.extend(unique)
+    root.names.extend(every)
     return names
 
 

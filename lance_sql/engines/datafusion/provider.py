@@ -65,6 +65,7 @@ import pyarrow.dataset as pads
 from lance_sql.engines.datafusion import filter_operators
 from lance_sql.engines.datafusion.errors import recorded, recorded_iter
 from lance_sql.engines.datafusion.shutdown import guarded
+from lance_sql.engines.datafusion.substrait_stand_ins import schema_for_datafusion
 from lance_sql.tables.scan import ScanUnit, normalize_filter, projected_schema
 
 filter_operators.install()
@@ -210,7 +211,7 @@ class ScanUnitDataset(pads.Dataset):
 
     @property
     def schema(self) -> pa.Schema:  # type: ignore[override]
-        return self._lance_schema
+        return schema_for_datafusion(self._lance_schema)  # stand-ins only for Substrait output
 
     @recorded
     def scanner(  # type: ignore[override]

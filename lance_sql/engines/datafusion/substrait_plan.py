@@ -22,6 +22,9 @@ from typing import Any
 from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
+from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
+from lance_sql.tables.substrait_schema import nested_names
+
 Rel = algebra_pb2.Rel
 _J = algebra_pb2.JoinRel
 
@@ -51,7 +54,9 @@ NOT_IN_HINT = "lance_sql.not_in"
 def to_substrait(ctx: Any, logical_plan: Any) -> plan_pb2.Plan:
     """``logical_plan`` as a Substrait plan message (raises where DataFusion cannot convert)."""
     plan = plan_pb2.Plan()
-    plan.ParseFromString(ss.Producer.to_substrait_plan(logical_plan, ctx).encode())
+    with producing():  # vector columns: see substrait_stand_ins
+        plan.ParseFromString(ss.Producer.to_substrait_plan(logical_plan, ctx).encode())
+    drop_stand_ins(plan)
     return plan
 
 
@@ -322,10 +327,11 @@ def field_reference(index: int) -> algebra_pb2.Expression:
 
 
 def _nested_names(t: type_pb2.Type) -> int:
-    """How many names a field of type ``t`` adds after its own in a depth-first name list."""
-    if t.WhichOneof("kind") != "struct":
-        return 0
-    return sum(1 + _nested_names(c) for c in t.struct.types)
+    """How many names a field of type ``t`` adds after its own in a depth-first name list.
+
+    Struct fields inside lists and maps count too (a ``list<struct<k, w>>`` adds two).
+    """
+    return nested_names(t)
 
 
 def project_named_struct(schema: type_pb2.NamedStruct, fields: list[int] | None) -> Any:

@@ -50,6 +50,7 @@ from lance_sql.tables.scan import (
     projected_schema,
     with_sql_semantics,
 )
+from lance_sql.tables.substrait_schema import serialise
 
 
 @dataclass(frozen=True)
@@ -385,7 +386,7 @@ class PartitionTableUnit(ScanUnit):
                 # is applied here, by name, with DataFusion's float semantics.
                 if with_sql_float_semantics(filter, self._ns_schema) is not filter:
                     raise FloatRewriteError("float comparison: applied by name")
-                translated = pc.Expression.from_substrait(filter.to_substrait(self._virtual))
+                translated = pc.Expression.from_substrait(serialise(filter, self._virtual))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, FloatRewriteError):
                 yield from self._filtered_in_pyarrow(out_schema, filter, batch_size)
                 return

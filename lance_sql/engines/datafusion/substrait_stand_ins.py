@@ -1,0 +1,173 @@
+"""Tables with fixed-size list columns (vectors) through DataFusion's Substrait round trip.
+
+The plan passes (storage-partitioned joins, transform-term pruning, join
+statistics, ``NOT IN``) edit a query's plan as Substrait. DataFusion 55's
+producer refuses a ``FixedSizeList`` anywhere in a scanned table's schema
+("Unsupported cast type"), even when the query never reads that column, and
+its consumer refuses a read whose base schema types differ from the table's,
+but accepts a base schema holding a subset of the table's columns. So:
+
+- while :func:`producing` is active on a thread, lance-sql tables answer
+  DataFusion's ``schema`` calls with :func:`stand_in_schema` (each
+  fixed-size list replaced by a marked stand-in the producer accepts; the
+  producer reads the schema through that property when it converts a scan);
+- :func:`drop_stand_ins` then removes every stand-in column a read neither
+  projects nor filters on from its base schema, renumbering the read's
+  projection and filters. A read that does use one raises
+  ``NotImplementedError`` naming the column: that plan runs as DataFusion
+  built it (and EXPLAIN gives the reason).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from substrait import plan_pb2
+
+from lance_sql.tables.substrait_schema import nested_names, referenced_positions
+
+#: Name of the one field of a stand-in struct (never a real column's field name).
+MARKER = "__lance_sql_fixed_size_list"
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def producing() -> Iterator[None]:
+    """Lance tables show DataFusion's Substrait producer stand-in schemas on this thread."""
+    previous = getattr(_state, "on", False)
+    _state.on = True
+    try:
+        yield
+    finally:
+        _state.on = previous
+
+
+def schema_for_datafusion(schema: pa.Schema) -> pa.Schema:
+    """``schema``, or its stand-in form while :func:`producing` (never raises: that panics)."""
+    if not getattr(_state, "on", False):
+        return schema
+    try:
+        return stand_in_schema(schema)
+    except Exception:  # the producer then fails as before, and the plan runs as built
+        return schema
+
+
+def stand_in_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every fixed-size list (at any depth) replaced by a marked stand-in."""
+    if not any(_has_fixed(f.type) for f in schema):
+        return schema
+    return pa.schema([f.with_type(_stand_in(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _has_fixed(t: pa.DataType) -> bool:
+    if pa.types.is_fixed_size_list(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_fixed(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _has_fixed(t.key_type) or _has_fixed(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return _has_fixed(t.value_type)
+    return False
+
+
+def _stand_in(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_fixed_size_list(t):
+        return pa.struct(
+            [pa.field(MARKER, pa.list_(t.value_field.with_type(_stand_in(t.value_type))))]
+        )
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(_stand_in(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(_stand_in(t.key_type)),
+            t.item_field.with_type(_stand_in(t.item_type)),
+            t.keys_sorted,
+        )
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_stand_in(t.value_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_stand_in(t.value_type)))
+    if pa.types.is_list_view(t):
+        return pa.list_view(t.value_field.with_type(_stand_in(t.value_type)))
+    return t
+
+
+def drop_stand_ins(plan: plan_pb2.Plan) -> None:
+    """Remove unused stand-in columns from every read of ``plan`` (in place); see the module."""
+    for read in _reads(plan):
+        _drop(read)
+
+
+def _reads(message: Any) -> Iterator[Any]:
+    for fd, value in message.ListFields():
+        if fd.message_type is None:
+            continue
+        items = value if not hasattr(value, "ListFields") else [value]
+        for item in items:
+            if fd.name == "read" and item.HasField("base_schema"):
+                yield item
+            yield from _reads(item)
+
+
+def _drop(read: Any) -> None:
+    names = list(read.base_schema.names)
+    types = list(read.base_schema.struct.types)
+    spans = []  # (first name, end) of each top-level column
+    at = 0
+    for t in types:
+        end = at + 1 + nested_names(t)
+        spans.append((at, end))
+        at = end
+    marked = {i for i, (a, b) in enumerate(spans) if MARKER in names[a:b]}
+    if not marked:
+        return
+    if read.HasField("projection"):
+        used = {item.field for item in read.projection.select.struct_items}
+    else:
+        used = set(range(len(types)))
+    for part in ("filter", "best_effort_filter"):
+        if read.HasField(part):
+            used |= referenced_positions(getattr(read, part))
+    if marked & used:
+        column = names[spans[min(marked & used)][0]]
+        raise NotImplementedError(
+            f"the plan reads fixed-size list column {column!r}, which DataFusion 55's Substrait "
+            "round trip cannot carry"
+        )
+    keep = [i for i in range(len(types)) if i not in marked]
+    new_index = {old: new for new, old in enumerate(keep)}
+    kept_names = [n for i in keep for n in names[spans[i][0] : spans[i][1]]]
+    kept_types = [types[i] for i in keep]
+    del read.base_schema.names[:]
+    read.base_schema.names.extend(kept_names)
+    del read.base_schema.struct.types[:]
+    read.base_schema.struct.types.extend(kept_types)
+    if read.HasField("projection"):
+        for item in read.projection.select.struct_items:
+            item.field = new_index[item.field]
+    for part in ("filter", "best_effort_filter"):
+        if read.HasField(part):
+            _renumber(getattr(read, part), new_index)
+
+
+def _renumber(message: Any, new_index: dict[int, int]) -> None:
+    for fd, value in message.ListFields():
+        if fd.message_type is None:
+            continue
+        if fd.name == "selection" and value.HasField("root_reference"):
+            ref = value.direct_reference.struct_field
+            ref.field = new_index[ref.field]
+        items = value if not hasattr(value, "ListFields") else [value]
+        for item in items:
+            _renumber(item, new_index)
+
+
+__all__ = ["MARKER", "drop_stand_ins", "producing", "schema_for_datafusion", "stand_in_schema"]

@@ -1,0 +1,185 @@
+"""The schema a pyarrow filter is serialised to Substrait against: only the columns it reads count.
+
+``pyarrow.compute.Expression.to_substrait(schema)`` converts *every* column of
+``schema``, and pyarrow 26 refuses some that a filter may never mention: a
+struct (at any depth, also inside a list) whose fields carry metadata
+("substrait::Type::Struct does not support field metadata"; Lance schemas
+carry field ids there), a fixed-size list (every embedding vector), a large
+list, a decimal256, a duration. Binding an expression depends only on the
+columns it reads, so a filter is serialised against :func:`substrait_schema`:
+the same column names at the same positions, field metadata stripped at every
+depth, and each column whose type Substrait still cannot carry replaced by a
+stand-in of the nearest type it can (a fixed-size or large list by a list of
+the same items, an extension type by its storage, else ``null``). The
+serialised filter is exact wherever it reads only columns that kept their
+type; :func:`stand_in_reads` finds those that read a stand-in.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def substrait_schema(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
+    """(``schema`` as Substrait can carry it, positions of the columns given a stand-in type)."""
+    plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
+    try:
+        return _cached(plain)
+    except TypeError:  # an unhashable (extension) type: not cached
+        return _build(plain)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
+    return _build(schema)
+
+
+def _build(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
+    fields = []
+    changed = set()
+    for i, f in enumerate(schema):
+        plain = _plain(f.type)
+        if not _carried(plain):
+            plain = _stand_in(plain)
+            changed.add(i)
+        fields.append(pa.field(f.name, plain, f.nullable))
+    return pa.schema(fields), frozenset(changed)
+
+
+def serialise(expr: pc.Expression, schema: pa.Schema) -> bytes:
+    """``expr`` as Substrait (an ExtendedExpression) with field positions of ``schema``.
+
+    Raises ``pyarrow.ArrowNotImplementedError`` naming the column when ``expr``
+    reads a column Substrait cannot carry (never serialised with a stand-in).
+    """
+    stubbed, changed = substrait_schema(schema)
+    buf = bytes(expr.to_substrait(stubbed))
+    read = stand_in_reads(buf, changed)
+    if read:
+        f = schema.field(min(read))
+        raise pa.ArrowNotImplementedError(
+            f"filter {expr} reads column {f.name!r} of type {f.type}, which Substrait cannot carry"
+        )
+    return buf
+
+
+def stand_in_reads(buf: bytes, changed: frozenset[int]) -> set[int]:
+    """Positions in ``changed`` that the serialised expression ``buf`` reads."""
+    if not changed:
+        return set()
+    from substrait import extended_expression_pb2
+
+    message = extended_expression_pb2.ExtendedExpression()
+    message.ParseFromString(buf)
+    return referenced_positions(message) & changed
+
+
+def referenced_positions(message: object) -> set[int]:
+    """Top-level field positions every ``selection`` in a Substrait message reads."""
+    found: set[int] = set()
+
+    def walk(msg: object) -> None:
+        for fd, value in msg.ListFields():  # type: ignore[attr-defined]
+            if fd.message_type is None:
+                continue
+            if fd.name == "selection":
+                found.add(value.direct_reference.struct_field.field)
+            if hasattr(value, "ListFields"):
+                walk(value)
+            else:  # a repeated message field
+                for item in value:
+                    walk(item)
+
+    walk(message)
+    return found
+
+
+def nested_names(t: object) -> int:
+    """How many names a field of Substrait type ``t`` adds after its own to a NamedStruct.
+
+    Names are listed depth first: every struct field's, also inside lists and
+    map keys and values (as DataFusion writes them).
+    """
+    kind = t.WhichOneof("kind")  # type: ignore[attr-defined]
+    if kind == "struct":
+        return sum(1 + nested_names(c) for c in t.struct.types)  # type: ignore[attr-defined]
+    if kind == "list":
+        return nested_names(t.list.type)  # type: ignore[attr-defined]
+    if kind == "map":
+        return nested_names(t.map.key) + nested_names(t.map.value)  # type: ignore[attr-defined]
+    return 0
+
+
+def arrow_nested_names(t: pa.DataType) -> int:
+    """:func:`nested_names` of the Substrait type DataFusion writes for Arrow type ``t``."""
+    if pa.types.is_struct(t):
+        return sum(1 + arrow_nested_names(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return arrow_nested_names(t.value_type)
+    if pa.types.is_map(t):
+        return arrow_nested_names(t.key_type) + arrow_nested_names(t.item_type)
+    return 0
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """``t`` with the metadata of every nested field removed."""
+    if pa.types.is_struct(t):
+        return pa.struct([_plain_field(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(_plain_field(t.key_field), _plain_field(t.item_field), t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(_plain_field(t.value_field), t.list_size)
+    if pa.types.is_large_list(t):
+        return pa.large_list(_plain_field(t.value_field))
+    if pa.types.is_list(t):
+        return pa.list_(_plain_field(t.value_field))
+    if pa.types.is_list_view(t):
+        return pa.list_view(_plain_field(t.value_field))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list_view(_plain_field(t.value_field))
+    return t
+
+
+def _plain_field(f: pa.Field) -> pa.Field:
+    return pa.field(f.name, _plain(f.type), f.nullable)
+
+
+def _stand_in(t: pa.DataType) -> pa.DataType:
+    if isinstance(t, pa.BaseExtensionType):
+        t = _plain(t.storage_type)
+    elif pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
+        t = pa.list_(t.value_field)
+    return t if _carried(t) else pa.null()
+
+
+def _carried(t: pa.DataType) -> bool:
+    try:
+        return _carried_cached(t)
+    except TypeError:  # an unhashable (extension) type
+        return _probe(t)
+
+
+@functools.lru_cache(maxsize=256)
+def _carried_cached(t: pa.DataType) -> bool:
+    return _probe(t)
+
+
+def _probe(t: pa.DataType) -> bool:
+    try:
+        pc.scalar(True).to_substrait(pa.schema([pa.field("x", t)]))
+    except (pa.ArrowException, ValueError, TypeError):
+        return False
+    return True
+
+
+__all__ = [
+    "arrow_nested_names",
+    "nested_names",
+    "referenced_positions",
+    "serialise",
+    "stand_in_reads",
+    "substrait_schema",
+]

@@ -1,0 +1,86 @@
+"""AI-shaped columns for tests: an embedding vector, a struct, a list of structs, a map.
+
+``add_ai_columns(table, width)`` appends them to any table (values derived from the
+row number, some NULLs), so a test can compare a namespace with them against the
+same namespace without them: every feature must behave the same for filters that
+do not read them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+PROFILE = pa.struct([("a", pa.int64()), ("tags", pa.list_(pa.string()))])
+ITEMS = pa.list_(pa.struct([("k", pa.string()), ("w", pa.float32())]))
+ATTRS = pa.map_(pa.string(), pa.string())
+AI_NAMES = ("emb", "profile", "items", "attrs")
+
+
+def ai_fields(width: int) -> list[pa.Field]:
+    """``emb fixed_size_list<float32>[width]``, ``profile``, ``items``, ``attrs``."""
+    return [
+        pa.field("emb", pa.list_(pa.float32(), width)),
+        pa.field("profile", PROFILE),
+        pa.field("items", ITEMS),
+        pa.field("attrs", ATTRS),
+    ]
+
+
+def ai_arrays(n: int, width: int, seed: int = 0) -> list[pa.Array]:
+    """Values for :func:`ai_fields` over ``n`` rows (deterministic in ``seed``)."""
+    rng = np.random.default_rng(seed)
+    values = pa.array(rng.standard_normal(n * width).astype(np.float32))
+    emb = pa.FixedSizeListArray.from_arrays(values, width)
+    if n:  # a NULL vector every 17th row
+        mask = pa.array([i % 17 == 16 for i in range(n)])
+        emb = pa.FixedSizeListArray.from_arrays(values, width, mask=mask)
+    profile = pa.array(
+        [None if i % 13 == 12 else {"a": i, "tags": ["t", str(i % 4)]} for i in range(n)],
+        PROFILE,
+    )
+    items = pa.array([[{"k": f"k{i % 3}", "w": float(i % 5)}] * (i % 3) for i in range(n)], ITEMS)
+    attrs = pa.array([[("c", str(i % 3))] if i % 4 else None for i in range(n)], ATTRS)
+    return [emb, profile, items, attrs]
+
+
+def add_ai_columns(table: pa.Table, width: int = 8, seed: int = 0) -> pa.Table:
+    """``table`` with the four AI-shaped columns appended."""
+    for f, arr in zip(ai_fields(width), ai_arrays(table.num_rows, width, seed), strict=True):
+        table = table.append_column(f, arr)
+    return table
+
+
+def ai_schema(schema: pa.Schema, width: int = 8) -> pa.Schema:
+    """``schema`` with the four AI-shaped columns appended."""
+    for f in ai_fields(width):
+        schema = schema.append(f)
+    return schema
+
+
+#: Tenants of :func:`tenant_rows` (``t00`` .. ``t63``), one partition table each.
+TENANTS = 64
+
+
+def tenant_rows(width: int, rows_per_tenant: int) -> pa.Table:
+    """``id``, ``tenant`` (64 values), ``score`` and the four AI-shaped columns."""
+    n = TENANTS * rows_per_tenant
+    base = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "tenant": pa.array([f"t{i % TENANTS:02d}" for i in range(n)]),
+            "score": pa.array([float(i % 97) for i in range(n)]),
+        }
+    )
+    return add_ai_columns(base, width, seed=7)
+
+
+__all__ = [
+    "AI_NAMES",
+    "TENANTS",
+    "add_ai_columns",
+    "ai_arrays",
+    "ai_fields",
+    "ai_schema",
+    "tenant_rows",
+]
