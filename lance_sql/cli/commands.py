@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from lance_sql.cli.output import format_table, write_table
 from lance_sql.cli.plan_stats import explain_text, scan_stats
-from lance_sql.cli.session import UsageError, check_local_root, make_context
+from lance_sql.cli.session import UsageError, check_local_root, make_context, open_namespace
 from lance_sql.cli.statements import split_statements
 
 __all__ = [
@@ -108,16 +108,6 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def _open_namespace(root: str) -> Any:
-    from lance_sql import PartitionedNamespace
-    from lance_sql.errors import NotFoundError
-
-    check_local_root(root, "namespace")
-    if "://" not in root and not (Path(root) / "__manifest").exists():
-        raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
-    return PartitionedNamespace.open(root)
-
-
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
     from lance_sql.cli.maintenance import (
@@ -127,7 +117,7 @@ def inspect_report(root: str) -> dict[str, Any]:
     )
     from lance_sql.tables.namespace.spec_text import time_partition_warnings as time_warnings
 
-    ns = _open_namespace(root)
+    ns = open_namespace(root)
     base = Path(root)
     parts = ns.partitions()
     storage = storage_by_partition(ns)
@@ -175,8 +165,8 @@ def inspect_report(root: str) -> dict[str, Any]:
 
 def cmd_repair(args: Any, out: TextIO) -> int:
     """Rebuild a ``__manifest`` another writer damaged (partition columns, pins, metadata)."""
-    from lance_sql import PartitionedNamespace
     from lance_sql.errors import NotFoundError
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     root = args.root
     check_local_root(root, "namespace")
@@ -243,7 +233,7 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
     """The partition tables a filter selects, with the planner's report."""
     from lance_sql.planning.planner import plan_partitions
 
-    ns = _open_namespace(root)
+    ns = open_namespace(root)
     parts = ns.partitions()
     versions = dict(
         zip(
