@@ -80,7 +80,7 @@ def _load_sql_engine() -> object:
     """DataFusion as the SQL engine service of the layers below it (``udfs.sql_engine``)."""
     import importlib
 
-    return importlib.import_module("lance_sql.engines.datafusion.sql_engine").ENGINE
+    return importlib.import_module("lance_sql.engines.datafusion.sql_evaluation").ENGINE
 
 
 # Services the lower layers use without importing the layers above them: the root

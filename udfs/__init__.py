@@ -10,6 +10,10 @@ from __future__ import annotations
 
 # Imported on first use (PEP 562), so that ``udfs.sql_engine`` and ``udfs.errors``
 # import without pyarrow, numpy or numba.
+_TRANSFORMS = (
+    "apply_transform", "bucket", "day", "derived_expression", "hour", "identity", "month",
+    "multi_bucket", "truncate", "year",
+)  # fmt: skip
 _LAZY = {
     "ExpressionError": "udfs.errors",
     "UnsupportedTypeError": "udfs.errors",
@@ -17,41 +21,10 @@ _LAZY = {
     "evaluate_expression": "udfs.expression",
     "murmur3": "udfs.hashing",
     "murmur3_multi": "udfs.hashing",
-    **{
-        name: "udfs.transforms"
-        for name in (
-            "apply_transform",
-            "bucket",
-            "day",
-            "derived_expression",
-            "hour",
-            "identity",
-            "month",
-            "multi_bucket",
-            "truncate",
-            "year",
-        )
-    },
+    **dict.fromkeys(_TRANSFORMS, "udfs.transforms"),
 }
 
-__all__ = [
-    "ExpressionError",
-    "UnsupportedTypeError",
-    "apply_partition_field",
-    "apply_transform",
-    "bucket",
-    "day",
-    "derived_expression",
-    "evaluate_expression",
-    "hour",
-    "identity",
-    "month",
-    "multi_bucket",
-    "murmur3",
-    "murmur3_multi",
-    "truncate",
-    "year",
-]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> object:

@@ -14,7 +14,7 @@ statement can be smuggled in):
   ``uuid()``, ``current_date`` and anything unknown are refused.
 
 The declared ``result_type`` is then enforced (:func:`enforce_result_type`).
-The engine (``lance_sql.engines.datafusion.sql_engine``) keeps one SessionContext
+The engine (``lance_sql.engines.datafusion.sql_evaluation``) keeps one SessionContext
 per thread; this module never imports DataFusion.
 """
 

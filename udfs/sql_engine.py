@@ -1,17 +1,11 @@
-"""The SQL engine service: how code below the engines evaluates SQL text over Arrow data.
+"""The SQL engine service: how code below the engine adapter evaluates SQL over Arrow data.
 
-Partition expressions, row-operation filters and literal coercion must mean
-exactly what they mean in a query, so they are evaluated by the query engine
-(DataFusion). The layers below the engine adapter (``udfs``, ``lance_sql.tables``,
-``lance_sql.planning``) never import it: they ask :func:`sql_engine` for an
-object with the small interface :class:`SqlEngine`. The adapter
-(``lance_sql.engines.datafusion.sql_engine``) implements it; the package root
-``lance_sql`` registers a loader for it at import, so the engine is imported on
-first use only. Without ``lance_sql`` (``udfs`` alone), register an engine with
-:func:`register_sql_engine`.
-
-This module imports nothing heavy, so registering costs nothing.
-"""
+Partition expressions, row-operation filters and literal coercion must mean what
+they mean in a query, so the query engine evaluates them. ``udfs``,
+``lance_sql.tables`` and ``lance_sql.planning`` never import it: they call
+:func:`sql_engine`. ``lance_sql.engines.datafusion.sql_evaluation`` implements
+:class:`SqlEngine`; ``import lance_sql`` registers a loader for it (imported on first
+use). This module imports nothing heavy."""
 
 from __future__ import annotations
 

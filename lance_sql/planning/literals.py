@@ -258,7 +258,7 @@ def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fracti
     then local in a zoned column, a date column is cast to timestamp(ns) for a
     ``TIMESTAMP`` literal...). Rather than re-deriving them, the SQL engine service
     plans ``c = <literal>`` and reads the folded literal from its optimised plan
-    (``engines/datafusion/sql_engine.py``). Raises :class:`PlanningError` when
+    (``engines/datafusion/sql_evaluation.py``). Raises :class:`PlanningError` when
     DataFusion refuses the literal.
     """
     value = sql_engine().comparison_value(target, literal_sql)

@@ -45,28 +45,10 @@ _TABLE = "__lance_expression_input"
 
 _LEAVES = {"Column", "Literal"}
 _NODES = {
-    "Alias",
-    "BinaryExpr",
-    "Not",
-    "IsNull",
-    "IsNotNull",
-    "IsTrue",
-    "IsFalse",
-    "IsUnknown",
-    "IsNotTrue",
-    "IsNotFalse",
-    "IsNotUnknown",
-    "Negative",
-    "Between",
-    "Case",
-    "Cast",
-    "TryCast",
-    "Like",
-    "SimilarTo",
-    "RLike",
-    "InList",
-    "ScalarFunction",
-}
+    "Alias", "BinaryExpr", "Not", "IsNull", "IsNotNull", "IsTrue", "IsFalse", "IsUnknown",
+    "IsNotTrue", "IsNotFalse", "IsNotUnknown", "Negative", "Between", "Case", "Cast", "TryCast",
+    "Like", "SimilarTo", "RLike", "InList", "ScalarFunction",
+}  # fmt: skip
 
 
 def _context() -> Any:
