@@ -97,7 +97,5 @@ def __getattr__(name: str) -> object:
     import importlib
 
     value = getattr(importlib.import_module(module_name), name)
-    if name == "PartitionedNamespace":  # its row operations use the pruning planner
-        importlib.import_module("lance_sql.planning.mutation_plan")
     globals()[name] = value
     return value
