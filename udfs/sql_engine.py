@@ -10,8 +10,10 @@ use). This module imports nothing heavy."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from fractions import Fraction
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 
 class SqlEngine(Protocol):

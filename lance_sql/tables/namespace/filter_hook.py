@@ -15,8 +15,7 @@ heavy, so the root can register at import.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lance_sql.errors import LanceSqlError
 
@@ -24,8 +23,7 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
 
 
-@dataclass(frozen=True)
-class FilterClassification:
+class FilterClassification(NamedTuple):
     """Which partition tables a filter selects, by ``object_id``.
 
     ``covered``: every row matches (the partition values prove the filter);
