@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 import lance_sql
-from lance_sql.engines.datafusion.namespace_provider import register_namespace
+from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 BUCKETS = 16

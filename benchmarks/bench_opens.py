@@ -53,7 +53,7 @@ import numpy as np
 import pyarrow as pa
 
 import lance_sql
-from lance_sql.planning import key_filters
+from lance_sql.planning import key_filter_skipping as key_filters
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 DAYS = 731
@@ -183,10 +183,10 @@ def run(rows: int, repeat: int, directory: Path, indexed: bool = False) -> list[
 def bounds_on_off(ns_root: str, rows: int, repeat: int) -> list[dict[str, Any]]:
     """The two point lookups with column-bounds skipping on / off (alternating, one process).
 
-    Off = ``planning.bounds.skip_by_bounds`` replaced by a function that skips
+    Off = ``planning.bounds_skipping.skip_by_bounds`` replaced by a function that skips
     nothing, i.e. the planner as it was before bounds. Answers are compared.
     """
-    from lance_sql.planning import bounds
+    from lance_sql.planning import bounds_skipping as bounds
 
     real = bounds.skip_by_bounds
 

@@ -286,7 +286,7 @@ def run_plan(root: Path, partitions: int, repeats: int) -> list[dict]:
     import lance
 
     from lance_sql.planning import manifest_scan
-    from lance_sql.planning.scan_plan import plan_scan
+    from lance_sql.planning.namespace_scan import plan_scan
     from lance_sql.tables.namespace.layout import manifest_uri, root_uri
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 

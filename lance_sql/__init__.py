@@ -20,6 +20,8 @@ from lance_sql.errors import (
     UnsafeLocationError,
     UnsupportedFeatureError,
 )
+from lance_sql.tables.namespace import filter_hook as _filter_hook
+from udfs import sql_engine as _sql_engine
 
 __version__ = "0.1.0"
 
@@ -66,7 +68,7 @@ _LAZY = {
     "list_tags": "lance_sql.format.metadata",
     "plan_partitions": "lance_sql.planning.planner",
     "plan_join": "lance_sql.planning.joins",
-    "plan_scan": "lance_sql.planning.scan_plan",
+    "plan_scan": "lance_sql.planning.namespace_scan",
     "ScanPlan": "lance_sql.planning.scan_plan",
     "JoinPlan": "lance_sql.planning.joins",
     "StagedWrite": "lance_sql.tables.namespace.staging",
@@ -81,6 +83,20 @@ def _load_filter_planner() -> None:
     importlib.import_module("lance_sql.planning.mutation_plan")
 
 
+def _load_sql_engine() -> object:
+    """DataFusion as the SQL engine service of the layers below it (``udfs.sql_engine``)."""
+    import importlib
+
+    return importlib.import_module("lance_sql.engines.datafusion.sql_evaluation").ENGINE
+
+
+# Services the lower layers use without importing the layers above them: the root
+# runs before any module of the package, and registers loaders (nothing is imported
+# until first use). These two modules import nothing heavy.
+_filter_hook.register_filter_planner_loader(_load_filter_planner)
+_sql_engine.register_sql_engine_loader(_load_sql_engine)  # type: ignore[arg-type]
+
+
 def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
@@ -88,7 +104,5 @@ def __getattr__(name: str) -> object:
     import importlib
 
     value = getattr(importlib.import_module(module_name), name)
-    if name == "PartitionedNamespace":  # its row operations use the pruning planner
-        importlib.import_module("lance_sql.planning.mutation_plan")
     globals()[name] = value
     return value

@@ -30,9 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.planning import key_filters as pk
+from lance_sql.planning import key_filter_skipping as pk
+from lance_sql.planning.namespace_scan import plan_scan
 from lance_sql.planning.planner import to_predicate
-from lance_sql.planning.scan_plan import plan_scan
 from lance_sql.tables.namespace import bounds as tb
 from lance_sql.tables.namespace import key_filters as kf
 from lance_sql.tables.namespace.layout import manifest_uri

@@ -1,44 +1,38 @@
 """Hash functions and partition transforms of the Lance partitioning spec, vectorized.
 
 A package separate from ``lance_sql``: it needs pyarrow, numpy and numba only
-(DataFusion is imported lazily, by :func:`evaluate_expression` and
-:mod:`udfs.sql_dispatch`), so writers and Spark workers can compute partition
+(partition expressions are evaluated by the SQL engine service,
+:mod:`udfs.sql_engine`), so writers and Spark workers can compute partition
 values without the SQL engine. Definitions: ``docs/hashing.md`` and NOTES 2.1/2.2.
 """
 
 from __future__ import annotations
 
-from udfs.errors import ExpressionError, UnsupportedTypeError
-from udfs.expression import apply_partition_field, evaluate_expression
-from udfs.hashing import murmur3, murmur3_multi
-from udfs.transforms import (
-    apply_transform,
-    bucket,
-    day,
-    derived_expression,
-    hour,
-    identity,
-    month,
-    multi_bucket,
-    truncate,
-    year,
-)
+# Imported on first use (PEP 562), so that ``udfs.sql_engine`` and ``udfs.errors``
+# import without pyarrow, numpy or numba.
+_TRANSFORMS = (
+    "apply_transform", "bucket", "day", "derived_expression", "hour", "identity", "month",
+    "multi_bucket", "truncate", "year",
+)  # fmt: skip
+_LAZY = {
+    "ExpressionError": "udfs.errors",
+    "UnsupportedTypeError": "udfs.errors",
+    "apply_partition_field": "udfs.expression",
+    "evaluate_expression": "udfs.expression",
+    "murmur3": "udfs.hashing",
+    "murmur3_multi": "udfs.hashing",
+    **dict.fromkeys(_TRANSFORMS, "udfs.transforms"),
+}
 
-__all__ = [
-    "ExpressionError",
-    "UnsupportedTypeError",
-    "apply_partition_field",
-    "apply_transform",
-    "bucket",
-    "day",
-    "derived_expression",
-    "evaluate_expression",
-    "hour",
-    "identity",
-    "month",
-    "multi_bucket",
-    "murmur3",
-    "murmur3_multi",
-    "truncate",
-    "year",
-]
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'udfs' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

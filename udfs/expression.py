@@ -1,9 +1,10 @@
 """Partition expressions: evaluate a DataFusion SQL expression over ``col0, col1, ...``.
 
 The spec requires partition expressions to be deterministic and stateless
-(NOTES 2.2). The check is strict and done on DataFusion's own parse of the
-expression (``SessionContext.parse_sql_expr``, which parses one expression
-only: no statement can be smuggled in):
+(NOTES 2.2). The SQL engine evaluates them (:mod:`udfs.sql_engine`); the check
+is strict and done on DataFusion's own parse of the expression
+(``SessionContext.parse_sql_expr``, which parses one expression only: no
+statement can be smuggled in):
 
 - every node must be one of a small set of expression kinds (columns,
   literals, operators, CASE, CAST, IN-lists, LIKE, BETWEEN, IS ...): subqueries,
@@ -13,12 +14,12 @@ only: no statement can be smuggled in):
   ``uuid()``, ``current_date`` and anything unknown are refused.
 
 The declared ``result_type`` is then enforced (:func:`enforce_result_type`).
-DataFusion is imported lazily; each thread keeps one private SessionContext.
+The engine (``lance_sql.engines.datafusion.sql_evaluation``) keeps one SessionContext
+per thread; this module never imports DataFusion.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,35 +29,8 @@ import pyarrow.types as pat
 
 from udfs.errors import ExpressionError
 from udfs.hashing import as_arrow
+from udfs.sql_engine import sql_engine
 from udfs.transforms import apply_transform, derived_expression
-
-_TABLE = "__lance_expression_input"
-_RESULT = "__lance_result"
-
-_LEAVES = {"Column", "Literal"}
-_NODES = {
-    "Alias",
-    "BinaryExpr",
-    "Not",
-    "IsNull",
-    "IsNotNull",
-    "IsTrue",
-    "IsFalse",
-    "IsUnknown",
-    "IsNotTrue",
-    "IsNotFalse",
-    "IsNotUnknown",
-    "Negative",
-    "Between",
-    "Case",
-    "Cast",
-    "TryCast",
-    "Like",
-    "SimilarTo",
-    "RLike",
-    "InList",
-    "ScalarFunction",
-}
 
 #: Deterministic, stateless DataFusion 55 scalar functions (canonical names and aliases).
 ALLOWED_FUNCTIONS = frozenset(
@@ -89,18 +63,6 @@ ALLOWED_FUNCTIONS = frozenset(
     }
 )  # fmt: skip
 
-_local = threading.local()
-
-
-def _context() -> Any:
-    ctx = getattr(_local, "ctx", None)
-    if ctx is None:
-        import datafusion
-
-        ctx = datafusion.SessionContext()
-        _local.ctx = ctx
-    return ctx
-
 
 def _input_table(columns: Sequence[Any]) -> tuple[pa.Table, bool]:
     cols = [as_arrow(c) for c in columns]
@@ -114,31 +76,6 @@ def _input_table(columns: Sequence[Any]) -> tuple[pa.Table, bool]:
     if not cols:  # a constant expression still needs one row per ... nothing: no rows
         return pa.table({"__lance_no_columns": pa.array([], pa.null())}), chunked
     return pa.table(dict(zip(names, cols, strict=True))), chunked
-
-
-def _check_tree(expr: Any, expression: str) -> None:
-    kind = expr.variant_name()
-    if kind in _LEAVES:
-        return
-    if kind not in _NODES:
-        raise ExpressionError(
-            expression, f"{kind} is not allowed in a partition expression", part=kind
-        )
-    if kind == "ScalarFunction":
-        name = expr.rex_call_operator()
-        if not (name in ALLOWED_FUNCTIONS or name.startswith("__lance_murmur3")):
-            raise ExpressionError(
-                expression,
-                f"function {name}() is not allowed: only deterministic, stateless functions "
-                "may compute partition values",
-                part=name,
-            )
-    for child in expr.rex_call_operands():
-        _check_tree(child, expression)
-
-
-def _datafusion_message(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _to_array(table: pa.Table, chunked: bool, arrow_type: pa.DataType) -> Any:
@@ -159,39 +96,15 @@ def evaluate_expression(
     window functions (:class:`ExpressionError` naming the expression and the
     part at fault). When ``result_type`` is given, the result must have that
     type, or be losslessly castable to it (:func:`enforce_result_type`).
-    Array columns give an Array, any chunked column a ChunkedArray.
+    Array columns give an Array, any chunked column a ChunkedArray. The SQL
+    engine evaluates it (:mod:`udfs.sql_engine`; DataFusion under ``lance_sql``).
     """
-    from udfs.errors import UnsupportedTypeError
-    from udfs.sql_dispatch import DispatchArityError, dispatch_sql
-
     if not isinstance(expression, str) or not expression.strip():
         raise ExpressionError(str(expression), "an expression must be a non-empty string")
     table, chunked = _input_table(columns)
-    ctx = _context()
-    ctx.deregister_table(_TABLE)
-    batches = table.to_batches() or [
-        pa.record_batch([pa.array([], f.type) for f in table.schema], schema=table.schema)
-    ]
-    ctx.register_record_batches(_TABLE, [batches])
-    prefix = "SELECT "
-    suffix = f"\nAS {_RESULT} FROM {_TABLE}"
-    try:
-        statement = dispatch_sql(ctx, prefix + expression + suffix)
-    except (UnsupportedTypeError, DispatchArityError) as exc:
-        raise ExpressionError(expression, str(exc), part="murmur3") from exc
-    rewritten = statement[len(prefix) : len(statement) - len(suffix)]
-    base = ctx.table(_TABLE)
-    try:
-        expr = ctx.parse_sql_expr(rewritten, base.logical_plan().to_variant().schema())
-    except Exception as exc:
-        raise ExpressionError(expression, _datafusion_message(exc)) from exc
-    _check_tree(expr, expression)
-    try:
-        result = base.select(expr.alias(_RESULT))
-        arrow_type = result.schema().field(0).type
-        values = _to_array(result.to_arrow_table(), chunked, arrow_type)
-    except Exception as exc:
-        raise ExpressionError(expression, _datafusion_message(exc)) from exc
+    out = sql_engine().partition_expression(expression, table, "__lance_result")
+    arrow_type = out.schema.field(0).type if out.num_columns else pa.null()
+    values = _to_array(out, chunked, arrow_type)
     if result_type is None:
         return values
     return enforce_result_type(values, result_type, expression)

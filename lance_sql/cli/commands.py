@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from lance_sql.cli.output import format_table, write_table
+from lance_sql.cli.output import format_table, human_size, write_table
 from lance_sql.cli.plan_stats import explain_text, scan_stats
-from lance_sql.cli.session import UsageError, check_local_root, make_context
+from lance_sql.cli.session import UsageError, check_local_root, make_context, open_namespace
 from lance_sql.cli.statements import split_statements
 
 __all__ = [
@@ -99,25 +99,6 @@ def _dir_size(path: Path) -> int:
     return total
 
 
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
-def _open_namespace(root: str) -> Any:
-    from lance_sql import PartitionedNamespace
-    from lance_sql.errors import NotFoundError
-
-    check_local_root(root, "namespace")
-    if "://" not in root and not (Path(root) / "__manifest").exists():
-        raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
-    return PartitionedNamespace.open(root)
-
-
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
     from lance_sql.cli.maintenance import (
@@ -128,7 +109,7 @@ def inspect_report(root: str) -> dict[str, Any]:
     from lance_sql.tables.namespace.spec import source_fields
     from lance_sql.tables.namespace.spec_text import time_partition_warnings as time_warnings
 
-    ns = _open_namespace(root)
+    ns = open_namespace(root)
     names = {fid: path for fid, (path, _, _) in source_fields(ns.schema).items()}
     base = Path(root)
     parts = ns.partitions()
@@ -191,8 +172,8 @@ def inspect_report(root: str) -> dict[str, Any]:
 
 def cmd_repair(args: Any, out: TextIO) -> int:
     """Rebuild a ``__manifest`` another writer damaged (partition columns, pins, metadata)."""
-    from lance_sql import PartitionedNamespace
     from lance_sql.errors import NotFoundError
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     root = args.root
     check_local_root(root, "namespace")
@@ -229,9 +210,9 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
     w(f"partition tables ({len(rep['partitions'])}):\n")
     for p in rep["partitions"]:
         vals = ", ".join(f"{k}={v}" for k, v in p["values"].items())
-        size = _human(p["bytes"])
+        size = human_size(p["bytes"])
         frags = f"  fragments={p.get('fragments')}  deleted_rows={p.get('deleted_rows')}"
-        reclaim = f"  reclaimable={_human(p.get('reclaimable_bytes', 0))}"
+        reclaim = f"  reclaimable={human_size(p.get('reclaimable_bytes', 0))}"
         w(f"  v{p['spec_version']} {vals or '-'}  version={p['read_version']}  {size}")
         w(f"{frags}{reclaim}{describe_indexes(p.get('indexes', {}))}\n")
     if rep["ignored_tables"]:
@@ -239,9 +220,9 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
         for t in rep["ignored_tables"]:
             w(f"  {t['object_id']}  location={t['location']}\n")
     w(
-        f"total size: {_human(rep['total_bytes'])} in partition tables"
-        f" + {_human(rep['manifest_bytes'])} __manifest;"
-        f" reclaimable by expire + compact: {_human(rep['reclaimable_bytes'])}\n"
+        f"total size: {human_size(rep['total_bytes'])} in partition tables"
+        f" + {human_size(rep['manifest_bytes'])} __manifest;"
+        f" reclaimable by expire + compact: {human_size(rep['reclaimable_bytes'])}\n"
     )
     return 0
 
@@ -262,7 +243,7 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
     """The partition tables a filter selects, with the planner's report."""
     from lance_sql.planning.planner import plan_partitions
 
-    ns = _open_namespace(root)
+    ns = open_namespace(root)
     parts = ns.partitions()
     versions = dict(
         zip(

@@ -30,7 +30,7 @@ def examples_dir() -> Path:
 
 
 def demo_context(folder: Path, prune: Any = "planner") -> Any:
-    from lance_sql import SessionContext
+    from lance_sql.engines.datafusion.context import SessionContext
 
     ctx = SessionContext()
     for name in DEMO_TABLES:
@@ -51,7 +51,7 @@ def _parse_join(tag: str) -> tuple[str, str, str, str]:
 
 def run_example(path: Path, ctx: Any, folder: Path, out: TextIO, max_rows: int = 20) -> None:
     """Run one example file: result, pruning, join layout, time."""
-    from lance_sql import PartitionedNamespace
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     text = path.read_text(encoding="utf-8")
     tags = header_tags(text)

@@ -20,7 +20,7 @@ _COUNTRIES = np.array(["US", "DE", "FR", "JP", "BR"])
 
 
 def _events(root: Path) -> None:
-    from lance_sql import PartitionedNamespace
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     schema = pa.schema(
         [
@@ -61,7 +61,7 @@ def _event_rows(rng: np.random.Generator, start: int, n: int, d0: dt.date, days:
 
 
 def _orders_customers(orders: Path, customers: Path) -> None:
-    from lance_sql import PartitionedNamespace
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     rng = np.random.default_rng(23)
     n_cust, n_orders = 500, 4000
@@ -121,7 +121,7 @@ def _orders_customers(orders: Path, customers: Path) -> None:
 
 
 def _clicks(root: Path) -> None:
-    from lance_sql import PartitionedNamespace
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     rng = np.random.default_rng(37)
     n = 3000
@@ -158,7 +158,7 @@ def _clicks(root: Path) -> None:
 
 def demo_is_valid(folder: Path) -> bool:
     """True when every demo namespace opens (so the folder can be reused)."""
-    from lance_sql import PartitionedNamespace
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     try:
         for name in DEMO_TABLES:

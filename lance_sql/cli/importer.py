@@ -143,7 +143,7 @@ def read_spec(value: str) -> Any:
 
 
 def cmd_import(args: Any, out: TextIO) -> int:
-    from lance_sql import PartitionedNamespace
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     root = Path(args.root)
     exists = (root / "__manifest").exists()

@@ -7,7 +7,8 @@ import re
 from datetime import timedelta
 from typing import Any, TextIO
 
-from lance_sql.cli.session import UsageError
+from lance_sql.cli.output import human_size
+from lance_sql.cli.session import UsageError, open_namespace
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -21,28 +22,20 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
 
 
-def _open(root: str) -> Any:
-    from lance_sql.cli.commands import _open_namespace
-
-    return _open_namespace(root)
-
-
 def cmd_compact(args: Any, out: TextIO) -> int:
-    ns = _open(args.root)
+    ns = open_namespace(args.root)
     report = ns.compact(target_rows_per_fragment=args.target_rows_per_fragment)
     out.write(f"{report}\n")
     return 0
 
 
 def cmd_expire(args: Any, out: TextIO) -> int:
-    ns = _open(args.root)
-    from lance_sql.cli.commands import _human
-
+    ns = open_namespace(args.root)
     r = ns.expire_versions(older_than=parse_duration(args.older_than))
     out.write(
         f"removed {r.manifest_versions_removed} __manifest versions and "
         f"{r.table_versions_removed} versions of {r.tables} partition tables "
-        f"({_human(r.bytes_removed)})\n"
+        f"({human_size(r.bytes_removed)})\n"
     )
     return 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-__all__ = ["format_table", "write_table"]
+__all__ = ["format_table", "human_size", "write_table"]
 
 _MAX_ROWS = 50
 
@@ -80,3 +80,13 @@ def write_table(table: pa.Table, path: str | Path, fmt: str) -> None:
                 f.write(json.dumps(row, default=str) + "\n")
     else:
         raise ValueError(f"unknown output format {fmt!r}")
+
+
+def human_size(n: int) -> str:
+    """A byte count in B, KiB, MiB or GiB, as `inspect` and `expire` print sizes."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

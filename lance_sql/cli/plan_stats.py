@@ -58,7 +58,7 @@ def scan_stats(plan: str) -> list[ScanStat]:
 
 def join_summary(left: Any, right: Any, on: tuple[str, str], plan: str) -> str:
     """One line: is this join executed storage-partitioned, and why (not)."""
-    from lance_sql import plan_join
+    from lance_sql.planning.joins import plan_join
 
     jp = plan_join(left, right, on=[on])
     if not jp.compatible:

@@ -34,9 +34,22 @@ def check_local_root(root: str, what: str) -> None:
         raise NotFoundError(f"{what} {root!r} does not exist")
 
 
+def open_namespace(root: str) -> Any:
+    """The partitioned namespace at ``root``; a one-line error when there is none."""
+    from pathlib import Path
+
+    from lance_sql.errors import NotFoundError
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    check_local_root(root, "namespace")
+    if "://" not in root and not (Path(root) / "__manifest").exists():
+        raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
+    return PartitionedNamespace.open(root)
+
+
 def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: Any = "planner"):
     """A session with every ``--ns`` namespace and ``--lance`` dataset registered."""
-    from lance_sql import SessionContext
+    from lance_sql.engines.datafusion.context import SessionContext
 
     ctx = SessionContext()
     for item in ns:

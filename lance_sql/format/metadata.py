@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -30,10 +30,12 @@ from lance_sql.format.schema import LanceField, LogicalTypeError, as_format_erro
 from lance_sql.format.storage import Location, resolve
 from lance_sql.format.versions import (
     TagInfo,
+    VersionInfo,
+    _timestamp,
     branch_root,
     find_manifest,
-    list_manifests,
-    list_tag_infos,
+    list_tags,
+    list_versions,
     read_tag,
 )
 
@@ -120,16 +122,6 @@ class PrimaryKeyField:
     path: tuple[str, ...]
     field_id: int
     position: int
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """One version listed by :func:`list_versions`."""
-
-    version: int
-    timestamp: datetime | None
-    manifest_path: str
-    tag: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -438,52 +430,6 @@ def _build(
         _base=base,
         _storage_options=dict(storage_options) if storage_options else None,
     )
-
-
-def _timestamp(m: table_pb2.Manifest, path: str) -> datetime | None:
-    if not m.HasField("timestamp"):
-        return None
-    ts = m.timestamp
-    try:
-        return datetime.fromtimestamp(ts.seconds, tz=timezone.utc).replace(
-            microsecond=ts.nanos // 1000 if 0 <= ts.nanos < 1_000_000_000 else 0
-        )
-    except (ValueError, OverflowError, OSError) as exc:
-        raise FormatError(f"manifest timestamp out of range: {exc}", path=path) from None
-
-
-def list_versions(
-    uri: Uri,
-    *,
-    branch: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> list[VersionInfo]:
-    """Every version of the dataset (oldest first) with its timestamp and manifest path."""
-    root = resolve(uri, storage_options)
-    base = branch_root(root, branch)
-    tags_by_version: dict[int, str] = {}
-    for name, info in sorted(list_tag_infos(root).items()):
-        if info.branch == branch:
-            tags_by_version.setdefault(info.version, name)
-    result = []
-    for found in list_manifests(base):
-        m = read_manifest(found.location, size=found.size)
-        result.append(
-            VersionInfo(
-                version=found.version,
-                timestamp=_timestamp(m, found.location.url),
-                manifest_path=found.location.url,
-                tag=tags_by_version.get(found.version),
-            )
-        )
-    return result
-
-
-def list_tags(uri: Uri, *, storage_options: Mapping[str, Any] | None = None) -> dict[str, TagInfo]:
-    """All tags of the dataset by name (``_refs/tags/*.json``); empty when there are none."""
-    root = resolve(uri, storage_options)
-    list_manifests(root)  # a missing dataset is an error, not "no tags"
-    return list_tag_infos(root)
 
 
 __all__ = [

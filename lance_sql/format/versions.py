@@ -21,11 +21,17 @@ under ``{root}/tree/{branch}/``.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
 
 from lance_sql.errors import FormatError, NotFoundError
-from lance_sql.format.storage import Entry, Location, list_dir, read_file
+from lance_sql.format._pb import table_pb2
+from lance_sql.format.manifest import read_manifest
+from lance_sql.format.storage import Entry, Location, list_dir, read_file, resolve
 
 U64_MAX = (1 << 64) - 1
 DETACHED_BIT = 1 << 63
@@ -194,13 +200,74 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@dataclass(frozen=True)
+class VersionInfo:
+    """One version listed by :func:`list_versions`."""
+
+    version: int
+    timestamp: datetime | None
+    manifest_path: str
+    tag: str | None = None
+
+
+def _timestamp(m: table_pb2.Manifest, path: str) -> datetime | None:
+    if not m.HasField("timestamp"):
+        return None
+    ts = m.timestamp
+    try:
+        return datetime.fromtimestamp(ts.seconds, tz=timezone.utc).replace(
+            microsecond=ts.nanos // 1000 if 0 <= ts.nanos < 1_000_000_000 else 0
+        )
+    except (ValueError, OverflowError, OSError) as exc:
+        raise FormatError(f"manifest timestamp out of range: {exc}", path=path) from None
+
+
+def list_versions(
+    uri: str | os.PathLike[str],
+    *,
+    branch: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[VersionInfo]:
+    """Every version of the dataset (oldest first) with its timestamp and manifest path."""
+    root = resolve(uri, storage_options)
+    base = branch_root(root, branch)
+    tags_by_version: dict[int, str] = {}
+    for name, info in sorted(list_tag_infos(root).items()):
+        if info.branch == branch:
+            tags_by_version.setdefault(info.version, name)
+    result = []
+    for found in list_manifests(base):
+        m = read_manifest(found.location, size=found.size)
+        result.append(
+            VersionInfo(
+                version=found.version,
+                timestamp=_timestamp(m, found.location.url),
+                manifest_path=found.location.url,
+                tag=tags_by_version.get(found.version),
+            )
+        )
+    return result
+
+
+def list_tags(
+    uri: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None
+) -> dict[str, TagInfo]:
+    """All tags of the dataset by name (``_refs/tags/*.json``); empty when there are none."""
+    root = resolve(uri, storage_options)
+    list_manifests(root)  # a missing dataset is an error, not "no tags"
+    return list_tag_infos(root)
+
+
 __all__ = [
     "ManifestFile",
     "TagInfo",
+    "VersionInfo",
     "branch_root",
     "find_manifest",
     "list_manifests",
     "list_tag_infos",
+    "list_tags",
+    "list_versions",
     "manifest_name_v1",
     "manifest_name_v2",
     "read_tag",

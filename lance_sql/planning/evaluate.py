@@ -30,6 +30,7 @@ from lance_sql.planning.predicates import (
     TransformTerm,
     Unsupported,
 )
+from udfs.sql_engine import sql_engine
 
 _OPS = {
     "=": pc.equal,
@@ -82,12 +83,9 @@ def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _datafusion_term(term: TransformTerm, values: pa.Array) -> pa.Array:
-    import datafusion
-
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches("t", [[pa.record_batch([values], names=["v"])]])
     expr = "CAST(v AS DATE)" if term.as_date else f"date_trunc('{term.unit}', v)"
-    out = ctx.sql(f"SELECT {expr} AS r FROM t").to_arrow_table().column(0)
+    table = pa.table({"v": values})
+    out = sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0)
     out = out.combine_chunks() if out.num_chunks else pa.array([], out.type)
     target = term.value_type()
     return out.cast(target) if target is not None and out.type != target else out

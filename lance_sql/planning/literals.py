@@ -46,7 +46,6 @@ import datetime
 import decimal
 import math
 import re
-import threading
 from fractions import Fraction
 from functools import lru_cache
 
@@ -63,6 +62,7 @@ from lance_sql.planning.predicates import (
     Term,
     Unsupported,
 )
+from udfs.sql_engine import sql_engine
 
 _UNIT_NAME = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
@@ -94,14 +94,6 @@ def datafusion_type_name(t: pa.DataType) -> str:
 
 _ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")
 _EPOCH_DATE = datetime.date(1970, 1, 1)
-_LOCK = threading.RLock()  # one shared SessionContext: register + plan under a lock
-
-
-@lru_cache(maxsize=1)
-def _context():
-    import datafusion
-
-    return datafusion.SessionContext()
 
 
 @lru_cache(maxsize=8192)
@@ -120,8 +112,7 @@ def datafusion_cast(sql_value: str, target: pa.DataType) -> int | None:
             pass  # e.g. '2025-13-45': DataFusion's error names the literal
     query = f"SELECT arrow_cast({sql_value}, '{datafusion_type_name(target)}') AS v"
     try:
-        with _LOCK:
-            arr = _context().sql(query).to_arrow_table().column(0)
+        arr = sql_engine().query({}, query).column(0)
     except Exception as exc:  # DataFusion raises plain Exceptions
         raise PlanningError(f"cannot cast literal {sql_value} to {target}: {exc}") from exc
     storage = pa.int32() if pa.types.is_date32(target) else pa.int64()
@@ -259,93 +250,21 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
     raise _Undecidable
 
 
-_TABLES: dict[str, str] = {}
-
-
-@lru_cache(maxsize=8192)
 def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
     """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
 
     DataFusion's coercion of temporal literals has several special cases
     (``DATE`` on a zoned column is UTC midnight, ``TIMESTAMP 'text'`` is naive
     then local in a zoned column, a date column is cast to timestamp(ns) for a
-    ``TIMESTAMP`` literal...). Rather than re-deriving them, this plans
-    ``c = <literal>`` over an empty table with a column of ``target``'s type and
-    reads the folded literal from the optimised plan. Raises
-    :class:`PlanningError` when DataFusion refuses the literal.
+    ``TIMESTAMP`` literal...). Rather than re-deriving them, the SQL engine service
+    plans ``c = <literal>`` and reads the folded literal from its optimised plan
+    (``engines/datafusion/sql_evaluation.py``). Raises :class:`PlanningError` when
+    DataFusion refuses the literal.
     """
-    ctx = _context()
-    key = str(target)
-    with _LOCK:
-        name = _TABLES.get(key)
-        if name is None:
-            name = f"__lance_sql_coerce_{len(_TABLES)}"
-            batch = pa.record_batch([pa.array([], target)], names=["c"])
-            ctx.register_record_batches(name, [[batch]])
-            _TABLES[key] = name
-        try:
-            sql = f"SELECT c FROM {name} WHERE c = {literal_sql}"
-            plan = ctx.sql(sql).optimized_logical_plan()
-        except Exception as exc:  # DataFusion raises plain Exceptions
-            raise PlanningError(
-                f"cannot compare {target} column with {literal_sql}: {exc}"
-            ) from exc
-    node = plan.to_variant()
-    while type(node).__name__ != "Filter":
-        inputs = node.input()
-        if not inputs:
-            raise _Undecidable
-        node = inputs[0].to_variant()
-    pred = node.predicate().to_variant()
-    if type(pred).__name__ != "BinaryExpr":
+    value = sql_engine().comparison_value(target, literal_sql)
+    if value is None:
         raise _Undecidable
-    left, right = pred.left(), pred.right()
-    if right.variant_name() != "Literal":
-        raise _Undecidable
-    lit = right.to_variant()
-    dtype = lit.data_type()
-    if dtype.startswith("Timestamp"):
-        raw, _tz = lit.value_timestamp()
-        unit = dtype.split("(")[1].split(",")[0].split(")")[0].strip()
-        per_second = {"s": 1, "ms": 1_000, "µs": 1_000_000, "us": 1_000_000, "ns": 10**9}[unit]
-    elif dtype == "Date32":
-        raw, per_second = lit.value_date32(), None
-    elif dtype.startswith("Decimal128") and pa.types.is_decimal(target):
-        return _decimal_comparison_value(lit, left, target)
-    else:
-        raise _Undecidable
-    if raw is None:
-        raise _Undecidable
-    if left.variant_name() == "Column":
-        if per_second is None:
-            return Fraction(int(raw))
-        if not pa.types.is_timestamp(target):
-            raise _Undecidable
-        return Fraction(int(raw) * _PER_SECOND[target.unit], per_second)
-    # the column was cast: only date32 -> naive timestamp compares exactly in days
-    if pa.types.is_date32(target) and per_second is not None:
-        return Fraction(int(raw), per_second * 86_400)
-    raise _Undecidable
-
-
-def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) -> Fraction:
-    """The decimal literal of a folded ``c = lit`` in ``target``'s unscaled units, exactly.
-
-    DataFusion either folded the literal into the column's own type (``c =
-    12.30``) or compares the column cast to a wider decimal (``CAST(c AS
-    Decimal128(30, 15)) = 12.301000000000000``); widening a decimal never
-    rounds, so comparing the unscaled column value with the literal rescaled to
-    the column's scale is exact. A narrowing cast of the column is undecidable.
-    """
-    raw, _precision, lit_scale = lit.value_decimal128()  # type: ignore[attr-defined]
-    if raw is None:
-        raise _Undecidable
-    kind = left.variant_name()  # type: ignore[attr-defined]
-    if kind not in ("Column", "Cast", "TryCast"):
-        raise _Undecidable
-    if kind != "Column" and lit_scale < target.scale:
-        raise _Undecidable
-    return Fraction(int(raw) * 10**target.scale, 10**lit_scale)
+    return value
 
 
 def _make_literal(value: int, target: pa.DataType) -> Literal:

@@ -127,10 +127,10 @@ def plan_manifest(
     names = dataset.schema.names
     _check_columns(mf, names)
     if columns is not None:
-        from lance_sql.planning.bounds import compile_skip
+        from lance_sql.planning.bounds_skipping import compile_skip
 
         wanted = set(columns) | {"object_id", "object_type"}
-        from lance_sql.planning.key_filters import compile_key_skip
+        from lance_sql.planning.key_filter_skipping import compile_key_skip
 
         skips = compile_skip(pred) is not None or compile_key_skip(pred) is not None
         if skips:  # column bounds or key filters could skip: decode them

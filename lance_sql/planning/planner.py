@@ -164,8 +164,8 @@ def finish_plan(
     column bounds prove ``pred`` never TRUE are dropped from ``selected``, and with
     ``root``, those whose key filters do (counted there, not again as bounds').
     """
-    from lance_sql.planning.bounds import skip_by_bounds
-    from lance_sql.planning.key_filters import key_skip_mask
+    from lance_sql.planning.bounds_skipping import skip_by_bounds
+    from lance_sql.planning.key_filter_skipping import key_skip_mask
 
     # key filters first (vectorised), so bounds only test the tables they leave
     by_key_mask = key_skip_mask(pred, selected, root, storage_options)

@@ -40,6 +40,7 @@ from lance_sql.planning.predicates import (
     columns_of,
     conjuncts,
 )
+from udfs.sql_engine import sql_engine
 
 
 def has_unsupported(pred: Predicate) -> bool:
@@ -192,16 +193,9 @@ def _datafusion_where(table: pa.Table, sql: str) -> pa.Table:
     """``SELECT * FROM table WHERE sql`` with DataFusion (the dialect the filter was written in).
 
     ``murmur3`` / ``murmur3_multi`` calls are dispatched as ``lance_sql.SessionContext``
-    dispatches them (:mod:`udfs.sql_dispatch`).
+    dispatches them (the SQL engine service, :mod:`udfs.sql_engine`).
     """
-    import datafusion
-
-    from udfs.sql_dispatch import dispatch_sql
-
-    ctx = datafusion.SessionContext()
-    batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
-    ctx.register_record_batches("t", [batches])
-    out = ctx.sql(dispatch_sql(ctx, f"SELECT * FROM t WHERE {sql}")).to_arrow_table()
+    out = sql_engine().query({"t": table}, f"SELECT * FROM t WHERE {sql}")
     return out.cast(table.schema) if out.schema != table.schema else out
 
 

@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pytest
 
 from lance_sql import SessionContext
-from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
+from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.engines.datafusion.provider import capture_scans
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 

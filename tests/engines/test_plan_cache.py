@@ -70,7 +70,7 @@ def test_repeated_filter_hits_and_new_versions_are_seen(tmp_path: Path) -> None:
 
 
 def test_key_filter_switch_is_part_of_the_key(tmp_path: Path) -> None:
-    from lance_sql.planning import key_filters
+    from lance_sql.planning import key_filter_skipping as key_filters
 
     root, _ = _make(tmp_path)
     ctx = lance_sql.SessionContext()

@@ -12,9 +12,8 @@ import pytest
 
 import lance_sql
 import udfs
-from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion import functions, sql_dispatch
 from lance_sql.engines.datafusion.sql_rewrite import registered_passes
-from udfs import sql_dispatch
 
 
 def _table() -> pa.Table:

@@ -38,7 +38,7 @@ from lance_sql.engines.datafusion.errors import (
     typed_errors,
 )
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
-from lance_sql.engines.datafusion.namespace_provider import register_namespace
+from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.errors import (
     FormatError,
     LanceSqlError,

@@ -1,4 +1,5 @@
-"""Unit tests of the column-bounds algebra (planning/bounds.py, tables/namespace/bounds.py).
+"""Unit tests of the column-bounds algebra (planning/bounds_skipping.py,
+tables/namespace/bounds.py).
 
 Each case states a table's bounds and a predicate; "skip" means the bounds prove
 that no row can make the predicate TRUE. Every skip claimed here is checked
@@ -17,7 +18,7 @@ import datafusion
 import pyarrow as pa
 import pytest
 
-from lance_sql.planning.bounds import compile_skip, skip_mask
+from lance_sql.planning.bounds_skipping import compile_skip, skip_mask
 from lance_sql.planning.planner import to_predicate
 from lance_sql.tables.namespace import bounds as tb
 

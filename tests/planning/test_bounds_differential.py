@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.planning.bounds import compile_skip
+from lance_sql.planning.bounds_skipping import compile_skip
 from lance_sql.planning.planner import to_predicate
 from lance_sql.tables.namespace import bounds as tb
 from lance_sql.tables.namespace.namespace import PartitionedNamespace

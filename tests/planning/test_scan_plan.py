@@ -7,7 +7,8 @@ import pyarrow.compute as pc
 import pytest
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.scan_plan import ScanPlan, plan_scan
+from lance_sql.planning.namespace_scan import plan_scan
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("s", pa.utf8())])

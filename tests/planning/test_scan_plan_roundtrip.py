@@ -24,6 +24,7 @@ from planning_strategies import TIME_ANCHORS, Example, leaves
 import lance_sql
 from lance_sql.errors import PlanningError
 from lance_sql.planning.evaluate import matching_rows
+from lance_sql.planning.namespace_scan import plan_scan
 from lance_sql.planning.planner import to_predicate
 from lance_sql.planning.predicates import (
     Column,
@@ -37,7 +38,7 @@ from lance_sql.planning.predicates import (
     to_sql,
 )
 from lance_sql.planning.scan_filter import _datafusion_where
-from lance_sql.planning.scan_plan import ScanPlan, plan_scan
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 US = 1_000_000

@@ -58,7 +58,7 @@ def test_pointer_checksum_round_trips_and_older_pointers_still_read() -> None:
 def test_a_bank_of_filters_is_not_tied_to_the_row_positions_of_another_query(
     tmp_path: Path,
 ) -> None:
-    """Fixed in planning/key_filters.py (banks are cached by filter files only; row
+    """Fixed in planning/key_filter_skipping.py (banks are cached by filter files only; row
     positions come from each selection): the concatenated filters of a column
     were cached by their files *with the positions of the selection that built
     them*. Two queries selecting the same filtered tables at other positions

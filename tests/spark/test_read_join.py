@@ -6,7 +6,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lance_sql.planning.scan_plan import plan_scan
+from lance_sql.planning.namespace_scan import plan_scan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 pytestmark = pytest.mark.spark

@@ -383,7 +383,7 @@ def test_merge_rewriting_whole_tables_moves_rows_to_new_tables(spark: Any, tmp_p
 
 def test_delete_keeps_column_bounds_usable(spark: Any, tmp_path: Path) -> None:
     """A row delete keeps a subset of the rows, so the tables stay skippable by bounds."""
-    from lance_sql.planning.scan_plan import plan_scan
+    from lance_sql.planning.namespace_scan import plan_scan
 
     root = str(tmp_path / "ns")
     make(root)

@@ -8,6 +8,7 @@ import threading
 import pyarrow as pa
 import pytest
 
+import lance_sql  # noqa: F401  registers DataFusion as the SQL engine (udfs.sql_engine)
 import udfs
 
 INTS = pa.array([1, 2, 3, -5, None], pa.int64())

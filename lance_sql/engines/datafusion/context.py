@@ -28,7 +28,8 @@ from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 from lance_sql.engines.datafusion import dml, dml_create, functions
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
-from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, register_namespace
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
+from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.engines.datafusion.plan_rewrite import rewrite
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
 from lance_sql.engines.datafusion.session_defaults import default_config

@@ -42,6 +42,7 @@ import sqlglot
 from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
+from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
 from lance_sql.engines.datafusion.dml_text import update_sql, where_sql
 from lance_sql.engines.datafusion.errors import typed_errors
 from lance_sql.errors import (
@@ -154,7 +155,9 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
         return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
     if op == "delete":
         where = where_sql(source, name, ctx)
-        return DmlDataFrame(df, ctx, lambda: _namespace(table, name).delete(where), "DELETE")
+        return DmlDataFrame(
+            df, ctx, lambda: writable_namespace(table, name).delete(where), "DELETE"
+        )
     if op == "update":
         sets, where = update_sql(source, table.schema, name, ctx)
         return DmlDataFrame(
@@ -174,18 +177,6 @@ def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
     if short in lance_tables:
         return ("lance", lance_tables[short])
     return None
-
-
-def _namespace(table: Any, name: str) -> Any:
-    """The latest writable view of the namespace behind ``table`` (a ``NamespaceTable``)."""
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-    if not table.follow_latest:
-        raise UnsupportedFeatureError(
-            f"namespace {name!r} is registered at a fixed __manifest version "
-            f"({table.namespace.manifest_version}); register it without a version to write"
-        )
-    return PartitionedNamespace.open(table.root, storage_options=table.storage_options)
 
 
 def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, plan: Any) -> Any:
@@ -221,10 +212,10 @@ def _update(
     from lance_sql.tables.namespace.sql_eval import SqlExpressionError
 
     if not sets:  # every column set to itself: nothing changes, the matched rows count
-        _namespace(table, name)  # refuse pinned registrations as for any UPDATE
+        writable_namespace(table, name)  # refuse pinned registrations as for any UPDATE
         return int(LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).count())
     try:
-        return int(_namespace(table, name).update(sets, where))
+        return int(writable_namespace(table, name).update(sets, where))
     except SqlExpressionError as exc:
         if "cast" not in str(exc).lower():
             raise
@@ -235,57 +226,13 @@ def _update(
 
 # -- INSERT -----------------------------------------------------------------------------------
 def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> int:
-    ns = _namespace(table, name)
+    ns = writable_namespace(table, name)
     rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), ns.schema, name)
     if overwrite:
         ns.overwrite(rows, partitions="dynamic")
     elif rows.num_rows:
         ns.append(rows)
     return rows.num_rows
-
-
-def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
-    """Run a DML statement's input plan as a :class:`LanceDataFrame`; its rows.
-
-    A value that does not cast to the target column's type fails here (in
-    DataFusion's optimizer or while running): :class:`SchemaMismatchError`.
-    """
-    try:
-        return LanceDataFrame(ctx.create_dataframe_from_logical_plan(plan), ctx).to_arrow_table()
-    except LanceSqlError:
-        raise
-    except Exception as exc:
-        text = str(exc)
-        if "non-nullable" in text:
-            schema = ctx.create_dataframe_from_logical_plan(plan).schema()
-            names = [f.name for f in schema if not f.nullable]
-            reason = next((ln for ln in text.splitlines() if "non-nullable" in ln), text)
-            raise SchemaMismatchError(
-                f"{what}: NULL given for a NOT NULL column (NOT NULL: {names}): {reason.strip()}"
-            ) from exc
-        if "Cast error" in text or "cast" in text.lower():
-            reason = next((ln for ln in text.splitlines() if "ast" in ln), text)
-            raise SchemaMismatchError(f"{what}: {reason.strip()}") from exc
-        raise
-
-
-def plain_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with DataFusion's view types as their plain forms (what namespaces store)."""
-    if t == pa.string_view():
-        return pa.string()
-    if t == pa.binary_view():
-        return pa.binary()
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return pa.list_(plain_type(t.value_type))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(plain_type(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(plain_type(f.type)) for f in t])
-    return t
-
-
-def plain_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
 
 
 def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
@@ -394,9 +341,6 @@ __all__ = [
     "DmlDataFrame",
     "dml_frame",
     "explain_dml",
-    "plain_schema",
-    "plain_type",
-    "source_rows",
     "statement_keyword",
     "typed_planning_error",
 ]

@@ -29,7 +29,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from lance_sql.engines.datafusion.dml import plain_schema
+from lance_sql.engines.datafusion.dml_target import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.spec_text import spec_fields

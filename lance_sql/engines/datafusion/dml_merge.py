@@ -209,13 +209,17 @@ def _clause(w: exp.When, schema: pa.Schema, name: str) -> Clause:
 
 def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Callable[[], int]:
     """What runs when the MERGE statement's DataFrame is executed (returns rows affected)."""
-    from lance_sql.engines.datafusion.dml import _namespace, plain_schema, source_rows
+    from lance_sql.engines.datafusion.dml_target import (
+        plain_schema,
+        source_rows,
+        writable_namespace,
+    )
 
     statement = parse_merge(query, table.schema, name)
     source_plan = plan.inputs()[0]
 
     def action() -> int:
-        ns = _namespace(table, name)
+        ns = writable_namespace(table, name)
         src = source_rows(ctx, source_plan, f"MERGE INTO {name!r} USING")
         src = src.cast(plain_schema(src.schema))  # no view types: pyarrow cannot take them
         src = src.append_column(_ROW, pa.array(np.arange(src.num_rows), pa.int64()))

@@ -161,7 +161,7 @@ def _drop_alias(part: list[Token]) -> list[Token]:
 
 def _text(source: str, tokens: list[Token], qualifier: str) -> str:
     """``tokens``' text from ``source``, verbatim but for the table qualifier and typed calls."""
-    from udfs.sql_dispatch import readable_name
+    from lance_sql.engines.datafusion.sql_dispatch import readable_name
 
     if not tokens:
         return ""

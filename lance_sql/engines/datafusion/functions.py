@@ -3,7 +3,7 @@
 Both accept any type with canonical bytes (NOTES 2.1) and ``murmur3_multi`` any
 number (>= 1) of arguments of mixed types, anywhere in a query. DataFusion 55's
 Python UDFs have one exact signature each, so calls are dispatched by the
-``murmur3_dispatch`` rewrite pass (see :mod:`udfs.sql_dispatch`): each call is
+``murmur3_dispatch`` rewrite pass (see :mod:`.sql_dispatch`): each call is
 renamed to a typed UDF registered on demand for its exact argument types, which
 DataFusion itself reports in the call's own scope. Unaliased select items holding
 a call get an alias with the name DataFusion would give a UDF called ``murmur3``
@@ -22,9 +22,9 @@ import datafusion
 import pyarrow as pa
 
 import udfs
+from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
 from lance_sql.engines.datafusion.sql_rewrite import register_pass
 from lance_sql.errors import PlanningError
-from udfs.sql_dispatch import DispatchArityError, dispatch_sql
 
 
 class UnsupportedFunctionArgumentError(PlanningError, udfs.UnsupportedTypeError):

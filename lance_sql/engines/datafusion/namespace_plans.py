@@ -51,7 +51,7 @@ class _PlanCache:
     def _key(
         filter: pc.Expression | None, prune_filter: str | None, ns: Any, schema: pa.Schema
     ) -> tuple[Any, ...]:
-        from lance_sql.planning.key_filters import ENABLED
+        from lance_sql.planning.key_filter_skipping import ENABLED
 
         text = None if filter is None else str(filter)
         return (str(ns.root), id(schema), text, prune_filter, ENABLED[0])

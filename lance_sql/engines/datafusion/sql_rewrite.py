@@ -3,7 +3,7 @@
 One pass is left: the typed dispatch of ``murmur3`` / ``murmur3_multi``
 (DataFusion 55's Python UDFs have one exact signature each, so a call must be
 renamed to a UDF for its argument types before DataFusion plans it; see
-:mod:`udfs.sql_dispatch`). Everything else lance-sql does to a query works on
+:mod:`.sql_dispatch`). Everything else lance-sql does to a query works on
 DataFusion's plan (:mod:`.plan_rewrite`). A pass is a plain function
 ``(ctx, sql) -> sql`` that returns the text unchanged when it does not apply.
 

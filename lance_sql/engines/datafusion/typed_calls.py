@@ -4,7 +4,7 @@ DataFusion 55's Python UDFs have one exact signature each, and a DataFrame
 expression is type-checked against its input as soon as it is used
 (``df.select(...)``), where a ``murmur3(Int64)`` UDF refuses a string column.
 The SQL path renames each call to a UDF for its argument types
-(:mod:`udfs.sql_dispatch`); a DataFrame expression has no types until it meets a
+(:mod:`.sql_dispatch`); a DataFrame expression has no types until it meets a
 DataFrame. So ``ctx.udf("murmur3")(col("s"))`` (and ``lance_sql.murmur3(...)``)
 returns a :class:`TypedCall`: it records the call and what is done to it
 (``alias``, ``cast``, arithmetic, comparisons), and a
@@ -23,7 +23,7 @@ from typing import Any
 
 from datafusion import DataFrame, Expr
 
-from udfs.sql_dispatch import register_typed
+from lance_sql.engines.datafusion.sql_dispatch import register_typed
 
 #: the lance-sql functions whose DataFrame calls are typed against their input
 TYPED_FUNCTIONS = ("murmur3", "murmur3_multi")

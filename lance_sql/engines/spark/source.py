@@ -35,7 +35,6 @@ prune with ``.option("columns", "a,b")`` or a user schema (``.schema("a long")``
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -44,6 +43,12 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from lance_sql.engines.spark.filters import split
+from lance_sql.engines.spark.options import (
+    _root,
+    int_option,
+    open_namespace,
+    storage_options,
+)
 from lance_sql.engines.spark.paths import normalize_root
 from lance_sql.engines.spark.read_packing import Packing, first_fit, pack_by_bytes
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
@@ -68,68 +73,6 @@ OPTIONS = {
     "where": "a filter in DataFusion SQL (as lance_sql.plan_scan takes): prunes partition "
     "tables and is applied exactly in every scan, for every query of the DataFrame",
 }
-
-
-def _root(options: Mapping[str, str]) -> str:
-    root = options.get("path")
-    if not root:
-        hint = (
-            " Spark passed no options at all: pyspark 4.3 gives a Python data source none "
-            "for a catalog table (CREATE TABLE ... USING lance_ns LOCATION/OPTIONS); use "
-            "CREATE TEMPORARY VIEW v USING lance_ns OPTIONS (path '/data/ns')"
-            if not options
-            else f" (options given: {sorted(options)})"
-        )
-        raise LanceSqlError(f"lance_ns: give the namespace root, e.g. .load('/data/ns').{hint}")
-    return normalize_root(root)
-
-
-def int_option(options: Mapping[str, str], key: str) -> int | None:
-    """A positive integer option, None when absent; anything else raises naming it."""
-    raw = options.get(key)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = -1
-    if value < (0 if key == "version" else 1):
-        raise LanceSqlError(
-            f"lance_ns {options.get('path')}: option {key}={raw!r} is not a "
-            f"{'non-negative' if key == 'version' else 'positive'} integer"
-        )
-    return value
-
-
-def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
-    """The ``storage_options`` option (a JSON object of strings), or None."""
-    raw = options.get("storage_options")
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError as e:
-        raise LanceSqlError(
-            f"lance_ns {options.get('path')}: option storage_options is not JSON: {e}"
-        ) from e
-    if not isinstance(value, dict):
-        raise LanceSqlError(
-            f"lance_ns {options.get('path')}: option storage_options must be a JSON object, "
-            f"got {type(value).__name__}"
-        )
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
-    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-    root = _root(options)
-    if version is None:
-        version = int_option(options, "version")
-    return PartitionedNamespace.open(
-        root, version=version, storage_options=storage_options(options)
-    )
 
 
 def schema_from_metadata(options: Mapping[str, str]) -> tuple[pa.Schema, int]:
@@ -238,7 +181,7 @@ class LanceNamespaceReader(DataSourceReader):
     def plan(self) -> tuple[Any, Any]:
         """(namespace at the pinned version, :class:`~lance_sql.planning.scan_plan.ScanPlan`)."""
         from lance_sql.errors import PlanningError
-        from lance_sql.planning.scan_plan import plan_scan
+        from lance_sql.planning.namespace_scan import plan_scan
 
         ns = open_namespace(self.options, self.version)
         where = self.options.get("where")

@@ -96,7 +96,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
             return self._write(iterator, attempt, lease)
 
     def _write(self, iterator: Iterator[pa.RecordBatch], attempt: str, lease: Any) -> StagedCommit:
-        from lance_sql.engines.spark.source import int_option
+        from lance_sql.engines.spark.options import int_option
         from lance_sql.engines.spark.write_journal import journal_factory
         from lance_sql.tables.namespace.schema_rule import conform_all
         from lance_sql.tables.namespace.writer import DEFAULT_BUFFER_BYTES, NamespaceWriter

@@ -31,14 +31,8 @@ from typing import Any
 
 from lance.progress import FragmentWriteProgress
 
-from lance_sql.engines.spark.write_lease import AttemptLease
+from lance_sql.engines.spark.write_lease import STAGING_DIR, AttemptLease, journal_uri
 from lance_sql.errors import LanceSqlError
-
-STAGING_DIR = "_spark_staging"
-
-
-def journal_uri(root: str, write_id: str) -> str:
-    return f"{root.rstrip('/')}/{STAGING_DIR}/{write_id}"
 
 
 class FileJournal(FragmentWriteProgress):

@@ -42,6 +42,7 @@ from lance_sql.errors import LanceSqlError
 HEARTBEAT_SECONDS = 0.5
 STALE_SECONDS = 4.0
 MAX_WAIT_SECONDS = 120.0
+STAGING_DIR = "_spark_staging"
 FENCE = "_fence"
 LEASE_SUFFIX = ".live"
 
@@ -50,8 +51,12 @@ class WriteFencedError(LanceSqlError):
     """The driver already commits or aborts this write: this attempt's work is discarded."""
 
 
+def journal_uri(root: str, write_id: str) -> str:
+    """The folder of one write's journal (its data-file records and attempt leases)."""
+    return f"{root.rstrip('/')}/{STAGING_DIR}/{write_id}"
+
+
 def _journal(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
-    from lance_sql.engines.spark.write_journal import journal_uri
     from lance_sql.format.storage import resolve
 
     return resolve(journal_uri(root, write_id), storage_options)

@@ -71,7 +71,7 @@ def build_spec_from_option(text: str, schema: pa.Schema, *, spec_id: int = 1) ->
 
 def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan:
     """The plan for writing a DataFrame of ``arrow_schema`` as the options say."""
-    from lance_sql.engines.spark.source import _root, open_namespace, storage_options
+    from lance_sql.engines.spark.options import _root, open_namespace, storage_options
 
     root = _root(options)
     opts = storage_options(options)

@@ -244,15 +244,15 @@ def trunc_literal_info(lit: Literal, unit: str) -> tuple[tuple[int, ...], bool] 
 
 
 def _zoned_trunc_info(value: int, t: pa.DataType, unit: str) -> tuple[tuple[int, ...], bool] | None:
-    from lance_sql.planning.literals import _LOCK, _context, datafusion_type_name
+    from lance_sql.planning.literals import datafusion_type_name
+    from udfs.sql_engine import sql_engine
 
     depth = TIME_CHAIN.index(unit) + 1
     v = f"arrow_cast({value}, '{datafusion_type_name(t)}')"
     parts = ", ".join(f"date_part('{u}', v) AS {u}" for u in TIME_CHAIN)
     query = f"SELECT {parts}, date_trunc('{unit}', v) = v AS aligned FROM (SELECT {v} AS v)"
     try:
-        with _LOCK:
-            row = _context().sql(query).to_arrow_table().to_pylist()[0]
+        row = sql_engine().query({}, query).to_pylist()[0]
     except Exception:
         return None
     return tuple(int(row[u]) for u in TIME_CHAIN[:depth]), bool(row["aligned"])

@@ -26,7 +26,7 @@ strings truncated to :data:`STRING_PREFIX` characters Iceberg-style (the lower
 bound is a prefix; the upper bound's last character is incremented).
 
 This module computes, merges, encodes and decodes bounds (tables layer);
-evaluating predicates against them is :mod:`lance_sql.planning.bounds`.
+evaluating predicates against them is :mod:`lance_sql.planning.bounds_skipping`.
 """
 
 from __future__ import annotations

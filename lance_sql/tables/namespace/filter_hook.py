@@ -5,22 +5,25 @@ text over the namespace schema and need the pruning planner (strict
 projection) to tell which partitions a filter covers entirely. The planner
 lives one layer above this one (``lance_sql.planning``), so it registers
 itself here when imported (:mod:`lance_sql.planning.mutation_plan`); this
-layer only knows the small protocol below; :func:`filter_planner` asks the
-package root to load it on first use, and falls back to no pruning.
+layer only knows the small protocol below. The package root, which sits above
+every layer and runs before any of its modules, registers a loader for it
+(:func:`register_filter_planner_loader`); :func:`filter_planner` calls that
+loader on first use, and falls back to no pruning. This module imports nothing
+heavy, so the root can register at import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
-
-import pyarrow.compute as pc
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lance_sql.errors import LanceSqlError
 
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
 
-@dataclass(frozen=True)
-class FilterClassification:
+
+class FilterClassification(NamedTuple):
     """Which partition tables a filter selects, by ``object_id``.
 
     ``covered``: every row matches (the partition values prove the filter);
@@ -43,11 +46,18 @@ class FilterPlanner(Protocol):
 
 
 _PLANNER: FilterPlanner | None = None
+_LOADER: Callable[[], object] | None = None
 
 
 def register_filter_planner(planner: FilterPlanner) -> None:
     global _PLANNER
     _PLANNER = planner
+
+
+def register_filter_planner_loader(loader: Callable[[], object]) -> None:
+    """``loader`` imports the planner (which registers itself); called on first need."""
+    global _LOADER
+    _LOADER = loader
 
 
 class NoPruning:
@@ -57,29 +67,29 @@ class NoPruning:
     the real planner on import."""
 
     def expression(self, ns: Any, filter: Any) -> pc.Expression:
+        import pyarrow.compute as pc
+
         if isinstance(filter, pc.Expression):
             return filter
         raise LanceSqlError("no filter planner registered to convert SQL text")
 
     def classify(self, ns: Any, filter: Any) -> FilterClassification:
+        import pyarrow.compute as pc
+
         expr = filter if isinstance(filter, pc.Expression) else None
         return FilterClassification(expr, (), tuple(e.object_id for e in ns.tables()))
 
 
 def filter_planner() -> FilterPlanner:
-    """The registered planner; the first call asks the package root to register it.
+    """The registered planner; the first call runs the loader the package root registered.
 
-    ``lance_sql._load_filter_planner`` imports the planning layer (the package
-    root sits above every layer, so this layer never imports planning itself).
-    Without it, a namespace imported from its module pruned nothing and pushed
-    no filter into Lance: a point delete over 64 partitions took 15x longer.
+    The loader imports the planning layer (the package root sits above every
+    layer, so this layer never imports planning, nor the root, itself). Without
+    it, a namespace imported from its module pruned nothing and pushed no filter
+    into Lance: a point delete over 64 partitions took 15x longer.
     """
-    if _PLANNER is None:
-        import lance_sql
-
-        load = getattr(lance_sql, "_load_filter_planner", None)
-        if load is not None:
-            load()
+    if _PLANNER is None and _LOADER is not None:
+        _LOADER()
     return NoPruning() if _PLANNER is None else _PLANNER
 
 
@@ -89,4 +99,5 @@ __all__ = [
     "NoPruning",
     "filter_planner",
     "register_filter_planner",
+    "register_filter_planner_loader",
 ]

@@ -3,7 +3,7 @@
 Every column with a namespace scalar index (:mod:`.indexes`) gets a key
 filter in every partition table our writers write: a Bloom filter of the
 column's non-NULL values, so ``col = lit`` / ``col IN (...)`` can skip a table
-without opening it (:mod:`lance_sql.planning.key_filters`). Like Parquet and
+without opening it (:mod:`lance_sql.planning.key_filter_skipping`). Like Parquet and
 Iceberg (puffin) bloom filters, a filter only ever says "maybe" or "no".
 
 Storage: one immutable sidecar file per (table version, column) under the

@@ -31,6 +31,7 @@ from lance_sql.tables.namespace.arrow_json import (
     iter_fields,
     loads_limited,
 )
+from udfs.canonical import is_supported
 from udfs.expression import ALLOWED_FUNCTIONS
 from udfs.transforms import TRANSFORM_TYPES
 
@@ -245,23 +246,8 @@ class PartitionSpec:
 
 
 def _is_hashable(t: pa.DataType) -> bool:
-    """Types murmur3 has canonical bytes for (design notes 2.1)."""
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_time(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_duration(t)
-        or _is_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_fixed_size_binary(t)
-        or pa.types.is_binary_view(t)
-        or (pa.types.is_dictionary(t) and _is_hashable(t.value_type))
-    )
+    """Types murmur3 has canonical bytes for (design notes 2.1; decided in udfs.canonical)."""
+    return is_supported(t) and not pa.types.is_null(t)
 
 
 def _is_string(t: pa.DataType) -> bool:

@@ -1,37 +1,25 @@
-"""Evaluate SQL text (filters, SET expressions, MERGE clauses) over Arrow rows with DataFusion.
+"""Evaluate SQL text (filters, SET expressions, MERGE clauses) over Arrow rows with DataFusion
+(the SQL engine service, :mod:`udfs.sql_engine`).
 
 Row operations of a namespace (``delete``, ``update``, ``merge``) take SQL
 text over the namespace schema; it is evaluated here by DataFusion itself, so
 a filter means exactly what it means in a ``SELECT`` over the namespace
 (NULL is not TRUE, DataFusion's float and cast rules). ``murmur3`` and
-``murmur3_multi`` calls are dispatched as in queries (:mod:`udfs.sql_dispatch`).
+``murmur3_multi`` calls are dispatched as in queries.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError
-
-_local = threading.local()
+from udfs.sql_engine import sql_engine
 
 
 class SqlExpressionError(LanceSqlError):
     """A filter or expression given to a row operation does not plan or run."""
-
-
-def _context() -> Any:
-    ctx = getattr(_local, "ctx", None)
-    if ctx is None:
-        import datafusion
-
-        ctx = datafusion.SessionContext()
-        _local.ctx = ctx
-    return ctx
 
 
 def quote(name: str) -> str:
@@ -40,26 +28,13 @@ def quote(name: str) -> str:
 
 def run_sql(tables: Mapping[str, pa.Table], sql: str, *, what: str) -> pa.Table:
     """Run ``sql`` with ``tables`` registered under their names; the result as one table."""
-    from udfs.sql_dispatch import dispatch_sql
-
-    ctx = _context()
-    for name, table in tables.items():
-        ctx.deregister_table(name)
-        batches = table.to_batches() or [
-            pa.record_batch([pa.array([], f.type) for f in table.schema], schema=table.schema)
-        ]
-        ctx.register_record_batches(name, [batches])
     try:
-        statement = dispatch_sql(ctx, sql)
-        return ctx.sql(statement).to_arrow_table()
+        return sql_engine().query(tables, sql)
     except LanceSqlError:
         raise
     except Exception as exc:  # DataFusion raises plain exceptions
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SqlExpressionError(f"{what} cannot be evaluated: {first}") from exc
-    finally:
-        for name in tables:
-            ctx.deregister_table(name)
 
 
 def matching_mask(rows: pa.Table, filter: str) -> pa.Array:

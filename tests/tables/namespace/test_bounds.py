@@ -222,7 +222,8 @@ def test_other_metadata_keys_are_kept(ns: PartitionedNamespace) -> None:
 
 
 def test_plan_scan_reports_skipped_tables(ns: PartitionedNamespace) -> None:
-    from lance_sql.planning.scan_plan import ScanPlan, plan_scan
+    from lance_sql.planning.namespace_scan import plan_scan
+    from lance_sql.planning.scan_plan import ScanPlan
 
     for plan in (plan_scan(ns, "id = 15"), plan_scan(ns.root, "id = 15")):
         assert (len(plan.partitions), plan.skipped_by_bounds) == (1, 1)

@@ -88,7 +88,7 @@ def test_spec_fields_passes_json_through() -> None:
 
 
 def test_create_with_days_text_prunes_a_day(tmp_path: Path) -> None:
-    from lance_sql.planning.scan_plan import plan_scan
+    from lance_sql.planning.namespace_scan import plan_scan
 
     ns = PartitionedNamespace.create(
         str(tmp_path / "ns"), SCHEMA, spec_fields("days(ts), bucket(4, c)")

@@ -6,7 +6,7 @@ column bounds in ``__manifest``. :func:`compile_key_skip` turns a *prepared*
 predicate into a test over many tables at once: ``col = lit`` and
 ``col IN (lit, ...)`` (NULL list members never match) on a column of a
 supported type, with the literal taken exactly as bounds take it
-(:func:`lance_sql.planning.bounds._literal_value`: any integer literal for an
+(:func:`lance_sql.planning.bounds_skipping._literal_value`: any integer literal for an
 integer column, the column's own type for dates and timestamps, strings for
 strings; anything else is "maybe"); ``AND`` skips when any child does, ``OR``
 when every child does. A table is skipped only when its filter is usable (the
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.planning.bounds import RowBounds, _literal_value, row_bounds
+from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
 from lance_sql.planning.predicates import And, Column, Compare, InList, Or, Predicate
 from lance_sql.tables.namespace import key_filters as kf
 

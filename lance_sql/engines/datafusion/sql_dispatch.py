@@ -40,10 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from udfs.canonical import is_supported
-from udfs.errors import UnsupportedTypeError
-from udfs.hashing import murmur3, murmur3_multi
-from udfs.sql_tokens import (
+from lance_sql.engines.datafusion.sql_tokens import (
     Call,
     depths_of,
     find_calls,
@@ -54,6 +51,9 @@ from udfs.sql_tokens import (
     splice,
     tokens_of,
 )
+from udfs.canonical import is_supported
+from udfs.errors import UnsupportedTypeError
+from udfs.hashing import murmur3, murmur3_multi
 
 if TYPE_CHECKING:
     import datafusion

@@ -1,0 +1,70 @@
+"""What every SQL DML statement on a namespace needs: the writable namespace behind a
+registered table, the statement's input rows, and their plain (non-view) Arrow types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.engines.datafusion.dataframe import LanceDataFrame
+from lance_sql.errors import LanceSqlError, SchemaMismatchError, UnsupportedFeatureError
+
+
+def writable_namespace(table: Any, name: str) -> Any:
+    """The latest writable view of the namespace behind ``table`` (a ``NamespaceTable``)."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    if not table.follow_latest:
+        raise UnsupportedFeatureError(
+            f"namespace {name!r} is registered at a fixed __manifest version "
+            f"({table.namespace.manifest_version}); register it without a version to write"
+        )
+    return PartitionedNamespace.open(table.root, storage_options=table.storage_options)
+
+
+def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
+    """Run a DML statement's input plan as a :class:`LanceDataFrame`; its rows.
+
+    A value that does not cast to the target column's type fails here (in
+    DataFusion's optimizer or while running): :class:`SchemaMismatchError`.
+    """
+    try:
+        return LanceDataFrame(ctx.create_dataframe_from_logical_plan(plan), ctx).to_arrow_table()
+    except LanceSqlError:
+        raise
+    except Exception as exc:
+        text = str(exc)
+        if "non-nullable" in text:
+            schema = ctx.create_dataframe_from_logical_plan(plan).schema()
+            names = [f.name for f in schema if not f.nullable]
+            reason = next((ln for ln in text.splitlines() if "non-nullable" in ln), text)
+            raise SchemaMismatchError(
+                f"{what}: NULL given for a NOT NULL column (NOT NULL: {names}): {reason.strip()}"
+            ) from exc
+        if "Cast error" in text or "cast" in text.lower():
+            reason = next((ln for ln in text.splitlines() if "ast" in ln), text)
+            raise SchemaMismatchError(f"{what}: {reason.strip()}") from exc
+        raise
+
+
+def plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with DataFusion's view types as their plain forms (what namespaces store)."""
+    if t == pa.string_view():
+        return pa.string()
+    if t == pa.binary_view():
+        return pa.binary()
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.list_(plain_type(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(plain_type(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(plain_type(f.type)) for f in t])
+    return t
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
+
+
+__all__ = ["plain_schema", "plain_type", "source_rows", "writable_namespace"]

@@ -1,0 +1,234 @@
+"""DataFusion as the SQL engine service of the lower layers (:mod:`udfs.sql_engine`).
+
+Partition expressions (``udfs.evaluate_expression``), row-operation filters and
+SET values (``tables/namespace/sql_eval.py``), scan residuals
+(``planning/scan_filter.py``), ``date_trunc`` terms (``planning/evaluate.py``) and
+the coercion of comparison literals (``planning/literals.py``) are evaluated by
+DataFusion itself, so they mean what they mean in a query. Those layers never
+import DataFusion: they call :func:`udfs.sql_engine.sql_engine`, which the package
+root points at :data:`ENGINE` (this module is imported on first use). Each thread
+keeps one private SessionContext; literal coercion shares one under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import datafusion
+import pyarrow as pa
+
+from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
+from lance_sql.errors import PlanningError
+from udfs.errors import ExpressionError, UnsupportedTypeError
+from udfs.expression import ALLOWED_FUNCTIONS
+from udfs.sql_engine import register_sql_engine
+
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_local = threading.local()
+_LOCK = threading.RLock()  # the shared coercion SessionContext: register + plan under a lock
+
+
+class _Undecidable(Exception):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _coercion_context() -> Any:
+    return datafusion.SessionContext()
+
+
+_TABLE = "__lance_expression_input"
+
+_LEAVES = {"Column", "Literal"}
+_NODES = {
+    "Alias", "BinaryExpr", "Not", "IsNull", "IsNotNull", "IsTrue", "IsFalse", "IsUnknown",
+    "IsNotTrue", "IsNotFalse", "IsNotUnknown", "Negative", "Between", "Case", "Cast", "TryCast",
+    "Like", "SimilarTo", "RLike", "InList", "ScalarFunction",
+}  # fmt: skip
+
+
+def _context() -> Any:
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        import datafusion
+
+        ctx = datafusion.SessionContext()
+        _local.ctx = ctx
+    return ctx
+
+
+def _check_tree(expr: Any, expression: str) -> None:
+    kind = expr.variant_name()
+    if kind in _LEAVES:
+        return
+    if kind not in _NODES:
+        raise ExpressionError(
+            expression, f"{kind} is not allowed in a partition expression", part=kind
+        )
+    if kind == "ScalarFunction":
+        name = expr.rex_call_operator()
+        if not (name in ALLOWED_FUNCTIONS or name.startswith("__lance_murmur3")):
+            raise ExpressionError(
+                expression,
+                f"function {name}() is not allowed: only deterministic, stateless functions "
+                "may compute partition values",
+                part=name,
+            )
+    for child in expr.rex_call_operands():
+        _check_tree(child, expression)
+
+
+def _datafusion_message(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _datafusion_message(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _register(ctx: Any, name: str, table: pa.Table) -> None:
+    ctx.deregister_table(name)
+    batches = table.to_batches() or [
+        pa.record_batch([pa.array([], f.type) for f in table.schema], schema=table.schema)
+    ]
+    ctx.register_record_batches(name, [batches])
+
+
+class DataFusionSqlEngine:
+    """:class:`udfs.sql_engine.SqlEngine` over DataFusion."""
+
+    def query(self, tables: Mapping[str, pa.Table], sql: str) -> pa.Table:
+        ctx = _context()
+        for name, table in tables.items():
+            _register(ctx, name, table)
+        try:
+            return ctx.sql(dispatch_sql(ctx, sql)).to_arrow_table()
+        finally:
+            for name in tables:
+                ctx.deregister_table(name)
+
+    def partition_expression(self, expression: str, table: pa.Table, result: str) -> pa.Table:
+        ctx = _context()
+        _register(ctx, _TABLE, table)
+        prefix = "SELECT "
+        suffix = f"\nAS {result} FROM {_TABLE}"
+        try:
+            statement = dispatch_sql(ctx, prefix + expression + suffix)
+        except (UnsupportedTypeError, DispatchArityError) as exc:
+            raise ExpressionError(expression, str(exc), part="murmur3") from exc
+        rewritten = statement[len(prefix) : len(statement) - len(suffix)]
+        base = ctx.table(_TABLE)
+        try:
+            expr = ctx.parse_sql_expr(rewritten, base.logical_plan().to_variant().schema())
+        except Exception as exc:
+            raise ExpressionError(expression, _datafusion_message(exc)) from exc
+        _check_tree(expr, expression)
+        try:
+            return base.select(expr.alias(result)).to_arrow_table()
+        except Exception as exc:
+            raise ExpressionError(expression, _datafusion_message(exc)) from exc
+
+    def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
+        try:
+            return _comparison_value(target, literal_sql)
+        except _Undecidable:
+            return None
+
+
+_TABLES: dict[str, str] = {}
+
+
+@lru_cache(maxsize=8192)
+def _comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
+    """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
+
+    DataFusion's coercion of temporal literals has several special cases
+    (``DATE`` on a zoned column is UTC midnight, ``TIMESTAMP 'text'`` is naive
+    then local in a zoned column, a date column is cast to timestamp(ns) for a
+    ``TIMESTAMP`` literal...). Rather than re-deriving them, this plans
+    ``c = <literal>`` over an empty table with a column of ``target``'s type and
+    reads the folded literal from the optimised plan. Raises
+    :class:`PlanningError` when DataFusion refuses the literal.
+    """
+    ctx = _coercion_context()
+    key = str(target)
+    with _LOCK:
+        name = _TABLES.get(key)
+        if name is None:
+            name = f"__lance_sql_coerce_{len(_TABLES)}"
+            batch = pa.record_batch([pa.array([], target)], names=["c"])
+            ctx.register_record_batches(name, [[batch]])
+            _TABLES[key] = name
+        try:
+            sql = f"SELECT c FROM {name} WHERE c = {literal_sql}"
+            plan = ctx.sql(sql).optimized_logical_plan()
+        except Exception as exc:  # DataFusion raises plain Exceptions
+            raise PlanningError(
+                f"cannot compare {target} column with {literal_sql}: {exc}"
+            ) from exc
+    node = plan.to_variant()
+    while type(node).__name__ != "Filter":
+        inputs = node.input()
+        if not inputs:
+            raise _Undecidable
+        node = inputs[0].to_variant()
+    pred = node.predicate().to_variant()
+    if type(pred).__name__ != "BinaryExpr":
+        raise _Undecidable
+    left, right = pred.left(), pred.right()
+    if right.variant_name() != "Literal":
+        raise _Undecidable
+    lit = right.to_variant()
+    dtype = lit.data_type()
+    if dtype.startswith("Timestamp"):
+        raw, _tz = lit.value_timestamp()
+        unit = dtype.split("(")[1].split(",")[0].split(")")[0].strip()
+        per_second = {"s": 1, "ms": 1_000, "µs": 1_000_000, "us": 1_000_000, "ns": 10**9}[unit]
+    elif dtype == "Date32":
+        raw, per_second = lit.value_date32(), None
+    elif dtype.startswith("Decimal128") and pa.types.is_decimal(target):
+        return _decimal_comparison_value(lit, left, target)
+    else:
+        raise _Undecidable
+    if raw is None:
+        raise _Undecidable
+    if left.variant_name() == "Column":
+        if per_second is None:
+            return Fraction(int(raw))
+        if not pa.types.is_timestamp(target):
+            raise _Undecidable
+        return Fraction(int(raw) * _PER_SECOND[target.unit], per_second)
+    # the column was cast: only date32 -> naive timestamp compares exactly in days
+    if pa.types.is_date32(target) and per_second is not None:
+        return Fraction(int(raw), per_second * 86_400)
+    raise _Undecidable
+
+
+def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) -> Fraction:
+    """The decimal literal of a folded ``c = lit`` in ``target``'s unscaled units, exactly.
+
+    DataFusion either folded the literal into the column's own type (``c =
+    12.30``) or compares the column cast to a wider decimal (``CAST(c AS
+    Decimal128(30, 15)) = 12.301000000000000``); widening a decimal never
+    rounds, so comparing the unscaled column value with the literal rescaled to
+    the column's scale is exact. A narrowing cast of the column is undecidable.
+    """
+    raw, _precision, lit_scale = lit.value_decimal128()  # type: ignore[attr-defined]
+    if raw is None:
+        raise _Undecidable
+    kind = left.variant_name()  # type: ignore[attr-defined]
+    if kind not in ("Column", "Cast", "TryCast"):
+        raise _Undecidable
+    if kind != "Column" and lit_scale < target.scale:
+        raise _Undecidable
+    return Fraction(int(raw) * 10**target.scale, 10**lit_scale)
+
+
+ENGINE = DataFusionSqlEngine()
+register_sql_engine(ENGINE)
+
+__all__ = ["ENGINE", "DataFusionSqlEngine"]

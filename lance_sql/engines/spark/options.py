@@ -1,0 +1,76 @@
+"""The ``lance_ns`` options every Spark entry point reads: namespace root, version,
+storage options (reader, writer and write planning share them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from lance_sql.engines.spark.paths import normalize_root
+from lance_sql.errors import LanceSqlError
+
+
+def _root(options: Mapping[str, str]) -> str:
+    root = options.get("path")
+    if not root:
+        hint = (
+            " Spark passed no options at all: pyspark 4.3 gives a Python data source none "
+            "for a catalog table (CREATE TABLE ... USING lance_ns LOCATION/OPTIONS); use "
+            "CREATE TEMPORARY VIEW v USING lance_ns OPTIONS (path '/data/ns')"
+            if not options
+            else f" (options given: {sorted(options)})"
+        )
+        raise LanceSqlError(f"lance_ns: give the namespace root, e.g. .load('/data/ns').{hint}")
+    return normalize_root(root)
+
+
+def int_option(options: Mapping[str, str], key: str) -> int | None:
+    """A positive integer option, None when absent; anything else raises naming it."""
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < (0 if key == "version" else 1):
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option {key}={raw!r} is not a "
+            f"{'non-negative' if key == 'version' else 'positive'} integer"
+        )
+    return value
+
+
+def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
+    """The ``storage_options`` option (a JSON object of strings), or None."""
+    raw = options.get("storage_options")
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as e:
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option storage_options is not JSON: {e}"
+        ) from e
+    if not isinstance(value, dict):
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: option storage_options must be a JSON object, "
+            f"got {type(value).__name__}"
+        )
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
+    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    root = _root(options)
+    if version is None:
+        version = int_option(options, "version")
+    return PartitionedNamespace.open(
+        root, version=version, storage_options=storage_options(options)
+    )
+
+
+__all__ = ["int_option", "open_namespace", "storage_options"]

@@ -1,0 +1,76 @@
+"""The SQL engine service: how code below the engine adapter evaluates SQL over Arrow data.
+
+Partition expressions, row-operation filters and literal coercion must mean what
+they mean in a query, so the query engine evaluates them. ``udfs``,
+``lance_sql.tables`` and ``lance_sql.planning`` never import it: they call
+:func:`sql_engine`. ``lance_sql.engines.datafusion.sql_evaluation`` implements
+:class:`SqlEngine`; ``import lance_sql`` registers a loader for it (imported on first
+use). This module imports nothing heavy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+
+class SqlEngine(Protocol):
+    def query(self, tables: Mapping[str, Any], sql: str) -> Any:
+        """Run ``sql`` with the Arrow ``tables`` registered under their names (``murmur3``
+        calls dispatched by type); the result as one ``pyarrow.Table``. The engine's own
+        errors propagate as raised (callers name the object at fault)."""
+        ...
+
+    def partition_expression(self, expression: str, table: Any, result: str) -> Any:
+        """Evaluate a spec partition expression over ``table``'s columns, checked to be
+        deterministic and stateless; a one-column table named ``result``. Raises
+        :class:`udfs.ExpressionError` naming the expression and the part at fault."""
+        ...
+
+    def comparison_value(self, target: Any, literal_sql: str) -> Fraction | None:
+        """The exact value the engine compares a ``target``-typed column with for
+        ``c = <literal_sql>``, in the column's storage units; ``None`` when that cannot
+        be read exactly. Raises ``lance_sql.PlanningError`` when the engine refuses."""
+        ...
+
+
+class NoSqlEngineError(RuntimeError):
+    """No SQL engine is registered (``udfs`` used without ``lance_sql``)."""
+
+
+_ENGINE: SqlEngine | None = None
+_LOADER: Callable[[], SqlEngine] | None = None
+
+
+def register_sql_engine(engine: SqlEngine) -> None:
+    global _ENGINE
+    _ENGINE = engine
+
+
+def register_sql_engine_loader(loader: Callable[[], SqlEngine]) -> None:
+    """``loader`` is called once, on the first :func:`sql_engine` call, if no engine is set."""
+    global _LOADER
+    _LOADER = loader
+
+
+def sql_engine() -> SqlEngine:
+    global _ENGINE
+    if _ENGINE is None and _LOADER is not None:
+        _ENGINE = _LOADER()
+    if _ENGINE is None:
+        raise NoSqlEngineError(
+            "evaluating SQL needs an engine: `import lance_sql` registers DataFusion "
+            "(or call udfs.sql_engine.register_sql_engine)"
+        )
+    return _ENGINE
+
+
+__all__ = [
+    "NoSqlEngineError",
+    "SqlEngine",
+    "register_sql_engine",
+    "register_sql_engine_loader",
+    "sql_engine",
+]
