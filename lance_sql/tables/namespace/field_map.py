@@ -29,6 +29,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from lance_sql.errors import PartitionSchemaError
+from lance_sql.tables.blob_columns import is_blob_field, is_blob_v2_type
 from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of, field_ids
 
 NS_FIELD_ID_KEY = "lance_sql:namespace_field_id"
@@ -176,7 +177,12 @@ def same_type(a: pa.DataType, b: pa.DataType) -> bool:
 def check_column_type(
     object_id: str, column: str, table_type: pa.DataType, ns_field: pa.Field
 ) -> None:
-    """Refuse a partition-table column whose type is not the namespace column's."""
+    """Refuse a partition-table column whose type is not the namespace column's.
+
+    A blob column holds a blob in any of pylance's forms (:mod:`..blob_columns`).
+    """
+    if is_blob_field(ns_field) and (is_blob_v2_type(table_type) or table_type == pa.large_binary()):
+        return
     if not same_type(table_type, ns_field.type):
         raise PartitionSchemaError(
             table=object_id,

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
+from lance_sql.tables.namespace.blobs import refuse_blob_rewrite
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
@@ -70,6 +71,7 @@ def _check_set(ns: Any, set: Mapping[str, str]) -> None:
 def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
     """Set columns to SQL expressions in the rows ``where`` matches; returns rows updated."""
     ns._check_writable()
+    refuse_blob_rewrite(ns, "update")
     _check_set(ns, set)
     if not set:
         return 0
@@ -158,6 +160,7 @@ def merge(
     ``when_not_matched_insert``: insert source rows no target row matched.
     """
     ns._check_writable()
+    refuse_blob_rewrite(ns, "merge")
     on = list(on)
     if not on:
         raise ValueError("merge needs at least one key column in 'on'")

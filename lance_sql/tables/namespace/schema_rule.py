@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SchemaMismatchError
+from lance_sql.tables.blob_columns import blob_bytes, holds_blob, is_blob_field
 
 #: Gives, for a namespace field, the type a transport delivers it as (None: itself).
 Encoding = Callable[[pa.Field], "pa.DataType | None"]
@@ -99,6 +100,8 @@ def _instants(t: pa.DataType) -> pa.DataType:
 
 def holds(given: pa.DataType, f: pa.Field, encoded: Encoding | None = None) -> bool:
     """Whether a column of type ``given`` may be written into namespace field ``f``."""
+    if is_blob_field(f):
+        return holds_blob(given)
     if given.equals(f.type) or _instants(representation(given)).equals(
         _instants(representation(f.type))
     ):
@@ -234,6 +237,8 @@ def cast_named(data: Any, schema: pa.Schema, source: str) -> Any:
 def _convert(col: Any, f: pa.Field, source: str) -> Any:
     """A checked conversion of an accepted representation or encoding to ``f.type``."""
     try:
+        if is_blob_field(f):
+            return blob_bytes(col, f.name, source)
         if pa.types.is_time(f.type) and pa.types.is_integer(col.type):
             return _time_from_us(col, f.type)
         return col.cast(f.type, safe=True)
