@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.namespace.blobs import refuse_blob_rewrite
 from lance_sql.tables.namespace.delete import matching_rows
+from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
 from lance_sql.tables.namespace.sql_eval import SqlExpressionError, project, quote, run_sql
@@ -102,6 +103,7 @@ def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
     else:
         batches = list(iter_batches(source))
         table = pa.Table.from_batches(batches) if batches else pa.table({})
+    table = table.cast(canonical_schema(table.schema))  # views: pyarrow's take lacks kernels
     missing = [k for k in on if k not in table.column_names or k not in ns.schema.names]
     if missing:
         raise SchemaMismatchError(f"merge key column(s) {missing} missing from source or target")
