@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lance_sql
 from lance_sql import PartitionedNamespace, SessionContext
-from lance_sql.errors import UnsupportedFeatureError
 
 SPEC = [{"source": "region", "transform": "identity"}]
 
@@ -102,11 +102,27 @@ def test_blob_namespace_lifecycle_matches_pylance(tmp_path, form, file_version):
     assert ns.read_blobs("payload", rows) == [_payload(i) for i in [1, 3, 4, 5]]
 
 
-def test_rewriting_blob_rows_is_refused_typed(tmp_path):
-    schema = _v2_schema()
+@pytest.mark.parametrize("form", ["v2", "legacy"])
+def test_update_merge_and_overwrite_keep_or_replace_blob_bytes(tmp_path, form):
+    schema = _v2_schema() if form == "v2" else _legacy_schema()
     ns = PartitionedNamespace.create(tmp_path / "ns", schema, SPEC)
-    ns.append(_rows(schema, [1], "eu"))
-    with pytest.raises(UnsupportedFeatureError, match=r"ns\.delete"):
-        ns.update({"id": "id + 1"})
-    with pytest.raises(UnsupportedFeatureError, match=r"ns\.append"):
-        ns.merge(_rows(schema, [1], "eu"), on=["id"], when_matched_update=True)
+    ns.append(_rows(schema, [1, 2], "eu"))
+    ns.append(_rows(schema, [3], "us"))
+    ns.update({"id": "id + 10"}, where="id = 1")  # the row is rewritten with its bytes
+    ns.merge(  # 2 gets new bytes, 4 is inserted
+        pa.table({"id": [2, 4], "region": ["eu", "us"], "payload": [b"new", b"four"]}),
+        on=["id"],
+        when_matched_update=True,
+        when_not_matched_insert=True,
+    )
+    ns.overwrite(pa.table({"id": [3], "region": ["us"], "payload": [b"three"]}), where="id = 3")
+    rows = ns.blob_rows(columns=["id"]).sort_by("id")
+    assert rows.column("id").to_pylist() == [2, 3, 4, 11]
+    assert ns.read_blobs("payload", rows) == [b"new", b"three", b"four", _payload(1)]
+    ctx = SessionContext()
+    ctx.register_namespace("n", str(tmp_path / "ns"))
+    sizes = ctx.sql("SELECT id, payload['size'] AS s FROM n ORDER BY id").to_pylist()
+    assert [r["s"] for r in sizes] == [3, 5, 4, len(_payload(1))]
+    ctx.sql("UPDATE n SET id = 12 WHERE id = 11").collect()
+    ns.refresh()  # the SQL statement committed through its own view
+    assert ns.read_blobs("payload", ns.blob_rows(pc.field("id") == 12)) == [_payload(1)]

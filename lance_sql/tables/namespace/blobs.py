@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import SchemaMismatchError, SpecError, UnsupportedFeatureError
+from lance_sql.errors import SchemaMismatchError, SpecError
 from lance_sql.tables.blob_columns import blob_columns, is_blob_field, read_schema
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import map_columns
+
+ROWID = "_rowid"  # the row-id column of mutation candidate rows (.mutation.ROWID)
 
 if TYPE_CHECKING:
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -130,15 +132,32 @@ def read_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[bytes | 
     return [found[(o, int(r))] for o, r in pairs]
 
 
-def refuse_blob_rewrite(ns: Any, operation: str) -> None:
-    """Row rewrites (update, merge) cannot carry a stored blob: refuse them, naming the fix."""
-    blobs = blob_columns(ns.schema)
-    if blobs:
-        raise UnsupportedFeatureError(
-            f"{operation} rewrites rows, and the blob column(s) {blobs} of this namespace "
-            "cannot be rewritten from their descriptors: delete the rows (ns.delete) and "
-            "append them again with their bytes (ns.append)"
-        )
+def with_blob_bytes(ns: Any, entry: Any, rows: pa.Table) -> pa.Table:
+    """``rows`` of partition table ``entry`` (namespace columns + ``_rowid``) with each
+    blob column's descriptors replaced by the bytes (what an update or a merge rewrites)."""
+    names = [n for n in blob_columns(ns.schema) if n in rows.column_names]
+    if not names or not rows.num_rows:
+        return rows if not names else _bytes_columns(rows, names, {})
+    ds, tschema = ns._open(entry)
+    mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
+    row_ids = rows.column(ROWID).to_pylist()
+    found = {}
+    for name in names:
+        source = mapping.sources[ns.schema.names.index(name)]
+        if source is None:
+            found[name] = [None] * len(row_ids)
+            continue
+        data = dict(ds.read_blobs(source, ids=row_ids, preserve_order=True))
+        found[name] = [data.get(r) for r in row_ids]
+    return _bytes_columns(rows, names, found)
 
 
-__all__ = ["blob_rows", "namespace_read_schema", "read_blobs", "refuse_blob_rewrite", "take_blobs"]
+def _bytes_columns(rows: pa.Table, names: list[str], found: dict[str, list[Any]]) -> pa.Table:
+    for name in names:
+        i = rows.column_names.index(name)
+        values = pa.array(found.get(name, []), pa.large_binary())
+        rows = rows.set_column(i, name, values)
+    return rows
+
+
+__all__ = ["blob_rows", "namespace_read_schema", "read_blobs", "take_blobs", "with_blob_bytes"]

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
-from lance_sql.tables.namespace.blobs import refuse_blob_rewrite
+from lance_sql.tables.namespace.blobs import with_blob_bytes
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
@@ -50,7 +50,7 @@ class MergeResult:
 
 def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
     cols = []
-    for f in ns.schema:
+    for f in ns._schema:  # the stored form: blob columns hold bytes here
         col = table.column(f.name)
         if not col.type.equals(f.type):
             try:
@@ -60,7 +60,7 @@ def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
                     f"new values of column {f.name!r} ({col.type}) do not fit {f.type}: {exc}"
                 ) from exc
         cols.append(col)
-    return pa.Table.from_arrays(cols, schema=ns.schema)
+    return pa.Table.from_arrays(cols, schema=ns._schema)
 
 
 def _check_set(ns: Any, set: Mapping[str, str]) -> None:
@@ -72,7 +72,6 @@ def _check_set(ns: Any, set: Mapping[str, str]) -> None:
 def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
     """Set columns to SQL expressions in the rows ``where`` matches; returns rows updated."""
     ns._check_writable()
-    refuse_blob_rewrite(ns, "update")
     _check_set(ns, set)
     if not set:
         return 0
@@ -84,7 +83,7 @@ def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
             entry = m.entries[hit.object_id]
             if not hit.rows.num_rows:
                 continue
-            old = hit.rows.drop_columns([ROWID])
+            old = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows).drop_columns([ROWID])
             new = _cast_to(ns, project(old, exprs, what=f"update SET {dict(set)!r}"))
             if hit.whole:
                 m.drop(entry)
@@ -162,7 +161,6 @@ def merge(
     ``when_not_matched_insert``: insert source rows no target row matched.
     """
     ns._check_writable()
-    refuse_blob_rewrite(ns, "merge")
     on = list(on)
     if not on:
         raise ValueError("merge needs at least one key column in 'on'")
@@ -195,7 +193,8 @@ def _merge_into(
     updated = deleted = 0
     if keyed.num_rows:
         for hit in matching_rows(m, _key_filter(keyed, on), full_covered=True):
-            tm = match_table(ns, hit.rows, src, on, when_matched_update, when_matched_delete)
+            target = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows)
+            tm = match_table(ns, target, src, on, when_matched_update, when_matched_delete)
             matched_src.update(tm.matched.tolist())
             if len(tm.gone):
                 m.delete_rowids(m.entries[hit.object_id], tm.gone)
@@ -208,7 +207,7 @@ def _merge_into(
         rest = src.filter(pa.array(~np.isin(np.arange(src.num_rows), list(matched_src))))
         rest = rest.drop_columns([_ROW])
         if rest.num_rows:
-            rows = pa.Table.from_batches([conform_batch(b, ns.schema) for b in rest.to_batches()])
+            rows = pa.Table.from_batches([conform_batch(b, ns._schema) for b in rest.to_batches()])
             m.insert(rows)
             inserted = rows.num_rows
     return MergeResult(updated, deleted, inserted)
@@ -319,7 +318,7 @@ def _updated_rows(
         ]
         table = pa.Table.from_arrays(cols, names=ns.schema.names)
         return pa.Table.from_batches(
-            [conform_batch(b, ns.schema) for b in table.to_batches()], schema=ns.schema
+            [conform_batch(b, ns._schema) for b in table.to_batches()], schema=ns._schema
         )
     if not isinstance(clause, Mapping):
         raise SqlExpressionError(
