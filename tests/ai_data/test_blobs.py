@@ -13,6 +13,7 @@ import pytest
 
 import lance_sql
 from lance_sql import PartitionedNamespace, SessionContext
+from lance_sql.tables.blob_columns import V2_DESCRIPTOR
 
 SPEC = [{"source": "region", "transform": "identity"}]
 
@@ -126,3 +127,18 @@ def test_update_merge_and_overwrite_keep_or_replace_blob_bytes(tmp_path, form):
     ctx.sql("UPDATE n SET id = 12 WHERE id = 11").collect()
     ns.refresh()  # the SQL statement committed through its own view
     assert ns.read_blobs("payload", ns.blob_rows(pc.field("id") == 12)) == [_payload(1)]
+
+
+@pytest.mark.parametrize("form", ["v2", "legacy"])
+def test_add_a_blob_column_to_a_namespace(tmp_path, form):
+    base = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    ns = PartitionedNamespace.create(tmp_path / "ns", base, SPEC)
+    ns.append(pa.table({"id": [1], "region": ["eu"]}))
+    ns.add_columns([(_v2_schema() if form == "v2" else _legacy_schema()).field("payload")])
+    ns.append(_rows(_legacy_schema(), [2], "eu"))  # the old table gains the column
+    ns.append(_rows(_legacy_schema(), [3], "us"))
+    got = ns.to_table().sort_by("id")
+    assert got.column("payload").type == V2_DESCRIPTOR
+    assert got.column("payload").to_pylist()[0] is None  # written before the column existed
+    rows = ns.blob_rows(columns=["id"]).sort_by("id")
+    assert ns.read_blobs("payload", rows) == [None, _payload(2), _payload(3)]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
+from lance_sql.tables.blob_columns import stored_schema
 from lance_sql.tables.namespace import nested_evolution as nested
 from lance_sql.tables.namespace.arrow_json import (
     assign_field_ids,
@@ -116,7 +117,7 @@ def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
             raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
         check_column_name(f.name)
         names.add(f.name)
-        plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
+        plain = canonical_schema(stored_schema(pa.schema([f.with_nullable(True)])))
         shifted = shift_ids(assign_field_ids(plain), next_id)
         next_id = max(field_ids(shifted)) + 1
         added.extend(shifted)
