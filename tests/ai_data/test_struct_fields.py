@@ -65,3 +65,14 @@ def test_sql_insert_of_the_table_struct_still_works(ctx, table):
     ).collect()
     got = ctx.sql(f"SELECT user_profile, tags FROM {table}").to_pylist()
     assert got == [{"user_profile": {"basic": {"age": 4}}, "tags": [{"k": "a"}]}]
+
+
+def test_update_refuses_a_wider_struct_and_takes_the_table_struct(tmp_path):
+    ns = PartitionedNamespace.create(
+        tmp_path / "ns", SCHEMA, [{"source": "region", "transform": "identity"}]
+    )
+    ns.append(pa.Table.from_pylist([{"id": 1, "region": "eu"}], schema=SCHEMA))
+    with pytest.raises(SchemaMismatchError, match=r"basic\.country"):
+        ns.update({"user_profile": WIDE_PROFILE})
+    ns.update({"user_profile": PROFILE_SQL})
+    assert ns.to_table().column("user_profile").to_pylist() == [{"basic": {"age": 4}}]

@@ -28,6 +28,7 @@ from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
+from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import SqlExpressionError, project, quote, run_sql
 
 _ROW = "__lance_sql_row"
@@ -52,6 +53,11 @@ def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
     cols = []
     for f in ns._schema:  # the stored form: blob columns hold bytes here
         col = table.column(f.name)
+        if extra := extra_fields(col.type, f.type):  # a cast would drop them
+            raise SchemaMismatchError(
+                f"new values of column {f.name!r} ({col.type}) carry fields {extra} the "
+                f"namespace type {f.type} lacks; add them first (add_columns) or leave them out"
+            )
         if not col.type.equals(f.type):
             try:
                 col = col.cast(f.type)
