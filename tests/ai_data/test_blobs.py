@@ -94,6 +94,8 @@ def test_blob_namespace_lifecycle_matches_pylance(tmp_path, form, file_version):
     ctx.register_namespace("n", str(tmp_path / "ns"))
     sql = ctx.sql("SELECT * FROM n WHERE region = 'eu' ORDER BY id").to_arrow_table()
     assert sql.to_pylist() == [r for r in expected().to_pylist() if r["region"] == "eu"]
+    plan = ctx.sql("EXPLAIN SELECT * FROM n WHERE region = 'eu'").to_pylist()
+    assert "partition_tables=1/2" in "".join(r["plan"] for r in plan)  # pruned
     ns.compact()
     assert ns.to_table().sort_by("id").to_pylist() == expected().to_pylist()
     rows = ns.blob_rows(columns=["id"]).sort_by("id")

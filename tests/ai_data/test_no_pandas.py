@@ -37,7 +37,7 @@ def _run_without_pandas(body: str, tmp_path: Path) -> str:
     return proc.stdout
 
 
-def test_open_metadata_of_a_bfloat16_dataset_without_pandas(tmp_path):
+def test_open_metadata_of_bfloat16_and_blob_datasets_without_pandas(tmp_path):
     out = _run_without_pandas(
         """
         import pyarrow as pa, lance, lance_sql
@@ -45,10 +45,15 @@ def test_open_metadata_of_a_bfloat16_dataset_without_pandas(tmp_path):
         bf = pa.ExtensionArray.from_storage(BFloat16Type(), pa.array([b"\\0\\0"], pa.binary(2)))
         lance.write_dataset(pa.table({"x": bf}), "bf")
         print(lance_sql.open_metadata("bf").schema.field("x").type)
+        schema = pa.schema([("id", pa.int64()), lance.blob_field("payload")])
+        rows = pa.table({"id": [1], "payload": lance.blob_array([b"abc"])}).cast(schema)
+        lance.write_dataset(rows, "blob")
+        print(lance_sql.open_metadata("blob").schema.names)
         """,
         tmp_path,
     )
     assert "bfloat16" in out
+    assert "['id', 'payload']" in out
 
 
 def test_namespace_with_a_blob_column_appends_twice_without_pandas(tmp_path):
