@@ -51,12 +51,20 @@ def blob_rows(
     field id, so renamed columns are found.
     """
     wanted = list(dict.fromkeys(columns))
+    unknown = [c for c in wanted if c not in ns.schema.names or c in blob_columns(ns.schema)]
+    if unknown:
+        raise SpecError(
+            f"blob_rows: {unknown} are not non-blob namespace columns (columns: {ns.schema.names})",
+            key="columns",
+        )
     out = []
     for entry in ns.tables():
         ds, tschema = ns._open(entry)
         mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
         src = dict(zip(ns.schema.names, mapping.sources, strict=True))
         names = [n for n in ns.schema.names if src[n] and not is_blob_field(ns.schema.field(n))]
+        if filter is None:  # read only the columns asked for (a filter may need any)
+            names = [n for n in names if n in wanted]
         raw = ds.to_table(columns=[src[n] for n in names], with_row_id=True)
         table = pa.table(
             {
