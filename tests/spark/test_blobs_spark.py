@@ -53,3 +53,16 @@ def test_spark_reads_descriptors_and_reads_bytes_in_tasks(spark, tmp_path):
         spark, str(tmp_path / "ns"), "payload", filter=pc.field("region") == "eu"
     )
     assert sorted(r["payload"] for r in eu.collect()) == [b"", b"abc"]
+
+
+def test_spark_appends_bytes_to_a_blob_column(spark, tmp_path):
+    root = str(tmp_path / "ns")
+    ns = _namespace(root)
+    rows = spark.createDataFrame(
+        [(4, "us", bytearray(b"spark"))], "id long, region string, payload binary"
+    )
+    rows.write.format("lance_ns").mode("append").save(root)
+    ns.refresh()
+    got = ns.blob_rows(pc.field("id") == 4)
+    assert ns.read_blobs("payload", got) == [b"spark"]
+    assert ns.count_rows() == 4
