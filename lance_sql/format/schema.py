@@ -262,11 +262,14 @@ def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:
 
     The IPC reader does exactly what a reader of a Lance file does with
     ``ARROW:extension:name``: build the registered type, or keep the storage
-    type and the metadata when the name is unknown. ``lance.arrow`` registers
-    ``lance.bfloat16`` and is imported only when a schema needs it.
+    type and the metadata when the name is unknown. pylance's types are
+    registered only when a schema needs them (without pandas: see
+    :mod:`.extension_types`).
     """
     if _mentions_lance_extension(schema):
-        import lance.arrow  # noqa: F401  (registers lance.bfloat16, lance.blob.v2, ...)
+        from lance_sql.format.extension_types import register_lance_extension_types
+
+        register_lance_extension_types()
     try:
         return pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
     except Exception as exc:  # extension deserializers are arbitrary Python code

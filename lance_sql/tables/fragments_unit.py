@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import open_pinned
 from lance_sql.tables.float_filters import FloatRewriteError
 from lance_sql.tables.materialization import late_materialization
@@ -71,7 +72,7 @@ class LanceFragmentsUnit(ScanUnit):
         self.uri: str = dataset.uri
         self.version: int = dataset.version
         self.fragment_ids: tuple[int, ...] = tuple(fragment_ids)
-        self._schema = schema if schema is not None else dataset.schema
+        self._schema = schema if schema is not None else dataset_read_schema(dataset.schema)
         self.storage_options = dict(storage_options) if storage_options else None
         self.metrics = metrics if metrics is not None else ScanMetrics()
         self._estimated_rows = estimated_rows

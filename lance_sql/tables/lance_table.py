@@ -27,6 +27,7 @@ import lance
 import pyarrow as pa
 
 from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError
+from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import read_session
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
 from lance_sql.tables.scan import ScanMetrics
@@ -56,7 +57,7 @@ class LanceTable:
         self.follow_latest = follow_latest
         self.tag = tag
         self.storage_options = dict(storage_options) if storage_options else None
-        self.schema: pa.Schema = dataset.schema
+        self.schema: pa.Schema = dataset_read_schema(dataset.schema)
         self.metrics = ScanMetrics()
         self._lock = threading.Lock()
         self._current = Snapshot(dataset, dataset.version)
@@ -122,7 +123,7 @@ class LanceTable:
                     ds = current.dataset.checkout_version(latest)
                 except (ValueError, OSError) as exc:
                     raise _map_pylance_error(exc, self.uri, latest, None) from exc
-                _check_schema(self.uri, latest, self.schema, ds.schema)
+                _check_schema(self.uri, latest, self.schema, dataset_read_schema(ds.schema))
                 current = Snapshot(ds, latest)
                 self._current = current
             return current

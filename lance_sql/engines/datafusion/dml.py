@@ -42,6 +42,7 @@ import sqlglot
 from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
+from lance_sql.engines.datafusion.dml_struct_check import check_insert_structs
 from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
 from lance_sql.engines.datafusion.dml_text import update_sql, where_sql
 from lance_sql.engines.datafusion.errors import typed_errors
@@ -199,6 +200,7 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
     def action() -> int:
         import lance
 
+        check_insert_structs(ctx, source, table.schema, name)
         rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), table.schema, name)
         lance.write_dataset(rows, table.uri, mode=mode, storage_options=table.storage_options)
         return rows.num_rows
@@ -227,6 +229,7 @@ def _update(
 # -- INSERT -----------------------------------------------------------------------------------
 def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> int:
     ns = writable_namespace(table, name)
+    check_insert_structs(ctx, source, ns.schema, name)
     rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), ns.schema, name)
     if overwrite:
         ns.overwrite(rows, partitions="dynamic")
@@ -316,6 +319,9 @@ def _target_name(query: str) -> str | None:
     return names[0] if names else None
 
 
+_SCHEMA_ERRORS = ("Schema error", "Inconsistent data length", "Cannot automatically convert")
+
+
 def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
     """DataFusion's planning error of a DML statement as a typed error naming the table."""
     keyword = statement_keyword(query)
@@ -331,7 +337,7 @@ def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
             "are not supported (DataFusion 55's planner refuses them); give the partition "
             "columns in the rows (INSERT OVERWRITE replaces the partitions they fall in)"
         )
-    if "Schema error" in text or "Inconsistent data length" in text or "cast" in text.lower():
+    if any(s in text for s in _SCHEMA_ERRORS) or "cast" in text.lower():
         return SchemaMismatchError(f"{keyword} of {_target_name(query)!r}: {first}")
     return None
 

@@ -29,6 +29,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from lance_sql.engines.datafusion.ddl_maps import column_schema
 from lance_sql.engines.datafusion.dml_target import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
@@ -206,10 +207,14 @@ def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -
     if opening is None or closing is None:
         raise PlanningError(f"CREATE TABLE {name!r}: the column list was not found")
     columns = query[tokens[opening].start : tokens[closing].end + 1]
-    scratch = datafusion.SessionContext()
+
+    def plan(text: str) -> pa.Schema:  # MAP(K, V) types: see ddl_maps
+        scratch = datafusion.SessionContext()
+        scratch.sql(f"CREATE TABLE __lance_columns {text}").collect()
+        return scratch.table("__lance_columns").schema()
+
     try:
-        scratch.sql(f"CREATE TABLE __lance_columns {columns}").collect()
-        planned = scratch.table("__lance_columns").schema()
+        planned = column_schema(columns, plan)
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError(f"CREATE TABLE {name!r}: column list {columns}: {first}") from exc

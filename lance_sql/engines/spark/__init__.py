@@ -86,12 +86,20 @@ def merge(spark: Any, root: str, source: Any, on: Any, **kwargs: Any) -> Any:
     return impl(spark, root, source, on, **kwargs)
 
 
+def read_blob_bytes(spark: Any, root: str, column: str, **kwargs: Any) -> Any:
+    """See :func:`lance_sql.engines.spark.blobs.read_blob_bytes`."""
+    from lance_sql.engines.spark.blobs import read_blob_bytes as impl
+
+    return impl(spark, root, column, **kwargs)
+
+
 __all__ = [
     "SETTINGS",
     "delete",
     "describe_read",
     "merge",
     "partitioned_join",
+    "read_blob_bytes",
     "register",
     "scan_scoped_pushdown",
 ]

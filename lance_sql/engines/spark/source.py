@@ -86,8 +86,9 @@ def schema_from_metadata(options: Mapping[str, str]) -> tuple[pa.Schema, int]:
     table metadata).
     """
     from lance_sql.format.metadata import open_metadata
+    from lance_sql.tables.blob_columns import read_schema
     from lance_sql.tables.namespace.layout import manifest_uri
-    from lance_sql.tables.namespace.properties import parse_properties
+    from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY, parse_properties
 
     md = open_metadata(
         manifest_uri(_root(options)),
@@ -101,8 +102,8 @@ def schema_from_metadata(options: Mapping[str, str]) -> tuple[pa.Schema, int]:
         for k, v in md.schema_metadata.items()
     }
     properties.update(md.table_metadata)
-    schema, _ = parse_properties(properties)
-    return schema, md.version
+    schema, _ = parse_properties(properties)  # blob columns: as their descriptors
+    return read_schema(schema, properties.get(DATA_STORAGE_VERSION_KEY)), md.version
 
 
 def selected_columns(options: Mapping[str, str], schema: pa.Schema) -> pa.Schema:

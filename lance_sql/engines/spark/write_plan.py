@@ -88,7 +88,7 @@ def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan
         return _create_plan(root, opts, arrow_schema, spec_text)
     if spec_text is not None:
         _check_same_spec(root, ns, spec_text)
-    return WritePlan(str(ns.root), opts, ns.snapshot, ns.schema, ns.current_spec, False)
+    return WritePlan(str(ns.root), opts, ns.snapshot, ns._schema, ns.current_spec, False)
 
 
 def _check_same_spec(root: str, ns: Any, text: str) -> None:

@@ -27,6 +27,7 @@ import pyarrow as pa
 from lance_sql.errors import SpecError
 
 FIELD_ID_KEY = "lance:field_id"
+_DESCRIPTOR_KEY = b"lance_sql:blob_descriptor"  # see lance_sql.tables.blob_columns
 
 # Names shared by both directions; the rest need parameters.
 _SIMPLE: dict[str, pa.DataType] = {
@@ -288,7 +289,8 @@ def iter_fields(
     for field in fields:
         full = f"{path}.{field.name}" if path else field.name
         yield full, field
-        yield from iter_fields(_child_fields(field.type), full)
+        if _DESCRIPTOR_KEY not in (field.metadata or {}):  # a blob descriptor: one leaf
+            yield from iter_fields(_child_fields(field.type), full)
 
 
 def _child_fields(data_type: pa.DataType) -> list[pa.Field]:

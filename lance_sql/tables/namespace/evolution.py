@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
+from lance_sql.tables.blob_columns import stored_schema
+from lance_sql.tables.namespace import nested_evolution as nested
 from lance_sql.tables.namespace.arrow_json import (
     assign_field_ids,
     dumps,
@@ -74,6 +76,13 @@ def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
     """Rename a top-level namespace column (same field id; partition tables untouched)."""
     ns.refresh()
     names = ns._schema.names
+    if "." in old and old not in names:
+        raise SpecError(
+            f"renaming the nested field {old!r} is not supported: partition tables match "
+            "nested fields by name, so older tables would lose its values; rename the "
+            "top-level column, or add a new field and drop this one",
+            key=SCHEMA_KEY,
+        )
     if old not in names:
         raise SpecError(f"no column named {old!r}", key=SCHEMA_KEY)
     if new in names:
@@ -95,16 +104,24 @@ def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
     next_id = _last_field_id(ns) + 1
     added = []
     names = set(ns._schema.names)
+    current = list(ns._schema)
+    dropped = nested.dropped_paths(ns._schema)
     for f in fields:
+        if f.name in names and f.name in ns._schema.names:  # fields inside a struct column
+            i = ns._schema.names.index(f.name)
+            current[i], next_id, count = nested.merge_field(current[i], f, next_id, dropped)
+            if not count:
+                raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
+            continue
         if f.name in names:
             raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
         check_column_name(f.name)
         names.add(f.name)
-        plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
+        plain = canonical_schema(stored_schema(pa.schema([f.with_nullable(True)])))
         shifted = shift_ids(assign_field_ids(plain), next_id)
         next_id = max(field_ids(shifted)) + 1
         added.extend(shifted)
-    schema = pa.schema([*ns._schema, *added], ns._schema.metadata)
+    schema = pa.schema([*current, *added], ns._schema.metadata)
     _commit_schema(ns, with_last_field_id(schema, next_id - 1))
 
 
@@ -115,12 +132,21 @@ def drop_columns(ns: PartitionedNamespace, names: Sequence[str]) -> None:
     dropped computes NULL for new rows, and pruning treats it as unknown.
     """
     ns.refresh()
-    missing = [n for n in names if n not in ns._schema.names]
+    paths = [n for n in names if n not in ns._schema.names and "." in n]
+    missing = [n for n in names if n not in ns._schema.names and n not in paths]
     if missing:
         raise SpecError(f"no column(s) named {missing}", key=SCHEMA_KEY)
     last = _last_field_id(ns)
     kept = [f for f in ns._schema if f.name not in set(names)]
-    _commit_schema(ns, with_last_field_id(pa.schema(kept, ns._schema.metadata), last))
+    schema = pa.schema(kept, ns._schema.metadata)
+    for path in paths:  # fields inside struct columns: a.b.c
+        top, *rest = path.split(".")
+        if top not in schema.names:
+            raise SpecError(f"no column named {top!r} (in {path!r})", key=SCHEMA_KEY)
+        i = schema.names.index(top)
+        schema = schema.set(i, nested.drop_path(schema.field(i), rest, path))
+        schema = nested.with_dropped(schema, nested.dropped_paths(schema) | {path})
+    _commit_schema(ns, with_last_field_id(schema, last))
 
 
 def _last_field_id(ns: PartitionedNamespace) -> int:

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from lance_sql.errors import PartitionSchemaError
+from lance_sql.tables.blob_columns import is_blob_field, is_blob_v2_type
 from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of, field_ids
 
 NS_FIELD_ID_KEY = "lance_sql:namespace_field_id"
@@ -173,11 +174,36 @@ def same_type(a: pa.DataType, b: pa.DataType) -> bool:
     return a.equals(b) or shape(a).equals(shape(b))
 
 
+def evolved_type(a: pa.DataType, b: pa.DataType) -> bool:
+    """True when a table column of type ``a`` reads as namespace type ``b``: the same type,
+    or structs (also inside lists) whose common fields, matched by name, are (nested
+    evolution: a field one side lacks reads as NULL or is not read)."""
+    if same_type(a, b):
+        return True
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        theirs = {b.field(i).name: b.field(i).type for i in range(b.num_fields)}
+        return all(
+            evolved_type(a.field(i).type, theirs[a.field(i).name])
+            for i in range(a.num_fields)
+            if a.field(i).name in theirs
+        )
+    lists = (pa.types.is_fixed_size_list, pa.types.is_large_list, pa.types.is_list)
+    kind = next((k for k in lists if k(a)), None)
+    if kind is not None and kind(b) and getattr(a, "list_size", 0) == getattr(b, "list_size", 0):
+        return evolved_type(a.value_type, b.value_type)
+    return False
+
+
 def check_column_type(
     object_id: str, column: str, table_type: pa.DataType, ns_field: pa.Field
 ) -> None:
-    """Refuse a partition-table column whose type is not the namespace column's."""
-    if not same_type(table_type, ns_field.type):
+    """Refuse a partition-table column whose type is not the namespace column's.
+
+    A blob column holds a blob in any of pylance's forms (:mod:`..blob_columns`).
+    """
+    if is_blob_field(ns_field) and (is_blob_v2_type(table_type) or table_type == pa.large_binary()):
+        return
+    if not evolved_type(table_type, ns_field.type):
         raise PartitionSchemaError(
             table=object_id,
             column=ns_field.name,
@@ -238,6 +264,7 @@ __all__ = [
     "canonical_type",
     "check_column_type",
     "columns_by_namespace_id",
+    "evolved_type",
     "is_marked",
     "last_field_id",
     "marked_field",

@@ -23,9 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
+from lance_sql.tables.namespace.blobs import with_blob_bytes
 from lance_sql.tables.namespace.delete import matching_rows
+from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
+from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import SqlExpressionError, project, quote, run_sql
 
 _ROW = "__lance_sql_row"
@@ -48,8 +51,13 @@ class MergeResult:
 
 def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
     cols = []
-    for f in ns.schema:
+    for f in ns._schema:  # the stored form: blob columns hold bytes here
         col = table.column(f.name)
+        if extra := extra_fields(col.type, f.type):  # a cast would drop them
+            raise SchemaMismatchError(
+                f"new values of column {f.name!r} ({col.type}) carry fields {extra} the "
+                f"namespace type {f.type} lacks; add them first (add_columns) or leave them out"
+            )
         if not col.type.equals(f.type):
             try:
                 col = col.cast(f.type)
@@ -58,7 +66,7 @@ def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
                     f"new values of column {f.name!r} ({col.type}) do not fit {f.type}: {exc}"
                 ) from exc
         cols.append(col)
-    return pa.Table.from_arrays(cols, schema=ns.schema)
+    return pa.Table.from_arrays(cols, schema=ns._schema)
 
 
 def _check_set(ns: Any, set: Mapping[str, str]) -> None:
@@ -81,7 +89,7 @@ def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
             entry = m.entries[hit.object_id]
             if not hit.rows.num_rows:
                 continue
-            old = hit.rows.drop_columns([ROWID])
+            old = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows).drop_columns([ROWID])
             new = _cast_to(ns, project(old, exprs, what=f"update SET {dict(set)!r}"))
             if hit.whole:
                 m.drop(entry)
@@ -100,6 +108,7 @@ def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
     else:
         batches = list(iter_batches(source))
         table = pa.Table.from_batches(batches) if batches else pa.table({})
+    table = table.cast(canonical_schema(table.schema))  # views: pyarrow's take lacks kernels
     missing = [k for k in on if k not in table.column_names or k not in ns.schema.names]
     if missing:
         raise SchemaMismatchError(f"merge key column(s) {missing} missing from source or target")
@@ -190,7 +199,8 @@ def _merge_into(
     updated = deleted = 0
     if keyed.num_rows:
         for hit in matching_rows(m, _key_filter(keyed, on), full_covered=True):
-            tm = match_table(ns, hit.rows, src, on, when_matched_update, when_matched_delete)
+            target = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows)
+            tm = match_table(ns, target, src, on, when_matched_update, when_matched_delete)
             matched_src.update(tm.matched.tolist())
             if len(tm.gone):
                 m.delete_rowids(m.entries[hit.object_id], tm.gone)
@@ -203,7 +213,7 @@ def _merge_into(
         rest = src.filter(pa.array(~np.isin(np.arange(src.num_rows), list(matched_src))))
         rest = rest.drop_columns([_ROW])
         if rest.num_rows:
-            rows = pa.Table.from_batches([conform_batch(b, ns.schema) for b in rest.to_batches()])
+            rows = pa.Table.from_batches([conform_batch(b, ns._schema) for b in rest.to_batches()])
             m.insert(rows)
             inserted = rows.num_rows
     return MergeResult(updated, deleted, inserted)
@@ -314,7 +324,7 @@ def _updated_rows(
         ]
         table = pa.Table.from_arrays(cols, names=ns.schema.names)
         return pa.Table.from_batches(
-            [conform_batch(b, ns.schema) for b in table.to_batches()], schema=ns.schema
+            [conform_batch(b, ns._schema) for b in table.to_batches()], schema=ns._schema
         )
     if not isinstance(clause, Mapping):
         raise SqlExpressionError(

@@ -282,7 +282,7 @@ class Mutation:
             return self._commit_rows(base)
         writer = NamespaceWriter(
             base,
-            self.ns.schema,
+            self.ns._schema,  # the stored form (blob columns take bytes)
             self.ns.current_spec,
             mode="append",
             storage_options=self.storage_options,

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SpecError
-from lance_sql.tables.namespace import evolution, indexes
+from lance_sql.tables.namespace import blobs, evolution, indexes
 from lance_sql.tables.namespace.arrow_json import (
     dumps,
     schema_to_json,
@@ -90,9 +90,8 @@ class PartitionedNamespace:
     def _set_snapshot(self, snapshot: ManifestSnapshot) -> None:
         schema, specs = parse_properties(snapshot.properties)
         check_manifest(snapshot, specs, storage_options=self.storage_options)
-        self._snapshot = snapshot
-        self._schema = schema
-        self._specs = specs
+        self._snapshot, self._schema, self._specs = snapshot, schema, specs  # stored form
+        self._read_schema = blobs.namespace_read_schema(schema, snapshot.properties)
         self._entries: list[PartitionTable] | None = None
         # (uri, read_version, read_branch, read_tag) -> (pylance dataset, table schema with ids)
         self._opened: dict[tuple[Any, ...], tuple[Any, pa.Schema]] = {}
@@ -187,6 +186,7 @@ class PartitionedNamespace:
         return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
 
     repair = RootOrSelf(_repair_root)
+    blob_rows, take_blobs, read_blobs = blobs.blob_rows, blobs.take_blobs, blobs.read_blobs
 
     def refresh(self) -> PartitionedNamespace:
         """Move this view to the latest ``__manifest`` version."""
@@ -205,8 +205,8 @@ class PartitionedNamespace:
 
     @property
     def schema(self) -> pa.Schema:
-        """The namespace schema (every field carries ``lance:field_id``)."""
-        return self._schema
+        """The namespace schema as read (ids on every field; blobs as descriptors)."""
+        return self._read_schema
 
     @property
     def specs(self) -> dict[int, PartitionSpec]:
@@ -535,7 +535,7 @@ class PartitionedNamespace:
         so a schema captured earlier (e.g. at SQL registration) keeps working
         after later renames or added columns.
         """
-        out_schema = self._schema if schema is None else schema
+        out_schema = self._read_schema if schema is None else schema
         entries = self.tables()
         if partitions is not None:
             wanted = {p if isinstance(p, str) else p.object_id for p in partitions}
@@ -570,7 +570,7 @@ class PartitionedNamespace:
             if missing:
                 raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
         out_schema = (
-            self._schema if columns is None else pa.schema([self._schema.field(c) for c in columns])
+            self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
         )
         batches = []
         for unit in self.scan_units(partitions):

@@ -37,8 +37,8 @@ class RowsOutsideFilterError(LanceSqlError):
 
 def collect(ns: Any, data: Any) -> pa.Table:
     """``data`` (any writable form) as one table with exactly the namespace schema."""
-    batches = [conform_batch(b, ns.schema) for b in iter_batches(data)]
-    return pa.Table.from_batches(batches, schema=ns.schema)
+    batches = [conform_batch(b, ns._schema) for b in iter_batches(data)]  # blobs: bytes
+    return pa.Table.from_batches(batches, schema=ns._schema)
 
 
 def overwrite_dynamic(ns: Any, data: Any) -> int:

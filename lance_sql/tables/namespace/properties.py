@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
+from lance_sql.tables.blob_columns import stored_schema
 from lance_sql.tables.namespace.arrow_json import (
     assign_field_ids,
     field_id_of,
@@ -99,6 +100,7 @@ def normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
     """The namespace schema to store: field ids (depth-first from 0 when none are given),
     view types as their canonical types, and the last assigned field id recorded."""
     if isinstance(schema, pa.Schema):
+        schema = stored_schema(schema)  # blob columns as large_binary + blob metadata
         out = (
             schema if all(field_id_of(f) is not None for f in schema) else assign_field_ids(schema)
         )

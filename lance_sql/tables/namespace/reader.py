@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import FormatError
+from lance_sql.tables.blob_columns import plain_read_schema
 from lance_sql.tables.dataset_cache import (
     PinnedCache,
     open_all,
@@ -298,9 +299,7 @@ class PartitionTableUnit(ScanUnit):
         self.entry = entry
         self.mapping = mapping
         self._ns_schema = mapping.ns_schema
-        table_schema = pa.schema(
-            [pa.field(f.name, f.type, f.nullable) for f in mapping.table_schema]
-        )
+        table_schema = plain_read_schema(mapping.table_schema)
         if mapping.identity:
             table_schema = mapping.ns_schema
         self._inner = LanceFragmentsUnit(

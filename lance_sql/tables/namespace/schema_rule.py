@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SchemaMismatchError
+from lance_sql.tables.blob_columns import blob_bytes, holds_blob, is_blob_field
 
 #: Gives, for a namespace field, the type a transport delivers it as (None: itself).
 Encoding = Callable[[pa.Field], "pa.DataType | None"]
@@ -99,6 +100,8 @@ def _instants(t: pa.DataType) -> pa.DataType:
 
 def holds(given: pa.DataType, f: pa.Field, encoded: Encoding | None = None) -> bool:
     """Whether a column of type ``given`` may be written into namespace field ``f``."""
+    if is_blob_field(f):
+        return holds_blob(given)
     if given.equals(f.type) or _instants(representation(given)).equals(
         _instants(representation(f.type))
     ):
@@ -173,6 +176,27 @@ def check_schema(
             raise SchemaMismatchError(_type_message(source, f, g.type, encoded))
 
 
+def extra_fields(given: pa.DataType, target: pa.DataType, path: str = "") -> list[str]:
+    """Dotted paths of struct fields in ``given`` that ``target`` lacks (by name)."""
+    if pa.types.is_struct(given) and pa.types.is_struct(target):
+        names = {target.field(i).name: target.field(i).type for i in range(target.num_fields)}
+        out = []
+        for i in range(given.num_fields):
+            f = given.field(i)
+            where = f"{path}.{f.name}" if path else f.name
+            if f.name not in names:
+                out.append(where)
+            else:
+                out.extend(extra_fields(f.type, names[f.name], where))
+        return out
+    if pa.types.is_map(given) and pa.types.is_map(target):
+        return extra_fields(given.item_type, target.item_type, f"{path}.value")
+    nested = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if any(k(given) for k in nested) and any(k(target) for k in nested):
+        return extra_fields(given.value_type, target.value_type, f"{path}[]")
+    return []
+
+
 def _type_message(source: str, f: pa.Field, given: pa.DataType, encoded: Encoding | None) -> str:
     enc = encoded(f) if encoded is not None else None
     also = f" (or its encoding {enc})" if enc is not None and not enc.equals(f.type) else ""
@@ -234,6 +258,8 @@ def cast_named(data: Any, schema: pa.Schema, source: str) -> Any:
 def _convert(col: Any, f: pa.Field, source: str) -> Any:
     """A checked conversion of an accepted representation or encoding to ``f.type``."""
     try:
+        if is_blob_field(f):
+            return blob_bytes(col, f.name, source)
         if pa.types.is_time(f.type) and pa.types.is_integer(col.type):
             return _time_from_us(col, f.type)
         return col.cast(f.type, safe=True)
@@ -277,6 +303,7 @@ __all__ = [
     "check_schema",
     "conform",
     "conform_all",
+    "extra_fields",
     "holds",
     "representation",
 ]

@@ -24,6 +24,7 @@ from lance_sql.tables.namespace.field_map import (
     is_marked,
     marked_field,
 )
+from lance_sql.tables.namespace.nested_evolution import table_field, widen_structs
 from lance_sql.tables.namespace.reader import PartitionTable
 
 
@@ -152,10 +153,19 @@ def prepare_target(
         by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
     if mode == "append":
         t.names = {f.name: by_id[field_id_of(f)] for f in schema}
-        nullable = {f.name: f.nullable for f in tschema}
-        t.table_schema = pa.schema(
-            [marked_field(t.names[f.name], f, nullable=nullable[t.names[f.name]]) for f in schema]
-        )
+        widened = widen_structs(schema, tschema, t.names)
+        if widened and staging:
+            raise UnsupportedFeatureError(
+                f"partition table {entry.object_id!r} lacks nested fields of {sorted(widened)}; "
+                "a staged write cannot change its schema (append through "
+                "PartitionedNamespace.append once, which adds them)",
+                path=entry.uri,
+            )
+        if widened:
+            ds.add_columns(pa.schema([pa.field(n, w) for n, w in widened.items()]))
+            latest = at = ds.version
+            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+        t.table_schema = pa.schema([table_field(f, tschema, t.names[f.name]) for f in schema])
     else:
         t.table_schema = table_schema
     t.dataset = ds if branch else None

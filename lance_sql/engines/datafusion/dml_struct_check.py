@@ -1,0 +1,56 @@
+"""SQL INSERT never drops struct fields the table lacks.
+
+DataFusion plans ``INSERT INTO t SELECT ...`` as a projection casting each
+selected column to the table's type; a cast from one struct to a narrower one
+drops the fields the target lacks, without a word. ``ns.append`` refuses such
+data (:mod:`lance_sql.tables.namespace.schema_rule`); this check gives SQL the
+same refusal, before anything runs: it reads the types the SELECT produced
+(under the cast) and refuses a struct, at any depth (inside lists and maps
+too), carrying a field the target type does not have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from lance_sql.errors import SchemaMismatchError
+from lance_sql.tables.namespace.schema_rule import extra_fields
+
+
+def _cast_column(expr: Any) -> str | None:
+    """The column name under ``Alias(Cast(Column))`` or ``Cast(Column)``; else None."""
+    node = expr.to_variant()
+    if type(node).__name__ == "Alias":
+        node = node.expr().to_variant()
+    if type(node).__name__ not in ("Cast", "TryCast"):
+        return None
+    inner = node.expr().to_variant()
+    return str(inner.name()) if type(inner).__name__ == "Column" else None
+
+
+def check_insert_structs(ctx: Any, source: Any, schema: pa.Schema, name: str) -> None:
+    """Refuse an INSERT whose SELECT gives a struct with fields the table lacks."""
+    plan = source.to_variant()
+    if type(plan).__name__ != "Projection" or not source.inputs():
+        return
+    exprs = list(plan.projections())
+    if len(exprs) != len(schema) or not any(pa.types.is_nested(f.type) for f in schema):
+        return
+    given = ctx.create_dataframe_from_logical_plan(source.inputs()[0]).schema()
+    for expr, f in zip(exprs, schema, strict=True):
+        column = _cast_column(expr)
+        if column is None or column not in given.names:
+            continue
+        g = given.field(column).type
+        extra = extra_fields(g, f.type)
+        if extra:
+            raise SchemaMismatchError(
+                f"INSERT into {name!r}: column {f.name!r} has type {g}, the namespace has "
+                f"{f.type} (fields {extra} do not exist there); values are never converted "
+                "between types: add the fields first (add_columns) or leave them out"
+            )
+
+
+__all__ = ["check_insert_structs"]

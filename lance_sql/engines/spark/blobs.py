@@ -1,0 +1,91 @@
+"""Blob bytes in Spark tasks.
+
+A Spark read of a namespace returns a blob column's descriptor (what pylance's
+``to_table()`` returns; unsigned fields widened as :mod:`.types` says), never
+the bytes. :func:`read_blob_bytes` lists the rows a filter selects on the
+driver (their ``(partition_table, row_id)`` identities and the columns asked
+for; no blob is read there) and reads the bytes in Spark tasks, each task
+opening the namespace at the same ``__manifest`` version and reading its rows'
+blobs with pylance (:func:`lance_sql.tables.namespace.blobs.read_blobs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.engines.spark.types import spark_struct, spark_target_schema
+
+#: Rows per Spark task reading blobs (a task holds its rows' bytes in memory at once).
+ROWS_PER_TASK = 64
+
+
+def read_blob_bytes(
+    spark: Any,
+    root: str,
+    column: str,
+    *,
+    filter: pc.Expression | None = None,
+    columns: Sequence[str] = (),
+    storage_options: Mapping[str, str] | None = None,
+    rows_per_task: int = ROWS_PER_TASK,
+) -> Any:
+    """A Spark DataFrame: ``columns``, ``partition_table``, ``row_id`` and the bytes of ``column``.
+
+    ``filter``: a pyarrow expression over non-blob namespace columns. The bytes
+    are read in tasks of ``rows_per_task`` rows (one Spark partition each).
+    """
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ns = PartitionedNamespace.open(root, storage_options=storage_options)
+    ids = ns.blob_rows(filter, columns=columns)
+    ids = ids.set_column(
+        ids.column_names.index("row_id"), "row_id", ids.column("row_id").cast(pa.int64())
+    )
+    out = pa.schema([*ids.schema, pa.field(column, pa.binary())])
+    n = max(1, -(-ids.num_rows // max(1, rows_per_task)))
+    rows = spark.sparkContext.parallelize([tuple(r.values()) for r in ids.to_pylist()], n)
+    df = spark.createDataFrame(rows, schema=spark_struct(ids.schema))  # n tasks, no shuffle
+    target = spark_target_schema(spark_struct(out))
+    reader = _BlobTask(root, ns.manifest_version, column, dict(storage_options or {}), target)
+    return df.mapInArrow(reader, spark_struct(out))
+
+
+class _BlobTask:
+    """The function each task runs (pickles: root, version, column, options)."""
+
+    def __init__(
+        self, root: str, version: int, column: str, options: dict[str, str], target: pa.Schema
+    ) -> None:
+        self.root, self.version, self.column, self.options = root, version, column, options
+        self.target = target  # the exact Arrow schema Spark checks the batches against
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+        ns = None
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if ns is None:
+                ns = PartitionedNamespace.open(
+                    self.root, version=self.version, storage_options=self.options or None
+                )
+            pairs = list(
+                zip(
+                    batch.column("partition_table").to_pylist(),
+                    batch.column("row_id").to_pylist(),
+                    strict=True,
+                )
+            )
+            data = pa.array(ns.read_blobs(self.column, pairs), pa.binary())
+            out = pa.RecordBatch.from_arrays(
+                [*batch.columns, data], [*batch.schema.names, self.column]
+            )
+            yield out.cast(self.target)
+
+
+__all__ = ["ROWS_PER_TASK", "read_blob_bytes"]

@@ -1,0 +1,171 @@
+"""Blob bytes of a namespace's rows: lazy ``BlobFile`` handles and materialized bytes.
+
+A namespace scan returns a blob column's *descriptor* (what pylance's
+``to_table()`` returns; :mod:`lance_sql.tables.blob_columns`), never the bytes.
+The bytes are read by pylance from the partition table holding the row. A row
+of a namespace is identified by the pair ``(partition_table, row_id)``: the
+partition table's ``__manifest`` object id and the row's Lance row id
+(``_rowid``) in that table at the version the namespace pins. Both are stable
+for as long as the row is not rewritten (an update, a merge or a compaction
+of its table moves it), like pylance's own row ids. :func:`blob_rows` lists
+them for the rows a filter selects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import SchemaMismatchError, SpecError
+from lance_sql.tables.blob_columns import blob_columns, is_blob_field, read_schema
+from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
+from lance_sql.tables.namespace.reader import map_columns
+
+ROWID = "_rowid"  # the row-id column of mutation candidate rows (.mutation.ROWID)
+
+if TYPE_CHECKING:
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+TABLE_COLUMN = "partition_table"
+ROW_ID_COLUMN = "row_id"
+
+
+def namespace_read_schema(schema: pa.Schema, properties: Mapping[str, str]) -> pa.Schema:
+    """The stored namespace schema as read: blob columns as the descriptors of the
+    namespace's file format (:data:`.properties.DATA_STORAGE_VERSION_KEY`)."""
+    return read_schema(schema, properties.get(DATA_STORAGE_VERSION_KEY))
+
+
+def blob_rows(
+    ns: PartitionedNamespace,
+    filter: pc.Expression | None = None,
+    columns: Sequence[str] = (),
+) -> pa.Table:
+    """``(partition_table, row_id)`` of every row ``filter`` selects, with ``columns``.
+
+    ``filter`` is a pyarrow expression over namespace columns (not over blob
+    columns); it is applied to each partition table's rows read by namespace
+    field id, so renamed columns are found.
+    """
+    wanted = list(dict.fromkeys(columns))
+    unknown = [c for c in wanted if c not in ns.schema.names or c in blob_columns(ns.schema)]
+    if unknown:
+        raise SpecError(
+            f"blob_rows: {unknown} are not non-blob namespace columns (columns: {ns.schema.names})",
+            key="columns",
+        )
+    out = []
+    for entry in ns.tables():
+        ds, tschema = ns._open(entry)
+        mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
+        src = dict(zip(ns.schema.names, mapping.sources, strict=True))
+        names = [n for n in ns.schema.names if src[n] and not is_blob_field(ns.schema.field(n))]
+        if filter is None:  # read only the columns asked for (a filter may need any)
+            names = [n for n in names if n in wanted]
+        raw = ds.to_table(columns=[src[n] for n in names], with_row_id=True)
+        table = pa.table(
+            {
+                **{n: raw.column(src[n]) for n in names},
+                TABLE_COLUMN: pa.array([entry.object_id] * raw.num_rows, pa.string()),
+                ROW_ID_COLUMN: raw.column("_rowid"),
+            }
+        )
+        if filter is not None:
+            table = table.filter(filter)
+        out.append(table.select([*[c for c in wanted if c in names], TABLE_COLUMN, ROW_ID_COLUMN]))
+    if not out:
+        return pa.table({TABLE_COLUMN: pa.array([], pa.string()), ROW_ID_COLUMN: []})
+    return pa.concat_tables(out)
+
+
+_Groups = list[tuple[str, Any, str, list[int]]]
+
+
+def _grouped(ns: PartitionedNamespace, column: str, ids: Any) -> tuple[list[Any], _Groups]:
+    if column not in blob_columns(ns.schema):
+        raise SpecError(
+            f"{column!r} is not a blob column of this namespace (blob columns: "
+            f"{blob_columns(ns.schema)})",
+            key="schema",
+        )
+    if isinstance(ids, pa.Table):
+        tables, rows = ids.column(TABLE_COLUMN).to_pylist(), ids.column(ROW_ID_COLUMN).to_pylist()
+        pairs = list(zip(tables, rows, strict=True))
+    else:
+        pairs = [tuple(p) for p in ids]
+    entries = {e.object_id: e for e in ns.tables()}
+    groups: dict[str, list[int]] = {}
+    for object_id, row_id in pairs:
+        if object_id not in entries:
+            raise SpecError(f"{object_id!r} is not a partition table of this namespace", key="ids")
+        groups.setdefault(object_id, []).append(int(row_id))
+    out = []
+    for object_id, rows in groups.items():
+        entry = entries[object_id]
+        ds, tschema = ns._open(entry)
+        mapping = map_columns(ns.schema, tschema, object_id=object_id)
+        source = mapping.sources[ns.schema.names.index(column)]
+        if source is None:
+            raise SchemaMismatchError(
+                f"partition table {object_id!r} has no data for blob column {column!r}"
+            )
+        out.append((object_id, ds, source, rows))
+    return pairs, out
+
+
+def take_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[Any]:
+    """pylance ``BlobFile`` handles (lazy, file-like) for ``ids``, in their order.
+
+    ``ids``: ``(partition_table, row_id)`` pairs, or a table with those two
+    columns (what :func:`blob_rows` returns). A NULL blob gives None.
+    """
+    pairs, groups = _grouped(ns, column, ids)
+    found: dict[tuple[str, int], Any] = {}
+    for object_id, ds, source, rows in groups:
+        handles = ds.take_blobs(source, ids=rows)
+        found.update({(object_id, r): h for r, h in zip(rows, handles, strict=True)})
+    return [found[(o, int(r))] for o, r in pairs]
+
+
+def read_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[bytes | None]:
+    """The bytes of ``ids``' blobs (see :func:`take_blobs`), read in full, in their order."""
+    pairs, groups = _grouped(ns, column, ids)
+    found: dict[tuple[str, int], Any] = {}
+    for object_id, ds, source, rows in groups:
+        for row_id, data in ds.read_blobs(source, ids=rows, preserve_order=True):
+            found[(object_id, int(row_id))] = data
+    return [found[(o, int(r))] for o, r in pairs]
+
+
+def with_blob_bytes(ns: Any, entry: Any, rows: pa.Table) -> pa.Table:
+    """``rows`` of partition table ``entry`` (namespace columns + ``_rowid``) with each
+    blob column's descriptors replaced by the bytes (what an update or a merge rewrites)."""
+    names = [n for n in blob_columns(ns.schema) if n in rows.column_names]
+    if not names or not rows.num_rows:
+        return rows if not names else _bytes_columns(rows, names, {})
+    ds, tschema = ns._open(entry)
+    mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
+    row_ids = rows.column(ROWID).to_pylist()
+    found = {}
+    for name in names:
+        source = mapping.sources[ns.schema.names.index(name)]
+        if source is None:
+            found[name] = [None] * len(row_ids)
+            continue
+        data = dict(ds.read_blobs(source, ids=row_ids, preserve_order=True))
+        found[name] = [data.get(r) for r in row_ids]
+    return _bytes_columns(rows, names, found)
+
+
+def _bytes_columns(rows: pa.Table, names: list[str], found: dict[str, list[Any]]) -> pa.Table:
+    for name in names:
+        i = rows.column_names.index(name)
+        values = pa.array(found.get(name, []), pa.large_binary())
+        rows = rows.set_column(i, name, values)
+    return rows
+
+
+__all__ = ["blob_rows", "namespace_read_schema", "read_blobs", "take_blobs", "with_blob_bytes"]

@@ -1,0 +1,190 @@
+"""Adding and dropping fields inside struct columns of a namespace (nested evolution).
+
+Lance file format 2.2 lets one dataset add a field inside an existing struct
+(also the struct of a ``list<struct>``), drop one, and read old rows' new
+fields as NULL. A namespace does the same on its schema alone: every new
+nested field gets a ``lance:field_id`` after the highest id ever assigned
+(like a new top-level column); partition tables are not rewritten. Below the
+top level a partition table's fields are matched to the namespace's by name
+(top-level columns by namespace field id, :mod:`.field_map`), so:
+
+- a field a table lacks reads as NULL, a field the namespace dropped is not
+  read; appends add the namespace's new fields to a table first;
+- a dropped nested path is remembered (schema metadata :data:`DROPPED_KEY`)
+  and never added again, since older tables still hold its old values;
+- renaming a nested field is refused: older tables would lose its values
+  under name matching (rename the top-level column, or add a new field).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from lance_sql.errors import SpecError
+from lance_sql.tables.namespace.arrow_json import assign_field_ids, field_ids
+from lance_sql.tables.namespace.field_map import canonical_schema, marked_field
+
+DROPPED_KEY = b"lance_sql:dropped_nested_paths"
+_LISTS: tuple[Callable[[pa.DataType], bool], ...] = (
+    pa.types.is_fixed_size_list,
+    pa.types.is_large_list,
+    pa.types.is_list,
+)
+
+
+def dropped_paths(schema: pa.Schema) -> set[str]:
+    raw = (schema.metadata or {}).get(DROPPED_KEY)
+    return set(json.loads(raw)) if raw else set()
+
+
+def with_dropped(schema: pa.Schema, paths: set[str]) -> pa.Schema:
+    md = dict(schema.metadata or {})
+    md[DROPPED_KEY] = json.dumps(sorted(paths)).encode()
+    return pa.schema(list(schema), md)
+
+
+def _list_kind(t: pa.DataType) -> Callable[[pa.DataType], bool] | None:
+    return next((k for k in _LISTS if k(t)), None)
+
+
+def _rebuild_list(t: pa.DataType, value: pa.Field) -> pa.DataType:
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(value, t.list_size)
+    return pa.large_list(value) if pa.types.is_large_list(t) else pa.list_(value)
+
+
+def _new_field(f: pa.Field, next_id: int) -> tuple[pa.Field, int]:
+    """``f`` (nullable, canonical types) with ids from ``next_id``, depth-first."""
+    from lance_sql.tables.namespace.evolution import shift_ids
+
+    plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
+    shifted = shift_ids(assign_field_ids(plain), next_id)
+    return shifted.field(0), max(field_ids(shifted)) + 1
+
+
+def merge_field(
+    existing: pa.Field, added: pa.Field, next_id: int, dropped: set[str], path: str = ""
+) -> tuple[pa.Field, int, int]:
+    """``existing`` with the nested fields of ``added`` it lacks; (field, next id, count added)."""
+    path = path or existing.name
+    et, at = existing.type, added.type
+    if pa.types.is_struct(et) and pa.types.is_struct(at):
+        children = [et.field(i) for i in range(et.num_fields)]
+        index = {c.name: i for i, c in enumerate(children)}
+        count = 0
+        for j in range(at.num_fields):
+            c = at.field(j)
+            cpath = f"{path}.{c.name}"
+            if c.name in index:
+                merged, next_id, n = merge_field(
+                    children[index[c.name]], c, next_id, dropped, cpath
+                )
+                children[index[c.name]] = merged
+                count += n
+                continue
+            if cpath in dropped:
+                raise SpecError(
+                    f"nested field {cpath!r} was dropped and cannot be added again (older "
+                    "partition tables still hold its values): choose another name",
+                    key="schema",
+                )
+            new, next_id = _new_field(c, next_id)
+            children.append(new)
+            index[c.name] = len(children) - 1
+            count += 1
+        return existing.with_type(pa.struct(children)), next_id, count
+    kind = _list_kind(et)
+    if kind is not None and kind(at):
+        value, next_id, n = merge_field(et.value_field, at.value_field, next_id, dropped, path)
+        return existing.with_type(_rebuild_list(et, value)), next_id, n
+    raise SpecError(
+        f"a field named {path!r} already exists (type {et}); only fields inside structs "
+        "can be added to it",
+        key="schema",
+    )
+
+
+def drop_path(field: pa.Field, parts: list[str], path: str) -> pa.Field:
+    """``field`` without the nested field ``parts`` names (list levels are stepped through)."""
+    t = field.type
+    kind = _list_kind(t)
+    if kind is not None:
+        if parts[0] == t.value_field.name and not pa.types.is_struct(t.value_type):
+            parts = parts[1:]
+        return field.with_type(_rebuild_list(t, drop_path(t.value_field, parts, path)))
+    if not pa.types.is_struct(t):
+        raise SpecError(f"no nested field {path!r} (a {t} has no fields)", key="schema")
+    children = [t.field(i) for i in range(t.num_fields)]
+    names = [c.name for c in children]
+    if parts[0] not in names:
+        raise SpecError(f"no nested field {path!r}", key="schema")
+    i = names.index(parts[0])
+    if len(parts) == 1:
+        del children[i]
+        if not children:
+            raise SpecError(
+                f"dropping {path!r} would leave an empty struct: drop its parent instead",
+                key="schema",
+            )
+    else:
+        children[i] = drop_path(children[i], parts[1:], path)
+    return field.with_type(pa.struct(children))
+
+
+def missing_in_table(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType | None:
+    """The part of ``ns_t`` a partition table's ``table_t`` lacks, shaped for pylance's
+    ``add_columns`` (a struct holding only the missing fields, through list levels)."""
+    if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
+        have = {table_t.field(i).name: table_t.field(i).type for i in range(table_t.num_fields)}
+        out = []
+        for j in range(ns_t.num_fields):
+            c = ns_t.field(j)
+            if c.name not in have:
+                out.append(pa.field(c.name, marked_field(c.name, c).type, True))
+                continue
+            sub = missing_in_table(have[c.name], c.type)
+            if sub is not None:
+                out.append(pa.field(c.name, sub, True))
+        return pa.struct(out) if out else None
+    kind = _list_kind(table_t)
+    if kind is not None and kind(ns_t):
+        sub = missing_in_table(table_t.value_type, ns_t.value_type)
+        return None if sub is None else _rebuild_list(table_t, pa.field("item", sub, True))
+    return None
+
+
+def widen_structs(
+    schema: pa.Schema, table_schema: pa.Schema, names: dict[str, str]
+) -> dict[str, pa.DataType]:
+    """Table column -> the nested fields it lacks of its namespace column (for an append)."""
+    out = {}
+    for f in schema:
+        if pa.types.is_nested(f.type):
+            missing = missing_in_table(table_schema.field(names[f.name]).type, f.type)
+            if missing is not None:
+                out[names[f.name]] = missing
+    return out
+
+
+def table_field(f: pa.Field, table_schema: pa.Schema, name: str) -> pa.Field:
+    """The field data for namespace column ``f`` is written as into table column ``name``:
+    marked with ``f``'s id; a struct-bearing column keeps the table's own nested fields
+    (data is cast to it by name), other columns take the namespace type."""
+    have = table_schema.field(name)
+    if pa.types.is_nested(f.type) and not have.type.equals(f.type):
+        f = f.with_type(have.type)
+    return marked_field(name, f, nullable=have.nullable)
+
+
+__all__ = [
+    "DROPPED_KEY",
+    "drop_path",
+    "dropped_paths",
+    "merge_field",
+    "missing_in_table",
+    "table_field",
+    "widen_structs",
+]

@@ -1,0 +1,141 @@
+"""Nested schema evolution of a namespace, against pylance doing the same on one dataset.
+
+The namespace spreads the rows over partition tables written before and after
+each change; pylance's single dataset is the oracle for every read.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import lance
+import pyarrow as pa
+import pytest
+
+from lance_sql import PartitionedNamespace, SessionContext, SpecError
+from lance_sql.tables.namespace.arrow_json import field_id_of, iter_fields
+
+UP = pa.struct([pa.field("basic", pa.struct([pa.field("age", pa.int64())]))])
+TAGS = pa.list_(pa.struct([pa.field("k", pa.string())]))
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("region", pa.string()), ("user_profile", UP), ("tags", TAGS)]
+)
+ADD_COUNTRY = pa.field(
+    "user_profile", pa.struct([pa.field("basic", pa.struct([pa.field("country", pa.string())]))])
+)
+ADD_W = pa.field("tags", pa.list_(pa.struct([pa.field("w", pa.float32())])))
+
+
+def _plain(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type) for f in schema])
+
+
+class Both:
+    """One namespace and one pylance dataset given the same operations."""
+
+    def __init__(self, tmp_path):
+        self.ns = PartitionedNamespace.create(
+            tmp_path / "ns", SCHEMA, [{"source": "region", "transform": "identity"}]
+        )
+        self.ds = lance.write_dataset(SCHEMA.empty_table(), tmp_path / "oracle")
+        self.root = str(tmp_path / "ns")
+
+    def append(self, rows: list[dict]) -> None:
+        table = pa.Table.from_pylist(rows, schema=_plain(self.ns.schema))
+        self.ns.append(table)
+        self.ds = lance.write_dataset(table, self.ds.uri, mode="append")
+
+    def add(self, fields: list[pa.Field]) -> None:
+        self.ns.add_columns(fields)
+        self.ds.add_columns(pa.schema(fields))
+
+    def drop(self, paths: list[str]) -> None:
+        self.ns.drop_columns(paths)
+        self.ds.drop_columns(paths)
+
+    def check(self) -> None:
+        expected = lance.dataset(self.ds.uri).to_table().sort_by("id")
+        got = self.ns.refresh().to_table().sort_by("id")
+        assert _plain(got.schema) == _plain(expected.schema)
+        assert got.to_pylist() == expected.to_pylist()
+        ctx = SessionContext()
+        ctx.register_namespace("e", self.root)
+        sql = ctx.sql("SELECT * FROM e ORDER BY id").to_arrow_table()
+        assert sql.to_pylist() == expected.to_pylist()
+
+
+def test_add_fields_inside_structs_and_lists_of_structs(tmp_path):
+    both = Both(tmp_path)
+    both.append(
+        [{"id": 1, "region": "eu", "user_profile": {"basic": {"age": 1}}, "tags": [{"k": "a"}]}]
+    )
+    last = max(field_id_of(f) for _, f in iter_fields(both.ns.schema))
+    both.add([ADD_COUNTRY, ADD_W])
+    ids = {p: field_id_of(f) for p, f in iter_fields(both.ns.schema)}
+    assert ids["user_profile.basic.country"] == last + 1  # assigned by the namespace
+    assert ids["tags.item.w"] == last + 2
+    both.check()  # the old partition table reads the new fields as NULL
+    both.append(  # the same (old) partition table and a new one, with the wider structs
+        [
+            {"id": 2, "region": "eu", "user_profile": {"basic": {"age": 4, "country": "FR"}},
+             "tags": [{"k": "b", "w": 1.5}]},
+            {"id": 3, "region": "us", "user_profile": {"basic": {"age": 5, "country": "DE"}},
+             "tags": None},
+        ]
+    )  # fmt: skip
+    both.check()
+    ctx = SessionContext()
+    ctx.register_namespace("e", both.root)
+    ctx.sql(
+        "INSERT INTO e SELECT 4 AS id, 'eu' AS region, "
+        "named_struct('basic', named_struct('age', 6, 'country', 'IT')) AS user_profile, "
+        "[named_struct('k', 'c', 'w', arrow_cast(2.5, 'Float32'))] AS tags"
+    ).collect()
+    got = ctx.sql("SELECT user_profile['basic']['country'] AS c FROM e WHERE id = 4").to_pylist()
+    assert got == [{"c": "IT"}]
+
+
+def _without_age(rows: list[dict]) -> list[dict]:
+    rows = copy.deepcopy(rows)
+    for r in rows:
+        if r["user_profile"] is not None:
+            r["user_profile"]["basic"].pop("age")
+    return rows
+
+
+def test_drop_a_nested_field(tmp_path):
+    # pylance 14 reads a struct whose remaining fields were all added later as NULL
+    # after such a drop (row 1 below); the rows before the drop, projected, are the oracle.
+    both = Both(tmp_path)
+    both.append([{"id": 1, "region": "eu", "user_profile": {"basic": {"age": 1}}, "tags": None}])
+    both.add([ADD_COUNTRY])
+    both.append([{"id": 2, "region": "eu", "user_profile": {"basic": {"age": 2, "country": "FR"}}}])
+    before = both.ns.to_table().sort_by("id").to_pylist()
+    both.drop(["user_profile.basic.age"])
+    assert both.ns.to_table().sort_by("id").to_pylist() == _without_age(before)
+    both.append([{"id": 3, "region": "us", "user_profile": {"basic": {"country": "IT"}}}])
+    got = both.ns.to_table().sort_by("id").to_pylist()
+    assert got[:2] == _without_age(before)
+    assert got[2]["user_profile"] == {"basic": {"country": "IT"}}
+    ctx = SessionContext()
+    ctx.register_namespace("e", both.root)
+    assert ctx.sql("SELECT * FROM e ORDER BY id").to_pylist() == got
+    with pytest.raises(SpecError, match="dropped"):  # old tables still hold the old values
+        both.ns.add_columns(
+            [
+                pa.field(
+                    "user_profile",
+                    pa.struct([pa.field("basic", pa.struct([("age", pa.string())]))]),
+                )
+            ]
+        )
+
+
+def test_nested_rename_and_clashes_are_refused_typed(tmp_path):
+    both = Both(tmp_path)
+    with pytest.raises(SpecError, match="renaming the nested field"):
+        both.ns.rename_column("user_profile.basic.age", "years")
+    with pytest.raises(SpecError, match="already exists"):
+        both.ns.add_columns([pa.field("id", pa.int64())])
+    with pytest.raises(SpecError, match="already exists"):
+        both.ns.add_columns([pa.field("user_profile", UP)])  # nothing new inside
