@@ -42,6 +42,7 @@ __all__ = [
     "plan_join",
     "plan_partitions",
     "plan_scan",
+    "search",
 ]
 
 
@@ -60,6 +61,7 @@ _LAZY = {
     "plan_partitions": "lance_sql.planning.planner",
     "plan_join": "lance_sql.planning.joins",
     "plan_scan": "lance_sql.planning.scan_plan",
+    "search": "lance_sql.planning.search",
     "ScanPlan": "lance_sql.planning.scan_plan",
     "JoinPlan": "lance_sql.planning.joins",
     "StagedWrite": "lance_sql.tables.namespace.staging",
