@@ -83,14 +83,20 @@ def _open(target: Any) -> Any:
     """A namespace or a pylance dataset for a path, a namespace or a dataset."""
     if _is_namespace(target) or hasattr(target, "to_table"):
         return target
-    from lance_sql.tables.namespace.namespace import NotPartitionedError, PartitionedNamespace
+    import lance
+
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     try:
         return PartitionedNamespace.open(str(target))
-    except NotPartitionedError:
-        import lance
-
-        return lance.dataset(str(target))
+    except LanceSqlError as exc:
+        try:
+            return lance.dataset(str(target))
+        except (OSError, ValueError, RuntimeError):
+            raise SearchError(
+                f"{target}: neither a partitioned namespace nor a Lance dataset ({exc})"
+            ) from exc
 
 
 def _targets(obj: Any, where: Any) -> tuple[list[SearchTarget], ScanFilter | None, int, str]:

@@ -54,6 +54,19 @@ def default_type(column_type: Any) -> str:
     return "BTREE"
 
 
+def type_problem(index_type: str, column_type: Any) -> str | None:
+    """Why ``index_type`` cannot index a column of ``column_type`` (None: it can)."""
+    import pyarrow as pa
+
+    if is_vector(index_type) and not pa.types.is_fixed_size_list(column_type):
+        return f"a vector index needs a fixed-size list of floats, the column is {column_type}"
+    if is_text(index_type) and not (
+        pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
+    ):
+        return f"a text index needs a string column, the column is {column_type}"
+    return None
+
+
 def _sub_vectors(dim: int) -> int:
     target = max(1, dim // 8)
     for d in range(target, 0, -1):
@@ -90,4 +103,5 @@ __all__ = [
     "is_vector",
     "kind",
     "too_small",
+    "type_problem",
 ]

@@ -22,6 +22,7 @@ overlay table metadata, so it would win with its old value).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -117,9 +118,10 @@ def _one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: An
         except (OSError, ValueError, TypeError, RuntimeError) as exc:
             if isinstance(exc, OSError) and "onflict" in str(exc):
                 raise
+            said = re.sub(r",?\s*\S+\.rs:\d+:\d+", "", (str(exc).splitlines() or [""])[0])
             raise NamespaceIndexError(
                 f"{what} failed in partition table {entry.object_id!r} "
-                f"at location {entry.location!r}: {exc}",
+                f"at location {entry.location!r}: {said}",
                 table=entry.object_id,
             ) from exc
     head = lance.dataset(entry.uri, storage_options=opts)
@@ -178,6 +180,11 @@ def create_index(
     index = NamespaceIndex(
         name or f"{column}_idx", column, fid, str(index_type).upper(), dict(params)
     )
+    problem = kinds.type_problem(index.index_type, ns.schema.field(column).type)
+    if problem:
+        raise NamespaceIndexError(
+            f"cannot build {index.index_type} on column {column!r}: {problem}", index=index.name
+        )
 
     def build(m: Mutation) -> NamespaceIndex:
         current = {i.name: i for i in read_indexes(m.snapshot.properties)}
