@@ -231,6 +231,7 @@ def search(
     rrf_k: int = 60,
     explain: bool = False,
     with_row_ids: bool = False,
+    return_report: bool = False,
 ) -> Any:
     """Top ``k`` rows of ``target`` (a namespace, a Lance dataset, or a path to either).
 
@@ -260,8 +261,9 @@ def search(
         qt = _query("text", text[0], text[1], schema, **opts)
         rv, tv = _run(obj, qv, columns, where, prefilter, explain)
         rt, tt = _run(obj, qt, columns, where, prefilter, explain)
+        report = replace(rv, kind="hybrid", tables=rv.tables + rt.tables)
         if explain:
-            return replace(rv, kind="hybrid", tables=rv.tables + rt.tables)
+            return report
         out = rrf(tv, tt, int(k), rrf_k)
     else:
         if column is None:
@@ -276,7 +278,7 @@ def search(
             return report
     if not with_row_ids:
         out = out.drop_columns(["_part", "_rowid"])
-    return out
+    return (out, report) if return_report else out
 
 
 __all__ = ["SearchError", "SearchReport", "merge_top_k", "rrf", "search"]
