@@ -99,7 +99,9 @@ def _open(target: Any) -> Any:
             ) from exc
 
 
-def _targets(obj: Any, where: Any) -> tuple[list[SearchTarget], ScanFilter | None, int, str]:
+def _targets(
+    obj: Any, where: Any, partitions: list[str] | None = None
+) -> tuple[list[SearchTarget], ScanFilter | None, int, str]:
     """(tables to search, the filter, total tables, pruning report) for a namespace or dataset."""
     from lance_sql.planning.planner import to_predicate
     from lance_sql.planning.scan_plan import plan_scan
@@ -117,6 +119,8 @@ def _targets(obj: Any, where: Any) -> tuple[list[SearchTarget], ScanFilter | Non
     entries = {e.object_id: e for e in obj.tables()}
     out = []
     for oid in plan.object_ids:
+        if partitions is not None and oid not in partitions:
+            continue
         ds, tschema = obj._open(entries[oid])
         mapping = map_columns(obj.schema, tschema, object_id=oid)
         sources = dict(zip(obj.schema.names, mapping.sources, strict=True))
@@ -142,8 +146,8 @@ def _kind_of(field: pa.Field, query: Any) -> str:
     return "vector"
 
 
-def _run(obj, q, columns, where, prefilter, explain):
-    targets, sf, total, pruning = _targets(obj, where)
+def _run(obj, q, columns, where, prefilter, explain, partitions=None):
+    targets, sf, total, pruning = _targets(obj, where, partitions)
     reports = [plan_table(t, q, sf, prefilter) for t in targets]
     report = SearchReport(q.kind, q.column, q.k, total, tuple(reports), pruning)
     if explain:
@@ -232,6 +236,7 @@ def search(
     explain: bool = False,
     with_row_ids: bool = False,
     return_report: bool = False,
+    partitions: list[str] | None = None,
 ) -> Any:
     """Top ``k`` rows of ``target`` (a namespace, a Lance dataset, or a path to either).
 
@@ -259,8 +264,8 @@ def search(
             raise SearchError(f"unknown fusion {fusion!r}: use 'rrf'")
         qv = _query("vector", vector[0], vector[1], schema, **opts)
         qt = _query("text", text[0], text[1], schema, **opts)
-        rv, tv = _run(obj, qv, columns, where, prefilter, explain)
-        rt, tt = _run(obj, qt, columns, where, prefilter, explain)
+        rv, tv = _run(obj, qv, columns, where, prefilter, explain, partitions)
+        rt, tt = _run(obj, qt, columns, where, prefilter, explain, partitions)
         report = replace(rv, kind="hybrid", tables=rv.tables + rt.tables)
         if explain:
             return report
@@ -272,7 +277,13 @@ def search(
             raise SearchError(f"cannot search column {column!r}: no such column ({schema.names})")
         kind = _kind_of(schema.field(column), query)
         report, out = _run(
-            obj, _query(kind, column, query, schema, **opts), columns, where, prefilter, explain
+            obj,
+            _query(kind, column, query, schema, **opts),
+            columns,
+            where,
+            prefilter,
+            explain,
+            partitions,
         )
         if explain:
             return report
