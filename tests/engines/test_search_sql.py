@@ -87,6 +87,18 @@ def test_search_result_joins_and_aggregates_like_a_table(setup: tuple) -> None:
     want = plain.sql(query.format(s="s_mem", i="i_mem")).to_arrow_table()
     assert got.to_pylist() == want.to_pylist()
     assert got.num_rows > 0
+    # a join of two namespaces next to the search (the storage-partitioned join pass)
+    three = (
+        "SELECT count(*) AS n, sum(i.id) AS s FROM {s} s JOIN {i} i ON s.id = i.id "
+        "JOIN {i} j ON i.id = j.id AND i.region = j.region WHERE i.id % 3 = 0"
+    )
+    got = ctx.sql(
+        three.format(s="lance_search('items', 'emb', [0.1, 0.2, 0.3, 0.4], 60)", i="items")
+    ).to_arrow_table()
+    plain.from_arrow(ns.search("emb", Q, k=60), "s60")
+    assert (
+        got.to_pylist() == plain.sql(three.format(s="s60", i="i_mem")).to_arrow_table().to_pylist()
+    )
 
 
 def test_explain_shows_partitions_and_index(setup: tuple) -> None:
