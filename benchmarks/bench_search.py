@@ -16,7 +16,7 @@ round (machine load hits all alike); medians of ``--rounds`` rounds:
 - ``threads``: latency p50/p99 of ``lance_search`` in SQL from 8 threads on one
   ``lance_sql.SessionContext``.
 
-    python benchmarks/bench_search.py --rounds 200
+    python benchmarks/bench_search.py --rounds 200 [--data /tmp/bench_search]
 """
 
 from __future__ import annotations
@@ -84,9 +84,17 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--parts", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--data", help="folder kept between runs (the index builds take minutes)")
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp())
-    ns, one, vecs = build(root, args.rows, args.parts)
+    root = Path(args.data or tempfile.mkdtemp())
+    if (root / "one").exists():
+        ns = lance_sql.PartitionedNamespace.open(root / "ns")
+        one = lance.dataset(root / "one")
+        emb = one.to_table(columns=["emb"]).column("emb").combine_chunks()
+        vecs = emb.values.to_numpy().reshape(-1, DIM)
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+        ns, one, vecs = build(root, args.rows, args.parts)
     oid = lance_sql.plan_scan(ns, "p = 5").object_ids[0]
     part, _ = ns._open(next(e for e in ns.tables() if e.object_id == oid))
     rng = np.random.default_rng(1)

@@ -22,6 +22,8 @@ total, indexed or flat and the filter route per table) instead of rows.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -115,7 +117,7 @@ def _targets(
         return [SearchTarget(str(obj.uri), obj, schema, names)], sf, 1, ""
     from lance_sql.tables.namespace.reader import map_columns
 
-    plan = plan_scan(obj, where)
+    plan = _plan(obj, where, plan_scan)
     entries = {e.object_id: e for e in obj.tables()}
     out = []
     for oid in plan.object_ids:
@@ -124,8 +126,34 @@ def _targets(
         ds, tschema = obj._open(entries[oid])
         mapping = map_columns(obj.schema, tschema, object_id=oid)
         sources = dict(zip(obj.schema.names, mapping.sources, strict=True))
-        out.append(SearchTarget(oid, ds, obj.schema, sources))
+        out.append(SearchTarget(oid, ds, obj.schema, sources, oid in plan.proven))
     return out, plan.scan_filter, plan.total_partitions, plan.explain()
+
+
+_PLANS: OrderedDict[tuple, Any] = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+
+
+def _plan(ns: Any, where: Any, plan_scan: Any) -> Any:
+    """``plan_scan(ns, where)``, remembered per (root, ``__manifest`` version, SQL text).
+
+    A snapshot never changes, so the plan of one filter text over it neither;
+    repeated searches skip the pruning (about 3-10 ms here).
+    """
+    if where is not None and not isinstance(where, str):
+        return plan_scan(ns, where)
+    key = (str(ns.root), ns.manifest_version, where)
+    with _PLANS_LOCK:
+        hit = _PLANS.get(key)
+        if hit is not None:
+            _PLANS.move_to_end(key)
+            return hit
+    plan = plan_scan(ns, where)
+    with _PLANS_LOCK:
+        _PLANS[key] = plan
+        while len(_PLANS) > 256:
+            _PLANS.popitem(last=False)
+    return plan
 
 
 def _query(kind: str, column: str, query: Any, schema: pa.Schema, **opts: Any) -> SearchQuery:

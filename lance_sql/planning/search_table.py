@@ -20,6 +20,7 @@ How the ``where`` filter is applied (the route is reported per table):
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,8 @@ class SearchTarget:
     dataset: Any
     schema: pa.Schema  # the namespace (or dataset) schema results are named by
     sources: dict[str, str | None]
+    #: the table's partition values prove the whole ``where``: searched without it
+    proven: bool = False
 
     @property
     def identity(self) -> bool:
@@ -101,21 +104,30 @@ def _route(sf: ScanFilter | None, target: SearchTarget, prefilter: bool):
     """(expression pushed into Lance or None, filter applied afterwards or None, route name)."""
     if sf is None or sf.is_true:
         return None, None, "none"
+    if target.proven:
+        return None, None, "proven by partition values (not applied)"
     if not prefilter:
         return None, sf, "after top-k (prefilter=False)"
     if not target.identity:
         return None, sf, "exact, outside Lance (columns renamed)"
+    pushed, exact = _pushdown(sf, target.schema)
+    if exact and sf.substrait is None:
+        return pushed, None, "prefilter in Lance"
+    return pushed, sf, "exact, partly outside Lance"
+
+
+@functools.lru_cache(maxsize=64)
+def _pushdown(sf: ScanFilter, schema: pa.Schema) -> tuple[pc.Expression | None, bool]:
+    """The part of ``sf`` Lance runs exactly, with DataFusion's float semantics; all of it?"""
     # serialised against the columns it reads (a vector column has no Substrait form)
-    used = pa.schema([target.schema.field(c) for c in sf.columns(target.schema)])
+    used = pa.schema([schema.field(c) for c in sf.columns(schema)])
     pushed, exact = sf.pushdown(used)
     if pushed is not None:
         try:
             pushed = with_sql_float_semantics(pushed, used, columns_only=True)
         except FloatRewriteError:
             pushed, exact = None, False
-    if exact and sf.substrait is None:
-        return pushed, None, "prefilter in Lance"
-    return pushed, sf, "exact, partly outside Lance"
+    return pushed, exact
 
 
 def plan_table(

@@ -153,7 +153,10 @@ def test_indexed_search_reports_pruning_and_routes(tmp_path: Path) -> None:
     assert rep.total == len(ns.tables())
     assert 0 < rep.searched < rep.total
     assert rep.indexed == rep.searched  # region 'a' tables hold 400+ rows: indexed
-    assert all(t.filter == "prefilter in Lance" for t in rep.tables)
+    assert all(t.filter.startswith("proven by partition values") for t in rep.tables)
+    inside = ns.search("emb", q, k=5, where="region = 'a' AND g > 4", explain=True)
+    assert inside.searched == rep.searched
+    assert all(t.filter == "prefilter in Lance" for t in inside.tables)
     tiny = ns.search("emb", q, k=5, where="region = 'tiny'", explain=True)
     assert [t.mode for t in tiny.tables] == ["flat"]  # 40 rows: under min_rows
     assert "partitions searched 1/" in tiny.explain()
