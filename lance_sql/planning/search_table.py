@@ -110,7 +110,10 @@ def _route(sf: ScanFilter | None, target: SearchTarget, prefilter: bool):
         return None, sf, "after top-k (prefilter=False)"
     if not target.identity:
         return None, sf, "exact, outside Lance (columns renamed)"
-    pushed, exact = _pushdown(sf, target.schema)
+    try:
+        pushed, exact = _pushdown(sf, target.schema)
+    except TypeError:  # a filter holding an unhashable literal: not remembered
+        pushed, exact = _pushdown.__wrapped__(sf, target.schema)
     if exact and sf.substrait is None:
         return pushed, None, "prefilter in Lance"
     return pushed, sf, "exact, partly outside Lance"
