@@ -204,6 +204,8 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None):
 
         dummy = SearchTarget("", None, obj.schema, {c: c for c in obj.schema.names})
         return report, _with_part(_empty(dummy, cols, q))
+    if len(parts) == 1:  # one table: already in pylance's order (ties: pylance's choice)
+        return report, parts[0]
     return report, merge_top_k(pa.concat_tables(parts), q.kind, q.k)
 
 

@@ -137,17 +137,18 @@ def plan_table(
     target: SearchTarget, q: SearchQuery, sf: ScanFilter | None, prefilter: bool
 ) -> TableReport:
     """The report of how :func:`search_target` will search ``target``."""
-    ix = table_index(target, q) if q.use_index else None
+    found = table_index(target, q)
+    ix = found if q.use_index else None
     _, after, route = _route(sf, target, prefilter)
     if after is not None and prefilter:
         ix = None  # every row passing the filter is ranked: a flat search
-    if q.kind == "text" and ix is None:
-        if table_index(target, q) is None:
+    if q.kind == "text":
+        if found is None:
             raise SearchError(
                 f"full-text search of column {q.column!r}: table {target.object_id!r} has no "
                 f"INVERTED index on it; build one with create_index({q.column!r}, 'INVERTED')"
             )
-        ix = table_index(target, q)  # text search always ranks with the index (BM25)
+        ix = found  # text search always ranks with the index (BM25)
     rows = int(target.dataset.count_rows())
     mode = "flat" if ix is None else "index"
     return TableReport(target.object_id, rows, mode, ix and ix[0], ix and ix[1], route)
