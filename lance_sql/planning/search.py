@@ -134,26 +134,53 @@ _PLANS: OrderedDict[tuple, Any] = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 
 
-def _plan(ns: Any, where: Any, plan_scan: Any) -> Any:
-    """``plan_scan(ns, where)``, remembered per (root, ``__manifest`` version, SQL text).
-
-    A snapshot never changes, so the plan of one filter text over it neither;
-    repeated searches skip the pruning (about 3-10 ms here).
-    """
-    if where is not None and not isinstance(where, str):
-        return plan_scan(ns, where)
-    key = (str(ns.root), ns.manifest_version, where)
+def _memo(key: tuple | None, make: Any) -> Any:
+    """``make()``, remembered under ``key`` (None: not remembered); at most 256 entries."""
+    if key is None:
+        return make()
     with _PLANS_LOCK:
         hit = _PLANS.get(key)
         if hit is not None:
             _PLANS.move_to_end(key)
             return hit
-    plan = plan_scan(ns, where)
+    value = make()
     with _PLANS_LOCK:
-        _PLANS[key] = plan
+        _PLANS[key] = value
         while len(_PLANS) > 256:
             _PLANS.popitem(last=False)
-    return plan
+    return value
+
+
+def _snapshot_key(obj: Any, where: Any) -> tuple | None:
+    """(root, ``__manifest`` version, filter text): what a plan over a namespace depends on.
+
+    A snapshot never changes, so neither does the plan of one filter text over it;
+    repeated searches skip pruning and the per-table lookups (a few ms).
+    """
+    if not _is_namespace(obj) or (where is not None and not isinstance(where, str)):
+        return None
+    return (str(obj.root), obj.manifest_version, where)
+
+
+def _plan(ns: Any, where: Any, plan_scan: Any) -> Any:
+    """``plan_scan(ns, where)``, remembered per snapshot and filter text."""
+    key = _snapshot_key(ns, where)
+    return _memo(None if key is None else ("plan", *key), lambda: plan_scan(ns, where))
+
+
+def _prepared(obj: Any, q: SearchQuery, where: Any, prefilter: bool, partitions: Any) -> tuple:
+    """(targets, filter, total, pruning text, table reports), remembered per snapshot."""
+
+    def make() -> tuple:
+        targets, sf, total, pruning = _targets(obj, where, partitions)
+        return targets, sf, total, pruning, [plan_table(t, q, sf, prefilter) for t in targets]
+
+    key = _snapshot_key(obj, where)
+    if key is not None and partitions is None:
+        key = ("search", *key, q.kind, q.column, q.use_index, prefilter)
+    else:
+        key = None
+    return _memo(key, make)
 
 
 def _query(kind: str, column: str, query: Any, schema: pa.Schema, **opts: Any) -> SearchQuery:
@@ -175,8 +202,7 @@ def _kind_of(field: pa.Field, query: Any) -> str:
 
 
 def _run(obj, q, columns, where, prefilter, explain, partitions=None):
-    targets, sf, total, pruning = _targets(obj, where, partitions)
-    reports = [plan_table(t, q, sf, prefilter) for t in targets]
+    targets, sf, total, pruning, reports = _prepared(obj, q, where, prefilter, partitions)
     report = SearchReport(q.kind, q.column, q.k, total, tuple(reports), pruning)
     if explain:
         return report, None
