@@ -127,3 +127,19 @@ def test_typed_errors(setup: tuple, sql: str, match: str) -> None:
     ctx, _, _, _ = setup
     with pytest.raises(SearchError, match=match):
         ctx.sql(sql).to_arrow_table()
+
+
+def test_lance_search_sees_later_writes(tmp_path: Path) -> None:
+    ns = lance_sql.PartitionedNamespace.create(tmp_path / "ns", SCHEMA, SPEC)
+
+    def row(i: int, v: float) -> pa.Table:
+        emb = pa.array([[v] * DIM], SCHEMA.field("emb").type)
+        return pa.table({"id": [i], "region": ["r0"], "txt": ["a"], "emb": emb}, schema=SCHEMA)
+
+    ns.append(row(1, 0.9))
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", tmp_path / "ns")
+    sql = "SELECT id FROM lance_search('t', 'emb', [0.1, 0.1, 0.1, 0.1], 1)"
+    assert ctx.sql(sql).to_arrow_table().column("id").to_pylist() == [1]
+    ns.append(row(2, 0.1))
+    assert ctx.sql(sql).to_arrow_table().column("id").to_pylist() == [2]

@@ -229,3 +229,20 @@ def test_single_dataset_search_and_errors(tmp_path: Path) -> None:
         lance_sql.search(ds, "nope", q)
     with pytest.raises(SearchError, match="INVERTED"):
         lance_sql.search(ds, "txt", "apple")
+
+
+def test_remembered_plans_follow_new_snapshots(tmp_path: Path) -> None:
+    """Plans are remembered per __manifest version: a write's rows are searched at once."""
+    ns = _namespace(tmp_path, 10)
+    q = np.full(DIM, 0.25, np.float32)
+    for where in (None, "region = 'a'", "region = 'new'"):
+        before = ns.search("emb", q, k=3, where=where, columns=["id"])
+        assert 99999 not in before.column("id").to_pylist()
+    row = _rows(np.random.default_rng(0), 99999, 1, ["new"])
+    row = row.set_column(4, "emb", pa.array([[0.25] * DIM], SCHEMA.field("emb").type))
+    ns.append(row)
+    for where in (None, "region = 'new'"):
+        after = ns.search("emb", q, k=3, where=where, columns=["id"])
+        assert after.column("id").to_pylist()[0] == 99999
+    reopened = lance_sql.PartitionedNamespace.open(ns.root)
+    assert reopened.search("emb", q, k=1, columns=["id"]).column("id").to_pylist() == [99999]
