@@ -3,6 +3,8 @@ and plain DataFusion over memory tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import datafusion
 import lance
 import numpy as np
