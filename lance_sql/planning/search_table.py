@@ -182,7 +182,8 @@ def search_target(
     k = q.k
     if after is not None and prefilter:
         k = max(int(report.rows), 1)  # rank every row passing the pushed part
-    kw: dict[str, Any] = {"columns": read, "with_row_id": True}
+    # the score asked for by name (pylance warns that it will stop adding it by itself)
+    kw: dict[str, Any] = {"columns": [*read, score_column(q.kind)], "with_row_id": True}
     if pushed is not None:
         kw.update(filter=pushed, prefilter=True)
     if src is None or k <= 0:

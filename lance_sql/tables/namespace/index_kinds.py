@@ -11,7 +11,7 @@ A vector index is trained per partition table. A table holding fewer than
 codebook) is left without it and searched flat, exactly; it shows as not
 ``present`` in ``index_coverage`` and gets the index from the write that
 brings it to ``min_rows``. IVF_PQ parameters pylance requires are chosen per
-table when not given (``num_partitions`` about sqrt(rows), ``num_sub_vectors``
+table when not given (``num_partitions`` about sqrt(rows), at most rows / 256; ``num_sub_vectors``
 a divisor of the dimension near dim / 8).
 """
 
@@ -89,7 +89,8 @@ def build(ds: Any, column: str, index_type: str, name: str, params: dict[str, An
         return
     if "PQ" in t:
         rows = int(ds.count_rows())
-        kw.setdefault("num_partitions", max(1, int(math.sqrt(max(rows, 1)))))
+        # pylance trains at most one IVF partition per 256 rows (it warns and trains fewer)
+        kw.setdefault("num_partitions", max(1, min(int(math.sqrt(max(rows, 1))), rows // 256)))
         dim = ds.schema.field(column).type.list_size
         kw.setdefault("num_sub_vectors", _sub_vectors(max(int(dim), 1)))
     ds.create_index(column, t, name=name, replace=True, **kw)
