@@ -12,7 +12,7 @@ round (machine load hits all alike); medians of ``--rounds`` rounds:
 - ``all``: ``ns.search`` over all 32 partitions / pylance on the one dataset
   with one index, and recall@10 of both against numpy brute force;
 - ``fts``: ``ns.search("txt", term, where="p = 5")`` / pylance
-  ``full_text_query`` on that partition table;
+  ``full_text_query`` on that partition table (also the pair alone, 3 x rounds);
 - ``threads``: latency p50/p99 of ``lance_search`` in SQL from 8 threads on one
   ``lance_sql.SessionContext``.
 
@@ -131,6 +131,21 @@ def main() -> None:
     med = {k: _median_ms(v) for k, v in times.items()}
     for a, b in (("one", "one_pl"), ("all", "all_pl"), ("fts", "fts_pl")):
         print(f"{a:>4}: {med[a]:7.2f} ms / {med[b]:7.2f} ms = {med[a] / med[b]:.2f}x")
+    alone: dict[str, list[float]] = {"fts": [], "fts_pl": []}
+    for i in range(3 * args.rounds):  # the full-text pair alone, alternating
+        term = WORDS[i % len(WORDS)]
+        pair = {
+            "fts": lambda term=term: ns.search("txt", term, k=10, where="p = 5", columns=["id"]),
+            "fts_pl": lambda term=term: part.to_table(
+                full_text_query=MatchQuery(term, "txt"), limit=10, columns=["id"]
+            ),
+        }
+        for name in pair if i % 2 == 0 else reversed(pair):
+            t0 = time.perf_counter()
+            pair[name]()
+            alone[name].append(time.perf_counter() - t0)
+    a, b = _median_ms(alone["fts"]), _median_ms(alone["fts_pl"])
+    print(f"fts alone: {a:7.2f} ms / {b:7.2f} ms = {a / b:.2f}x")
     n = len(queries) * 10
     print(f"recall@10: namespace {hits['all'] / n:.3f}, one dataset {hits['all_pl'] / n:.3f}")
     ctx = lance_sql.SessionContext()

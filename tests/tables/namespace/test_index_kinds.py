@@ -97,7 +97,7 @@ def test_writes_keep_vector_and_text_indexes(tmp_path: Path) -> None:
     assert hit.num_rows == 60
 
 
-def test_optimize_indexes_builds_what_min_rows_skipped(tmp_path: Path) -> None:
+def test_min_rows_parameter_and_drop_index(tmp_path: Path) -> None:
     ns = _ns(tmp_path)
     ns.create_index("emb", "IVF_FLAT", min_rows=1000)
     assert not any(r["present"] for r in ns.index_coverage().to_pylist())
