@@ -51,6 +51,7 @@ __all__ = [
     "plan_join",
     "plan_partitions",
     "plan_scan",
+    "search",
 ]
 
 
@@ -69,6 +70,7 @@ _LAZY = {
     "plan_partitions": "lance_sql.planning.planner",
     "plan_join": "lance_sql.planning.joins",
     "plan_scan": "lance_sql.planning.namespace_scan",
+    "search": "lance_sql.planning.search",
     "ScanPlan": "lance_sql.planning.scan_plan",
     "JoinPlan": "lance_sql.planning.joins",
     "StagedWrite": "lance_sql.tables.namespace.staging",

@@ -231,6 +231,7 @@ def scan_plan_from(
         scan_filter=scan_filter,
         skipped_by_bounds=plan.skipped_by_bounds,
         skipped_by_key_filter=plan.skipped_by_key_filter,
+        proven=plan.proven_object_ids(),
     )
 
 

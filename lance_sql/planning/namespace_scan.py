@@ -119,6 +119,7 @@ def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
         scan_filter=scan_filter,
         skipped_by_bounds=plan.skipped_by_bounds,
         skipped_by_key_filter=plan.skipped_by_key_filter,
+        proven=plan.proven_object_ids(),
     )
 
 

@@ -82,6 +82,9 @@ class ScanPlan:
     skipped_by_bounds: int = 0
     #: Partition tables left after bounds whose key filters ruled the filter out.
     skipped_by_key_filter: int = 0
+    #: Selected tables whose partition values prove the whole filter (a search or scan
+    #: of them needs no filter); not serialised.
+    proven: frozenset[str] = field(default=frozenset(), compare=False)
 
     @property
     def object_ids(self) -> list[str]:

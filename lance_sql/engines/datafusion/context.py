@@ -25,7 +25,7 @@ import datafusion
 import pyarrow as pa
 from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
-from lance_sql.engines.datafusion import dml, dml_create, functions
+from lance_sql.engines.datafusion import dml, dml_create, functions, search_sql
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
@@ -75,6 +75,7 @@ class SessionContext(datafusion.SessionContext):
             config = default_config()
         super().__init__(config, runtime)
         functions.register_functions(self)
+        search_sql.register(self)  # lance_search(...)
 
     # -- Lance tables --------------------------------------------------------------------
     def register_lance(
@@ -192,6 +193,7 @@ class SessionContext(datafusion.SessionContext):
         once) and show the plan lance-sql runs. ``SET lance.spj = true|false``
         turns storage-partitioned joins on or off for this context.
         """
+        search_sql.begin_statement()
         setting = _SET_SPJ.match(query)
         if setting:
             self.set_spj(_spj_value(setting.group(1)))
@@ -209,6 +211,7 @@ class SessionContext(datafusion.SessionContext):
                 )
             except Exception as exc:  # a DML statement's planning error, typed
                 typed = dml.typed_planning_error(query, exc)
+                typed = typed or search_sql.typed_planning_error(query, exc)
                 if typed is None:
                     raise
                 raise typed from exc
@@ -281,6 +284,7 @@ class SessionContext(datafusion.SessionContext):
             [f"storage-partitioned join: not used ({r})" for r in done.reasons]
             + [f"join statistics: {line}" for line in done.join_stats]
             + [f"transform-term pruning: not used ({r})" for r in done.prune_reasons]
+            + search_sql.explain_lines()
         )
         if lines and "plan" in table.column_names and table.num_rows:
             first = table.column("plan")[0].as_py() or ""

@@ -93,6 +93,20 @@ def read_blob_bytes(spark: Any, root: str, column: str, **kwargs: Any) -> Any:
     return impl(spark, root, column, **kwargs)
 
 
+def search(spark: Any, root: str, column: str, query: Any, k: int = 10, **kwargs: Any) -> Any:
+    """See :func:`lance_sql.engines.spark.search.search`."""
+    from lance_sql.engines.spark.search import search as impl
+
+    return impl(spark, root, column, query, k, **kwargs)
+
+
+def search_batch(spark: Any, root: str, queries: Any, column: str, **kwargs: Any) -> Any:
+    """See :func:`lance_sql.engines.spark.search.search_batch`."""
+    from lance_sql.engines.spark.search import search_batch as impl
+
+    return impl(spark, root, queries, column, **kwargs)
+
+
 __all__ = [
     "SETTINGS",
     "delete",
@@ -102,4 +116,6 @@ __all__ = [
     "read_blob_bytes",
     "register",
     "scan_scoped_pushdown",
+    "search",
+    "search_batch",
 ]

@@ -1,4 +1,4 @@
-"""Scalar indexes on a namespace: one Lance index per partition table, recorded at the root.
+"""Indexes on a namespace (scalar, text, vector): one Lance index per partition table.
 
 ``create_scalar_index`` builds the index (pylance ``create_scalar_index``) in
 every partition table that holds the column and records its definition in the
@@ -22,11 +22,13 @@ overlay table metadata, so it would win with its old value).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lance_sql.errors import CommitConflictError, LanceSqlError, SpecError
+from lance_sql.tables.namespace import index_kinds as kinds
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import columns_by_namespace_id
 from lance_sql.tables.namespace.mutation import Mutation, run, table_conflicts
@@ -51,7 +53,7 @@ class NamespaceIndexError(LanceSqlError):
 
 @dataclass(frozen=True)
 class NamespaceIndex:
-    """One scalar index of a namespace (the same index in every partition table)."""
+    """One index of a namespace (the same index in every partition table)."""
 
     name: str
     column: str  # the column's name when the index was created (``field_id`` is what counts)
@@ -116,9 +118,10 @@ def _one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: An
         except (OSError, ValueError, TypeError, RuntimeError) as exc:
             if isinstance(exc, OSError) and "onflict" in str(exc):
                 raise
+            said = re.sub(r",?\s*\S+\.rs:\d+:\d+", "", (str(exc).splitlines() or [""])[0])
             raise NamespaceIndexError(
                 f"{what} failed in partition table {entry.object_id!r} "
-                f"at location {entry.location!r}: {exc}",
+                f"at location {entry.location!r}: {said}",
                 table=entry.object_id,
             ) from exc
     head = lance.dataset(entry.uri, storage_options=opts)
@@ -133,22 +136,23 @@ def _one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: An
 def _create_in(
     entry: PartitionTable, ds: Any, index: NamespaceIndex, column: str, opts: Any
 ) -> Any:
+    """The table head with ``index`` built, or None: a table too small for a vector index."""
+    if kinds.too_small(index.index_type, index.params, int(ds.count_rows())):
+        return None
     what = f"creating index {index.name!r} ({index.index_type}) on column {column!r}"
     return _one_commit(
         entry,
         ds,
         what,
-        lambda: ds.create_scalar_index(
-            column, index.index_type, name=index.name, replace=True, **index.params
-        ),
+        lambda: kinds.build(ds, column, index.index_type, index.name, index.params),
         opts,
     )
 
 
-def create_scalar_index(
+def create_index(
     ns: PartitionedNamespace,
     column: str,
-    index_type: str = "BTREE",
+    index_type: str | None = None,
     *,
     name: str | None = None,
     replace: bool = False,
@@ -156,7 +160,10 @@ def create_scalar_index(
 ) -> NamespaceIndex:
     """Build ``index_type`` on ``column`` in every partition table; one ``__manifest`` commit.
 
-    ``params`` go to pylance's ``create_scalar_index``. Tables pinned to a
+    ``index_type``: any type pylance builds (:mod:`.index_kinds`; default by the
+    column's type). ``params`` go to pylance's ``create_index`` (vector) or
+    ``create_scalar_index`` (scalar and text); ``min_rows`` (vector only) is
+    lance-sql's: smaller tables are searched flat. Tables pinned to a
     branch or tag are left without the index (they show as uncovered in
     :func:`index_coverage`); tables lacking the column (added later) too.
     """
@@ -168,9 +175,16 @@ def create_scalar_index(
         )
     fid = field_id_of(ns.schema.field(column))
     assert fid is not None
+    if index_type is None:
+        index_type = kinds.default_type(ns.schema.field(column).type)
     index = NamespaceIndex(
         name or f"{column}_idx", column, fid, str(index_type).upper(), dict(params)
     )
+    problem = kinds.type_problem(index.index_type, ns.schema.field(column).type)
+    if problem:
+        raise NamespaceIndexError(
+            f"cannot build {index.index_type} on column {column!r}: {problem}", index=index.name
+        )
 
     def build(m: Mutation) -> NamespaceIndex:
         current = {i.name: i for i in read_indexes(m.snapshot.properties)}
@@ -190,11 +204,21 @@ def create_scalar_index(
             if col is None:
                 continue
             new = _create_in(entry, ds, index, col, m.storage_options)
+            if new is None:
+                continue
             m.set_version(entry, new, same_rows=True)  # an index changes no row
-            _add_key_filter(m, entry, new, fid, col)
+            if kinds.kind(index.index_type) == "scalar":
+                _add_key_filter(m, entry, new, fid, col)
         return index
 
     return run(ns, build)
+
+
+def create_scalar_index(
+    ns: PartitionedNamespace, column: str, index_type: str = "BTREE", **kwargs: Any
+) -> NamespaceIndex:
+    """:func:`create_index` with BTREE by default (kept for existing callers)."""
+    return create_index(ns, column, index_type, **kwargs)
 
 
 def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
@@ -285,13 +309,52 @@ def maintain_indexes(
             continue
         col = _table_column(at, int(ds.version), index.field_id, opts)
         if col is not None:
-            ds = _create_in(at, ds, index, col, opts)
+            ds = _create_in(at, ds, index, col, opts) or ds
     if stale:
         what = f"adding new rows to index(es) {stale}"
         ds = _one_commit(
             at, ds, what, lambda: ds.optimize.optimize_indices(index_names=stale), opts
         )
     return int(ds.version)
+
+
+def optimize_indexes(ns: PartitionedNamespace) -> int:
+    """Build each missing index and index unindexed fragments in every table; one commit.
+
+    Returns how many partition tables got a new version.
+    """
+    ns._check_writable()
+
+    def build(m: Mutation) -> int:
+        import lance
+
+        current = read_indexes(m.snapshot.properties)
+        changed = 0
+        for entry in m.entries.values() if current else []:
+            if entry.read_branch or entry.read_tag:
+                continue
+            ds = m.head(entry)
+            have = _index_names(ds)
+            todo = [
+                i
+                for i in current
+                if i.name not in have
+                or int(ds.stats.index_stats(i.name).get("num_unindexed_fragments", 0))
+            ]
+            version = maintain_indexes(
+                entry, int(ds.version), todo, rebuild=False, storage_options=m.storage_options
+            )
+            if version != int(ds.version):
+                opts = m.storage_options
+                m.set_version(
+                    entry,
+                    lance.dataset(entry.uri, version=version, storage_options=opts),
+                    same_rows=True,
+                )
+                changed += 1
+        return changed
+
+    return run(ns, build)
 
 
 def index_coverage(ns: PartitionedNamespace) -> pa.Table:
@@ -344,10 +407,12 @@ __all__ = [
     "INDEXES_KEY",
     "NamespaceIndex",
     "NamespaceIndexError",
+    "create_index",
     "create_scalar_index",
     "drop_index",
     "index_coverage",
     "indexes_property",
     "maintain_indexes",
+    "optimize_indexes",
     "read_indexes",
 ]

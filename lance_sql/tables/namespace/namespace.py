@@ -53,6 +53,7 @@ from lance_sql.tables.namespace.reader import (
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
+from lance_sql.tables.namespace.search_methods import SearchMethods
 from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
@@ -70,7 +71,7 @@ def _repair_root(
     return PartitionedNamespace(root_s, snap, storage_options=storage_options)
 
 
-class PartitionedNamespace:
+class PartitionedNamespace(SearchMethods):
     """A partitioned namespace at ``root``, viewed at one ``__manifest`` version."""
 
     def __init__(

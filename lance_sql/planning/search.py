@@ -1,0 +1,352 @@
+"""Vector, full-text and hybrid search over a partitioned namespace or one Lance dataset.
+
+``search(target, column, query, k, where=...)``: ``where`` prunes partition
+tables with the scan planner (:func:`~.namespace_scan.plan_scan`, the pruning every
+scan uses), each selected table is searched on its own
+(:mod:`.search_table`: with its index, or flat), and the per-table
+candidates are merged into the global top ``k``:
+
+* vector: ``_distance`` ascending (Lance's distance: squared L2, ``1 - cos``
+  or ``1 - dot``), ties by partition table (``object_id`` ascending), then by
+  row id within the table;
+* text: ``_score`` (BM25 with each table's own statistics) descending, same
+  ties;
+* hybrid (``vector=(col, q), text=(col, "...")``): reciprocal rank fusion,
+  ``_hybrid_score = sum(1 / (rrf_k + rank))`` over the two ranked lists
+  (rank from 1), descending, same ties.
+
+``explain=True`` returns the :class:`SearchReport` (partitions searched /
+total, indexed or flat and the filter route per table) instead of rows.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.planning.scan_filter import ScanFilter
+from lance_sql.planning.search_table import (
+    SearchError,
+    SearchQuery,
+    SearchTarget,
+    TableReport,
+    as_query_vector,
+    plan_table,
+    score_column,
+    search_target,
+)
+
+
+@dataclass(frozen=True)
+class SearchReport:
+    """What a search reads: ``searched``/``total`` partition tables, each one's route."""
+
+    kind: str
+    column: str
+    k: int
+    total: int
+    tables: tuple[TableReport, ...]
+    pruning: str = ""
+
+    @property
+    def searched(self) -> int:
+        return len(self.tables)
+
+    @property
+    def indexed(self) -> int:
+        return sum(1 for t in self.tables if t.mode == "index")
+
+    def explain(self) -> str:
+        lines = [
+            f"{self.kind} search on {self.column} k={self.k}: partitions searched "
+            f"{self.searched}/{self.total} ({self.indexed} indexed, "
+            f"{self.searched - self.indexed} flat)"
+        ]
+        lines += [f"  {t.line()}" for t in self.tables]
+        if self.pruning:
+            lines += [f"  {s}" for s in self.pruning.splitlines()]
+        return "\n".join(lines)
+
+    __str__ = explain
+
+
+def _is_namespace(obj: Any) -> bool:
+    return hasattr(obj, "snapshot") and hasattr(obj, "specs")
+
+
+def _open(target: Any) -> Any:
+    """A namespace or a pylance dataset for a path, a namespace or a dataset."""
+    if _is_namespace(target) or hasattr(target, "to_table"):
+        return target
+    import lance
+
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    try:
+        return PartitionedNamespace.open(str(target))
+    except LanceSqlError as exc:
+        try:
+            return lance.dataset(str(target))
+        except (OSError, ValueError, RuntimeError):
+            raise SearchError(
+                f"{target}: neither a partitioned namespace nor a Lance dataset ({exc})"
+            ) from exc
+
+
+def _targets(
+    obj: Any, where: Any, partitions: list[str] | None = None
+) -> tuple[list[SearchTarget], ScanFilter | None, int, str]:
+    """(tables to search, the filter, total tables, pruning report) for a namespace or dataset."""
+    from lance_sql.planning.namespace_scan import plan_scan
+    from lance_sql.planning.planner import to_predicate
+
+    if not _is_namespace(obj):
+        schema = obj.schema
+        sf = None
+        if where is not None:
+            sf = ScanFilter.of(where, to_predicate(where, schema), schema)
+        names = {n: n for n in schema.names}
+        return [SearchTarget(str(obj.uri), obj, schema, names)], sf, 1, ""
+    from lance_sql.tables.namespace.reader import map_columns
+
+    plan = _plan(obj, where, plan_scan)
+    entries = {e.object_id: e for e in obj.tables()}
+    out = []
+    for oid in plan.object_ids:
+        if partitions is not None and oid not in partitions:
+            continue
+        ds, tschema = obj._open(entries[oid])
+        mapping = map_columns(obj.schema, tschema, object_id=oid)
+        sources = dict(zip(obj.schema.names, mapping.sources, strict=True))
+        out.append(SearchTarget(oid, ds, obj.schema, sources, oid in plan.proven))
+    return out, plan.scan_filter, plan.total_partitions, plan.explain()
+
+
+_CPUS = os.cpu_count() or 1  # asked once: about 25 us a call here
+_PLANS: OrderedDict[tuple, Any] = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+
+
+def _memo(key: tuple | None, make: Any) -> Any:
+    """``make()``, remembered under ``key`` (None: not remembered); at most 256 entries."""
+    if key is None:
+        return make()
+    with _PLANS_LOCK:
+        hit = _PLANS.get(key)
+        if hit is not None:
+            _PLANS.move_to_end(key)
+            return hit
+    value = make()
+    with _PLANS_LOCK:
+        _PLANS[key] = value
+        while len(_PLANS) > 256:
+            _PLANS.popitem(last=False)
+    return value
+
+
+def _snapshot_key(obj: Any, where: Any) -> tuple | None:
+    """(root, ``__manifest`` version, filter text): what a plan over a namespace depends on.
+
+    A snapshot never changes, so neither does the plan of one filter text over it;
+    repeated searches skip pruning and the per-table lookups (a few ms).
+    """
+    if not _is_namespace(obj) or (where is not None and not isinstance(where, str)):
+        return None
+    return (str(obj.root), obj.manifest_version, where)
+
+
+def _plan(ns: Any, where: Any, plan_scan: Any) -> Any:
+    """``plan_scan(ns, where)``, remembered per snapshot and filter text."""
+    key = _snapshot_key(ns, where)
+    return _memo(None if key is None else ("plan", *key), lambda: plan_scan(ns, where))
+
+
+def _prepared(obj: Any, q: SearchQuery, where: Any, prefilter: bool, partitions: Any) -> tuple:
+    """(targets, filter, total, pruning text, table reports), remembered per snapshot."""
+
+    def make() -> tuple:
+        targets, sf, total, pruning = _targets(obj, where, partitions)
+        return targets, sf, total, pruning, [plan_table(t, q, sf, prefilter) for t in targets]
+
+    key = _snapshot_key(obj, where)
+    if key is not None and partitions is None:
+        key = ("search", *key, q.kind, q.column, q.use_index, prefilter)
+    else:
+        key = None
+    return _memo(key, make)
+
+
+def _query(kind: str, column: str, query: Any, schema: pa.Schema, **opts: Any) -> SearchQuery:
+    if column not in schema.names:
+        raise SearchError(f"cannot search column {column!r}: no such column ({schema.names})")
+    if kind == "vector":
+        query = as_query_vector(query, column, schema.field(column))
+    elif not isinstance(query, str):
+        raise SearchError(f"full-text query for column {column!r} must be a string")
+    return SearchQuery(kind, column, query, **opts)
+
+
+def _kind_of(field: pa.Field, query: Any) -> str:
+    if isinstance(query, str) and (
+        pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+    ):
+        return "text"
+    return "vector"
+
+
+def _run(obj, q, columns, where, prefilter, explain, partitions=None):
+    targets, sf, total, pruning, reports = _prepared(obj, q, where, prefilter, partitions)
+    report = SearchReport(q.kind, q.column, q.k, total, tuple(reports), pruning)
+    if explain:
+        return report, None
+    cols = list(obj.schema.names if columns is None else columns)
+    missing = [c for c in cols if c not in obj.schema.names]
+    if missing:
+        raise SearchError(f"no column(s) {missing} to return (columns: {obj.schema.names})")
+
+    # the tie rule orders partition tables by object_id: number them in that order
+    order = sorted(range(len(targets)), key=lambda i: targets[i].object_id)
+    rank = {i: r for r, i in enumerate(order)}
+
+    def one(i: int) -> pa.Table:
+        part = search_target(targets[i], q, cols, sf, prefilter, reports[i])
+        return part.append_column("_part", pa.array([rank[i]] * part.num_rows, pa.int32()))
+
+    workers = max(1, min(len(targets), _CPUS, 8))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(one, range(len(targets))))
+    else:
+        parts = [one(i) for i in range(len(targets))]
+    if not parts:
+        from lance_sql.planning.search_table import _empty
+
+        dummy = SearchTarget("", None, obj.schema, {c: c for c in obj.schema.names})
+        return report, _with_part(_empty(dummy, cols, q))
+    if len(parts) == 1:  # one table: already in pylance's order (ties: pylance's choice)
+        return report, parts[0]
+    return report, merge_top_k(pa.concat_tables(parts), q.kind, q.k)
+
+
+def _with_part(t: pa.Table) -> pa.Table:
+    return t.append_column("_part", pa.array([], pa.int32()))
+
+
+def merge_top_k(candidates: pa.Table, kind: str, k: int) -> pa.Table:
+    """The global top ``k`` of per-table candidates (columns ``_part``, ``_rowid``, score)."""
+    order = "ascending" if kind == "vector" else "descending"
+    keys = [(score_column(kind), order), ("_part", "ascending"), ("_rowid", "ascending")]
+    return candidates.take(pc.sort_indices(candidates, keys)[:k])
+
+
+def rrf(vec: pa.Table, txt: pa.Table, k: int, rrf_k: int = 60) -> pa.Table:
+    """Reciprocal rank fusion of two ranked candidate lists (each in rank order)."""
+    scores: dict[tuple[int, int], float] = {}
+    rows: dict[tuple[int, int], tuple[pa.Table, int]] = {}
+    for t in (vec, txt):
+        ids = zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
+        for r, key in enumerate(ids):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (rrf_k + r + 1)
+            rows.setdefault(key, (t, r))
+    best = sorted(scores, key=lambda key: (-scores[key], key[0], key[1]))[:k]
+    dist = {key: d for key, d in _pairs(vec, "_distance")}
+    score = {key: s for key, s in _pairs(txt, "_score")}
+    base = [c for c in vec.column_names if c not in ("_distance",)]
+    pieces = [rows[key][0].select(base).slice(rows[key][1], 1) for key in best]
+    out = pa.concat_tables(pieces) if pieces else vec.select(base).slice(0, 0)
+    out = out.append_column("_distance", pa.array([dist.get(x) for x in best], pa.float32()))
+    out = out.append_column("_score", pa.array([score.get(x) for x in best], pa.float32()))
+    return out.append_column("_hybrid_score", pa.array([scores[x] for x in best], pa.float64()))
+
+
+def _pairs(t: pa.Table, col: str):
+    keys = zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
+    return zip(keys, t.column(col).to_pylist(), strict=True)
+
+
+def search(
+    target: Any,
+    column: str | None = None,
+    query: Any = None,
+    k: int = 10,
+    *,
+    where: Any = None,
+    columns: list[str] | None = None,
+    prefilter: bool = True,
+    metric: str | None = None,
+    nprobes: int | None = None,
+    refine_factor: int | None = None,
+    ef: int | None = None,
+    use_index: bool = True,
+    vector: tuple[str, Any] | None = None,
+    text: tuple[str, str] | None = None,
+    fusion: str = "rrf",
+    rrf_k: int = 60,
+    explain: bool = False,
+    with_row_ids: bool = False,
+    return_report: bool = False,
+    partitions: list[str] | None = None,
+) -> Any:
+    """Top ``k`` rows of ``target`` (a namespace, a Lance dataset, or a path to either).
+
+    Returns a ``pyarrow.Table``: ``columns`` (default: all) plus ``_distance``
+    (vector) or ``_score`` (full text) or ``_distance``, ``_score`` and
+    ``_hybrid_score`` (hybrid). ``with_row_ids`` adds ``_part`` (rank of the
+    partition table by object id) and ``_rowid``. See docs/search.md.
+    """
+    obj = _open(target)
+    if int(k) < 0:
+        raise SearchError(f"k must be >= 0, got {k}")
+    opts = dict(
+        k=int(k),
+        metric=metric,
+        nprobes=nprobes,
+        refine_factor=refine_factor,
+        ef=ef,
+        use_index=use_index,
+    )
+    schema = obj.schema
+    if vector is not None or text is not None:
+        if vector is None or text is None or column is not None:
+            raise SearchError("hybrid search takes vector=(column, q) and text=(column, '...')")
+        if fusion != "rrf":
+            raise SearchError(f"unknown fusion {fusion!r}: use 'rrf'")
+        qv = _query("vector", vector[0], vector[1], schema, **opts)
+        qt = _query("text", text[0], text[1], schema, **opts)
+        rv, tv = _run(obj, qv, columns, where, prefilter, explain, partitions)
+        rt, tt = _run(obj, qt, columns, where, prefilter, explain, partitions)
+        report = replace(rv, kind="hybrid", tables=rv.tables + rt.tables)
+        if explain:
+            return report
+        out = rrf(tv, tt, int(k), rrf_k)
+    else:
+        if column is None:
+            raise SearchError("search needs a column and a query (or vector=/text= for hybrid)")
+        if column not in schema.names:
+            raise SearchError(f"cannot search column {column!r}: no such column ({schema.names})")
+        kind = _kind_of(schema.field(column), query)
+        report, out = _run(
+            obj,
+            _query(kind, column, query, schema, **opts),
+            columns,
+            where,
+            prefilter,
+            explain,
+            partitions,
+        )
+        if explain:
+            return report
+    if not with_row_ids:
+        out = out.drop_columns(["_part", "_rowid"])
+    return (out, report) if return_report else out
+
+
+__all__ = ["SearchError", "SearchReport", "merge_top_k", "rrf", "search"]

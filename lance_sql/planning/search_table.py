@@ -1,0 +1,281 @@
+"""One table's part of a search: pylance's ``nearest`` / ``full_text_query`` with the filter.
+
+A :class:`SearchTarget` is one Lance dataset (a partition table at its pinned
+version, or a plain dataset) with the map from namespace columns to its own
+columns. :func:`search_target` returns its candidates, named as the namespace
+names them, plus ``_distance`` or ``_score`` and ``_rowid``.
+
+How the ``where`` filter is applied (the route is reported per table):
+
+* ``prefilter`` and the whole filter runs inside Lance (every conjunct has an
+  exact pyarrow form and the table's columns are the namespace's): pylance
+  searches with ``filter=..., prefilter=True`` (indexed or flat);
+* ``prefilter`` and some of it cannot run inside Lance (``murmur3`` terms,
+  renamed columns, ...): an exact flat search of every row that passes the
+  part Lance can run, then the rest of the filter, then the top ``k``;
+* not ``prefilter``: the ``k`` nearest rows of the table first (indexed or
+  flat), then the whole filter over them (fewer than ``k`` rows may remain).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import LanceSqlError
+from lance_sql.planning.scan_filter import ScanFilter
+from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
+from lance_sql.tables.namespace.index_kinds import is_text, is_vector
+
+
+class SearchError(LanceSqlError):
+    """A search cannot run as asked; names the table or column and the fix."""
+
+
+@dataclass(frozen=True)
+class SearchTarget:
+    """One dataset to search, with ``sources``: namespace column -> its column (None: absent)."""
+
+    object_id: str
+    dataset: Any
+    schema: pa.Schema  # the namespace (or dataset) schema results are named by
+    sources: dict[str, str | None]
+    #: the table's partition values prove the whole ``where``: searched without it
+    proven: bool = False
+
+    @property
+    def identity(self) -> bool:
+        return all(k == v for k, v in self.sources.items())
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What to search: ``kind`` is ``vector`` or ``text``; ``query`` a float32 vector or text."""
+
+    kind: str
+    column: str
+    query: Any
+    k: int
+    metric: str | None = None
+    nprobes: int | None = None
+    refine_factor: int | None = None
+    ef: int | None = None
+    use_index: bool = True
+
+
+@dataclass(frozen=True)
+class TableReport:
+    """How one table was searched: ``mode`` is ``index`` or ``flat``; ``filter`` the route."""
+
+    object_id: str
+    rows: int
+    mode: str
+    index: str | None
+    index_type: str | None
+    filter: str
+
+    def line(self) -> str:
+        how = f"index {self.index} ({self.index_type})" if self.mode == "index" else "flat"
+        return f"{self.object_id}: {how}, {self.rows} rows, filter {self.filter}"
+
+
+def table_index(target: SearchTarget, q: SearchQuery) -> tuple[str, str] | None:
+    """(name, type) of the table's index on the searched column for this kind of query."""
+    col = target.sources.get(q.column)
+    if col is None:
+        return None
+    for ix in target.dataset.describe_indices():
+        names = list(getattr(ix, "field_names", None) or [])
+        itype = str(ix.index_type).upper()
+        if names != [col]:
+            continue
+        if (q.kind == "vector" and is_vector(itype)) or (q.kind == "text" and is_text(itype)):
+            return str(ix.name), itype
+    return None
+
+
+def _route(sf: ScanFilter | None, target: SearchTarget, prefilter: bool):
+    """(expression pushed into Lance or None, filter applied afterwards or None, route name)."""
+    if sf is None or sf.is_true:
+        return None, None, "none"
+    if target.proven:
+        return None, None, "proven by partition values (not applied)"
+    if not prefilter:
+        return None, sf, "after top-k (prefilter=False)"
+    if not target.identity:
+        return None, sf, "exact, outside Lance (columns renamed)"
+    try:
+        pushed, exact = _pushdown(sf, target.schema)
+    except TypeError:  # a filter holding an unhashable literal: not remembered
+        pushed, exact = _pushdown.__wrapped__(sf, target.schema)
+    if exact and sf.substrait is None:
+        return pushed, None, "prefilter in Lance"
+    return pushed, sf, "exact, partly outside Lance"
+
+
+@functools.lru_cache(maxsize=64)
+def _pushdown(sf: ScanFilter, schema: pa.Schema) -> tuple[pc.Expression | None, bool]:
+    """The part of ``sf`` Lance runs exactly, with DataFusion's float semantics; all of it?"""
+    # serialised against the columns it reads (a vector column has no Substrait form)
+    used = pa.schema([schema.field(c) for c in sf.columns(schema)])
+    pushed, exact = sf.pushdown(used)
+    if pushed is not None:
+        try:
+            pushed = with_sql_float_semantics(pushed, used, columns_only=True)
+        except FloatRewriteError:
+            pushed, exact = None, False
+    return pushed, exact
+
+
+def plan_table(
+    target: SearchTarget, q: SearchQuery, sf: ScanFilter | None, prefilter: bool
+) -> TableReport:
+    """The report of how :func:`search_target` will search ``target``."""
+    found = table_index(target, q)
+    ix = found if q.use_index else None
+    _, after, route = _route(sf, target, prefilter)
+    if after is not None and prefilter:
+        ix = None  # every row passing the filter is ranked: a flat search
+    if q.kind == "text":
+        if found is None:
+            raise SearchError(
+                f"full-text search of column {q.column!r}: table {target.object_id!r} has no "
+                f"INVERTED index on it; build one with create_index({q.column!r}, 'INVERTED')"
+            )
+        ix = found  # text search always ranks with the index (BM25)
+    rows = int(target.dataset.count_rows())
+    mode = "flat" if ix is None else "index"
+    return TableReport(target.object_id, rows, mode, ix and ix[0], ix and ix[1], route)
+
+
+def _keep(sf: ScanFilter, table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The rows of ``table`` (namespace-named, with extra columns) where ``sf`` is TRUE."""
+    if sf.substrait is None:
+        return sf.apply(table, schema, sf.predicate)
+    expr = pc.Expression.from_substrait(base64.b64decode(sf.substrait))
+    probe = table.select(schema.names).append_column("__pos", pa.array(range(table.num_rows)))
+    return table.take(probe.filter(expr).column("__pos"))
+
+
+def search_target(
+    target: SearchTarget,
+    q: SearchQuery,
+    columns: list[str],
+    sf: ScanFilter | None,
+    prefilter: bool,
+    report: TableReport,
+) -> pa.Table:
+    """The table's candidates: ``columns`` + ``_distance``/``_score`` + ``_rowid``."""
+    src = target.sources.get(q.column)
+    pushed, after, _ = _route(sf, target, prefilter)
+    need = list(columns)
+    if after is not None:
+        need += [c for c in after.columns(target.schema) if c not in need]
+    read = list(dict.fromkeys(target.sources[c] for c in need if target.sources.get(c)))
+    ds = target.dataset
+    k = q.k
+    if after is not None and prefilter:
+        k = max(int(report.rows), 1)  # rank every row passing the pushed part
+    # the score asked for by name (pylance warns that it will stop adding it by itself)
+    kw: dict[str, Any] = {"columns": [*read, score_column(q.kind)], "with_row_id": True}
+    if pushed is not None:
+        kw.update(filter=pushed, prefilter=True)
+    if src is None or k <= 0:
+        return _empty(target, need, q)
+    if q.kind == "vector":
+        nearest: dict[str, Any] = {"column": src, "q": q.query, "k": k}
+        nearest["use_index"] = report.mode == "index"
+        for name in ("metric", "nprobes", "ef"):
+            if getattr(q, name) is not None:
+                nearest[name] = getattr(q, name)
+        refine = q.refine_factor
+        if refine is None and report.mode == "index" and report.index_type != "IVF_FLAT":
+            refine = DEFAULT_REFINE
+        if refine is not None and report.mode == "index":
+            nearest["refine_factor"] = refine
+        out = ds.to_table(nearest=nearest, **kw)
+    else:
+        from lance.query import MatchQuery
+
+        out = ds.to_table(full_text_query=MatchQuery(q.query, src), limit=k, **kw)
+    result = _named(target, out, need, q)
+    if after is not None:
+        result = _keep(after, result, target.schema)
+        result = _top(result, q.kind, q.k)
+    return result.select([*columns, score_column(q.kind), "_rowid"])
+
+
+#: refine_factor used with quantized vector indexes when none is given (recall; docs/search.md).
+DEFAULT_REFINE = 5
+
+
+def score_column(kind: str) -> str:
+    return "_distance" if kind == "vector" else "_score"
+
+
+def _top(t: pa.Table, kind: str, k: int) -> pa.Table:
+    col = score_column(kind)
+    order = "ascending" if kind == "vector" else "descending"
+    idx = pc.sort_indices(t, [(col, order), ("_rowid", "ascending")])
+    return t.take(idx[:k])
+
+
+def _named(target: SearchTarget, out: pa.Table, need: list[str], q: SearchQuery) -> pa.Table:
+    arrays, fields = [], []
+    for name in need:
+        f = target.schema.field(name)
+        src = target.sources.get(name)
+        if src is None:
+            arrays.append(pa.nulls(out.num_rows, f.type))
+        else:
+            col = out.column(src)
+            arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
+        fields.append(f)
+    sc = score_column(q.kind)
+    arrays += [out.column(sc).cast(pa.float32()), out.column("_rowid").cast(pa.uint64())]
+    fields += [pa.field(sc, pa.float32()), pa.field("_rowid", pa.uint64())]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _empty(target: SearchTarget, need: list[str], q: SearchQuery) -> pa.Table:
+    fields = [target.schema.field(n) for n in need]
+    fields += [pa.field(score_column(q.kind), pa.float32()), pa.field("_rowid", pa.uint64())]
+    return pa.schema(fields).empty_table()
+
+
+def as_query_vector(query: Any, column: str, field: pa.Field) -> np.ndarray:
+    """``query`` as a float32 vector of the column's dimension (typed error otherwise)."""
+    t = field.type
+    if not (pa.types.is_fixed_size_list(t) or pa.types.is_list(t)):
+        raise SearchError(
+            f"vector search needs a vector column (fixed-size list of floats); column "
+            f"{column!r} is {t}"
+        )
+    try:
+        vec = np.asarray(query, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise SearchError(f"query for column {column!r} is not a vector of numbers") from exc
+    if pa.types.is_fixed_size_list(t) and vec.size != t.list_size:
+        raise SearchError(
+            f"query vector has {vec.size} values; column {column!r} holds {t.list_size}"
+        )
+    return vec
+
+
+__all__ = [
+    "DEFAULT_REFINE",
+    "SearchError",
+    "SearchQuery",
+    "SearchTarget",
+    "TableReport",
+    "as_query_vector",
+    "plan_table",
+    "score_column",
+    "search_target",
+]
