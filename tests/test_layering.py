@@ -35,22 +35,15 @@ MAX_LINES = 450
 ALLOWED_CYCLES: list[set[str]] = [
     {
         "lance_sql.tables.namespace.bounds",
-        "lance_sql.tables.namespace.cleanup",
-        "lance_sql.tables.namespace.delete",
-        "lance_sql.tables.namespace.evolution",
         "lance_sql.tables.namespace.indexes",
         "lance_sql.tables.namespace.key_filters",
-        "lance_sql.tables.namespace.maintenance",
-        "lance_sql.tables.namespace.merge",
         "lance_sql.tables.namespace.mutation",
-        "lance_sql.tables.namespace.namespace",
-        "lance_sql.tables.namespace.overwrite",
-        "lance_sql.tables.namespace.repair",
         "lance_sql.tables.namespace.staging",
         "lance_sql.tables.namespace.write_stats",
         "lance_sql.tables.namespace.writer",
         "lance_sql.tables.namespace.writer_staging",
     },
+    {"lance_sql.tables.namespace.namespace", "lance_sql.tables.namespace.repair"},
 ]
 
 # Imports of a higher layer from a lower one (importer, imported).
@@ -83,7 +76,6 @@ ALLOWED_SAME_NAMES: dict[str, int] = {
 # Transform-name comparisons outside the transform tree: file -> most matches allowed.
 TRANSFORM_TREE = "lance_sql/planning/transforms/"
 ALLOWED_TRANSFORM_NAME_COMPARISONS: dict[str, int] = {
-    "lance_sql/engines/datafusion/dml_create.py": 3,
     "lance_sql/planning/arrow_expr.py": 3,
     "lance_sql/planning/evaluate.py": 6,
     "lance_sql/planning/joins/compatibility.py": 16,
@@ -151,7 +143,17 @@ def _raw_imports(path: Path) -> Iterator[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text(), filename=str(path))
     uses_import_module = "import_module" in path.read_text()
+    # imports under ``if TYPE_CHECKING:`` never run: annotations only, not dependencies
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

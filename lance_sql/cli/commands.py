@@ -107,6 +107,7 @@ def inspect_report(root: str) -> dict[str, Any]:
         storage_by_partition,
     )
     from lance_sql.tables.namespace.spec import source_fields
+    from lance_sql.tables.namespace.spec_text import field_text
     from lance_sql.tables.namespace.spec_text import time_partition_warnings as time_warnings
 
     ns = open_namespace(root)
@@ -151,7 +152,7 @@ def inspect_report(root: str) -> dict[str, Any]:
         ],
         "specs": {str(k): v.to_json() for k, v in sorted(ns.specs.items())},
         "spec_text": {
-            str(k): [_describe_field(f.to_json(), names) for f in v.fields]
+            str(k): [field_text(f.to_json(), names) for f in v.fields]
             for k, v in sorted(ns.specs.items())
         },
         "partitions_per_spec": {str(k): per_spec.get(k, 0) for k in sorted(ns.specs)},
@@ -225,18 +226,6 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
         f" reclaimable by expire + compact: {human_size(rep['reclaimable_bytes'])}\n"
     )
     return 0
-
-
-def _describe_field(f: dict[str, Any], names: dict[int, str]) -> str:
-    """``field_id=bucket(16, customer_id)``: the spec text form, sources by column name."""
-    t = f.get("transform")
-    if t is None:
-        return f"{f['field_id']}=<{f.get('expression')}>"
-    cols = [names.get(s, f"<field {s}>") for s in f.get("source_ids", [])]
-    arg = t.get("num_buckets") or t.get("width")
-    kind = "bucket" if t["type"] == "multi_bucket" else t["type"]
-    args = ", ".join([str(arg), *cols] if arg else cols)
-    return f"{f['field_id']}={kind}({args})"
 
 
 def partitions_json(root: str, where: str | None) -> dict[str, Any]:

@@ -41,9 +41,9 @@ def _add_bindings(p: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from lance_sql import __version__
+    from importlib.metadata import version
 
-    return __version__
+    return version("lance-sql")
 
 
 def build_parser() -> argparse.ArgumentParser:

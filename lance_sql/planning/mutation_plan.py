@@ -62,6 +62,11 @@ class PruningFilterPlanner:
         partial = tuple(o for o, r in zip(ids, plan.residuals, strict=True) if r != TRUE)
         return FilterClassification(expr, covered, partial)
 
+    def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
+        from lance_sql.planning.search import search
+
+        return search(ns, *args, **kwargs)
+
 
 register_filter_planner(PruningFilterPlanner())
 

@@ -87,22 +87,22 @@ def merge(spark: Any, root: str, source: Any, on: Any, **kwargs: Any) -> Any:
 
 
 def read_blob_bytes(spark: Any, root: str, column: str, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.blobs.read_blob_bytes`."""
-    from lance_sql.engines.spark.blobs import read_blob_bytes as impl
+    """See :func:`lance_sql.engines.spark.blob_reads.read_blob_bytes`."""
+    from lance_sql.engines.spark.blob_reads import read_blob_bytes as impl
 
     return impl(spark, root, column, **kwargs)
 
 
 def search(spark: Any, root: str, column: str, query: Any, k: int = 10, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.search.search`."""
-    from lance_sql.engines.spark.search import search as impl
+    """See :func:`lance_sql.engines.spark.search_tasks.search`."""
+    from lance_sql.engines.spark.search_tasks import search as impl
 
     return impl(spark, root, column, query, k, **kwargs)
 
 
 def search_batch(spark: Any, root: str, queries: Any, column: str, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.search.search_batch`."""
-    from lance_sql.engines.spark.search import search_batch as impl
+    """See :func:`lance_sql.engines.spark.search_tasks.search_batch`."""
+    from lance_sql.engines.spark.search_tasks import search_batch as impl
 
     return impl(spark, root, queries, column, **kwargs)
 

@@ -392,3 +392,27 @@ def top_level_ids(schema: pa.Schema) -> dict[int, int]:
 def dumps(obj: Any) -> str:
     """Compact, deterministic JSON (the form stored in ``__manifest`` metadata)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
+    """``schema`` with every field id (nested ones too) raised by ``offset``."""
+
+    def shift(f: pa.Field) -> pa.Field:
+        md = dict(f.metadata or {})
+        fid = field_id_of(f)
+        if fid is not None:
+            md[FIELD_ID_KEY.encode()] = str(fid + offset).encode()
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([shift(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_large_list(t):
+            t = pa.large_list(shift(t.value_field))
+        elif pa.types.is_fixed_size_list(t):
+            t = pa.list_(shift(t.value_field), t.list_size)
+        elif pa.types.is_list(t):
+            t = pa.list_(shift(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(shift(t.key_field), shift(t.item_field), keys_sorted=t.keys_sorted)
+        return pa.field(f.name, t, f.nullable, md)
+
+    return pa.schema([shift(f) for f in schema])

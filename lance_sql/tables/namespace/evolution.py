@@ -19,9 +19,9 @@ from lance_sql.tables.namespace import nested_evolution as nested
 from lance_sql.tables.namespace.arrow_json import (
     assign_field_ids,
     dumps,
-    field_id_of,
     field_ids,
     schema_to_json,
+    shift_ids,
 )
 from lance_sql.tables.namespace.field_map import (
     canonical_schema,
@@ -164,28 +164,4 @@ def _commit_schema(ns: PartitionedNamespace, schema: pa.Schema) -> None:
     ns._set_snapshot(snap)
 
 
-def shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
-    from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY
-
-    def shift(f: pa.Field) -> pa.Field:
-        md = dict(f.metadata or {})
-        fid = field_id_of(f)
-        if fid is not None:
-            md[FIELD_ID_KEY.encode()] = str(fid + offset).encode()
-        t = f.type
-        if pa.types.is_struct(t):
-            t = pa.struct([shift(t.field(i)) for i in range(t.num_fields)])
-        elif pa.types.is_large_list(t):
-            t = pa.large_list(shift(t.value_field))
-        elif pa.types.is_fixed_size_list(t):
-            t = pa.list_(shift(t.value_field), t.list_size)
-        elif pa.types.is_list(t):
-            t = pa.list_(shift(t.value_field))
-        elif pa.types.is_map(t):
-            t = pa.map_(shift(t.key_field), shift(t.item_field), keys_sorted=t.keys_sorted)
-        return pa.field(f.name, t, f.nullable, md)
-
-    return pa.schema([shift(f) for f in schema])
-
-
-__all__ = ["add_columns", "add_spec", "drop_columns", "rename_column", "shift_ids"]
+__all__ = ["add_columns", "add_spec", "drop_columns", "rename_column"]

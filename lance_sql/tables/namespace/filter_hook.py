@@ -44,6 +44,10 @@ class FilterPlanner(Protocol):
         """Prune ``ns``'s partition tables for ``filter`` (strict and inclusive projections)."""
         ...
 
+    def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
+        """Vector, full-text or hybrid search of ``ns``, pruned for its ``where``."""
+        ...
+
 
 _PLANNER: FilterPlanner | None = None
 _LOADER: Callable[[], object] | None = None
@@ -78,6 +82,9 @@ class NoPruning:
 
         expr = filter if isinstance(filter, pc.Expression) else None
         return FilterClassification(expr, (), tuple(e.object_id for e in ns.tables()))
+
+    def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
+        raise LanceSqlError("search needs the planning layer: import lance_sql first")
 
 
 def filter_planner() -> FilterPlanner:

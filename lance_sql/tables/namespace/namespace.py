@@ -22,13 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SpecError
-from lance_sql.tables.namespace import blobs, evolution, indexes
+from lance_sql.tables.namespace import blobs, evolution
 from lance_sql.tables.namespace.arrow_json import (
     dumps,
     schema_to_json,
 )
 from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
-from lance_sql.tables.namespace.indexes import NamespaceIndex
 from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -441,37 +440,6 @@ class PartitionedNamespace(SearchMethods):
         :func:`~lance_sql.tables.namespace.cleanup.cleanup_namespace`.
         """
         return cleanup_namespace(self, older_than=older_than, dry_run=dry_run)
-
-    # -- scalar indexes (:mod:`.indexes`) ---------------------------------------------------
-    def create_scalar_index(
-        self,
-        column: str,
-        index_type: str = "BTREE",
-        *,
-        name: str | None = None,
-        replace: bool = False,
-        **params: Any,
-    ) -> NamespaceIndex:
-        """Build a Lance scalar index on ``column`` in every partition table (one commit).
-
-        Later writes keep it: new partitions get it built, appended ones get
-        their new rows added, in the commit that publishes them.
-        """
-        return indexes.create_scalar_index(
-            self, column, index_type, name=name, replace=replace, **params
-        )
-
-    def list_indexes(self) -> list[NamespaceIndex]:
-        """The namespace's scalar indexes (as of this snapshot)."""
-        return indexes.read_indexes(self._snapshot.properties)
-
-    def drop_index(self, name: str) -> None:
-        """Drop the scalar index ``name`` from every partition table (one commit)."""
-        indexes.drop_index(self, name)
-
-    def index_coverage(self) -> pa.Table:
-        """Per partition table and index: rows, indexed rows, unindexed fragments."""
-        return indexes.index_coverage(self)
 
     # -- evolution (:mod:`.evolution`) ---------------------------------------------------------
     def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField] | str) -> PartitionSpec:

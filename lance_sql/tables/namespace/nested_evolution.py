@@ -24,7 +24,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.arrow_json import assign_field_ids, field_ids
+from lance_sql.tables.namespace.arrow_json import assign_field_ids, field_ids, shift_ids
 from lance_sql.tables.namespace.field_map import canonical_schema, marked_field
 
 DROPPED_KEY = b"lance_sql:dropped_nested_paths"
@@ -58,7 +58,6 @@ def _rebuild_list(t: pa.DataType, value: pa.Field) -> pa.DataType:
 
 def _new_field(f: pa.Field, next_id: int) -> tuple[pa.Field, int]:
     """``f`` (nullable, canonical types) with ids from ``next_id``, depth-first."""
-    from lance_sql.tables.namespace.evolution import shift_ids
 
     plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
     shifted = shift_ids(assign_field_ids(plain), next_id)

@@ -1,8 +1,8 @@
 """``PartitionedNamespace`` methods for indexes of every kind and search (a mixin).
 
 The search itself plans with the pruning planner, a layer above this one: the
-method reaches it through the package root (``lance_sql.search``), which sits
-above every layer, as the row operations reach their filter planner.
+method reaches it through the planner the planning layer registers
+(:mod:`.filter_hook`), as the row operations do.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from lance_sql.tables.namespace import indexes
+from lance_sql.tables.namespace.filter_hook import filter_planner
 
 
 class SearchMethods:
@@ -37,6 +38,41 @@ class SearchMethods:
             **params,
         )
 
+    def create_scalar_index(
+        self,
+        column: str,
+        index_type: str = "BTREE",
+        *,
+        name: str | None = None,
+        replace: bool = False,
+        **params: Any,
+    ) -> indexes.NamespaceIndex:
+        """Build a Lance scalar index on ``column`` in every partition table (one commit).
+
+        Later writes keep it: new partitions get it built, appended ones get
+        their new rows added, in the commit that publishes them.
+        """
+        return indexes.create_scalar_index(
+            self,  # type: ignore[arg-type]
+            column,
+            index_type,
+            name=name,
+            replace=replace,
+            **params,
+        )
+
+    def list_indexes(self) -> list[indexes.NamespaceIndex]:
+        """The namespace's scalar indexes (as of this snapshot)."""
+        return indexes.read_indexes(self._snapshot.properties)  # type: ignore[attr-defined]
+
+    def drop_index(self, name: str) -> None:
+        """Drop the scalar index ``name`` from every partition table (one commit)."""
+        indexes.drop_index(self, name)  # type: ignore[arg-type]
+
+    def index_coverage(self) -> Any:
+        """Per partition table and index: rows, indexed rows, unindexed fragments."""
+        return indexes.index_coverage(self)  # type: ignore[arg-type]
+
     def optimize_indexes(self) -> int:
         """Build missing indexes and add unindexed rows in every partition table (one commit).
 
@@ -48,9 +84,7 @@ class SearchMethods:
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
         """Vector, full-text or hybrid search: see :func:`lance_sql.search` (docs/search.md)."""
-        import lance_sql
-
-        return lance_sql.search(self, *args, **kwargs)
+        return filter_planner().search(self, *args, **kwargs)
 
 
 __all__ = ["SearchMethods"]

@@ -261,8 +261,26 @@ def _source_label(obj: Mapping[str, Any], names: Mapping[int, str]) -> str | Non
     return ", ".join(str(s) for s in srcs)
 
 
+#: the text form's name of a stored transform type, where the two differ
+_TEXT_NAMES = {"multi_bucket": "bucket"}
+
+
+def field_text(field: Mapping[str, Any], names: Mapping[int, str]) -> str:
+    """``field_id=bucket(16, customer_id)``: a stored spec field in the text form, sources
+    named by column (``names``: field id -> column name)."""
+    t = field.get("transform")
+    if t is None:
+        return f"{field['field_id']}=<{field.get('expression')}>"
+    cols = [names.get(s, f"<field {s}>") for s in field.get("source_ids", [])]
+    arg = t.get("num_buckets") or t.get("width")
+    kind = _TEXT_NAMES.get(t["type"], t["type"])
+    args = ", ".join([str(arg), *cols] if arg else cols)
+    return f"{field['field_id']}={kind}({args})"
+
+
 __all__ = [
     "EXPANSIONS",
+    "field_text",
     "is_spec_text",
     "parse_spec_text",
     "spec_fields",
