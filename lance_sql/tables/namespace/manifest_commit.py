@@ -1,0 +1,372 @@
+"""``__manifest`` commits that write only the rows they change, and reads by fragment.
+
+A row change (a new ``read_version``, a new partition, a dropped table) is one
+Lance ``Update`` commit against the version the writer read: the changed and
+new rows are written as a new fragment, the rows they replace get deletion
+vectors (or their fragment is removed), so the bytes written follow the change,
+not the number of partitions. Readers see the whole commit or none of it.
+
+Lance resolves an ``Update`` against commits made since its read version by
+fragment: two commits touching one fragment conflict (the later one raises and
+is rebased by the caller), commits touching disjoint fragments both land. So a
+commit must touch every row whose concurrent change would make it wrong: the
+rows it changes or removes (a concurrent change of the same partition
+conflicts), and, for every row it adds, that row's existing ancestors (a
+concurrent commit creating the same partition namespace, or removing the parent,
+touches them too). A commit that adds a top-level row (a spec version's first
+partition) or changes the columns or root properties rewrites the whole table
+with an ``Overwrite``, which conflicts with any concurrent commit.
+
+Fragment count: a commit also rewrites the newest fragments while each holds
+no more live rows than the rows being written (a binary counter: every row is
+rewritten O(log n) times, O(log n) fragments remain), removes fragments left
+with no live row, and rewrites a fragment instead of marking more than half of
+its rows (or over :data:`MAX_MARKED` rows) deleted.
+
+Reads keep the rows of the fragments last read or written per ``__manifest``
+(:data:`_STATE`); a newer version reads only fragments it does not share with
+them (and the live rows of fragments whose deletion vector changed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAX_FRAGMENTS = 64  # beyond this many fragments a commit rewrites the newest ones anyway
+MAX_MARKED = 4096  # rows of one fragment marked deleted by one commit before it is rewritten
+_STATES_PER_TABLE = 4
+_TABLES = 64
+ADDR = "_rowaddr"
+
+
+@dataclass(frozen=True)
+class Committed:
+    """Rows of one ``__manifest`` version and where each lives (fragment id << 32 | offset)."""
+
+    version: int
+    frags: tuple[Any, ...]  # per fragment: (id, data file paths, deletion file)
+    rows: pa.Table
+    addresses: np.ndarray
+
+
+# __manifest uri -> version -> Committed (the few versions read or written last)
+_STATE: OrderedDict[str, OrderedDict[int, Committed]] = OrderedDict()
+_LOCK = threading.Lock()  # writers on threads share it
+
+
+def _frag_key(meta: Any) -> tuple[Any, ...]:
+    d = meta.deletion_file
+    deletion = None if d is None else (d.id, d.read_version, d.num_deleted_rows, d.file_type)
+    return (meta.id, tuple(f.path for f in meta.files), deletion)
+
+
+def fragment_keys(ds: Any) -> tuple[Any, ...]:
+    return tuple(_frag_key(f.metadata) for f in ds.get_fragments())
+
+
+def _remember(uri: str, state: Committed) -> None:
+    with _LOCK:
+        per = _STATE.pop(uri, None) or OrderedDict()
+        per.pop(state.version, None)
+        per[state.version] = state
+        while len(per) > _STATES_PER_TABLE:
+            per.popitem(last=False)
+        _STATE[uri] = per
+        while len(_STATE) > _TABLES:
+            _STATE.popitem(last=False)
+
+
+def _find(uri: str, version: int | None = None) -> Committed | None:
+    with _LOCK:
+        per = _STATE.get(uri)
+        if not per:
+            return None
+        if version is None:
+            return max(per.values(), key=lambda c: c.version)
+        return per.get(version)
+
+
+def _slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
+    """fragment id -> (start, stop) of its rows (rows are stored in fragment order)."""
+    if not len(addresses):
+        return {}
+    fids = (addresses >> np.uint64(32)).astype(np.int64)
+    cuts = np.flatnonzero(np.diff(fids)) + 1
+    starts = np.concatenate([[0], cuts])
+    stops = np.concatenate([cuts, [len(fids)]])
+    return {int(fids[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
+
+
+def load_rows(uri: str, ds: Any) -> pa.Table:
+    """All rows of open ``__manifest`` ``ds``, reading only fragments not cached for it."""
+    frags = ds.get_fragments()
+    keys = tuple(_frag_key(f.metadata) for f in frags)
+    prev = _find(uri)
+    if prev is not None and prev.version == ds.version and prev.frags == keys:
+        return prev.rows
+    known = {k[0]: k for k in prev.frags} if prev is not None else {}
+    where = _slices(prev.addresses) if prev is not None else {}
+    pieces: list[tuple[pa.Table, np.ndarray] | Any] = []
+    missing = []
+    for f, k in zip(frags, keys, strict=True):
+        old = known.get(k[0])
+        if prev is None or old is None or old[1] != k[1] or k[0] not in where:
+            pieces.append(f)
+            missing.append(f)
+            continue
+        a, b = where[k[0]]
+        rows, addrs = prev.rows.slice(a, b - a), prev.addresses[a:b]
+        if old[2] != k[2]:  # a new deletion vector: keep the rows still live
+            live = f.to_table(columns=[], with_row_address=True).column(ADDR).to_numpy()
+            keep = np.isin(addrs, live)
+            rows, addrs = rows.filter(pa.array(keep)), addrs[keep]
+        pieces.append((rows, addrs))
+    read: dict[int, tuple[pa.Table, np.ndarray]] = {}
+    if missing:
+        table = ds.scanner(fragments=missing, with_row_address=True).to_table()
+        addrs = table.column(ADDR).to_numpy()
+        table = table.drop_columns([ADDR])
+        for fid, (a, b) in _slices(addrs).items():
+            read[fid] = (table.slice(a, b - a), addrs[a:b])
+    tables, arrays = [], []
+    for p in pieces:
+        rows, addrs = p if isinstance(p, tuple) else read.get(p.fragment_id, (None, None))
+        if rows is None:
+            continue
+        tables.append(rows)
+        arrays.append(addrs)
+    schema = ds.schema
+    out = (
+        pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t in tables])
+        if tables
+        else schema.empty_table()
+    )
+    out = out.combine_chunks()
+    addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
+    _remember(uri, Committed(int(ds.version), keys, out, addresses.astype(np.uint64)))
+    return out
+
+
+def seed_overwrite(uri: str, ds: Any, rows: pa.Table) -> None:
+    """Record ``rows`` as the rows of ``ds``, just written whole (one run per fragment)."""
+    arrays = [
+        (np.uint64(f.fragment_id) << np.uint64(32))
+        + np.arange(f.metadata.physical_rows, dtype=np.uint64)
+        for f in ds.get_fragments()
+    ]
+    addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
+    if len(addresses) == rows.num_rows:
+        _remember(uri, Committed(int(ds.version), fragment_keys(ds), rows, addresses))
+
+
+def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Per row: ``a`` and ``b`` hold the same value (NULL equals NULL)."""
+    a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    b = b.combine_chunks() if isinstance(b, pa.ChunkedArray) else b
+    both_null = np.asarray(pc.and_(pc.is_null(a), pc.is_null(b)))
+    t = a.type
+    if pa.types.is_nested(t) or pa.types.is_dictionary(t):
+        out = both_null.copy()
+        check = np.flatnonzero(~both_null)
+        la, lb = a.take(check).to_pylist(), b.take(check).to_pylist()
+        out[check] = [x == y for x, y in zip(la, lb, strict=True)]
+        return out
+    eq = np.asarray(pc.fill_null(pc.equal(a, b), False))
+    return eq | both_null
+
+
+def repinned(
+    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
+) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
+    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
+    holds a row per partition and per partition namespace)."""
+    oids = rows.column("object_id")
+    if versions:
+        at = rows.schema.get_field_index("read_version")
+        old = rows.column(at)
+        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
+        new = pc.take(pa.array(list(versions.values()), old.type), idx)
+        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
+    if dropped:
+        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
+        rows = rows.filter(pc.invert(gone))
+    return rows
+
+
+@dataclass
+class Change:
+    """What one commit writes: rows to write, base rows kept, fragments removed."""
+
+    keep: np.ndarray  # per base row: stays where it is
+    write: pa.Table  # rows of the new fragment (rewritten, changed and new rows)
+    top_level_add: bool
+
+
+def plan_change(base: Committed, rows: pa.Table) -> Change | None:
+    """The rows of ``rows`` (all rows of the next version) that differ from ``base``; None
+    when the rows cannot be matched by object id (duplicate ids)."""
+    old_ids = base.rows.column("object_id")
+    new_ids = rows.column("object_id")
+    if pc.count_distinct(old_ids).as_py() != len(old_ids):
+        return None
+    if pc.count_distinct(new_ids).as_py() != len(new_ids):
+        return None
+    idx = pc.index_in(new_ids, value_set=old_ids)
+    matched = np.asarray(pc.is_valid(idx))
+    pos = np.asarray(pc.fill_null(idx, 0)).astype(np.int64)
+    same = matched.copy()
+    if base.rows.num_rows:
+        taken = base.rows.take(pa.array(pos))
+        for name in rows.column_names:
+            if not same.any():
+                break
+            same &= _same(rows.column(name), taken.column(name))
+    else:
+        same[:] = False
+    keep = np.zeros(base.rows.num_rows, bool)
+    keep[pos[same]] = True
+    added = np.flatnonzero(~matched)
+    top_level = False
+    touch: set[str] = set()
+    if len(added):
+        old_at = {o: i for i, o in enumerate(old_ids.to_pylist())}
+        for oid in new_ids.take(pa.array(added)).to_pylist():
+            parts = oid.split("$")
+            if len(parts) == 1:
+                top_level = True
+            for i in range(1, len(parts)):
+                touch.add("$".join(parts[:i]))
+        touched = [old_at[o] for o in touch if o in old_at]
+        touched = [i for i in touched if keep[i]]
+        keep[touched] = False
+        rewrite = base.rows.take(pa.array(sorted(touched), pa.int64()))
+    else:
+        rewrite = rows.schema.empty_table()
+    write = pa.concat_tables([rewrite.cast(rows.schema), rows.filter(pa.array(~same))])
+    return Change(keep, write, top_level)
+
+
+def fragment_plan(
+    base: Committed, change: Change
+) -> tuple[list[int], dict[int, np.ndarray], np.ndarray]:
+    """(fragments removed, base addresses to mark deleted per kept fragment, base rows
+    rewritten into the new fragment) under the compaction policy of the module."""
+    where = _slices(base.addresses)
+    order = [k[0] for k in base.frags if k[0] in where]
+    removed: list[int] = []
+    rewrite = np.zeros(len(change.keep), bool)
+    marks: dict[int, np.ndarray] = {}
+    live = {fid: int(change.keep[a:b].sum()) for fid, (a, b) in where.items()}
+    for fid in order:
+        a, b = where[fid]
+        dead = (b - a) - live[fid]
+        if live[fid] == 0:
+            removed.append(fid)
+        elif dead and (dead * 2 > b - a or dead > MAX_MARKED):
+            removed.append(fid)
+            rewrite[a:b] = change.keep[a:b]
+    acc = change.write.num_rows + int(rewrite.sum())
+    remaining = [fid for fid in order if fid not in set(removed)]
+    while remaining:
+        fid = remaining[-1]
+        if live[fid] > acc and len(remaining) + 1 <= MAX_FRAGMENTS:
+            break
+        remaining.pop()
+        removed.append(fid)
+        a, b = where[fid]
+        rewrite[a:b] = change.keep[a:b]
+        acc += live[fid]
+    gone = set(removed)
+    for fid in remaining:
+        a, b = where[fid]
+        if fid in gone or live[fid] == b - a:
+            continue
+        marks[fid] = base.addresses[a:b][~change.keep[a:b]]
+    return removed, marks, rewrite
+
+
+def commit_update(
+    uri: str,
+    base_version: int,
+    rows: pa.Table,
+    storage_options: Mapping[str, str] | None,
+) -> Any | None:
+    """Commit ``rows`` (the next version's rows, ``__manifest``'s own schema) as an ``Update``
+    of ``base_version`` writing only what changed; returns the new dataset, or None when
+    this commit must rewrite the table (see the module docstring). Raises pylance's
+    commit conflict when a concurrent commit touched the same fragments."""
+    import lance
+    from lance.fragment import write_fragments
+
+    base = _find(uri, base_version)
+    if base is None:
+        return None
+    opts = dict(storage_options) if storage_options else None
+    ds = lance.dataset(uri, version=base_version, storage_options=opts)
+    if fragment_keys(ds) != base.frags or not rows.schema.equals(ds.schema):
+        return None
+    change = plan_change(base, rows)
+    if change is None or change.top_level_add:
+        return None
+    if change.write.num_rows == 0 and change.keep.all():
+        return None  # nothing changes: (rare) the caller commits as before
+    removed, marks, rewrite = fragment_plan(base, change)
+    moved = base.rows.filter(pa.array(rewrite))
+    write = pa.concat_tables([moved, change.write]) if moved.num_rows else change.write
+    new_frags = (
+        write_fragments(write, uri, schema=ds.schema, mode="append", storage_options=opts)
+        if write.num_rows
+        else []
+    )
+    updated = []
+    for fid, addrs in marks.items():
+        got = ds.get_fragment(fid).delete(f"{ADDR} IN ({','.join(map(str, addrs.tolist()))})")
+        if got is None:
+            removed.append(fid)
+        else:
+            updated.append(got)
+    op = lance.LanceOperation.Update(
+        removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new_frags
+    )
+    out = lance.LanceDataset.commit(
+        uri, op, read_version=base_version, storage_options=opts, max_retries=0
+    )
+    if int(out.version) == base_version + 1:
+        stay = change.keep & ~rewrite
+        gone = set(removed)
+        for fid, (a, b) in _slices(base.addresses).items():
+            if fid in gone:
+                stay[a:b] = False
+        old = {k[0] for k in base.frags}
+        new_ids = [f for f in out.get_fragments() if f.fragment_id not in old]
+        arrays = [base.addresses[stay]] + [
+            (np.uint64(f.fragment_id) << np.uint64(32))
+            + np.arange(f.metadata.physical_rows, dtype=np.uint64)
+            for f in new_ids
+        ]
+        kept = base.rows.filter(pa.array(stay))
+        all_rows = pa.concat_tables([kept, write]).combine_chunks()
+        addresses = np.concatenate(arrays)
+        if len(addresses) == all_rows.num_rows:
+            _remember(uri, Committed(int(out.version), fragment_keys(out), all_rows, addresses))
+    return out
+
+
+__all__ = [
+    "MAX_FRAGMENTS",
+    "MAX_MARKED",
+    "commit_update",
+    "fragment_keys",
+    "load_rows",
+    "repinned",
+    "seed_overwrite",
+]
