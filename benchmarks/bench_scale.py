@@ -123,9 +123,9 @@ def bench_point(root: Path, p: int, repeat: int) -> float:
 
 
 def bench_bounds(root: Path) -> tuple[float, float]:
+    from lance_sql.planning.scan_plan import plan_scan
     from lance_sql.tables.namespace.manifest_commit import _STATE
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
-    from lance_sql.planning.scan_plan import plan_scan
 
     _STATE.clear()
     t0 = time.perf_counter()
@@ -185,8 +185,14 @@ def main() -> None:
         append_s, append_bytes = bench_append(ns, root, p, args.repeat)
         point_s = bench_point(root, p, args.repeat)
         bounds_s, pylance_s = bench_bounds(root)
-        results[p] = {"build_s": made, "append_s": append_s, "append_bytes": append_bytes,
-                      "point_s": point_s, "bounds_s": bounds_s, "pylance_s": pylance_s}
+        results[p] = {
+            "build_s": made,
+            "append_s": append_s,
+            "append_bytes": append_bytes,
+            "point_s": point_s,
+            "bounds_s": bounds_s,
+            "pylance_s": pylance_s,
+        }
         print(f"P={p}: {results[p]}", flush=True)
         if p == args.concurrent_p and args.seconds > 0:
             one = bench_writers(root, p, args.seconds / 2, 1)
@@ -196,15 +202,19 @@ def main() -> None:
             got = ns.to_table(filter=pa.compute.field("id") >= 3 * 10**9).num_rows
             ns.expire_versions(older_than=timedelta(0))
             orphan = ns.cleanup(older_than=timedelta(0), dry_run=True).bytes
-            print(f"writers P={p}: one {one} four {four} ratio "
-                  f"{four['per_s'] / max(one['per_s'], 1e-9):.2f} rows {got}/{expected} "
-                  f"orphaned bytes after expire_versions {orphan}", flush=True)
+            print(
+                f"writers P={p}: one {one} four {four} ratio "
+                f"{four['per_s'] / max(one['per_s'], 1e-9):.2f} rows {got}/{expected} "
+                f"orphaned bytes after expire_versions {orphan}",
+                flush=True,
+            )
     ps = sorted(results)
     lo, hi = ps[0], ps[-1]
     print(f"append ratio P={hi}/P={lo}: {results[hi]['append_s'] / results[lo]['append_s']:.2f}")
     print(f"point ratio P={hi}/P={lo}: {results[hi]['point_s'] / results[lo]['point_s']:.2f}")
-    print(f"bounds / pylance read at P={hi}: "
-          f"{results[hi]['bounds_s'] / results[hi]['pylance_s']:.2f}")
+    print(
+        f"bounds / pylance read at P={hi}: {results[hi]['bounds_s'] / results[hi]['pylance_s']:.2f}"
+    )
 
 
 if __name__ == "__main__":

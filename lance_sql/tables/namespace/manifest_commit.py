@@ -17,11 +17,13 @@ touches them too). A commit that adds a top-level row (a spec version's first
 partition) or changes the columns or root properties rewrites the whole table
 with an ``Overwrite``, which conflicts with any concurrent commit.
 
-Fragment count: a commit also rewrites the newest fragments while each holds
-no more live rows than the rows being written (a binary counter: every row is
-rewritten O(log n) times, O(log n) fragments remain), removes fragments left
-with no live row, and rewrites a fragment instead of marking more than half of
-its rows (or over :data:`MAX_MARKED` rows) deleted.
+Fragment count: once ``__manifest`` has :data:`MIN_FRAGMENTS` fragments, a
+commit also rewrites the newest fragments while each holds no more live rows
+than the rows being written (a binary counter: every row is rewritten
+O(log n) times, MIN_FRAGMENTS + O(log n) fragments remain); it removes
+fragments left with no live row, and rewrites a fragment instead of marking
+more than half of its rows (or over :data:`MAX_MARKED` rows) deleted. Until
+then, concurrent writers of disjoint partitions touch disjoint fragments.
 
 Reads keep the rows of the fragments last read or written per ``__manifest``
 (:data:`_STATE`); a newer version reads only fragments it does not share with
@@ -40,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+MIN_FRAGMENTS = 16  # fragments left alone before commits start folding the newest ones
 MAX_FRAGMENTS = 64  # beyond this many fragments a commit rewrites the newest ones anyway
 MAX_MARKED = 4096  # rows of one fragment marked deleted by one commit before it is rewritten
 _STATES_PER_TABLE = 4
@@ -276,7 +279,7 @@ def fragment_plan(
             rewrite[a:b] = change.keep[a:b]
     acc = change.write.num_rows + int(rewrite.sum())
     remaining = [fid for fid in order if fid not in set(removed)]
-    while remaining:
+    while len(remaining) >= MIN_FRAGMENTS:
         fid = remaining[-1]
         if live[fid] > acc and len(remaining) + 1 <= MAX_FRAGMENTS:
             break
@@ -337,9 +340,7 @@ def commit_update(
     op = lance.LanceOperation.Update(
         removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new_frags
     )
-    out = lance.LanceDataset.commit(
-        uri, op, read_version=base_version, storage_options=opts, max_retries=0
-    )
+    out = _commit_or_discard(uri, op, base_version, opts, new_frags, updated)
     if int(out.version) == base_version + 1:
         stay = change.keep & ~rewrite
         gone = set(removed)
@@ -361,9 +362,67 @@ def commit_update(
     return out
 
 
+def commit_overwrite(
+    uri: str,
+    schema: pa.Schema,
+    rows: pa.Table,
+    base_version: int,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    """Replace every row of ``__manifest`` (and its schema) in one ``Overwrite`` commit."""
+    import lance
+    from lance.fragment import write_fragments
+
+    opts = dict(storage_options) if storage_options else None
+    frags = (
+        write_fragments(rows, uri, schema=schema, mode="overwrite", storage_options=opts)
+        if rows.num_rows
+        else []
+    )
+    op = lance.LanceOperation.Overwrite(schema, frags)
+    ds = _commit_or_discard(uri, op, base_version, opts, frags, [])
+    seed_overwrite(uri, ds, rows)
+    return ds
+
+
+def _commit_or_discard(
+    uri: str, op: Any, base_version: int, opts: Any, written: list[Any], marked: list[Any]
+) -> Any:
+    """Commit ``op``; when pylance refuses it (a conflict: nothing was committed), delete
+    the data and deletion files this attempt wrote, so a retry leaves no orphan."""
+    import lance
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        return lance.LanceDataset.commit(
+            uri, op, read_version=base_version, storage_options=opts, max_retries=0
+        )
+    except LanceConflict:
+        _discard(uri, written, marked, opts)
+        raise
+
+
+def _discard(uri: str, written: list[Any], marked: list[Any], opts: Any) -> None:
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.format.storage import resolve
+
+    paths = [f"data/{f.path}" for frag in written for f in frag.files]
+    paths += [m.deletion_file.path(m.id) for m in marked if m.deletion_file is not None]
+    try:
+        loc = resolve(uri, opts)
+        for rel in paths:
+            path = f"{loc.path}/{rel}"
+            if loc.fs.exists(path):
+                loc.fs.rm(path)
+    except (OSError, LanceSqlError):
+        pass  # best effort: cleanup() finds what is left
+
+
 __all__ = [
     "MAX_FRAGMENTS",
     "MAX_MARKED",
+    "MIN_FRAGMENTS",
+    "commit_overwrite",
     "commit_update",
     "fragment_keys",
     "load_rows",

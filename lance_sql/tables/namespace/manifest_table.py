@@ -375,8 +375,6 @@ def commit_rows(
     root ``properties`` added as schema metadata. Raises CommitConflictError
     when a commit since ``snapshot`` conflicts (same rows, or any for a rewrite).
     """
-    from lance.fragment import write_fragments
-
     from lance_sql.tables.namespace import manifest_commit as mc
 
     same = all(snapshot.properties.get(k) == v for k, v in (properties or {}).items())
@@ -390,17 +388,8 @@ def commit_rows(
         schema or snapshot.lance_schema, {**snapshot.properties, **(properties or {})}
     )
     rows = conform_rows(rows, schema)
-    uri = snapshot.uri
-    frags = (
-        write_fragments(
-            rows, uri, schema=schema, mode="overwrite", storage_options=_opts(storage_options)
-        )
-        if rows.num_rows
-        else []
-    )
-    op = _lance().LanceOperation.Overwrite(schema, frags)
-    ds = _commit(uri, op, snapshot.version, storage_options)
-    mc.seed_overwrite(uri, ds, rows)
+    with _conflicts(snapshot.uri, snapshot.version):
+        ds = mc.commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
     return _snapshot(snapshot.root, ds, storage_options, written=rows)
 
 

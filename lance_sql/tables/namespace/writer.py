@@ -98,7 +98,7 @@ class NamespaceWriter(DistributedStaging):
         storage_options: Mapping[str, str] | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         threads: int = 2,
-        max_rebases: int = 8,
+        max_rebases: int = 16,
         write_id: str | None = None,
         staging: bool = False,
         progress: Any = None,
@@ -400,7 +400,7 @@ class NamespaceWriter(DistributedStaging):
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
                     raise
-                time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))  # jittered backoff
+                time.sleep(random.uniform(0, min(0.25, 0.005 * 2**attempt)))  # jittered backoff
                 latest = read_manifest(self.snapshot.root, storage_options=self.storage_options)
                 blocker = self._rebase_blocker(latest)
                 if blocker is not None:
