@@ -302,11 +302,13 @@ def commit_update(
     base_version: int,
     rows: pa.Table,
     storage_options: Mapping[str, str] | None,
+    properties: Mapping[str, str] | None = None,
 ) -> Any | None:
     """Commit ``rows`` (the next version's rows, ``__manifest``'s own schema) as an ``Update``
-    of ``base_version`` writing only what changed; returns the new dataset, or None when
-    this commit must rewrite the table (see the module docstring). Raises pylance's
-    commit conflict when a concurrent commit touched the same fragments."""
+    of ``base_version`` writing only what changed (``properties``: the root properties the
+    result must have); returns the new dataset, or None when it must rewrite the table
+    (see the module docstring). Raises pylance's commit conflict when a concurrent commit
+    touched the same fragments."""
     import lance
     from lance.fragment import write_fragments
 
@@ -317,6 +319,11 @@ def commit_update(
     ds = lance.dataset(uri, version=base_version, storage_options=opts)
     if fragment_keys(ds) != base.frags or not rows.schema.equals(ds.schema):
         return None
+    if properties is not None:
+        from lance_sql.tables.namespace.manifest_table import root_properties
+
+        if root_properties(ds) != dict(properties):
+            return None  # new root properties: they go with the rows (an Overwrite)
     change = plan_change(base, rows)
     if change is None or change.top_level_add:
         return None

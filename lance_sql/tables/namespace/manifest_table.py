@@ -377,16 +377,14 @@ def commit_rows(
     """
     from lance_sql.tables.namespace import manifest_commit as mc
 
-    same = all(snapshot.properties.get(k) == v for k, v in (properties or {}).items())
-    if schema is None and same:
+    props = {**snapshot.properties, **(properties or {})}
+    if schema is None:
         with _conflicts(snapshot.uri, snapshot.version):
             rows_in = conform_rows(rows, snapshot.lance_schema)
-            done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options)
+            done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
         if done is not None:
             return _snapshot(snapshot.root, done, storage_options)
-    schema = with_properties(
-        schema or snapshot.lance_schema, {**snapshot.properties, **(properties or {})}
-    )
+    schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)
     with _conflicts(snapshot.uri, snapshot.version):
         ds = mc.commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
