@@ -25,15 +25,11 @@ fragments left with no live row, and rewrites a fragment instead of marking
 more than half of its rows (or over :data:`MAX_MARKED` rows) deleted. Until
 then, concurrent writers of disjoint partitions touch disjoint fragments.
 
-Reads keep the rows of the fragments last read or written per ``__manifest``
-(:data:`_STATE`); a newer version reads only fragments it does not share with
-them (and the live rows of fragments whose deletion vector changed).
+Reads go by fragment (:mod:`.manifest_fragments`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,148 +38,46 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.namespace.manifest_fragments import (
+    ADDR,
+    Committed,
+    find_state,
+    fragment_keys,
+    remember_state,
+    row_slices,
+    seed_overwrite,
+)
+
 MIN_FRAGMENTS = 16  # fragments left alone before commits start folding the newest ones
 MAX_FRAGMENTS = 64  # beyond this many fragments a commit rewrites the newest ones anyway
 MAX_MARKED = 4096  # rows of one fragment marked deleted by one commit before it is rewritten
-_STATES_PER_TABLE = 4
-_TABLES = 64
-ADDR = "_rowaddr"
 
 
-@dataclass(frozen=True)
-class Committed:
-    """Rows of one ``__manifest`` version and where each lives (fragment id << 32 | offset)."""
-
-    version: int
-    frags: tuple[Any, ...]  # per fragment: (id, data file paths, deletion file)
-    rows: pa.Table
-    addresses: np.ndarray
-
-
-# __manifest uri -> version -> Committed (the few versions read or written last)
-_STATE: OrderedDict[str, OrderedDict[int, Committed]] = OrderedDict()
-_LOCK = threading.Lock()  # writers on threads share it
-
-
-def _frag_key(meta: Any) -> tuple[Any, ...]:
-    d = meta.deletion_file
-    deletion = None if d is None else (d.id, d.read_version, d.num_deleted_rows, d.file_type)
-    return (meta.id, tuple(f.path for f in meta.files), deletion)
-
-
-def fragment_keys(ds: Any) -> tuple[Any, ...]:
-    return tuple(_frag_key(f.metadata) for f in ds.get_fragments())
-
-
-def _remember(uri: str, state: Committed) -> None:
-    with _LOCK:
-        per = _STATE.pop(uri, None) or OrderedDict()
-        per.pop(state.version, None)
-        per[state.version] = state
-        while len(per) > _STATES_PER_TABLE:
-            per.popitem(last=False)
-        _STATE[uri] = per
-        while len(_STATE) > _TABLES:
-            _STATE.popitem(last=False)
-
-
-def _find(uri: str, version: int | None = None) -> Committed | None:
-    with _LOCK:
-        per = _STATE.get(uri)
-        if not per:
-            return None
-        if version is None:
-            return max(per.values(), key=lambda c: c.version)
-        return per.get(version)
-
-
-def _slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
-    """fragment id -> (start, stop) of its rows (rows are stored in fragment order)."""
-    if not len(addresses):
-        return {}
-    fids = (addresses >> np.uint64(32)).astype(np.int64)
-    cuts = np.flatnonzero(np.diff(fids)) + 1
-    starts = np.concatenate([[0], cuts])
-    stops = np.concatenate([cuts, [len(fids)]])
-    return {int(fids[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
-
-
-def load_rows(uri: str, ds: Any) -> pa.Table:
-    """All rows of open ``__manifest`` ``ds``, reading only fragments not cached for it."""
-    frags = ds.get_fragments()
-    keys = tuple(_frag_key(f.metadata) for f in frags)
-    prev = _find(uri)
-    if prev is not None and prev.version == ds.version and prev.frags == keys:
-        return prev.rows
-    known = {k[0]: k for k in prev.frags} if prev is not None else {}
-    where = _slices(prev.addresses) if prev is not None else {}
-    pieces: list[tuple[pa.Table, np.ndarray] | Any] = []
-    missing = []
-    for f, k in zip(frags, keys, strict=True):
-        old = known.get(k[0])
-        if prev is None or old is None or old[1] != k[1] or k[0] not in where:
-            pieces.append(f)
-            missing.append(f)
-            continue
-        a, b = where[k[0]]
-        rows, addrs = prev.rows.slice(a, b - a), prev.addresses[a:b]
-        if old[2] != k[2]:  # a new deletion vector: keep the rows still live
-            live = f.to_table(columns=[], with_row_address=True).column(ADDR).to_numpy()
-            keep = np.isin(addrs, live)
-            rows, addrs = rows.filter(pa.array(keep)), addrs[keep]
-        pieces.append((rows, addrs))
-    read: dict[int, tuple[pa.Table, np.ndarray]] = {}
-    if missing:
-        table = ds.scanner(fragments=missing, with_row_address=True).to_table()
-        addrs = table.column(ADDR).to_numpy()
-        table = table.drop_columns([ADDR])
-        for fid, (a, b) in _slices(addrs).items():
-            read[fid] = (table.slice(a, b - a), addrs[a:b])
-    tables, arrays = [], []
-    for p in pieces:
-        rows, addrs = p if isinstance(p, tuple) else read.get(p.fragment_id, (None, None))
-        if rows is None:
-            continue
-        tables.append(rows)
-        arrays.append(addrs)
-    schema = ds.schema
-    out = (
-        pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t in tables])
-        if tables
-        else schema.empty_table()
-    )
-    out = out.combine_chunks()
-    addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
-    _remember(uri, Committed(int(ds.version), keys, out, addresses.astype(np.uint64)))
-    return out
-
-
-def seed_overwrite(uri: str, ds: Any, rows: pa.Table) -> None:
-    """Record ``rows`` as the rows of ``ds``, just written whole (one run per fragment)."""
-    arrays = [
-        (np.uint64(f.fragment_id) << np.uint64(32))
-        + np.arange(f.metadata.physical_rows, dtype=np.uint64)
-        for f in ds.get_fragments()
-    ]
-    addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
-    if len(addresses) == rows.num_rows:
-        _remember(uri, Committed(int(ds.version), fragment_keys(ds), rows, addresses))
-
-
-def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
-    """Per row: ``a`` and ``b`` hold the same value (NULL equals NULL)."""
+def _same(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per row: ``a`` and ``b`` hold the same value (NULL equals NULL), vectorized."""
     a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
     b = b.combine_chunks() if isinstance(b, pa.ChunkedArray) else b
-    both_null = np.asarray(pc.and_(pc.is_null(a), pc.is_null(b)))
+    null_a, null_b = np.asarray(pc.is_null(a)), np.asarray(pc.is_null(b))
     t = a.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        la = np.asarray(pc.fill_null(pc.list_value_length(a), -1))
+        lb = np.asarray(pc.fill_null(pc.list_value_length(b), -1))
+        out = (la == lb) & (null_a == null_b)
+        rows = np.flatnonzero(out & ~null_a & (la > 0))
+        if len(rows):
+            fa, fb = a.take(pa.array(rows)), b.take(pa.array(rows))
+            eq = _same(fa.flatten(), fb.flatten())
+            parents = np.asarray(pc.list_parent_indices(fa))
+            out[rows[np.unique(parents[~eq])]] = False
+        return out
     if pa.types.is_nested(t) or pa.types.is_dictionary(t):
-        out = both_null.copy()
-        check = np.flatnonzero(~both_null)
+        out = null_a & null_b
+        check = np.flatnonzero(~out)
         la, lb = a.take(check).to_pylist(), b.take(check).to_pylist()
         out[check] = [x == y for x, y in zip(la, lb, strict=True)]
         return out
     eq = np.asarray(pc.fill_null(pc.equal(a, b), False))
-    return eq | both_null
+    return eq | (null_a & null_b)
 
 
 def repinned(
@@ -214,25 +108,52 @@ class Change:
     top_level_add: bool
 
 
+def _unique(ids: pa.ChunkedArray | pa.Array) -> bool:
+    return bool(pc.count_distinct(ids).as_py() == len(ids))
+
+
+def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(matched, position in base) per row of ``new_ids``; None for duplicate ids."""
+    old_ids = base.rows.column("object_id")
+    if base.facts.setdefault("unique", _unique(old_ids)) is not True:
+        return None
+    nb = len(old_ids)
+    if len(new_ids) >= nb and pc.all(pc.equal(new_ids.slice(0, nb), old_ids)).as_py() in (
+        True,
+        None,
+    ):  # the usual shape: the rows read, in order, then new ones
+        extra = new_ids.slice(nb)
+        if len(extra) and (not _unique(extra) or pc.any(pc.is_in(extra, old_ids)).as_py()):
+            return None
+        matched = np.zeros(len(new_ids), bool)
+        matched[:nb] = True
+        return matched, np.concatenate([np.arange(nb), np.zeros(len(extra), np.int64)])
+    if not _unique(new_ids):
+        return None
+    idx = pc.index_in(new_ids, value_set=old_ids)
+    return np.asarray(pc.is_valid(idx)), np.asarray(pc.fill_null(idx, 0)).astype(np.int64)
+
+
 def plan_change(base: Committed, rows: pa.Table) -> Change | None:
     """The rows of ``rows`` (all rows of the next version) that differ from ``base``; None
     when the rows cannot be matched by object id (duplicate ids)."""
     old_ids = base.rows.column("object_id")
     new_ids = rows.column("object_id")
-    if pc.count_distinct(old_ids).as_py() != len(old_ids):
+    got = _match(base, new_ids)
+    if got is None:
         return None
-    if pc.count_distinct(new_ids).as_py() != len(new_ids):
-        return None
-    idx = pc.index_in(new_ids, value_set=old_ids)
-    matched = np.asarray(pc.is_valid(idx))
-    pos = np.asarray(pc.fill_null(idx, 0)).astype(np.int64)
+    matched, pos = got
     same = matched.copy()
-    if base.rows.num_rows:
-        taken = base.rows.take(pa.array(pos))
+    if base.rows.num_rows and same.any():
+        aligned = bool(matched[: base.rows.num_rows].all()) and np.array_equal(
+            pos[: base.rows.num_rows], np.arange(base.rows.num_rows)
+        )
+        n = base.rows.num_rows if aligned else len(pos)
+        taken = base.rows if aligned else base.rows.take(pa.array(pos))
         for name in rows.column_names:
             if not same.any():
                 break
-            same &= _same(rows.column(name), taken.column(name))
+            same[:n] &= _same(rows.column(name).slice(0, n), taken.column(name).slice(0, n))
     else:
         same[:] = False
     keep = np.zeros(base.rows.num_rows, bool)
@@ -241,15 +162,14 @@ def plan_change(base: Committed, rows: pa.Table) -> Change | None:
     top_level = False
     touch: set[str] = set()
     if len(added):
-        old_at = {o: i for i, o in enumerate(old_ids.to_pylist())}
         for oid in new_ids.take(pa.array(added)).to_pylist():
             parts = oid.split("$")
             if len(parts) == 1:
                 top_level = True
             for i in range(1, len(parts)):
                 touch.add("$".join(parts[:i]))
-        touched = [old_at[o] for o in touch if o in old_at]
-        touched = [i for i in touched if keep[i]]
+        at = pc.index_in(pa.array(sorted(touch), pa.utf8()), value_set=old_ids)
+        touched = [i for i in pc.drop_null(at).to_pylist() if keep[i]]
         keep[touched] = False
         rewrite = base.rows.take(pa.array(sorted(touched), pa.int64()))
     else:
@@ -263,7 +183,7 @@ def fragment_plan(
 ) -> tuple[list[int], dict[int, np.ndarray], np.ndarray]:
     """(fragments removed, base addresses to mark deleted per kept fragment, base rows
     rewritten into the new fragment) under the compaction policy of the module."""
-    where = _slices(base.addresses)
+    where = row_slices(base.addresses)
     order = [k[0] for k in base.frags if k[0] in where]
     removed: list[int] = []
     rewrite = np.zeros(len(change.keep), bool)
@@ -312,7 +232,7 @@ def commit_update(
     import lance
     from lance.fragment import write_fragments
 
-    base = _find(uri, base_version)
+    base = find_state(uri, base_version)
     if base is None:
         return None
     opts = dict(storage_options) if storage_options else None
@@ -351,7 +271,7 @@ def commit_update(
     if int(out.version) == base_version + 1:
         stay = change.keep & ~rewrite
         gone = set(removed)
-        for fid, (a, b) in _slices(base.addresses).items():
+        for fid, (a, b) in row_slices(base.addresses).items():
             if fid in gone:
                 stay[a:b] = False
         old = {k[0] for k in base.frags}
@@ -365,8 +285,34 @@ def commit_update(
         all_rows = pa.concat_tables([kept, write]).combine_chunks()
         addresses = np.concatenate(arrays)
         if len(addresses) == all_rows.num_rows:
-            _remember(uri, Committed(int(out.version), fragment_keys(out), all_rows, addresses))
+            state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
+            replaced = base.rows.column("object_id").filter(pa.array(~stay))
+            state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
+            remember_state(uri, state)
     return out
+
+
+def carry_entries(before: Any, after: Any) -> None:
+    """Give snapshot ``after`` (committed by :func:`commit_update` on ``before``) the partition
+    table entries ``before`` had, changed only where the commit wrote rows."""
+    state = find_state(after.uri, after.version)
+    delta = state.facts.get("delta") if state is not None else None
+    if delta is None or delta[0] != before.version or not before.identity:
+        return
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.reader import table_entries
+
+    _, replaced, write = delta
+    tables = write.filter(pc.equal(write.column("object_type"), "table"))
+    for key, old in list(before.derived.items()):
+        if isinstance(key, tuple) and key and key[0] == "entries":
+            out = [e for e in old if e.object_id not in replaced]
+            try:
+                out += table_entries(tables, after.root, list(key[1]))
+            except LanceSqlError:
+                continue  # (an unsafe location...: the readers of ``after`` report it)
+            out.sort(key=lambda e: e.object_id)
+            after.derived.setdefault(key, tuple(out))
 
 
 def commit_overwrite(
@@ -429,10 +375,8 @@ __all__ = [
     "MAX_FRAGMENTS",
     "MAX_MARKED",
     "MIN_FRAGMENTS",
+    "carry_entries",
     "commit_overwrite",
     "commit_update",
-    "fragment_keys",
-    "load_rows",
     "repinned",
-    "seed_overwrite",
 ]

@@ -198,10 +198,13 @@ def _snapshot(
 ) -> ManifestSnapshot:
     """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds`` (used
     instead of reading them back when their schema is ``ds``'s)."""
-    from lance_sql.tables.namespace.manifest_commit import load_rows
+    from lance_sql.tables.namespace.manifest_fragments import keep, last_snapshot, load_rows
 
     _check_columns(ds.schema, manifest_uri(root))
-    lance_schema = ds.schema
+    lance_schema, ident = ds.schema, _identity(ds)
+    last = last_snapshot(manifest_uri(root), root, ds.version, ident, root_properties(ds))
+    if last is not None and last.lance_schema.equals(lance_schema):
+        return last  # the same version read again: keep what was derived from it
     if written is not None and written.schema.equals(lance_schema, check_metadata=True):
         rows = written.combine_chunks()  # one chunk per column, as a read gives
     else:
@@ -217,8 +220,8 @@ def _snapshot(
         rows = rows.add_column(at, location, derived)
         lance_schema = lance_schema.insert(at, location)
     snap = ManifestSnapshot(root, ds.version, rows, root_properties(ds), lance_schema)
-    object.__setattr__(snap, "identity", _identity(ds))
-    return snap
+    object.__setattr__(snap, "identity", ident)
+    return keep(manifest_uri(root), snap)
 
 
 # (root, field ids, partition column types) -> {row of __manifest: its entry or None}
@@ -383,7 +386,9 @@ def commit_rows(
             rows_in = conform_rows(rows, snapshot.lance_schema)
             done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
         if done is not None:
-            return _snapshot(snapshot.root, done, storage_options)
+            snap = _snapshot(snapshot.root, done, storage_options)
+            mc.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+            return snap
     schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)
     with _conflicts(snapshot.uri, snapshot.version):

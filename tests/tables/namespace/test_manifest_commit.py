@@ -20,6 +20,7 @@ import pytest
 
 from lance_sql.errors import CommitConflictError
 from lance_sql.tables.namespace import manifest_commit as mc
+from lance_sql.tables.namespace import manifest_fragments as mf
 from lance_sql.tables.namespace.manifest_table import read_manifest
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -100,10 +101,14 @@ def test_fragment_count_stays_bounded_and_cached_reads_match_pylance(tmp_path: P
     frags = lance.dataset(str(tmp_path / "ns" / "__manifest")).get_fragments()
     assert len(frags) <= mc.MIN_FRAGMENTS + 8, len(frags)
     assert snapshot_rows(ns) == manifest_rows(tmp_path / "ns")
-    mc._STATE.clear()
+    mf._STATE.clear()
     fresh = PartitionedNamespace.open(str(tmp_path / "ns"))
     assert by_id(fresh.to_table()) == by_id(ns.to_table())
     assert snapshot_rows(fresh) == manifest_rows(tmp_path / "ns")
+    for version in (2, 9, 30):  # older versions: rows later commits replaced are read again
+        old = PartitionedNamespace.open(str(tmp_path / "ns"), version=version)
+        want = lance.dataset(str(tmp_path / "ns" / "__manifest"), version=version).to_table()
+        assert snapshot_rows(old) == sorted(want.to_pylist(), key=lambda r: r["object_id"])
 
 
 def test_a_refused_attempt_leaves_no_orphans(tmp_path: Path) -> None:
@@ -208,7 +213,7 @@ def test_a_namespace_written_by_the_previous_commit_code(tmp_path: Path) -> None
     assert ns.delete("id = 3 OR id = 101") == 2
     ids = [i for i in [*ids, *more] if i not in (3, 101)]
     assert by_id(ns.to_table()) == expected(ids)
-    mc._STATE.clear()
+    mf._STATE.clear()
     again = PartitionedNamespace.open(str(root))
     assert by_id(again.to_table()) == expected(ids)
     assert snapshot_rows(again) == manifest_rows(root)
