@@ -124,10 +124,11 @@ def bench_point(root: Path, p: int, repeat: int) -> float:
 
 def bench_bounds(root: Path) -> tuple[float, float]:
     from lance_sql.planning.scan_plan import plan_scan
-    from lance_sql.tables.namespace.manifest_fragments import _STATE
+    from lance_sql.tables.namespace.manifest_fragments import _SNAPSHOTS, _STATE
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     _STATE.clear()
+    _SNAPSHOTS.clear()
     t0 = time.perf_counter()
     ns = PartitionedNamespace.open(str(root))
     plan_scan(ns, "pid = 3")
