@@ -17,13 +17,14 @@ touches them too). A commit that adds a top-level row (a spec version's first
 partition) or changes the columns or root properties rewrites the whole table
 with an ``Overwrite``, which conflicts with any concurrent commit.
 
-Fragment count: once ``__manifest`` has :data:`MIN_FRAGMENTS` fragments, a
-commit also rewrites the newest fragments while each holds no more live rows
-than the rows being written (a binary counter: every row is rewritten
-O(log n) times, MIN_FRAGMENTS + O(log n) fragments remain); it removes
-fragments left with no live row, and rewrites a fragment instead of marking
-more than half of its rows (or over :data:`MAX_MARKED` rows) deleted. Until
-then, concurrent writers of disjoint partitions touch disjoint fragments.
+Fragment count: a commit that would leave more than :data:`FOLD_AT` fragments
+also rewrites the newest ones, down to :data:`MIN_FRAGMENTS`, while each holds
+no more than twice the live rows gathered so far (the sizes double, as in a
+binary counter: every row is rewritten O(log n) times and O(log n) large
+fragments remain). It removes fragments left with no live row, and rewrites a
+fragment instead of marking more than half of its rows (or over
+:data:`MAX_MARKED` rows) deleted. Between folds, concurrent writers of
+disjoint partitions touch disjoint fragments (each its own newest one).
 
 Reads go by fragment (:mod:`.manifest_fragments`).
 """
@@ -48,7 +49,8 @@ from lance_sql.tables.namespace.manifest_fragments import (
     seed_overwrite,
 )
 
-MIN_FRAGMENTS = 16  # fragments left alone before commits start folding the newest ones
+MIN_FRAGMENTS = 16  # a fold stops at this many fragments
+FOLD_AT = 32  # a commit that would leave more fragments folds the newest ones
 MAX_FRAGMENTS = 64  # beyond this many fragments a commit rewrites the newest ones anyway
 MAX_MARKED = 4096  # rows of one fragment marked deleted by one commit before it is rewritten
 
@@ -199,9 +201,10 @@ def fragment_plan(
             rewrite[a:b] = change.keep[a:b]
     acc = change.write.num_rows + int(rewrite.sum())
     remaining = [fid for fid in order if fid not in set(removed)]
-    while len(remaining) >= MIN_FRAGMENTS:
+    folding = len(remaining) + 1 > FOLD_AT
+    while folding and len(remaining) >= MIN_FRAGMENTS:
         fid = remaining[-1]
-        if live[fid] > acc and len(remaining) + 1 <= MAX_FRAGMENTS:
+        if live[fid] > 2 * acc and len(remaining) + 1 <= MAX_FRAGMENTS:
             break
         remaining.pop()
         removed.append(fid)
@@ -372,6 +375,7 @@ def _discard(uri: str, written: list[Any], marked: list[Any], opts: Any) -> None
 
 
 __all__ = [
+    "FOLD_AT",
     "MAX_FRAGMENTS",
     "MAX_MARKED",
     "MIN_FRAGMENTS",

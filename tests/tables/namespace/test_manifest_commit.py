@@ -99,7 +99,7 @@ def test_fragment_count_stays_bounded_and_cached_reads_match_pylance(tmp_path: P
             reader.refresh()  # reads only the fragments it has not seen
             assert snapshot_rows(reader) == manifest_rows(tmp_path / "ns")
     frags = lance.dataset(str(tmp_path / "ns" / "__manifest")).get_fragments()
-    assert len(frags) <= mc.MIN_FRAGMENTS + 8, len(frags)
+    assert len(frags) <= mc.FOLD_AT, len(frags)
     assert snapshot_rows(ns) == manifest_rows(tmp_path / "ns")
     mf._STATE.clear()
     fresh = PartitionedNamespace.open(str(tmp_path / "ns"))
