@@ -218,3 +218,30 @@ def test_a_namespace_written_by_the_previous_commit_code(tmp_path: Path) -> None
     assert by_id(again.to_table()) == expected(ids)
     assert snapshot_rows(again) == manifest_rows(root)
     assert read_manifest(str(root)).version == again.snapshot.version
+
+
+@pytest.mark.slow
+def test_many_partitions_commit_only_what_changes(tmp_path: Path) -> None:
+    """P = 100,000 tiny partitions (``-m slow``; several minutes on 2 cores): an append into
+    one partition writes a few KB of ``__manifest``, and the namespace stays exact."""
+    p = 100_000
+    root = tmp_path / "ns"
+    ns = PartitionedNamespace.create(str(root), SCHEMA, SPEC)
+    for lo in range(0, p, 25_000):
+        ids = list(range(lo, lo + 25_000))
+        ns.append(
+            pa.table(
+                {"pid": pa.array(ids, pa.int32()), "id": ids, "s": [f"r{i}" for i in ids]},
+                schema=SCHEMA,
+            )
+        )
+    manifest = root / "__manifest"
+    for k in (0, 54_321, p - 1):
+        before = files_under(manifest)
+        ns.append(rows(k, 10_000_000 + k, 10))
+        added = sum(s for f, s in files_under(manifest).items() if f not in before)
+        assert added < 64 * 1024, added
+        got = ns.to_table(filter=pc.field("pid") == k).column("id").to_pylist()
+        assert sorted(got) == [k, *range(10_000_000 + k, 10_000_010 + k)]
+    assert ns.to_table(columns=["id"]).num_rows == p + 30
+    assert snapshot_rows(ns) == manifest_rows(root)
