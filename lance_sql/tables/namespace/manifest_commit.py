@@ -270,7 +270,7 @@ def commit_update(
     op = lance.LanceOperation.Update(
         removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new_frags
     )
-    out = _commit_or_discard(uri, op, base_version, opts, new_frags, updated)
+    out = _commit_or_discard(uri, op, base_version, opts, new_frags, updated, retries=5)
     if int(out.version) == base_version + 1:
         stay = change.keep & ~rewrite
         gone = set(removed)
@@ -342,16 +342,26 @@ def commit_overwrite(
 
 
 def _commit_or_discard(
-    uri: str, op: Any, base_version: int, opts: Any, written: list[Any], marked: list[Any]
+    uri: str,
+    op: Any,
+    base_version: int,
+    opts: Any,
+    written: list[Any],
+    marked: list[Any],
+    retries: int = 0,
 ) -> Any:
     """Commit ``op``; when pylance refuses it (a conflict: nothing was committed), delete
-    the data and deletion files this attempt wrote, so a retry leaves no orphan."""
+    the data and deletion files this attempt wrote, so a retry leaves no orphan.
+
+    ``retries``: pylance's own retries after losing a race for the next version number;
+    each re-checks the commits made meanwhile (an ``Update`` touching a fragment one of
+    them touched is refused, never merged: measured), so only disjoint commits pass."""
     import lance
     from lance.commit import CommitConflictError as LanceConflict
 
     try:
         return lance.LanceDataset.commit(
-            uri, op, read_version=base_version, storage_options=opts, max_retries=0
+            uri, op, read_version=base_version, storage_options=opts, max_retries=retries
         )
     except LanceConflict:
         _discard(uri, written, marked, opts)
