@@ -16,7 +16,9 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
 
 Ratios are between sizes measured in the same run.
 
-Usage: ``python benchmarks/bench_scale.py [--partitions 1000,10000] [--seconds 60]``
+Usage: ``python benchmarks/bench_scale.py [--partitions 1000,10000] [--seconds 60]
+[--dir PATH [--reuse]]`` (``--reuse`` opens the namespaces an earlier run left
+in ``--dir`` instead of building them; they then hold that run's appends too).
 """
 
 from __future__ import annotations
@@ -174,14 +176,20 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--concurrent-p", type=int, default=10_000)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
     args = ap.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="bench_scale_"))
     results: dict[int, dict[str, float]] = {}
     for p in [int(x) for x in args.partitions.split(",")]:
         root = base / f"p{p}"
-        shutil.rmtree(root, ignore_errors=True)
         t0 = time.perf_counter()
-        ns = build(root, p, args.rows_per)
+        if args.reuse and root.exists():  # a namespace an earlier run of this script built
+            from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+            ns = PartitionedNamespace.open(str(root))
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            ns = build(root, p, args.rows_per)
         made = time.perf_counter() - t0
         append_s, append_bytes = bench_append(ns, root, p, args.repeat)
         point_s = bench_point(root, p, args.repeat)

@@ -31,6 +31,7 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -117,7 +118,9 @@ def _unique(ids: pa.ChunkedArray | pa.Array) -> bool:
 def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
     """(matched, position in base) per row of ``new_ids``; None for duplicate ids."""
     old_ids = base.rows.column("object_id")
-    if base.facts.setdefault("unique", _unique(old_ids)) is not True:
+    if "unique" not in base.facts:
+        base.facts["unique"] = _unique(old_ids)
+    if not base.facts["unique"]:
         return None
     nb = len(old_ids)
     if len(new_ids) >= nb and pc.all(pc.equal(new_ids.slice(0, nb), old_ids)).as_py() in (
@@ -309,13 +312,26 @@ def carry_entries(before: Any, after: Any) -> None:
     tables = write.filter(pc.equal(write.column("object_type"), "table"))
     for key, old in list(before.derived.items()):
         if isinstance(key, tuple) and key and key[0] == "entries":
-            out = [e for e in old if e.object_id not in replaced]
             try:
-                out += table_entries(tables, after.root, list(key[1]))
+                fresh = table_entries(tables, after.root, list(key[1]))
             except LanceSqlError:
                 continue  # (an unsafe location...: the readers of ``after`` report it)
-            out.sort(key=lambda e: e.object_id)
+            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
+                out = [e for e in old if e.object_id not in replaced] + fresh
+                out.sort(key=_oid)
+            else:  # sorted by object id: remove and insert the few by bisection
+                out = list(old)
+                for oid in replaced:
+                    at = bisect.bisect_left(out, oid, key=_oid)
+                    if at < len(out) and out[at].object_id == oid:
+                        del out[at]
+                for e in fresh:
+                    bisect.insort(out, e, key=_oid)
             after.derived.setdefault(key, tuple(out))
+
+
+def _oid(entry: Any) -> str:
+    return str(entry.object_id)
 
 
 def commit_overwrite(

@@ -102,9 +102,15 @@ def test_fragment_count_stays_bounded_and_cached_reads_match_pylance(tmp_path: P
     assert len(frags) <= mc.FOLD_AT, len(frags)
     assert snapshot_rows(ns) == manifest_rows(tmp_path / "ns")
     mf._STATE.clear()
+    mf._SNAPSHOTS.clear()
     fresh = PartitionedNamespace.open(str(tmp_path / "ns"))
     assert by_id(fresh.to_table()) == by_id(ns.to_table())
     assert snapshot_rows(fresh) == manifest_rows(tmp_path / "ns")
+
+    def entries(n: PartitionedNamespace) -> list[tuple]:
+        return sorted((e.object_id, e.location, e.read_version, e.values) for e in n.tables())
+
+    assert entries(ns) == entries(fresh)  # handed on commit by commit == derived once
     for version in (2, 9, 30):  # older versions: rows later commits replaced are read again
         old = PartitionedNamespace.open(str(tmp_path / "ns"), version=version)
         want = lance.dataset(str(tmp_path / "ns" / "__manifest"), version=version).to_table()
