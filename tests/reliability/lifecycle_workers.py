@@ -2,9 +2,11 @@
 lifecycle_workers.py ROOT WRITER OPS``); prints one JSON line per operation.
 
 Operation ``i`` of writer ``w``: ``i % 3 == 0`` appends ``batch_for(w, i)``;
-``1`` deletes the rows of the writer's latest appended marker still present
-(``commit = m``); ``2`` merges into the rows of such a marker (``v = v + 1000``,
-keys ``commit, k, v``). Markers are the workers' commit markers.
+``1`` merges into the rows of the writer's oldest appended marker still present
+and not merged yet (``v = v + 1000``, keys ``commit, k, v``); ``2`` deletes the
+rows of its latest appended marker still present (``commit = m``). Markers are
+the workers' commit markers. (Merging before deleting: once concurrent deletes
+stopped failing, a merge after the delete found no marker left to merge.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def main(root: str, writer: int, ops: int) -> None:
     live: list[int] = []  # markers appended (ok) and not deleted (ok), merged or not
     merged: set[int] = set()
     for i in range(ops):
-        kind = ("append", "delete", "merge")[i % 3]
+        kind = ("append", "merge", "delete")[i % 3]
         out: dict[str, object] = {"i": i, "op": kind}
         try:
             if kind == "append":

@@ -12,15 +12,16 @@ commit as the rows, so creating a namespace or adding a spec version is one
 commit; readers overlay table metadata on schema metadata.
 
 Every change is one Lance commit against the version the writer read
-(``read_version``), so a concurrent change makes the commit fail with
-:class:`CommitConflictError` instead of silently losing rows. Row changes
-rewrite the whole (small) table with an ``Overwrite`` commit: a single version
-that readers see entirely or not at all; table metadata is carried over.
+(``read_version``): a single version that readers see entirely or not at all.
+Row changes write only the rows they change (:mod:`.manifest_commit`); a
+concurrent commit touching the same rows makes the commit fail with
+:class:`CommitConflictError` (callers rebase) instead of silently losing rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,25 +78,6 @@ def conform_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             arrays.append(pa.nulls(rows.num_rows, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def repinned(
-    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
-) -> pa.Table:
-    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
-    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
-    holds a row per partition and per partition namespace)."""
-    oids = rows.column("object_id")
-    if versions:
-        at = rows.schema.get_field_index("read_version")
-        old = rows.column(at)
-        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
-        new = pc.take(pa.array(list(versions.values()), old.type), idx)
-        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
-    if dropped:
-        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
-        rows = rows.filter(pc.invert(gone))
-    return rows
 
 
 @dataclass(frozen=True)
@@ -230,12 +212,17 @@ def _snapshot(
 ) -> ManifestSnapshot:
     """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds`` (used
     instead of reading them back when their schema is ``ds``'s)."""
+    from lance_sql.tables.namespace.manifest_fragments import keep, last_snapshot, load_rows
+
     _check_columns(ds.schema, manifest_uri(root))
-    lance_schema = ds.schema
+    lance_schema, ident = ds.schema, _identity(ds)
+    last = last_snapshot(manifest_uri(root), root, ds.version, ident, root_properties(ds))
+    if last is not None and last.lance_schema.equals(lance_schema):
+        return last  # the same version read again: keep what was derived from it
     if written is not None and written.schema.equals(lance_schema, check_metadata=True):
         rows = written.combine_chunks()  # one chunk per column, as a read gives
     else:
-        rows = ds.to_table()
+        rows = load_rows(manifest_uri(root), ds)  # only fragments not read before
     if "location" not in lance_schema.names:
         from lance_sql.tables.namespace.locations import derive_locations
 
@@ -247,8 +234,8 @@ def _snapshot(
         rows = rows.add_column(at, location, derived)
         lance_schema = lance_schema.insert(at, location)
     snap = ManifestSnapshot(root, ds.version, rows, root_properties(ds), lance_schema)
-    object.__setattr__(snap, "identity", _identity(ds))
-    return snap
+    object.__setattr__(snap, "identity", ident)
+    return keep(manifest_uri(root), snap)
 
 
 # (root, field ids, partition column types) -> {row of __manifest: its entry or None}
@@ -398,29 +385,28 @@ def commit_rows(
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> ManifestSnapshot:
-    """Replace all rows (and optionally the schema) in ONE commit based on ``snapshot``.
+    """Make ``rows`` all rows (optionally with a new schema) in ONE commit on ``snapshot``.
 
-    Root ``properties`` given here are added in the same commit (as schema
-    metadata); the snapshot's properties are carried over. Raises
-    CommitConflictError when ``__manifest`` changed since ``snapshot``.
+    Without a new schema or property, only the rows that change are written
+    (:func:`.manifest_commit.commit_update`); else the table is rewritten, with
+    root ``properties`` added as schema metadata. Raises CommitConflictError
+    when a commit since ``snapshot`` conflicts (same rows, or any for a rewrite).
     """
-    lance = _lance()
-    from lance.fragment import write_fragments
+    from lance_sql.tables.namespace import manifest_commit as mc
 
-    schema = with_properties(
-        schema or snapshot.lance_schema, {**snapshot.properties, **(properties or {})}
-    )
+    props = {**snapshot.properties, **(properties or {})}
+    if schema is None:
+        with _conflicts(snapshot.uri, snapshot.version):
+            rows_in = conform_rows(rows, snapshot.lance_schema)
+            done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
+        if done is not None:
+            snap = _snapshot(snapshot.root, done, storage_options)
+            mc.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+            return snap
+    schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)
-    uri = snapshot.uri
-    frags = (
-        write_fragments(
-            rows, uri, schema=schema, mode="overwrite", storage_options=_opts(storage_options)
-        )
-        if rows.num_rows
-        else []
-    )
-    op = lance.LanceOperation.Overwrite(schema, frags)
-    ds = _commit(uri, op, snapshot.version, storage_options)
+    with _conflicts(snapshot.uri, snapshot.version):
+        ds = mc.commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
     return _snapshot(snapshot.root, ds, storage_options, written=rows)
 
 
@@ -441,21 +427,28 @@ def update_properties(
 
 
 def _commit(uri: str, op: Any, read_version: int, storage_options: Mapping[str, str] | None) -> Any:
-    lance = _lance()
-    from lance.commit import CommitConflictError as LanceConflict
-
-    try:
-        return lance.LanceDataset.commit(
+    with _conflicts(uri, read_version):
+        return _lance().LanceDataset.commit(
             uri,
             op,
             read_version=read_version,
             storage_options=_opts(storage_options),
             max_retries=0,
         )
+
+
+@contextmanager
+def _conflicts(uri: str, read_version: int) -> Iterator[None]:
+    """pylance's commit conflicts as :class:`CommitConflictError` (nothing was committed)."""
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        yield
     except LanceConflict as exc:
+        first = str(exc).split(", /")[0]  # (pylance appends its Rust source path)
         raise CommitConflictError(
             f"__manifest at {uri} changed since version {read_version}; nothing was committed "
-            f"({exc})"
+            f"({first})"
         ) from exc
 
 
@@ -472,7 +465,6 @@ __all__ = [
     "read_manifest",
     "refreshed",
     "remember_entries",
-    "repinned",
     "root_properties",
     "snapshot_entries",
     "update_properties",

@@ -32,13 +32,13 @@ import pyarrow.compute as pc
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
 from lance_sql.tables.namespace.bounds import carried_forward, with_key_filters
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
+from lance_sql.tables.namespace.manifest_commit import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
     conform_rows,
     refreshed,
     remember_entries,
-    repinned,
     snapshot_entries,
 )
 from lance_sql.tables.namespace.reader import (
@@ -303,6 +303,8 @@ class Mutation:
 
     def _commit_rows(self, base: ManifestSnapshot) -> ManifestSnapshot:
         snap = commit_rows(base, base.rows, storage_options=self.storage_options)
+        if snap.version != base.version + 1:
+            return snap  # concurrent commits' rows are in too: nothing to hand on
         carry_namespaces(base, snap)  # the same rows
         if self._fids == [f.field_id for f in self.ns.all_fields()]:
             remember_entries(snap, self._fids, self._base_entries(self._fids))
@@ -318,6 +320,7 @@ class Mutation:
         rows = snap.rows
         if (
             writer.rebased
+            or snap.version != writer.snapshot.version + 1
             or self._fids != [f.field_id for f in self.ns.all_fields()]
             or "location" not in snap.lance_schema.names
         ):

@@ -35,6 +35,7 @@ from lance_sql.tables.namespace.manifest_table import (
     create_manifest,
     manifest_schema,
     read_manifest,
+    snapshot_entries,
 )
 from lance_sql.tables.namespace.properties import (
     DATA_STORAGE_VERSION_KEY,
@@ -48,7 +49,6 @@ from lance_sql.tables.namespace.reader import (
     PartitionTable,
     open_for_read,
     partition_units,
-    table_entries,
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
@@ -228,7 +228,7 @@ class PartitionedNamespace(SearchMethods):
         """The partition tables of this snapshot (locations checked against the root)."""
         if self._entries is None:
             fids = [f.field_id for f in self.all_fields()]
-            self._entries = table_entries(self._snapshot.rows, self.root, fids)
+            self._entries = snapshot_entries(self._snapshot, fids)  # (memo per snapshot)
         return list(self._entries)
 
     def foreign_tables(self) -> list[dict[str, Any]]:

@@ -34,6 +34,8 @@ one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -54,11 +56,11 @@ from lance_sql.tables.namespace.layout import (
     random_namespace_name,
     table_dir_name,
 )
+from lance_sql.tables.namespace.manifest_commit import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
     read_manifest,
-    repinned,
     snapshot_entries,
 )
 from lance_sql.tables.namespace.overlap import Overlap
@@ -96,7 +98,7 @@ class NamespaceWriter(DistributedStaging):
         storage_options: Mapping[str, str] | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         threads: int = 2,
-        max_rebases: int = 3,
+        max_rebases: int = 16,
         write_id: str | None = None,
         staging: bool = False,
         progress: Any = None,
@@ -398,6 +400,7 @@ class NamespaceWriter(DistributedStaging):
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
                     raise
+                time.sleep(random.uniform(0, min(0.25, 0.005 * 2**attempt)))  # jittered backoff
                 latest = read_manifest(self.snapshot.root, storage_options=self.storage_options)
                 blocker = self._rebase_blocker(latest)
                 if blocker is not None:
@@ -409,9 +412,11 @@ class NamespaceWriter(DistributedStaging):
                 self.snapshot = latest
                 self.rebased = True
                 continue
-            if not self.rebased and (self.mode == "append" or self.keep_untouched):
-                # the new rows are the old ones plus this write's: so is their layout (after
-                # a rebase this writer's layout lacks the concurrent writes': not handed on)
+            if (
+                snap.version == self.snapshot.version + 1
+                and not self.rebased
+                and (self.mode == "append" or self.keep_untouched)
+            ):  # the rows read plus this write's (else concurrent writes' are in too)
                 fids = [f.field_id for f in self.spec.fields]
                 remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
             return snap
@@ -440,19 +445,7 @@ class NamespaceWriter(DistributedStaging):
             now = tables.get(t.key)
             # the location too: a partition dropped and created again (a dynamic overwrite)
             # keeps its object id, and the new table may be at the same version number
-            if now is None or (
-                now.object_id,
-                now.location,
-                now.read_version,
-                now.read_branch,
-                now.read_tag,
-            ) != (
-                t.entry.object_id,
-                t.entry.location,
-                t.entry.read_version,
-                t.entry.read_branch,
-                t.entry.read_tag,
-            ):
+            if now is None or _pin(now) != _pin(t.entry):
                 return f"partition table {t.object_id!r} was written or removed concurrently"
         new_ns = set(self._new_ns_keys)
         for key in self._new_table_keys:
@@ -492,6 +485,10 @@ def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
         for k, v in properties.items()
         if k in ("schema", INDEXES_KEY) or k.startswith("partition_spec_v")
     }
+
+
+def _pin(e: PartitionTable) -> tuple[Any, ...]:
+    return (e.object_id, e.location, e.read_version, e.read_branch, e.read_tag)
 
 
 def _loose(schema: pa.Schema) -> pa.Schema:

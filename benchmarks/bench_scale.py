@@ -1,0 +1,230 @@
+"""Benchmark: namespace costs as the number of partitions P grows.
+
+A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
+``--rows-per`` rows each (7 columns). For each P in ``--partitions``:
+
+* ``append``: median time of a 10-row append into one existing partition and
+  the bytes it adds under ``__manifest`` (data, deletion and version files);
+* ``point``: the first SQL ``WHERE pid = k`` query on a registered namespace
+  after another object's write (the session refreshes ``__manifest``);
+* ``bounds``: ``plan_scan(ns, "pid = k")`` with column bounds on a freshly
+  opened namespace vs a pylance read of all of ``__manifest``;
+* ``writers`` (only P = ``--concurrent-p``): 4 threads appending 10 rows each
+  to their own partition for ``--seconds``, against one thread alone: commits
+  per second, failed appends, rows present exactly once; then
+  ``expire_versions`` + ``cleanup`` dry run: bytes no version references.
+
+Ratios are between sizes measured in the same run.
+
+Usage: ``python benchmarks/bench_scale.py [--partitions 1000,10000] [--seconds 60]
+[--dir PATH [--reuse]]`` (``--reuse`` opens the namespaces an earlier run left
+in ``--dir`` instead of building them; they then hold that run's appends too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+SCHEMA = pa.schema(
+    [
+        pa.field("pid", pa.int32()),
+        pa.field("id", pa.int64()),
+        pa.field("a", pa.int64()),
+        pa.field("b", pa.float64()),
+        pa.field("c", pa.utf8()),
+        pa.field("d", pa.date32()),
+        pa.field("e", pa.bool_()),
+    ]
+)
+SPEC = {
+    "id": 1,
+    "fields": [
+        {
+            "field_id": "pid",
+            "source_ids": [0],
+            "transform": {"type": "identity"},
+            "result_type": {"type": "int32"},
+        }
+    ],
+}
+
+
+def rows(pids: np.ndarray, start: int = 0) -> pa.Table:
+    n = len(pids)
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table(
+        {
+            "pid": pa.array(pids, pa.int32()),
+            "id": ids,
+            "a": ids * 7,
+            "b": ids.astype(np.float64) / 3,
+            "c": pa.array([f"v{i % 97}" for i in range(n)]),
+            "d": pa.array(ids % 3650, pa.int32()).cast(pa.date32()),
+            "e": pa.array(ids % 2 == 0),
+        },
+        schema=SCHEMA,
+    )
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def build(root: Path, p: int, per: int) -> Any:
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ns = PartitionedNamespace.create(str(root), SCHEMA, SPEC)
+    step = 20_000  # partitions per append (bounded memory; several commits)
+    for lo in range(0, p, step):
+        pids = np.repeat(np.arange(lo, min(p, lo + step), dtype=np.int32), per)
+        ns.append(rows(pids, start=lo * per))
+    return ns
+
+
+def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int]:
+    times, written = [], []
+    manifest = root / "__manifest"
+    for i in range(repeat):
+        before = tree_bytes(manifest)
+        t0 = time.perf_counter()
+        ns.append(rows(np.full(10, (i * 7919) % p, np.int32), start=10**9 + i * 10))
+        times.append(time.perf_counter() - t0)
+        written.append(tree_bytes(manifest) - before)
+    return statistics.median(times), int(statistics.median(written))
+
+
+def bench_point(root: Path, p: int, repeat: int) -> float:
+    import lance_sql
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", str(root))
+    ctx.sql("SELECT count(*) FROM t WHERE pid = 1").collect()
+    writer = PartitionedNamespace.open(str(root))
+    times = []
+    for i in range(repeat):
+        k = (i * 104729) % p
+        writer.append(rows(np.full(10, k, np.int32), start=2 * 10**9 + i * 10))
+        t0 = time.perf_counter()
+        got = ctx.sql(f"SELECT count(*) AS n FROM t WHERE pid = {k}").to_arrow_table()
+        times.append(time.perf_counter() - t0)
+        assert got.column("n")[0].as_py() >= 10
+    return statistics.median(times)
+
+
+def bench_bounds(root: Path) -> tuple[float, float]:
+    from lance_sql.planning.scan_plan import plan_scan
+    from lance_sql.tables.namespace.manifest_fragments import _SNAPSHOTS, _STATE
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    _STATE.clear()
+    _SNAPSHOTS.clear()
+    t0 = time.perf_counter()
+    ns = PartitionedNamespace.open(str(root))
+    plan_scan(ns, "pid = 3")
+    ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lance.dataset(str(root / "__manifest")).to_table()
+    return ours, time.perf_counter() - t0
+
+
+def bench_writers(root: Path, p: int, seconds: float, threads: int) -> dict[str, float]:
+    from lance_sql.errors import CommitConflictError
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    counts = [0] * threads
+    failed = [0] * threads
+    stop = time.monotonic() + seconds
+
+    def work(i: int) -> None:
+        ns = PartitionedNamespace.open(str(root))
+        k = (i * 1009 + 11) % p
+        n = 0
+        while time.monotonic() < stop:
+            try:
+                ns.append(rows(np.full(10, k, np.int32), start=3 * 10**9 + (i << 32) + n * 10))
+                counts[i] += 1
+            except CommitConflictError:
+                failed[i] += 1
+            n += 1
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return {"commits": sum(counts), "failed": sum(failed), "per_s": sum(counts) / seconds}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--partitions", default="1000,10000")
+    ap.add_argument("--rows-per", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--concurrent-p", type=int, default=10_000)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
+    args = ap.parse_args()
+    base = Path(args.dir or tempfile.mkdtemp(prefix="bench_scale_"))
+    results: dict[int, dict[str, float]] = {}
+    for p in [int(x) for x in args.partitions.split(",")]:
+        root = base / f"p{p}"
+        t0 = time.perf_counter()
+        if args.reuse and root.exists():  # a namespace an earlier run of this script built
+            from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+            ns = PartitionedNamespace.open(str(root))
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            ns = build(root, p, args.rows_per)
+        made = time.perf_counter() - t0
+        append_s, append_bytes = bench_append(ns, root, p, args.repeat)
+        point_s = bench_point(root, p, args.repeat)
+        bounds_s, pylance_s = bench_bounds(root)
+        results[p] = {
+            "build_s": made,
+            "append_s": append_s,
+            "append_bytes": append_bytes,
+            "point_s": point_s,
+            "bounds_s": bounds_s,
+            "pylance_s": pylance_s,
+        }
+        print(f"P={p}: {results[p]}", flush=True)
+        if p == args.concurrent_p and args.seconds > 0:
+            one = bench_writers(root, p, args.seconds / 2, 1)
+            four = bench_writers(root, p, args.seconds, 4)
+            ns = type(ns).open(str(root))
+            expected = 10 * (one["commits"] + four["commits"])
+            got = ns.to_table(filter=pa.compute.field("id") >= 3 * 10**9).num_rows
+            ns.expire_versions(older_than=timedelta(0))
+            orphan = ns.cleanup(older_than=timedelta(0), dry_run=True).bytes
+            print(
+                f"writers P={p}: one {one} four {four} ratio "
+                f"{four['per_s'] / max(one['per_s'], 1e-9):.2f} rows {got}/{expected} "
+                f"orphaned bytes after expire_versions {orphan}",
+                flush=True,
+            )
+    ps = sorted(results)
+    lo, hi = ps[0], ps[-1]
+    print(f"append ratio P={hi}/P={lo}: {results[hi]['append_s'] / results[lo]['append_s']:.2f}")
+    print(f"point ratio P={hi}/P={lo}: {results[hi]['point_s'] / results[lo]['point_s']:.2f}")
+    print(
+        f"bounds / pylance read at P={hi}: {results[hi]['bounds_s'] / results[hi]['pylance_s']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""``__manifest`` commits that write only the rows they change, and reads by fragment.
+
+A row change (a new ``read_version``, a new partition, a dropped table) is one
+Lance ``Update`` commit against the version the writer read: the changed and
+new rows are written as a new fragment, the rows they replace get deletion
+vectors (or their fragment is removed), so the bytes written follow the change,
+not the number of partitions. Readers see the whole commit or none of it.
+
+Lance resolves an ``Update`` against commits made since its read version by
+fragment: two commits touching one fragment conflict (the later one raises and
+is rebased by the caller), commits touching disjoint fragments both land. So a
+commit must touch every row whose concurrent change would make it wrong: the
+rows it changes or removes (a concurrent change of the same partition
+conflicts), and, for every row it adds, that row's existing ancestors (a
+concurrent commit creating the same partition namespace, or removing the parent,
+touches them too). A commit that adds a top-level row (a spec version's first
+partition) or changes the columns or root properties rewrites the whole table
+with an ``Overwrite``, which conflicts with any concurrent commit.
+
+Fragment count: a commit that would leave more than :data:`FOLD_AT` fragments
+also rewrites the newest ones, down to :data:`MIN_FRAGMENTS`, while each holds
+no more than twice the live rows gathered so far (the sizes double, as in a
+binary counter: every row is rewritten O(log n) times and O(log n) large
+fragments remain). It removes fragments left with no live row, and rewrites a
+fragment instead of marking more than half of its rows (or over
+:data:`MAX_MARKED` rows) deleted. Between folds, concurrent writers of
+disjoint partitions touch disjoint fragments (each its own newest one).
+
+Reads go by fragment (:mod:`.manifest_fragments`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.tables.namespace.manifest_fragments import (
+    ADDR,
+    Committed,
+    find_state,
+    fragment_keys,
+    remember_state,
+    row_slices,
+    seed_overwrite,
+)
+
+MIN_FRAGMENTS = 16  # a fold stops at this many fragments
+FOLD_AT = 32  # a commit that would leave more fragments folds the newest ones
+MAX_FRAGMENTS = 64  # beyond this many fragments a commit rewrites the newest ones anyway
+MAX_MARKED = 4096  # rows of one fragment marked deleted by one commit before it is rewritten
+
+
+def _same(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per row: ``a`` and ``b`` hold the same value (NULL equals NULL), vectorized."""
+    a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    b = b.combine_chunks() if isinstance(b, pa.ChunkedArray) else b
+    null_a, null_b = np.asarray(pc.is_null(a)), np.asarray(pc.is_null(b))
+    t = a.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        la = np.asarray(pc.fill_null(pc.list_value_length(a), -1))
+        lb = np.asarray(pc.fill_null(pc.list_value_length(b), -1))
+        out = (la == lb) & (null_a == null_b)
+        rows = np.flatnonzero(out & ~null_a & (la > 0))
+        if len(rows):
+            fa, fb = a.take(pa.array(rows)), b.take(pa.array(rows))
+            eq = _same(fa.flatten(), fb.flatten())
+            parents = np.asarray(pc.list_parent_indices(fa))
+            out[rows[np.unique(parents[~eq])]] = False
+        return out
+    if pa.types.is_nested(t) or pa.types.is_dictionary(t):
+        out = null_a & null_b
+        check = np.flatnonzero(~out)
+        la, lb = a.take(check).to_pylist(), b.take(check).to_pylist()
+        out[check] = [x == y for x, y in zip(la, lb, strict=True)]
+        return out
+    eq = np.asarray(pc.fill_null(pc.equal(a, b), False))
+    return eq | (null_a & null_b)
+
+
+def repinned(
+    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
+) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
+    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
+    holds a row per partition and per partition namespace)."""
+    oids = rows.column("object_id")
+    if versions:
+        at = rows.schema.get_field_index("read_version")
+        old = rows.column(at)
+        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
+        new = pc.take(pa.array(list(versions.values()), old.type), idx)
+        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
+    if dropped:
+        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
+        rows = rows.filter(pc.invert(gone))
+    return rows
+
+
+@dataclass
+class Change:
+    """What one commit writes: rows to write, base rows kept, fragments removed."""
+
+    keep: np.ndarray  # per base row: stays where it is
+    write: pa.Table  # rows of the new fragment (rewritten, changed and new rows)
+    top_level_add: bool
+
+
+def _unique(ids: pa.ChunkedArray | pa.Array) -> bool:
+    return bool(pc.count_distinct(ids).as_py() == len(ids))
+
+
+def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(matched, position in base) per row of ``new_ids``; None for duplicate ids."""
+    old_ids = base.rows.column("object_id")
+    if "unique" not in base.facts:
+        base.facts["unique"] = _unique(old_ids)
+    if not base.facts["unique"]:
+        return None
+    nb = len(old_ids)
+    if len(new_ids) >= nb and pc.all(pc.equal(new_ids.slice(0, nb), old_ids)).as_py() in (
+        True,
+        None,
+    ):  # the usual shape: the rows read, in order, then new ones
+        extra = new_ids.slice(nb)
+        if len(extra) and (not _unique(extra) or pc.any(pc.is_in(extra, old_ids)).as_py()):
+            return None
+        matched = np.zeros(len(new_ids), bool)
+        matched[:nb] = True
+        return matched, np.concatenate([np.arange(nb), np.zeros(len(extra), np.int64)])
+    if not _unique(new_ids):
+        return None
+    idx = pc.index_in(new_ids, value_set=old_ids)
+    return np.asarray(pc.is_valid(idx)), np.asarray(pc.fill_null(idx, 0)).astype(np.int64)
+
+
+def plan_change(base: Committed, rows: pa.Table) -> Change | None:
+    """The rows of ``rows`` (all rows of the next version) that differ from ``base``; None
+    when the rows cannot be matched by object id (duplicate ids)."""
+    old_ids = base.rows.column("object_id")
+    new_ids = rows.column("object_id")
+    got = _match(base, new_ids)
+    if got is None:
+        return None
+    matched, pos = got
+    same = matched.copy()
+    if base.rows.num_rows and same.any():
+        aligned = bool(matched[: base.rows.num_rows].all()) and np.array_equal(
+            pos[: base.rows.num_rows], np.arange(base.rows.num_rows)
+        )
+        n = base.rows.num_rows if aligned else len(pos)
+        taken = base.rows if aligned else base.rows.take(pa.array(pos))
+        for name in rows.column_names:
+            if not same.any():
+                break
+            same[:n] &= _same(rows.column(name).slice(0, n), taken.column(name).slice(0, n))
+    else:
+        same[:] = False
+    keep = np.zeros(base.rows.num_rows, bool)
+    keep[pos[same]] = True
+    added = np.flatnonzero(~matched)
+    top_level = False
+    touch: set[str] = set()
+    if len(added):
+        for oid in new_ids.take(pa.array(added)).to_pylist():
+            parts = oid.split("$")
+            if len(parts) == 1:
+                top_level = True
+            for i in range(1, len(parts)):
+                touch.add("$".join(parts[:i]))
+        at = pc.index_in(pa.array(sorted(touch), pa.utf8()), value_set=old_ids)
+        touched = [i for i in pc.drop_null(at).to_pylist() if keep[i]]
+        keep[touched] = False
+        rewrite = base.rows.take(pa.array(sorted(touched), pa.int64()))
+    else:
+        rewrite = rows.schema.empty_table()
+    write = pa.concat_tables([rewrite.cast(rows.schema), rows.filter(pa.array(~same))])
+    return Change(keep, write, top_level)
+
+
+def fragment_plan(
+    base: Committed, change: Change
+) -> tuple[list[int], dict[int, np.ndarray], np.ndarray]:
+    """(fragments removed, base addresses to mark deleted per kept fragment, base rows
+    rewritten into the new fragment) under the compaction policy of the module."""
+    where = row_slices(base.addresses)
+    order = [k[0] for k in base.frags if k[0] in where]
+    removed: list[int] = []
+    rewrite = np.zeros(len(change.keep), bool)
+    marks: dict[int, np.ndarray] = {}
+    live = {fid: int(change.keep[a:b].sum()) for fid, (a, b) in where.items()}
+    for fid in order:
+        a, b = where[fid]
+        dead = (b - a) - live[fid]
+        if live[fid] == 0:
+            removed.append(fid)
+        elif dead and (dead * 2 > b - a or dead > MAX_MARKED):
+            removed.append(fid)
+            rewrite[a:b] = change.keep[a:b]
+    acc = change.write.num_rows + int(rewrite.sum())
+    remaining = [fid for fid in order if fid not in set(removed)]
+    folding = len(remaining) + 1 > FOLD_AT
+    while folding and len(remaining) >= MIN_FRAGMENTS:
+        fid = remaining[-1]
+        if live[fid] > 2 * acc and len(remaining) + 1 <= MAX_FRAGMENTS:
+            break
+        remaining.pop()
+        removed.append(fid)
+        a, b = where[fid]
+        rewrite[a:b] = change.keep[a:b]
+        acc += live[fid]
+    gone = set(removed)
+    for fid in remaining:
+        a, b = where[fid]
+        if fid in gone or live[fid] == b - a:
+            continue
+        marks[fid] = base.addresses[a:b][~change.keep[a:b]]
+    return removed, marks, rewrite
+
+
+def commit_update(
+    uri: str,
+    base_version: int,
+    rows: pa.Table,
+    storage_options: Mapping[str, str] | None,
+    properties: Mapping[str, str] | None = None,
+) -> Any | None:
+    """Commit ``rows`` (the next version's rows, ``__manifest``'s own schema) as an ``Update``
+    of ``base_version`` writing only what changed (``properties``: the root properties the
+    result must have); returns the new dataset, or None when it must rewrite the table
+    (see the module docstring). Raises pylance's commit conflict when a concurrent commit
+    touched the same fragments."""
+    import lance
+    from lance.fragment import write_fragments
+
+    base = find_state(uri, base_version)
+    if base is None:
+        return None
+    opts = dict(storage_options) if storage_options else None
+    ds = lance.dataset(uri, version=base_version, storage_options=opts)
+    if fragment_keys(ds) != base.frags or not rows.schema.equals(ds.schema):
+        return None
+    if properties is not None:
+        from lance_sql.tables.namespace.manifest_table import root_properties
+
+        if root_properties(ds) != dict(properties):
+            return None  # new root properties: they go with the rows (an Overwrite)
+    change = plan_change(base, rows)
+    if change is None or change.top_level_add:
+        return None
+    if change.write.num_rows == 0 and change.keep.all():
+        return None  # nothing changes: (rare) the caller commits as before
+    removed, marks, rewrite = fragment_plan(base, change)
+    moved = base.rows.filter(pa.array(rewrite))
+    write = pa.concat_tables([moved, change.write]) if moved.num_rows else change.write
+    new_frags = (
+        write_fragments(write, uri, schema=ds.schema, mode="append", storage_options=opts)
+        if write.num_rows
+        else []
+    )
+    updated = []
+    for fid, addrs in marks.items():
+        got = ds.get_fragment(fid).delete(f"{ADDR} IN ({','.join(map(str, addrs.tolist()))})")
+        if got is None:
+            removed.append(fid)
+        else:
+            updated.append(got)
+    op = lance.LanceOperation.Update(
+        removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new_frags
+    )
+    out = _commit_or_discard(uri, op, base_version, opts, new_frags, updated, retries=5)
+    if int(out.version) == base_version + 1:
+        stay = change.keep & ~rewrite
+        gone = set(removed)
+        for fid, (a, b) in row_slices(base.addresses).items():
+            if fid in gone:
+                stay[a:b] = False
+        old = {k[0] for k in base.frags}
+        new_ids = [f for f in out.get_fragments() if f.fragment_id not in old]
+        arrays = [base.addresses[stay]] + [
+            (np.uint64(f.fragment_id) << np.uint64(32))
+            + np.arange(f.metadata.physical_rows, dtype=np.uint64)
+            for f in new_ids
+        ]
+        kept = base.rows.filter(pa.array(stay))
+        all_rows = pa.concat_tables([kept, write]).combine_chunks()
+        addresses = np.concatenate(arrays)
+        if len(addresses) == all_rows.num_rows:
+            state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
+            replaced = base.rows.column("object_id").filter(pa.array(~stay))
+            state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
+            remember_state(uri, state)
+    return out
+
+
+def carry_entries(before: Any, after: Any) -> None:
+    """Give snapshot ``after`` (committed by :func:`commit_update` on ``before``) the partition
+    table entries ``before`` had, changed only where the commit wrote rows."""
+    state = find_state(after.uri, after.version)
+    delta = state.facts.get("delta") if state is not None else None
+    if delta is None or delta[0] != before.version or not before.identity:
+        return
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.reader import table_entries
+
+    _, replaced, write = delta
+    tables = write.filter(pc.equal(write.column("object_type"), "table"))
+    for key, old in list(before.derived.items()):
+        if isinstance(key, tuple) and key and key[0] == "entries":
+            try:
+                fresh = table_entries(tables, after.root, list(key[1]))
+            except LanceSqlError:
+                continue  # (an unsafe location...: the readers of ``after`` report it)
+            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
+                out = [e for e in old if e.object_id not in replaced] + fresh
+                out.sort(key=_oid)
+            else:  # sorted by object id: remove and insert the few by bisection
+                out = list(old)
+                for oid in replaced:
+                    at = bisect.bisect_left(out, oid, key=_oid)
+                    if at < len(out) and out[at].object_id == oid:
+                        del out[at]
+                for e in fresh:
+                    bisect.insort(out, e, key=_oid)
+            after.derived.setdefault(key, tuple(out))
+
+
+def _oid(entry: Any) -> str:
+    return str(entry.object_id)
+
+
+def commit_overwrite(
+    uri: str,
+    schema: pa.Schema,
+    rows: pa.Table,
+    base_version: int,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    """Replace every row of ``__manifest`` (and its schema) in one ``Overwrite`` commit."""
+    import lance
+    from lance.fragment import write_fragments
+
+    opts = dict(storage_options) if storage_options else None
+    frags = (
+        write_fragments(rows, uri, schema=schema, mode="overwrite", storage_options=opts)
+        if rows.num_rows
+        else []
+    )
+    op = lance.LanceOperation.Overwrite(schema, frags)
+    ds = _commit_or_discard(uri, op, base_version, opts, frags, [])
+    seed_overwrite(uri, ds, rows)
+    return ds
+
+
+def _commit_or_discard(
+    uri: str,
+    op: Any,
+    base_version: int,
+    opts: Any,
+    written: list[Any],
+    marked: list[Any],
+    retries: int = 0,
+) -> Any:
+    """Commit ``op``; when pylance refuses it (a conflict: nothing was committed), delete
+    the data and deletion files this attempt wrote, so a retry leaves no orphan.
+
+    ``retries``: pylance's own retries after losing a race for the next version number;
+    each re-checks the commits made meanwhile (an ``Update`` touching a fragment one of
+    them touched is refused, never merged: measured), so only disjoint commits pass."""
+    import lance
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        return lance.LanceDataset.commit(
+            uri, op, read_version=base_version, storage_options=opts, max_retries=retries
+        )
+    except LanceConflict:
+        _discard(uri, written, marked, opts)
+        raise
+
+
+def _discard(uri: str, written: list[Any], marked: list[Any], opts: Any) -> None:
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.format.storage import resolve
+
+    paths = [f"data/{f.path}" for frag in written for f in frag.files]
+    paths += [m.deletion_file.path(m.id) for m in marked if m.deletion_file is not None]
+    try:
+        loc = resolve(uri, opts)
+        for rel in paths:
+            path = f"{loc.path}/{rel}"
+            if loc.fs.exists(path):
+                loc.fs.rm(path)
+    except (OSError, LanceSqlError):
+        pass  # best effort: cleanup() finds what is left
+
+
+__all__ = [
+    "FOLD_AT",
+    "MAX_FRAGMENTS",
+    "MAX_MARKED",
+    "MIN_FRAGMENTS",
+    "carry_entries",
+    "commit_overwrite",
+    "commit_update",
+    "repinned",
+]

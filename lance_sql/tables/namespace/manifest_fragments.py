@@ -1,0 +1,182 @@
+"""Rows of ``__manifest`` versions by fragment: read only the fragments not seen before.
+
+Each snapshot read or written in this process is kept per ``__manifest`` (the
+last few versions), with the address of each row (fragment id << 32 | offset).
+Reading a newer version reuses the rows of every fragment it shares with the
+newest kept one (same id, same data files); a fragment whose deletion vector
+changed is filtered by its live row addresses; only new fragments are read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+_STATES_PER_TABLE = 4
+_TABLES = 64
+ADDR = "_rowaddr"
+
+
+@dataclass(frozen=True)
+class Committed:
+    """Rows of one ``__manifest`` version and where each lives (fragment id << 32 | offset)."""
+
+    version: int
+    frags: tuple[Any, ...]  # per fragment: (id, data file paths, deletion file)
+    rows: pa.Table
+    addresses: np.ndarray
+    facts: dict[str, Any] = field(default_factory=dict, compare=False)  # derived once
+
+
+# __manifest uri -> version -> Committed (the few versions read or written last)
+_STATE: OrderedDict[str, OrderedDict[int, Committed]] = OrderedDict()
+_LOCK = threading.Lock()  # writers on threads share it
+
+
+def _frag_key(meta: Any) -> tuple[Any, ...]:
+    d = meta.deletion_file
+    deletion = None if d is None else (d.id, d.read_version, d.num_deleted_rows, d.file_type)
+    return (meta.id, tuple(f.path for f in meta.files), deletion)
+
+
+def fragment_keys(ds: Any) -> tuple[Any, ...]:
+    return tuple(_frag_key(f.metadata) for f in ds.get_fragments())
+
+
+def remember_state(uri: str, state: Committed) -> None:
+    with _LOCK:
+        per = _STATE.pop(uri, None) or OrderedDict()
+        per.pop(state.version, None)
+        per[state.version] = state
+        while len(per) > _STATES_PER_TABLE:
+            per.popitem(last=False)
+        _STATE[uri] = per
+        while len(_STATE) > _TABLES:
+            _STATE.popitem(last=False)
+
+
+def find_state(uri: str, version: int | None = None) -> Committed | None:
+    with _LOCK:
+        per = _STATE.get(uri)
+        if not per:
+            return None
+        if version is None:
+            return max(per.values(), key=lambda c: c.version)
+        return per.get(version)
+
+
+def row_slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
+    """fragment id -> (start, stop) of its rows (rows are stored in fragment order)."""
+    if not len(addresses):
+        return {}
+    fids = (addresses >> np.uint64(32)).astype(np.int64)
+    cuts = np.flatnonzero(np.diff(fids)) + 1
+    starts = np.concatenate([[0], cuts])
+    stops = np.concatenate([cuts, [len(fids)]])
+    return {int(fids[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
+
+
+def load_rows(uri: str, ds: Any) -> pa.Table:
+    """All rows of open ``__manifest`` ``ds``, reading only fragments not cached for it."""
+    frags = ds.get_fragments()
+    keys = tuple(_frag_key(f.metadata) for f in frags)
+    prev = find_state(uri)
+    if prev is not None and prev.version == ds.version and prev.frags == keys:
+        return prev.rows
+    known = {k[0]: k for k in prev.frags} if prev is not None else {}
+    where = row_slices(prev.addresses) if prev is not None else {}
+    pieces: list[tuple[pa.Table, np.ndarray] | Any] = []
+    missing = []
+    for f, k in zip(frags, keys, strict=True):
+        old = known.get(k[0])
+        if prev is None or old is None or old[1] != k[1] or k[0] not in where:
+            pieces.append(f)
+            missing.append(f)
+            continue
+        a, b = where[k[0]]
+        rows, addrs = prev.rows.slice(a, b - a), prev.addresses[a:b]
+        if old[2] != k[2]:  # another deletion vector: keep the rows still live
+            live = f.to_table(columns=[], with_row_address=True).column(ADDR).to_numpy()
+            if not np.isin(live, addrs).all():  # (an older version: rows not cached)
+                pieces.append(f)
+                missing.append(f)
+                continue
+            keep = np.isin(addrs, live)
+            rows, addrs = rows.filter(pa.array(keep)), addrs[keep]
+        pieces.append((rows, addrs))
+    read: dict[int, tuple[pa.Table, np.ndarray]] = {}
+    if missing:
+        table = ds.scanner(fragments=missing, with_row_address=True).to_table()
+        addrs = table.column(ADDR).to_numpy()
+        table = table.drop_columns([ADDR])
+        for fid, (a, b) in row_slices(addrs).items():
+            read[fid] = (table.slice(a, b - a), addrs[a:b])
+    tables, arrays = [], []
+    for p in pieces:
+        rows, addrs = p if isinstance(p, tuple) else read.get(p.fragment_id, (None, None))
+        if rows is None:
+            continue
+        tables.append(rows)
+        arrays.append(addrs)
+    schema = ds.schema
+    out = (
+        pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t in tables])
+        if tables
+        else schema.empty_table()
+    )
+    out = out.combine_chunks()
+    addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
+    remember_state(uri, Committed(int(ds.version), keys, out, addresses.astype(np.uint64)))
+    return out
+
+
+def seed_overwrite(uri: str, ds: Any, rows: pa.Table) -> None:
+    """Record ``rows`` as the rows of ``ds``, just written whole (one run per fragment)."""
+    arrays = [
+        (np.uint64(f.fragment_id) << np.uint64(32))
+        + np.arange(f.metadata.physical_rows, dtype=np.uint64)
+        for f in ds.get_fragments()
+    ]
+    addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
+    if len(addresses) == rows.num_rows:
+        remember_state(uri, Committed(int(ds.version), fragment_keys(ds), rows, addresses))
+
+
+# __manifest uri -> the ManifestSnapshot made last (re-reading that version returns it,
+# with what was derived from it)
+_SNAPSHOTS: OrderedDict[str, Any] = OrderedDict()
+
+
+def last_snapshot(uri: str, root: str, version: int, identity: Any, properties: Any) -> Any:
+    with _LOCK:
+        snap = _SNAPSHOTS.get(uri)
+    if snap is None:
+        return None
+    same = (snap.root, snap.version, snap.identity, snap.properties)
+    return snap if same == (root, version, identity, properties) else None
+
+
+def keep(uri: str, snapshot: Any) -> Any:
+    """Record ``snapshot`` as the last one made of ``uri``; returns it."""
+    with _LOCK:
+        _SNAPSHOTS.pop(uri, None)
+        _SNAPSHOTS[uri] = snapshot
+        while len(_SNAPSHOTS) > _TABLES:
+            _SNAPSHOTS.popitem(last=False)
+    return snapshot
+
+
+__all__ = [
+    "ADDR",
+    "Committed",
+    "fragment_keys",
+    "keep",
+    "last_snapshot",
+    "load_rows",
+    "seed_overwrite",
+]
