@@ -39,7 +39,7 @@ from lance_sql.planning.pruning import (
     spec_ids,
     spec_ids_of,
 )
-from lance_sql.tables.namespace.manifest_table import root_properties
+from lance_sql.tables.namespace.manifest_fragments import root_properties
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 #: Columns a scan plan needs besides the partition columns.

@@ -246,7 +246,7 @@ def commit_update(
     if fragment_keys(ds) != base.frags or not rows.schema.equals(ds.schema):
         return None
     if properties is not None:
-        from lance_sql.tables.namespace.manifest_table import root_properties
+        from lance_sql.tables.namespace.manifest_fragments import root_properties
 
         if root_properties(ds) != dict(properties):
             return None  # new root properties: they go with the rows (an Overwrite)

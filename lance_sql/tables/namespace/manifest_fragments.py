@@ -171,6 +171,20 @@ def keep(uri: str, snapshot: Any) -> Any:
     return snapshot
 
 
+def root_properties(ds: Any) -> dict[str, str]:
+    """Root properties of an open ``__manifest``: schema metadata, overlaid by table metadata.
+
+    Writers commit them as schema metadata with the rows and mirror them into
+    the table metadata (:func:`mirror_properties`); table metadata wins.
+    """
+    properties = {
+        k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+        for k, v in (ds.schema.metadata or {}).items()
+    }
+    properties.update(ds.metadata or {})
+    return properties
+
+
 __all__ = [
     "ADDR",
     "Committed",
@@ -178,5 +192,6 @@ __all__ = [
     "keep",
     "last_snapshot",
     "load_rows",
+    "root_properties",
     "seed_overwrite",
 ]

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.tables.namespace.layout import manifest_uri
+from lance_sql.tables.namespace.manifest_fragments import root_properties
 from lance_sql.tables.namespace.spec import PartitionField
 from lance_sql.tables.pylance_errors import pylance_errors
 
@@ -157,20 +158,6 @@ def _check_columns(schema: pa.Schema, uri: str) -> None:
             raise FormatError(
                 f"__manifest has no {t} column {name!r} (columns: {schema.names})", path=uri
             )
-
-
-def root_properties(ds: Any) -> dict[str, str]:
-    """Root properties of an open ``__manifest``: schema metadata, overlaid by table metadata.
-
-    Writers commit them as schema metadata with the rows and mirror them into
-    the table metadata (:func:`mirror_properties`); table metadata wins.
-    """
-    properties = {
-        k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
-        for k, v in (ds.schema.metadata or {}).items()
-    }
-    properties.update(ds.metadata or {})
-    return properties
 
 
 def _identity(ds: Any) -> tuple[str, ...]:
@@ -465,7 +452,6 @@ __all__ = [
     "read_manifest",
     "refreshed",
     "remember_entries",
-    "root_properties",
     "snapshot_entries",
     "update_properties",
     "with_properties",
