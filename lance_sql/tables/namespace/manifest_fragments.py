@@ -86,6 +86,8 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
     frags = ds.get_fragments()
     keys = tuple(_frag_key(f.metadata) for f in frags)
     prev = find_state(uri)
+    if prev is not None and not prev.rows.schema.equals(ds.schema):
+        prev = None  # another schema (columns changed, or a damaged manifest): read anew
     if prev is not None and prev.version == ds.version and prev.frags == keys:
         return prev.rows
     known = {k[0]: k for k in prev.frags} if prev is not None else {}
