@@ -182,6 +182,47 @@ def test_rename_nested_fields_reads_old_and_new_partition_tables(tmp_path):
         both.ns.rename_column("user_profile.core.nope", "x")
 
 
+def test_row_operations_after_a_nested_rename_match_pylance(tmp_path):
+    # the old partition tables hold 'age' and 'k': a filter on the new names must find rows
+    both = Both(tmp_path)
+    both.append(
+        [
+            {"id": i, "region": r, "user_profile": {"basic": {"age": i}}, "tags": [{"k": str(i)}]}
+            for i, r in enumerate(["eu", "eu", "us", "us", "jp"])
+        ]
+    )
+    both.rename("user_profile.basic.age", "years")
+    both.rename("tags.item.k", "key")
+    assert both.ns.delete("user_profile.basic.years = 1") == 1
+    both.ds.delete("user_profile.basic.years = 1")
+    both.check()
+    assert both.ns.update({"id": "id + 10"}, where="user_profile.basic.years = 2") == 1
+    both.ds.update({"id": "id + 10"}, where="user_profile.basic.years = 2")
+    both.check()
+    up = both.ns.schema.field("user_profile").type
+    tags = both.ns.schema.field("tags").type
+    src = pa.table(
+        {
+            "id": [3, 7],
+            "region": ["us", "jp"],
+            "user_profile": pa.array([{"basic": {"years": 30}}, {"basic": {"years": 7}}], up),
+            "tags": pa.array([[{"key": "z"}], None], tags),
+        }
+    )
+    got = both.ns.merge(src, ["id"], when_matched_update=True, when_not_matched_insert=True)
+    assert (got.updated, got.inserted) == (1, 1)
+    both.ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        _plain_table(src)
+    )
+    both.check()
+    both.ns.compact()
+    both.check()
+
+
+def _plain_table(t: pa.Table) -> pa.Table:
+    return pa.Table.from_pylist(t.to_pylist(), schema=_plain(t.schema))
+
+
 def test_nested_clashes_are_refused_typed(tmp_path):
     both = Both(tmp_path)
     with pytest.raises(SpecError, match="already exists"):

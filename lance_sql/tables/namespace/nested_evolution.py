@@ -205,6 +205,20 @@ def table_names(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType:
     return table_t
 
 
+def read_as(col: pa.Array | pa.ChunkedArray, ns_t: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """A partition table's column read as namespace type ``ns_t``: renamed nested fields
+    take their namespace names (a zero-copy ``view``), then a cast matches fields by name."""
+    if col.type.equals(ns_t):
+        return col
+    named = table_names(col.type, ns_t)
+    if not named.equals(col.type):
+        if isinstance(col, pa.ChunkedArray):
+            col = pa.chunked_array([c.view(named) for c in col.chunks], named)
+        else:
+            col = col.view(named)
+    return col.cast(ns_t)
+
+
 def table_renames(table_t: pa.DataType, ns_t: pa.DataType, path: str) -> list[dict[str, str]]:
     """pylance ``alter_columns`` renames giving table column ``path`` the namespace's
     nested names (children before parents, paths in the table's names)."""
@@ -278,6 +292,7 @@ __all__ = [
     "former_names",
     "merge_field",
     "missing_in_table",
+    "read_as",
     "rename_path",
     "table_field",
     "table_names",

@@ -40,7 +40,7 @@ from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
-from lance_sql.tables.namespace.nested_evolution import table_names
+from lance_sql.tables.namespace.nested_evolution import read_as, table_names
 from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
     ScanMetrics,
@@ -400,10 +400,7 @@ class PartitionTableUnit(ScanUnit):
             if src is None:
                 arrays.append(pa.nulls(batch.num_rows, f.type))
             else:
-                col = batch.column(src)
-                if not col.type.equals(f.type):  # nested fields renamed since: view, then cast
-                    col = col.view(table_names(col.type, f.type)).cast(f.type)
-                arrays.append(col)
+                arrays.append(read_as(batch.column(src), f.type))
         if not arrays:
             return batch.select([])
         return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
