@@ -166,6 +166,16 @@ def test_rename_nested_fields_reads_old_and_new_partition_tables(tmp_path):
         "SELECT id FROM e WHERE user_profile['core']['years'] >= 1 ORDER BY id"
     ).to_pylist()
     assert got == [{"id": 1}, {"id": 3}, {"id": 4}]
+    ctx.sql(  # SQL INSERT into an old table (its fields still have the first names)
+        "INSERT INTO e SELECT 5 AS id, 'us' AS region, "
+        "named_struct('core', named_struct('years', 5)) AS user_profile, "
+        "[named_struct('key', 'e')] AS tags"
+    ).collect()
+    row = {"id": 5, "region": "us", "user_profile": {"core": {"years": 5}}, "tags": [{"key": "e"}]}
+    both.ds = lance.write_dataset(
+        pa.Table.from_pylist([row], schema=both.ds.schema), both.ds.uri, mode="append"
+    )
+    both.check()
     with pytest.raises(SpecError, match="cannot be used again"):  # old tables hold 'age'
         both.ns.rename_column("user_profile.core.years", "age")
     with pytest.raises(SpecError, match="cannot be added again"):
