@@ -44,6 +44,24 @@ def ai_arrays(n: int, width: int, seed: int = 0) -> list[pa.Array]:
     return [emb, profile, items, attrs]
 
 
+#: A Blob V2 column (``lance.blob_field``), drawn where a test opts in (:func:`add_blob_column`).
+BLOB = "payload"
+
+
+def blob_field() -> pa.Field:
+    import lance
+
+    return lance.blob_field(BLOB)
+
+
+def add_blob_column(table: pa.Table) -> pa.Table:
+    """``table`` with :data:`BLOB` appended: small binary objects, a NULL every 11th row."""
+    import lance
+
+    data = [None if i % 11 == 10 else bytes([i % 251]) * (64 + i % 7) for i in range(len(table))]
+    return table.append_column(blob_field(), lance.blob_array(data))
+
+
 def add_ai_columns(table: pa.Table, width: int = 8, seed: int = 0) -> pa.Table:
     """``table`` with the four AI-shaped columns appended."""
     for f, arr in zip(ai_fields(width), ai_arrays(table.num_rows, width, seed), strict=True):
@@ -77,10 +95,13 @@ def tenant_rows(width: int, rows_per_tenant: int) -> pa.Table:
 
 __all__ = [
     "AI_NAMES",
+    "BLOB",
     "TENANTS",
     "add_ai_columns",
+    "add_blob_column",
     "ai_arrays",
     "ai_fields",
     "ai_schema",
+    "blob_field",
     "tenant_rows",
 ]

@@ -53,6 +53,10 @@ class Both:
         self.ns.drop_columns(paths)
         self.ds.drop_columns(paths)
 
+    def rename(self, path: str, name: str) -> None:
+        self.ns.rename_column(path, name)
+        self.ds.alter_columns({"path": path, "name": name})
+
     def check(self) -> None:
         expected = lance.dataset(self.ds.uri).to_table().sort_by("id")
         got = self.ns.refresh().to_table().sort_by("id")
@@ -131,10 +135,106 @@ def test_drop_a_nested_field(tmp_path):
         )
 
 
-def test_nested_rename_and_clashes_are_refused_typed(tmp_path):
+def test_rename_nested_fields_reads_old_and_new_partition_tables(tmp_path):
     both = Both(tmp_path)
-    with pytest.raises(SpecError, match="renaming the nested field"):
-        both.ns.rename_column("user_profile.basic.age", "years")
+    both.append(
+        [
+            {"id": 1, "region": "eu", "user_profile": {"basic": {"age": 1}}, "tags": [{"k": "a"}]},
+            {"id": 2, "region": "us", "user_profile": None, "tags": [{"k": "b"}, None]},
+        ]
+    )
+    ids = {p: field_id_of(f) for p, f in iter_fields(both.ns.schema)}
+    both.rename("user_profile.basic.age", "years")
+    both.rename("tags.item.k", "key")
+    after = {p: field_id_of(f) for p, f in iter_fields(both.ns.schema)}
+    assert after["user_profile.basic.years"] == ids["user_profile.basic.age"]  # same id
+    assert after["tags.item.key"] == ids["tags.item.k"]
+    both.check()  # old tables hold the old names
+    both.append(  # an old table (renamed first) and a new one
+        [
+            {"id": 3, "region": "eu", "user_profile": {"basic": {"years": 3}}, "tags": []},
+            {"id": 4, "region": "jp", "user_profile": {"basic": {"years": 4}},
+             "tags": [{"key": "d"}]},
+        ]
+    )  # fmt: skip
+    both.check()
+    both.rename("user_profile.basic", "core")  # a renamed parent of a renamed field
+    both.check()
+    ctx = SessionContext()
+    ctx.register_namespace("e", both.root)
+    got = ctx.sql(
+        "SELECT id FROM e WHERE user_profile['core']['years'] >= 1 ORDER BY id"
+    ).to_pylist()
+    assert got == [{"id": 1}, {"id": 3}, {"id": 4}]
+    ctx.sql(  # SQL INSERT into an old table (its fields still have the first names)
+        "INSERT INTO e SELECT 5 AS id, 'us' AS region, "
+        "named_struct('core', named_struct('years', 5)) AS user_profile, "
+        "[named_struct('key', 'e')] AS tags"
+    ).collect()
+    row = {"id": 5, "region": "us", "user_profile": {"core": {"years": 5}}, "tags": [{"key": "e"}]}
+    both.ds = lance.write_dataset(
+        pa.Table.from_pylist([row], schema=both.ds.schema), both.ds.uri, mode="append"
+    )
+    both.check()
+    with pytest.raises(SpecError, match="cannot be used again"):  # old tables hold 'age'
+        both.ns.rename_column("user_profile.core.years", "age")
+    with pytest.raises(SpecError, match="cannot be added again"):
+        both.ns.add_columns(
+            [
+                pa.field(
+                    "user_profile", pa.struct([pa.field("core", pa.struct([("age", pa.int64())]))])
+                )
+            ]
+        )
+    with pytest.raises(SpecError, match="already exists"):
+        both.ns.rename_column("user_profile.core.years", "years")
+    with pytest.raises(SpecError, match="no nested field"):
+        both.ns.rename_column("user_profile.core.nope", "x")
+
+
+def test_row_operations_after_a_nested_rename_match_pylance(tmp_path):
+    # the old partition tables hold 'age' and 'k': a filter on the new names must find rows
+    both = Both(tmp_path)
+    both.append(
+        [
+            {"id": i, "region": r, "user_profile": {"basic": {"age": i}}, "tags": [{"k": str(i)}]}
+            for i, r in enumerate(["eu", "eu", "us", "us", "jp"])
+        ]
+    )
+    both.rename("user_profile.basic.age", "years")
+    both.rename("tags.item.k", "key")
+    assert both.ns.delete("user_profile.basic.years = 1") == 1
+    both.ds.delete("user_profile.basic.years = 1")
+    both.check()
+    assert both.ns.update({"id": "id + 10"}, where="user_profile.basic.years = 2") == 1
+    both.ds.update({"id": "id + 10"}, where="user_profile.basic.years = 2")
+    both.check()
+    up = both.ns.schema.field("user_profile").type
+    tags = both.ns.schema.field("tags").type
+    src = pa.table(
+        {
+            "id": [3, 7],
+            "region": ["us", "jp"],
+            "user_profile": pa.array([{"basic": {"years": 30}}, {"basic": {"years": 7}}], up),
+            "tags": pa.array([[{"key": "z"}], None], tags),
+        }
+    )
+    got = both.ns.merge(src, ["id"], when_matched_update=True, when_not_matched_insert=True)
+    assert (got.updated, got.inserted) == (1, 1)
+    both.ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        _plain_table(src)
+    )
+    both.check()
+    both.ns.compact()
+    both.check()
+
+
+def _plain_table(t: pa.Table) -> pa.Table:
+    return pa.Table.from_pylist(t.to_pylist(), schema=_plain(t.schema))
+
+
+def test_nested_clashes_are_refused_typed(tmp_path):
+    both = Both(tmp_path)
     with pytest.raises(SpecError, match="already exists"):
         both.ns.add_columns([pa.field("id", pa.int64())])
     with pytest.raises(SpecError, match="already exists"):

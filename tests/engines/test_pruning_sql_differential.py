@@ -16,7 +16,7 @@ checks that ``SELECT * ... WHERE`` with pruning returns the same multiset of
 rows as with pruning disabled (``register_namespace(..., prune=None)``).
 
 Each pool namespace has a twin with the same specs and rows plus an embedding
-vector, a struct, a list of structs and a map (``tests/ai_columns.py``); every
+vector, a struct, a list of structs, a map and a blob (``tests/ai_columns.py``); every
 third example also runs there (AI columns selected, sometimes an always-true
 condition on them) and must return the same scalar rows from the same
 partition tables.
@@ -39,7 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from ai_columns import add_ai_columns, ai_schema
+from ai_columns import add_ai_columns, add_blob_column, ai_schema, blob_field
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -212,7 +212,8 @@ def build_case(seed: int, base: Path) -> NamespaceCase:
     root = str(base / f"ns_{seed}")
     spec = _spec(rng, columns)
     ns = PartitionedNamespace.create(root, schema, spec)
-    twin = PartitionedNamespace.create(root + "_ai", ai_schema(schema, AI_WIDTH), spec)
+    twin_schema = ai_schema(schema, AI_WIDTH).append(blob_field())
+    twin = PartitionedNamespace.create(root + "_ai", twin_schema, spec)
     versions = rng.randint(2, 3)
     for v in range(1, versions + 1):
         if v > 1:
@@ -228,7 +229,9 @@ def build_case(seed: int, base: Path) -> NamespaceCase:
             for name, _ in columns
         }
         ns.append(pa.table(data, schema=schema))
-        twin.append(add_ai_columns(pa.table(data, schema=schema), AI_WIDTH, seed + v))
+        twin.append(
+            add_blob_column(add_ai_columns(pa.table(data, schema=schema), AI_WIDTH, seed + v))
+        )
     pruned, full, ai = SessionContext(), SessionContext(), SessionContext()
     pruned.register_namespace("ns", root)
     full.register_namespace("ns", root, prune=None)
@@ -538,7 +541,7 @@ class Stats:
             f"DataFusion, {self.pruned}/{ran} ({100 * self.pruned / ran:.0f}%) read fewer "
             f"partition tables than all; {self.rewritten} used the transform-term pass; "
             f"{self.proven} scanned some table without its filter (proven by partition values); "
-            f"{self.ai_checked} also on the twin with vector/struct/list/map columns "
+            f"{self.ai_checked} also on the twin with vector/struct/list/map/blob columns "
             f"({self.ai_vector_unpruned} read more tables: a vector read stops the prune pass)"
         )
 
@@ -582,6 +585,7 @@ AI_TRUE = [
     "cardinality(items) >= 0",
     "attrs IS NULL OR attrs IS NOT NULL",
     "profile IS NULL OR profile['a'] >= 0",
+    "payload IS NULL OR payload['size'] >= 0",
 ]
 
 
@@ -593,7 +597,7 @@ def check_ai_twin(
     rewritten: bool,
     stats: Stats,
 ) -> None:
-    """The twin with vector, struct, list<struct> and map columns: same tables, same rows.
+    """The twin with vector, struct, list<struct>, map and blob columns: same tables, same rows.
 
     Filters DataFusion does not push (transform terms) prune through a Substrait round
     trip of the plan, which DataFusion 55 cannot make for a plan reading a fixed-size
@@ -605,7 +609,9 @@ def check_ai_twin(
     cond = " AND ".join(f"({c})" for c in [where, *extra])
     names = ", ".join(f'"{n}"' for n, _ in case.columns)
     vector = turn % 2 == 0
-    sql = f"SELECT {names}, {'emb, ' if vector else ''}profile, items, attrs FROM ns WHERE {cond}"
+    picked = ["emb"] * vector + ["payload"] * (turn % 3 == 1)  # payload: Blob V2 descriptors
+    cols = ", ".join([*picked, "profile", "items", "attrs"])
+    sql = f"SELECT {names}, {cols} FROM ns WHERE {cond}"
     with capture_scans() as records:
         table = case.ai_ctx.sql(sql).to_arrow_table()  # type: ignore[union-attr]
     scalar = table.select([n for n, _ in case.columns])

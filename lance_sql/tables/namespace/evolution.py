@@ -3,7 +3,8 @@
 Each change is one ``__manifest`` commit; partition tables are never touched
 (columns are matched to tables by field id when read). The functions here are
 the bodies of :class:`~.namespace.PartitionedNamespace`'s ``add_spec``,
-``rename_column``, ``add_columns`` and ``drop_columns``.
+``rename_column``, ``add_columns`` and ``drop_columns`` (fields inside structs:
+:mod:`.nested_evolution`).
 """
 
 from __future__ import annotations
@@ -73,25 +74,54 @@ def add_spec(
 
 
 def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
-    """Rename a top-level namespace column (same field id; partition tables untouched)."""
+    """Rename a namespace column, or a nested field ``"s.a"`` (same field id either way;
+    partition tables untouched: older ones are read through the field's former name)."""
     ns.refresh()
     names = ns._schema.names
+    if not new:
+        raise SpecError("a column name must not be empty", key=SCHEMA_KEY)
     if "." in old and old not in names:
-        raise SpecError(
-            f"renaming the nested field {old!r} is not supported: partition tables match "
-            "nested fields by name, so older tables would lose its values; rename the "
-            "top-level column, or add a new field and drop this one",
-            key=SCHEMA_KEY,
-        )
+        _rename_nested(ns, old, new)
+        return
     if old not in names:
         raise SpecError(f"no column named {old!r}", key=SCHEMA_KEY)
     if new in names:
         raise SpecError(f"a column named {new!r} already exists", key=SCHEMA_KEY)
-    if not new:
-        raise SpecError("a column name must not be empty", key=SCHEMA_KEY)
     check_column_name(new)
     fields = [f.with_name(new) if f.name == old else f for f in ns._schema]
-    _commit_schema(ns, pa.schema(fields, ns._schema.metadata))
+    schema = pa.schema(fields, ns._schema.metadata)
+    _commit_schema(ns, _moved_dropped(schema, old, new))
+
+
+def _rename_nested(ns: PartitionedNamespace, old: str, new: str) -> None:
+    if "." in new:
+        raise SpecError(
+            f"the new name {new!r} must be a field name, not a path (it stays beside {old!r})",
+            key=SCHEMA_KEY,
+        )
+    top, *rest = old.split(".")
+    if top not in ns._schema.names:
+        raise SpecError(f"no column named {top!r} (in {old!r})", key=SCHEMA_KEY)
+    target = ".".join([*old.split(".")[:-1], new])
+    dropped = nested.dropped_paths(ns._schema)
+    if target in dropped:
+        raise SpecError(
+            f"nested field {target!r} was dropped or renamed and cannot be used again (older "
+            "partition tables still hold its values): choose another name",
+            key=SCHEMA_KEY,
+        )
+    i = ns._schema.names.index(top)
+    schema = ns._schema.set(i, nested.rename_path(ns._schema.field(i), rest, new, old))
+    schema = _moved_dropped(schema, old, target)
+    schema = nested.with_dropped(schema, nested.dropped_paths(schema) | {old})
+    _commit_schema(ns, with_last_field_id(schema, _last_field_id(ns)))
+
+
+def _moved_dropped(schema: pa.Schema, old: str, new: str) -> pa.Schema:
+    """Remembered nested paths under ``old`` follow it to ``new`` (a renamed parent)."""
+    dropped = nested.dropped_paths(schema)
+    moved = {new + p[len(old) :] if p.startswith(old + ".") else p for p in dropped}
+    return nested.with_dropped(schema, moved) if moved != dropped else schema
 
 
 def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:

@@ -41,6 +41,7 @@ from lance_sql.tables.namespace.manifest_table import (
     remember_entries,
     snapshot_entries,
 )
+from lance_sql.tables.namespace.nested_evolution import read_as
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     map_columns,
@@ -149,9 +150,7 @@ class Mutation:
             f = schema.field(n)
             s = src[n]
             col = table.column(s) if s is not None else pa.nulls(table.num_rows, f.type)
-            if not col.type.equals(f.type):
-                col = col.cast(f.type)
-            cols.append(col)
+            cols.append(read_as(col, f.type))  # renamed nested fields by their old names
             names.append(n)
         cols.append(table.column(ROWID))
         names.append(ROWID)

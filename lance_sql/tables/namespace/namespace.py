@@ -452,7 +452,11 @@ class PartitionedNamespace(SearchMethods):
         return evolution.add_spec(self, spec_fields(fields))
 
     def rename_column(self, old: str, new: str) -> None:
-        """Rename a top-level namespace column (same field id; partition tables untouched)."""
+        """Rename a column, or a field inside a struct column (``"s.a"``, new name ``"b"``).
+
+        The field keeps its id; partition tables are not rewritten (older ones are
+        read through the field's former name, which no other field may take).
+        """
         evolution.rename_column(self, old, new)
 
     def add_columns(self, fields: Sequence[pa.Field]) -> None:

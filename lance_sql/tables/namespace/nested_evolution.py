@@ -12,8 +12,11 @@ top level a partition table's fields are matched to the namespace's by name
   read; appends add the namespace's new fields to a table first;
 - a dropped nested path is remembered (schema metadata :data:`DROPPED_KEY`)
   and never added again, since older tables still hold its old values;
-- renaming a nested field is refused: older tables would lose its values
-  under name matching (rename the top-level column, or add a new field).
+- renaming a nested field keeps its id and records its former names in the
+  field's metadata (:data:`FORMER_KEY`); older tables, which still hold a
+  former name, are read through it (:func:`table_names`), an append renames
+  the table's field first (:func:`table_renames`), and the old path is
+  remembered like a dropped one, so no other field ever takes it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from lance_sql.tables.namespace.arrow_json import assign_field_ids, field_ids, s
 from lance_sql.tables.namespace.field_map import canonical_schema, marked_field
 
 DROPPED_KEY = b"lance_sql:dropped_nested_paths"
+FORMER_KEY = b"lance_sql:former_names"
 _LISTS: tuple[Callable[[pa.DataType], bool], ...] = (
     pa.types.is_fixed_size_list,
     pa.types.is_large_list,
@@ -133,6 +137,108 @@ def drop_path(field: pa.Field, parts: list[str], path: str) -> pa.Field:
     return field.with_type(pa.struct(children))
 
 
+def former_names(f: pa.Field) -> list[str]:
+    raw = (f.metadata or {}).get(FORMER_KEY)
+    return list(json.loads(raw)) if raw else []
+
+
+def rename_path(field: pa.Field, parts: list[str], new: str, path: str) -> pa.Field:
+    """``field`` with the nested field ``parts`` names called ``new`` (same id; its old
+    name recorded in :data:`FORMER_KEY`); list levels are stepped through."""
+    t = field.type
+    kind = _list_kind(t)
+    if kind is not None:
+        value = t.value_field
+        if parts[0] == value.name and not _has_child(value.type, parts[0]):
+            parts = parts[1:]
+        if not parts:
+            raise SpecError(f"{path!r} names a list's items, which have no name to change",
+                            key="schema")  # fmt: skip
+        return field.with_type(_rebuild_list(t, rename_path(value, parts, new, path)))
+    if not pa.types.is_struct(t):
+        raise SpecError(f"no nested field {path!r} (a {t} has no fields)", key="schema")
+    children = [t.field(i) for i in range(t.num_fields)]
+    names = [c.name for c in children]
+    if parts[0] not in names:
+        raise SpecError(f"no nested field {path!r}", key="schema")
+    i = names.index(parts[0])
+    if len(parts) > 1:
+        children[i] = rename_path(children[i], parts[1:], new, path)
+        return field.with_type(pa.struct(children))
+    if new in names:
+        raise SpecError(f"a field named {new!r} already exists beside {path!r}", key="schema")
+    c = children[i]
+    md = dict(c.metadata or {})
+    md[FORMER_KEY] = json.dumps([*former_names(c), c.name]).encode()
+    children[i] = c.with_name(new).with_metadata(md)
+    return field.with_type(pa.struct(children))
+
+
+def _has_child(t: pa.DataType, name: str) -> bool:
+    return pa.types.is_struct(t) and t.get_field_index(name) >= 0
+
+
+def _match(table_child: pa.Field, ns_t: pa.DataType) -> pa.Field | None:
+    """The namespace child of struct ``ns_t`` a table's child holds (by name or former name)."""
+    for j in range(ns_t.num_fields):
+        c = ns_t.field(j)
+        if table_child.name == c.name or table_child.name in former_names(c):
+            return c
+    return None
+
+
+def table_names(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType:
+    """``table_t`` with nested fields renamed in the namespace called by their namespace
+    names (same layout: a table column can be ``view``-ed as it, then cast by name)."""
+    if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
+        out = []
+        for i in range(table_t.num_fields):
+            tc = table_t.field(i)
+            c = _match(tc, ns_t)
+            out.append(tc if c is None else tc.with_name(c.name).with_type(
+                table_names(tc.type, c.type)))  # fmt: skip
+        return pa.struct(out)
+    kind = _list_kind(table_t)
+    if kind is not None and kind(ns_t):
+        value = table_t.value_field
+        return _rebuild_list(table_t, value.with_type(table_names(value.type, ns_t.value_type)))
+    return table_t
+
+
+def read_as(col: pa.Array | pa.ChunkedArray, ns_t: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """A partition table's column read as namespace type ``ns_t``: renamed nested fields
+    take their namespace names (a zero-copy ``view``), then a cast matches fields by name."""
+    if col.type.equals(ns_t):
+        return col
+    named = table_names(col.type, ns_t)
+    if not named.equals(col.type):
+        if isinstance(col, pa.ChunkedArray):
+            col = pa.chunked_array([c.view(named) for c in col.chunks], named)
+        else:
+            col = col.view(named)
+    return col.cast(ns_t)
+
+
+def table_renames(table_t: pa.DataType, ns_t: pa.DataType, path: str) -> list[dict[str, str]]:
+    """pylance ``alter_columns`` renames giving table column ``path`` the namespace's
+    nested names (children before parents, paths in the table's names)."""
+    out: list[dict[str, str]] = []
+    if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
+        for i in range(table_t.num_fields):
+            tc = table_t.field(i)
+            c = _match(tc, ns_t)
+            if c is None:
+                continue
+            out += table_renames(tc.type, c.type, f"{path}.{tc.name}")
+            if tc.name != c.name:
+                out.append({"path": f"{path}.{tc.name}", "name": c.name})
+    kind = _list_kind(table_t)
+    if kind is not None and kind(ns_t):
+        out += table_renames(table_t.value_type, ns_t.value_type,
+                             f"{path}.{table_t.value_field.name}")  # fmt: skip
+    return out
+
+
 def missing_in_table(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType | None:
     """The part of ``ns_t`` a partition table's ``table_t`` lacks, shaped for pylance's
     ``add_columns`` (a struct holding only the missing fields, through list levels)."""
@@ -180,10 +286,16 @@ def table_field(f: pa.Field, table_schema: pa.Schema, name: str) -> pa.Field:
 
 __all__ = [
     "DROPPED_KEY",
+    "FORMER_KEY",
     "drop_path",
     "dropped_paths",
+    "former_names",
     "merge_field",
     "missing_in_table",
+    "read_as",
+    "rename_path",
     "table_field",
+    "table_names",
+    "table_renames",
     "widen_structs",
 ]

@@ -40,6 +40,7 @@ from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
+from lance_sql.tables.namespace.nested_evolution import read_as, table_names
 from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
     ScanMetrics,
@@ -206,14 +207,10 @@ def _open_uncached(
 
 
 def pylance_field_ids(ds: Any) -> pa.Schema:
-    """``ds``'s Arrow schema with ``lance:field_id`` on every top-level field, from pylance.
-
-    What :func:`table_field_ids` gives at the top level (the level columns
-    are matched at; checked equal for every Arrow type this project writes)
-    without parsing the manifest a second time in Python: 0.01 ms instead of
-    about 0.5 ms per table, which is most of a cold open. Nested fields keep
-    pylance's metadata (no ids).
-    """
+    """``ds``'s Arrow schema with ``lance:field_id`` on every top-level field, from pylance:
+    :func:`table_field_ids` at the top level (where columns are matched) without parsing
+    the manifest again in Python (0.01 ms instead of about 0.5 ms per table, most of a
+    cold open). Nested fields keep pylance's metadata (no ids)."""
     schema = ds.schema
     ids = {f.name(): f.id() for f in ds.lance_schema.fields()}
     return pa.schema(
@@ -277,7 +274,7 @@ def map_columns(ns_schema: pa.Schema, table_schema: pa.Schema, *, object_id: str
         if src is None and fid is None and f.name in table_schema.names:
             src = table_schema.field(f.name)
         if src is not None:
-            check_column_type(object_id, src.name, src.type, f)
+            check_column_type(object_id, src.name, table_names(src.type, f.type), f)
         sources.append(None if src is None else src.name)
     return ColumnMapping(ns_schema, table_schema, tuple(sources))
 
@@ -312,15 +309,15 @@ class PartitionTableUnit(ScanUnit):
         )
         # The table schema with namespace names where mapped: the schema filters are
         # serialised against, so Substrait's positional references land on table columns.
-        renamed = {
-            src: f.name for src, f in zip(mapping.sources, mapping.ns_schema, strict=True) if src
-        }
+        # Nested fields renamed since the table was written take their namespace names.
+        ns_of = {src: f for src, f in zip(mapping.sources, mapping.ns_schema, strict=True) if src}
+        unmapped = [
+            pa.field(f"__lance_sql_unmapped_{i}", f.type) for i, f in enumerate(table_schema)
+        ]
         self._virtual = pa.schema(
-            [
-                pa.field(renamed.get(f.name, f"__lance_sql_unmapped_{i}"), f.type)
-                for i, f in enumerate(table_schema)
-            ]
-        )
+            [pa.field(n.name, table_names(f.type, n.type)) if (n := ns_of.get(f.name)) else u
+             for f, u in zip(table_schema, unmapped, strict=True)]
+        )  # fmt: skip
 
     @property
     def schema(self) -> pa.Schema:
@@ -403,8 +400,7 @@ class PartitionTableUnit(ScanUnit):
             if src is None:
                 arrays.append(pa.nulls(batch.num_rows, f.type))
             else:
-                col = batch.column(src)
-                arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
+                arrays.append(read_as(batch.column(src), f.type))
         if not arrays:
             return batch.select([])
         return pa.RecordBatch.from_arrays(arrays, schema=out_schema)

@@ -24,7 +24,11 @@ from lance_sql.tables.namespace.field_map import (
     is_marked,
     marked_field,
 )
-from lance_sql.tables.namespace.nested_evolution import table_field, widen_structs
+from lance_sql.tables.namespace.nested_evolution import (
+    table_field,
+    table_renames,
+    widen_structs,
+)
 from lance_sql.tables.namespace.reader import PartitionTable
 
 
@@ -153,6 +157,23 @@ def prepare_target(
         by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
     if mode == "append":
         t.names = {f.name: by_id[field_id_of(f)] for f in schema}
+        renames = [
+            r
+            for f in schema
+            for r in table_renames(tschema.field(t.names[f.name]).type, f.type, t.names[f.name])
+        ]
+        if renames and staging:
+            raise UnsupportedFeatureError(
+                f"partition table {entry.object_id!r} holds nested fields renamed since "
+                f"({[r['path'] for r in renames]}); a staged write cannot change its schema "
+                "(append through PartitionedNamespace.append once, which renames them)",
+                path=entry.uri,
+            )
+        for r in renames:  # one at a time: each path names the table's fields as they are
+            ds.alter_columns(r)
+        if renames:
+            latest = at = ds.version
+            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
         widened = widen_structs(schema, tschema, t.names)
         if widened and staging:
             raise UnsupportedFeatureError(

@@ -1,7 +1,8 @@
 """Property test (issue #16): schema evolution x appends x spec versions x foreign writers.
 
 Random programs add, drop and rename namespace columns (dropping and re-adding
-a name included), add spec versions, append rows, and let another writer use
+a name included; renaming fields inside struct and list<struct> columns), add
+spec versions, append rows, and let another writer use
 pylance on single partition tables (drop a column, append a row) followed by
 ``repair`` (which pins what that writer did). After every step every row read
 back must equal a plain model of the data kept by namespace field id; at the
@@ -61,11 +62,23 @@ class Model:
         self.rows: dict[int, dict[int, Any]] = {}
         self.assigned = {fid for _, fid, _ in self.columns}
         self.next_id = 0
+        #: field id -> {nested field's first name: its name now} (nested renames)
+        self.renamed: dict[int, dict[str, str]] = {}
+        self.nested_renames = 0
+
+    def value(self, fid: int, t: pa.DataType, value: Any) -> Any:
+        """A stored value (first nested names) as the namespace shows it now."""
+        names = self.renamed.get(fid)
+        if value is None or not names:
+            return value
+        if t == TYPES["struct"]:
+            return {names.get(k, k): v for k, v in value.items()}
+        return [{names.get(k, k): v for k, v in e.items()} for e in value]
 
     def expected(self) -> list[dict[str, Any]]:
         out = []
         for values in self.rows.values():
-            out.append({name: values.get(fid) for name, fid, _ in self.columns})
+            out.append({n: self.value(fid, t, values.get(fid)) for n, fid, t in self.columns})
         return sorted(out, key=lambda r: r["id"])
 
 
@@ -95,8 +108,9 @@ def _append(ns: PartitionedNamespace, model: Model, data: st.DataObject) -> None
         for name, _, t in model.columns[1:]:
             row[name] = _value(data, t)
         rows.append(row)
-    schema = pa.schema([pa.field(n, t) for n, _, t in model.columns])
-    ns.append(pa.Table.from_pylist(rows, schema=schema))
+    schema = pa.schema([pa.field(n, ns.schema.field(n).type) for n, _, _ in model.columns])
+    shown = [{n: model.value(fid, t, r[n]) for n, fid, t in model.columns} for r in rows]
+    ns.append(pa.Table.from_pylist(shown, schema=schema))
     for row in rows:
         model.rows[row["id"]] = {fid: row[name] for name, fid, _ in model.columns}
 
@@ -130,6 +144,24 @@ def _rename(ns: PartitionedNamespace, model: Model, data: st.DataObject) -> None
     new = data.draw(st.sampled_from(free))
     ns.rename_column(model.columns[i][0], new)
     model.columns[i] = (new, model.columns[i][1], model.columns[i][2])
+
+
+def _rename_nested(ns: PartitionedNamespace, model: Model, data: st.DataObject) -> None:
+    """Rename a field inside a struct or list<struct> column (a fresh name each time)."""
+    kinds = {TYPES["struct"]: ["a", "tags"], TYPES["list_of_struct"]: ["k", "w"]}
+    cands = [c for c in model.columns if c[2] in kinds]
+    if not cands:
+        return
+    name, fid, t = data.draw(st.sampled_from(cands))
+    first = data.draw(st.sampled_from(kinds[t]))
+    names = model.renamed.setdefault(fid, {})
+    now = names.get(first, first)
+    item = ".item" if t != TYPES["struct"] and data.draw(st.booleans()) else ""
+    model.nested_renames += 1
+    new = f"{first}_{model.nested_renames}"  # never a name this field had
+    ns.rename_column(f"{name}{item}.{now}", new)
+    names[first] = new
+    assert _fid(ns.schema.field(name)) == fid
 
 
 def _spec(ns: PartitionedNamespace, model: Model, data: st.DataObject) -> None:
@@ -214,6 +246,7 @@ OPS = {
     "add": _add,
     "drop": _drop,
     "rename": _rename,
+    "rename_nested": _rename_nested,
     "spec": _spec,
     "pylance_drop": _pylance_drop,
     "pylance_append": _pylance_append,
