@@ -94,19 +94,22 @@ def _plan_pruning(
     prune_filter: str | None,
     namespace: PartitionedNamespace,
     schema: pa.Schema,
+    failures: list[str] | None = None,
 ) -> Any:
+    """The planner's plan, or None; ``failures`` (EXPLAIN) collects why a part was dropped."""
     from lance_sql.planning.planner import plan_partitions, to_predicate
     from lance_sql.planning.predicates import and_
 
     errors = _PLANNING_ERRORS
+    why = [] if failures is None else failures
     preds = []
     for f in (filter, prune_filter):
         if f is None:
             continue
         try:
             preds.append(to_predicate(f, schema))
-        except errors:
-            continue
+        except errors as exc:
+            why.append(f"{f}: {_first_line(exc)}")
     if not preds:
         return None
     try:
@@ -118,8 +121,14 @@ def _plan_pruning(
             root=str(namespace.root),
             storage_options=namespace.storage_options,
         )
-    except errors:
+    except errors as exc:
+        why.append(f"the planner failed: {_first_line(exc)}")
         return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class PlannerPrune:

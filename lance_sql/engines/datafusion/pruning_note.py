@@ -17,10 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import LanceSqlError
+from lance_sql.engines.datafusion.namespace_pruning import _plan_pruning
 from lance_sql.planning.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
-
-_ERRORS = (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException)
 
 
 def pruning_note(
@@ -65,40 +63,12 @@ def _replan(
     out: list[str] = []
 
     def run() -> None:
-        from lance_sql.planning.planner import plan_partitions, to_predicate
-        from lance_sql.planning.predicates import and_
-
-        preds = []
-        for f in (filter, prune_filter):
-            if f is None:
-                continue
-            try:
-                preds.append(to_predicate(f, schema))
-            except _ERRORS as exc:
-                out.append(f"{f}: {_first_line(exc)}")
-        if not preds:
-            return
-        try:
-            plan_partitions(
-                and_(*preds),
-                namespace.specs,
-                schema,
-                namespace.snapshot.rows,
-                root=str(namespace.root),
-                storage_options=namespace.storage_options,
-            )
-        except _ERRORS as exc:
-            out.append(f"the planner failed: {_first_line(exc)}")
+        _plan_pruning(filter, prune_filter, namespace, schema, failures=out)
 
     worker = threading.Thread(target=run, name="lance-sql-pruning-note")
     worker.start()
     worker.join()
     return out or ["the planner failed"]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 __all__ = ["pruning_note"]
