@@ -110,6 +110,18 @@ def merge_field(
     )
 
 
+def _struct_child(t: pa.DataType, name: str, path: str) -> tuple[list[pa.Field], list[str], int]:
+    """The children of struct type ``t``, their names and the index of ``name`` in them;
+    a SpecError naming ``path`` when ``t`` is no struct or has no such field."""
+    if not pa.types.is_struct(t):
+        raise SpecError(f"no nested field {path!r} (a {t} has no fields)", key="schema")
+    children = [t.field(i) for i in range(t.num_fields)]
+    names = [c.name for c in children]
+    if name not in names:
+        raise SpecError(f"no nested field {path!r}", key="schema")
+    return children, names, names.index(name)
+
+
 def drop_path(field: pa.Field, parts: list[str], path: str) -> pa.Field:
     """``field`` without the nested field ``parts`` names (list levels are stepped through)."""
     t = field.type
@@ -118,13 +130,7 @@ def drop_path(field: pa.Field, parts: list[str], path: str) -> pa.Field:
         if parts[0] == t.value_field.name and not pa.types.is_struct(t.value_type):
             parts = parts[1:]
         return field.with_type(_rebuild_list(t, drop_path(t.value_field, parts, path)))
-    if not pa.types.is_struct(t):
-        raise SpecError(f"no nested field {path!r} (a {t} has no fields)", key="schema")
-    children = [t.field(i) for i in range(t.num_fields)]
-    names = [c.name for c in children]
-    if parts[0] not in names:
-        raise SpecError(f"no nested field {path!r}", key="schema")
-    i = names.index(parts[0])
+    children, _, i = _struct_child(t, parts[0], path)
     if len(parts) == 1:
         del children[i]
         if not children:
@@ -155,13 +161,7 @@ def rename_path(field: pa.Field, parts: list[str], new: str, path: str) -> pa.Fi
             raise SpecError(f"{path!r} names a list's items, which have no name to change",
                             key="schema")  # fmt: skip
         return field.with_type(_rebuild_list(t, rename_path(value, parts, new, path)))
-    if not pa.types.is_struct(t):
-        raise SpecError(f"no nested field {path!r} (a {t} has no fields)", key="schema")
-    children = [t.field(i) for i in range(t.num_fields)]
-    names = [c.name for c in children]
-    if parts[0] not in names:
-        raise SpecError(f"no nested field {path!r}", key="schema")
-    i = names.index(parts[0])
+    children, names, i = _struct_child(t, parts[0], path)
     if len(parts) > 1:
         children[i] = rename_path(children[i], parts[1:], new, path)
         return field.with_type(pa.struct(children))
