@@ -265,6 +265,17 @@ def _with_part(t: pa.Table) -> pa.Table:
     return t.append_column("_part", pa.array([], pa.int32()))
 
 
+def result_schema(target: Any, kind: str, columns: list[str] | None = None) -> pa.Schema:
+    """The schema :func:`search` returns for ``kind`` (``vector``, ``text``, ``hybrid``)."""
+    schema = _open(target).schema
+    fields = [schema.field(c) for c in (schema.names if columns is None else columns)]
+    scores = {"vector": ["_distance"], "text": ["_score"]}.get(kind, ["_distance", "_score"])
+    fields += [pa.field(name, pa.float32()) for name in scores]
+    if kind == "hybrid":
+        fields.append(pa.field("_hybrid_score", pa.float64()))
+    return pa.schema(fields)
+
+
 def merge_top_k(candidates: pa.Table, kind: str, k: int) -> pa.Table:
     """The global top ``k`` of per-table candidates (columns ``_part``, ``_rowid``, score)."""
     order = "ascending" if kind == "vector" else "descending"
@@ -386,4 +397,4 @@ def search(
     return (out, report) if return_report else out
 
 
-__all__ = ["SearchError", "SearchReport", "merge_top_k", "rrf", "search"]
+__all__ = ["SearchError", "SearchReport", "merge_top_k", "result_schema", "rrf", "search"]
