@@ -12,7 +12,9 @@ round (machine load hits all alike); medians of ``--rounds`` rounds:
 - ``all``: ``ns.search`` over all 32 partitions / pylance on the one dataset
   with one index, and recall@10 of both against numpy brute force;
 - ``fts``: ``ns.search("txt", term, where="p = 5")`` / pylance
-  ``full_text_query`` on that partition table (also the pair alone, 3 x rounds);
+  ``full_text_query`` on that partition table;
+- ``fts alone`` and ``one alone``: the same two pairs, each alone, alternating
+  (3 x rounds);
 - ``threads``: latency p50/p99 of ``lance_search`` in SQL from 8 threads on one
   ``lance_sql.SessionContext``.
 
@@ -22,6 +24,7 @@ round (machine load hits all alike); medians of ``--rounds`` rounds:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import threading
@@ -86,6 +89,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--data", help="folder kept between runs (the index builds take minutes)")
     args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
     root = Path(args.data or tempfile.mkdtemp())
     if (root / "one").exists():
         ns = lance_sql.PartitionedNamespace.open(root / "ns")
@@ -131,21 +135,28 @@ def main() -> None:
     med = {k: _median_ms(v) for k, v in times.items()}
     for a, b in (("one", "one_pl"), ("all", "all_pl"), ("fts", "fts_pl")):
         print(f"{a:>4}: {med[a]:7.2f} ms / {med[b]:7.2f} ms = {med[a] / med[b]:.2f}x")
-    alone: dict[str, list[float]] = {"fts": [], "fts_pl": []}
-    for i in range(3 * args.rounds):  # the full-text pair alone, alternating
-        term = WORDS[i % len(WORDS)]
-        pair = {
-            "fts": lambda term=term: ns.search("txt", term, k=10, where="p = 5", columns=["id"]),
-            "fts_pl": lambda term=term: part.to_table(
-                full_text_query=MatchQuery(term, "txt"), limit=10, columns=["id"]
-            ),
-        }
-        for name in pair if i % 2 == 0 else reversed(pair):
-            t0 = time.perf_counter()
-            pair[name]()
-            alone[name].append(time.perf_counter() - t0)
-    a, b = _median_ms(alone["fts"]), _median_ms(alone["fts_pl"])
-    print(f"fts alone: {a:7.2f} ms / {b:7.2f} ms = {a / b:.2f}x")
+    for pair in (("fts", "fts_pl"), ("one", "one_pl")):  # each pair alone, alternating
+        alone: dict[str, list[float]] = {name: [] for name in pair}
+        for i in range(3 * args.rounds):
+            term, q = WORDS[i % len(WORDS)], queries[i % len(queries)]
+            calls = {
+                "fts": lambda term=term: ns.search(
+                    "txt", term, k=10, where="p = 5", columns=["id"]
+                ),
+                "fts_pl": lambda term=term: part.to_table(
+                    full_text_query=MatchQuery(term, "txt"), limit=10, columns=["id"]
+                ),
+                "one": lambda q=q: ns.search("emb", q, k=10, where="p = 5", columns=["id"]),
+                "one_pl": lambda q=q: part.to_table(
+                    nearest={**nearest, "q": q}, filter="p = 5", prefilter=True, columns=["id"]
+                ),
+            }
+            for name in pair if i % 2 == 0 else reversed(pair):
+                t0 = time.perf_counter()
+                calls[name]()
+                alone[name].append(time.perf_counter() - t0)
+        a, b = _median_ms(alone[pair[0]]), _median_ms(alone[pair[1]])
+        print(f"{pair[0]} alone: {a:7.2f} ms / {b:7.2f} ms = {a / b:.2f}x")
     n = len(queries) * 10
     print(f"recall@10: namespace {hits['all'] / n:.3f}, one dataset {hits['all_pl'] / n:.3f}")
     ctx = lance_sql.SessionContext()
@@ -176,6 +187,7 @@ def main() -> None:
         f"8 threads, SQL lance_search over 32 partitions: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
         f"{len(lat) / wall:.1f} queries/s"
     )
+    print(f"load average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
