@@ -41,7 +41,6 @@ from lance_sql.planning.search_table import (
     as_query_vector,
     plan_table,
     score_column,
-    search_target,
 )
 
 
@@ -241,7 +240,7 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=Tr
     rank = {i: r for r, i in enumerate(order)}
 
     def one(i: int) -> pa.Table:
-        part = search_target(targets[i], q, cols, sf, prefilter, reports[i])
+        part = TableCall(targets[i], q, cols, sf, prefilter, reports[i]).run(q.query)
         return part.append_column("_part", pa.array([rank[i]] * part.num_rows, pa.int32()))
 
     workers = max(1, min(len(targets), _CPUS, 8))

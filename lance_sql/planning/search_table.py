@@ -2,7 +2,7 @@
 
 A :class:`SearchTarget` is one Lance dataset (a partition table at its pinned
 version, or a plain dataset) with the map from namespace columns to its own
-columns. :func:`search_target` returns its candidates, named as the namespace
+columns. :class:`TableCall` returns its candidates, named as the namespace
 names them, plus ``_distance`` or ``_score`` and ``_rowid``.
 
 How the ``where`` filter is applied (the route is reported per table):
@@ -137,7 +137,7 @@ def _pushdown(sf: ScanFilter, schema: pa.Schema) -> tuple[pc.Expression | None, 
 def plan_table(
     target: SearchTarget, q: SearchQuery, sf: ScanFilter | None, prefilter: bool
 ) -> TableReport:
-    """The report of how :func:`search_target` will search ``target``."""
+    """The report of how :class:`TableCall` will search ``target``."""
     found = table_index(target, q)
     ix = found if q.use_index else None
     _, after, route = _route(sf, target, prefilter)
@@ -162,22 +162,6 @@ def _keep(sf: ScanFilter, table: pa.Table, schema: pa.Schema) -> pa.Table:
     expr = pc.Expression.from_substrait(base64.b64decode(sf.substrait))
     probe = table.select(schema.names).append_column("__pos", pa.array(range(table.num_rows)))
     return table.take(probe.filter(expr).column("__pos"))
-
-
-def search_target(
-    target: SearchTarget,
-    q: SearchQuery,
-    columns: list[str],
-    sf: ScanFilter | None,
-    prefilter: bool,
-    report: TableReport,
-    row_ids: bool = True,
-) -> pa.Table:
-    """The table's candidates: ``columns`` + ``_distance``/``_score`` (+ ``_rowid``).
-
-    ``row_ids=False`` (one table, nothing to merge): Lance is not asked for row ids.
-    """
-    return TableCall(target, q, columns, sf, prefilter, report, row_ids).run(q.query)
 
 
 class TableCall:
@@ -325,5 +309,4 @@ __all__ = [
     "as_query_vector",
     "plan_table",
     "score_column",
-    "search_target",
 ]
