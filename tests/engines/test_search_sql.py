@@ -249,3 +249,26 @@ def test_hybrid_search_in_sql(setup: tuple) -> None:
         "'txt', 'w1', 8) h JOIN items i ON h.id = i.id WHERE h._score IS NOT NULL"
     ).to_arrow_table()
     assert 0 < joined.column("n")[0].as_py() <= 8
+
+
+def test_filters_over_a_search_table_equal_plain_datafusion(setup: tuple) -> None:
+    """Filters DataFusion pushes into the search table run with SQL semantics (NULL scores)."""
+    ctx, ns, _, _ = setup
+    call = (
+        "lance_hybrid_search('items', 'emb', [0.1, 0.2, 0.3, 0.4], 'txt', 'w4', 30, NULL, "
+        "{'use_index': false})"
+    )
+    plain = datafusion.SessionContext()
+    plain.from_arrow(ns.search(vector=("emb", Q), text=("txt", "w4"), k=30, use_index=False), "h")
+    for where in (
+        "_distance NOT IN (1.0, 2.0)",
+        "NOT (_score IN (0.5))",
+        "_score > 0 OR _distance < 0.05",
+        "region IN ('r1', 'r2') AND _hybrid_score > 0.01",
+    ):
+        sql = "SELECT id, _distance, _score FROM {t} WHERE " + where + " ORDER BY id"
+        got = ctx.sql(sql.format(t=call)).to_arrow_table()
+        want = plain.sql(sql.format(t="h")).to_arrow_table()
+        assert got.to_pylist() == want.to_pylist(), where
+    count = ctx.sql(f"SELECT count(*) AS n FROM {call}").to_arrow_table()
+    assert count.column("n")[0].as_py() == 30

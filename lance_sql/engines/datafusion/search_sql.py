@@ -36,7 +36,14 @@ from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError
 from lance_sql.planning.search import result_schema, search
 from lance_sql.planning.search_table import SearchError
-from lance_sql.tables.scan import ScanUnit, matches_nothing, normalize_filter
+from lance_sql.tables.scan import (
+    ScanUnit,
+    empty_batches,
+    filter_table,
+    matches_nothing,
+    normalize_filter,
+    with_sql_semantics,
+)
 
 _LOCAL = threading.local()
 
@@ -175,10 +182,13 @@ class SearchUnit(ScanUnit):
         table = self._run()
         if not table.schema.equals(self._schema):
             table = table.cast(self._schema)
-        kw: dict[str, Any] = {"columns": None if columns is None else list(columns)}
-        if batch_size:
-            kw["batch_size"] = batch_size
-        return pds.dataset(table).scanner(filter=filter, **kw).to_batches()
+        if filter is not None:  # DataFusion will not re-check it: SQL semantics (NULL IN ...)
+            table = filter_table(table, with_sql_semantics(filter, table.schema))
+        if columns is not None and not columns:  # count(*): row counts only
+            return empty_batches(table.num_rows, batch_size)
+        if columns is not None:
+            table = table.select(list(columns))
+        return iter(table.to_batches(max_chunksize=batch_size or None))
 
 
 def _call(ctx_ref: weakref.ref, hybrid: bool, *raw: Any) -> pds.Dataset:
