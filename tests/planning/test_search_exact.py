@@ -273,3 +273,21 @@ def test_repeated_one_table_searches_stay_exact(tmp_path: Path) -> None:
             got = ns.search("txt", term, k=100_000, where="region = 'a'", columns=["id"])
             assert set(got.column("id").to_pylist()) == _term_ids(rows, term, "region = 'a'")
             assert got.column_names == ["id", "_score"]
+
+
+def test_repeated_one_table_search_with_a_filter_applied_outside_lance(tmp_path: Path) -> None:
+    """One table whose filter column was renamed: ranked flat, filtered exactly, each time."""
+    ns = _namespace(tmp_path, 12)
+    ns.rename_column("g", "grp")
+    rows = ns.to_table(["id", "region", "grp", "txt", "emb"])
+    rows = rows.rename_columns(["id", "region", "g", "txt", "emb"])
+    where = "region = 'a' AND grp > 4"
+    rep = ns.search("emb", np.zeros(DIM, np.float32), where=where, explain=True)
+    assert rep.searched == 1
+    assert "outside Lance" in rep.tables[0].filter
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        q = rng.random(DIM, dtype=np.float32)
+        got = ns.search("emb", q, k=8, where=where, columns=["id"])
+        _check_exact(got, rows, "region = 'a' AND g > 4", q, 8)
+        assert got.column_names == ["id", "_distance"]
