@@ -3,8 +3,9 @@
 100,000 random 128-dim float32 vectors and a short text per row, in 32
 partitions (identity on ``p``), with a vector index (``create_index("emb")``:
 IVF_HNSW_SQ) and an INVERTED text index; the same rows also in one Lance
-dataset with one index of the same type. Variants alternate inside every
-round (machine load hits all alike); medians of ``--rounds`` rounds:
+dataset with one index of the same type. Variants run in a random order in
+every round (machine load and caches hit all alike); medians of ``--rounds``
+rounds:
 
 - ``one``: ``ns.search(where="p = 5")`` / pylance ``to_table(nearest=...,
   filter="p = 5", prefilter=True)`` on that partition table (same
@@ -12,7 +13,9 @@ round (machine load hits all alike); medians of ``--rounds`` rounds:
 - ``all``: ``ns.search`` over all 32 partitions / pylance on the one dataset
   with one index, and recall@10 of both against numpy brute force;
 - ``fts``: ``ns.search("txt", term, where="p = 5")`` / pylance
-  ``full_text_query`` on that partition table (also the pair alone, 3 x rounds);
+  ``full_text_query`` on that partition table;
+- ``fts alone`` and ``one alone``: the same two pairs, each alone, alternating
+  (3 x rounds);
 - ``threads``: latency p50/p99 of ``lance_search`` in SQL from 8 threads on one
   ``lance_sql.SessionContext``.
 
@@ -22,6 +25,8 @@ round (machine load hits all alike); medians of ``--rounds`` rounds:
 from __future__ import annotations
 
 import argparse
+import os
+import random
 import statistics
 import tempfile
 import threading
@@ -86,6 +91,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--data", help="folder kept between runs (the index builds take minutes)")
     args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
     root = Path(args.data or tempfile.mkdtemp())
     if (root / "one").exists():
         ns = lance_sql.PartitionedNamespace.open(root / "ns")
@@ -118,7 +124,10 @@ def main() -> None:
                 full_text_query=MatchQuery(term, "txt"), limit=10, columns=["id"]
             ),
         }
-        order = list(runs) if i % 2 == 0 else list(reversed(runs))
+        # a fresh random order each round: every variant follows every other alike (a fixed
+        # order made ``fts`` always follow the 100,000-row search and ``fts_pl`` follow ``fts``)
+        order = list(runs)
+        random.Random(i).shuffle(order)
         truth = None
         for name in order:
             t0 = time.perf_counter()
@@ -131,21 +140,28 @@ def main() -> None:
     med = {k: _median_ms(v) for k, v in times.items()}
     for a, b in (("one", "one_pl"), ("all", "all_pl"), ("fts", "fts_pl")):
         print(f"{a:>4}: {med[a]:7.2f} ms / {med[b]:7.2f} ms = {med[a] / med[b]:.2f}x")
-    alone: dict[str, list[float]] = {"fts": [], "fts_pl": []}
-    for i in range(3 * args.rounds):  # the full-text pair alone, alternating
-        term = WORDS[i % len(WORDS)]
-        pair = {
-            "fts": lambda term=term: ns.search("txt", term, k=10, where="p = 5", columns=["id"]),
-            "fts_pl": lambda term=term: part.to_table(
-                full_text_query=MatchQuery(term, "txt"), limit=10, columns=["id"]
-            ),
-        }
-        for name in pair if i % 2 == 0 else reversed(pair):
-            t0 = time.perf_counter()
-            pair[name]()
-            alone[name].append(time.perf_counter() - t0)
-    a, b = _median_ms(alone["fts"]), _median_ms(alone["fts_pl"])
-    print(f"fts alone: {a:7.2f} ms / {b:7.2f} ms = {a / b:.2f}x")
+    for pair in (("fts", "fts_pl"), ("one", "one_pl")):  # each pair alone, alternating
+        alone: dict[str, list[float]] = {name: [] for name in pair}
+        for i in range(3 * args.rounds):
+            term, q = WORDS[i % len(WORDS)], queries[i % len(queries)]
+            calls = {
+                "fts": lambda term=term: ns.search(
+                    "txt", term, k=10, where="p = 5", columns=["id"]
+                ),
+                "fts_pl": lambda term=term: part.to_table(
+                    full_text_query=MatchQuery(term, "txt"), limit=10, columns=["id"]
+                ),
+                "one": lambda q=q: ns.search("emb", q, k=10, where="p = 5", columns=["id"]),
+                "one_pl": lambda q=q: part.to_table(
+                    nearest={**nearest, "q": q}, filter="p = 5", prefilter=True, columns=["id"]
+                ),
+            }
+            for name in pair if i % 2 == 0 else reversed(pair):
+                t0 = time.perf_counter()
+                calls[name]()
+                alone[name].append(time.perf_counter() - t0)
+        a, b = _median_ms(alone[pair[0]]), _median_ms(alone[pair[1]])
+        print(f"{pair[0]} alone: {a:7.2f} ms / {b:7.2f} ms = {a / b:.2f}x")
     n = len(queries) * 10
     print(f"recall@10: namespace {hits['all'] / n:.3f}, one dataset {hits['all_pl'] / n:.3f}")
     ctx = lance_sql.SessionContext()
@@ -176,6 +192,7 @@ def main() -> None:
         f"8 threads, SQL lance_search over 32 partitions: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
         f"{len(lat) / wall:.1f} queries/s"
     )
+    print(f"load average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

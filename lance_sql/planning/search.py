@@ -36,11 +36,11 @@ from lance_sql.planning.search_table import (
     SearchError,
     SearchQuery,
     SearchTarget,
+    TableCall,
     TableReport,
     as_query_vector,
     plan_table,
     score_column,
-    search_target,
 )
 
 
@@ -184,6 +184,20 @@ def _prepared(obj: Any, q: SearchQuery, where: Any, prefilter: bool, partitions:
     return _memo(key, make)
 
 
+def _call_key(obj: Any, where: Any, partitions: Any, column: str, query: Any, *opts: Any):
+    """The key a prepared one-table search is remembered under (None: not remembered)."""
+    key = _snapshot_key(obj, where)
+    if key is None or partitions is not None or not isinstance(opts[1], (list, tuple, type(None))):
+        return None
+    cols = None if opts[1] is None else tuple(opts[1])
+    key = ("call", *key, column, isinstance(query, str), int(opts[0]), cols, *opts[2:])
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _query(kind: str, column: str, query: Any, schema: pa.Schema, **opts: Any) -> SearchQuery:
     if column not in schema.names:
         raise SearchError(f"cannot search column {column!r}: no such column ({schema.names})")
@@ -202,7 +216,11 @@ def _kind_of(field: pa.Field, query: Any) -> str:
     return "vector"
 
 
-def _run(obj, q, columns, where, prefilter, explain, partitions=None):
+def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=True, call_key=None):
+    """(report, rows): rows carry ``_part`` and ``_rowid`` only with ``row_ids``.
+
+    ``call_key``: where to remember the prepared call when one table is searched.
+    """
     targets, sf, total, pruning, reports = _prepared(obj, q, where, prefilter, partitions)
     report = SearchReport(q.kind, q.column, q.k, total, tuple(reports), pruning)
     if explain:
@@ -212,12 +230,17 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None):
     if missing:
         raise SearchError(f"no column(s) {missing} to return (columns: {obj.schema.names})")
 
+    if len(targets) == 1 and not row_ids:  # nothing to merge: pylance's rows, named
+        call = TableCall(targets[0], q, cols, sf, prefilter, reports[0], False)
+        if call_key is not None:
+            _memo(call_key, lambda: call)
+        return report, call.run(q.query)
     # the tie rule orders partition tables by object_id: number them in that order
     order = sorted(range(len(targets)), key=lambda i: targets[i].object_id)
     rank = {i: r for r, i in enumerate(order)}
 
     def one(i: int) -> pa.Table:
-        part = search_target(targets[i], q, cols, sf, prefilter, reports[i])
+        part = TableCall(targets[i], q, cols, sf, prefilter, reports[i]).run(q.query)
         return part.append_column("_part", pa.array([rank[i]] * part.num_rows, pa.int32()))
 
     workers = max(1, min(len(targets), _CPUS, 8))
@@ -230,7 +253,8 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None):
         from lance_sql.planning.search_table import _empty
 
         dummy = SearchTarget("", None, obj.schema, {c: c for c in obj.schema.names})
-        return report, _with_part(_empty(dummy, cols, q))
+        empty = _empty(dummy, cols, q)
+        return report, _with_part(empty) if row_ids else empty.drop_columns(["_rowid"])
     if len(parts) == 1:  # one table: already in pylance's order (ties: pylance's choice)
         return report, parts[0]
     return report, merge_top_k(pa.concat_tables(parts), q.kind, q.k)
@@ -238,6 +262,17 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None):
 
 def _with_part(t: pa.Table) -> pa.Table:
     return t.append_column("_part", pa.array([], pa.int32()))
+
+
+def result_schema(target: Any, kind: str, columns: list[str] | None = None) -> pa.Schema:
+    """The schema :func:`search` returns for ``kind`` (``vector``, ``text``, ``hybrid``)."""
+    schema = _open(target).schema
+    fields = [schema.field(c) for c in (schema.names if columns is None else columns)]
+    scores = {"vector": ["_distance"], "text": ["_score"]}.get(kind, ["_distance", "_score"])
+    fields += [pa.field(name, pa.float32()) for name in scores]
+    if kind == "hybrid":
+        fields.append(pa.field("_hybrid_score", pa.float64()))
+    return pa.schema(fields)
 
 
 def merge_top_k(candidates: pa.Table, kind: str, k: int) -> pa.Table:
@@ -303,6 +338,16 @@ def search(
     partition table by object id) and ``_rowid``. See docs/search.md.
     """
     obj = _open(target)
+    call_key = None
+    plain = not (explain or with_row_ids or return_report)
+    if plain and column is not None and vector is None and text is None:
+        call_key = _call_key(obj, where, partitions, column, query, k, columns, prefilter,
+                             metric, nprobes, refine_factor, ef, use_index)  # fmt: skip
+        call = None if call_key is None else _PLANS.get(call_key)
+        if call is not None:  # the same search of one table on this snapshot: only the query
+            if call.q.kind == "vector":
+                query = as_query_vector(query, column, obj.schema.field(column))
+            return call.run(query)
     if int(k) < 0:
         raise SearchError(f"k must be >= 0, got {k}")
     opts = dict(
@@ -341,12 +386,14 @@ def search(
             prefilter,
             explain,
             partitions,
+            with_row_ids,
+            call_key,
         )
         if explain:
             return report
-    if not with_row_ids:
+    if not with_row_ids and "_rowid" in out.column_names:
         out = out.drop_columns(["_part", "_rowid"])
     return (out, report) if return_report else out
 
 
-__all__ = ["SearchError", "SearchReport", "merge_top_k", "rrf", "search"]
+__all__ = ["SearchError", "SearchReport", "merge_top_k", "result_schema", "rrf", "search"]

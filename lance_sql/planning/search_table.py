@@ -2,7 +2,7 @@
 
 A :class:`SearchTarget` is one Lance dataset (a partition table at its pinned
 version, or a plain dataset) with the map from namespace columns to its own
-columns. :func:`search_target` returns its candidates, named as the namespace
+columns. :class:`TableCall` returns its candidates, named as the namespace
 names them, plus ``_distance`` or ``_score`` and ``_rowid``.
 
 How the ``where`` filter is applied (the route is reported per table):
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from lance.query import MatchQuery
 
 from lance_sql.errors import LanceSqlError
 from lance_sql.planning.scan_filter import ScanFilter
@@ -136,7 +137,7 @@ def _pushdown(sf: ScanFilter, schema: pa.Schema) -> tuple[pc.Expression | None, 
 def plan_table(
     target: SearchTarget, q: SearchQuery, sf: ScanFilter | None, prefilter: bool
 ) -> TableReport:
-    """The report of how :func:`search_target` will search ``target``."""
+    """The report of how :class:`TableCall` will search ``target``."""
     found = table_index(target, q)
     ix = found if q.use_index else None
     _, after, route = _route(sf, target, prefilter)
@@ -163,52 +164,72 @@ def _keep(sf: ScanFilter, table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table.take(probe.filter(expr).column("__pos"))
 
 
-def search_target(
-    target: SearchTarget,
-    q: SearchQuery,
-    columns: list[str],
-    sf: ScanFilter | None,
-    prefilter: bool,
-    report: TableReport,
-) -> pa.Table:
-    """The table's candidates: ``columns`` + ``_distance``/``_score`` + ``_rowid``."""
-    src = target.sources.get(q.column)
-    pushed, after, _ = _route(sf, target, prefilter)
-    need = list(columns)
-    if after is not None:
-        need += [c for c in after.columns(target.schema) if c not in need]
-    read = list(dict.fromkeys(target.sources[c] for c in need if target.sources.get(c)))
-    ds = target.dataset
-    k = q.k
-    if after is not None and prefilter:
-        k = max(int(report.rows), 1)  # rank every row passing the pushed part
-    # the score asked for by name (pylance warns that it will stop adding it by itself)
-    kw: dict[str, Any] = {"columns": [*read, score_column(q.kind)], "with_row_id": True}
-    if pushed is not None:
-        kw.update(filter=pushed, prefilter=True)
-    if src is None or k <= 0:
-        return _empty(target, need, q)
-    if q.kind == "vector":
-        nearest: dict[str, Any] = {"column": src, "q": q.query, "k": k}
-        nearest["use_index"] = report.mode == "index"
-        for name in ("metric", "nprobes", "ef"):
-            if getattr(q, name) is not None:
-                nearest[name] = getattr(q, name)
-        refine = q.refine_factor
-        if refine is None and report.mode == "index" and report.index_type != "IVF_FLAT":
-            refine = DEFAULT_REFINE
-        if refine is not None and report.mode == "index":
-            nearest["refine_factor"] = refine
-        out = ds.to_table(nearest=nearest, **kw)
-    else:
-        from lance.query import MatchQuery
+class TableCall:
+    """One table's pylance search call with everything but the query vector or text prepared.
 
-        out = ds.to_table(full_text_query=MatchQuery(q.query, src), limit=k, **kw)
-    result = _named(target, out, need, q)
-    if after is not None:
-        result = _keep(after, result, target.schema)
-        result = _top(result, q.kind, q.k)
-    return result.select([*columns, score_column(q.kind), "_rowid"])
+    What it depends on (the table, the route of the filter, the columns, the
+    options) is fixed for a snapshot, so a repeated search of one table
+    prepares it once (:mod:`.search`) and each search only runs :meth:`run`.
+    """
+
+    def __init__(
+        self,
+        target: SearchTarget,
+        q: SearchQuery,
+        columns: list[str],
+        sf: ScanFilter | None,
+        prefilter: bool,
+        report: TableReport,
+        row_ids: bool = True,
+    ) -> None:
+        self.target, self.q = target, q
+        self.src = target.sources.get(q.column)
+        pushed, self.after, _ = _route(sf, target, prefilter)
+        need = list(columns)
+        if self.after is not None:
+            need += [c for c in self.after.columns(target.schema) if c not in need]
+        self.need = need
+        read = list(dict.fromkeys(target.sources[c] for c in need if target.sources.get(c)))
+        k = q.k
+        if self.after is not None and prefilter:
+            k = max(int(report.rows), 1)  # rank every row passing the pushed part
+        self.k = k
+        # the score asked for by name (pylance warns that it will stop adding it by itself)
+        self.ids = row_ids or self.after is not None  # the exact filter's top-k: ties by row id
+        kw: dict[str, Any] = {"columns": [*read, score_column(q.kind)], "with_row_id": self.ids}
+        if pushed is not None:
+            kw.update(filter=pushed, prefilter=True)
+        self.keep = [*columns, score_column(q.kind), *(["_rowid"] if row_ids else [])]
+        if q.kind == "vector":
+            nearest: dict[str, Any] = {"column": self.src, "k": k}
+            nearest["use_index"] = report.mode == "index"
+            for name in ("metric", "nprobes", "ef"):
+                if getattr(q, name) is not None:
+                    nearest[name] = getattr(q, name)
+            refine = q.refine_factor
+            if refine is None and report.mode == "index" and report.index_type != "IVF_FLAT":
+                refine = DEFAULT_REFINE
+            if refine is not None and report.mode == "index":
+                nearest["refine_factor"] = refine
+            self.nearest = nearest
+        else:
+            kw["limit"] = k
+        self.kw = kw
+
+    def run(self, query: Any) -> pa.Table:
+        """The candidates for ``query`` (a float32 vector or a text, as :class:`SearchQuery`)."""
+        target, q = self.target, self.q
+        if self.src is None or self.k <= 0:
+            return _empty(target, self.need, q).select(self.keep)
+        if q.kind == "vector":
+            out = target.dataset.to_table(nearest={**self.nearest, "q": query}, **self.kw)
+        else:
+            out = target.dataset.to_table(full_text_query=MatchQuery(query, self.src), **self.kw)
+        result = _named(target, out, self.need, q, self.ids)
+        if self.after is not None:
+            result = _keep(self.after, result, target.schema)
+            result = _top(result, q.kind, q.k)
+        return result if result.column_names == self.keep else result.select(self.keep)
 
 
 #: refine_factor used with quantized vector indexes when none is given (recall; docs/search.md).
@@ -226,7 +247,14 @@ def _top(t: pa.Table, kind: str, k: int) -> pa.Table:
     return t.take(idx[:k])
 
 
-def _named(target: SearchTarget, out: pa.Table, need: list[str], q: SearchQuery) -> pa.Table:
+_FLOAT32 = pa.float32()
+_UINT64 = pa.uint64()
+
+
+def _named(
+    target: SearchTarget, out: pa.Table, need: list[str], q: SearchQuery, row_ids: bool = True
+) -> pa.Table:
+    """Lance's output named and typed as the namespace (casts only where types differ)."""
     arrays, fields = [], []
     for name in need:
         f = target.schema.field(name)
@@ -235,11 +263,14 @@ def _named(target: SearchTarget, out: pa.Table, need: list[str], q: SearchQuery)
             arrays.append(pa.nulls(out.num_rows, f.type))
         else:
             col = out.column(src)
-            arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
+            arrays.append(col if col.type == f.type else col.cast(f.type))
         fields.append(f)
     sc = score_column(q.kind)
-    arrays += [out.column(sc).cast(pa.float32()), out.column("_rowid").cast(pa.uint64())]
-    fields += [pa.field(sc, pa.float32()), pa.field("_rowid", pa.uint64())]
+    extra = [(sc, _FLOAT32), *([("_rowid", _UINT64)] if row_ids else [])]
+    for name, typ in extra:
+        col = out.column(name)
+        arrays.append(col if col.type == typ else col.cast(typ))
+        fields.append(pa.field(name, typ))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
@@ -273,9 +304,9 @@ __all__ = [
     "SearchError",
     "SearchQuery",
     "SearchTarget",
+    "TableCall",
     "TableReport",
     "as_query_vector",
     "plan_table",
     "score_column",
-    "search_target",
 ]

@@ -123,6 +123,21 @@ def test_explain_shows_partitions_and_index(setup: tuple) -> None:
         ("SELECT * FROM lance_search('items', 'emb', [1, 2], 3)", "holds 4"),
         ("SELECT * FROM lance_search('items', 'emb', [1, 2, 3, 4])", "got 3 arguments"),
         ("SELECT * FROM lance_search('items', 'nope', [1, 2, 3, 4], 3)", "no such column"),
+        ("SELECT * FROM lance_search('items', 'emb', [1, 2, 3, 4], 3, {'nprobe': 2})", "nprobes"),
+        (
+            "SELECT * FROM lance_search('items', 'emb', [1, 2, 3, 4], 3, NULL, {'nprobes': 'x'})",
+            "an integer",
+        ),
+        ("SELECT * FROM lance_search('items', 'emb', [1, 2, 3, 4], 3, 5)", "where is a string"),
+        (
+            "SELECT * FROM lance_hybrid_search('items', 'emb', [1, 2, 3, 4], 'txt', 'w1')",
+            "got 5 arguments",
+        ),
+        (
+            "SELECT * FROM lance_hybrid_search('items', 'emb', [1, 2, 3, 4], 'txt', 'w1', 3, "
+            "NULL, {'rrf': 3})",
+            "rrf_k",
+        ),
     ],
 )
 def test_typed_errors(setup: tuple, sql: str, match: str) -> None:
@@ -145,3 +160,115 @@ def test_lance_search_sees_later_writes(tmp_path: Path) -> None:
     assert ctx.sql(sql).to_arrow_table().column("id").to_pylist() == [1]
     ns.append(row(2, 0.1))
     assert ctx.sql(sql).to_arrow_table().column("id").to_pylist() == [2]
+
+
+def test_explain_describes_the_search_without_running_it(
+    setup: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table function only prunes and routes while planning; the top-k runs on execution."""
+    from lance_sql.planning.search_table import TableCall
+
+    ctx, _, _, _ = setup
+    calls: list[int] = []
+    run = TableCall.run
+    monkeypatch.setattr(TableCall, "run", lambda self, q: (calls.append(1), run(self, q))[1])
+    sql = (
+        "SELECT id FROM lance_hybrid_search('items', 'emb', [0.1, 0.2, 0.3, 0.4], 'txt', 'w2', 4, "
+        "'region IN (''r1'', ''r3'')')"
+    )
+    text = "\n".join(ctx.sql(f"EXPLAIN {sql}").to_arrow_table().column("plan").to_pylist())
+    assert calls == []
+    assert "hybrid search on emb k=4: partitions searched 4/4 (4 indexed, 0 flat)" in text
+    assert "index txt_idx (INVERTED)" in text
+    assert "index emb_idx (IVF_FLAT)" in text
+    assert "searched when executed" in text
+    got = ctx.sql(sql).to_arrow_table()
+    assert calls
+    assert got.num_rows == 4
+
+
+def _brute_ids(t: pa.Table, region: str | None, k: int) -> list[int]:
+    keep = [i for i, r in enumerate(t["region"].to_pylist()) if region in (None, r)]
+    vecs = np.array([t["emb"][i].as_py() for i in keep], dtype=np.float32)
+    d = ((vecs - np.array(Q, np.float32)) ** 2).sum(1)
+    return [t["id"][keep[i]].as_py() for i in np.argsort(d, kind="stable")[:k]]
+
+
+def test_named_options_struct(setup: tuple) -> None:
+    ctx, ns, t, _ = setup
+    vec = "[0.1, 0.2, 0.3, 0.4]"
+    exact = ctx.sql(
+        f"SELECT id FROM lance_search('items', 'emb', {vec}, 9, 'region = ''r0''', "
+        "{'use_index': false, 'nprobes': 3})"
+    ).to_arrow_table()
+    assert exact.column("id").to_pylist() == _brute_ids(t, "r0", 9)
+    everywhere = ctx.sql(
+        f"SELECT id FROM lance_search('items', 'emb', {vec}, 12, {{'use_index': false}})"
+    ).to_arrow_table()
+    assert everywhere.column("id").to_pylist() == _brute_ids(t, None, 12)
+    for opts, kw in (
+        ("{'prefilter': false}", {"prefilter": False}),
+        ("{'nprobes': 2, 'refine_factor': 3}", {"nprobes": 2, "refine_factor": 3}),
+        ("{'metric': 'cosine', 'use_index': false}", {"metric": "cosine", "use_index": False}),
+    ):
+        got = ctx.sql(
+            f"SELECT * FROM lance_search('items', 'emb', {vec}, 6, 'region <> ''r1''', {opts})"
+        ).to_arrow_table()
+        want = ns.search("emb", Q, k=6, where="region <> 'r1'", **kw)
+        assert got.to_pylist() == want.to_pylist()
+        assert set(got.column("region").to_pylist()) <= {"r0", "r2", "r3"}
+
+
+def test_hybrid_search_in_sql(setup: tuple) -> None:
+    """lance_hybrid_search fuses the exact vector list (numpy) and the term-match text list."""
+    ctx, ns, t, _ = setup
+    k = 8
+    got = ctx.sql(
+        "SELECT * FROM lance_hybrid_search('items', 'emb', [0.1, 0.2, 0.3, 0.4], 'txt', 'w1', "
+        f"{k}, 'region = ''r1''', {{'use_index': false, 'rrf_k': 30}})"
+    ).to_arrow_table()
+    want = ns.search(
+        vector=("emb", Q), text=("txt", "w1"), k=k, where="region = 'r1'", use_index=False, rrf_k=30
+    )
+    assert got.column_names == [*SCHEMA.names, "_distance", "_score", "_hybrid_score"]
+    assert got.to_pylist() == want.to_pylist()
+    vec = ns.search("emb", Q, k=k, where="region = 'r1'", use_index=False, columns=["id"])
+    assert vec.column("id").to_pylist() == _brute_ids(t, "r1", k)
+    txt = ns.search("txt", "w1", k=k, where="region = 'r1'", columns=["id", "txt"])
+    assert all("w1" in s.split() for s in txt.column("txt").to_pylist())
+    fused: dict[int, float] = {}
+    for ranked in (vec.column("id").to_pylist(), txt.column("id").to_pylist()):
+        for r, i in enumerate(ranked):
+            fused[i] = fused.get(i, 0.0) + 1 / (30 + r + 1)
+    best = sorted(fused, key=lambda i: -fused[i])[:k]
+    assert sorted(got.column("id").to_pylist()) == sorted(best)
+    ids = got.column("id").to_pylist()
+    np.testing.assert_allclose(got.column("_hybrid_score").to_numpy(), [fused[i] for i in ids])
+    joined = ctx.sql(
+        "SELECT count(*) AS n FROM lance_hybrid_search('items', 'emb', [0.1, 0.2, 0.3, 0.4], "
+        "'txt', 'w1', 8) h JOIN items i ON h.id = i.id WHERE h._score IS NOT NULL"
+    ).to_arrow_table()
+    assert 0 < joined.column("n")[0].as_py() <= 8
+
+
+def test_filters_over_a_search_table_equal_plain_datafusion(setup: tuple) -> None:
+    """Filters DataFusion pushes into the search table run with SQL semantics (NULL scores)."""
+    ctx, ns, _, _ = setup
+    call = (
+        "lance_hybrid_search('items', 'emb', [0.1, 0.2, 0.3, 0.4], 'txt', 'w4', 30, NULL, "
+        "{'use_index': false})"
+    )
+    plain = datafusion.SessionContext()
+    plain.from_arrow(ns.search(vector=("emb", Q), text=("txt", "w4"), k=30, use_index=False), "h")
+    for where in (
+        "_distance NOT IN (1.0, 2.0)",
+        "NOT (_score IN (0.5))",
+        "_score > 0 OR _distance < 0.05",
+        "region IN ('r1', 'r2') AND _hybrid_score > 0.01",
+    ):
+        sql = "SELECT id, _distance, _score FROM {t} WHERE " + where + " ORDER BY id"
+        got = ctx.sql(sql.format(t=call)).to_arrow_table()
+        want = plain.sql(sql.format(t="h")).to_arrow_table()
+        assert got.to_pylist() == want.to_pylist(), where
+    count = ctx.sql(f"SELECT count(*) AS n FROM {call}").to_arrow_table()
+    assert count.column("n")[0].as_py() == 30

@@ -246,3 +246,48 @@ def test_remembered_plans_follow_new_snapshots(tmp_path: Path) -> None:
         assert after.column("id").to_pylist()[0] == 99999
     reopened = lance_sql.PartitionedNamespace.open(ns.root)
     assert reopened.search("emb", q, k=1, columns=["id"]).column("id").to_pylist() == [99999]
+
+
+def test_repeated_one_table_searches_stay_exact(tmp_path: Path) -> None:
+    """A search of one partition table, repeated, runs a call prepared once per snapshot:
+    every query is still exact, typed like the first, and a bad query still a typed error."""
+    ns = _namespace(tmp_path, 11)
+    rows = _all_rows(ns)
+    rng = np.random.default_rng(11)
+    for where in ("region = 'a'", "region = 'a' AND g > 4", "region = 'tiny'"):
+        assert ns.search("emb", np.zeros(DIM, np.float32), where=where, explain=True).searched == 1
+        first = None
+        for _ in range(4):
+            q = rng.random(DIM, dtype=np.float32)
+            got = ns.search("emb", q, k=10, where=where, use_index=False, columns=["id"])
+            _check_exact(got, rows, where, q, 10)
+            first = first or got.schema
+            assert got.schema == first and got.column_names == ["id", "_distance"]
+            every = ns.search("emb", q, k=3, where=where, use_index=False)
+            assert every.schema.names == [*SCHEMA.names, "_distance"]
+            assert every.schema.field("id").type == pa.int64()
+        with pytest.raises(SearchError, match="holds 8"):
+            ns.search("emb", [1.0, 2.0], k=10, where=where, use_index=False, columns=["id"])
+    for _ in range(2):
+        for term in ("apple", "sky", "car"):
+            got = ns.search("txt", term, k=100_000, where="region = 'a'", columns=["id"])
+            assert set(got.column("id").to_pylist()) == _term_ids(rows, term, "region = 'a'")
+            assert got.column_names == ["id", "_score"]
+
+
+def test_repeated_one_table_search_with_a_filter_applied_outside_lance(tmp_path: Path) -> None:
+    """One table whose filter column was renamed: ranked flat, filtered exactly, each time."""
+    ns = _namespace(tmp_path, 12)
+    ns.rename_column("g", "grp")
+    rows = ns.to_table(["id", "region", "grp", "txt", "emb"])
+    rows = rows.rename_columns(["id", "region", "g", "txt", "emb"])
+    where = "region = 'a' AND grp > 4"
+    rep = ns.search("emb", np.zeros(DIM, np.float32), where=where, explain=True)
+    assert rep.searched == 1
+    assert "outside Lance" in rep.tables[0].filter
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        q = rng.random(DIM, dtype=np.float32)
+        got = ns.search("emb", q, k=8, where=where, columns=["id"])
+        _check_exact(got, rows, "region = 'a' AND g > 4", q, 8)
+        assert got.column_names == ["id", "_distance"]

@@ -67,3 +67,49 @@ def test_spark_batch_search(spark: Any, tmp_path: Path) -> None:
         got = sorted((r["_rank"], r["id"]) for r in rows if r["qid"] == qid)
         want = ns.search("emb", np.asarray(vec, np.float32), k=4, columns=["id"])
         assert [i for _, i in got] == want["id"].to_pylist()
+
+
+def test_spark_hybrid_search_equals_python_hybrid(spark: Any, tmp_path: Path) -> None:
+    """``text=`` fuses the vector list (exact: numpy) and the term-match text list by RRF."""
+    schema = pa.schema([*SCHEMA, pa.field("txt", pa.string())])
+    rng = np.random.default_rng(7)
+    n = 900
+    v = rng.random((n, DIM), dtype=np.float32)
+    words = ["red", "blue", "green", "sky"]
+    ns = lance_sql.PartitionedNamespace.create(tmp_path / "hy", schema, SPEC)
+    ns.append(
+        pa.table(
+            {
+                "id": np.arange(n),
+                "region": [f"r{i % 3}" for i in range(n)],
+                "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), DIM),
+                "txt": [" ".join(rng.choice(words, 2)) for _ in range(n)],
+            },
+            schema=schema,
+        )
+    )
+    ns.create_index("txt", "INVERTED")
+    q = [0.3, 0.1, 0.9, 0.5]
+    for where, k in ((None, 10), ("region IN ('r0', 'r2')", 7)):
+        df = lance_spark.search(
+            spark, str(ns.root), "emb", q, k, where=where, columns=["id", "region"],
+            text=("txt", "sky"), rrf_k=20, use_index=False,
+        )  # fmt: skip
+        assert df.columns == ["id", "region", "_distance", "_score", "_hybrid_score"]
+        got = df.collect()
+        want = ns.search(
+            vector=("emb", q), text=("txt", "sky"), k=k, where=where, rrf_k=20,
+            use_index=False, columns=["id", "region"],
+        )  # fmt: skip
+        assert [r["id"] for r in got] == want["id"].to_pylist()
+        np.testing.assert_allclose([r["_hybrid_score"] for r in got], want["_hybrid_score"])
+        assert [r["_distance"] for r in got] == want["_distance"].to_pylist()
+        # the vector list is numpy's exact top k; the text list matches the term
+        keep = [i for i in range(n) if where is None or f"r{i % 3}" in ("r0", "r2")]
+        d = ((v[keep] - np.asarray(q, np.float32)) ** 2).sum(1)
+        exact = {keep[i] for i in np.argsort(d, kind="stable")[:k]}
+        txt = ns.to_table(["id", "txt"]).to_pylist()
+        sky = {r["id"] for r in txt if "sky" in r["txt"].split()}
+        for r in got:
+            assert r["id"] in exact or r["id"] in sky
+            assert (r["_distance"] is not None) == (r["id"] in exact)

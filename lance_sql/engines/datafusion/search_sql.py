@@ -1,50 +1,110 @@
-"""SQL search: the table function ``lance_search(table, column, query, k [, where])``.
+"""SQL search: the table functions ``lance_search`` and ``lance_hybrid_search``.
+
+* ``lance_search(table, column, query, k [, where] [, options])``
+* ``lance_hybrid_search(table, vector_column, vector, text_column, text, k [, where] [, options])``
 
 datafusion-python 55 hosts Python table functions (``SessionContext.register_udtf``):
 the function receives its arguments as literal expressions while the query is
-planned and returns a table provider. ``lance_search`` looks ``table`` up
-among the Lance datasets and namespaces registered in the lance-sql context,
-runs :func:`lance_sql.search` (pruning, per-partition indexed or flat search,
-global top-k merge) and hands DataFusion the result as an in-memory dataset:
-a search result joins, filters and aggregates like any table.
+planned and returns a table. ``table`` is looked up among the Lance datasets
+and namespaces registered in the lance-sql context; ``query`` is a vector
+literal (``[0.1, 0.2, ...]``: ``_distance``) or a string (full text, ``_score``);
+``where`` a filter in the scan planner's SQL dialect (or NULL), applied before
+the top ``k`` (prefilter); ``options`` a struct literal of named options,
+``{'nprobes': 20, 'prefilter': false}`` (DataFusion 55 refuses ``name => value``
+arguments to a table function, and passes a struct literal through whole).
 
-``query`` is a vector literal (``[0.1, 0.2, ...]``: vector search,
-``_distance``) or a string (full text over a string column, ``_score``);
-``where`` a filter in the scan planner's SQL dialect, applied before the top
-``k`` (prefilter). ``EXPLAIN`` lists each search's report (partitions searched
-/ total, indexed or flat per table, the index used).
+Planning only prunes and picks each table's route (:func:`lance_sql.search` with
+``explain=True``); the returned table is a lazy dataset whose one partition runs
+the search when it is executed. So ``EXPLAIN`` describes the search (partitions
+searched / total, indexed or flat per table, the index used) without running it.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pds
 from datafusion import Expr, udtf
 
 from lance_sql.engines.datafusion.errors import recorded, typed_error
+from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError
-from lance_sql.planning.search import search
+from lance_sql.planning.search import result_schema, search
 from lance_sql.planning.search_table import SearchError
+from lance_sql.tables.scan import (
+    ScanUnit,
+    empty_batches,
+    filter_table,
+    matches_nothing,
+    normalize_filter,
+    with_sql_semantics,
+)
 
 _LOCAL = threading.local()
 
+#: named options (struct fields) and the Python types their values must have
+OPTIONS: dict[str, type | tuple[type, ...]] = {
+    "prefilter": bool,
+    "use_index": bool,
+    "nprobes": int,
+    "refine_factor": int,
+    "ef": int,
+    "metric": str,
+}
+HYBRID_OPTIONS = {**OPTIONS, "rrf_k": int}
 
-def _value(arg: Any, position: int) -> Any:
+
+def _value(fn: str, arg: Any, position: int) -> Any:
     try:
         value = Expr(arg).python_value()
     except Exception as exc:  # not a literal: a column, a subquery, ...
         raise SearchError(
-            f"lance_search argument {position} must be a literal (a table name, column name, "
-            f"vector [..] or text, k, and an optional where string)"
+            f"{fn} argument {position} must be a literal (a name, a vector [..], a text, "
+            f"k, a where string or NULL, an options struct {{'nprobes': 20}})"
         ) from exc
     return value.as_py() if isinstance(value, pa.Scalar) else value
 
 
-def _target(ctx: Any, name: str) -> Any:
+def _options(fn: str, value: Any, allowed: dict[str, Any]) -> dict[str, Any]:
+    """The options struct as keyword arguments (typed error on an unknown name or type)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SearchError(
+            f"{fn}: options are a struct literal such as {{'nprobes': 20, 'prefilter': false}}, "
+            f"got {value!r}"
+        )
+    out = {}
+    for name, v in value.items():
+        if name not in allowed:
+            raise SearchError(f"{fn}: unknown option {name!r}; options are {sorted(allowed)}")
+        want = allowed[name]
+        if v is not None and (not isinstance(v, want) or (want is int and isinstance(v, bool))):
+            kind = {bool: "true or false", int: "an integer", str: "a string"}[want]
+            raise SearchError(f"{fn}: option {name!r} takes {kind}, got {v!r}")
+        if v is not None:
+            out[name] = v
+    return out
+
+
+def _tail(fn: str, rest: list[Any], allowed: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(where, options) from the arguments after ``k``: ``[where] [, options]``."""
+    if len(rest) == 1 and isinstance(rest[0], dict):
+        return None, _options(fn, rest[0], allowed)
+    where = rest[0] if rest else None
+    if where is not None and not isinstance(where, str):
+        raise SearchError(f"{fn}: where is a string ('region = ''us''') or NULL, got {where!r}")
+    return where, _options(fn, rest[1] if len(rest) > 1 else None, allowed)
+
+
+def _target(ctx: Any, fn: str, name: Any) -> Any:
+    if not isinstance(name, str):
+        raise SearchError(f"{fn}: the table is given as a string ('name')")
     namespaces = ctx.registered_namespaces()
     if name in namespaces:
         return namespaces[name]._current()
@@ -53,50 +113,131 @@ def _target(ctx: Any, name: str) -> Any:
     except KeyError:
         known = sorted([*namespaces, *ctx._lance_tables])
         raise SearchError(
-            f"lance_search: no Lance dataset or namespace named {name!r} is registered "
+            f"{fn}: no Lance dataset or namespace named {name!r} is registered "
             f"(registered: {known}); use register_lance or register_namespace"
         ) from None
 
 
-def _call(ctx_ref: weakref.ref, *args: Any) -> pds.Dataset:
-    ctx = ctx_ref()
-    if len(args) not in (4, 5):
+def _check_k(fn: str, k: Any) -> int:
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise SearchError(f"{fn}: k must be an integer, got {k!r}")
+    return k
+
+
+def _search_call(ctx: Any, args: list[Any]) -> tuple[str, Any, dict[str, Any], str]:
+    fn = "lance_search"
+    if not 4 <= len(args) <= 6:
         raise SearchError(
-            f"lance_search takes (table, column, query, k [, where]); got {len(args)} arguments"
+            f"{fn} takes (table, column, query, k [, where] [, options]); got {len(args)} arguments"
         )
-    table, column, query, k, *rest = (_value(a, i + 1) for i, a in enumerate(args))
-    where = rest[0] if rest else None
-    if not isinstance(table, str) or not isinstance(column, str):
-        raise SearchError("lance_search: table and column are given as strings ('name')")
-    if not isinstance(k, int):
-        raise SearchError(f"lance_search: k must be an integer, got {k!r}")
-    target = _target(ctx, table)
-    result, report = search(target, column, query, k, where=where, return_report=True)
+    table, column, query, k, *rest = args
+    if not isinstance(column, str):
+        raise SearchError(f"{fn}: the column is given as a string ('name')")
+    where, opts = _tail(fn, rest, OPTIONS)
+    target = _target(ctx, fn, table)
+    kwargs = dict(column=column, query=query, k=_check_k(fn, k), where=where, **opts)
+    return table, target, kwargs, fn
+
+
+def _hybrid_call(ctx: Any, args: list[Any]) -> tuple[str, Any, dict[str, Any], str]:
+    fn = "lance_hybrid_search"
+    if not 6 <= len(args) <= 8:
+        raise SearchError(
+            f"{fn} takes (table, vector_column, vector, text_column, text, k [, where] "
+            f"[, options]); got {len(args)} arguments"
+        )
+    table, vcol, vec, tcol, text, k, *rest = args
+    if not isinstance(vcol, str) or not isinstance(tcol, str) or not isinstance(text, str):
+        raise SearchError(f"{fn}: column names and the text are given as strings")
+    where, opts = _tail(fn, rest, HYBRID_OPTIONS)
+    target = _target(ctx, fn, table)
+    kwargs = dict(vector=(vcol, vec), text=(tcol, text), k=_check_k(fn, k), where=where, **opts)
+    return table, target, kwargs, fn
+
+
+class SearchUnit(ScanUnit):
+    """The one partition of a search table: runs the search when its batches are read."""
+
+    def __init__(self, schema: pa.Schema, run: Callable[[], pa.Table], text: str) -> None:
+        self._schema = schema
+        self._run = run
+        self._text = text
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def describe(self) -> str:
+        return self._text
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        filter = normalize_filter(filter)
+        if matches_nothing(filter):
+            return iter(())
+        table = self._run()
+        if not table.schema.equals(self._schema):
+            table = table.cast(self._schema)
+        if filter is not None:  # DataFusion will not re-check it: SQL semantics (NULL IN ...)
+            table = filter_table(table, with_sql_semantics(filter, table.schema))
+        if columns is not None and not columns:  # count(*): row counts only
+            return empty_batches(table.num_rows, batch_size)
+        if columns is not None:
+            table = table.select(list(columns))
+        return iter(table.to_batches(max_chunksize=batch_size or None))
+
+
+def _call(ctx_ref: weakref.ref, hybrid: bool, *raw: Any) -> pds.Dataset:
+    ctx = ctx_ref()
+    fn = "lance_hybrid_search" if hybrid else "lance_search"
+    args = [_value(fn, a, i + 1) for i, a in enumerate(raw)]
+    table, target, kwargs, fn = (_hybrid_call if hybrid else _search_call)(ctx, args)
+    report = search(target, explain=True, **kwargs)  # prunes and routes; runs no search
+    schema = result_schema(target, report.kind)
     reports = getattr(_LOCAL, "reports", None)
     if reports is not None:
-        reports.append(f"lance_search({table}): {report.explain()}")
-    return pds.dataset(result)
+        reports.append(f"{fn}({table}): {report.explain()}")
 
-
-def register(ctx: Any) -> None:
-    """Register ``lance_search`` in the lance-sql context ``ctx``."""
-    ref = weakref.ref(ctx)
-
-    @recorded
-    def lance_search(*args: Any) -> pds.Dataset:
+    def run() -> pa.Table:
         try:
-            return _call(ref, *args)
+            return search(target, **kwargs)
         except LanceSqlError:
             raise
         except (ValueError, TypeError, OSError) as exc:
-            raise SearchError(f"lance_search failed: {exc}") from exc
+            raise SearchError(f"{fn} failed: {exc}") from exc
 
-    ctx.register_udtf(udtf(lance_search, "lance_search"))
+    text = (
+        f"{fn}: top {kwargs['k']} of {report.searched}/{report.total} partition table(s), "
+        "searched when executed"
+    )
+    plan = ScanPlan([SearchUnit(schema, run, text)], text)
+    return ScanUnitDataset(schema, lambda _filter: plan, name=f"{fn}({table})")
+
+
+def register(ctx: Any) -> None:
+    """Register ``lance_search`` and ``lance_hybrid_search`` in the lance-sql context ``ctx``."""
+    ref = weakref.ref(ctx)
+    for hybrid, name in ((False, "lance_search"), (True, "lance_hybrid_search")):
+
+        def table_function(*args: Any, _hybrid: bool = hybrid, _name: str = name) -> Any:
+            try:
+                return _call(ref, _hybrid, *args)
+            except LanceSqlError:
+                raise
+            except (ValueError, TypeError, OSError) as exc:
+                raise SearchError(f"{_name} failed: {exc}") from exc
+
+        ctx.register_udtf(udtf(recorded(table_function), name))
 
 
 def typed_planning_error(query: str, exc: BaseException) -> LanceSqlError | None:
-    """The lance-sql error a failed ``lance_search`` call raised while ``query`` was planned."""
-    return typed_error(exc) if "lance_search" in query.lower() else None
+    """The lance-sql error a failed search table function raised while ``query`` was planned."""
+    text = query.lower()
+    return typed_error(exc) if "lance_search" in text or "lance_hybrid_search" in text else None
 
 
 def begin_statement() -> None:
@@ -110,4 +251,12 @@ def explain_lines() -> list[str]:
     return [line for r in reports for line in r.splitlines()]
 
 
-__all__ = ["begin_statement", "explain_lines", "register", "typed_planning_error"]
+__all__ = [
+    "HYBRID_OPTIONS",
+    "OPTIONS",
+    "SearchUnit",
+    "begin_statement",
+    "explain_lines",
+    "register",
+    "typed_planning_error",
+]

@@ -47,29 +47,39 @@ def search(
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
     tasks: int | None = None,
+    text: tuple[str, str] | None = None,
+    rrf_k: int = 60,
     **options: Any,
 ) -> Any:
     """The top ``k`` rows of the namespace at ``root`` as a Spark DataFrame (see module doc).
 
     ``options``: :func:`lance_sql.search`'s (``prefilter``, ``metric``,
-    ``nprobes``, ``refine_factor``, ``ef``, ``use_index``).
+    ``nprobes``, ``refine_factor``, ``ef``, ``use_index``). ``text=(column,
+    "...")`` makes it a hybrid search: ``column``/``query`` are the vector part,
+    fused with the full-text search by reciprocal rank (``_hybrid_score``).
     """
     from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
     from lance_sql.planning.search import search as run_search
 
     ns = _open(root, version, storage_options)
     pinned = ns.manifest_version
-    report = run_search(ns, column, query, k, where=where, explain=True, **options)
-    oids = sorted(t.object_id for t in report.tables)
-    score = "_distance" if report.kind == "vector" else "_score"
+    if text is None:
+        report = run_search(ns, column, query, k, where=where, explain=True, **options)
+        lists = [("_distance" if report.kind == "vector" else "_score", column, query)]
+    else:
+        both = {"vector": (column, query), "text": text}
+        report = run_search(ns, None, None, k, where=where, explain=True, **both, **options)
+        lists = [("_distance", column, query), ("_score", *text)]
+    oids = sorted({t.object_id for t in report.tables})
     extra = [pa.field("_part", pa.int32()), pa.field("_rowid", pa.int64())]
-    out = _out_schema(ns, columns, score, extra)
+    scores = [pa.field(score, pa.float32()) for score, _, _ in lists]
+    cols = list(ns.schema.names if columns is None else columns)
+    out = pa.schema([ns.schema.field(c) for c in cols] + scores + extra)
     struct = spark_struct(out)
     target = spark_target_schema(struct)
     n = max(1, min(len(oids), tasks or spark.sparkContext.defaultParallelism))
     shares = [oids[i::n] for i in range(n)]
     rank = {oid: i for i, oid in enumerate(oids)}
-    cols = None if columns is None else list(columns)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task_ns = _open(root, pinned, storage_options)
@@ -78,29 +88,62 @@ def search(
                 share = shares[t]
                 if not share:
                     continue
-                got = run_search(
-                    task_ns, column, query, k, where=where, columns=cols,
-                    with_row_ids=True, partitions=share, **options,
-                )  # fmt: skip
                 mine = sorted(share)  # the search numbered its tables in object_id order
-                got = got.set_column(
-                    got.schema.get_field_index("_part"),
-                    "_part",
-                    pa.array([rank[mine[p]] for p in got["_part"].to_pylist()], pa.int32()),
-                )
-                got = got.set_column(
-                    got.schema.get_field_index("_rowid"), "_rowid", got["_rowid"].cast(pa.int64())
-                )
-                for rb in got.select(out.names).to_batches():
-                    yield to_spark_batch(rb, target)
+                for score, col, q in lists:
+                    got = run_search(
+                        task_ns, col, q, k, where=where, columns=cols,
+                        with_row_ids=True, partitions=share, **options,
+                    )  # fmt: skip
+                    parts = [rank[mine[p]] for p in got["_part"].to_pylist()]
+                    got = got.set_column(
+                        got.schema.get_field_index("_part"), "_part", pa.array(parts, pa.int32())
+                    )
+                    rowid = got.schema.get_field_index("_rowid")
+                    got = got.set_column(rowid, "_rowid", got["_rowid"].cast(pa.int64()))
+                    for other in scores:  # the other list's score is NULL on these rows
+                        if other.name != score:
+                            got = got.append_column(other, pa.nulls(got.num_rows, other.type))
+                    for rb in got.select(out.names).to_batches():
+                        yield to_spark_batch(rb, target)
 
     df = spark.range(0, n, 1, n).mapInArrow(task, struct)
+    if text is not None:
+        return _fuse(df, cols, int(k), rrf_k)
+    score = scores[0].name
     order = df[score].asc() if score == "_distance" else df[score].desc()
     return (
         df.orderBy(order, df["_part"].asc(), df["_rowid"].asc())
         .limit(int(k))
         .drop("_part", "_rowid")
     )
+
+
+def _fuse(df: Any, cols: list[str], k: int, rrf_k: int) -> Any:
+    """Reciprocal rank fusion of the vector and text candidates, as the Python search does.
+
+    Each list's global top ``k`` (ties by partition table, then row id) gets
+    ranks 1..k; ``_hybrid_score = sum(1 / (rrf_k + rank))``, descending, same ties.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ranked = []
+    for score, order in (
+        ("_distance", F.col("_distance").asc()),
+        ("_score", F.col("_score").desc()),
+    ):
+        w = Window.orderBy(order, F.col("_part").asc(), F.col("_rowid").asc())
+        part = df.filter(F.col(score).isNotNull()).withColumn("_rank", F.row_number().over(w))
+        ranked.append(part.filter(F.col("_rank") <= k))
+    both = ranked[0].unionByName(ranked[1])
+    fused = both.groupBy("_part", "_rowid").agg(
+        *[F.first(c, ignorenulls=True).alias(c) for c in cols],
+        F.max("_distance").alias("_distance"),
+        F.max("_score").alias("_score"),
+        F.sum(F.lit(1.0) / (F.lit(float(rrf_k)) + F.col("_rank"))).alias("_hybrid_score"),
+    )
+    order = [F.col("_hybrid_score").desc(), F.col("_part").asc(), F.col("_rowid").asc()]
+    return fused.orderBy(*order).limit(k).select(*cols, "_distance", "_score", "_hybrid_score")
 
 
 def search_batch(
