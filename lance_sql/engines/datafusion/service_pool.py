@@ -182,9 +182,14 @@ def _context(registrations: tuple[Registration, ...]) -> Any:
 
 
 def _start_worker(registrations: tuple[Registration, ...], warm_up: tuple[str, ...]) -> None:
-    ctx = _context(registrations)
-    for query in warm_up:
-        ctx.sql(query).collect()
+    """Register and warm up; a failure is left for the first query to raise (a failing
+    initializer would break the whole pool)."""
+    try:
+        ctx = _context(registrations)
+        for query in warm_up:
+            ctx.sql(query).collect()
+    except Exception:
+        return
 
 
 def _pid(pause: float) -> int:
