@@ -80,11 +80,16 @@ def test_a_repeated_query_skips_the_rewrite_and_answers_the_same(tmp_path: Path)
         second = answer(ctx, sql)
         assert first == second == want, sql
         assert plan_rewrite._SKIPS.hits == hits + 1, sql  # the second run was a hit
-    # another literal is another plan shape: a miss, then a hit
+    # another literal of the same type is the same query shape: a hit, with its own answer
+    hits = plan_rewrite._SKIPS.hits
+    for sql in ("SELECT id, day, x FROM t WHERE id = 18", QUERIES[1].replace("-03", "-04")):
+        assert answer(ctx, sql) == expected(data, sql)
+    assert plan_rewrite._SKIPS.hits == hits + 2
+    # another shape (another column, another literal type): a miss
     misses = plan_rewrite._SKIPS.misses
-    sql = "SELECT id, day, x FROM t WHERE id = 18"
-    assert answer(ctx, sql) == expected(data, sql)
-    assert plan_rewrite._SKIPS.misses == misses + 1
+    for sql in ("SELECT id, day FROM t WHERE id = 18", "SELECT id FROM t WHERE x = 3.0"):
+        assert answer(ctx, sql) == expected(data, sql)
+    assert plan_rewrite._SKIPS.misses == misses + 2
 
 
 def test_plans_with_joins_or_subqueries_are_never_skipped(tmp_path: Path) -> None:

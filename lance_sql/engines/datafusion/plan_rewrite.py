@@ -126,13 +126,21 @@ def rewrite(
 #: what may hide a join or a subquery from the plan as built (they appear when optimized)
 _NOT_CACHED = ("Join", "ubquery", "Exists", "Union", "Recursive", "Window", "Unnest")
 _TABLE_SCAN = re.compile(r"TableScan: ([^\s,]+)")
+#: a literal as DataFusion displays it (``Int64(5)``, ``Date32("2024-01-03")``, ``Utf8("a")``)
+_LITERAL = re.compile(
+    r"\b((?:U?Int|Float)\d+|Utf8|Utf8View|LargeUtf8|Boolean|Date32|Date64|Decimal\d+"
+    r"|Timestamp\w*|Time\d+\w*|Interval\w*|Duration\w*|Binary\w*|LargeBinary)"
+    r"\((?:\"(?:[^\"\\]|\\.)*\"|[^()\"]*)\)"
+)
 
 
 def _skip_shape(df: Any, namespaces: dict[str, Any]) -> tuple[Any, ...] | None:
     """The key of ``df``'s plan for :data:`_SKIPS`, or None when it must not be cached.
 
-    The plan *as built* (its text names every literal, so one text is one plan
-    shape with its literals), of a plan that only scans registered namespaces
+    The plan *as built* with its literals replaced by their types (one key per
+    query shape: ``id = 5`` and ``id = 6`` share it; a literal cannot make the
+    optimizer leave a filter above the scan that another literal of the same
+    type pushes), of a plan that only scans registered namespaces
     (by provider object: a namespace registered again is another key) and has
     no join, subquery or union (which the optimizer could turn into joins). For
     such a plan only the prune pass can apply, and only to a filter left above
@@ -144,7 +152,8 @@ def _skip_shape(df: Any, namespaces: dict[str, Any]) -> tuple[Any, ...] | None:
     names = _TABLE_SCAN.findall(text)
     if not names or any(n not in namespaces for n in names):
         return None
-    return (text, tuple(id(namespaces[n]) for n in names)), tuple(namespaces[n] for n in names)
+    shape = _LITERAL.sub(lambda m: f"{m.group(1)}(?)", text)
+    return (shape, tuple(id(namespaces[n]) for n in names)), tuple(namespaces[n] for n in names)
 
 
 class _Skips:
