@@ -258,7 +258,8 @@ def main() -> None:
     p.add_argument(
         "--cuts-off",
         action="store_true",
-        help="also run lance-sql with residual elimination and the plan cache off",
+        help="also run lance-sql with residual elimination, the plan cache and the rewrite "
+        "skip cache off",
     )
     p.add_argument(
         "--cpu",
@@ -307,10 +308,12 @@ def main() -> None:
             return lambda sql: cur.execute(sql).fetchall()
 
         from lance_sql.engines.datafusion import namespace_plans as cuts
+        from lance_sql.engines.datafusion import plan_rewrite
 
         def switched(on: bool) -> Callable[[int], Callable[[str], list[tuple[Any, ...]]]]:
             def runner_for(i: int) -> Callable[[str], list[tuple[Any, ...]]]:
                 cuts.ENABLE_PLAN_CACHE[0] = cuts.ENABLE_RESIDUAL_ELIMINATION[0] = on
+                plan_rewrite.ENABLE_SKIP_CACHE[0] = on
                 return ours(i)
 
             return runner_for
