@@ -94,3 +94,23 @@ def test_unsendable_options_are_refused_at_registration(tmp_path: Path) -> None:
     with pytest.raises(lance_sql.PlanningError, match="cannot be sent to a worker"):
         service.register_namespace("t", str(tmp_path), prune=lambda f, ns: None)
     service.close()
+
+
+def test_a_dead_worker_is_replaced(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    root = make_namespace(tmp_path)
+    sql = "SELECT count(*) AS n FROM t WHERE day = DATE '2024-01-03'"
+    with lance_sql.ServicePool(1) as service:
+        service.register_namespace("t", root)
+        want = service.sql(sql)
+        executor = service._executor
+        assert executor is not None
+        for pid in list(executor._processes):  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while not executor._broken and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+        assert service.sql(sql).equals(want)

@@ -26,6 +26,7 @@ DataFusion's and pylance's runtime threads in an unusable state).
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.process
 import multiprocessing
 import os
 import pickle
@@ -79,14 +80,21 @@ class ServicePool:
         with self._lock:
             registrations = self._registrations
             executor = self._started()
-        inner = executor.submit(_run, registrations, query)
+        try:
+            inner = executor.submit(_run, registrations, query)
+        except concurrent.futures.process.BrokenProcessPool:  # a worker died: start anew
+            with self._lock:
+                if self._executor is executor:
+                    self._executor = None
+                executor = self._started()
+            inner = executor.submit(_run, registrations, query)
         outer: concurrent.futures.Future[pa.Table] = concurrent.futures.Future()
 
         def done(f: concurrent.futures.Future[tuple[bool, Any]]) -> None:
             try:
                 ok, value = f.result()
-            except BaseException as exc:  # the worker died: the pool reports it
-                outer.set_exception(exc)
+            except BaseException as exc:  # the worker died: this query fails, the next
+                outer.set_exception(exc)  # one starts new workers (see above)
                 return
             if ok:
                 outer.set_result(pa.ipc.open_stream(value).read_all())
