@@ -129,7 +129,11 @@ _TABLE_SCAN = re.compile(r"TableScan: ([^\s,]+)")
 #: a number or date literal as DataFusion displays it (``Int64(5)``, ``Date32("2024-01-03")``).
 #: Strings are not masked: their content can change the plan (``LIKE 'abc'`` becomes an
 #: equality DataFusion pushes, ``LIKE 'ab%'`` stays a filter the prune pass reads).
-_LITERAL = re.compile(r"\b((?:U?Int|Float)\d+|Date32|Date64)\((?:\"[0-9-]*\"|[0-9.eE+-]*|NULL)\)")
+#: SQL's ``DATE '2024-01-03'`` is built as ``CAST(Utf8("2024-01-03") AS Date32)``.
+_LITERAL = re.compile(
+    r"\b((?:U?Int|Float)\d+|Date32|Date64)\((?:\"[0-9-]*\"|[0-9.eE+-]*|NULL)\)"
+    r"|\bCAST\(Utf8\(\"[0-9-]+\"\) AS (Date32|Date64)\)"
+)
 
 
 def _skip_shape(df: Any, namespaces: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -151,8 +155,12 @@ def _skip_shape(df: Any, namespaces: dict[str, Any]) -> tuple[Any, ...] | None:
     names = _TABLE_SCAN.findall(text)
     if not names or any(n not in namespaces for n in names):
         return None
-    shape = _LITERAL.sub(lambda m: f"{m.group(1)}(?)", text)
+    shape = _LITERAL.sub(_masked, text)
     return (shape, tuple(id(namespaces[n]) for n in names)), tuple(namespaces[n] for n in names)
+
+
+def _masked(match: re.Match[str]) -> str:
+    return f"{match.group(1) or match.group(2)}(?)"
 
 
 class _Skips:
