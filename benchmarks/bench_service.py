@@ -22,8 +22,9 @@ p50/p99 latency; every answer is checked against the in-memory rows. Targets:
 lance-sql >= 1.0x DuckDB's queries/s and p99 <= 2x DuckDB's.
 
 Usage: ``python benchmarks/bench_service.py [--rows N] [--threads T]
-[--queries Q] [--rounds R] [--dir PATH]``. The machine is shared with other
-jobs: compare ratios only.
+[--queries Q] [--rounds R] [--dir PATH] [--pool 2,3]``; ``--pool`` adds
+``lance_sql.ServicePool`` sides (worker processes, one per count given). The
+machine is shared with other jobs: compare ratios only.
 """
 
 from __future__ import annotations
@@ -127,8 +128,24 @@ def check(got: list[tuple[Any, ...]], expected: tuple[str, Any], sql: str) -> No
         assert n == want[0] and math.isclose(s or 0.0, want[1], rel_tol=1e-9), (sql, got, want)
 
 
+def worker_cpu(pool: Any) -> float:
+    """CPU seconds (user + system) used so far by a ``ServicePool``'s worker processes."""
+    executor = pool._executor  # benchmark only: the pool does not publish its workers
+    total = 0.0
+    for pid in list(getattr(executor, "_processes", {}) or {}):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 def run_side(
-    runner_for: Callable[[int], Callable[[str], list[tuple[Any, ...]]]], work: Workload
+    runner_for: Callable[[int], Callable[[str], list[tuple[Any, ...]]]],
+    work: Workload,
+    extra_cpu: Callable[[], float] = lambda: 0.0,
 ) -> dict[str, float]:
     latencies: list[float] = []
     errors: list[BaseException] = []
@@ -154,10 +171,11 @@ def run_side(
     for t in threads:
         t.start()
     barrier.wait()
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time() + extra_cpu()
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    cpu = time.process_time() + extra_cpu() - cpu0
     if errors:
         raise errors[0]
     latencies.sort()
@@ -165,6 +183,8 @@ def run_side(
         "qps": len(latencies) / wall,
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "cores": cpu / wall,  # CPU the side used (its processes), in cores
+        "cpu_ms": 1000 * cpu / len(latencies),  # CPU per query
     }
 
 
@@ -206,6 +226,28 @@ def cpu_per_query(
     switched(True)(0)
 
 
+def every_day_lookup(data: pa.Table) -> str:
+    """One query that looks up one key of every day (opens every partition table's index)."""
+    days = data.column("day").cast(pa.int32()).to_numpy()
+    _, first = np.unique(days, return_index=True)
+    keys = ", ".join(str(int(k)) for k in data.column("id").to_numpy()[first])
+    return f"SELECT count(*) FROM t WHERE id IN ({keys})"
+
+
+def pool_side(
+    processes: int, ns_root: str, warm_up: list[str]
+) -> tuple[Callable[[int], Callable[[str], list[tuple[Any, ...]]]], Any]:
+    """A ``lance_sql.ServicePool`` side: the namespace registered, every worker warmed."""
+    pool = lance_sql.ServicePool(processes, warm_up=warm_up)
+    pool.register_namespace("t", ns_root)
+    pool.start()  # every worker started and warmed before the rounds
+
+    def runner_for(_: int) -> Callable[[str], list[tuple[Any, ...]]]:
+        return lambda sql: [tuple(r.values()) for r in pool.sql(sql).to_pylist()]
+
+    return runner_for, pool
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=2_000_000)
@@ -216,7 +258,8 @@ def main() -> None:
     p.add_argument(
         "--cuts-off",
         action="store_true",
-        help="also run lance-sql with residual elimination and the plan cache off",
+        help="also run lance-sql with residual elimination, the plan cache and the rewrite "
+        "skip cache off",
     )
     p.add_argument(
         "--cpu",
@@ -230,7 +273,13 @@ def main() -> None:
         default=None,
         help="sys.setswitchinterval (seconds) for the whole run (Python's default: 0.005)",
     )
+    p.add_argument(
+        "--pool",
+        default="",
+        help="also run lance_sql.ServicePool sides with these process counts (e.g. 2,3)",
+    )
     args = p.parse_args()
+    pool_sides: list[tuple[str, Any]] = []
     if args.switch_interval is not None:
         import sys
 
@@ -259,17 +308,24 @@ def main() -> None:
             return lambda sql: cur.execute(sql).fetchall()
 
         from lance_sql.engines.datafusion import namespace_plans as cuts
+        from lance_sql.engines.datafusion import plan_rewrite
 
         def switched(on: bool) -> Callable[[int], Callable[[str], list[tuple[Any, ...]]]]:
             def runner_for(i: int) -> Callable[[str], list[tuple[Any, ...]]]:
                 cuts.ENABLE_PLAN_CACHE[0] = cuts.ENABLE_RESIDUAL_ELIMINATION[0] = on
+                plan_rewrite.ENABLE_SKIP_CACHE[0] = on
                 return ours(i)
 
             return runner_for
 
         warm = Workload(data, 1, 6, seed=99)
-        # open every partition table once (a long-running service has them open)
-        ctx.sql("SELECT count(*) FROM t WHERE s = 'no such value'").collect()
+        # open every partition table once (a long-running service has them open): a full
+        # scan, and one key of every day (lookups open tables through the key filters)
+        warm_up = ["SELECT count(*) FROM t WHERE s = 'no such value'", every_day_lookup(data)]
+        for query in warm_up:
+            ctx.sql(query).collect()
+        pools = [int(n) for n in args.pool.split(",") if n.strip()]
+        pool_sides = [(f"lance-sql pool {n}", pool_side(n, ns_root, warm_up)) for n in pools]
         if args.cpu:
             cpu_per_query(data, args.cpu, switched, ours, theirs)
         run_side(ours, warm)  # first opens, page cache
@@ -278,20 +334,29 @@ def main() -> None:
         for r in range(args.rounds):
             work = Workload(data, args.threads, args.queries, seed=r)
             sides = [("lance-sql", switched(True)), ("duckdb", theirs)]
+            sides += [(name, side) for name, side in pool_sides]
             if args.cuts_off:
                 sides.append(("lance-sql cuts off", switched(False)))
             for name, fn in sides if r % 2 == 0 else sides[::-1]:
-                res = run_side(fn, work)
+                if isinstance(fn, tuple):  # a pool: its workers' CPU counts too
+                    res = run_side(fn[0], work, lambda p=fn[1]: worker_cpu(p))
+                else:
+                    res = run_side(fn, work)
                 rows.append({"round": r, "side": name, **res})
                 print(rows[-1], flush=True)
-        for key in ("qps", "p50_ms", "p99_ms"):
+        for key in ("qps", "p50_ms", "p99_ms", "cores", "cpu_ms"):
             a = statistics.median(x[key] for x in rows if x["side"] == "lance-sql")
             b = statistics.median(x[key] for x in rows if x["side"] == "duckdb")
             print(f"{key}: lance-sql {a:.1f}, duckdb {b:.1f}, ratio {a / b:.2f}")
+            for name, _ in pool_sides:
+                c = statistics.median(x[key] for x in rows if x["side"] == name)
+                print(f"  {key}: {name} {c:.1f}, ratio to duckdb {c / b:.2f}")
             if args.cuts_off:
                 c = statistics.median(x[key] for x in rows if x["side"] == "lance-sql cuts off")
                 print(f"  {key}: lance-sql with the cuts off {c:.1f}, on / off {a / c:.2f}")
     finally:
+        for _, side in pool_sides:
+            side[1].close()
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
     print(f"load average after: {os.getloadavg()}")

@@ -38,6 +38,7 @@ __all__ = [
     "PlanningError",
     "ScanPlan",
     "SchemaMismatchError",
+    "ServicePool",
     "SessionContext",
     "SpecError",
     "StagedWrite",
@@ -59,6 +60,7 @@ __all__ = [
 # ``import lance_sql`` stays cheap and the format layer needs no DataFusion.
 _LAZY = {
     "SessionContext": "lance_sql.engines.datafusion.context",
+    "ServicePool": "lance_sql.engines.datafusion.service_pool",
     "open_metadata": "lance_sql.format.metadata",
     "DatasetMetadata": "lance_sql.format.metadata",
     "PartitionedNamespace": "lance_sql.tables.namespace.namespace",
