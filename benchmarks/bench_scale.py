@@ -125,7 +125,7 @@ def bench_point(root: Path, p: int, repeat: int) -> float:
 
 
 def bench_bounds(root: Path) -> tuple[float, float]:
-    from lance_sql.planning.scan_plan import plan_scan
+    from lance_sql import plan_scan
     from lance_sql.tables.namespace.manifest_fragments import _SNAPSHOTS, _STATE
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 

@@ -31,7 +31,6 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +42,10 @@ import pyarrow.compute as pc
 from lance_sql.tables.namespace.manifest_fragments import (
     ADDR,
     Committed,
+    few_chunks,
     find_state,
     fragment_keys,
+    kept_rows,
     remember_state,
     row_slices,
     seed_overwrite,
@@ -109,6 +110,7 @@ class Change:
     keep: np.ndarray  # per base row: stays where it is
     write: pa.Table  # rows of the new fragment (rewritten, changed and new rows)
     top_level_add: bool
+    unique_after: bool = False  # object ids stay unique (known without a pass over them)
 
 
 def _unique(ids: pa.ChunkedArray | pa.Array) -> bool:
@@ -235,29 +237,61 @@ def commit_update(
     result must have); returns the new dataset, or None when it must rewrite the table
     (see the module docstring). Raises pylance's commit conflict when a concurrent commit
     touched the same fragments."""
+    opened = open_base(uri, base_version, rows.schema, properties, storage_options)
+    if opened is None:
+        return None
+    base, ds = opened
+    change = plan_change(base, rows)
+    if change is None or change.top_level_add:
+        return None
+    if change.write.num_rows == 0 and change.keep.all():
+        return None  # nothing changes: (rare) the caller commits as before
+    return apply_change(uri, ds, base, base_version, change, storage_options)
+
+
+def open_base(
+    uri: str,
+    base_version: int,
+    schema: pa.Schema,
+    properties: Mapping[str, str] | None,
+    storage_options: Mapping[str, str] | None,
+) -> tuple[Committed, Any] | None:
+    """(cached rows, open dataset) of ``__manifest`` version ``base_version`` when a commit
+    of rows of ``schema`` with root ``properties`` can write only what changed, else None."""
     import lance
-    from lance.fragment import write_fragments
 
     base = find_state(uri, base_version)
     if base is None:
         return None
     opts = dict(storage_options) if storage_options else None
     ds = lance.dataset(uri, version=base_version, storage_options=opts)
-    if fragment_keys(ds) != base.frags or not rows.schema.equals(ds.schema):
+    if fragment_keys(ds) != base.frags or not schema.equals(ds.schema):
         return None
     if properties is not None:
         from lance_sql.tables.namespace.manifest_fragments import root_properties
 
         if root_properties(ds) != dict(properties):
             return None  # new root properties: they go with the rows (an Overwrite)
-    change = plan_change(base, rows)
-    if change is None or change.top_level_add:
-        return None
-    if change.write.num_rows == 0 and change.keep.all():
-        return None  # nothing changes: (rare) the caller commits as before
+    return base, ds
+
+
+def apply_change(
+    uri: str,
+    ds: Any,
+    base: Committed,
+    base_version: int,
+    change: Change,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    """Commit ``change`` of ``base`` (open as ``ds``) as one ``Update``; remember the rows of
+    the version made (without copying the rows kept: :func:`.kept_rows`)."""
+    import lance
+    from lance.fragment import write_fragments
+
+    opts = dict(storage_options) if storage_options else None
     removed, marks, rewrite = fragment_plan(base, change)
-    moved = base.rows.filter(pa.array(rewrite))
-    write = pa.concat_tables([moved, change.write]) if moved.num_rows else change.write
+    moved = base.rows.filter(pa.array(rewrite)) if rewrite.any() else None
+    write = pa.concat_tables([moved, change.write]) if moved is not None else change.write
     new_frags = (
         write_fragments(write, uri, schema=ds.schema, mode="append", storage_options=opts)
         if write.num_rows
@@ -287,51 +321,17 @@ def commit_update(
             + np.arange(f.metadata.physical_rows, dtype=np.uint64)
             for f in new_ids
         ]
-        kept = base.rows.filter(pa.array(stay))
-        all_rows = pa.concat_tables([kept, write]).combine_chunks()
+        kept = kept_rows(base.rows, stay)
+        all_rows = few_chunks(pa.concat_tables([kept, write.cast(kept.schema)]))
         addresses = np.concatenate(arrays)
         if len(addresses) == all_rows.num_rows:
             state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
             replaced = base.rows.column("object_id").filter(pa.array(~stay))
             state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
+            if base.facts.get("unique") and change.unique_after:
+                state.facts["unique"] = True
             remember_state(uri, state)
     return out
-
-
-def carry_entries(before: Any, after: Any) -> None:
-    """Give snapshot ``after`` (committed by :func:`commit_update` on ``before``) the partition
-    table entries ``before`` had, changed only where the commit wrote rows."""
-    state = find_state(after.uri, after.version)
-    delta = state.facts.get("delta") if state is not None else None
-    if delta is None or delta[0] != before.version or not before.identity:
-        return
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.reader import table_entries
-
-    _, replaced, write = delta
-    tables = write.filter(pc.equal(write.column("object_type"), "table"))
-    for key, old in list(before.derived.items()):
-        if isinstance(key, tuple) and key and key[0] == "entries":
-            try:
-                fresh = table_entries(tables, after.root, list(key[1]))
-            except LanceSqlError:
-                continue  # (an unsafe location...: the readers of ``after`` report it)
-            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
-                out = [e for e in old if e.object_id not in replaced] + fresh
-                out.sort(key=_oid)
-            else:  # sorted by object id: remove and insert the few by bisection
-                out = list(old)
-                for oid in replaced:
-                    at = bisect.bisect_left(out, oid, key=_oid)
-                    if at < len(out) and out[at].object_id == oid:
-                        del out[at]
-                for e in fresh:
-                    bisect.insort(out, e, key=_oid)
-            after.derived.setdefault(key, tuple(out))
-
-
-def _oid(entry: Any) -> str:
-    return str(entry.object_id)
 
 
 def commit_overwrite(
@@ -405,8 +405,10 @@ __all__ = [
     "MAX_FRAGMENTS",
     "MAX_MARKED",
     "MIN_FRAGMENTS",
-    "carry_entries",
+    "Change",
+    "apply_change",
     "commit_overwrite",
     "commit_update",
+    "open_base",
     "repinned",
 ]

@@ -81,6 +81,30 @@ def row_slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
     return {int(fids[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
 
 
+MAX_CHUNKS = 256  # chunks of cached rows before :func:`kept_rows` copies them into one
+
+
+def kept_rows(rows: pa.Table, keep: np.ndarray) -> pa.Table:
+    """The rows of ``rows`` where ``keep``: zero-copy slices around the few rows dropped
+    (a commit replaces a handful of rows of a ``__manifest`` holding 100,000s), one copy
+    when the runs or the chunks they make grow many."""
+    if keep.all():
+        return rows
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
+    starts, stops = edges[0::2], edges[1::2]
+    if len(starts) > 64:
+        return rows.filter(pa.array(keep))
+    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, stops, strict=True)]
+    return pa.concat_tables(pieces) if pieces else rows.slice(0, 0)
+
+
+def few_chunks(rows: pa.Table) -> pa.Table:
+    """``rows``, copied into one chunk per column once slices made :data:`MAX_CHUNKS`."""
+    if rows.num_columns and rows.column(0).num_chunks > MAX_CHUNKS:
+        return rows.combine_chunks()
+    return rows
+
+
 def load_rows(uri: str, ds: Any) -> pa.Table:
     """All rows of open ``__manifest`` ``ds``, reading only fragments not cached for it."""
     frags = ds.get_fragments()
@@ -109,7 +133,7 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
                 missing.append(f)
                 continue
             keep = np.isin(addrs, live)
-            rows, addrs = rows.filter(pa.array(keep)), addrs[keep]
+            rows, addrs = kept_rows(rows, keep), addrs[keep]
         pieces.append((rows, addrs))
     read: dict[int, tuple[pa.Table, np.ndarray]] = {}
     if missing:
@@ -131,7 +155,7 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
         if tables
         else schema.empty_table()
     )
-    out = out.combine_chunks()
+    out = few_chunks(out)
     addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
     remember_state(uri, Committed(int(ds.version), keys, out, addresses.astype(np.uint64)))
     return out
@@ -190,8 +214,10 @@ def root_properties(ds: Any) -> dict[str, str]:
 __all__ = [
     "ADDR",
     "Committed",
+    "few_chunks",
     "fragment_keys",
     "keep",
+    "kept_rows",
     "last_snapshot",
     "load_rows",
     "root_properties",

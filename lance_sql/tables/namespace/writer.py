@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError
+from lance_sql.tables.namespace.bounds import touched_rows
 from lance_sql.tables.namespace.field_map import table_schema_for
 from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
@@ -61,20 +62,24 @@ from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
     read_manifest,
-    snapshot_entries,
 )
 from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
     conform_batch,
     iter_batches,
-    keys_of,
     partition_values,
     split_batch,
 )
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
-from lance_sql.tables.namespace.write_layout import namespace_layout, remember_namespaces
+from lance_sql.tables.namespace.write_layout import (
+    TableLookup,
+    namespace_layout,
+    remember_namespaces,
+    remember_tables,
+    table_layout,
+)
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 from lance_sql.tables.namespace.writer_staging import DistributedStaging
@@ -147,25 +152,18 @@ class NamespaceWriter(DistributedStaging):
     # -- existing layout ----------------------------------------------------------------------
     def _load_existing(self) -> None:
         self._namespaces, self._tables, self._has_spec_row = self._layout(self.snapshot)
+        self._own_namespaces = False  # (the layout's dict is shared: copied before a change)
         self._new_ns_keys: list[tuple[Any, ...]] = []
         self._new_table_keys: list[tuple[Any, ...]] = []
 
     def _layout(
         self, snapshot: ManifestSnapshot
-    ) -> tuple[dict[tuple[Any, ...], str], dict[tuple[Any, ...], PartitionTable], bool]:
+    ) -> tuple[dict[tuple[Any, ...], str], TableLookup, bool]:
         """Namespaces and tables of this write's spec version, keyed by partition values."""
         fids = [f.field_id for f in self.spec.fields]
         namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
-        tables: dict[tuple[Any, ...], PartitionTable] = {}
-        depth_of_table = len(fids) + 2
         known = self._known_entries if snapshot is self.snapshot else None
-        for entry in snapshot_entries(snapshot, fids) if known is None else known:
-            parts = entry.object_id.split("$")
-            if parts[0] != self._prefix or len(parts) != depth_of_table:
-                continue
-            values = entry.values
-            tables[keys_of([values.get(fid) for fid in fids])] = entry
-        return namespaces, tables, has_spec_row
+        return namespaces, table_layout(snapshot, self._prefix, fids, known), has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
     def write(self, data: Any) -> None:
@@ -319,6 +317,8 @@ class NamespaceWriter(DistributedStaging):
                     else derived_namespace_name(f"{self.write_id}:{parent}:{raw[:level]!r}")
                 )
                 oid = join_object_id(parent, name)
+                if not self._own_namespaces:
+                    self._namespaces, self._own_namespaces = dict(self._namespaces), True
                 self._namespaces[prefix] = oid
                 self._new_rows.append(self._row(oid, NAMESPACE, raw[:level]))
                 self._new_ns_keys.append(prefix)
@@ -360,8 +360,6 @@ class NamespaceWriter(DistributedStaging):
     # -- commit -----------------------------------------------------------------------------
     def commit(self) -> ManifestSnapshot:
         """Commit every touched table, then ``__manifest`` once; return the new snapshot."""
-        from lance_sql.tables.namespace.manifest_table import commit_rows
-
         if not self._targets and self.mode == "append":
             return self.snapshot  # nothing to write: no new version anywhere
         self._final_flush = True
@@ -392,10 +390,9 @@ class NamespaceWriter(DistributedStaging):
         versions = {t.object_id: v for t, v in zip(targets, committed, strict=True)}
         self.committed_versions = versions
         for attempt in range(self.max_rebases + 1):
-            rows = self._manifest_rows(versions)
             self._may_be_committed = True
             try:
-                snap = commit_rows(self.snapshot, rows, storage_options=self.storage_options)
+                snap = self._commit_manifest(versions)
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
@@ -419,6 +416,9 @@ class NamespaceWriter(DistributedStaging):
             ):  # the rows read plus this write's (else concurrent writes' are in too)
                 fids = [f.field_id for f in self.spec.fields]
                 remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
+                added = {t.key: t.object_id for t in self.new_tables()}
+                if self._known_entries is None:
+                    remember_tables(snap, self._prefix, fids, self._tables.ids, added)
             return snap
         raise AssertionError("unreachable")
 
@@ -465,6 +465,31 @@ class NamespaceWriter(DistributedStaging):
     def _commit_table(self, t: WriteTarget) -> int:
         """One Lance commit of ``t``'s staged fragments; returns the new table version."""
         return commit_target(t, mode=self.mode, storage_options=self.storage_options)
+
+    def _commit_manifest(self, versions: Mapping[str, int]) -> ManifestSnapshot:
+        """One ``__manifest`` commit: an append writes only its rows (re-pinned and new,
+        :func:`.commit_changed`); else, or when that needs them, all rows."""
+        from lance_sql.tables.namespace.manifest_delta import commit_changed
+        from lance_sql.tables.namespace.manifest_table import commit_rows
+
+        opts = self.storage_options
+        if self.mode == "append":
+            snap = commit_changed(self.snapshot, self._changed_rows(versions), storage_options=opts)
+            if snap is not None:
+                return snap
+        return commit_rows(self.snapshot, self._manifest_rows(versions), storage_options=opts)
+
+    def _changed_rows(self, versions: Mapping[str, int]) -> pa.Table:
+        """The ``__manifest`` rows an append changes: its tables' rows re-pinned (with new
+        bounds) and its new rows."""
+        schema = self.snapshot.lance_schema
+        base = conform_rows(self.snapshot.rows, schema)
+        existing = [t.object_id for t in self._targets.values() if t.entry is not None]
+        sub = touched_rows(base, existing)[1] if existing else base.slice(0, 0)
+        new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
+        table = repinned(pa.concat_tables([sub, new]) if new.num_rows else sub, versions)
+        by_oid = {t.object_id: t for t in self._targets.values()}
+        return self._stats.manifest_metadata(table, versions, by_oid, sub, True)
 
     def _manifest_rows(self, versions: Mapping[str, int]) -> pa.Table:
         schema = self.snapshot.lance_schema
