@@ -31,7 +31,8 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,25 +83,6 @@ def _same(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.nd
         return out
     eq = np.asarray(pc.fill_null(pc.equal(a, b), False))
     return eq | (null_a & null_b)
-
-
-def repinned(
-    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
-) -> pa.Table:
-    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
-    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
-    holds a row per partition and per partition namespace)."""
-    oids = rows.column("object_id")
-    if versions:
-        at = rows.schema.get_field_index("read_version")
-        old = rows.column(at)
-        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
-        new = pc.take(pa.array(list(versions.values()), old.type), idx)
-        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
-    if dropped:
-        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
-        rows = rows.filter(pc.invert(gone))
-    return rows
 
 
 @dataclass
@@ -256,8 +238,8 @@ def open_base(
     properties: Mapping[str, str] | None,
     storage_options: Mapping[str, str] | None,
 ) -> tuple[Committed, Any] | None:
-    """(cached rows, open dataset) of ``__manifest`` version ``base_version`` when a commit
-    of rows of ``schema`` with root ``properties`` can write only what changed, else None."""
+    """(cached rows, open dataset) of ``base_version`` when a commit of rows of ``schema``
+    with root ``properties`` can write only what changed, else None."""
     import lance
 
     base = find_state(uri, base_version)
@@ -283,15 +265,14 @@ def apply_change(
     change: Change,
     storage_options: Mapping[str, str] | None,
 ) -> Any:
-    """Commit ``change`` of ``base`` (open as ``ds``) as one ``Update``; remember the rows of
-    the version made (without copying the rows kept: :func:`.kept_rows`)."""
+    """Commit ``change`` of ``base`` (open as ``ds``) as one ``Update``; cache its rows."""
     import lance
     from lance.fragment import write_fragments
 
     opts = dict(storage_options) if storage_options else None
     removed, marks, rewrite = fragment_plan(base, change)
-    moved = base.rows.filter(pa.array(rewrite)) if rewrite.any() else None
-    write = pa.concat_tables([moved, change.write]) if moved is not None else change.write
+    moved = base.rows.filter(pa.array(rewrite))
+    write = pa.concat_tables([moved, change.write]) if moved.num_rows else change.write
     new_frags = (
         write_fragments(write, uri, schema=ds.schema, mode="append", storage_options=opts)
         if write.num_rows
@@ -332,6 +313,42 @@ def apply_change(
                 state.facts["unique"] = True
             remember_state(uri, state)
     return out
+
+
+def carry_entries(before: Any, after: Any) -> None:
+    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
+    table entries ``before`` had, changed only where the commit wrote rows."""
+    state = find_state(after.uri, after.version)
+    delta = state.facts.get("delta") if state is not None else None
+    if delta is None or delta[0] != before.version or not before.identity:
+        return
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.reader import table_entries
+
+    _, replaced, write = delta
+    tables = write.filter(pc.equal(write.column("object_type"), "table"))
+    for key, old in list(before.derived.items()):
+        if isinstance(key, tuple) and key and key[0] == "entries":
+            try:
+                fresh = table_entries(tables, after.root, list(key[1]))
+            except LanceSqlError:
+                continue  # (an unsafe location...: the readers of ``after`` report it)
+            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
+                out = [e for e in old if e.object_id not in replaced] + fresh
+                out.sort(key=_oid)
+            else:  # sorted by object id: remove and insert the few by bisection
+                out = list(old)
+                for oid in replaced:
+                    at = bisect.bisect_left(out, oid, key=_oid)
+                    if at < len(out) and out[at].object_id == oid:
+                        del out[at]
+                for e in fresh:
+                    bisect.insort(out, e, key=_oid)
+            after.derived.setdefault(key, tuple(out))
+
+
+def _oid(entry: Any) -> str:
+    return str(entry.object_id)
 
 
 def commit_overwrite(
@@ -407,8 +424,8 @@ __all__ = [
     "MIN_FRAGMENTS",
     "Change",
     "apply_change",
+    "carry_entries",
     "commit_overwrite",
     "commit_update",
     "open_base",
-    "repinned",
 ]

@@ -9,13 +9,10 @@ partitions. It returns None when the commit needs the whole table (nothing
 cached for the version written on, a top-level row, duplicate ids); the
 caller then commits the full rows with :func:`.manifest_table.commit_rows`.
 
-:func:`carry_entries` hands the partition-table entries of the version written
-on to the version made, changed only where the commit wrote rows.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,8 +20,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.tables.namespace.manifest_commit import Change, _unique, apply_change, open_base
-from lance_sql.tables.namespace.manifest_fragments import Committed, find_state
+from lance_sql.tables.namespace.manifest_commit import (
+    Change,
+    _unique,
+    apply_change,
+    carry_entries,
+    open_base,
+)
+from lance_sql.tables.namespace.manifest_fragments import Committed
 
 
 def plan_delta(base: Committed, changed: pa.Table) -> Change | None:
@@ -94,40 +97,4 @@ def commit_changed(
     return snap
 
 
-def carry_entries(before: Any, after: Any) -> None:
-    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
-    table entries ``before`` had, changed only where the commit wrote rows."""
-    state = find_state(after.uri, after.version)
-    delta = state.facts.get("delta") if state is not None else None
-    if delta is None or delta[0] != before.version or not before.identity:
-        return
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.reader import table_entries
-
-    _, replaced, write = delta
-    tables = write.filter(pc.equal(write.column("object_type"), "table"))
-    for key, old in list(before.derived.items()):
-        if isinstance(key, tuple) and key and key[0] == "entries":
-            try:
-                fresh = table_entries(tables, after.root, list(key[1]))
-            except LanceSqlError:
-                continue  # (an unsafe location...: the readers of ``after`` report it)
-            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
-                out = [e for e in old if e.object_id not in replaced] + fresh
-                out.sort(key=_oid)
-            else:  # sorted by object id: remove and insert the few by bisection
-                out = list(old)
-                for oid in replaced:
-                    at = bisect.bisect_left(out, oid, key=_oid)
-                    if at < len(out) and out[at].object_id == oid:
-                        del out[at]
-                for e in fresh:
-                    bisect.insort(out, e, key=_oid)
-            after.derived.setdefault(key, tuple(out))
-
-
-def _oid(entry: Any) -> str:
-    return str(entry.object_id)
-
-
-__all__ = ["carry_entries", "commit_changed", "plan_delta"]
+__all__ = ["commit_changed", "plan_delta"]

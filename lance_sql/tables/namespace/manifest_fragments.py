@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _STATES_PER_TABLE = 4
 _TABLES = 64
@@ -161,6 +163,25 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
     return out
 
 
+def repinned(
+    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
+) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
+    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
+    holds a row per partition and per partition namespace)."""
+    oids = rows.column("object_id")
+    if versions:
+        at = rows.schema.get_field_index("read_version")
+        old = rows.column(at)
+        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
+        new = pc.take(pa.array(list(versions.values()), old.type), idx)
+        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
+    if dropped:
+        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
+        rows = rows.filter(pc.invert(gone))
+    return rows
+
+
 def seed_overwrite(uri: str, ds: Any, rows: pa.Table) -> None:
     """Record ``rows`` as the rows of ``ds``, just written whole (one run per fragment)."""
     arrays = [
@@ -220,6 +241,7 @@ __all__ = [
     "kept_rows",
     "last_snapshot",
     "load_rows",
+    "repinned",
     "root_properties",
     "seed_overwrite",
 ]

@@ -380,7 +380,6 @@ def commit_rows(
     when a commit since ``snapshot`` conflicts (same rows, or any for a rewrite).
     """
     from lance_sql.tables.namespace import manifest_commit as mc
-    from lance_sql.tables.namespace.manifest_delta import carry_entries
 
     props = {**snapshot.properties, **(properties or {})}
     if schema is None:
@@ -389,7 +388,7 @@ def commit_rows(
             done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
         if done is not None:
             snap = _snapshot(snapshot.root, done, storage_options)
-            carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+            mc.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
             return snap
     schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)

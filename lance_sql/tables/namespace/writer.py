@@ -44,7 +44,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError
-from lance_sql.tables.namespace.bounds import touched_rows
 from lance_sql.tables.namespace.field_map import table_schema_for
 from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
@@ -57,10 +56,8 @@ from lance_sql.tables.namespace.layout import (
     random_namespace_name,
     table_dir_name,
 )
-from lance_sql.tables.namespace.manifest_commit import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
-    conform_rows,
     read_manifest,
 )
 from lance_sql.tables.namespace.overlap import Overlap
@@ -80,6 +77,7 @@ from lance_sql.tables.namespace.write_layout import (
     remember_tables,
     table_layout,
 )
+from lance_sql.tables.namespace.write_rows import commit_write
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 from lance_sql.tables.namespace.writer_staging import DistributedStaging
@@ -467,40 +465,15 @@ class NamespaceWriter(DistributedStaging):
         return commit_target(t, mode=self.mode, storage_options=self.storage_options)
 
     def _commit_manifest(self, versions: Mapping[str, int]) -> ManifestSnapshot:
-        """One ``__manifest`` commit: an append writes only its rows (re-pinned and new,
-        :func:`.commit_changed`); else, or when that needs them, all rows."""
-        from lance_sql.tables.namespace.manifest_delta import commit_changed
-        from lance_sql.tables.namespace.manifest_table import commit_rows
-
-        opts = self.storage_options
-        if self.mode == "append":
-            snap = commit_changed(self.snapshot, self._changed_rows(versions), storage_options=opts)
-            if snap is not None:
-                return snap
-        return commit_rows(self.snapshot, self._manifest_rows(versions), storage_options=opts)
-
-    def _changed_rows(self, versions: Mapping[str, int]) -> pa.Table:
-        """The ``__manifest`` rows an append changes: its tables' rows re-pinned (with new
-        bounds) and its new rows."""
-        schema = self.snapshot.lance_schema
-        base = conform_rows(self.snapshot.rows, schema)
-        existing = [t.object_id for t in self._targets.values() if t.entry is not None]
-        sub = touched_rows(base, existing)[1] if existing else base.slice(0, 0)
-        new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
-        table = repinned(pa.concat_tables([sub, new]) if new.num_rows else sub, versions)
-        by_oid = {t.object_id: t for t in self._targets.values()}
-        return self._stats.manifest_metadata(table, versions, by_oid, sub, True)
-
-    def _manifest_rows(self, versions: Mapping[str, int]) -> pa.Table:
-        schema = self.snapshot.lance_schema
-        base = conform_rows(self.snapshot.rows, schema)
-        new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
-        table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
-        if self.mode == "overwrite" and not self.keep_untouched:
-            table = _keep_live(table, set(versions))
-        by_oid = {t.object_id: t for t in self._targets.values()}
-        return self._stats.manifest_metadata(
-            table, versions, by_oid, self.snapshot.rows, self.mode == "append"
+        return commit_write(
+            self.snapshot,
+            self._new_rows,
+            list(self._targets.values()),
+            versions,
+            self._stats,
+            mode=self.mode,
+            keep_untouched=self.keep_untouched,
+            storage_options=self.storage_options,
         )
 
 
@@ -514,27 +487,6 @@ def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
 
 def _pin(e: PartitionTable) -> tuple[Any, ...]:
     return (e.object_id, e.location, e.read_version, e.read_branch, e.read_tag)
-
-
-def _loose(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with every field nullable (for building rows dict by dict)."""
-    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
-
-
-def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
-    """After an overwrite: only the written tables, their ancestors and spec version rows."""
-    keep_ns: set[str] = set()
-    for oid in tables:
-        parts = oid.split("$")
-        for i in range(1, len(parts)):
-            keep_ns.add("$".join(parts[:i]))
-    oids = table.column("object_id").to_pylist()
-    types = table.column("object_type").to_pylist()
-    mask = [
-        (o in tables) if t == TABLE else (o in keep_ns or "$" not in o)
-        for o, t in zip(oids, types, strict=True)
-    ]
-    return table.filter(pa.array(mask))
 
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]
