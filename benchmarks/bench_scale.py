@@ -9,6 +9,13 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
   after another object's write (the session refreshes ``__manifest``);
 * ``bounds``: ``plan_scan(ns, "pid = k")`` with column bounds on a freshly
   opened namespace vs a pylance read of all of ``__manifest``;
+* ``bounds_mb``: the same ``plan_scan`` in a fresh process: peak resident memory
+  above the imports (MB);
+* ``scan`` (P <= ``--scan-max``): a full ``SELECT count(*), sum(a)`` on a registered
+  namespace (second query of the context: warm) against the same rows as one
+  pylance dataset registered the same way, alternating; ms per partition table;
+* ``expire`` (P <= ``--expire-max``): ``expire_versions(older_than=0)`` after the
+  appends above;
 * ``writers`` (only P = ``--concurrent-p``): 4 threads appending 10 rows each
   to their own partition for ``--seconds``, against one thread alone: commits
   per second, failed appends, rows present exactly once; then
@@ -17,7 +24,7 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
 Ratios are between sizes measured in the same run.
 
 Usage: ``python benchmarks/bench_scale.py [--partitions 1000,10000] [--seconds 60]
-[--dir PATH [--reuse]]`` (``--reuse`` opens the namespaces an earlier run left
+[--scan-max P] [--expire-max P] [--dir PATH [--reuse]]`` (``--reuse`` opens the namespaces an earlier run left
 in ``--dir`` instead of building them; they then hold that run's appends too).
 """
 
@@ -140,6 +147,64 @@ def bench_bounds(root: Path) -> tuple[float, float]:
     return ours, time.perf_counter() - t0
 
 
+_BOUNDS_CHILD = """
+import resource, sys, time
+import lance_sql
+from lance_sql import plan_scan
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+plan_scan(PartitionedNamespace.open(sys.argv[1]), "pid = 3")
+took = time.perf_counter() - t0
+print(took, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
+"""
+
+
+def bench_bounds_memory(root: Path) -> tuple[float, float]:
+    """(seconds, peak MB above the imports) of a first ``plan_scan`` in a fresh process."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _BOUNDS_CHILD, str(root)], capture_output=True, text=True
+    )
+    took, mb = out.stdout.split()[-2:]
+    return float(took), float(mb)
+
+
+def bench_scan(root: Path, p: int, per: int, repeat: int) -> dict[str, float]:
+    """Full scan of the namespace vs one dataset of the same rows, warm, alternating."""
+    import lance_sql
+
+    single = root.parent / f"single{p}"
+    if not single.exists():
+        lance.write_dataset(
+            rows(np.repeat(np.arange(p, dtype=np.int32), per)), str(single), schema=SCHEMA
+        )
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", str(root))
+    ctx.register_lance("one", str(single))
+    sql = "SELECT count(*) AS n, sum(a) AS s FROM {}"
+    first_t0 = time.perf_counter()
+    ctx.sql(sql.format("t")).collect()
+    cold = time.perf_counter() - first_t0
+    ctx.sql(sql.format("one")).collect()
+    ns_t, one_t = [], []
+    for _ in range(repeat):
+        for name, acc in (("t", ns_t), ("one", one_t)):
+            t0 = time.perf_counter()
+            ctx.sql(sql.format(name)).collect()
+            acc.append(time.perf_counter() - t0)
+    ns_s, one_s = statistics.median(ns_t), statistics.median(one_t)
+    return {
+        "scan_cold_s": cold,
+        "scan_s": ns_s,
+        "single_s": one_s,
+        "scan_ratio": ns_s / one_s,
+        "ms_per_table": 1000 * ns_s / p,
+    }
+
+
 def bench_writers(root: Path, p: int, seconds: float, threads: int) -> dict[str, float]:
     from lance_sql.errors import CommitConflictError
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -175,6 +240,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--concurrent-p", type=int, default=10_000)
+    ap.add_argument("--scan-max", type=int, default=10_000, help="largest P scanned in full")
+    ap.add_argument("--expire-max", type=int, default=10_000, help="largest P expired")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
     args = ap.parse_args()
@@ -194,7 +261,18 @@ def main() -> None:
         append_s, append_bytes = bench_append(ns, root, p, args.repeat)
         point_s = bench_point(root, p, args.repeat)
         bounds_s, pylance_s = bench_bounds(root)
+        _, bounds_mb = bench_bounds_memory(root)
+        scan = bench_scan(root, p, args.rows_per, 3) if p <= args.scan_max else {}
+        expire_s = float("nan")
+        if p <= args.expire_max:
+            t0 = time.perf_counter()
+            ns = type(ns).open(str(root))
+            ns.expire_versions(older_than=timedelta(0))
+            expire_s = time.perf_counter() - t0
         results[p] = {
+            "bounds_mb": bounds_mb,
+            **scan,
+            "expire_s": expire_s,
             "build_s": made,
             "append_s": append_s,
             "append_bytes": append_bytes,
