@@ -24,8 +24,9 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
 Ratios are between sizes measured in the same run.
 
 Usage: ``python benchmarks/bench_scale.py [--partitions 1000,10000] [--seconds 60]
-[--scan-max P] [--expire-max P] [--dir PATH [--reuse]]`` (``--reuse`` opens the namespaces an earlier run left
-in ``--dir`` instead of building them; they then hold that run's appends too).
+[--scan-max P] [--expire-max P] [--dir PATH [--reuse]]`` (``--reuse`` opens the
+namespaces an earlier run left in ``--dir`` instead of building them; they then hold
+that run's appends too).
 """
 
 from __future__ import annotations
