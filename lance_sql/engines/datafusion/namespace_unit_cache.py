@@ -19,6 +19,10 @@ from lance_sql.tables.scan import ScanUnit
 _PinKey = tuple[str, str, "int | None", "str | None", "str | None"]
 
 
+#: Cached pins kept at least, before pins a new view no longer has are dropped.
+STALE_PINS_MIN = 1024
+
+
 def _pin(entry: PartitionTable) -> _PinKey:
     return (entry.object_id, entry.uri, entry.read_version, entry.read_branch, entry.read_tag)
 
@@ -103,7 +107,9 @@ class _UnitCache:
             self._all = None
             self._view = ns
             by_pin = self._by_pin
-        if len(by_pin) > max(1024, 2 * len(ns.tables())):  # (amortized: stale pins pile up)
+        if len(by_pin) > max(
+            STALE_PINS_MIN, 2 * len(ns.tables())
+        ):  # (amortized: stale pins pile up)
             live = {_pin(e) for e in ns.tables()}
             with self._lock:
                 self._by_pin = {k: v for k, v in self._by_pin.items() if k in live}

@@ -139,3 +139,26 @@ def test_sql_point_queries_see_every_commit_of_other_objects_and_processes(
     total = ctx.sql("SELECT count(*) AS n FROM t").to_arrow_table().column("n")[0].as_py()
     assert total == _fresh(root).to_table().num_rows
     assert SCHEMA.names == ["pid", "id", "s"]
+
+
+def test_sql_unit_cache_drops_stale_pins_and_stays_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lance_sql.engines.datafusion import namespace_unit_cache
+
+    monkeypatch.setattr(namespace_unit_cache, "STALE_PINS_MIN", 4)
+    root = tmp_path / "ns"
+    seeded(root, 3)
+    ctx = lance_sql.SessionContext()
+    table = ctx.register_namespace("t", str(root))
+    writer = PartitionedNamespace.open(str(root))
+    want = {0: 1, 1: 1, 2: 1}
+    for i in range(12):
+        pid = i % 3
+        writer.append(rows(pid, 1000 * i))
+        want[pid] += 5
+        for k, n in want.items():
+            sql = f"SELECT count(*) AS n FROM t WHERE pid = {k}"
+            assert ctx.sql(sql).to_arrow_table().column("n")[0].as_py() == n
+    units = table._units  # type: ignore[union-attr]
+    assert len(units._by_pin) <= 2 * 3 + 3  # stale pins were dropped along the way
