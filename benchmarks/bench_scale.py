@@ -9,6 +9,13 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
   after another object's write (the session refreshes ``__manifest``);
 * ``bounds``: ``plan_scan(ns, "pid = k")`` with column bounds on a freshly
   opened namespace vs a pylance read of all of ``__manifest``;
+* ``bounds_mb``: the same ``plan_scan`` in a fresh process: peak resident memory
+  above the imports (MB);
+* ``scan`` (P <= ``--scan-max``): a full ``SELECT count(*), sum(a)`` on a registered
+  namespace (second query of the context: warm) against the same rows as one
+  pylance dataset registered the same way, alternating; ms per partition table;
+* ``expire`` (P <= ``--expire-max``): ``expire_versions(older_than=0)`` after the
+  appends above;
 * ``writers`` (only P = ``--concurrent-p``): 4 threads appending 10 rows each
   to their own partition for ``--seconds``, against one thread alone: commits
   per second, failed appends, rows present exactly once; then
@@ -17,8 +24,9 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
 Ratios are between sizes measured in the same run.
 
 Usage: ``python benchmarks/bench_scale.py [--partitions 1000,10000] [--seconds 60]
-[--dir PATH [--reuse]]`` (``--reuse`` opens the namespaces an earlier run left
-in ``--dir`` instead of building them; they then hold that run's appends too).
+[--scan-max P] [--expire-max P] [--dir PATH [--reuse]]`` (``--reuse`` opens the
+namespaces an earlier run left in ``--dir`` instead of building them; they then hold
+that run's appends too).
 """
 
 from __future__ import annotations
@@ -125,7 +133,7 @@ def bench_point(root: Path, p: int, repeat: int) -> float:
 
 
 def bench_bounds(root: Path) -> tuple[float, float]:
-    from lance_sql.planning.scan_plan import plan_scan
+    from lance_sql import plan_scan
     from lance_sql.tables.namespace.manifest_fragments import _SNAPSHOTS, _STATE
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -138,6 +146,74 @@ def bench_bounds(root: Path) -> tuple[float, float]:
     t0 = time.perf_counter()
     lance.dataset(str(root / "__manifest")).to_table()
     return ours, time.perf_counter() - t0
+
+
+# (peak RSS from /proc: ru_maxrss of a child starts at its parent's peak on Linux)
+_BOUNDS_CHILD = """
+import sys, time
+import lance_sql
+from lance_sql import plan_scan
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+if len(sys.argv) > 2:  # a small namespace first: every module plan_scan needs is imported
+    plan_scan(PartitionedNamespace.open(sys.argv[2]), "pid = 3")
+base = hwm()
+t0 = time.perf_counter()
+plan_scan(PartitionedNamespace.open(sys.argv[1]), "pid = 3")
+took = time.perf_counter() - t0
+print(took, hwm() - base)
+"""
+
+
+def bench_bounds_memory(root: Path, warm: Path | None = None) -> tuple[float, float]:
+    """(seconds, peak MB above the imports) of a first ``plan_scan`` in a fresh process
+    (``warm``: a small namespace planned first, so the imports are done)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _BOUNDS_CHILD, str(root), *([str(warm)] if warm else [])],
+        capture_output=True,
+        text=True,
+    )
+    took, mb = out.stdout.split()[-2:]
+    return float(took), float(mb)
+
+
+def bench_scan(root: Path, p: int, per: int, repeat: int) -> dict[str, float]:
+    """Full scan of the namespace vs one dataset of the same rows, warm, alternating."""
+    import lance_sql
+
+    single = root.parent / f"single{p}"
+    if not single.exists():
+        lance.write_dataset(
+            rows(np.repeat(np.arange(p, dtype=np.int32), per)), str(single), schema=SCHEMA
+        )
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", str(root))
+    ctx.register_lance("one", str(single))
+    sql = "SELECT count(*) AS n, sum(a) AS s FROM {}"
+    first_t0 = time.perf_counter()
+    ctx.sql(sql.format("t")).collect()
+    cold = time.perf_counter() - first_t0
+    ctx.sql(sql.format("one")).collect()
+    ns_t, one_t = [], []
+    for _ in range(repeat):
+        for name, acc in (("t", ns_t), ("one", one_t)):
+            t0 = time.perf_counter()
+            ctx.sql(sql.format(name)).collect()
+            acc.append(time.perf_counter() - t0)
+    ns_s, one_s = statistics.median(ns_t), statistics.median(one_t)
+    return {
+        "scan_cold_s": cold,
+        "scan_s": ns_s,
+        "single_s": one_s,
+        "scan_ratio": ns_s / one_s,
+        "ms_per_table": 1000 * ns_s / p,
+    }
 
 
 def bench_writers(root: Path, p: int, seconds: float, threads: int) -> dict[str, float]:
@@ -175,11 +251,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--concurrent-p", type=int, default=10_000)
+    ap.add_argument("--scan-max", type=int, default=10_000, help="largest P scanned in full")
+    ap.add_argument("--expire-max", type=int, default=10_000, help="largest P expired")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
     args = ap.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="bench_scale_"))
     results: dict[int, dict[str, float]] = {}
+    if not (base / "warm").exists():
+        build(base / "warm", 10, 1)
     for p in [int(x) for x in args.partitions.split(",")]:
         root = base / f"p{p}"
         t0 = time.perf_counter()
@@ -194,7 +274,18 @@ def main() -> None:
         append_s, append_bytes = bench_append(ns, root, p, args.repeat)
         point_s = bench_point(root, p, args.repeat)
         bounds_s, pylance_s = bench_bounds(root)
+        _, bounds_mb = bench_bounds_memory(root, base / "warm")
+        scan = bench_scan(root, p, args.rows_per, 3) if p <= args.scan_max else {}
+        expire_s = float("nan")
+        if p <= args.expire_max:
+            t0 = time.perf_counter()
+            ns = type(ns).open(str(root))
+            ns.expire_versions(older_than=timedelta(0))
+            expire_s = time.perf_counter() - t0
         results[p] = {
+            "bounds_mb": bounds_mb,
+            **scan,
+            "expire_s": expire_s,
             "build_s": made,
             "append_s": append_s,
             "append_bytes": append_bytes,

@@ -19,6 +19,10 @@ from lance_sql.tables.scan import ScanUnit
 _PinKey = tuple[str, str, "int | None", "str | None", "str | None"]
 
 
+#: Cached pins kept at least, before pins a new view no longer has are dropped.
+STALE_PINS_MIN = 1024
+
+
 def _pin(entry: PartitionTable) -> _PinKey:
     return (entry.object_id, entry.uri, entry.read_version, entry.read_branch, entry.read_tag)
 
@@ -37,11 +41,10 @@ class _UnitCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._view: PartitionedNamespace | None = None
-        self._pins: dict[str, _PinKey] = {}
         self._by_pin: dict[_PinKey, list[ScanUnit]] = {}
+        #: pins read at latest or at a tag: planned again for each view
+        self._unpinned: set[_PinKey] = set()
         self._all: list[ScanUnit] | None = None
-        #: object id -> (position in ``ns.tables()``, entry) of the current view
-        self._order: dict[str, tuple[int, PartitionTable]] = {}
 
     def units(
         self,
@@ -50,24 +53,25 @@ class _UnitCache:
         table: Any,  # the NamespaceTable asking
     ) -> list[ScanUnit]:
         """Units of ``partitions`` (object ids or entries; all when None) in object id order."""
-        pins, by_pin, every, order = self._for_view(ns)
+        by_pin, every = self._for_view(ns)
         if partitions is None and every is not None:
             return every
         if partitions is not None:
-            wanted = {p if isinstance(p, str) else p.object_id for p in partitions}
-            unknown = wanted - pins.keys()
+            # entries by bisection in the view's sorted tables: a pruned query selecting
+            # one of 100,000s costs what it selects (its tables are in object id order)
+            wanted = sorted({p if isinstance(p, str) else p.object_id for p in partitions})
+            found = [ns.table_entry(oid) for oid in wanted]
+            unknown = [oid for oid, e in zip(wanted, found, strict=True) if e is None]
             if unknown:
-                raise LanceSqlError(f"not partition tables of this namespace: {sorted(unknown)}")
-            # object id order without a pass over every table of the view (a pruned
-            # service query selects one of hundreds)
-            entries = [order[oid][1] for oid in sorted(wanted, key=lambda o: order[o][0])]
+                raise LanceSqlError(f"not partition tables of this namespace: {unknown}")
+            entries = [e for e in found if e is not None]
         else:
             entries = ns.tables()
-        missing = [e for e in entries if pins[e.object_id] not in by_pin]
+        missing = [e for e in entries if _pin(e) not in by_pin]
         if missing:
             opened = open_many_for_read(missing, storage_options=table.storage_options)
             fresh = {
-                pins[e.object_id]: partition_units(
+                _pin(e): partition_units(
                     e,
                     o,
                     table.schema,
@@ -79,7 +83,9 @@ class _UnitCache:
             }
             with self._lock:
                 by_pin.update(fresh)
-        out = [u for e in entries for u in by_pin[pins[e.object_id]]]
+                if by_pin is self._by_pin:
+                    self._unpinned.update(k for k in fresh if k[2] is None or k[4])
+        out = [u for e in entries for u in by_pin[_pin(e)]]
         if partitions is None:
             with self._lock:
                 if self._view is ns:
@@ -88,24 +94,24 @@ class _UnitCache:
 
     def _for_view(
         self, ns: PartitionedNamespace
-    ) -> tuple[
-        dict[str, _PinKey],
-        dict[_PinKey, list[ScanUnit]],
-        list[ScanUnit] | None,
-        dict[str, tuple[int, PartitionTable]],
-    ]:
+    ) -> tuple[dict[_PinKey, list[ScanUnit]], list[ScanUnit] | None]:
+        """The units by pin for view ``ns``: a new view drops the units of tables read at
+        latest or at a tag, and (when the units outnumber twice its tables) of pins it
+        no longer has; the units of other pins stay (a pin names one table version)."""
         with self._lock:
             if self._view is ns:
-                return self._pins, self._by_pin, self._all, self._order
-        tables = ns.tables()
-        pins = {e.object_id: _pin(e) for e in tables}
-        order = {e.object_id: (i, e) for i, e in enumerate(tables)}
-        keep = {k for k in pins.values() if k[2] is not None and not k[4]}
-        with self._lock:
-            if self._view is not ns:
-                self._by_pin = {k: v for k, v in self._by_pin.items() if k in keep}
-                self._pins = pins
-                self._order = order
-                self._all = None
-                self._view = ns
-            return self._pins, self._by_pin, self._all, self._order
+                return self._by_pin, self._all
+            for k in self._unpinned:
+                self._by_pin.pop(k, None)
+            self._unpinned = set()
+            self._all = None
+            self._view = ns
+            by_pin = self._by_pin
+        if len(by_pin) > max(
+            STALE_PINS_MIN, 2 * len(ns.tables())
+        ):  # (amortized: stale pins pile up)
+            live = {_pin(e) for e in ns.tables()}
+            with self._lock:
+                self._by_pin = {k: v for k, v in self._by_pin.items() if k in live}
+                return self._by_pin, self._all
+        return by_pin, None

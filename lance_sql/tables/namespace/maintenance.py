@@ -133,8 +133,8 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
     pins = _manifest_pins(ns.root, opts)
     cutoff = datetime.now(timezone.utc) - older_than
     for location, pin in pins.items():
-        if pin.all_versions:
-            continue
+        if pin.all_versions or _one_version(child_uri(ns.root, location), opts):
+            continue  # (a table never written since its creation: nothing to open)
         try:
             ds = lance.dataset(child_uri(ns.root, location), storage_options=opts)
         except (OSError, ValueError):
@@ -160,6 +160,19 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
         )
     ns.refresh()
     return report
+
+
+def _one_version(uri: str, opts: Any) -> bool:
+    """Whether the table at ``uri`` has a single version file (one directory listing instead
+    of opening it and reading every version's manifest); False when unsure."""
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.format.storage import list_dir, resolve
+
+    try:
+        found = list_dir(resolve(f"{uri.rstrip('/')}/_versions", opts))
+    except (OSError, ValueError, LanceSqlError):
+        return False
+    return sum(e.name.endswith(".manifest") for e in found) == 1
 
 
 def _aware(ts: datetime) -> datetime:

@@ -32,7 +32,7 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +43,10 @@ import pyarrow.compute as pc
 from lance_sql.tables.namespace.manifest_fragments import (
     ADDR,
     Committed,
+    few_chunks,
     find_state,
     fragment_keys,
+    kept_rows,
     remember_state,
     row_slices,
     seed_overwrite,
@@ -83,25 +85,6 @@ def _same(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.nd
     return eq | (null_a & null_b)
 
 
-def repinned(
-    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
-) -> pa.Table:
-    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
-    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
-    holds a row per partition and per partition namespace)."""
-    oids = rows.column("object_id")
-    if versions:
-        at = rows.schema.get_field_index("read_version")
-        old = rows.column(at)
-        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
-        new = pc.take(pa.array(list(versions.values()), old.type), idx)
-        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
-    if dropped:
-        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
-        rows = rows.filter(pc.invert(gone))
-    return rows
-
-
 @dataclass
 class Change:
     """What one commit writes: rows to write, base rows kept, fragments removed."""
@@ -109,6 +92,7 @@ class Change:
     keep: np.ndarray  # per base row: stays where it is
     write: pa.Table  # rows of the new fragment (rewritten, changed and new rows)
     top_level_add: bool
+    unique_after: bool = False  # object ids stay unique (known without a pass over them)
 
 
 def _unique(ids: pa.ChunkedArray | pa.Array) -> bool:
@@ -235,26 +219,57 @@ def commit_update(
     result must have); returns the new dataset, or None when it must rewrite the table
     (see the module docstring). Raises pylance's commit conflict when a concurrent commit
     touched the same fragments."""
+    opened = open_base(uri, base_version, rows.schema, properties, storage_options)
+    if opened is None:
+        return None
+    base, ds = opened
+    change = plan_change(base, rows)
+    if change is None or change.top_level_add:
+        return None
+    if change.write.num_rows == 0 and change.keep.all():
+        return None  # nothing changes: (rare) the caller commits as before
+    return apply_change(uri, ds, base, base_version, change, storage_options)
+
+
+def open_base(
+    uri: str,
+    base_version: int,
+    schema: pa.Schema,
+    properties: Mapping[str, str] | None,
+    storage_options: Mapping[str, str] | None,
+) -> tuple[Committed, Any] | None:
+    """(cached rows, open dataset) of ``base_version`` when a commit of rows of ``schema``
+    with root ``properties`` can write only what changed, else None."""
     import lance
-    from lance.fragment import write_fragments
 
     base = find_state(uri, base_version)
     if base is None:
         return None
     opts = dict(storage_options) if storage_options else None
     ds = lance.dataset(uri, version=base_version, storage_options=opts)
-    if fragment_keys(ds) != base.frags or not rows.schema.equals(ds.schema):
+    if fragment_keys(ds) != base.frags or not schema.equals(ds.schema):
         return None
     if properties is not None:
         from lance_sql.tables.namespace.manifest_fragments import root_properties
 
         if root_properties(ds) != dict(properties):
             return None  # new root properties: they go with the rows (an Overwrite)
-    change = plan_change(base, rows)
-    if change is None or change.top_level_add:
-        return None
-    if change.write.num_rows == 0 and change.keep.all():
-        return None  # nothing changes: (rare) the caller commits as before
+    return base, ds
+
+
+def apply_change(
+    uri: str,
+    ds: Any,
+    base: Committed,
+    base_version: int,
+    change: Change,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    """Commit ``change`` of ``base`` (open as ``ds``) as one ``Update``; cache its rows."""
+    import lance
+    from lance.fragment import write_fragments
+
+    opts = dict(storage_options) if storage_options else None
     removed, marks, rewrite = fragment_plan(base, change)
     moved = base.rows.filter(pa.array(rewrite))
     write = pa.concat_tables([moved, change.write]) if moved.num_rows else change.write
@@ -287,19 +302,21 @@ def commit_update(
             + np.arange(f.metadata.physical_rows, dtype=np.uint64)
             for f in new_ids
         ]
-        kept = base.rows.filter(pa.array(stay))
-        all_rows = pa.concat_tables([kept, write]).combine_chunks()
+        kept = kept_rows(base.rows, stay)
+        all_rows = few_chunks(pa.concat_tables([kept, write.cast(kept.schema)]))
         addresses = np.concatenate(arrays)
         if len(addresses) == all_rows.num_rows:
             state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
             replaced = base.rows.column("object_id").filter(pa.array(~stay))
             state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
+            if base.facts.get("unique") and change.unique_after:
+                state.facts["unique"] = True
             remember_state(uri, state)
     return out
 
 
 def carry_entries(before: Any, after: Any) -> None:
-    """Give snapshot ``after`` (committed by :func:`commit_update` on ``before``) the partition
+    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
     table entries ``before`` had, changed only where the commit wrote rows."""
     state = find_state(after.uri, after.version)
     delta = state.facts.get("delta") if state is not None else None
@@ -405,8 +422,10 @@ __all__ = [
     "MAX_FRAGMENTS",
     "MAX_MARKED",
     "MIN_FRAGMENTS",
+    "Change",
+    "apply_change",
     "carry_entries",
     "commit_overwrite",
     "commit_update",
-    "repinned",
+    "open_base",
 ]

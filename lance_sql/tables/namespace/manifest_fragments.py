@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _STATES_PER_TABLE = 4
 _TABLES = 64
@@ -81,6 +83,30 @@ def row_slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
     return {int(fids[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
 
 
+MAX_CHUNKS = 256  # chunks of cached rows before :func:`kept_rows` copies them into one
+
+
+def kept_rows(rows: pa.Table, keep: np.ndarray) -> pa.Table:
+    """The rows of ``rows`` where ``keep``: zero-copy slices around the few rows dropped
+    (a commit replaces a handful of rows of a ``__manifest`` holding 100,000s), one copy
+    when the runs or the chunks they make grow many."""
+    if keep.all():
+        return rows
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
+    starts, stops = edges[0::2], edges[1::2]
+    if len(starts) > 64:
+        return rows.filter(pa.array(keep))
+    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, stops, strict=True)]
+    return pa.concat_tables(pieces) if pieces else rows.slice(0, 0)
+
+
+def few_chunks(rows: pa.Table) -> pa.Table:
+    """``rows``, copied into one chunk per column once slices made :data:`MAX_CHUNKS`."""
+    if rows.num_columns and rows.column(0).num_chunks > MAX_CHUNKS:
+        return rows.combine_chunks()
+    return rows
+
+
 def load_rows(uri: str, ds: Any) -> pa.Table:
     """All rows of open ``__manifest`` ``ds``, reading only fragments not cached for it."""
     frags = ds.get_fragments()
@@ -109,7 +135,7 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
                 missing.append(f)
                 continue
             keep = np.isin(addrs, live)
-            rows, addrs = rows.filter(pa.array(keep)), addrs[keep]
+            rows, addrs = kept_rows(rows, keep), addrs[keep]
         pieces.append((rows, addrs))
     read: dict[int, tuple[pa.Table, np.ndarray]] = {}
     if missing:
@@ -131,10 +157,29 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
         if tables
         else schema.empty_table()
     )
-    out = out.combine_chunks()
+    out = few_chunks(out)
     addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
     remember_state(uri, Committed(int(ds.version), keys, out, addresses.astype(np.uint64)))
     return out
+
+
+def repinned(
+    rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
+) -> pa.Table:
+    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
+    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
+    holds a row per partition and per partition namespace)."""
+    oids = rows.column("object_id")
+    if versions:
+        at = rows.schema.get_field_index("read_version")
+        old = rows.column(at)
+        idx = pc.index_in(oids, value_set=pa.array(list(versions), pa.utf8()))
+        new = pc.take(pa.array(list(versions.values()), old.type), idx)
+        rows = rows.set_column(at, rows.schema.field(at), pc.if_else(pc.is_null(idx), old, new))
+    if dropped:
+        gone = pc.is_in(oids, value_set=pa.array(sorted(dropped), pa.utf8()))
+        rows = rows.filter(pc.invert(gone))
+    return rows
 
 
 def seed_overwrite(uri: str, ds: Any, rows: pa.Table) -> None:
@@ -190,10 +235,13 @@ def root_properties(ds: Any) -> dict[str, str]:
 __all__ = [
     "ADDR",
     "Committed",
+    "few_chunks",
     "fragment_keys",
     "keep",
+    "kept_rows",
     "last_snapshot",
     "load_rows",
+    "repinned",
     "root_properties",
     "seed_overwrite",
 ]

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
 from lance_sql.tables.namespace.bounds import carried_forward, with_key_filters
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
-from lance_sql.tables.namespace.manifest_commit import repinned
+from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,

@@ -13,6 +13,7 @@ See ``docs/namespaces.md`` for the model, on-disk layout and guarantees.
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -230,6 +231,15 @@ class PartitionedNamespace(SearchMethods):
             fids = [f.field_id for f in self.all_fields()]
             self._entries = snapshot_entries(self._snapshot, fids)  # (memo per snapshot)
         return list(self._entries)
+
+    def table_entry(self, object_id: str) -> PartitionTable | None:
+        """The partition table ``object_id`` of this snapshot (None: not one), found by
+        bisection: no pass over every table."""
+        if self._entries is None:
+            self.tables()
+        entries = self._entries or []
+        at = bisect.bisect_left(entries, object_id, key=lambda e: e.object_id)
+        return entries[at] if at < len(entries) and entries[at].object_id == object_id else None
 
     def foreign_tables(self) -> list[dict[str, Any]]:
         """``table`` rows of ``__manifest`` outside every ``v<N>``: not partition tables.

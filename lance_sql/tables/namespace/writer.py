@@ -56,25 +56,28 @@ from lance_sql.tables.namespace.layout import (
     random_namespace_name,
     table_dir_name,
 )
-from lance_sql.tables.namespace.manifest_commit import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
-    conform_rows,
     read_manifest,
-    snapshot_entries,
 )
 from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
     conform_batch,
     iter_batches,
-    keys_of,
     partition_values,
     split_batch,
 )
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
-from lance_sql.tables.namespace.write_layout import namespace_layout, remember_namespaces
+from lance_sql.tables.namespace.write_layout import (
+    TableLookup,
+    namespace_layout,
+    remember_namespaces,
+    remember_tables,
+    table_layout,
+)
+from lance_sql.tables.namespace.write_rows import commit_write
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
 from lance_sql.tables.namespace.writer_staging import DistributedStaging
@@ -147,25 +150,18 @@ class NamespaceWriter(DistributedStaging):
     # -- existing layout ----------------------------------------------------------------------
     def _load_existing(self) -> None:
         self._namespaces, self._tables, self._has_spec_row = self._layout(self.snapshot)
+        self._own_namespaces = False  # (the layout's dict is shared: copied before a change)
         self._new_ns_keys: list[tuple[Any, ...]] = []
         self._new_table_keys: list[tuple[Any, ...]] = []
 
     def _layout(
         self, snapshot: ManifestSnapshot
-    ) -> tuple[dict[tuple[Any, ...], str], dict[tuple[Any, ...], PartitionTable], bool]:
+    ) -> tuple[dict[tuple[Any, ...], str], TableLookup, bool]:
         """Namespaces and tables of this write's spec version, keyed by partition values."""
         fids = [f.field_id for f in self.spec.fields]
         namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
-        tables: dict[tuple[Any, ...], PartitionTable] = {}
-        depth_of_table = len(fids) + 2
         known = self._known_entries if snapshot is self.snapshot else None
-        for entry in snapshot_entries(snapshot, fids) if known is None else known:
-            parts = entry.object_id.split("$")
-            if parts[0] != self._prefix or len(parts) != depth_of_table:
-                continue
-            values = entry.values
-            tables[keys_of([values.get(fid) for fid in fids])] = entry
-        return namespaces, tables, has_spec_row
+        return namespaces, table_layout(snapshot, self._prefix, fids, known), has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
     def write(self, data: Any) -> None:
@@ -319,6 +315,8 @@ class NamespaceWriter(DistributedStaging):
                     else derived_namespace_name(f"{self.write_id}:{parent}:{raw[:level]!r}")
                 )
                 oid = join_object_id(parent, name)
+                if not self._own_namespaces:
+                    self._namespaces, self._own_namespaces = dict(self._namespaces), True
                 self._namespaces[prefix] = oid
                 self._new_rows.append(self._row(oid, NAMESPACE, raw[:level]))
                 self._new_ns_keys.append(prefix)
@@ -360,8 +358,6 @@ class NamespaceWriter(DistributedStaging):
     # -- commit -----------------------------------------------------------------------------
     def commit(self) -> ManifestSnapshot:
         """Commit every touched table, then ``__manifest`` once; return the new snapshot."""
-        from lance_sql.tables.namespace.manifest_table import commit_rows
-
         if not self._targets and self.mode == "append":
             return self.snapshot  # nothing to write: no new version anywhere
         self._final_flush = True
@@ -392,10 +388,9 @@ class NamespaceWriter(DistributedStaging):
         versions = {t.object_id: v for t, v in zip(targets, committed, strict=True)}
         self.committed_versions = versions
         for attempt in range(self.max_rebases + 1):
-            rows = self._manifest_rows(versions)
             self._may_be_committed = True
             try:
-                snap = commit_rows(self.snapshot, rows, storage_options=self.storage_options)
+                snap = self._commit_manifest(versions)
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
@@ -419,6 +414,9 @@ class NamespaceWriter(DistributedStaging):
             ):  # the rows read plus this write's (else concurrent writes' are in too)
                 fids = [f.field_id for f in self.spec.fields]
                 remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
+                added = {t.key: t.object_id for t in self.new_tables()}
+                if self._known_entries is None:
+                    remember_tables(snap, self._prefix, fids, self._tables.ids, added)
             return snap
         raise AssertionError("unreachable")
 
@@ -466,16 +464,16 @@ class NamespaceWriter(DistributedStaging):
         """One Lance commit of ``t``'s staged fragments; returns the new table version."""
         return commit_target(t, mode=self.mode, storage_options=self.storage_options)
 
-    def _manifest_rows(self, versions: Mapping[str, int]) -> pa.Table:
-        schema = self.snapshot.lance_schema
-        base = conform_rows(self.snapshot.rows, schema)
-        new = conform_rows(pa.Table.from_pylist(self._new_rows, schema=_loose(schema)), schema)
-        table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
-        if self.mode == "overwrite" and not self.keep_untouched:
-            table = _keep_live(table, set(versions))
-        by_oid = {t.object_id: t for t in self._targets.values()}
-        return self._stats.manifest_metadata(
-            table, versions, by_oid, self.snapshot.rows, self.mode == "append"
+    def _commit_manifest(self, versions: Mapping[str, int]) -> ManifestSnapshot:
+        return commit_write(
+            self.snapshot,
+            self._new_rows,
+            list(self._targets.values()),
+            versions,
+            self._stats,
+            mode=self.mode,
+            keep_untouched=self.keep_untouched,
+            storage_options=self.storage_options,
         )
 
 
@@ -489,27 +487,6 @@ def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
 
 def _pin(e: PartitionTable) -> tuple[Any, ...]:
     return (e.object_id, e.location, e.read_version, e.read_branch, e.read_tag)
-
-
-def _loose(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with every field nullable (for building rows dict by dict)."""
-    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
-
-
-def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
-    """After an overwrite: only the written tables, their ancestors and spec version rows."""
-    keep_ns: set[str] = set()
-    for oid in tables:
-        parts = oid.split("$")
-        for i in range(1, len(parts)):
-            keep_ns.add("$".join(parts[:i]))
-    oids = table.column("object_id").to_pylist()
-    types = table.column("object_type").to_pylist()
-    mask = [
-        (o in tables) if t == TABLE else (o in keep_ns or "$" not in o)
-        for o, t in zip(oids, types, strict=True)
-    ]
-    return table.filter(pa.array(mask))
 
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]

@@ -1,0 +1,80 @@
+"""The ``__manifest`` rows one write commits, and the commit itself.
+
+An append commits only the rows it changes (its tables' rows re-pinned, with
+new bounds, and its new rows: :func:`.manifest_delta.commit_changed`); an
+overwrite, or an append whose commit needs them, commits all rows of the next
+version (:func:`.manifest_table.commit_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.tables.namespace.layout import TABLE
+from lance_sql.tables.namespace.manifest_fragments import repinned
+from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, conform_rows
+from lance_sql.tables.namespace.write_target import WriteTarget
+
+
+def commit_write(
+    snapshot: ManifestSnapshot,
+    new_rows: Sequence[Mapping[str, Any]],
+    targets: Sequence[WriteTarget],
+    versions: Mapping[str, int],
+    stats: Any,  # the write's WriteStats
+    *,
+    mode: str,
+    keep_untouched: bool,
+    storage_options: Mapping[str, str] | None,
+) -> ManifestSnapshot:
+    """One ``__manifest`` commit of a write on ``snapshot`` (``new_rows``: rows it adds;
+    ``versions``: object id -> table version committed)."""
+    from lance_sql.tables.namespace.manifest_delta import commit_changed
+    from lance_sql.tables.namespace.manifest_table import commit_rows
+
+    schema = snapshot.lance_schema
+    base = conform_rows(snapshot.rows, schema)
+    new = conform_rows(pa.Table.from_pylist(list(new_rows), schema=_loose(schema)), schema)
+    by_oid = {t.object_id: t for t in targets}
+    if mode == "append":
+        existing = [t.object_id for t in targets if t.entry is not None]
+        ids = pa.array(sorted(existing), pa.utf8())
+        sub = base.filter(pc.is_in(base.column("object_id"), value_set=ids))
+        table = repinned(pa.concat_tables([sub, new]) if new.num_rows else sub, versions)
+        changed = stats.manifest_metadata(table, versions, by_oid, sub, True)
+        snap = commit_changed(snapshot, changed, storage_options=storage_options)
+        if snap is not None:
+            return snap
+    table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
+    if mode == "overwrite" and not keep_untouched:
+        table = _keep_live(table, set(versions))
+    rows = stats.manifest_metadata(table, versions, by_oid, snapshot.rows, mode == "append")
+    return commit_rows(snapshot, rows, storage_options=storage_options)
+
+
+def _loose(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field nullable (for building rows dict by dict)."""
+    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
+
+
+def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
+    """After an overwrite: only the written tables, their ancestors and spec version rows."""
+    keep_ns: set[str] = set()
+    for oid in tables:
+        parts = oid.split("$")
+        for i in range(1, len(parts)):
+            keep_ns.add("$".join(parts[:i]))
+    oids = table.column("object_id").to_pylist()
+    types = table.column("object_type").to_pylist()
+    mask = [
+        (o in tables) if t == TABLE else (o in keep_ns or "$" not in o)
+        for o, t in zip(oids, types, strict=True)
+    ]
+    return table.filter(pa.array(mask))
+
+
+__all__ = ["commit_write"]
