@@ -47,6 +47,7 @@ def plan_scan(
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
     failures: list[str] | None = None,
+    pruning: bool = True,
 ) -> ScanPlan:
     """Plan a scan of ``ns`` (a ``PartitionedNamespace``, or its root path) for ``filter``.
 
@@ -62,7 +63,8 @@ def plan_scan(
     with the reason). A filter that does not parse raises
     :class:`PlanningError` naming it; with a ``failures`` list, the part that
     does not parse is left out of pruning instead and the reason appended
-    (engines, whose own filter still runs on every row).
+    (engines, whose own filter still runs on every row). ``pruning=False``
+    selects every table and keeps the filter as the scan filter.
     """
     if isinstance(ns, (str, os.PathLike)):
         return _plan_at(ns, filter, version=version, storage_options=storage_options)
@@ -85,7 +87,7 @@ def plan_scan(
             scan_filter = ScanFilter.of(f, pred, schema)
         elif scans:  # an engine applies its own filter: the shippable form only on demand
             scan_filter = functools.partial(ScanFilter.of, f, pred, schema)
-    plan = _plan_namespace(ns, preds, schema, scan_filter, dropped)
+    plan = _plan_namespace(ns, preds if pruning else [], schema, scan_filter, dropped)
     if failures is not None:
         failures.extend(dropped)
     if dropped:
@@ -219,15 +221,9 @@ def _everything(ns: Any, scan_filter: ScanFilter | None, reason: str | None = No
     )
 
 
-def scan_units_of(ns: Any, filter: Any, **kwargs: Any) -> list[Any]:
-    """The scan units of ``ns`` a scan with ``filter`` reads (the tables the planner selects)."""
-    plan = plan_scan(ns, filter, failures=[])
-    return ns.scan_units(None if plan.selects_all else plan.object_ids, **kwargs)
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-__all__ = ["PLANNING_ERRORS", "plan_scan", "plan_scan_at", "scan_units_of"]
+__all__ = ["PLANNING_ERRORS", "plan_scan", "plan_scan_at"]

@@ -112,14 +112,6 @@ def project_to_manifest(
     return ManifestFilter(pred, parts, out)
 
 
-def spec_id_of(object_id: str) -> int | None:
-    """The spec version of a partition table's ``object_id`` (``v{N}$...``), if any."""
-    head = object_id.split("$", 1)[0]
-    if head.startswith("v") and head[1:].isdigit() and "$" in object_id:
-        return int(head[1:])
-    return None
-
-
 def select_rows(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
     """The partition-table rows of ``manifest`` the filter keeps (order preserved).
 
@@ -224,16 +216,6 @@ def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predic
     return list(preds[np.asarray(inverse).reshape(-1)])
 
 
-def residuals(rows: pa.Table, mf: ManifestFilter) -> list[Predicate]:
-    """For each row of ``rows`` (selected manifest rows), the filter still to apply.
-
-    The AND of the conjuncts whose strict projection is not TRUE for that
-    partition's stored values; TRUE when every conjunct is proven. Rows with
-    the same proofs share one predicate object (computed once per pattern).
-    """
-    return residuals_from_proofs(proofs(rows, mf), mf)
-
-
 def _text(source: str | Callable[[], str]) -> str:
     return source if isinstance(source, str) else source()
 
@@ -318,10 +300,8 @@ __all__ = [
     "fully_proven",
     "project_to_manifest",
     "proofs",
-    "residuals",
     "residuals_from_proofs",
     "select_rows",
-    "spec_id_of",
     "spec_ids",
     "spec_ids_of",
     "version_prefix",

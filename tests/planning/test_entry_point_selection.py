@@ -16,97 +16,34 @@ fields) go through each way of reading a namespace:
 All must select the same tables, and every one's rows must equal plain
 DataFusion's over the same rows in a memory table.
 
-A separate ``spark`` test checks the Spark reader on a few filters.
+``tests/spark/test_entry_point_selection_spark.py`` checks the Spark reader
+on a few filters.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import random
 import re
-from dataclasses import dataclass
 from typing import Any
 
-import datafusion
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from entry_point_cases import POOLS, SCHEMA, Case, build_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql import SessionContext
 from lance_sql.engines.datafusion.provider import capture_scans
 from lance_sql.tables.namespace.filter_hook import filter_planner
-from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
-SCHEMA = pa.schema(
-    [
-        pa.field("k", pa.int64()),
-        pa.field("d", pa.date32()),
-        pa.field("s", pa.string()),
-        pa.field("x", pa.int32()),
-    ]
-)
-KS = [-9, -4, -1, 0, 1, 3, 7, 12, 25]
-DS = [dt.date(2025, 1, 1) + dt.timedelta(days=n) for n in (-40, -1, 0, 1, 2, 30, 31, 59, 365)]
-SS = ["", "a", "ab", "abc", "b", "ba", "bcd", "zz"]
-XS = [-2, 0, 1, 5]
-POOLS = {"k": KS, "d": DS, "s": SS, "x": XS}
-FIELDS = [
-    {"source": "k", "transform": "identity"},
-    {"source": "k", "transform": "bucket", "num_buckets": 4},
-    {"source": "k", "transform": "truncate", "width": 5},
-    {"source": "d", "transform": "day"},
-    {"source": "d", "transform": "month"},
-    {"source": "s", "transform": "identity"},
-    {"source": "s", "transform": "truncate", "width": 1},
-    {"source": "s", "transform": "bucket", "num_buckets": 3},
-]
 POOL = 3
 _NS_LINE = re.compile(r"LanceNamespaceScan: .*?partition_tables=(\d+)/(\d+)")
-
-
-@dataclass
-class Case:
-    ns: PartitionedNamespace
-    ctx: SessionContext
-    plain: datafusion.SessionContext
-    all_ids: frozenset[str]
-
-
-def _build(seed: int, root: str) -> Case:
-    rng = random.Random(seed)
-    specs = [rng.sample(FIELDS, rng.randint(1, 2)) for _ in range(3)]
-    ns = PartitionedNamespace.create(root, SCHEMA, specs[0])
-    for v, spec in enumerate(specs):
-        if v:
-            ns.add_spec(spec)
-        n = rng.randint(20, 40)
-        ns.append(
-            pa.table(
-                {
-                    c: pa.array(
-                        [None if rng.random() < 0.1 else rng.choice(POOLS[c]) for _ in range(n)],
-                        SCHEMA.field(c).type,
-                    )
-                    for c in SCHEMA.names
-                },
-                schema=SCHEMA,
-            )
-        )
-    ns = PartitionedNamespace.open(root)
-    ctx = SessionContext()
-    ctx.register_namespace("t", root)
-    plain = datafusion.SessionContext()
-    plain.register_record_batches("t", [ns.to_table().to_batches()])
-    return Case(ns, ctx, plain, frozenset(e.object_id for e in ns.tables()))
 
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
     base = tmp_path_factory.mktemp("entry_points")
-    return [_build(seed, str(base / f"ns{seed}")) for seed in range(POOL)]
+    return [build_case(seed, str(base / f"ns{seed}")) for seed in range(POOL)]
 
 
 # ------------------------------------------------------------------ random filters
@@ -251,34 +188,3 @@ def test_some_examples_pruned() -> None:
     if PRUNED[0] == 0:
         pytest.skip("runs after the selection test")
     assert PRUNED[1] >= PRUNED[0] // 5, PRUNED
-
-
-# ------------------------------------------------------------------ Spark
-
-SPARK_FILTERS = [
-    "k = 7",
-    "k IN (-9, 12) OR s = 'ab'",
-    "d >= DATE '2025-01-02' AND NOT (s IS NULL)",
-    "x > 0",
-]
-
-
-@pytest.mark.spark
-def test_spark_reader_selects_the_same_partition_tables(spark: Any, cases: list[Case]) -> None:
-    import lance_sql.engines.spark as lance_spark
-
-    for case in cases:
-        for sql in SPARK_FILTERS:
-            plan = lance_sql.plan_scan(case.ns, sql)
-            planned = len(case.all_ids) if plan.selects_all else len(plan.object_ids)
-            report = lance_spark.describe_read(spark, str(case.ns.root), where=sql)
-            assert report.partition_tables == planned, sql
-            with capture_scans() as records:
-                case.ctx.sql(f"SELECT k FROM t WHERE {sql}").to_arrow_table()
-            m = _NS_LINE.search(records[0].plan.description)
-            assert m is not None and int(m.group(1)) == planned, sql
-            got = spark.read.format("lance_ns").option("where", sql).load(str(case.ns.root))
-            want = case.plain.sql(f"SELECT k, s FROM t WHERE {sql}").to_arrow_table()
-            rows = [(r.k, r.s) for r in got.select("k", "s").collect()]
-            expected = list(zip(want["k"].to_pylist(), want["s"].to_pylist(), strict=True))
-            assert sorted(rows, key=repr) == sorted(expected, key=repr), sql
