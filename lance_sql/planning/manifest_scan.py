@@ -29,11 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import PlanningError
 from lance_sql.planning.planner import FilterLike, PartitionPlan, finish_plan, to_predicate
-from lance_sql.planning.predicates import columns_of
 from lance_sql.planning.pruning import (
-    ManifestFilter,
+    check_partition_columns,
+    partition_columns_read,
     project_to_manifest,
     select_rows,
     spec_ids_of,
@@ -78,19 +77,6 @@ def table_versions(dataset: Any) -> np.ndarray:
     return versions
 
 
-def _check_columns(mf: ManifestFilter, names: Sequence[str]) -> None:
-    needed: set[str] = set()
-    for s in mf.specs.values():
-        needed |= columns_of(s.inclusive)
-        for p in s.strict:
-            needed |= columns_of(p)
-    missing = sorted(needed - set(names))
-    if missing:
-        raise PlanningError(
-            f"__manifest lacks partition column(s) {', '.join(missing)} of its partition specs"
-        )
-
-
 def plan_manifest(
     dataset: Any,
     filter: FilterLike,
@@ -111,7 +97,7 @@ def plan_manifest(
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, dict(specs), schema)
     names = dataset.schema.names
-    _check_columns(mf, names)
+    check_partition_columns(mf, names)
     if columns is not None:
         from lance_sql.planning.bounds_skipping import compile_skip
 
@@ -121,10 +107,7 @@ def plan_manifest(
         skips = compile_skip(pred) is not None or compile_key_skip(pred) is not None
         if skips:  # column bounds or key filters could skip: decode them
             wanted.add("metadata")
-        for s in mf.specs.values():
-            wanted |= columns_of(s.inclusive)
-            for p in s.strict:
-                wanted |= columns_of(p)
+        wanted |= partition_columns_read(mf)
         cols: list[str] | None = [c for c in names if c in wanted]
     else:
         cols = None

@@ -19,7 +19,7 @@ rows matching that conjunct, so the scan need not re-check it
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -130,18 +130,28 @@ def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
     A missing column must not be read as all-NULL: that would prune every
     partition of the versions using it.
     """
-    needed: dict[str, None] = {}
+    check_partition_columns(mf, manifest.column_names)
+    return manifest
+
+
+def partition_columns_read(mf: ManifestFilter) -> set[str]:
+    """The ``__manifest`` columns the inclusive and strict projections of ``mf`` read."""
     from lance_sql.planning.predicates import columns_of
 
+    needed: set[str] = set()
     for s in mf.specs.values():
-        for name in columns_of(s.inclusive) | set().union(*(columns_of(p) for p in s.strict)):
-            needed[name] = None
-    missing = sorted(name for name in needed if name not in manifest.column_names)
+        needed |= columns_of(s.inclusive)
+        for p in s.strict:
+            needed |= columns_of(p)
+    return needed
+
+
+def check_partition_columns(mf: ManifestFilter, names: Sequence[str]) -> None:
+    missing = sorted(partition_columns_read(mf) - set(names))
     if missing:
         raise PlanningError(
             f"__manifest lacks partition column(s) {', '.join(missing)} of its partition specs"
         )
-    return manifest
 
 
 _VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as layout.spec_version_of: no leading zero
@@ -297,7 +307,9 @@ __all__ = [
     "PruningReport",
     "SpecFilter",
     "SpecReport",
+    "check_partition_columns",
     "fully_proven",
+    "partition_columns_read",
     "project_to_manifest",
     "proofs",
     "residuals_from_proofs",

@@ -123,7 +123,7 @@ class ScanPlan:
         root: str = "",
         manifest_version: int | None = None,
         partitions: tuple[PlannedPartition, ...] | Callable[[], tuple[PlannedPartition, ...]] = (),
-        total_partitions: int = 0,
+        total_partitions: int | Callable[[], int] = 0,
         specs: tuple[SpecVersionReport, ...] | Callable[[], tuple[SpecVersionReport, ...]] = (),
         manifest_filter: str | Callable[[], str | None] | None = None,
         filter_sql: str | Callable[[], str | None] | None = _UNSET,
@@ -142,7 +142,6 @@ class ScanPlan:
     ) -> None:
         self.root = root
         self.manifest_version = manifest_version
-        self.total_partitions = total_partitions
         self.pruned = pruned
         self.reason = reason
         self.extra = dict(extra or {})
@@ -164,6 +163,7 @@ class ScanPlan:
             "description": description,
             "object_ids": object_ids,
             "scan_filter": scan_filter,
+            "total_partitions": total_partitions,
         }
 
     def _get(self, name: str) -> Any:
@@ -173,6 +173,7 @@ class ScanPlan:
         return value
 
     partitions = property(lambda self: self._get("partitions"))
+    total_partitions = property(lambda self: self._get("total_partitions"))
     specs = property(lambda self: self._get("specs"))
     manifest_filter = property(lambda self: self._get("manifest_filter"))
     filter_sql = property(lambda self: self._get("filter_sql"))

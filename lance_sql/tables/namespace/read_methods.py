@@ -27,6 +27,7 @@ class ReadMethods:
     _schema: pa.Schema
     schema: Any
     scan_units: Any
+    tables: Any
 
     def _units_for(
         self, filter: pc.Expression | None, partitions: Iterable[Any] | None
@@ -37,10 +38,9 @@ class ReadMethods:
             plan = filter_planner().scan_plan(self, filter)
             if plan is not None and not plan.selects_all:
                 chosen = set(plan.object_ids)
-                if partitions is not None:
+                if partitions is not None:  # unknown ids stay: scan_units names them
                     given = {p if isinstance(p, str) else p.object_id for p in partitions}
-                    self.scan_units(given)  # unknown ids raise, as without a filter
-                    chosen &= given
+                    chosen = (chosen & given) | (given - {e.object_id for e in self.tables()})
                 partitions = sorted(chosen)
         return self.scan_units(partitions)
 
@@ -68,14 +68,10 @@ class ReadMethods:
     ) -> pa.Table:
         """All rows (of ``partitions``) with the namespace schema, projected and filtered;
         only the partition tables the scan planner selects for ``filter`` are read."""
-        if columns is not None:
-            missing = [c for c in columns if c not in self._schema.names]
-            if missing:
-                raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
+        batches = list(self.to_batches(columns, filter, partitions=partitions))
         out_schema = (
             self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
         )
-        batches = list(self.to_batches(columns, filter, partitions=partitions))
         if not out_schema.names:
             n = sum(b.num_rows for b in batches)
             return pa.table({"_": pa.nulls(n)}).select([])
