@@ -229,41 +229,32 @@ def cmd_inspect(args: Any, out: TextIO) -> int:
 
 
 def partitions_json(root: str, where: str | None) -> dict[str, Any]:
-    """The partition tables a filter selects, with the planner's report."""
-    from lance_sql.planning.planner import plan_partitions
+    """The partition tables a filter selects (the scan planner's), with its report."""
+    from lance_sql.planning.namespace_scan import plan_scan
 
     ns = open_namespace(root)
-    parts = ns.partitions()
-    versions = dict(
-        zip(
-            parts.column("object_id").to_pylist(),
-            parts.column("spec_version").to_pylist(),
-            strict=True,
-        )
-    )
-    plan = plan_partitions(where, ns.specs, ns.schema, ns.snapshot.rows)
-    sel = []
-    for r in plan.selected.to_pylist():
-        values = _partition_values(r)
-        sel.append(
-            {
-                "object_id": r["object_id"],
-                "location": r["location"],
-                "spec_version": versions.get(r["object_id"]),
-                "read_version": r["read_version"],
-                "values": {
-                    k: v if isinstance(v, (int, float, str, bool)) else str(v)
-                    for k, v in values.items()
-                },
-            }
-        )
+    plan = plan_scan(ns, where)
+    prefix = "partition_field_"
+    sel = [
+        {
+            "object_id": p.object_id,
+            "location": p.location,
+            "spec_version": p.spec_version,
+            "read_version": p.read_version,
+            "values": {
+                k[len(prefix) :]: v if isinstance(v, (int, float, str, bool)) else str(v)
+                for k, v in p.values
+            },
+        }
+        for p in plan.partitions
+    ]
     return {
         "root": str(Path(root).resolve()),
         "manifest_version": ns.manifest_version,
         "where": where,
-        "total": plan.report.total,
-        "selected": plan.report.selected,
-        "report": plan.report.lines(),
+        "total": plan.total_partitions,
+        "selected": len(sel),
+        "report": plan.explain().splitlines(),
         "partitions": sel,
     }
 

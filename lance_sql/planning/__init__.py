@@ -11,7 +11,9 @@ Partition pruning (docs/pruning.md), one step per module:
 - :mod:`.projection` — a predicate through one spec version;
 - :mod:`.pruning` / :mod:`.planner` — the ``__manifest`` filter, selected
   partitions, residuals and the report: ``plan_partitions(filter, specs,
-  schema, manifest_rows)``.
+  schema, manifest_rows)``;
+- :mod:`.namespace_scan` — the one scan planner every entry point calls:
+  ``plan_scan(namespace or root, filter)`` -> :class:`.scan_plan.ScanPlan`.
 
 Nothing here does I/O: tables in, tables out.
 """

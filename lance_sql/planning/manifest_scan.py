@@ -29,21 +29,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import PlanningError
 from lance_sql.planning.planner import FilterLike, PartitionPlan, finish_plan, to_predicate
-from lance_sql.planning.predicates import columns_of, to_sql
 from lance_sql.planning.pruning import (
-    ManifestFilter,
+    check_partition_columns,
+    partition_columns_read,
     project_to_manifest,
     select_rows,
-    spec_ids,
     spec_ids_of,
 )
-from lance_sql.tables.namespace.manifest_fragments import root_properties
 from lance_sql.tables.namespace.spec import PartitionSpec
-
-#: Columns a scan plan needs besides the partition columns.
-PLAN_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_branch", "read_tag")
 
 #: How many times Lance refused a pushed manifest filter (then every row was read).
 PUSHDOWN_FALLBACKS = [0]
@@ -51,15 +45,6 @@ PUSHDOWN_FALLBACKS = [0]
 _TOTALS: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
 _TOTALS_LOCK = threading.Lock()
 _TOTALS_MAX = 16
-
-
-def partition_columns(specs: Mapping[int, PartitionSpec]) -> list[str]:
-    """The ``partition_field_*`` column of every field of every spec (first seen order)."""
-    out: dict[str, None] = {}
-    for n in sorted(specs):
-        for f in specs[n].fields:
-            out.setdefault(f.column_name, None)
-    return list(out)
 
 
 def _content_key(dataset: Any) -> tuple[Any, ...]:
@@ -92,19 +77,6 @@ def table_versions(dataset: Any) -> np.ndarray:
     return versions
 
 
-def _check_columns(mf: ManifestFilter, names: Sequence[str]) -> None:
-    needed: set[str] = set()
-    for s in mf.specs.values():
-        needed |= columns_of(s.inclusive)
-        for p in s.strict:
-            needed |= columns_of(p)
-    missing = sorted(needed - set(names))
-    if missing:
-        raise PlanningError(
-            f"__manifest lacks partition column(s) {', '.join(missing)} of its partition specs"
-        )
-
-
 def plan_manifest(
     dataset: Any,
     filter: FilterLike,
@@ -125,7 +97,7 @@ def plan_manifest(
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, dict(specs), schema)
     names = dataset.schema.names
-    _check_columns(mf, names)
+    check_partition_columns(mf, names)
     if columns is not None:
         from lance_sql.planning.bounds_skipping import compile_skip
 
@@ -135,10 +107,7 @@ def plan_manifest(
         skips = compile_skip(pred) is not None or compile_key_skip(pred) is not None
         if skips:  # column bounds or key filters could skip: decode them
             wanted.add("metadata")
-        for s in mf.specs.values():
-            wanted |= columns_of(s.inclusive)
-            for p in s.strict:
-                wanted |= columns_of(p)
+        wanted |= partition_columns_read(mf)
         cols: list[str] | None = [c for c in names if c in wanted]
     else:
         cols = None
@@ -177,109 +146,4 @@ def open_manifest(
         raise NotFoundError(f"cannot open __manifest: {exc}", path=uri) from exc
 
 
-def planned_partitions(selected: pa.Table, value_columns: Sequence[str]) -> tuple[Any, ...]:
-    """``PlannedPartition`` objects for ``selected`` manifest rows, sorted by ``object_id``.
-
-    Columns are converted once each (no per-row Arrow access).
-    """
-    from lance_sql.planning.scan_plan import PlannedPartition
-
-    if selected.num_rows == 0:
-        return ()
-    rows = selected.sort_by("object_id")
-    n = rows.num_rows
-
-    def col(name: str) -> list[Any]:
-        return rows.column(name).to_pylist() if name in rows.column_names else [None] * n
-
-    versions = [None if v < 0 else int(v) for v in spec_ids(rows)]
-    present = [c for c in value_columns if c in rows.column_names]
-    values = [rows.column(c).to_pylist() for c in present]
-    oid, loc, rv, rb, rt = (col(c) for c in PLAN_COLUMNS if c != "object_type")
-    out = []
-    for i in range(n):
-        vals = tuple((c, v[i]) for c, v in zip(present, values, strict=True) if v[i] is not None)
-        out.append(PlannedPartition(oid[i], loc[i], versions[i], rv[i], rb[i], rt[i], vals))
-    return tuple(out)
-
-
-def scan_plan_from(
-    plan: PartitionPlan,
-    *,
-    root: str,
-    manifest_version: int,
-    specs: Mapping[int, PartitionSpec],
-    scan_filter: Any = None,
-) -> Any:
-    """The :class:`.scan_plan.ScanPlan` of a :class:`PartitionPlan`."""
-    from lance_sql.planning.scan_plan import ScanPlan, SpecVersionReport
-
-    rep = plan.report
-    return ScanPlan(
-        root=root,
-        manifest_version=manifest_version,
-        partitions=planned_partitions(plan.selected, partition_columns(specs)),
-        total_partitions=rep.total,
-        specs=tuple(
-            SpecVersionReport(
-                s.spec_id, s.filter_sql, s.selected, s.total, fully_matching=s.fully_matching
-            )
-            for s in rep.specs
-        ),
-        manifest_filter=rep.manifest_filter_sql,
-        filter_sql=to_sql(plan.predicate),
-        scan_filter=scan_filter,
-        skipped_by_bounds=plan.skipped_by_bounds,
-        skipped_by_key_filter=plan.skipped_by_key_filter,
-        proven=plan.proven_object_ids(),
-    )
-
-
-def plan_scan_at(
-    root: str | os.PathLike[str],
-    filter: FilterLike,
-    *,
-    version: int | None = None,
-    storage_options: Mapping[str, str] | None = None,
-) -> Any:
-    """Plan a scan of the namespace at ``root`` reading only the ``__manifest`` rows it selects.
-
-    What a driver pays per query: one ``__manifest`` open, one pushed-down
-    scan, planning over the candidates. A filter that does not parse raises
-    :class:`PlanningError` naming it.
-    """
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.layout import root_uri
-    from lance_sql.tables.namespace.namespace import parse_properties
-
-    ds = open_manifest(root, version, storage_options=storage_options)
-    schema, specs = parse_properties(root_properties(ds))
-    try:
-        pred = to_predicate(filter, schema)
-    except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
-        raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
-    cols = [*PLAN_COLUMNS, *partition_columns(specs)]
-    plan = plan_manifest(
-        ds, pred, specs, schema, columns=cols, root=root_uri(root), storage_options=storage_options
-    )
-    from lance_sql.planning.scan_filter import ScanFilter
-
-    return scan_plan_from(
-        plan,
-        root=root_uri(root),
-        manifest_version=ds.version,
-        specs=specs,
-        scan_filter=ScanFilter.of(filter, pred, schema),
-    )
-
-
-__all__ = [
-    "PLAN_COLUMNS",
-    "open_manifest",
-    "partition_columns",
-    "plan_manifest",
-    "plan_scan_at",
-    "planned_partitions",
-    "scan_plan_from",
-    "table_versions",
-]
+__all__ = ["PUSHDOWN_FALLBACKS", "open_manifest", "plan_manifest", "table_versions"]

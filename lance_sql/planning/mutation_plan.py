@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, PlanningError
-from lance_sql.planning.planner import plan_partitions, to_predicate
-from lance_sql.planning.predicates import TRUE
+from lance_sql.planning.namespace_scan import plan_scan
+from lance_sql.planning.planner import to_predicate
 from lance_sql.tables.namespace.filter_hook import (
     FilterClassification,
     register_filter_planner,
@@ -44,23 +44,14 @@ class PruningFilterPlanner:
             expr = self.expression(ns, filter)
         except PlanningError:
             expr = None
-        all_ids = tuple(e.object_id for e in ns.tables())
-        try:
-            root = getattr(ns, "root", None)  # key filters skip tables no row can match
-            plan = plan_partitions(
-                filter,
-                ns.specs,
-                ns.schema,
-                ns.snapshot.rows,
-                root=None if root is None else str(root),
-                storage_options=getattr(ns, "storage_options", None),
-            )
-        except _PLAN_ERRORS:
-            return FilterClassification(expr, (), all_ids)
-        ids = plan.selected.column("object_id").to_pylist()
-        covered = tuple(o for o, r in zip(ids, plan.residuals, strict=True) if r == TRUE)
-        partial = tuple(o for o, r in zip(ids, plan.residuals, strict=True) if r != TRUE)
+        plan = plan_scan(ns, filter, failures=[])
+        ids = [e.object_id for e in ns.tables()] if plan.selects_all else plan.object_ids
+        covered = tuple(o for o in ids if o in plan.proven)
+        partial = tuple(o for o in ids if o not in plan.proven)
         return FilterClassification(expr, covered, partial)
+
+    def scan_plan(self, ns: Any, filter: Any) -> Any:
+        return plan_scan(ns, filter, failures=[])
 
     def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
         from lance_sql.planning.search import search

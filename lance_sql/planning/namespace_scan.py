@@ -1,126 +1,229 @@
-"""``plan_scan``: the scan plan of a namespace (or of its root path) for a filter."""
+"""``plan_scan``: the one scan planner of a namespace (or of its root path).
+
+Every entry point that reads a partitioned namespace calls :func:`plan_scan`
+and gets one :class:`~.scan_plan.ScanPlan`: SQL and DataFrames (the DataFusion
+namespace table), ``ns.to_table(filter=)`` / ``to_batches`` / ``count_rows``
+(through the registered filter planner), ``lance_sql.plan_scan``, the Spark
+reader, row operations (``delete``, ``update``...) and the sides of a
+storage-partitioned join. It prunes over every spec version, skips tables by
+column bounds and key filters, marks the tables whose partition values prove
+the whole filter (residual elimination), and the plan splits into scan units.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, PlanningError
 from lance_sql.planning import manifest_scan
-from lance_sql.planning.planner import plan_partitions, to_predicate
-from lance_sql.planning.predicates import to_sql
+from lance_sql.planning.planner import PartitionPlan, plan_partitions, to_predicate
+from lance_sql.planning.predicates import and_
 from lance_sql.planning.scan_filter import ScanFilter
-from lance_sql.planning.scan_plan import _BASE, PlannedPartition, ScanPlan, SpecVersionReport
+from lance_sql.planning.scan_plan import (
+    PLAN_COLUMNS,
+    PlannedPartition,
+    ScanPlan,
+    SpecVersionReport,
+    partition_columns,
+    planned_partitions,
+)
+
+#: Errors that make the planner select every table (the reason is reported).
+PLANNING_ERRORS = (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException)
 
 
-def _partition(row: Mapping[str, Any], value_cols: Sequence[str]) -> PlannedPartition:
-    values = tuple((c, row[c]) for c in value_cols if row.get(c) is not None)
-    return PlannedPartition(
-        object_id=row["object_id"],
-        location=row["location"],
-        spec_version=row["spec_version"],
-        read_version=row["read_version"],
-        read_branch=row["read_branch"],
-        read_tag=row["read_tag"],
-        values=values,
-    )
+def plan_scan(
+    ns: Any,
+    filter: Any = None,
+    *,
+    schema: pa.Schema | None = None,
+    prune_filter: Any = None,
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    failures: list[str] | None = None,
+    pruning: bool = True,
+) -> ScanPlan:
+    """Plan a scan of ``ns`` (a ``PartitionedNamespace``, or its root path) for ``filter``.
 
+    ``filter`` is the predicate IR, a pyarrow expression or SQL text over
+    ``schema`` (default: the namespace schema; specs refer to sources by field
+    id, so a schema registered before renames stays right). ``prune_filter``
+    narrows the selection only (a condition the caller's filter implies; it is
+    not part of the scan filter). With a root path, only the ``__manifest``
+    rows the filter selects are read (the filter runs inside the Lance scan);
+    ``version`` pins the ``__manifest`` version there.
 
-def _unpruned_versions(parts: pa.Table, specs: Mapping[int, Any]) -> tuple[SpecVersionReport, ...]:
-    """Per spec version, every partition selected (a scan without pruning)."""
-    versions = parts.column("spec_version").to_pylist()
-    return tuple(
-        SpecVersionReport(v, "TRUE", versions.count(v), versions.count(v)) for v in sorted(specs)
-    )
-
-
-def plan_scan(ns: Any, filter: Any = None) -> ScanPlan:
-    """Prune ``ns`` (a ``PartitionedNamespace``) for ``filter`` (SQL text, pyarrow expression).
-
-    ``ns`` may also be the namespace's root path: then only the ``__manifest``
-    rows the filter selects are read (the filter runs inside the Lance scan,
-    :func:`.manifest_scan.plan_scan_at`). A filter the planner cannot use
-    selects every partition (``pruned`` False, with the reason); a filter that
-    does not parse at all raises, naming the filter.
+    A filter the planner cannot use selects every partition (``pruned`` False,
+    with the reason). A filter that does not parse raises
+    :class:`PlanningError` naming it; with a ``failures`` list, the part that
+    does not parse is left out of pruning instead and the reason appended
+    (engines, whose own filter still runs on every row). ``pruning=False``
+    selects every table and keeps the filter as the scan filter.
     """
     if isinstance(ns, (str, os.PathLike)):
-        return manifest_scan.plan_scan_at(ns, filter)
-    if filter is not None:
+        return _plan_at(ns, filter, version=version, storage_options=storage_options)
+    schema = schema or ns.schema
+    dropped: list[str] = []  # parts left out of pruning, and why (EXPLAIN)
+    preds = []
+    scan_filter = None
+    for f, scans in ((filter, True), (prune_filter, False)):
+        if f is None:
+            continue
         try:
-            pred = to_predicate(filter, ns.schema)
-        except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
-            raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
-        try:  # vectorised over the in-memory __manifest rows; no per-partition Python
-            plan = plan_partitions(
-                pred,
-                ns.specs,
-                ns.schema,
-                ns.snapshot.rows,
-                root=str(ns.root),
-                storage_options=ns.storage_options,
-            )
-            return manifest_scan.scan_plan_from(
-                plan,
-                root=str(ns.root),
-                manifest_version=ns.manifest_version,
-                specs=ns.specs,
-                scan_filter=ScanFilter.of(filter, pred, ns.schema),
-            )
-        except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException):
-            pass  # reported below, with every partition selected
-    parts = ns.partitions()
-    value_cols = [c for c in parts.column_names if c not in _BASE]
-    total = parts.num_rows
-    common = {"root": str(ns.root), "manifest_version": ns.manifest_version}
-    everything = _unpruned_versions(parts, ns.specs)
-    if filter is None:
-        rows = parts.to_pylist()
-        return ScanPlan(
-            **common,
-            partitions=tuple(_partition(r, value_cols) for r in rows),
-            total_partitions=total,
-            specs=everything,
+            pred = to_predicate(f, schema)
+        except PLANNING_ERRORS as e:
+            if failures is None:
+                raise PlanningError(f"scan filter {f!s} cannot be planned: {e}") from e
+            dropped.append(f"{f}: {_first_line(e)}")
+            continue
+        preds.append(pred)
+        if scans and failures is None:
+            scan_filter = ScanFilter.of(f, pred, schema)
+        elif scans:  # an engine applies its own filter: the shippable form only on demand
+            scan_filter = functools.partial(ScanFilter.of, f, pred, schema)
+    plan = _plan_namespace(ns, preds if pruning else [], schema, scan_filter, dropped)
+    if failures is not None:
+        failures.extend(dropped)
+    if dropped:
+        plan.extra["not_used_for_pruning"] = dropped
+    return plan
+
+
+def _plan_namespace(
+    ns: Any, preds: list[Any], schema: pa.Schema, scan_filter: Any, dropped: list[str]
+) -> ScanPlan:
+    if not preds:
+        return _everything(ns, scan_filter)
+    try:  # vectorised over the in-memory __manifest rows; no per-partition Python
+        sel = plan_partitions(
+            and_(*preds),
+            ns.specs,
+            schema,
+            ns.snapshot.rows,
+            root=str(ns.root),
+            storage_options=ns.storage_options,
         )
+    except PLANNING_ERRORS as e:
+        dropped.append(f"the planner failed: {_first_line(e)}")
+        return _everything(ns, scan_filter, reason=str(e))
+    return _from_selection(sel, str(ns.root), ns.manifest_version, ns.specs, scan_filter)
+
+
+def plan_scan_at(
+    root: str | os.PathLike[str],
+    filter: Any,
+    *,
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> ScanPlan:
+    """:func:`plan_scan` of the namespace at ``root``, reading only the rows it selects."""
+    return _plan_at(root, filter, version=version, storage_options=storage_options)
+
+
+def _plan_at(
+    root: str | os.PathLike[str],
+    filter: Any,
+    *,
+    version: int | None,
+    storage_options: Mapping[str, str] | None,
+) -> ScanPlan:
+    """What a driver pays per query: one ``__manifest`` open, one pushed-down scan."""
+    from lance_sql.tables.namespace.layout import root_uri
+    from lance_sql.tables.namespace.manifest_fragments import root_properties
+    from lance_sql.tables.namespace.namespace import parse_properties
+
+    ds = manifest_scan.open_manifest(root, version, storage_options=storage_options)
+    schema, specs = parse_properties(root_properties(ds))
     try:
-        pred = to_predicate(filter, ns.schema)
-    except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
+        pred = to_predicate(filter, schema)
+    except PLANNING_ERRORS as e:
         raise PlanningError(f"scan filter {filter!s} cannot be planned: {e}") from e
-    filter_sql = to_sql(pred)
-    scan_filter = ScanFilter.of(filter, pred, ns.schema)
-    try:
-        manifest_rows = parts.append_column("object_type", pa.array(["table"] * total, pa.string()))
-        plan = plan_partitions(pred, ns.specs, ns.schema, manifest_rows)
-    except (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException) as e:
-        return ScanPlan(
-            **common,
-            partitions=tuple(_partition(r, value_cols) for r in parts.to_pylist()),
-            total_partitions=total,
-            specs=everything,
-            filter_sql=filter_sql,
-            pruned=False,
-            reason=str(e),
-            scan_filter=scan_filter,
-        )
-    selected = plan.selected.to_pylist()
-    rep = plan.report
-    return ScanPlan(
-        **common,
-        partitions=tuple(_partition(r, value_cols) for r in selected),
-        total_partitions=total,
-        specs=tuple(
+    cols = [*PLAN_COLUMNS, *partition_columns(specs)]
+    sel = manifest_scan.plan_manifest(
+        ds, pred, specs, schema, columns=cols, root=root_uri(root), storage_options=storage_options
+    )
+    scan_filter = None if filter is None else ScanFilter.of(filter, pred, schema)
+    return _from_selection(sel, root_uri(root), ds.version, specs, scan_filter)
+
+
+def _from_selection(
+    sel: PartitionPlan,
+    root: str,
+    manifest_version: int,
+    specs: Mapping[int, Any],
+    scan_filter: ScanFilter | None,
+) -> ScanPlan:
+    """The plan of the planner's selection; renderings and partition objects on first use."""
+    rep = sel.report
+
+    def ids() -> list[str]:
+        col = sel.selected.column("object_id")
+        return pc.take(col, pc.sort_indices(col)).to_pylist()
+
+    def spec_reports() -> tuple[SpecVersionReport, ...]:
+        return tuple(
             SpecVersionReport(s.spec_id, s.filter_sql, s.selected, s.total, s.fully_matching)
             for s in rep.specs
-        ),
-        manifest_filter=rep.manifest_filter_sql,
-        filter_sql=filter_sql,
+        )
+
+    return ScanPlan(
+        root=root,
+        manifest_version=manifest_version,
+        partitions=lambda: planned_partitions(sel.selected, partition_columns(specs)),
+        total_partitions=rep.total,
+        specs=spec_reports,
+        manifest_filter=lambda: rep.manifest_filter_sql,
         scan_filter=scan_filter,
-        skipped_by_bounds=plan.skipped_by_bounds,
-        skipped_by_key_filter=plan.skipped_by_key_filter,
-        proven=plan.proven_object_ids(),
+        skipped_by_bounds=sel.skipped_by_bounds,
+        skipped_by_key_filter=sel.skipped_by_key_filter,
+        proven=sel.proven_object_ids(),
+        selection=sel,
+        object_ids=ids,
     )
 
 
-__all__ = ["plan_scan"]
+def _everything(ns: Any, scan_filter: ScanFilter | None, reason: str | None = None) -> ScanPlan:
+    """Every partition table selected: no filter, or none the planner could use."""
+
+    def parts() -> tuple[PlannedPartition, ...]:
+        return planned_partitions(ns.partitions(), partition_columns(ns.specs))
+
+    def everything() -> tuple[SpecVersionReport, ...]:
+        versions = [p.spec_version for p in parts_memo()]
+        return tuple(
+            SpecVersionReport(v, "TRUE", versions.count(v), versions.count(v))
+            for v in sorted(ns.specs)
+        )
+
+    memo: list[tuple[PlannedPartition, ...]] = []
+
+    def parts_memo() -> tuple[PlannedPartition, ...]:
+        if not memo:
+            memo.append(parts())
+        return memo[0]
+
+    return ScanPlan(
+        root=str(ns.root),
+        manifest_version=ns.manifest_version,
+        partitions=parts_memo,
+        total_partitions=lambda: len(ns.tables()),
+        specs=everything,
+        pruned=reason is None,
+        reason=reason,
+        scan_filter=scan_filter,
+        selects_all=True,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+__all__ = ["PLANNING_ERRORS", "plan_scan", "plan_scan_at"]

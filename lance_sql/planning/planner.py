@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.predicates import TRUE, Predicate, to_sql
+from lance_sql.planning.predicates import TRUE, Predicate
 from lance_sql.planning.pruning import (
     ManifestFilter,
     PruningReport,
@@ -68,9 +68,6 @@ class PartitionPlan:
     #: Partition tables whose key filters (Bloom filters of indexed columns,
     #: :mod:`.key_filters`) rule out the predicate (not counted in ``skipped_by_bounds``).
     skipped_by_key_filter: int = 0
-
-    def residual_sql(self, i: int) -> str:
-        return to_sql(self.residuals[i])
 
     def proven_object_ids(self) -> frozenset[str]:
         """Object ids of the selected tables whose partition values prove the whole predicate.

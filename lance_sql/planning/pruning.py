@@ -19,7 +19,7 @@ rows matching that conjunct, so the scan need not re-check it
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,14 +112,6 @@ def project_to_manifest(
     return ManifestFilter(pred, parts, out)
 
 
-def spec_id_of(object_id: str) -> int | None:
-    """The spec version of a partition table's ``object_id`` (``v{N}$...``), if any."""
-    head = object_id.split("$", 1)[0]
-    if head.startswith("v") and head[1:].isdigit() and "$" in object_id:
-        return int(head[1:])
-    return None
-
-
 def select_rows(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
     """The partition-table rows of ``manifest`` the filter keeps (order preserved).
 
@@ -138,18 +130,28 @@ def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
     A missing column must not be read as all-NULL: that would prune every
     partition of the versions using it.
     """
-    needed: dict[str, None] = {}
+    check_partition_columns(mf, manifest.column_names)
+    return manifest
+
+
+def partition_columns_read(mf: ManifestFilter) -> set[str]:
+    """The ``__manifest`` columns the inclusive and strict projections of ``mf`` read."""
     from lance_sql.planning.predicates import columns_of
 
+    needed: set[str] = set()
     for s in mf.specs.values():
-        for name in columns_of(s.inclusive) | set().union(*(columns_of(p) for p in s.strict)):
-            needed[name] = None
-    missing = sorted(name for name in needed if name not in manifest.column_names)
+        needed |= columns_of(s.inclusive)
+        for p in s.strict:
+            needed |= columns_of(p)
+    return needed
+
+
+def check_partition_columns(mf: ManifestFilter, names: Sequence[str]) -> None:
+    missing = sorted(partition_columns_read(mf) - set(names))
     if missing:
         raise PlanningError(
             f"__manifest lacks partition column(s) {', '.join(missing)} of its partition specs"
         )
-    return manifest
 
 
 _VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as layout.spec_version_of: no leading zero
@@ -222,16 +224,6 @@ def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predic
         else:
             preds[i] = and_(*(c for c, done in zip(mf.conjuncts, pattern, strict=True) if not done))
     return list(preds[np.asarray(inverse).reshape(-1)])
-
-
-def residuals(rows: pa.Table, mf: ManifestFilter) -> list[Predicate]:
-    """For each row of ``rows`` (selected manifest rows), the filter still to apply.
-
-    The AND of the conjuncts whose strict projection is not TRUE for that
-    partition's stored values; TRUE when every conjunct is proven. Rows with
-    the same proofs share one predicate object (computed once per pattern).
-    """
-    return residuals_from_proofs(proofs(rows, mf), mf)
 
 
 def _text(source: str | Callable[[], str]) -> str:
@@ -315,13 +307,13 @@ __all__ = [
     "PruningReport",
     "SpecFilter",
     "SpecReport",
+    "check_partition_columns",
     "fully_proven",
+    "partition_columns_read",
     "project_to_manifest",
     "proofs",
-    "residuals",
     "residuals_from_proofs",
     "select_rows",
-    "spec_id_of",
     "spec_ids",
     "spec_ids_of",
     "version_prefix",

@@ -1,28 +1,38 @@
-"""Pre-planning of a namespace scan, shippable from a driver to its tasks.
+"""The one plan of a scan: which partition tables (or units) it reads, and its exact filter.
 
-A Spark driver (or any coordinator) decides *which* partition tables to read
-once, with the pruning planner, and sends the result to workers as JSON or as
-an Arrow table. Workers turn their share of the plan back into scan units with
-:meth:`ScanPlan.scan_units`; the plan carries the exact filter each scan must
-still apply, so pruning never changes results.
+Every entry point gets it from :func:`.namespace_scan.plan_scan`: SQL and
+DataFrames (the DataFusion namespace table), ``ns.to_table(filter=)`` /
+``to_batches`` / ``count_rows``, ``lance_sql.plan_scan``, the Spark reader,
+row operations and storage-partitioned join sides. An engine scan node of a
+single dataset or a join group carries its units in the same class
+(:meth:`ScanPlan.of_units`).
+
+A Spark driver (or any coordinator) plans once and sends the plan to workers
+as JSON or as an Arrow table. Workers turn their share back into scan units
+with :meth:`ScanPlan.scan_units`; the plan carries the exact filter each scan
+must still apply, so pruning never changes results.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
+from lance_sql.planning.predicates import to_sql
+from lance_sql.planning.pruning import spec_ids
 from lance_sql.planning.scan_filter import ScanFilter
 
 FORMAT = "lance-sql.scan-plan/1"
 _ARROW_META = b"lance_sql:scan_plan"
 _BASE = ("object_id", "location", "spec_version", "read_version", "read_branch", "read_tag")
+#: Columns a scan plan needs besides the partition columns.
+PLAN_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_branch", "read_tag")
 
 
 @dataclass(frozen=True)
@@ -55,57 +65,175 @@ class SpecVersionReport:
     fully_matching: int = 0
 
 
-@dataclass(frozen=True)
-class ScanPlan:
-    """The partitions a scan reads and the filter every partition scan applies.
+def partition_columns(specs: Mapping[int, Any]) -> list[str]:
+    """The ``partition_field_*`` column of every field of every spec (first seen order)."""
+    out: dict[str, None] = {}
+    for n in sorted(specs):
+        for f in specs[n].fields:
+            out.setdefault(f.column_name, None)
+    return list(out)
 
-    ``filter_sql`` is the whole scan filter in SQL (None: no filter); it is
-    applied inside every selected partition table, so the pruning itself only
-    skips work. ``pruned`` is False when the planner could not use the filter
-    (every partition is then selected; results stay exact).
+
+def planned_partitions(selected: pa.Table, value_columns: Sequence[str]) -> tuple[Any, ...]:
+    """``PlannedPartition`` objects for ``selected`` manifest rows, sorted by ``object_id``.
+
+    Columns are converted once each (no per-row Arrow access).
+    """
+    if selected.num_rows == 0:
+        return ()
+    rows = selected.sort_by("object_id")
+    n = rows.num_rows
+
+    def col(name: str) -> list[Any]:
+        return rows.column(name).to_pylist() if name in rows.column_names else [None] * n
+
+    versions = [None if v < 0 else int(v) for v in spec_ids(rows)]
+    present = [c for c in value_columns if c in rows.column_names]
+    values = [rows.column(c).to_pylist() for c in present]
+    oid, loc, rv, rb, rt = (col(c) for c in PLAN_COLUMNS if c != "object_type")
+    out = []
+    for i in range(n):
+        vals = tuple((c, v[i]) for c, v in zip(present, values, strict=True) if v[i] is not None)
+        out.append(PlannedPartition(oid[i], loc[i], versions[i], rv[i], rb[i], rt[i], vals))
+    return tuple(out)
+
+
+_UNSET: Any = object()
+
+
+class ScanPlan:
+    """The partitions a scan reads, the filter every partition scan applies, and its units.
+
+    Built by :func:`.namespace_scan.plan_scan` from the planner's selection
+    (``selection``, a :class:`.planner.PartitionPlan`); the per-partition
+    objects, per-version reports and SQL renderings are computed from it on
+    first use only (a service query reads the object ids and nothing else).
+    ``pruned`` is False when the planner could not use the filter (every
+    partition is then selected; results stay exact). ``filter_sql`` and
+    ``manifest_filter`` are renderings of the IR for people (EXPLAIN,
+    :meth:`explain`); nothing parses them back.
+
+    ``units`` / :attr:`description`: what an engine scan node reads and how
+    EXPLAIN shows it (set by the engine; never serialised).
     """
 
-    root: str
-    manifest_version: int
-    partitions: tuple[PlannedPartition, ...]
-    total_partitions: int
-    specs: tuple[SpecVersionReport, ...] = ()
-    manifest_filter: str | None = None
-    filter_sql: str | None = None
-    pruned: bool = True
-    reason: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    #: The exact filter, serialised as the bound predicate IR (see :mod:`.scan_filter`).
-    scan_filter: ScanFilter | None = field(default=None, compare=False)
-    #: Partition tables the pruning kept that column bounds proved empty (not in
-    #: ``partitions``; docs/pruning.md "Column bounds").
-    skipped_by_bounds: int = 0
-    #: Partition tables left after bounds whose key filters ruled the filter out.
-    skipped_by_key_filter: int = 0
-    #: Selected tables whose partition values prove the whole filter (a search or scan
-    #: of them needs no filter); not serialised.
-    proven: frozenset[str] = field(default=frozenset(), compare=False)
+    def __init__(
+        self,
+        *,
+        root: str = "",
+        manifest_version: int | None = None,
+        partitions: tuple[PlannedPartition, ...] | Callable[[], tuple[PlannedPartition, ...]] = (),
+        total_partitions: int | Callable[[], int] = 0,
+        specs: tuple[SpecVersionReport, ...] | Callable[[], tuple[SpecVersionReport, ...]] = (),
+        manifest_filter: str | Callable[[], str | None] | None = None,
+        filter_sql: str | Callable[[], str | None] | None = _UNSET,
+        pruned: bool = True,
+        reason: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        scan_filter: ScanFilter | Callable[[], ScanFilter | None] | None = None,
+        skipped_by_bounds: int = 0,
+        skipped_by_key_filter: int = 0,
+        proven: frozenset[str] = frozenset(),
+        object_ids: Sequence[str] | Callable[[], Sequence[str]] | None = None,
+        selects_all: bool = False,
+        selection: Any = None,
+        units: Sequence[Any] = (),
+        description: str | Callable[[], str] = "",
+    ) -> None:
+        self.root = root
+        self.manifest_version = manifest_version
+        self.pruned = pruned
+        self.reason = reason
+        self.extra = dict(extra or {})
+        self.skipped_by_bounds = skipped_by_bounds
+        self.skipped_by_key_filter = skipped_by_key_filter
+        #: Selected tables whose partition values prove the whole filter (a search or scan
+        #: of them needs no filter); not serialised.
+        self.proven = proven
+        #: True when every partition table is selected (no filter, or none usable).
+        self.selects_all = selects_all
+        #: The planner's :class:`.planner.PartitionPlan` (None: nothing was pruned).
+        self.selection = selection
+        self.units = units
+        self._lazy = {
+            "partitions": partitions,
+            "specs": specs,
+            "manifest_filter": manifest_filter,
+            "filter_sql": self._filter_text if filter_sql is _UNSET else filter_sql,
+            "description": description,
+            "object_ids": object_ids,
+            "scan_filter": scan_filter,
+            "total_partitions": total_partitions,
+        }
+
+    def _get(self, name: str) -> Any:
+        value = self._lazy[name]
+        if callable(value):
+            value = self._lazy[name] = value()
+        return value
+
+    partitions = property(lambda self: self._get("partitions"))
+    total_partitions = property(lambda self: self._get("total_partitions"))
+    specs = property(lambda self: self._get("specs"))
+    manifest_filter = property(lambda self: self._get("manifest_filter"))
+    filter_sql = property(lambda self: self._get("filter_sql"))
+    #: The exact filter, as the bound predicate IR (see :mod:`.scan_filter`).
+    scan_filter = property(lambda self: self._get("scan_filter"))
+    #: EXPLAIN's text of an engine scan node (computed on first use).
+    description = property(lambda self: self._get("description"))
+
+    def _filter_text(self) -> str | None:
+        sf = self.scan_filter
+        return None if sf is None else to_sql(sf.predicate)
+
+    @classmethod
+    def of_units(cls, units: Sequence[Any], description: str | Callable[[], str] = "") -> ScanPlan:
+        """The plan of an engine scan node that reads ``units`` (a dataset, a join group)."""
+        return cls(units=units, description=description, selects_all=True)
+
+    def with_units(self, units: Sequence[Any], description: str | Callable[[], str]) -> ScanPlan:
+        """This plan with the engine's scan units and EXPLAIN text attached."""
+        out = ScanPlan.__new__(ScanPlan)
+        out.__dict__.update(self.__dict__)
+        out._lazy = {**self._lazy, "description": description}
+        out.units = units
+        return out
 
     @property
     def object_ids(self) -> list[str]:
-        return [p.object_id for p in self.partitions]
+        """Object ids of the selected partition tables, sorted."""
+        if self._lazy["object_ids"] is None:
+            self._lazy["object_ids"] = [p.object_id for p in self.partitions]
+        return list(self._get("object_ids"))
 
-    def filter_expression(self, schema: pa.Schema) -> pc.Expression | None:
-        """The scan filter as one exact pyarrow expression over ``schema`` (None: no filter).
+    @property
+    def predicate(self) -> Any:
+        """The predicate the planner pruned with (None: nothing was pruned)."""
+        return None if self.selection is None else self.selection.predicate
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScanPlan):
+            return NotImplemented
+        return json.loads(self.to_json()) == json.loads(other.to_json())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"ScanPlan(root={self.root!r}, partitions={len(self.object_ids)}"
+            f"/{self.total_partitions}, units={len(self.units)})"
+        )
+
+    def filter_expression(self, schema: pa.Schema | None = None) -> pc.Expression | None:
+        """The scan filter as one exact pyarrow expression (None: no filter).
 
         Raises :class:`PlanningError` naming the part that has no pyarrow form
         (``murmur3`` and ``date_trunc`` terms,
         expressions the planner does not model): scan with :meth:`to_batches`,
         which applies those exactly after the Lance scan.
         """
-        if self.scan_filter is not None:
-            return None if self.scan_filter.is_true else self.scan_filter.expression()
-        if self.filter_sql is None:
-            return None
-        from lance_sql.planning.arrow_expr import to_pyarrow
-        from lance_sql.planning.sql_filter import parse_filter
-
-        return to_pyarrow(parse_filter(self.filter_sql, schema))
+        sf = self.scan_filter
+        return None if sf is None or sf.is_true else sf.expression()
 
     def scan_units(self, ns: Any, partitions: Sequence[str] | None = None, **kwargs: Any) -> list:
         """Scan units of this plan's partitions (or the ``partitions`` subset) of ``ns``."""
@@ -125,7 +253,7 @@ class ScanPlan:
         version=plan.manifest_version)``); the rows are exactly those
         ``SELECT columns FROM ns WHERE filter`` returns.
         """
-        from lance_sql.planning.scan_filter import ScanFilter, scan_batches
+        from lance_sql.planning.scan_filter import scan_batches
 
         seen = getattr(ns, "manifest_version", None)
         if seen is not None and seen != self.manifest_version:
@@ -134,16 +262,11 @@ class ScanPlan:
                 f"{self.manifest_version}, the namespace given is at {seen}: open it with "
                 f"PartitionedNamespace.open(root, version={self.manifest_version})"
             )
-        units = self.scan_units(ns, partitions) if self.partitions else []
-        sf = self.scan_filter
-        if sf is None and self.filter_sql is not None:
-            from lance_sql.planning.sql_filter import parse_filter
-
-            sf = ScanFilter(parse_filter(self.filter_sql, ns.schema))
-        return scan_batches(units, sf, ns.schema, columns)
+        units = self.scan_units(ns, partitions) if self.object_ids else []
+        return scan_batches(units, self.scan_filter, ns.schema, columns)
 
     def explain(self) -> str:
-        lines = [f"partitions: {len(self.partitions)}/{self.total_partitions} selected"]
+        lines = [f"partitions: {len(self.object_ids)}/{self.total_partitions} selected"]
         if self.skipped_by_bounds:
             lines[0] += f" ({self.skipped_by_bounds} skipped by column bounds)"
         if self.skipped_by_key_filter:
@@ -193,6 +316,8 @@ class ScanPlan:
             )
             for p in obj["partitions"]
         )
+        if obj.get("filter") is None and obj.get("filter_sql") is not None:
+            raise PlanningError("scan plan has a filter_sql but no filter: plan it again")
         return cls(
             root=obj["root"],
             manifest_version=obj["manifest_version"],
@@ -260,4 +385,11 @@ def _json_default(v: Any) -> Any:
     return str(v)
 
 
-__all__ = ["PlannedPartition", "ScanPlan", "SpecVersionReport"]
+__all__ = [
+    "PLAN_COLUMNS",
+    "PlannedPartition",
+    "ScanPlan",
+    "SpecVersionReport",
+    "partition_columns",
+    "planned_partitions",
+]

@@ -141,9 +141,9 @@ def test_each_scan_is_described_under_its_own_node(
 def test_annotation_with_equal_columns_and_different_filters() -> None:
     """The unit the crash was in: two records whose only difference is the filter."""
     records = [
-        ScanRecord("t", ["x"], pc.field("y") == 1, ScanPlan((), "LanceScan: one")),
-        ScanRecord("t", ["x"], pc.field("y") == 2, ScanPlan((), "LanceScan: two")),
-        ScanRecord("t", ["x"], pa.scalar(False), ScanPlan((), "LanceScan: none")),
+        ScanRecord("t", ["x"], pc.field("y") == 1, ScanPlan.of_units((), "LanceScan: one")),
+        ScanRecord("t", ["x"], pc.field("y") == 2, ScanPlan.of_units((), "LanceScan: two")),
+        ScanRecord("t", ["x"], pa.scalar(False), ScanPlan.of_units((), "LanceScan: none")),
     ]
     plan = "\n".join(
         [

@@ -396,7 +396,7 @@ def test_scan_unit_dataset_rejects_bad_schema() -> None:
     from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 
     with pytest.raises(TypeError, match="mytable"):
-        ScanUnitDataset("not a schema", lambda f: ScanPlan([]), name="mytable")  # type: ignore[arg-type]
+        ScanUnitDataset("not a schema", lambda f: ScanPlan.of_units([]), name="mytable")  # type: ignore[arg-type]
 
 
 def test_storage_options_are_passed(ctx, numbers_uri) -> None:

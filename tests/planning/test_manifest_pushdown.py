@@ -24,8 +24,8 @@ from test_property_pruning import build_manifest
 
 from lance_sql.errors import NotFoundError, PlanningError
 from lance_sql.planning import manifest_scan
-from lance_sql.planning.manifest_scan import plan_manifest, plan_scan_at, table_versions
-from lance_sql.planning.namespace_scan import plan_scan
+from lance_sql.planning.manifest_scan import plan_manifest, table_versions
+from lance_sql.planning.namespace_scan import plan_scan, plan_scan_at
 from lance_sql.planning.passes import prepare
 from lance_sql.planning.planner import plan_partitions
 from lance_sql.planning.predicates import Predicate, to_sql

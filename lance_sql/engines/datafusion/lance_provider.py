@@ -76,7 +76,7 @@ class LanceDatasetTable(ScanUnitDataset):
             f"LanceScan: table={self.name}, uri={self.table.uri}, version={snapshot.version} "
             f"({pinned}), fragments={fragments}, partitions={len(units)}, rows={rows}, {where}"
         )
-        return ScanPlan(typed_units, description)
+        return ScanPlan.of_units(typed_units, description)
 
     def _typed_units(self, units: list[LanceFragmentsUnit], version: int) -> list[ScanUnit]:
         """``units`` typed; the same list while the table's split is reused (one version)."""

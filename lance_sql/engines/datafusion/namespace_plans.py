@@ -119,7 +119,7 @@ def proven_tables(plan: Any, filter: pc.Expression | None) -> frozenset[str]:
     """Object ids of the selected tables whose partition values prove ``filter`` (see below)."""
     if plan is None or filter is None or not ENABLE_RESIDUAL_ELIMINATION[0]:
         return frozenset()
-    return plan.proven_object_ids()  # type: ignore[no-any-return]
+    return plan.proven  # type: ignore[no-any-return]
 
 
 #: Residual elimination switch (benchmarks and tests compare on / off).

@@ -39,9 +39,10 @@ from lance_sql.engines.datafusion.namespace_pruning import (
     planner_prune,
 )
 from lance_sql.engines.datafusion.namespace_unit_cache import _UnitCache
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.engines.datafusion.pruning_note import pruning_note
 from lance_sql.errors import SchemaMismatchError
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.chain import chain_units
 from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -162,22 +163,15 @@ class NamespaceTable(ScanUnitDataset):
 
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
-        report: Any = None
-        plan: Any = None
-        skipped = by_key = 0  # tables skipped by column bounds / key filters (planning/)
-        if isinstance(self.prune, PlannerPrune):
-            plan = self.prune.plan(filter, self.prune_filter, ns)
-            partitions = None if plan is None else plan.selected.column("object_id").to_pylist()
-            if plan is not None:
-                report = plan.report  # its SQL is printed by describe() only
-                skipped = plan.skipped_by_bounds
-                by_key = plan.skipped_by_key_filter
+        planner = self.prune if isinstance(self.prune, PlannerPrune) else None
+        plan: ScanPlan | None = None
+        if planner is not None:  # the scan planner (lance_sql.planning.namespace_scan)
+            plan = planner.plan(filter, self.prune_filter, ns)
+            partitions = None if plan.selects_all else plan.object_ids
         else:
             partitions = self.prune(filter, ns) if self.prune is not None else None
         table_units = self._units.units(ns, partitions, self)
-        proven = (
-            proven_tables(plan, filter) if isinstance(self.prune, PlannerPrune) else frozenset()
-        )
+        proven = proven_tables(plan, filter)
         if proven and self.prune_filter is None:
             units, table_units = without_proven_filter(
                 table_units, proven, filter, self._chains, self._chain_anew
@@ -199,10 +193,14 @@ class NamespaceTable(ScanUnitDataset):
                 "filter=none" if filter is None else f"filter={filter} (in each partition table)"
             )
             prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
-            if isinstance(self.prune, PlannerPrune):  # why parts of the filter cannot prune
-                prune_sql += pruning_note(plan, filter, self.prune_filter, ns, self.prune.schema)
-            spec_filters = {} if report is None else {s.spec_id: s.filter_sql for s in report.specs}
+            spec_filters = {}
+            if plan is not None:  # why parts of the filter cannot prune
+                prune_sql += pruning_note(plan, filter, self.prune_filter)
+                if plan.selection is not None:
+                    spec_filters = {s.spec_version: s.manifest_filter for s in plan.specs}
             versions = spec_version_lines(selected_ids, totals, spec_filters)
+            skipped = 0 if plan is None else plan.skipped_by_bounds
+            by_key = 0 if plan is None else plan.skipped_by_key_filter
             return (
                 f"LanceNamespaceScan: table={self.name}, root={self.root}, "
                 f"manifest_version={ns.manifest_version} ({pin}), "
@@ -214,7 +212,9 @@ class NamespaceTable(ScanUnitDataset):
                 + f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
             )
 
-        return ScanPlan(units, describe)
+        if plan is None:
+            return ScanPlan.of_units(units, describe)
+        return plan.with_units(units, describe)
 
     def _chain_anew(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
         """``table_units`` as balanced chains (never cached: the units are this query's)."""

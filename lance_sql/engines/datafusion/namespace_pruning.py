@@ -15,7 +15,6 @@ from lance_sql.engines.datafusion.namespace_plans import (
     MISS,
     PLANS,
 )
-from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
@@ -27,10 +26,6 @@ PruneHook = Callable[
 ]
 
 
-#: Errors that make pruning fall back to reading every table (EXPLAIN says why).
-_PLANNING_ERRORS = (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException)
-
-
 def planner_prune(
     filter: pc.Expression | None,
     namespace: PartitionedNamespace,
@@ -38,23 +33,22 @@ def planner_prune(
     *,
     here: bool = False,
 ) -> list[str] | None:
-    """The default pruning hook: :func:`lance_sql.planning.planner.plan_partitions`.
+    """The default pruning hook: the scan planner (``planning.namespace_scan.plan_scan``).
 
-    Projects the scan's filter through every spec version onto the
-    ``__manifest`` partition columns (spec appendix D) and returns the object
-    ids of the partition tables that may hold matching rows. The full filter
-    is still applied inside every selected table, so pruning can only skip
-    work. A filter the planner cannot handle selects every table. ``schema``
-    is the schema the filter's column names refer to (the one registered in
-    DataFusion); specs refer to sources by field id, so it stays right after
-    renames. ``here``: plan on the calling thread (never from inside a scan).
+    Returns the object ids of the partition tables that may hold rows
+    matching ``filter`` (None: all of them). The full filter is still applied
+    inside every selected table, so pruning can only skip work. ``schema`` is
+    the schema the filter's column names refer to (the one registered in
+    DataFusion). ``here``: plan on the calling thread (never from inside a scan).
     """
     schema = schema or namespace.schema
+    if filter is None:
+        return None
     if here:  # the caller is not on a DataFusion worker: no thread hop needed
-        plan = None if filter is None else _plan_pruning(filter, None, namespace, schema)
+        plan = _plan_pruning(filter, None, namespace, schema)
     else:
         plan = plan_pruning(filter, None, namespace, schema)
-    return None if plan is None else plan.selected.column("object_id").to_pylist()
+    return None if plan.selects_all else plan.object_ids
 
 
 def plan_pruning(
@@ -63,16 +57,16 @@ def plan_pruning(
     namespace: PartitionedNamespace,
     schema: pa.Schema,
 ) -> Any:
-    """The planner's ``PartitionPlan`` for ``filter`` AND ``prune_filter`` (None: no pruning).
+    """The scan planner's ``ScanPlan`` for ``filter``, narrowed by ``prune_filter``.
 
     ``filter`` is what DataFusion pushed into the scan; ``prune_filter`` is SQL
     text over ``schema`` that the query's WHERE implies but DataFusion does not
     push (transform terms, see :mod:`.transform_filters`). Either one that the
     planner cannot read is dropped (dropping a conjunct only widens the
-    selection), so pruning never fails a query.
+    selection), so pruning never fails a query. Plans are cached per snapshot.
     """
-    if filter is None and prune_filter is None:
-        return None
+    if filter is None and prune_filter is None:  # every table: nothing to plan off-thread
+        return _plan_pruning(None, None, namespace, schema)
     hit = PLANS.get(filter, prune_filter, namespace, schema)
     if hit is not MISS:
         return hit
@@ -96,39 +90,16 @@ def _plan_pruning(
     schema: pa.Schema,
     failures: list[str] | None = None,
 ) -> Any:
-    """The planner's plan, or None; ``failures`` (EXPLAIN) collects why a part was dropped."""
-    from lance_sql.planning.planner import plan_partitions, to_predicate
-    from lance_sql.planning.predicates import and_
+    """The scan planner's plan; ``failures`` (EXPLAIN) collects why a part was dropped."""
+    from lance_sql.planning.namespace_scan import plan_scan
 
-    errors = _PLANNING_ERRORS
-    why = [] if failures is None else failures
-    preds = []
-    for f in (filter, prune_filter):
-        if f is None:
-            continue
-        try:
-            preds.append(to_predicate(f, schema))
-        except errors as exc:
-            why.append(f"{f}: {_first_line(exc)}")
-    if not preds:
-        return None
-    try:
-        return plan_partitions(
-            and_(*preds),
-            namespace.specs,
-            schema,
-            namespace.snapshot.rows,
-            root=str(namespace.root),
-            storage_options=namespace.storage_options,
-        )
-    except errors as exc:
-        why.append(f"the planner failed: {_first_line(exc)}")
-        return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return plan_scan(
+        namespace,
+        filter,
+        schema=schema,
+        prune_filter=prune_filter,
+        failures=[] if failures is None else failures,
+    )
 
 
 class PlannerPrune:

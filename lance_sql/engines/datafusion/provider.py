@@ -46,8 +46,9 @@ Importing this module installs :mod:`.filter_operators`, without which a
 pushed filter holding a boolean literal fails inside datafusion-python.
 
 :class:`ScanUnitDataset` adapts that protocol to a *planner*
-``planner(filter) -> ScanPlan`` called once per scan node, so all partitions of
-a scan share one plan (one pinned version).
+``planner(filter) -> ScanPlan`` (:class:`lance_sql.planning.scan_plan.ScanPlan`,
+its ``units`` and ``description``) called once per scan node, so all
+partitions of a scan share one plan (one pinned version).
 """
 
 from __future__ import annotations
@@ -66,35 +67,10 @@ from lance_sql.engines.datafusion import filter_operators
 from lance_sql.engines.datafusion.errors import recorded, recorded_iter
 from lance_sql.engines.datafusion.shutdown import guarded
 from lance_sql.engines.datafusion.substrait_stand_ins import schema_for_datafusion
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.scan import ScanUnit, normalize_filter, projected_schema
 
 filter_operators.install()
-
-
-class ScanPlan:
-    """What one scan node reads: its units plus a description for EXPLAIN.
-
-    ``description`` may be given as a function, computed on first use: a
-    namespace scan of many partition tables describes every spec version,
-    which only an EXPLAIN shows (a few ms over 700 tables, on every query).
-    """
-
-    __slots__ = ("_description", "units")
-
-    def __init__(
-        self, units: Sequence[ScanUnit], description: str | Callable[[], str] = ""
-    ) -> None:
-        self.units = units
-        self._description = description
-
-    @property
-    def description(self) -> str:
-        if callable(self._description):
-            self._description = self._description()
-        return self._description
-
-    def __repr__(self) -> str:
-        return f"ScanPlan(units={len(self.units)}, description={self.description!r})"
 
 
 @dataclass(eq=False)  # compared by identity: a filter Expression has no truth value

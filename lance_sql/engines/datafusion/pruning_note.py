@@ -11,34 +11,25 @@ a filter the planner failed on).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.namespace_pruning import _plan_pruning
 from lance_sql.planning.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
 
 
-def pruning_note(
-    plan: Any,
-    filter: pc.Expression | None,
-    prune_filter: str | None,
-    namespace: Any,
-    schema: pa.Schema,
-) -> str:
+def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: str | None) -> str:
     """``, not_used_for_pruning=[...]`` for EXPLAIN, or ``""`` when the planner used everything.
 
-    ``plan``: the planner's ``PartitionPlan`` for ``filter`` AND ``prune_filter``
-    (None: planning failed or there was nothing to plan).
+    ``plan``: the scan planner's ``ScanPlan`` for ``filter`` AND ``prune_filter``;
+    it lists the parts it could not read or plan (``extra["not_used_for_pruning"]``).
     """
     if filter is None and prune_filter is None:
         return ""
-    if plan is not None:
-        reasons = list(dict.fromkeys(_unsupported(plan.predicate)))
-    else:
-        reasons = _replan(filter, prune_filter, namespace, schema)
+    reasons = list(plan.extra.get("not_used_for_pruning", ()))
+    if plan.predicate is not None:
+        reasons += _unsupported(plan.predicate)
+    reasons = list(dict.fromkeys(reasons))
     return f", not_used_for_pruning=[{'; '.join(reasons)}]" if reasons else ""
 
 
@@ -50,25 +41,6 @@ def _unsupported(pred: Predicate) -> list[str]:
     if isinstance(pred, Unsupported) and pred != NULL_BOOL:
         return [pred.description]
     return []
-
-
-def _replan(
-    filter: pc.Expression | None, prune_filter: str | None, namespace: Any, schema: pa.Schema
-) -> list[str]:
-    """Why planning failed, found by planning again (EXPLAIN only).
-
-    On a thread of its own: the planner may run DataFusion, and EXPLAIN may
-    ask from inside DataFusion's runtime (a nested runtime panics).
-    """
-    out: list[str] = []
-
-    def run() -> None:
-        _plan_pruning(filter, prune_filter, namespace, schema, failures=out)
-
-    worker = threading.Thread(target=run, name="lance-sql-pruning-note")
-    worker.start()
-    worker.join()
-    return out or ["the planner failed"]
 
 
 __all__ = ["pruning_note"]

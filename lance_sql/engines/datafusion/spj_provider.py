@@ -202,7 +202,7 @@ def _pushed_filters(
     # scans that only record what DataFusion asks of them: no partition table is opened
     tables = {
         name: ScanUnitDataset(
-            side.schema, lambda _f, s=side.schema: ScanPlan([EmptyUnit(s)]), name=side.name
+            side.schema, lambda _f, s=side.schema: ScanPlan.of_units([EmptyUnit(s)]), name=side.name
         )
         for name, side in sides.items()
     }
@@ -278,7 +278,7 @@ def _in_memory_side(side: SpjSide, units: Sequence[ScanUnit], read: SideRead) ->
     has too.
     """
     unit = InMemorySideUnit(units, read, side.schema)
-    plan = ScanPlan([unit], unit.describe())
+    plan = ScanPlan.of_units([unit], unit.describe())
     return ScanUnitDataset(side.schema, lambda _filter: plan, name=side.name)
 
 
@@ -478,7 +478,7 @@ class SpjTable(ScanUnitDataset):
             if groups
             else [GroupJoinUnit(self, [JoinGroup((), (), ())])]
         )
-        return ScanPlan(units, self.description())
+        return ScanPlan.of_units(units, self.description())
 
     def description(self) -> str:
         plan = self.plan

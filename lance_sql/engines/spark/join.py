@@ -111,7 +111,7 @@ def run_group(
     ctx = SessionContext()
     for name, units, schema in (("l", left_units, left), ("r", right_units, right)):
         ctx.register_table(
-            name, ScanUnitDataset(schema, lambda _f, u=units: ScanPlan(list(u)), name=name)
+            name, ScanUnitDataset(schema, lambda _f, u=units: ScanPlan.of_units(list(u)), name=name)
         )
     for batch in ctx.sql(sql).execute_stream():
         yield batch.to_pyarrow()

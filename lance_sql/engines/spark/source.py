@@ -34,7 +34,6 @@ prune with ``.option("columns", "a,b")`` or a user schema (``.schema("a long")``
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -187,18 +186,12 @@ class LanceNamespaceReader(DataSourceReader):
         ns = open_namespace(self.options, self.version)
         where = self.options.get("where")
         if where is not None and where.strip():
-            try:
-                plan = plan_scan(ns, where)
+            try:  # without pruning: every partition, the same exact filter
+                return ns, plan_scan(ns, where, pruning=self.pruning)
             except PlanningError as e:
                 raise LanceSqlError(
                     f"lance_ns {self.options.get('path')}: option where={where!r}: {e}"
                 ) from e
-            if not self.pruning:  # every partition, the same exact filter
-                everything = plan_scan(ns)
-                plan = dataclasses.replace(
-                    everything, filter_sql=plan.filter_sql, scan_filter=plan.scan_filter
-                )
-            return ns, plan
         if self.filter is None or not self.pruning:
             return ns, plan_scan(ns)
         try:

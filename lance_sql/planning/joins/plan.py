@@ -401,21 +401,16 @@ def _scan_filter(ns: Any, filter: Any) -> Any:
 
 
 def _pruned(ns: Any, filter: Any) -> pa.Table:
+    """``ns``'s partition rows the scan planner selects for ``filter`` (the same as a scan)."""
     parts = ns.partitions()
     if filter is None:
         return parts
-    from lance_sql.planning.planner import plan_partitions
+    from lance_sql.planning.namespace_scan import plan_scan
 
-    rows = parts.append_column("object_type", pa.array(["table"] * parts.num_rows, pa.string()))
-    snap = getattr(getattr(ns, "snapshot", None), "rows", None)
-    if snap is not None and "metadata" in snap.column_names:  # column bounds (planning/bounds)
-        meta = dict(zip(snap["object_id"].to_pylist(), snap["metadata"].to_pylist(), strict=True))
-        ids = parts["object_id"].to_pylist()
-        rows = rows.append_column("metadata", pa.array([meta.get(o) for o in ids], pa.utf8()))
-    selected = plan_partitions(filter, ns.specs, ns.schema, rows).selected
-    return selected.drop_columns(
-        [c for c in ("object_type", "metadata") if c in selected.column_names]
-    )
+    plan = plan_scan(ns, filter)
+    if plan.selects_all:
+        return parts
+    return parts.filter(pc.is_in(parts.column("object_id"), pa.array(plan.object_ids, pa.string())))
 
 
 __all__ = [

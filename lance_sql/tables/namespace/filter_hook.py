@@ -1,8 +1,10 @@
-"""The filter planner the namespace's row operations use, registered from the planning layer.
+"""The scan planner the namespace's reads and row operations use, registered from planning.
 
-``delete``, ``overwrite(where=...)``, ``update`` and ``merge`` take SQL filter
-text over the namespace schema and need the pruning planner (strict
-projection) to tell which partitions a filter covers entirely. The planner
+``to_table(filter=)``, ``to_batches`` and ``count_rows`` read only the
+partition tables the scan planner selects; ``delete``, ``overwrite(where=...)``,
+``update`` and ``merge`` take SQL filter text over the namespace schema and
+need the same planner (strict projection) to tell which partitions a filter
+covers entirely. The planner
 lives one layer above this one (``lance_sql.planning``), so it registers
 itself here when imported (:mod:`lance_sql.planning.mutation_plan`); this
 layer only knows the small protocol below. The package root, which sits above
@@ -44,6 +46,12 @@ class FilterPlanner(Protocol):
         """Prune ``ns``'s partition tables for ``filter`` (strict and inclusive projections)."""
         ...
 
+    def scan_plan(self, ns: Any, filter: Any) -> Any:
+        """The scan planner's plan of ``ns`` for ``filter``: ``selects_all`` (every table),
+        ``object_ids`` (the selected tables) and ``proven`` (tables whose partition
+        values prove the whole filter)."""
+        ...
+
     def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
         """Vector, full-text or hybrid search of ``ns``, pruned for its ``where``."""
         ...
@@ -82,6 +90,9 @@ class NoPruning:
 
         expr = filter if isinstance(filter, pc.Expression) else None
         return FilterClassification(expr, (), tuple(e.object_id for e in ns.tables()))
+
+    def scan_plan(self, ns: Any, filter: Any) -> Any:
+        return None  # every table
 
     def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
         raise LanceSqlError("search needs the planning layer: import lance_sql first")

@@ -20,7 +20,6 @@ from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SpecError
 from lance_sql.tables.namespace import blobs, evolution
@@ -46,6 +45,7 @@ from lance_sql.tables.namespace.properties import (
     normalize_schema,
     parse_properties,
 )
+from lance_sql.tables.namespace.read_methods import ReadMethods
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     open_for_read,
@@ -71,7 +71,7 @@ def _repair_root(
     return PartitionedNamespace(root_s, snap, storage_options=storage_options)
 
 
-class PartitionedNamespace(SearchMethods):
+class PartitionedNamespace(ReadMethods, SearchMethods):
     """A partitioned namespace at ``root``, viewed at one ``__manifest`` version."""
 
     def __init__(
@@ -539,32 +539,6 @@ class PartitionedNamespace(SearchMethods):
                 )
             )
         return units
-
-    def to_table(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
-        *,
-        partitions: Iterable[PartitionTable | str] | None = None,
-    ) -> pa.Table:
-        """All rows (of ``partitions``) with the namespace schema, projected and filtered."""
-        if columns is not None:
-            missing = [c for c in columns if c not in self._schema.names]
-            if missing:
-                raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
-        out_schema = (
-            self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
-        )
-        batches = []
-        for unit in self.scan_units(partitions):
-            batches.extend(unit.to_batches(columns, filter))
-        if not out_schema.names:
-            n = sum(b.num_rows for b in batches)
-            return pa.table({"_": pa.nulls(n)}).select([])
-        return pa.Table.from_batches(batches, schema=out_schema)
-
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
-        return sum(u.count_rows(filter) for u in self.scan_units())
 
     def __repr__(self) -> str:
         return (
