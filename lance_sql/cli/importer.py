@@ -210,6 +210,6 @@ class _Counter:
 
 
 def _load_schema(path: str) -> pa.Schema:
-    from lance_sql.tables.namespace.arrow_json import schema_from_json
+    from lance_sql.spec.arrow_json import schema_from_json
 
     return schema_from_json(read_json_file(path, "schema"))

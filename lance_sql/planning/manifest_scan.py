@@ -31,7 +31,6 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.planner import FilterLike, PartitionPlan, finish_plan, to_predicate
-from lance_sql.planning.predicates import columns_of, to_sql
 from lance_sql.planning.pruning import (
     ManifestFilter,
     project_to_manifest,
@@ -39,6 +38,7 @@ from lance_sql.planning.pruning import (
     spec_ids,
     spec_ids_of,
 )
+from lance_sql.spec.predicates import columns_of, to_sql
 from lance_sql.tables.namespace.manifest_fragments import root_properties
 from lance_sql.tables.namespace.spec import PartitionSpec
 

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, PlanningError
 from lance_sql.planning.planner import plan_partitions, to_predicate
-from lance_sql.planning.predicates import TRUE
+from lance_sql.spec.predicates import TRUE
 from lance_sql.tables.namespace.filter_hook import (
     FilterClassification,
     register_filter_planner,

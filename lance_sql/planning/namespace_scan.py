@@ -11,9 +11,9 @@ import pyarrow as pa
 from lance_sql.errors import LanceSqlError, PlanningError
 from lance_sql.planning import manifest_scan
 from lance_sql.planning.planner import plan_partitions, to_predicate
-from lance_sql.planning.predicates import to_sql
 from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.planning.scan_plan import _BASE, PlannedPartition, ScanPlan, SpecVersionReport
+from lance_sql.spec.predicates import to_sql
 
 
 def _partition(row: Mapping[str, Any], value_cols: Sequence[str]) -> PlannedPartition:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.literals import coerce_compare, coerce_in
-from lance_sql.planning.predicates import (
+from lance_sql.spec.literals import coerce_compare, coerce_in
+from lance_sql.spec.predicates import (
     FALSE,
     NEGATED_OP,
     NULL_BOOL,

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     And,
     Column,
     Compare,

@@ -19,7 +19,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lance_sql.planning.passes import field_id_of
-from lance_sql.planning.predicates import (
+from lance_sql.planning.unwrap import year_term_as_range
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     And,
@@ -33,7 +34,7 @@ from lance_sql.planning.predicates import (
     is_leaf,
     or_,
 )
-from lance_sql.planning.transforms import (
+from lance_sql.spec.transforms import (
     LITERAL_ERRORS,
     FieldTransform,
     TimeChain,
@@ -41,7 +42,6 @@ from lance_sql.planning.transforms import (
     make_transform,
     same_column,
 )
-from lance_sql.planning.unwrap import year_term_as_range
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 

@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.arrow_expr import evaluate_mask, to_pyarrow
-from lance_sql.planning.predicates import (
+from lance_sql.planning.projection import SpecProjector
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -42,7 +43,6 @@ from lance_sql.planning.predicates import (
     or_,
     to_sql,
 )
-from lance_sql.planning.projection import SpecProjector
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 OBJECT_ID = Column("object_id", None, pa.string())
@@ -139,7 +139,7 @@ def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
     partition of the versions using it.
     """
     needed: dict[str, None] = {}
-    from lance_sql.planning.predicates import columns_of
+    from lance_sql.spec.predicates import columns_of
 
     for s in mf.specs.values():
         for name in columns_of(s.inclusive) | set().union(*(columns_of(p) for p in s.strict)):

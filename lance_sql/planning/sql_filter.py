@@ -22,7 +22,7 @@ from sqlglot.errors import ParseError
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     FLIPPED_OP,
     NULL_BOOL,
@@ -225,7 +225,7 @@ def _literal(node: exp.Expression) -> Literal:
     if isinstance(node, exp.Cast):
         text = node.this.this
         if _cast_kind(node) == "date":
-            from lance_sql.planning.literals import datafusion_cast
+            from lance_sql.spec.literals import datafusion_cast
 
             sql = "'" + text.replace("'", "''") + "'"
             return Literal(datafusion_cast(sql, pa.date32()), pa.date32())

@@ -15,7 +15,7 @@ import datetime
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     Column,
     Compare,
     InList,

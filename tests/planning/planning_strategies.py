@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import (
     NULL_BOOL,
     Column,
     Compare,
@@ -27,7 +28,7 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, Transform
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 ZONES = ["UTC", "Europe/Paris", "America/New_York", "+05:30"]
 US = 1_000_000

@@ -98,7 +98,7 @@ def _plan_pruning(
 ) -> Any:
     """The planner's plan, or None; ``failures`` (EXPLAIN) collects why a part was dropped."""
     from lance_sql.planning.planner import plan_partitions, to_predicate
-    from lance_sql.planning.predicates import and_
+    from lance_sql.spec.predicates import and_
 
     errors = _PLANNING_ERRORS
     why = [] if failures is None else failures

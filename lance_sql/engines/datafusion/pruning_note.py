@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.namespace_pruning import _plan_pruning
-from lance_sql.planning.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
+from lance_sql.spec.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
 
 
 def pruning_note(

@@ -110,7 +110,7 @@ def _check_same_spec(root: str, ns: Any, text: str) -> None:
 def _create_plan(
     root: str, opts: dict[str, str] | None, arrow_schema: pa.Schema, text: str
 ) -> WritePlan:
-    from lance_sql.tables.namespace.arrow_json import dumps, schema_to_json
+    from lance_sql.spec.arrow_json import dumps, schema_to_json
     from lance_sql.tables.namespace.layout import NAMESPACE
     from lance_sql.tables.namespace.manifest_table import (
         ManifestSnapshot,

@@ -35,7 +35,8 @@ from lance_sql.planning.joins.keys import (
     truncate_family,
     value_family,
 )
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 TIME_PARTS = ("year", "month", "day", "hour")
 _INT64_MAX = 2**63 - 1

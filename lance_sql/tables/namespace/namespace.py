@@ -22,11 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SpecError
-from lance_sql.tables.namespace import blobs, evolution
-from lance_sql.tables.namespace.arrow_json import (
+from lance_sql.spec.arrow_json import (
     dumps,
     schema_to_json,
 )
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.tables.namespace import blobs, evolution
 from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
 from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
@@ -53,7 +54,7 @@ from lance_sql.tables.namespace.reader import (
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.search_methods import SearchMethods
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError, ManifestDamagedError
+from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace.layout import NAMESPACE, TABLE, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -32,7 +33,7 @@ from lance_sql.tables.namespace.manifest_table import (
     mirror_properties,
     read_manifest,
 )
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 ROOT_KEYS_PREFIX = "partition_spec_v"
 _HISTORY_LIMIT = 64  # earlier __manifest versions looked at to tell "lost" from "never had"

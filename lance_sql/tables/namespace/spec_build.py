@@ -12,14 +12,12 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.arrow_json import data_type_to_json
+from lance_sql.spec.arrow_json import data_type_to_json
+from lance_sql.spec.partition_field import BUCKET_TRANSFORMS, PartitionField, Transform
+from lance_sql.spec.transforms.source_types import expected_result_type
 from lance_sql.tables.namespace.spec import (
-    BUCKET_TRANSFORMS,
     SPEC_KEY_PREFIX,
-    PartitionField,
     PartitionSpec,
-    Transform,
-    expected_result_type,
     source_fields,
     validate_evolution,
     validate_spec,

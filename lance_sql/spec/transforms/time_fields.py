@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -18,15 +18,16 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
-from lance_sql.planning.time_ranges import (
+from lance_sql.spec.time_ranges import (
     TIME_CHAIN,
+    datafusion_type_name,
     lexicographic,
     naive_tuple,
     offset_bounds,
     period_start,
     to_micros,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     RANGE_OPS,
     FieldTransform,
     leaf_on_value,
@@ -244,7 +245,6 @@ def trunc_literal_info(lit: Literal, unit: str) -> tuple[tuple[int, ...], bool] 
 
 
 def _zoned_trunc_info(value: int, t: pa.DataType, unit: str) -> tuple[tuple[int, ...], bool] | None:
-    from lance_sql.planning.literals import datafusion_type_name
     from udfs.sql_engine import sql_engine
 
     depth = TIME_CHAIN.index(unit) + 1

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -22,7 +23,6 @@ from lance_sql.planning.predicates import (
     TransformTerm,
     or_,
 )
-from lance_sql.tables.namespace.spec import PartitionField
 
 
 def _literal_errors() -> tuple[type[BaseException], ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Compare,
@@ -13,7 +13,7 @@ from lance_sql.planning.predicates import (
     Leaf,
     Predicate,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     FieldTransform,
     leaf_on_value,
 )
@@ -51,7 +51,7 @@ class IdentityTransform(FieldTransform):
 
     def _same_leaf(self, leaf: Leaf) -> Predicate:
         if self.result_type != self.source.type:
-            from lance_sql.planning.literals import coerce_compare, coerce_in
+            from lance_sql.spec.literals import coerce_compare, coerce_in
 
             if isinstance(leaf, Compare):
                 return coerce_compare(

@@ -1,6 +1,6 @@
 """Partition transforms that know their own algebra (one class per transform).
 
-Each class wraps one :class:`~lance_sql.tables.namespace.spec.PartitionField`
+Each class wraps one :class:`~lance_sql.spec.partition_field.PartitionField`
 bound to its source column(s) and answers, for one leaf predicate over source
 columns (or over a transform term):
 
@@ -23,20 +23,20 @@ one source, see :mod:`..time_ranges`).
 
 from __future__ import annotations
 
-from lance_sql.planning.predicates import Column
-from lance_sql.planning.time_ranges import TIME_CHAIN
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.predicates import Column
+from lance_sql.spec.time_ranges import TIME_CHAIN
+from lance_sql.spec.transforms.base import (
     LITERAL_ERRORS,
     FieldTransform,
     apply_field,
     same_column,
 )
-from lance_sql.planning.transforms.bucket import BucketTransform
-from lance_sql.planning.transforms.expression import ExpressionTransform
-from lance_sql.planning.transforms.identity import IdentityTransform
-from lance_sql.planning.transforms.time_fields import TimeChain, TimeTransform
-from lance_sql.planning.transforms.truncate import TruncateTransform
-from lance_sql.tables.namespace.spec import PartitionField
+from lance_sql.spec.transforms.bucket import BucketTransform
+from lance_sql.spec.transforms.expression import ExpressionTransform
+from lance_sql.spec.transforms.identity import IdentityTransform
+from lance_sql.spec.transforms.time_fields import TimeChain, TimeTransform
+from lance_sql.spec.transforms.truncate import TruncateTransform
 
 __all__ = [
     "LITERAL_ERRORS",

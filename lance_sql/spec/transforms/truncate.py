@@ -6,7 +6,7 @@ import decimal
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Compare,
@@ -16,7 +16,7 @@ from lance_sql.planning.predicates import (
     StartsWith,
     TransformTerm,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     RANGE_OPS,
     FieldTransform,
     leaf_on_value,

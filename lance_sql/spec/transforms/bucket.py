@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -15,7 +16,7 @@ from lance_sql.planning.predicates import (
     Predicate,
     TransformTerm,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     MAX_BUCKET_ENUMERATION,
     FieldTransform,
     enumerate_conjunction,
@@ -23,7 +24,6 @@ from lance_sql.planning.transforms.base import (
     in_pred,
     same_column,
 )
-from lance_sql.tables.namespace.spec import PartitionField
 
 
 class BucketTransform(FieldTransform):
