@@ -41,6 +41,7 @@ from lance_sql.spec.predicates import (
     and_,
     or_,
 )
+from lance_sql.spec.transforms.bucket import is_hash_call
 
 _CMP = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _UNITS = ("year", "month", "day", "hour")
@@ -299,13 +300,19 @@ def _term(node: exp.Expression) -> Term:
             return TransformTerm("date_trunc", (col,), unit=unit, from_date=True)
         return TransformTerm("date_trunc", (_column_only(node.this),), unit=unit)
     if isinstance(node, exp.Cast):
+        hashed = _widened(node)
+        if hashed is not node:  # CAST(murmur3(k) AS BIGINT): DataFusion's widening, same value
+            term = _term(hashed)
+            if isinstance(term, TransformTerm) and term.kind == "murmur3":
+                return term
+            raise _NotATerm
         if node.to.this == exp.DataType.Type.DATE:
             return TransformTerm("date_trunc", (_column_only(node.this),), unit="day", as_date=True)
         raise _NotATerm
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
         args = node.expressions
-        if name in ("murmur3", "murmur3_multi") and args:
+        if is_hash_call(name) and args:
             return TransformTerm("murmur3", tuple(_column_only(a) for a in args))
         if name in _UNITS and len(args) == 1:
             return TransformTerm(name, (_column_only(args[0]),))
@@ -327,11 +334,9 @@ def _term(node: exp.Expression) -> Term:
         raise _NotATerm
     if isinstance(node, exp.Mod):
         n = _int_arg(node.expression)
-        inner = node.this
-        while isinstance(inner, exp.Paren):
-            inner = inner.this
+        inner = _widened(node.this)
         if isinstance(inner, exp.Abs):
-            hashed = _term(inner.this)
+            hashed = _term(_widened(inner.this))
             if isinstance(hashed, TransformTerm) and hashed.kind == "murmur3" and n > 0:
                 return TransformTerm("bucket", hashed.columns, param=n)
             raise _NotATerm
@@ -351,6 +356,26 @@ def _term(node: exp.Expression) -> Term:
                     return TransformTerm("truncate", (_column(left),), param=width)
         raise _NotATerm
     raise _NotATerm
+
+
+_WIDER_INTEGERS = (exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
+
+
+def _widened(node: exp.Expression) -> exp.Expression:
+    """``node`` without parentheses and casts to INT / BIGINT around a hash (int32) call.
+
+    DataFusion widens ``murmur3(k)`` (int32) to the type of the other operand of
+    ``%`` or ``=`` (``CAST(murmur3(k) AS BIGINT) % 16``); the value is the same.
+    """
+    while True:
+        if isinstance(node, exp.Paren) or (
+            isinstance(node, exp.Cast)
+            and node.to.this in _WIDER_INTEGERS
+            and any(isinstance(f, exp.Anonymous) and is_hash_call(f.name) for f in node.walk())
+        ):
+            node = node.this
+        else:
+            return node
 
 
 def _column_only(node: exp.Expression) -> Column:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from lance_sql.spec.partition_field import PartitionField
@@ -24,6 +25,15 @@ from lance_sql.spec.transforms.base import (
     in_pred,
     same_column,
 )
+
+# murmur3 / murmur3_multi as written, or as the SQL dispatch renames a call for its argument
+# types (``__lance_murmur3__int64``, ``__lance_murmur3_multi__int64__utf8``), in any case
+_HASH_CALL = re.compile(r"(__lance_)?murmur3(_multi)?(?(1)__[a-z0-9_]+)", re.IGNORECASE)
+
+
+def is_hash_call(function: str) -> bool:
+    """Whether a SQL function name calls the hash the bucket transforms apply."""
+    return _HASH_CALL.fullmatch(function) is not None
 
 
 class BucketTransform(FieldTransform):
