@@ -74,23 +74,7 @@ ALLOWED_SAME_NAMES: dict[str, int] = {
 
 # Transform-name comparisons outside the transform tree: file -> most matches allowed.
 TRANSFORM_TREE = "lance_sql/spec/transforms/"
-ALLOWED_TRANSFORM_NAME_COMPARISONS: dict[str, int] = {
-    "lance_sql/planning/arrow_expr.py": 3,
-    "lance_sql/planning/evaluate.py": 6,
-    "lance_sql/planning/joins/compatibility.py": 16,
-    "lance_sql/planning/joins/grouping.py": 3,
-    "lance_sql/planning/passes.py": 2,
-    "lance_sql/spec/partition_field.py": 1,
-    "lance_sql/spec/predicates.py": 7,
-    "lance_sql/planning/projection.py": 1,
-    "lance_sql/planning/sql_filter.py": 3,
-    "lance_sql/planning/unwrap.py": 1,
-    "lance_sql/tables/namespace/spec.py": 7,
-    "lance_sql/tables/namespace/spec_build.py": 3,
-    "lance_sql/tables/namespace/spec_text.py": 7,
-    "lance_sql/engines/datafusion/sql_dispatch.py": 3,
-    "udfs/transforms.py": 11,
-}
+ALLOWED_TRANSFORM_NAME_COMPARISONS: dict[str, int] = {}
 
 # A transform or query-term name compared as a string literal: ``x == "bucket"``,
 # ``"day" != x``, ``x in ("year", ...)``, ``case "hour":``.

@@ -123,7 +123,7 @@ def read_spec(value: str) -> Any:
     ``bucket(16, customer_id), days(ts)`` or JSON (a list of fields, or an object
     with ``fields``).
     """
-    from lance_sql.tables.namespace.spec_text import spec_fields
+    from lance_sql.spec.transforms.spec_text import spec_fields
 
     path = Path(value)
     text = value

@@ -29,6 +29,7 @@ from lance_sql.spec.predicates import (
     Leaf,
     Or,
     Predicate,
+    TransformTerm,
     Unsupported,
     and_,
     is_leaf,
@@ -40,8 +41,8 @@ from lance_sql.spec.transforms import (
     TimeChain,
     TimeTransform,
     make_transform,
-    same_column,
 )
+from lance_sql.spec.transforms.time_fields import YEAR
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 
@@ -111,10 +112,8 @@ class SpecProjector:
 
     def _has_year_field(self, source: Column) -> bool:
         """Whether a year field on ``source`` already answers a year term exactly."""
-        return any(
-            isinstance(t, TimeTransform) and t.kind == "year" and same_column(source, t.source)
-            for t in self.transforms
-        )
+        year = TransformTerm(YEAR, (source,))
+        return any(t.equals_term(year) for t in self.transforms)
 
     # ---------------------------------------------------------------------- leaves
     def _leaf(self, leaf: Leaf, strict: bool) -> Predicate:

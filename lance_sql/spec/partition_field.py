@@ -52,13 +52,14 @@ class Transform:
                 f"unknown transform type {name!r} (known: {', '.join(TRANSFORM_TYPES)})",
                 key=f"{key}.type",
             )
-        num_buckets = _positive_param(obj, "num_buckets", key, needed=name in BUCKET_TRANSFORMS)
-        width = _positive_param(obj, "width", key, needed=name == "truncate")
+        needs = PARAMETERS.get(name)
+        num_buckets = _positive_param(obj, "num_buckets", key, needed=needs == "num_buckets")
+        width = _positive_param(obj, "width", key, needed=needs == "width")
         return cls(name, num_buckets, width)
 
 
-BUCKET_TRANSFORMS = ("bucket", "multi_bucket")
-_TIME_PARTS = ("year", "month", "day", "hour")
+#: The parameter each transform type requires; the others take none.
+PARAMETERS = {"bucket": "num_buckets", "multi_bucket": "num_buckets", "truncate": "width"}
 
 
 def _positive_param(obj: Mapping[str, Any], name: str, key: str, *, needed: bool) -> int | None:

@@ -101,7 +101,11 @@ def _has_murmur(pred: Predicate) -> bool:
     if hasattr(pred, "child"):
         return _has_murmur(pred.child)
     term = getattr(pred, "term", None)
-    return isinstance(term, TransformTerm) and term.kind in ("bucket", "hash_mod", "murmur3")
+    return isinstance(term, TransformTerm) and term.transform.name in (
+        "bucket",
+        "hash_mod",
+        "murmur3",
+    )
 
 
 def _has_unsupported(pred: Predicate) -> bool:

@@ -55,9 +55,9 @@ def spec_option(options: Mapping[str, str]) -> str | None:
 
 def build_spec_from_option(text: str, schema: pa.Schema, *, spec_id: int = 1) -> Any:
     """A PartitionSpec from the option's text (spec JSON, JSON field list, or Iceberg text)."""
+    from lance_sql.spec.transforms.spec_text import spec_fields
     from lance_sql.tables.namespace.spec import PartitionSpec
     from lance_sql.tables.namespace.spec_build import build_spec
-    from lance_sql.tables.namespace.spec_text import spec_fields
 
     fields = spec_fields(text)
     if isinstance(fields, str):  # a spec JSON object

@@ -29,14 +29,15 @@ from lance_sql.spec.time_ranges import TIME_CHAIN
 from lance_sql.spec.transforms.base import (
     LITERAL_ERRORS,
     FieldTransform,
+    TermForm,
     apply_field,
     same_column,
 )
-from lance_sql.spec.transforms.bucket import BucketTransform
+from lance_sql.spec.transforms.bucket import BUCKET, HASH_MOD, MURMUR3, BucketTransform
 from lance_sql.spec.transforms.expression import ExpressionTransform
 from lance_sql.spec.transforms.identity import IdentityTransform
-from lance_sql.spec.transforms.time_fields import TimeChain, TimeTransform
-from lance_sql.spec.transforms.truncate import TruncateTransform
+from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC, TimeChain, TimeTransform
+from lance_sql.spec.transforms.truncate import TRUNCATE, TruncateTransform
 
 __all__ = [
     "LITERAL_ERRORS",
@@ -50,7 +51,20 @@ __all__ = [
     "apply_field",
     "make_transform",
     "same_column",
+    "term_form",
 ]
+
+_TERM_FORMS: dict[str, TermForm] = {
+    f.name: f for f in (*DATE_PARTS.values(), DATE_TRUNC, BUCKET, HASH_MOD, MURMUR3, TRUNCATE)
+}
+
+
+def term_form(name: str) -> TermForm:
+    """The query-term form called ``name`` (as :mod:`predicate_json` writes it)."""
+    try:
+        return _TERM_FORMS[name]
+    except KeyError:
+        raise ValueError(f"unknown transform term kind {name!r}") from None
 
 
 def make_transform(field: PartitionField, sources: tuple[Column | None, ...]) -> FieldTransform:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
 
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.spec.predicates import (
@@ -15,14 +19,17 @@ from lance_sql.spec.predicates import (
     IsNull,
     Leaf,
     Predicate,
+    Term,
     TransformTerm,
 )
 from lance_sql.spec.transforms.base import (
     MAX_BUCKET_ENUMERATION,
     FieldTransform,
+    TermForm,
     enumerate_conjunction,
     holds,
     in_pred,
+    plain,
     same_column,
 )
 
@@ -34,6 +41,88 @@ _HASH_CALL = re.compile(r"(__lance_)?murmur3(_multi)?(?(1)__[a-z0-9_]+)", re.IGN
 def is_hash_call(function: str) -> bool:
     """Whether a SQL function name calls the hash the bucket transforms apply."""
     return _HASH_CALL.fullmatch(function) is not None
+
+
+class _HashForm(TermForm):
+    """A term over ``murmur3(c)`` / ``murmur3_multi(c0, c1, ...)``."""
+
+    def _call(self, term: TransformTerm) -> str:
+        fn = "murmur3" if len(term.columns) == 1 else "murmur3_multi"
+        return f"{fn}({', '.join(c.sql() for c in term.columns)})"
+
+    def _hashes(self, columns: list[pa.Array]) -> pa.Array:
+        import udfs.hashing
+
+        if len(columns) == 1:
+            return plain(udfs.hashing.murmur3(columns[0]))
+        return plain(udfs.hashing.murmur3_multi(columns))
+
+
+@dataclass(frozen=True)
+class Murmur3Form(_HashForm):
+    """``murmur3(c)`` / ``murmur3_multi(c0, c1, ...)``: the hash itself."""
+
+    name = "murmur3"
+
+    def sql(self, term: TransformTerm) -> str:
+        return self._call(term)
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        return self._hashes(columns)
+
+
+@dataclass(frozen=True)
+class BucketForm(_HashForm):
+    """``abs(murmur3(c)) % N``: bucket[N] (multi_bucket[N] over several columns)."""
+
+    name = "bucket"
+
+    def sql(self, term: TransformTerm) -> str:
+        return f"abs({self._call(term)}) % {term.param}"
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        import udfs.transforms
+
+        if len(columns) == 1:
+            return plain(udfs.transforms.bucket(columns[0], term.param))
+        return plain(udfs.transforms.multi_bucket(columns, term.param))
+
+
+@dataclass(frozen=True)
+class HashModForm(_HashForm):
+    """``murmur3(c) % N``: SQL's ``%`` takes the sign of the dividend, so in (-N, N)."""
+
+    name = "hash_mod"
+
+    def sql(self, term: TransformTerm) -> str:
+        return f"{self._call(term)} % {term.param}"
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        hashes = self._hashes(columns)
+        h = hashes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        r = np.fmod(h, term.param).astype(np.int32)
+        return pa.array(r, pa.int32(), mask=hashes.is_null().to_numpy(zero_copy_only=False))
+
+
+MURMUR3 = Murmur3Form()
+BUCKET = BucketForm()
+HASH_MOD = HashModForm()
+
+
+def hash_term(function: str, columns: tuple[Column, ...]) -> TransformTerm | None:
+    """The term of a SQL call ``function(columns)`` when it is the hash, else None."""
+    return TransformTerm(MURMUR3, columns) if columns and is_hash_call(function) else None
+
+
+def is_hash_term(term: Term) -> bool:
+    return isinstance(term, TransformTerm) and term.transform == MURMUR3
+
+
+def modulo_term(hashed: Term, n: int, *, absolute: bool) -> TransformTerm | None:
+    """``abs(h) % n`` (the bucket) or ``h % n`` of a hash term ``h``, else None."""
+    if not is_hash_term(hashed) or n <= 0:
+        return None
+    return TransformTerm(BUCKET if absolute else HASH_MOD, hashed.columns, param=n)
 
 
 class BucketTransform(FieldTransform):
@@ -68,13 +157,13 @@ class BucketTransform(FieldTransform):
         )
 
     def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
-        if term.kind not in ("bucket", "hash_mod", "murmur3") or not self._same_columns(term):
+        if not isinstance(term.transform, _HashForm) or not self._same_columns(term):
             return FALSE if strict else TRUE
         if isinstance(leaf, IsNull):
             # the hash (and so the term) is NULL exactly when the bucket is NULL
             return IsNull(self.partition_column, leaf.negated)
         n = self.num_buckets
-        if term.kind == "murmur3":
+        if term.transform == MURMUR3:
             if strict:
                 return FALSE
             hashes = equal_values(leaf)
@@ -90,7 +179,7 @@ class BucketTransform(FieldTransform):
             keep = []
             for p in range(n):
                 r = p % m
-                candidates = {r} if term.kind == "bucket" else {r, -r}
+                candidates = {r} if term.transform == BUCKET else {r, -r}
                 results = [holds(leaf, c) for c in candidates]
                 ok = all(x is True for x in results) if strict else any(x is True for x in results)
                 if ok:
@@ -104,7 +193,7 @@ class BucketTransform(FieldTransform):
             values = equal_values(leaf)
             if values is None:
                 return TRUE
-            lo = 0 if term.kind == "bucket" else -(m - 1)
+            lo = 0 if term.transform == BUCKET else -(m - 1)
             ps = sorted({abs(int(r)) % n for r in values if lo <= int(r) <= m - 1})
             return in_pred(self.partition_column, [self._value_literal(p) for p in ps])
         return TRUE

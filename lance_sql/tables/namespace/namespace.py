@@ -131,7 +131,7 @@ class PartitionedNamespace(SearchMethods):
         file_version = checked_file_version(data_storage_version)
         ns_schema = normalize_schema(schema)
         if isinstance(spec, (str, list, tuple)):  # text, JSON, field dicts (spec_text.py)
-            from lance_sql.tables.namespace.spec_text import spec_fields
+            from lance_sql.spec.transforms.spec_text import spec_fields
 
             spec = spec_fields(spec)
         if isinstance(spec, PartitionSpec):
@@ -448,7 +448,7 @@ class PartitionedNamespace(SearchMethods):
 
         ``fields``: field dicts or spec text, as :meth:`create` takes them.
         """
-        from lance_sql.tables.namespace.spec_text import spec_fields
+        from lance_sql.spec.transforms.spec_text import spec_fields
 
         return evolution.add_spec(self, spec_fields(fields))
 

@@ -188,6 +188,7 @@ def _table_values(
 ) -> tuple[int, tuple[Any, ...] | None]:
     """(latest version, the one partition value tuple of the table's rows, or None if empty)."""
     from lance_sql.format.metadata import open_metadata
+    from lance_sql.spec.arrow_json import source_fields
     from lance_sql.tables.namespace.layout import resolve_location
     from lance_sql.tables.namespace.partition_rows import partition_values
     from lance_sql.tables.namespace.reader import (
@@ -196,7 +197,6 @@ def _table_values(
         map_columns,
         open_partition_table,
     )
-    from lance_sql.tables.namespace.spec import source_fields
 
     if location is None:
         raise LanceSqlError(f"partition table {object_id!r} has no location: cannot repair it")

@@ -23,9 +23,14 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.spec.arrow_json import dumps, field_id_of, iter_fields, loads_limited
+from lance_sql.spec.arrow_json import dumps, loads_limited, source_fields
 from lance_sql.spec.partition_field import PartitionField, check_field_id
-from lance_sql.spec.transforms.source_types import accepts_source, expected_result_type, is_nested
+from lance_sql.spec.transforms.rules import (
+    accepts_source,
+    expected_result_type,
+    is_nested,
+    takes_sources,
+)
 from udfs.expression import ALLOWED_FUNCTIONS
 
 SPEC_KEY_PREFIX = "partition_spec_v"
@@ -99,24 +104,6 @@ class PartitionSpec:
 # Validation against the namespace schema
 
 
-def source_fields(schema: pa.Schema) -> dict[int, tuple[str, pa.Field, bool]]:
-    """Field id -> (dotted path, field, inside a list or map) for every field."""
-    out: dict[int, tuple[str, pa.Field, bool]] = {}
-    repeated_paths: set[str] = set()
-    for path, field in iter_fields(schema):
-        parent = path.rsplit(".", 1)[0] if "." in path else None
-        in_repeated = parent in repeated_paths if parent else False
-        t = field.type
-        if in_repeated or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-            repeated_paths.add(path)
-        if pa.types.is_fixed_size_list(t):
-            repeated_paths.add(path)
-        fid = field_id_of(field)
-        if fid is not None:
-            out[fid] = (path, field, in_repeated)
-    return out
-
-
 def validate_field(
     field: PartitionField,
     schema: pa.Schema,
@@ -156,7 +143,7 @@ def validate_field(
         _validate_expression(field.expression or "", len(field.source_ids), key=f"{key}.expression")
         return
     name = field.transform.type
-    if name != "multi_bucket" and len(field.source_ids) != 1:
+    if not takes_sources(name, len(field.source_ids)):
         raise SpecError(
             f"transform {name!r} takes exactly one source, got {len(field.source_ids)}",
             key=f"{key}.source_ids",

@@ -11,7 +11,7 @@ import pyarrow as pa
 import udfs
 from lance_sql.planning.joins.plan import JoinPlan
 from lance_sql.spec.partition_field import PartitionField, Transform
-from lance_sql.spec.transforms.source_types import expected_result_type
+from lance_sql.spec.transforms.rules import expected_result_type
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 

@@ -1,10 +1,10 @@
-"""Which source types each transform accepts, and the result type it yields."""
+"""The spec's rules per transform type: source types and count, result type, default ids."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.spec.partition_field import BUCKET_TRANSFORMS, Transform
+from lance_sql.spec.partition_field import Transform
 from udfs.canonical import is_supported
 
 
@@ -28,11 +28,36 @@ def accepts_source(transform: str, t: pa.DataType) -> bool:
         return pa.types.is_date(t) or pa.types.is_timestamp(t)
     if transform == "hour":
         return pa.types.is_timestamp(t)
-    if transform in BUCKET_TRANSFORMS:
+    if transform in ("bucket", "multi_bucket"):
         return _is_hashable(t)
     if transform == "truncate":
         return _is_string(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)
     return False
+
+
+def takes_sources(transform: str, count: int) -> bool:
+    """Whether ``transform`` applies to ``count`` source columns."""
+    return count >= 1 if transform == "multi_bucket" else count == 1
+
+
+def default_field_id(transform: Transform, columns: str, taken: set[str]) -> str:
+    """The field id a field of ``transform`` over ``columns`` gets when none is given."""
+    t = transform
+    if t.type == "identity":
+        name = columns
+    elif t.type in ("bucket", "multi_bucket"):
+        name = f"{columns}_bucket_{t.num_buckets}"
+    elif t.type == "truncate":
+        name = f"{columns}_trunc_{t.width}"
+    else:
+        name = f"{columns}_{t.type}"
+    # A default id must not be one an earlier field of another definition holds.
+    if name in taken and t.type == "multi_bucket":
+        name = f"{columns}_{t.type}_{t.num_buckets}"
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
 
 
 def expected_result_type(transform: Transform, source_types: list[pa.DataType]) -> pa.DataType:
