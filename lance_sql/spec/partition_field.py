@@ -31,6 +31,11 @@ class Transform:
     num_buckets: int | None = None
     width: int | None = None
 
+    def label(self) -> str:
+        """``bucket[16]``, ``truncate[4]``, ``day``."""
+        param = self.num_buckets or self.width
+        return f"{self.type}[{param}]" if param else self.type
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
         if self.num_buckets is not None:
@@ -93,6 +98,10 @@ class PartitionField:
     result_type: pa.DataType
     transform: Transform | None = None
     expression: str | None = None
+
+    def label(self) -> str:
+        """The transform's label, or ``expression '<text>'``."""
+        return self.transform.label() if self.transform else f"expression {self.expression!r}"
 
     @property
     def column_name(self) -> str:

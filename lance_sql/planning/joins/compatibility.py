@@ -77,16 +77,7 @@ class Offer:
     from_identity: bool
 
     def describe(self) -> str:
-        if self.from_identity:
-            return "identity"
-        t = self.fields[0].transform
-        if t is None:
-            return f"expression {self.fields[0].expression!r}"
-        if t.num_buckets is not None:
-            return f"{t.type}[{t.num_buckets}]"
-        if t.width is not None:
-            return f"truncate[{t.width}]"
-        return t.type
+        return "identity" if self.from_identity else self.fields[0].label()
 
 
 @dataclass(frozen=True)
@@ -275,11 +266,7 @@ def _reason(
 
 
 def _field_text(f: PartitionField) -> str:
-    if f.transform is None:
-        return f"{f.field_id} (expression {f.expression!r})"
-    t = f.transform
-    param = t.num_buckets or t.width
-    return f"{f.field_id} ({t.type}{f'[{param}]' if param else ''})"
+    return f"{f.field_id} ({f.label()})"
 
 
 def _regrouping(

@@ -20,12 +20,17 @@ from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.time_ranges import TIME_CHAIN
 
 _INT64_MAX = 2**63 - 1
-Canonical = Callable[[pa.Array], list[Any]]
+Canon = Callable[[pa.Array], list[Any]]
 
 
 class Offer(Protocol):
     param: int | None  # the field's N or W; None for identity-derived and parameterless
     from_identity: bool
+
+
+#: (the component's parameter, the offer each version uses), or an issue with ``{on}``
+#: for the key pairs, or None when the component is not needed.
+Choice = tuple[int | None, list[Offer]] | str | None
 
 
 class Grouping:
@@ -45,19 +50,13 @@ class Grouping:
     def label(self, param: int | None, expression: str | None) -> str:
         return self.name
 
-    def choose(
-        self, per_version: list[list[Offer]], string_like: bool
-    ) -> tuple[int | None, list[Offer]] | str | None:
-        """(the component's parameter, the offer each version uses), or an issue with
-        ``{on}`` for the key pairs, or None when the component is not needed."""
+    def choose(self, per_version: list[list[Offer]], string_like: bool) -> Choice:
         return None, [offers[0] for offers in per_version]
 
-    def values(
-        self, param: int | None, columns: list[pa.Array], derived: bool, canonical: Canonical
-    ) -> list[Any]:
+    def values(self, param: Any, columns: list[pa.Array], derived: bool, canon: Canon) -> list:
         """The group value of each partition from its field's values (``derived``: the
         values of identity fields, to which the component is applied)."""
-        return canonical(columns[0])
+        return canon(columns[0])
 
     def __repr__(self) -> str:
         return self.name
@@ -90,9 +89,7 @@ class BucketGrouping(Grouping):
     def label(self, param: int | None, expression: str | None) -> str:
         return f"bucket % {param}"
 
-    def choose(
-        self, per_version: list[list[Offer]], string_like: bool
-    ) -> tuple[int | None, list[Offer]] | str | None:
+    def choose(self, per_version: list[list[Offer]], string_like: bool) -> Choice:
         constrained = [offers for offers in per_version if all(o.param for o in offers)]
         if not constrained:
             return None  # identity everywhere: the identity component is finer
@@ -116,9 +113,7 @@ class BucketGrouping(Grouping):
         ]
         return best, chosen  # type: ignore[return-value]
 
-    def values(
-        self, param: int | None, columns: list[pa.Array], derived: bool, canonical: Canonical
-    ) -> list[Any]:
+    def values(self, param: Any, columns: list[pa.Array], derived: bool, canon: Canon) -> list:
         import udfs
 
         if derived:
@@ -140,9 +135,7 @@ class TruncateGrouping(Grouping):
     def label(self, param: int | None, expression: str | None) -> str:
         return f"truncate[{param}]"
 
-    def choose(
-        self, per_version: list[list[Offer]], string_like: bool
-    ) -> tuple[int | None, list[Offer]] | str | None:
+    def choose(self, per_version: list[list[Offer]], string_like: bool) -> Choice:
         widths = [[o.param for o in offers if o.param is not None] for offers in per_version]
         picks: list[int | None] = []
         for offers, ws in zip(per_version, widths, strict=True):
@@ -170,15 +163,13 @@ class TruncateGrouping(Grouping):
         ]
         return w, chosen
 
-    def values(
-        self, param: int | None, columns: list[pa.Array], derived: bool, canonical: Canonical
-    ) -> list[Any]:
+    def values(self, param: Any, columns: list[pa.Array], derived: bool, canon: Canon) -> list:
         import udfs
 
         col = columns[0]
         if pa.types.is_integer(col.type) and not pa.types.is_uint64(col.type):
             col = col.cast(pa.int64())  # one width for both sides; uint64 stays as it is
-        return canonical(udfs.truncate(col, param))
+        return canon(udfs.truncate(col, param))
 
 
 class TimeGrouping(Grouping):
@@ -187,9 +178,7 @@ class TimeGrouping(Grouping):
     def __init__(self, unit: str) -> None:
         self.name, self.order = unit, 3 + TIME_CHAIN.index(unit)
 
-    def values(
-        self, param: int | None, columns: list[pa.Array], derived: bool, canonical: Canonical
-    ) -> list[Any]:
+    def values(self, param: Any, columns: list[pa.Array], derived: bool, canon: Canon) -> list:
         if derived:
             import udfs
 
