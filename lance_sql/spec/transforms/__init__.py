@@ -23,7 +23,7 @@ one source, see :mod:`..time_ranges`).
 
 from __future__ import annotations
 
-from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import Column
 from lance_sql.spec.time_ranges import TIME_CHAIN
 from lance_sql.spec.transforms.base import (
@@ -49,9 +49,11 @@ __all__ = [
     "TimeTransform",
     "TruncateTransform",
     "apply_field",
+    "default_field_id",
     "make_transform",
     "same_column",
     "term_form",
+    "transform_class",
 ]
 
 _TERM_FORMS: dict[str, TermForm] = {
@@ -67,17 +69,37 @@ def term_form(name: str) -> TermForm:
         raise ValueError(f"unknown transform term kind {name!r}") from None
 
 
+_CLASSES: dict[str, type[FieldTransform]] = {
+    "identity": IdentityTransform,
+    **dict.fromkeys(TIME_CHAIN, TimeTransform),
+    "bucket": BucketTransform,
+    "multi_bucket": BucketTransform,
+    "truncate": TruncateTransform,
+}
+
+
+def transform_class(transform: Transform | None) -> type[FieldTransform]:
+    """The class of fields of ``transform`` (None: an expression field)."""
+    if transform is None:
+        return ExpressionTransform
+    if transform.type not in _CLASSES:
+        raise ValueError(f"unknown transform type {transform.type!r}")
+    return _CLASSES[transform.type]
+
+
+def default_field_id(transform: Transform, columns: str, taken: set[str]) -> str:
+    """The field id a field of ``transform`` over ``columns`` gets when none is given."""
+    name = transform_class(transform).default_name(transform, columns, taken)
+    base, n = name, 2
+    while name in taken:  # never one an earlier field of another definition holds
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
 def make_transform(field: PartitionField, sources: tuple[Column | None, ...]) -> FieldTransform:
     """The transform object for ``field`` bound to its source columns."""
-    if field.transform is None:
-        return ExpressionTransform(field, sources)
-    kind = field.transform.type
-    if kind == "identity":
-        return IdentityTransform(field, sources)
-    if kind in TIME_CHAIN:
-        return TimeTransform(field, sources)
-    if kind in ("bucket", "multi_bucket"):
-        return BucketTransform(field, sources)
-    if kind == "truncate":
-        return TruncateTransform(field, sources)
-    raise ValueError(f"unknown transform type {kind!r} in partition field {field.field_id!r}")
+    try:
+        cls = transform_class(field.transform)
+    except ValueError as exc:
+        raise ValueError(f"{exc} in partition field {field.field_id!r}") from None
+    return cls(field, sources)

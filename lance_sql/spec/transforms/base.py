@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
@@ -64,6 +64,10 @@ def apply_field(field: PartitionField, columns: Sequence[pa.Array]) -> pa.Array:
     )
     out = plain(out)
     return out if out.type.equals(field.result_type) else out.cast(field.result_type)
+
+
+def is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_nested(t) or pa.types.is_dictionary(t)
 
 
 def same_column(a: Column, b: Column | None) -> bool:
@@ -130,6 +134,26 @@ class FieldTransform:
         self.field = field
         self.sources = sources
         self.partition_column = Column(field.column_name, None, field.result_type)
+
+    # ---- the spec's rules for fields of this transform (no field needed)
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        """Whether a field of ``transform`` may take a source column of type ``t``."""
+        return False
+
+    @classmethod
+    def takes_sources(cls, transform: Transform, count: int) -> bool:
+        return count == 1
+
+    @classmethod
+    def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
+        """The result type the spec prescribes for ``transform`` over these source types."""
+        return pa.int32()
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        """The field id a field gets when none is given (before numbering repeats)."""
+        return f"{columns}_{transform.type}"
 
     # ---- identity of the transform
     @property

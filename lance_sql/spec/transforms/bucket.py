@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
@@ -32,6 +32,7 @@ from lance_sql.spec.transforms.base import (
     plain,
     same_column,
 )
+from udfs.canonical import is_supported
 
 # murmur3 / murmur3_multi as written, or as the SQL dispatch renames a call for its argument
 # types (``__lance_murmur3__int64``, ``__lance_murmur3_multi__int64__utf8``), in any case
@@ -127,6 +128,22 @@ def modulo_term(hashed: Term, n: int, *, absolute: bool) -> TransformTerm | None
 
 class BucketTransform(FieldTransform):
     """bucket[N] / multi_bucket[N] = ``abs(murmur3[_multi](cols)) % N``."""
+
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        # the types murmur3 has canonical bytes for (NOTES 2.1; decided in udfs.canonical)
+        return is_supported(t) and not pa.types.is_null(t)
+
+    @classmethod
+    def takes_sources(cls, transform: Transform, count: int) -> bool:
+        return count >= 1 if transform.type == "multi_bucket" else count == 1
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        name = f"{columns}_bucket_{transform.num_buckets}"
+        if name in taken and transform.type == "multi_bucket":  # taken by a bucket field
+            name = f"{columns}_multi_bucket_{transform.num_buckets}"
+        return name
 
     def __init__(self, field: PartitionField, sources: tuple[Column | None, ...]) -> None:
         super().__init__(field, sources)

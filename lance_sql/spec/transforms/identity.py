@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
@@ -15,6 +16,7 @@ from lance_sql.spec.predicates import (
 )
 from lance_sql.spec.transforms.base import (
     FieldTransform,
+    is_nested,
     leaf_on_value,
 )
 
@@ -23,6 +25,18 @@ class IdentityTransform(FieldTransform):
     """identity: every leaf on the source maps to the same leaf on the partition column."""
 
     preserves_order = True
+
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        return not is_nested(t)
+
+    @classmethod
+    def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
+        return sources[0]
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        return columns
 
     def _refines(self, other: FieldTransform) -> bool:
         return True  # one value per partition refines any function of that value

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
@@ -153,6 +154,10 @@ class TimeTransform(FieldTransform):
     :class:`TimeChain` (month/day/hour alone are not monotonic); a predicate on
     the same ``date_part`` term maps to the partition column exactly.
     """
+
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        return pa.types.is_timestamp(t) or (pa.types.is_date(t) and transform.type != "hour")
 
     @property
     def preserves_order(self) -> bool:  # type: ignore[override]

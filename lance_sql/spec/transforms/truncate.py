@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
@@ -187,6 +188,24 @@ class TruncateTransform(FieldTransform):
             return IsNull(self.partition_column, negated=True) if out == TRUE else out
         op, value = out
         return Compare(self.partition_column, op, self._value_literal(value))
+
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        return (
+            pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_string_view(t)
+            or pa.types.is_integer(t)
+            or pa.types.is_decimal(t)
+        )
+
+    @classmethod
+    def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
+        return sources[0]
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        return f"{columns}_trunc_{transform.width}"
 
     def equals_term(self, term: TransformTerm) -> bool:
         # left(s, W) / c - c % W on the same column with the same width is this field

@@ -25,12 +25,8 @@ import pyarrow as pa
 from lance_sql.errors import SpecError
 from lance_sql.spec.arrow_json import dumps, loads_limited, source_fields
 from lance_sql.spec.partition_field import PartitionField, check_field_id
-from lance_sql.spec.transforms.rules import (
-    accepts_source,
-    expected_result_type,
-    is_nested,
-    takes_sources,
-)
+from lance_sql.spec.transforms import transform_class
+from lance_sql.spec.transforms.base import is_nested
 from udfs.expression import ALLOWED_FUNCTIONS
 
 SPEC_KEY_PREFIX = "partition_spec_v"
@@ -143,13 +139,14 @@ def validate_field(
         _validate_expression(field.expression or "", len(field.source_ids), key=f"{key}.expression")
         return
     name = field.transform.type
-    if not takes_sources(name, len(field.source_ids)):
+    rules = transform_class(field.transform)
+    if not rules.takes_sources(field.transform, len(field.source_ids)):
         raise SpecError(
             f"transform {name!r} takes exactly one source, got {len(field.source_ids)}",
             key=f"{key}.source_ids",
         )
     for i, t in enumerate(types):
-        if t is not None and not accepts_source(name, t):
+        if t is not None and not rules.accepts(field.transform, t):
             path = sources[field.source_ids[i]][0]
             raise SpecError(
                 f"transform {name!r} cannot apply to source {path!r} of type {t}",
@@ -157,7 +154,7 @@ def validate_field(
             )
     if any(t is None for t in types):
         return
-    expected = expected_result_type(field.transform, types)  # type: ignore[arg-type]
+    expected = rules.result_type_of(field.transform, types)  # type: ignore[arg-type]
     if field.result_type != expected:
         raise SpecError(
             f"transform {name!r} yields {expected}, but result_type is {field.result_type}",

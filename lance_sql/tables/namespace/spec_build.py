@@ -14,7 +14,7 @@ import pyarrow as pa
 from lance_sql.errors import SpecError
 from lance_sql.spec.arrow_json import data_type_to_json, source_fields
 from lance_sql.spec.partition_field import PartitionField, Transform
-from lance_sql.spec.transforms.rules import default_field_id, expected_result_type
+from lance_sql.spec.transforms import default_field_id, transform_class
 from lance_sql.tables.namespace.spec import (
     SPEC_KEY_PREFIX,
     PartitionSpec,
@@ -75,7 +75,8 @@ def build_spec(
             t = Transform.from_json(obj["transform"], key=f"{fkey}.transform")
             src_types = [_type_of(schema, sid) for sid in obj["source_ids"]]
             if all(x is not None for x in src_types):
-                obj["result_type"] = data_type_to_json(expected_result_type(t, src_types))
+                result_type = transform_class(t).result_type_of(t, src_types)
+                obj["result_type"] = data_type_to_json(result_type)
         elif isinstance(obj.get("result_type"), pa.DataType):
             obj["result_type"] = data_type_to_json(obj["result_type"])
         if "field_id" not in obj:
