@@ -35,16 +35,6 @@ from udfs.canonical import _buffer_values
 from udfs.errors import UnsupportedTypeError
 from udfs.hashing import as_arrow, murmur3, murmur3_multi
 
-TRANSFORM_TYPES = (
-    "identity",
-    "year",
-    "month",
-    "day",
-    "hour",
-    "bucket",
-    "multi_bucket",
-    "truncate",
-)
 _INT32_MAX = 2**31 - 1
 
 
@@ -72,22 +62,22 @@ def identity(values: Any) -> pa.Array | pa.ChunkedArray:
 # --- year / month / day / hour ---------------------------------------------------------
 
 
-def _date_part(name: str, values: Any) -> pa.Array | pa.ChunkedArray:
+def _date_part(name: str, values: Any, *, in_day: bool = False) -> pa.Array | pa.ChunkedArray:
+    """``date_part(name, x)``; ``in_day`` for a part within a day (hour), 0 on dates."""
     arr = as_arrow(values)
     t = arr.type
     if pat.is_null(t):
         return pa.nulls(len(arr), pa.int32())
     is_date = pat.is_date32(t) or pat.is_date64(t)
     is_time = pat.is_time32(t) or pat.is_time64(t)
-    if not (is_date or pat.is_timestamp(t) or (is_time and name == "hour")):
+    if not (is_date or pat.is_timestamp(t) or (is_time and in_day)):
         raise UnsupportedTypeError(name, t, "expects a date or timestamp")
-    if is_date and name == "hour":
+    if is_date and in_day:
         # DataFusion: date_part('hour', <date>) is 0 (midnight), NULL for NULL.
         return _per_chunk(
             arr, lambda c: _with_validity(c, pa.int32(), np.zeros(len(c), np.int32)), pa.int32()
         )
-    fn = {"year": pc.year, "month": pc.month, "day": pc.day, "hour": pc.hour}[name]
-    return fn(arr).cast(pa.int32())
+    return getattr(pc, name)(arr).cast(pa.int32())
 
 
 def year(values: Any) -> pa.Array | pa.ChunkedArray:
@@ -107,7 +97,7 @@ def day(values: Any) -> pa.Array | pa.ChunkedArray:
 
 def hour(values: Any) -> pa.Array | pa.ChunkedArray:
     """``date_part('hour', x)`` (0-23) as int32; 0 for dates, like DataFusion."""
-    return _date_part("hour", values)
+    return _date_part("hour", values, in_day=True)
 
 
 # --- bucket / multi_bucket ----------------------------------------------------------
@@ -237,22 +227,59 @@ def _get(transform: Any, key: str) -> Any:
     return getattr(transform, key, None)
 
 
+def _one(kind: str, columns: list[Any]) -> Any:
+    if len(columns) != 1:
+        raise ValueError(f"transform {kind} needs exactly one source column, got {len(columns)}")
+    return columns[0]
+
+
+def _some(kind: str, columns: list[Any]) -> list[Any]:
+    if not columns:
+        raise ValueError(f"transform {kind} needs at least one source column")
+    return columns
+
+
+def _cols(n: int) -> str:
+    return ", ".join(f"col{i}" for i in range(n))
+
+
+_Apply = Callable[[list[Any], Any], Any]
+_Derive = Callable[[Any, int], str]
+
+#: The spec's transforms: type -> (apply to (source columns, transform object), the
+#: derived DataFusion expression over ``col0, col1, ...`` given (transform object, arity)).
+_TRANSFORMS: dict[str, tuple[_Apply, _Derive]] = {
+    "identity": (lambda c, t: identity(_one("identity", c)), lambda t, n: "col0"),
+    "year": (lambda c, t: year(_one("year", c)), lambda t, n: "date_part('year', col0)"),
+    "month": (lambda c, t: month(_one("month", c)), lambda t, n: "date_part('month', col0)"),
+    "day": (lambda c, t: day(_one("day", c)), lambda t, n: "date_part('day', col0)"),
+    "hour": (lambda c, t: hour(_one("hour", c)), lambda t, n: "date_part('hour', col0)"),
+    "bucket": (
+        lambda c, t: bucket(_one("bucket", c), _get(t, "num_buckets")),
+        lambda t, n: f"abs(murmur3(col0)) % {_get(t, 'num_buckets')}",
+    ),
+    "multi_bucket": (
+        lambda c, t: multi_bucket(_some("multi_bucket", c), _get(t, "num_buckets")),
+        lambda t, n: f"abs(murmur3_multi({_cols(n)})) % {_get(t, 'num_buckets')}",
+    ),
+    "truncate": (
+        lambda c, t: truncate(_one("truncate", c), _get(t, "width")),
+        lambda t, n: f"left(col0, {_get(t, 'width')}) or col0 - (col0 % {_get(t, 'width')})",
+    ),
+}
+TRANSFORM_TYPES = tuple(_TRANSFORMS)
+
+
+def _entry(transform: Any) -> tuple[_Apply, _Derive]:
+    kind = _get(transform, "type")
+    if kind not in _TRANSFORMS:
+        raise ValueError(f"unknown transform type {kind!r}; expected one of {TRANSFORM_TYPES}")
+    return _TRANSFORMS[kind]
+
+
 def derived_expression(transform: Mapping[str, Any] | Any, num_columns: int = 1) -> str:
     """The spec's derived DataFusion expression of a transform (for messages and checks)."""
-    kind = _get(transform, "type")
-    if kind == "identity":
-        return "col0"
-    if kind in ("year", "month", "day", "hour"):
-        return f"date_part('{kind}', col0)"
-    if kind == "bucket":
-        return f"abs(murmur3(col0)) % {_get(transform, 'num_buckets')}"
-    if kind == "multi_bucket":
-        cols = ", ".join(f"col{i}" for i in range(num_columns))
-        return f"abs(murmur3_multi({cols})) % {_get(transform, 'num_buckets')}"
-    if kind == "truncate":
-        w = _get(transform, "width")
-        return f"left(col0, {w}) or col0 - (col0 % {w})"
-    raise ValueError(f"unknown transform type {kind!r}; expected one of {TRANSFORM_TYPES}")
+    return _entry(transform)[1](transform, num_columns)
 
 
 def apply_transform(
@@ -263,21 +290,4 @@ def apply_transform(
     ``columns`` are the source columns in ``source_ids`` order. Objects with the
     same attributes (``type``, ``num_buckets``, ``width``) are accepted too.
     """
-    kind = _get(transform, "type")
-    if kind not in TRANSFORM_TYPES:
-        raise ValueError(f"unknown transform type {kind!r}; expected one of {TRANSFORM_TYPES}")
-    cols = list(columns)
-    if kind == "multi_bucket":
-        if not cols:
-            raise ValueError("transform multi_bucket needs at least one source column")
-        return multi_bucket(cols, _get(transform, "num_buckets"))
-    if len(cols) != 1:
-        raise ValueError(f"transform {kind} needs exactly one source column, got {len(cols)}")
-    (col,) = cols
-    if kind == "identity":
-        return identity(col)
-    if kind == "bucket":
-        return bucket(col, _get(transform, "num_buckets"))
-    if kind == "truncate":
-        return truncate(col, _get(transform, "width"))
-    return _date_part(kind, col)
+    return _entry(transform)[0](list(columns), transform)

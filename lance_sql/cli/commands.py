@@ -106,9 +106,9 @@ def inspect_report(root: str) -> dict[str, Any]:
         indexes_by_partition,
         storage_by_partition,
     )
-    from lance_sql.tables.namespace.spec import source_fields
-    from lance_sql.tables.namespace.spec_text import field_text
-    from lance_sql.tables.namespace.spec_text import time_partition_warnings as time_warnings
+    from lance_sql.spec.arrow_json import source_fields
+    from lance_sql.spec.transforms.spec_text import field_text
+    from lance_sql.spec.transforms.spec_text import time_partition_warnings as time_warnings
 
     ns = open_namespace(root)
     names = {fid: path for fid, (path, _, _) in source_fields(ns.schema).items()}

@@ -123,7 +123,7 @@ def read_spec(value: str) -> Any:
     ``bucket(16, customer_id), days(ts)`` or JSON (a list of fields, or an object
     with ``fields``).
     """
-    from lance_sql.tables.namespace.spec_text import spec_fields
+    from lance_sql.spec.transforms.spec_text import spec_fields
 
     path = Path(value)
     text = value
@@ -210,6 +210,6 @@ class _Counter:
 
 
 def _load_schema(path: str) -> pa.Schema:
-    from lance_sql.tables.namespace.arrow_json import schema_from_json
+    from lance_sql.spec.arrow_json import schema_from_json
 
     return schema_from_json(read_json_file(path, "schema"))

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     And,
     Column,
     Compare,
@@ -48,18 +48,10 @@ _OPS = {
 def _term(term: Term) -> pc.Expression:
     if isinstance(term, Column):
         return pc.field(term.name)
-    src = term.column.type
-    if term.kind in ("year", "month", "day", "hour"):
-        value = pc.field(term.column.name)
-        if term.kind == "hour" and src is not None and pa.types.is_date(src):
-            value = value.cast(pa.timestamp("us"), safe=False)  # pyarrow has no hour(date)
-        return getattr(pc, term.kind)(value).cast(pa.int32())
-    temporal = src is not None and (pa.types.is_date(src) or pa.types.is_timestamp(src))
-    if term.kind == "date_trunc" and term.as_date and temporal:
-        # CAST(ts AS DATE): the local calendar day (pyarrow agrees with DataFusion 55
-        # in every zone, measured across DST changes); Substrait takes unsafe casts only
-        return pc.field(term.column.name).cast(pa.date32(), safe=False)
-    raise PlanningError(f"{term.sql()} has no pyarrow expression equivalent")
+    expr = term.transform.pyarrow(term)
+    if expr is None:
+        raise PlanningError(f"{term.sql()} has no pyarrow expression equivalent")
+    return expr
 
 
 def to_pyarrow(pred: Predicate) -> pc.Expression:

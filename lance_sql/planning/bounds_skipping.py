@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     And,
     Column,
     Compare,

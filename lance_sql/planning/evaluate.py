@@ -10,12 +10,11 @@ timestamps, by DataFusion itself (pyarrow refuses ambiguous local times).
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     And,
     Column,
     Compare,
@@ -27,10 +26,8 @@ from lance_sql.planning.predicates import (
     Predicate,
     StartsWith,
     Term,
-    TransformTerm,
     Unsupported,
 )
-from udfs.sql_engine import sql_engine
 
 _OPS = {
     "=": pc.equal,
@@ -51,44 +48,7 @@ def term_values(term: Term, table: pa.Table) -> pa.Array:
     """The values of a term for every row of ``table``."""
     if isinstance(term, Column):
         return _column(table, term.name)
-    import udfs.hashing
-    import udfs.transforms
-
-    cols = [_column(table, c.name) for c in term.columns]
-    kind = term.kind
-    if kind in ("year", "month", "day", "hour"):
-        return _plain(getattr(udfs.transforms, kind)(cols[0]))
-    if kind == "truncate":
-        return _plain(udfs.transforms.truncate(cols[0], term.param))
-    if kind == "bucket":
-        if len(cols) == 1:
-            return _plain(udfs.transforms.bucket(cols[0], term.param))
-        return _plain(udfs.transforms.multi_bucket(cols, term.param))
-    hashes = _plain(
-        udfs.hashing.murmur3(cols[0]) if len(cols) == 1 else udfs.hashing.murmur3_multi(cols)
-    )
-    if kind == "murmur3":
-        return hashes
-    if kind == "hash_mod":  # SQL % takes the sign of the dividend
-        h = hashes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        r = np.fmod(h, term.param).astype(np.int32)
-        return pa.array(r, pa.int32(), mask=hashes.is_null().to_numpy(zero_copy_only=False))
-    if kind == "date_trunc":
-        return _datafusion_term(term, cols[0])
-    raise PlanningError(f"cannot evaluate {term.sql()}")
-
-
-def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-
-
-def _datafusion_term(term: TransformTerm, values: pa.Array) -> pa.Array:
-    expr = "CAST(v AS DATE)" if term.as_date else f"date_trunc('{term.unit}', v)"
-    table = pa.table({"v": values})
-    out = sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0)
-    out = out.combine_chunks() if out.num_chunks else pa.array([], out.type)
-    target = term.value_type()
-    return out.cast(target) if target is not None and out.type != target else out
+    return term.transform.values(term, [_column(table, c.name) for c in term.columns])
 
 
 def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:

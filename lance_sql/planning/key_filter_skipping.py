@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
-from lance_sql.planning.predicates import And, Column, Compare, InList, Or, Predicate
+from lance_sql.spec.predicates import And, Column, Compare, InList, Or, Predicate
 from lance_sql.tables.namespace import key_filters as kf
 
 #: Filter files that could not be read or were damaged (they never skip anything).

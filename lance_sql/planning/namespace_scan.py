@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 from lance_sql.errors import LanceSqlError, PlanningError
 from lance_sql.planning import manifest_scan
 from lance_sql.planning.planner import PartitionPlan, plan_partitions, to_predicate
-from lance_sql.planning.predicates import and_
 from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.planning.scan_plan import (
     PLAN_COLUMNS,
@@ -33,6 +32,7 @@ from lance_sql.planning.scan_plan import (
     partition_columns,
     planned_partitions,
 )
+from lance_sql.spec.predicates import and_
 
 #: Errors that make the planner select every table (the reason is reported).
 PLANNING_ERRORS = (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException)

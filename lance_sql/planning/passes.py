@@ -20,8 +20,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.literals import coerce_compare, coerce_in
-from lance_sql.planning.predicates import (
+from lance_sql.spec.literals import coerce_compare, coerce_in
+from lance_sql.spec.predicates import (
     FALSE,
     NEGATED_OP,
     NULL_BOOL,
@@ -36,12 +36,12 @@ from lance_sql.planning.predicates import (
     Predicate,
     StartsWith,
     Term,
-    TransformTerm,
     Unsupported,
     and_,
     or_,
     to_sql,
 )
+from lance_sql.spec.transforms.base import NotThisTerm
 
 FIELD_ID_KEY = b"lance:field_id"
 
@@ -99,35 +99,10 @@ def resolve_column(name: str, schema: pa.Schema) -> Column:
     return Column(field.name, field_id_of(field), field.type)
 
 
-_TIME_KINDS = ("year", "month", "day", "hour", "date_trunc")
-
-
-class _NotThatTerm(Exception):
-    """A term whose text fits a transform that its column's type does not."""
-
-
 def _bind_term(term: Term, schema: pa.Schema) -> Term:
     if isinstance(term, Column):
         return resolve_column(term.name, schema)
-    cols = tuple(resolve_column(c.name, schema) for c in term.columns)
-    src = cols[0].type
-    if term.kind in _TIME_KINDS and not (pa.types.is_date(src) or pa.types.is_timestamp(src)):
-        raise PlanningError(f"{term.sql()}: column {cols[0].name!r} is {src}, not a date/timestamp")
-    if term.kind == "date_trunc" and term.as_date and pa.types.is_date32(src):
-        return cols[0]  # CAST(date_col AS DATE) is the column itself
-    if term.from_date:
-        if not pa.types.is_date(src):  # a timestamp cast to TIMESTAMP(ns) may fail or shift
-            raise _NotThatTerm(f"{term.sql()}: column {cols[0].name!r} is {src}, not a date")
-        # date_trunc(unit, CAST(date_col AS TIMESTAMP)) is date_trunc(unit, date_col)
-        return TransformTerm(term.kind, cols, term.param, term.unit)
-    if term.kind == "truncate" and not (
-        pa.types.is_integer(src)
-        or pa.types.is_decimal(src)
-        or pa.types.is_string(src)
-        or pa.types.is_large_string(src)
-    ):
-        raise PlanningError(f"{term.sql()}: cannot truncate column {cols[0].name!r} of type {src}")
-    return TransformTerm(term.kind, cols, term.param, term.unit, term.as_date)
+    return term.transform.bind(term, tuple(resolve_column(c.name, schema) for c in term.columns))
 
 
 def _value_type(term: Term) -> pa.DataType:
@@ -148,7 +123,7 @@ def bind(pred: Predicate, schema: pa.Schema) -> Predicate:
         return pred
     try:
         term = _bind_term(pred.term, schema)
-    except _NotThatTerm as exc:
+    except NotThisTerm as exc:
         return Unsupported(str(exc), tuple(c.name for c in pred.term.columns))
     target = _value_type(term)
     if isinstance(pred, Compare):

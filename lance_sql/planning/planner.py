@@ -20,7 +20,6 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.predicates import TRUE, Predicate
 from lance_sql.planning.pruning import (
     ManifestFilter,
     PruningReport,
@@ -33,6 +32,7 @@ from lance_sql.planning.pruning import (
     spec_ids,
     spec_ids_of,
 )
+from lance_sql.spec.predicates import TRUE, Predicate
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 FilterLike = Predicate | pc.Expression | str | None

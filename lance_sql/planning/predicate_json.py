@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     And,
     Column,
     Compare,
@@ -34,6 +34,7 @@ from lance_sql.planning.predicates import (
     TransformTerm,
     Unsupported,
 )
+from lance_sql.spec.transforms import term_form
 
 
 def _type_out(t: pa.DataType | None) -> str | None:
@@ -108,7 +109,7 @@ def _term_out(t: Term) -> dict[str, Any]:
     if isinstance(t, Column):
         return {"column": _column_out(t)}
     return {
-        "transform": t.kind,
+        "transform": t.transform.name,
         "columns": [_column_out(c) for c in t.columns],
         "param": t.param,
         "unit": t.unit,
@@ -121,7 +122,7 @@ def _term_in(obj: dict[str, Any]) -> Term:
     if "column" in obj:
         return _column_in(obj["column"])
     return TransformTerm(
-        obj["transform"],
+        term_form(obj["transform"]),
         tuple(_column_in(c) for c in obj["columns"]),
         param=obj.get("param"),
         unit=obj.get("unit"),

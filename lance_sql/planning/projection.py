@@ -19,7 +19,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lance_sql.planning.passes import field_id_of
-from lance_sql.planning.predicates import (
+from lance_sql.planning.unwrap import year_term_as_range
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     And,
@@ -28,20 +29,20 @@ from lance_sql.planning.predicates import (
     Leaf,
     Or,
     Predicate,
+    TransformTerm,
     Unsupported,
     and_,
     is_leaf,
     or_,
 )
-from lance_sql.planning.transforms import (
+from lance_sql.spec.transforms import (
     LITERAL_ERRORS,
     FieldTransform,
     TimeChain,
     TimeTransform,
     make_transform,
-    same_column,
 )
-from lance_sql.planning.unwrap import year_term_as_range
+from lance_sql.spec.transforms.time_fields import YEAR
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 
@@ -111,10 +112,8 @@ class SpecProjector:
 
     def _has_year_field(self, source: Column) -> bool:
         """Whether a year field on ``source`` already answers a year term exactly."""
-        return any(
-            isinstance(t, TimeTransform) and t.kind == "year" and same_column(source, t.source)
-            for t in self.transforms
-        )
+        year = TransformTerm(YEAR, (source,))
+        return any(t.equals_term(year) for t in self.transforms)
 
     # ---------------------------------------------------------------------- leaves
     def _leaf(self, leaf: Leaf, strict: bool) -> Predicate:

@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.arrow_expr import evaluate_mask, to_pyarrow
-from lance_sql.planning.predicates import (
+from lance_sql.planning.projection import SpecProjector
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -42,7 +43,6 @@ from lance_sql.planning.predicates import (
     or_,
     to_sql,
 )
-from lance_sql.planning.projection import SpecProjector
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 OBJECT_ID = Column("object_id", None, pa.string())
@@ -136,7 +136,7 @@ def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
 
 def partition_columns_read(mf: ManifestFilter) -> set[str]:
     """The ``__manifest`` columns the inclusive and strict projections of ``mf`` read."""
-    from lance_sql.planning.predicates import columns_of
+    from lance_sql.spec.predicates import columns_of
 
     needed: set[str] = set()
     for s in mf.specs.values():

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     And,
     Const,
     Not,
@@ -76,7 +76,7 @@ class ScanFilter:
         if _is_predicate(filter) and not has_unsupported(filter):
             # an IR tree whose binding left a leaf unmodelled (e.g. a literal no column
             # type holds exactly): its SQL rendering is what it means (DataFusion's rules)
-            from lance_sql.planning.predicates import to_sql
+            from lance_sql.spec.predicates import to_sql
 
             return cls(predicate, sql=to_sql(filter))
         if isinstance(filter, pc.Expression):
@@ -171,7 +171,7 @@ class ScanFilter:
 
 
 def _is_predicate(obj: Any) -> bool:
-    from lance_sql.planning.predicates import Compare, InList, IsNull, StartsWith
+    from lance_sql.spec.predicates import Compare, InList, IsNull, StartsWith
 
     return isinstance(obj, (Compare, InList, IsNull, StartsWith, And, Or, Not, Const))
 

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import to_sql
 from lance_sql.planning.pruning import spec_ids
 from lance_sql.planning.scan_filter import ScanFilter
+from lance_sql.spec.predicates import to_sql
 
 FORMAT = "lance-sql.scan-plan/1"
 _ARROW_META = b"lance_sql:scan_plan"

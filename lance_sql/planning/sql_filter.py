@@ -22,7 +22,7 @@ from sqlglot.errors import ParseError
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     FLIPPED_OP,
     NULL_BOOL,
@@ -41,6 +41,9 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
+from lance_sql.spec.transforms.bucket import hash_term, is_hash_call, is_hash_term, modulo_term
+from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC
+from lance_sql.spec.transforms.truncate import TRUNCATE
 
 _CMP = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _UNITS = ("year", "month", "day", "hour")
@@ -225,7 +228,7 @@ def _literal(node: exp.Expression) -> Literal:
     if isinstance(node, exp.Cast):
         text = node.this.this
         if _cast_kind(node) == "date":
-            from lance_sql.planning.literals import datafusion_cast
+            from lance_sql.spec.literals import datafusion_cast
 
             sql = "'" + text.replace("'", "''") + "'"
             return Literal(datafusion_cast(sql, pa.date32()), pa.date32())
@@ -279,12 +282,12 @@ def _term(node: exp.Expression) -> Term:
         return _column(node)
     if isinstance(node, (exp.Year, exp.Month, exp.Day)):
         unit = type(node).__name__.lower()
-        return TransformTerm(unit, (_column_only(node.this),))
+        return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
     if isinstance(node, exp.Extract):
         unit = node.this.name.lower()
         if unit not in _UNITS:
             raise _NotATerm
-        return TransformTerm(unit, (_column_only(node.expression),))
+        return TransformTerm(DATE_PARTS[unit], (_column_only(node.expression),))
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
         unit_node = node.args.get("unit")
         unit = unit_node.name.lower() if unit_node is not None else ""
@@ -296,49 +299,48 @@ def _term(node: exp.Expression) -> Term:
         if isinstance(inner, exp.Cast) and inner.to.this == exp.DataType.Type.TIMESTAMP:
             # DataFusion's form of date_trunc over a date column (binding checks the type)
             col = _column_only(inner.this)
-            return TransformTerm("date_trunc", (col,), unit=unit, from_date=True)
-        return TransformTerm("date_trunc", (_column_only(node.this),), unit=unit)
+            return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
+        return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit=unit)
     if isinstance(node, exp.Cast):
+        hashed = _widened(node)
+        if hashed is not node:  # CAST(murmur3(k) AS BIGINT): DataFusion's widening, same value
+            term = _term(hashed)
+            if is_hash_term(term):
+                return term
+            raise _NotATerm
         if node.to.this == exp.DataType.Type.DATE:
-            return TransformTerm("date_trunc", (_column_only(node.this),), unit="day", as_date=True)
+            return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit="day", as_date=True)
         raise _NotATerm
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
         args = node.expressions
-        if name in ("murmur3", "murmur3_multi") and args:
-            return TransformTerm("murmur3", tuple(_column_only(a) for a in args))
+        hashed = hash_term(name, tuple(_column_only(a) for a in args)) if args else None
+        if hashed is not None:
+            return hashed
         if name in _UNITS and len(args) == 1:
-            return TransformTerm(name, (_column_only(args[0]),))
+            return TransformTerm(DATE_PARTS[name], (_column_only(args[0]),))
         if name in ("date_part", "datepart") and len(args) == 2:
             unit = args[0].this.lower() if isinstance(args[0], exp.Literal) else ""
             if unit in _UNITS:
-                return TransformTerm(unit, (_column_only(args[1]),))
+                return TransformTerm(DATE_PARTS[unit], (_column_only(args[1]),))
         raise _NotATerm
     if isinstance(node, exp.Hour):
-        return TransformTerm("hour", (_column_only(node.this),))
+        return TransformTerm(DATE_PARTS["hour"], (_column_only(node.this),))
     if isinstance(node, exp.Left):
-        return TransformTerm(
-            "truncate", (_column_only(node.this),), param=_int_arg(node.expression)
-        )
+        return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(node.expression))
     if isinstance(node, exp.Substring):
         start, length = node.args.get("start"), node.args.get("length")
         if start is not None and length is not None and _int_arg(start) == 1:
-            return TransformTerm("truncate", (_column_only(node.this),), param=_int_arg(length))
+            return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(length))
         raise _NotATerm
     if isinstance(node, exp.Mod):
         n = _int_arg(node.expression)
-        inner = node.this
-        while isinstance(inner, exp.Paren):
-            inner = inner.this
-        if isinstance(inner, exp.Abs):
-            hashed = _term(inner.this)
-            if isinstance(hashed, TransformTerm) and hashed.kind == "murmur3" and n > 0:
-                return TransformTerm("bucket", hashed.columns, param=n)
+        inner = _widened(node.this)
+        absolute = isinstance(inner, exp.Abs)
+        term = modulo_term(_term(_widened(inner.this) if absolute else inner), n, absolute=absolute)
+        if term is None:
             raise _NotATerm
-        hashed = _term(inner)
-        if isinstance(hashed, TransformTerm) and hashed.kind == "murmur3" and n > 0:
-            return TransformTerm("hash_mod", hashed.columns, param=n)
-        raise _NotATerm
+        return term
     if isinstance(node, exp.Sub):
         left, right = node.this, node.expression
         while isinstance(right, exp.Paren):
@@ -348,9 +350,29 @@ def _term(node: exp.Expression) -> Term:
             if isinstance(inner, exp.Column) and _column(inner) == _column(left):
                 width = _int_arg(right.expression)
                 if width > 0:
-                    return TransformTerm("truncate", (_column(left),), param=width)
+                    return TransformTerm(TRUNCATE, (_column(left),), param=width)
         raise _NotATerm
     raise _NotATerm
+
+
+_WIDER_INTEGERS = (exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
+
+
+def _widened(node: exp.Expression) -> exp.Expression:
+    """``node`` without parentheses and casts to INT / BIGINT around a hash (int32) call.
+
+    DataFusion widens ``murmur3(k)`` (int32) to the type of the other operand of
+    ``%`` or ``=`` (``CAST(murmur3(k) AS BIGINT) % 16``); the value is the same.
+    """
+    while True:
+        if isinstance(node, exp.Paren) or (
+            isinstance(node, exp.Cast)
+            and node.to.this in _WIDER_INTEGERS
+            and any(isinstance(f, exp.Anonymous) and is_hash_call(f.name) for f in node.walk())
+        ):
+            node = node.this
+        else:
+            return node
 
 
 def _column_only(node: exp.Expression) -> Column:

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     NULL_BOOL,
     TRUE,

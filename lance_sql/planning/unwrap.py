@@ -15,7 +15,7 @@ import datetime
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     Column,
     Compare,
     InList,
@@ -27,6 +27,7 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
+from lance_sql.spec.transforms.time_fields import YEAR
 
 _PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
 _INT64 = (-(2**63), 2**63 - 1)
@@ -48,7 +49,7 @@ def _year_start(year: int, t: pa.DataType) -> Literal | None:
 def year_term_as_range(leaf: Leaf) -> Predicate | None:
     """The range form of a leaf on ``date_part('year', c)``, or None where not exact."""
     term = getattr(leaf, "term", None)
-    if not (isinstance(term, TransformTerm) and term.kind == "year"):
+    if not (isinstance(term, TransformTerm) and term.transform == YEAR):
         return None
     col: Column = term.column
     t = col.type

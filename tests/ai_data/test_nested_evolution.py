@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from lance_sql import PartitionedNamespace, SessionContext, SpecError
-from lance_sql.tables.namespace.arrow_json import field_id_of, iter_fields
+from lance_sql.spec.arrow_json import field_id_of, iter_fields
 
 UP = pa.struct([pa.field("basic", pa.struct([pa.field("age", pa.int64())]))])
 TAGS = pa.list_(pa.struct([pa.field("k", pa.string())]))

@@ -299,7 +299,7 @@ def test_import_creates_then_appends(tmp_path: Path, capsys: pytest.CaptureFixtu
     (tmp_path / "d.json").write_text(
         "".join(json.dumps({**r, "day": r["day"].isoformat()}) + "\n" for r in rows)
     )
-    from lance_sql.tables.namespace.arrow_json import schema_to_json
+    from lance_sql.spec.arrow_json import schema_to_json
 
     (tmp_path / "schema.json").write_text(json.dumps(schema_to_json(_data().schema)))
     code, out, err = run(

@@ -14,7 +14,7 @@ import pytest
 
 import lance_sql
 import udfs
-from lance_sql.tables.namespace.arrow_json import data_type_from_json, data_type_to_json
+from lance_sql.spec.arrow_json import data_type_from_json, data_type_to_json
 
 UTC = dt.timezone.utc
 

@@ -69,7 +69,7 @@ def answer(ctx: lance_sql.SessionContext, sql: str) -> list[dict[str, object]]:
 
 
 def in_sql_order(found: list[dict[str, object]], sql: str) -> list[dict[str, object]]:
-    """Rows in the order SQL defines: as returned under ORDER BY, else sorted (any order is right)."""
+    """Rows as returned under ORDER BY, else sorted (SQL defines no order)."""
     return found if "ORDER BY" in sql else sorted(found, key=repr)
 
 

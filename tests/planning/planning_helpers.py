@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import to_sql
 from lance_sql.planning.projection import SpecProjector
 from lance_sql.planning.sql_filter import parse_filter
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, Transform
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import to_sql
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 
 def field(name: str, t: pa.DataType, fid: int) -> pa.Field:

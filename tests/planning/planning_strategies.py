@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import (
     NULL_BOOL,
     Column,
     Compare,
@@ -27,7 +28,8 @@ from lance_sql.planning.predicates import (
     and_,
     or_,
 )
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, Transform
+from lance_sql.spec.transforms import term_form
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 ZONES = ["UTC", "Europe/Paris", "America/New_York", "+05:30"]
 US = 1_000_000
@@ -276,7 +278,7 @@ def leaves(draw: st.DrawFn, ex: Example) -> Predicate:
     if form == "trunc_term":
         w = draw(st.integers(1, 3))
         return Compare(
-            TransformTerm("truncate", (col,), param=w),
+            TransformTerm(term_form("truncate"), (col,), param=w),
             op,
             Literal(draw(st.text(alphabet="abc", max_size=3)), pa.string()),
         )
@@ -292,14 +294,14 @@ def leaves(draw: st.DrawFn, ex: Example) -> Predicate:
             vals = tuple(
                 Literal(v, pa.int64()) for v in draw(st.lists(span, min_size=1, max_size=3))
             )
-            return InList(TransformTerm(unit, (col,)), vals)
-        return Compare(TransformTerm(unit, (col,)), op, Literal(draw(span), pa.int64()))
+            return InList(TransformTerm(term_form(unit), (col,)), vals)
+        return Compare(TransformTerm(term_form(unit), (col,)), op, Literal(draw(span), pa.int64()))
     if form == "trunc_date":
         value = draw(st.sampled_from([v for v in pool if v is not None] or [0]))
         if pa.types.is_date32(t):
             return Compare(
                 TransformTerm(
-                    "date_trunc",
+                    term_form("date_trunc"),
                     (col,),
                     unit=draw(st.sampled_from(["year", "month"])),
                     as_date=False,
@@ -310,7 +312,7 @@ def leaves(draw: st.DrawFn, ex: Example) -> Predicate:
         unit = draw(st.sampled_from(["year", "month", "day", "hour", "cast"]))
         if unit == "cast":
             return Compare(
-                TransformTerm("date_trunc", (col,), unit="day", as_date=True),
+                TransformTerm(term_form("date_trunc"), (col,), unit="day", as_date=True),
                 op,
                 Literal(value // (86400 * US), pa.date32()),
             )
@@ -324,12 +326,14 @@ def leaves(draw: st.DrawFn, ex: Example) -> Predicate:
                 "hour": d.replace(minute=0, second=0, microsecond=0),
             }[unit]
             value = (d - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
-        return Compare(TransformTerm("date_trunc", (col,), unit=unit), op, Literal(value, t))
+        return Compare(
+            TransformTerm(term_form("date_trunc"), (col,), unit=unit), op, Literal(value, t)
+        )
     # bucket_term
     kind = draw(st.sampled_from(["bucket", "hash_mod", "murmur3"]))
     if kind == "murmur3":
         return Compare(
-            TransformTerm("murmur3", (col,)),
+            TransformTerm(term_form("murmur3"), (col,)),
             "=",
             Literal(draw(st.integers(-(2**31), 2**31 - 1)), pa.int64()),
         )
@@ -337,10 +341,10 @@ def leaves(draw: st.DrawFn, ex: Example) -> Predicate:
     r = draw(st.integers(-n, n))
     if draw(st.booleans()):
         return InList(
-            TransformTerm(kind, (col,), param=n),
+            TransformTerm(term_form(kind), (col,), param=n),
             (Literal(r, pa.int64()), Literal(abs(r), pa.int64())),
         )
-    return Compare(TransformTerm(kind, (col,), param=n), op, Literal(r, pa.int64()))
+    return Compare(TransformTerm(term_form(kind), (col,), param=n), op, Literal(r, pa.int64()))
 
 
 def predicates(ex: Example, depth: int = 3) -> st.SearchStrategy[Predicate]:

@@ -19,9 +19,9 @@ from planning_helpers import SCHEMA
 from lance_sql.errors import PlanningError
 from lance_sql.planning.arrow_expr import to_pyarrow
 from lance_sql.planning.evaluate import evaluate
-from lance_sql.planning.predicates import to_sql
 from lance_sql.planning.sql_filter import parse_filter
 from lance_sql.planning.substrait_filter import from_pyarrow
+from lance_sql.spec.predicates import to_sql
 
 EPOCH = dt.datetime(1970, 1, 1)
 PARIS = "'Timestamp(Microsecond, Some(\"Europe/Paris\"))'"
@@ -329,7 +329,7 @@ def test_an_in_list_with_a_float_compares_every_value_as_float64() -> None:
     only the exact match).
     """
     from lance_sql.planning.passes import prepare
-    from lance_sql.planning.predicates import Column, InList, Literal
+    from lance_sql.spec.predicates import Column, InList, Literal
 
     values = (Literal(0.0, pa.float64()), Literal(-(2**63) + 1, pa.int64()))
     assert "unsupported" in to_sql(prepare(InList(Column("k"), values), SCHEMA))

@@ -28,9 +28,10 @@ from lance_sql.planning.manifest_scan import plan_manifest, table_versions
 from lance_sql.planning.namespace_scan import plan_scan, plan_scan_at
 from lance_sql.planning.passes import prepare
 from lance_sql.planning.planner import plan_partitions
-from lance_sql.planning.predicates import Predicate, to_sql
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import Predicate, to_sql
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, Transform
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 EXAMPLES = max(int(os.environ.get("LANCE_SQL_HYPOTHESIS_EXAMPLES", "500")) // 8, 30)
 

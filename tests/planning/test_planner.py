@@ -12,8 +12,9 @@ from planning_helpers import field
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.planner import plan_partitions
-from lance_sql.planning.predicates import TRUE, to_sql
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec, Transform
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import TRUE, to_sql
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 SCHEMA = pa.schema(
     [
@@ -199,7 +200,7 @@ def test_object_id_with_a_leading_zero_version_is_not_that_version() -> None:
 
 def test_residuals_with_more_conjuncts_than_bits_in_a_word() -> None:
     """Proofs are a bool matrix, not bits of an int64: 70 conjuncts stay exact."""
-    from lance_sql.planning.predicates import and_, conjuncts
+    from lance_sql.spec.predicates import and_, conjuncts
 
     parts = [f"(id > {i} OR id < -{i})" for i in range(69)] + ["event_date >= DATE '2025-12-11'"]
     plan = plan_partitions(" AND ".join(parts), SPECS, SCHEMA, MANIFEST)

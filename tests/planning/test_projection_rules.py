@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from planning_helpers import pfield, project
 
-from lance_sql.tables.namespace.spec import PartitionField
+from lance_sql.spec.partition_field import PartitionField
 
 P = "partition_field_p"
 
@@ -160,7 +160,7 @@ def test_identity_on_strings_and_starts_with() -> None:
 
 def test_multi_bucket_needs_every_source_bound() -> None:
     mb = PartitionField("p", (1, 2), pa.int32(), transform=None, expression=None)
-    from lance_sql.tables.namespace.spec import Transform
+    from lance_sql.spec.partition_field import Transform
 
     mb = PartitionField("p", (1, 2), pa.int32(), Transform("multi_bucket", num_buckets=8))
     assert project([mb], "i = 1") == ("TRUE", "FALSE")
@@ -211,10 +211,11 @@ def test_identity_on_floats_prunes_equality_only() -> None:
     """DataFusion orders NaN above every number; pyarrow's comparisons with NaN are false."""
     from planning_helpers import field as schema_field
 
-    from lance_sql.planning.predicates import to_sql
     from lance_sql.planning.projection import SpecProjector
     from lance_sql.planning.sql_filter import parse_filter
-    from lance_sql.tables.namespace.spec import PartitionSpec, Transform
+    from lance_sql.spec.partition_field import Transform
+    from lance_sql.spec.predicates import to_sql
+    from lance_sql.tables.namespace.spec import PartitionSpec
 
     schema = pa.schema([schema_field("f", pa.float64(), 1)])
     spec = PartitionSpec(1, (PartitionField("p", (1,), pa.float64(), Transform("identity")),))
@@ -233,7 +234,7 @@ def test_order_properties_for_joins() -> None:
     from planning_helpers import SCHEMA
 
     from lance_sql.planning.projection import schema_columns
-    from lance_sql.planning.transforms import make_transform
+    from lance_sql.spec.transforms import make_transform
 
     cols = schema_columns(SCHEMA)
 

@@ -36,7 +36,7 @@ from lance_sql.errors import PlanningError
 from lance_sql.planning.evaluate import evaluate
 from lance_sql.planning.passes import prepare
 from lance_sql.planning.planner import plan_partitions
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     Column,
     Compare,
     Literal,
@@ -45,7 +45,7 @@ from lance_sql.planning.predicates import (
     Unsupported,
     to_sql,
 )
-from lance_sql.planning.transforms import apply_field
+from lance_sql.spec.transforms import apply_field
 
 EXAMPLES = int(os.environ.get("LANCE_SQL_HYPOTHESIS_EXAMPLES", "500"))
 STATS = {
@@ -101,7 +101,11 @@ def _has_murmur(pred: Predicate) -> bool:
     if hasattr(pred, "child"):
         return _has_murmur(pred.child)
     term = getattr(pred, "term", None)
-    return isinstance(term, TransformTerm) and term.kind in ("bucket", "hash_mod", "murmur3")
+    return isinstance(term, TransformTerm) and term.transform.name in (
+        "bucket",
+        "hash_mod",
+        "murmur3",
+    )
 
 
 def _has_unsupported(pred: Predicate) -> bool:

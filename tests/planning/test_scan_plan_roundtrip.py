@@ -26,7 +26,9 @@ from lance_sql.errors import PlanningError
 from lance_sql.planning.evaluate import matching_rows
 from lance_sql.planning.namespace_scan import plan_scan
 from lance_sql.planning.planner import to_predicate
-from lance_sql.planning.predicates import (
+from lance_sql.planning.scan_filter import _datafusion_where
+from lance_sql.planning.scan_plan import ScanPlan
+from lance_sql.spec.predicates import (
     Column,
     Compare,
     InList,
@@ -37,8 +39,6 @@ from lance_sql.planning.predicates import (
     or_,
     to_sql,
 )
-from lance_sql.planning.scan_filter import _datafusion_where
-from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 US = 1_000_000

@@ -12,8 +12,8 @@ from planning_helpers import SCHEMA, pfield, project
 from lance_sql.planning.evaluate import evaluate
 from lance_sql.planning.planner import plan_partitions
 from lance_sql.planning.sql_filter import parse_filter
-from lance_sql.planning.time_ranges import offset_bounds
-from lance_sql.planning.transforms import apply_field
+from lance_sql.spec.time_ranges import offset_bounds
+from lance_sql.spec.transforms import apply_field
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 Y, M, D, H = (f"partition_field_{k}" for k in "ymdh")

@@ -20,7 +20,7 @@ from workers import batch_for
 
 from lance_sql.errors import LanceSqlError, SpecError, UnsafeLocationError, UnsupportedFeatureError
 from lance_sql.format.manifest import parse_manifest_bytes
-from lance_sql.tables.namespace.arrow_json import MAX_JSON_BYTES
+from lance_sql.spec.arrow_json import MAX_JSON_BYTES
 from lance_sql.tables.namespace.cleanup import cleanup_namespace
 from lance_sql.tables.namespace.manifest_table import commit_rows, update_properties
 from lance_sql.tables.namespace.namespace import PartitionedNamespace

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lance_sql.planning.literals import datafusion_cast
+from lance_sql.spec.literals import datafusion_cast
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from udfs.hashing import _PYTHON_MAX_ROWS, murmur3
 

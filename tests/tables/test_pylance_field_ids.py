@@ -14,7 +14,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 
-from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY
+from lance_sql.spec.arrow_json import FIELD_ID_KEY
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import pylance_field_ids, table_field_ids
 

@@ -307,7 +307,7 @@ def test_apply_transform_dispatches_each_type() -> None:
 
 
 def test_apply_transform_accepts_objects_with_attributes() -> None:
-    from lance_sql.tables.namespace.spec import Transform
+    from lance_sql.spec.partition_field import Transform
 
     got = udfs.apply_transform(Transform("bucket", num_buckets=8), [pa.array([1, 2, 3, -5])])
     assert got.to_pylist() == [4, 4, 5, 6]

@@ -10,7 +10,7 @@ scratch context; view types stored as their plain forms) and the query of
 Partition terms: the spec text of docs/namespaces.md "Partition specs" (a
 column or ``identity(c)``, ``bucket(N, c, ...)``, ``truncate(W, c)``, ``year(c)``
 ... ``hour(c)``, and Iceberg's ``years(c)`` ... ``hours(c)``), read by
-:func:`~lance_sql.tables.namespace.spec_text.spec_fields`. The namespace is created
+:func:`~lance_sql.spec.transforms.spec_text.spec_fields`. The namespace is created
 at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
 ``SET lance.warehouse = '/path'``) and registered as ``name``. ``TBLPROPERTIES``
 takes ``'lance_sql.data_storage_version' = '2.0'`` (the Lance file format of the
@@ -32,8 +32,8 @@ from sqlglot.tokens import TokenType
 from lance_sql.engines.datafusion.ddl_maps import column_schema
 from lance_sql.engines.datafusion.dml_target import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
+from lance_sql.spec.transforms.spec_text import spec_fields
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
-from lance_sql.tables.namespace.spec_text import spec_fields
 
 _SET_WAREHOUSE = re.compile(
     r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
@@ -237,7 +237,7 @@ def _partition_fields(
     tree: exp.Create, query: str, tokens: list[Any], schema: pa.Schema, name: str
 ) -> list[dict[str, Any]]:
     """The fields of ``PARTITIONED BY (...)``, read by the one spec-text parser
-    (:func:`~lance_sql.tables.namespace.spec_text.spec_fields`, docs/namespaces.md
+    (:func:`~lance_sql.spec.transforms.spec_text.spec_fields`, docs/namespaces.md
     "Partition specs"), with column names resolved as DataFusion resolves them."""
     if tree.find(exp.PartitionedByProperty) is None:
         return []

@@ -33,7 +33,7 @@ def _version_totals(ns: PartitionedNamespace) -> dict[int | None, int]:
 
 def _time_warnings(ns: PartitionedNamespace) -> str:
     """``, warnings=[...]`` for time fields that prune no time range (EXPLAIN), else ``""``."""
-    from lance_sql.tables.namespace.spec_text import time_partition_warnings
+    from lance_sql.spec.transforms.spec_text import time_partition_warnings
 
     found = time_partition_warnings(ns.current_spec, ns.schema)
     return f", warnings=[{'; '.join(found)}]" if found else ""

@@ -43,8 +43,8 @@ from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.engines.datafusion.pruning_note import pruning_note
 from lance_sql.errors import SchemaMismatchError
 from lance_sql.planning.scan_plan import ScanPlan
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.tables.chain import chain_units
-from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.proven_filter import ProvenFilterUnit
 from lance_sql.tables.scan import ScanMetrics, ScanUnit, projected_schema

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from lance_sql.planning.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
+from lance_sql.spec.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
 
 
 def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: str | None) -> str:

@@ -35,6 +35,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,11 +67,22 @@ _CACHE_SIZE = 512
 _MAX_ROUNDS = 1000
 
 
+# The SQL hash functions: name -> (kernel over the argument columns, takes exactly one)
+_HASHES: dict[str, tuple[Callable[..., pa.Array], bool]] = {
+    "murmur3": (murmur3, True),
+    "murmur3_multi": (lambda *columns: murmur3_multi(list(columns)), False),
+}
+
+
+def _unary(function: str) -> bool:
+    return _HASHES.get(function, (None, False))[1]
+
+
 class DispatchArityError(TypeError):
     """A murmur3 call with the wrong number of arguments."""
 
     def __init__(self, function: str, count: int) -> None:
-        need = "exactly 1 argument" if function == "murmur3" else "at least 1 argument"
+        need = "exactly 1 argument" if _unary(function) else "at least 1 argument"
         super().__init__(f"{function} takes {need}, got {count}")
         self.function = function
 
@@ -117,15 +129,10 @@ def typed_name(function: str, types: list[pa.DataType]) -> str:
 def _make_udf(function: str, types: list[pa.DataType], name: str) -> Any:
     import datafusion
 
-    if function == "murmur3":
+    kernel = _HASHES[function][0]
 
-        def impl(values: pa.Array) -> pa.Array:
-            return murmur3(values)
-
-    else:
-
-        def impl(*columns: pa.Array) -> pa.Array:
-            return murmur3_multi(list(columns))
+    def impl(*columns: pa.Array) -> pa.Array:
+        return kernel(*columns)
 
     return datafusion.udf(impl, list(types), pa.int32(), "immutable", name)
 
@@ -356,7 +363,7 @@ def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tup
     with identical text are probed as one.
     """
     for call in calls:
-        if call.arity == 0 or (call.function == "murmur3" and call.arity != 1):
+        if call.arity == 0 or (_unary(call.function) and call.arity != 1):
             raise DispatchArityError(call.function, call.arity)
     names = _resolve_groups(ctx, state, sql, calls, list(range(len(calls))))
     keys = [call.key for call in calls]

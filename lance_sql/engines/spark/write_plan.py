@@ -55,9 +55,9 @@ def spec_option(options: Mapping[str, str]) -> str | None:
 
 def build_spec_from_option(text: str, schema: pa.Schema, *, spec_id: int = 1) -> Any:
     """A PartitionSpec from the option's text (spec JSON, JSON field list, or Iceberg text)."""
+    from lance_sql.spec.transforms.spec_text import spec_fields
     from lance_sql.tables.namespace.spec import PartitionSpec
     from lance_sql.tables.namespace.spec_build import build_spec
-    from lance_sql.tables.namespace.spec_text import spec_fields
 
     fields = spec_fields(text)
     if isinstance(fields, str):  # a spec JSON object
@@ -110,7 +110,7 @@ def _check_same_spec(root: str, ns: Any, text: str) -> None:
 def _create_plan(
     root: str, opts: dict[str, str] | None, arrow_schema: pa.Schema, text: str
 ) -> WritePlan:
-    from lance_sql.tables.namespace.arrow_json import dumps, schema_to_json
+    from lance_sql.spec.arrow_json import dumps, schema_to_json
     from lance_sql.tables.namespace.layout import NAMESPACE
     from lance_sql.tables.namespace.manifest_table import (
         ManifestSnapshot,

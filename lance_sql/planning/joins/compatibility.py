@@ -25,7 +25,6 @@ the plan says why (side, spec version, field, transform).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,10 +34,19 @@ from lance_sql.planning.joins.keys import (
     truncate_family,
     value_family,
 )
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.transforms.join_groups import (
+    BUCKET,
+    EXPRESSION,
+    FROM_IDENTITY,
+    IDENTITY,
+    TIME_GROUPINGS,
+    TRUNCATE,
+    Grouping,
+    grouping_of,
+)
+from lance_sql.tables.namespace.spec import PartitionSpec
 
-TIME_PARTS = ("year", "month", "day", "hour")
-_INT64_MAX = 2**63 - 1
 SIDES = ("left", "right")
 
 
@@ -46,7 +54,7 @@ SIDES = ("left", "right")
 class Component:
     """One element of the group key; ``pairs`` index into the join's ``on`` list."""
 
-    kind: str  # identity | bucket | truncate | year | month | day | hour | expression
+    grouping: Grouping
     pairs: tuple[int, ...]
     param: int | None = None  # G for bucket, W for truncate
     expression: str | None = None
@@ -54,16 +62,10 @@ class Component:
     @property
     def null_implying(self) -> bool:
         """A NULL value proves every row's join key is NULL (false for free expressions)."""
-        return self.kind != "expression"
+        return self.grouping.null_implying
 
     def label(self) -> str:
-        if self.kind == "bucket":
-            return f"bucket % {self.param}"
-        if self.kind == "truncate":
-            return f"truncate[{self.param}]"
-        if self.kind == "expression":
-            return f"expression {self.expression!r}"
-        return self.kind
+        return self.grouping.label(self.param, self.expression)
 
 
 @dataclass(frozen=True)
@@ -75,16 +77,7 @@ class Offer:
     from_identity: bool
 
     def describe(self) -> str:
-        if self.from_identity:
-            return "identity"
-        t = self.fields[0].transform
-        if t is None:
-            return f"expression {self.fields[0].expression!r}"
-        if t.num_buckets is not None:
-            return f"{t.type}[{t.num_buckets}]"
-        if t.width is not None:
-            return f"truncate[{t.width}]"
-        return t.type
+        return "identity" if self.from_identity else self.fields[0].label()
 
 
 @dataclass(frozen=True)
@@ -102,12 +95,6 @@ class Compatibility:
 
 
 # -- offers: what one spec version can compute ------------------------------------------
-
-
-def _class_key(kind: str, pairs: tuple[int, ...], field: PartitionField | None = None) -> tuple:
-    if kind == "expression" and field is not None:
-        return ("expression", pairs, " ".join((field.expression or "").split()), field.result_type)
-    return (kind, pairs)
 
 
 def offers_of(
@@ -128,26 +115,18 @@ def offers_of(
         if not all(s in pair_of for s in f.source_ids):
             continue
         pairs = tuple(pair_of[s] for s in f.source_ids)
-        t = f.transform
-        if t is None:
-            add(_class_key("expression", pairs, f), Offer((f,), None, False))
-            continue
-        if t.type == "identity":
+        g = grouping_of(f.transform)
+        if g is IDENTITY:
             identity.setdefault(pairs[0], f)
-            add(("identity", pairs), Offer((f,), None, False))
-        elif t.type in ("bucket", "multi_bucket"):
-            add(("bucket", pairs), Offer((f,), t.num_buckets, False))
-        elif t.type == "truncate":
-            add(("truncate", pairs), Offer((f,), t.width, False))
-        elif t.type in TIME_PARTS:
-            add((t.type, pairs), Offer((f,), None, False))
+        param = g.param_of(f.transform) if f.transform is not None else None
+        add(g.class_key(pairs, f), Offer((f,), param, False))
     # values computable from identity partition values
     for k, f in identity.items():
-        for kind in ("bucket", "truncate", *TIME_PARTS):
-            add((kind, (k,)), Offer((f,), None, True))
+        for g in FROM_IDENTITY:
+            add((g, (k,)), Offer((f,), None, True))
     for cls in list(eligible):
-        kind, pairs = cls
-        if kind == "bucket" and len(pairs) > 1 and all(p in identity for p in pairs):
+        g, pairs = cls
+        if g in FROM_IDENTITY and len(pairs) > 1 and all(p in identity for p in pairs):
             add(cls, Offer(tuple(identity[p] for p in pairs), None, True))
     return out
 
@@ -159,74 +138,18 @@ def eligible_classes(
     out: dict[tuple, bool] = {}
     for k, (lk, rk) in enumerate(zip(left, right, strict=True)):
         vf, hf, tf = value_family(lk.type), hash_family(lk.type), truncate_family(lk.type)
-        out[("identity", (k,))] = vf is not None and vf == value_family(rk.type)
-        out[("expression", (k,))] = out[("identity", (k,))]
-        out[("bucket", (k,))] = hf is not None and hf == hash_family(rk.type)
-        out[("truncate", (k,))] = tf is not None and tf == truncate_family(rk.type)
+        out[(IDENTITY, (k,))] = vf is not None and vf == value_family(rk.type)
+        out[(EXPRESSION, (k,))] = out[(IDENTITY, (k,))]
+        out[(BUCKET, (k,))] = hf is not None and hf == hash_family(rk.type)
+        out[(TRUNCATE, (k,))] = tf is not None and tf == truncate_family(rk.type)
         same_time = lk.type == rk.type and value_family(lk.type) is not None
-        for part in TIME_PARTS:
+        for part in TIME_GROUPINGS.values():
             out[(part, (k,))] = same_time and value_family(lk.type)[0] in ("date", "timestamp")
     for pairs in bucket_tuples:
         if len(pairs) > 1:
-            out[("bucket", pairs)] = all(out[("bucket", (p,))] for p in pairs)
-            out[("expression", pairs)] = all(out[("identity", (p,))] for p in pairs)
+            out[(BUCKET, pairs)] = all(out[(BUCKET, (p,))] for p in pairs)
+            out[(EXPRESSION, pairs)] = all(out[(IDENTITY, (p,))] for p in pairs)
     return out
-
-
-# -- choosing components ------------------------------------------------------------------
-
-
-def _choose_bucket(per_version: list[list[Offer]]) -> tuple[int, list[Offer]] | None:
-    constrained = [offers for offers in per_version if all(o.param for o in offers)]
-    if not constrained:
-        return None  # identity everywhere: the identity component is finer
-    best = 1
-    for start in constrained[0]:
-        g = start.param or 1
-        for offers in per_version:
-            if any(o.param is None for o in offers):
-                continue
-            g = max(math.gcd(g, o.param or 1) for o in offers)
-        best = max(best, g)
-    if best <= 1:
-        return (1, [])
-    chosen = [
-        next(
-            (o for o in offers if o.param is not None and o.param % best == 0),
-            next((o for o in offers if o.param is None), None),
-        )
-        for offers in per_version
-    ]
-    return best, chosen  # type: ignore[return-value]
-
-
-def _choose_truncate(per_version: list[list[Offer]], string_like: bool) -> tuple | None:
-    widths = [[o.param for o in offers if o.param is not None] for offers in per_version]
-    picks: list[int | None] = []
-    for offers, ws in zip(per_version, widths, strict=True):
-        identity = any(o.from_identity for o in offers)
-        picks.append(None if identity and not ws else (max(ws) if string_like else min(ws)))
-    fixed = [w for w in picks if w is not None]
-    if not fixed:
-        return None
-    if string_like:
-        w = min(fixed)
-    else:
-        w = 1
-        for x in fixed:
-            w = w * x // math.gcd(w, x)
-        if w > _INT64_MAX:
-            return (0, [])
-    chosen = []
-    for offers in per_version:
-        ok = [
-            o
-            for o in offers
-            if o.from_identity
-            or (o.param is not None and (o.param >= w if string_like else w % o.param == 0))
-        ]
-        chosen.append(ok[0])
-    return w, chosen
 
 
 def analyse(
@@ -258,48 +181,25 @@ def analyse(
     issues: list[str] = []
     identity_pairs: set[int] = set()
     for cls in classes:
-        kind, pairs = cls[0], cls[1]
+        g, pairs = cls[0], cls[1]
         missing = [sv for sv, o in offers.items() if cls not in o]
         if missing:
             issues.append(_missing_issue(cls, missing, left_keys, right_keys))
             continue
         per_version = [offers[sv][cls] for sv in offers]
-        if kind in ("bucket", "truncate") and all(p in identity_pairs for p in pairs):
+        if g.implied_by_identity and all(p in identity_pairs for p in pairs):
             continue
-        if kind in TIME_PARTS and pairs[0] in identity_pairs:
+        family = truncate_family(left_keys[pairs[0]].type)
+        found = g.choose(per_version, family is not None and family[0] in ("string", "binary"))
+        if found is None:
             continue
-        if kind == "bucket":
-            found = _choose_bucket(per_version)
-            if found is None:
-                continue
-            g, chosen = found
-            if g <= 1:
-                counts = sorted({o.param for ov in per_version for o in ov if o.param})
-                issues.append(
-                    f"bucket counts {counts} on {_pairs_text(pairs, left_keys, right_keys)} "
-                    "have gcd 1 (no common bucketing)"
-                )
-                continue
-            comp = Component("bucket", pairs, g)
-        elif kind == "truncate":
-            string_like = truncate_family(left_keys[pairs[0]].type)[0] in ("string", "binary")
-            found = _choose_truncate(per_version, string_like)
-            if found is None:
-                continue
-            w, chosen = found
-            if not chosen:
-                issues.append(
-                    f"truncate widths on {_pairs_text(pairs, left_keys, right_keys)} "
-                    "have a least common multiple beyond int64"
-                )
-                continue
-            comp = Component("truncate", pairs, w)
-        else:
-            chosen = [ov[0] for ov in per_version]
-            expr = cls[2] if kind == "expression" else None
-            comp = Component(kind, pairs, None, expr)
-            if kind == "identity":
-                identity_pairs.add(pairs[0])
+        if isinstance(found, str):
+            issues.append(found.format(on=_pairs_text(pairs, left_keys, right_keys)))
+            continue
+        param, chosen = found
+        comp = Component(g, pairs, param, cls[2] if len(cls) > 2 else None)
+        if g is IDENTITY:
+            identity_pairs.add(pairs[0])
         components.append(comp)
         for sv, offer in zip(offers, chosen, strict=True):
             derivs[sv].append(offer)
@@ -313,8 +213,7 @@ def analyse(
 
 
 def _class_order(cls: tuple) -> tuple:
-    order = ["identity", "bucket", "truncate", *TIME_PARTS, "expression"]
-    return (cls[1], order.index(cls[0]), str(cls[2:]))
+    return (cls[1], cls[0].order, str(cls[2:]))
 
 
 def _pairs_text(
@@ -332,7 +231,7 @@ def _missing_issue(
     right: Sequence[KeyColumn],
 ) -> str:
     where = ", ".join(f"{side} spec v{v}" for side, v in missing)
-    what = cls[0] if cls[0] != "expression" else f"expression {cls[2]!r}"
+    what = cls[0].name if len(cls) == 2 else f"expression {cls[2]!r}"
     return f"{what} on {_pairs_text(cls[1], left, right)} is missing from {where}"
 
 
@@ -360,18 +259,14 @@ def _reason(
             fields = ", ".join(_field_text(f) for f in on_keys)
             parts.append(f"{side} spec v{v} fields {fields} are not usable with the other side")
     for k, (lk, rk) in enumerate(zip(left, right, strict=True)):
-        if not eligible.get(("identity", (k,))) and not eligible.get(("bucket", (k,))):
+        if not eligible.get((IDENTITY, (k,))) and not eligible.get((BUCKET, (k,))):
             parts.append(f"join key types differ: {lk.name} is {lk.type}, {rk.name} is {rk.type}")
     parts.extend(issues)
     return "no common partition grouping on the join keys: " + "; ".join(dict.fromkeys(parts))
 
 
 def _field_text(f: PartitionField) -> str:
-    if f.transform is None:
-        return f"{f.field_id} (expression {f.expression!r})"
-    t = f.transform
-    param = t.num_buckets or t.width
-    return f"{f.field_id} ({t.type}{f'[{param}]' if param else ''})"
+    return f"{f.field_id} ({f.label()})"
 
 
 def _regrouping(
@@ -387,4 +282,4 @@ def _regrouping(
     return "; ".join(out)
 
 
-__all__ = ["TIME_PARTS", "Compatibility", "Component", "Offer", "analyse"]
+__all__ = ["Compatibility", "Component", "Offer", "analyse"]

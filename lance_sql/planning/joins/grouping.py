@@ -16,7 +16,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import udfs
 from lance_sql.errors import PlanningError
 from lance_sql.planning.joins.compatibility import Component, Offer
 from lance_sql.planning.joins.keys import canonical_values
@@ -47,26 +46,7 @@ def component_values(comp: Component, offer: Offer, rows: pa.Table, side: str) -
     cols = [_column(rows, f.field_id, side).combine_chunks() for f in offer.fields]
     if rows.num_rows == 0:
         return []
-    col = cols[0]
-    if comp.kind in ("identity", "expression"):
-        return canonical_values(col)
-    if comp.kind == "bucket":
-        if offer.from_identity:
-            hashed = (
-                udfs.bucket(col, comp.param)
-                if len(cols) == 1
-                else udfs.multi_bucket(cols, comp.param)
-            )
-            return hashed.to_pylist()
-        return [None if v is None else v % comp.param for v in col.cast(pa.int64()).to_pylist()]
-    if comp.kind == "truncate":
-        if pa.types.is_integer(col.type) and not pa.types.is_uint64(col.type):
-            col = col.cast(pa.int64())  # one width for both sides; uint64 stays as it is
-        return canonical_values(udfs.truncate(col, comp.param))
-    # time parts
-    if offer.from_identity:
-        return udfs.apply_transform({"type": comp.kind}, [col]).to_pylist()
-    return col.cast(pa.int64()).to_pylist()
+    return comp.grouping.values(comp.param, cols, offer.from_identity, canonical_values)
 
 
 def partition_refs(rows: pa.Table, spec_fields: Sequence[str]) -> list[PartitionRef]:

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.tables.namespace.spec import source_fields
+from lance_sql.spec.arrow_json import source_fields
 
 _MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": None}
 

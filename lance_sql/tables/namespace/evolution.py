@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.blob_columns import stored_schema
-from lance_sql.tables.namespace import nested_evolution as nested
-from lance_sql.tables.namespace.arrow_json import (
+from lance_sql.spec.arrow_json import (
     assign_field_ids,
     dumps,
     field_ids,
     schema_to_json,
     shift_ids,
 )
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.tables.blob_columns import stored_schema
+from lance_sql.tables.namespace import nested_evolution as nested
 from lance_sql.tables.namespace.field_map import (
     canonical_schema,
     last_field_id,
@@ -38,7 +39,7 @@ from lance_sql.tables.namespace.manifest_table import (
     update_properties,
 )
 from lance_sql.tables.namespace.properties import SCHEMA_KEY, check_column_name
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from lance_sql.errors import PartitionSchemaError
+from lance_sql.spec.arrow_json import FIELD_ID_KEY, field_id_of, field_ids
 from lance_sql.tables.blob_columns import is_blob_field, is_blob_v2_type
-from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of, field_ids
 
 NS_FIELD_ID_KEY = "lance_sql:namespace_field_id"
 LAST_FIELD_ID_KEY = "lance_sql:last_field_id"

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lance_sql.errors import CommitConflictError, LanceSqlError, SpecError
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.tables.namespace import index_kinds as kinds
-from lance_sql.tables.namespace.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import columns_by_namespace_id
 from lance_sql.tables.namespace.mutation import Mutation, run, table_conflicts
 from lance_sql.tables.namespace.reader import PartitionTable, table_field_ids

@@ -379,7 +379,7 @@ def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[i
     """(field id, namespace field) of every column with a key filter: the namespace's
     scalar-indexed columns of a :func:`supported` type."""
     from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.arrow_json import field_id_of
+    from lance_sql.spec.arrow_json import field_id_of
     from lance_sql.tables.namespace.indexes import read_indexes
 
     try:

@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
+from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace.layout import manifest_uri
 from lance_sql.tables.namespace.manifest_fragments import root_properties
-from lance_sql.tables.namespace.spec import PartitionField
 from lance_sql.tables.pylance_errors import pylance_errors
 
 if TYPE_CHECKING:

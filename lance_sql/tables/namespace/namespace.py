@@ -22,11 +22,12 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError, SpecError
-from lance_sql.tables.namespace import blobs, evolution
-from lance_sql.tables.namespace.arrow_json import (
+from lance_sql.spec.arrow_json import (
     dumps,
     schema_to_json,
 )
+from lance_sql.spec.partition_field import PartitionField
+from lance_sql.tables.namespace import blobs, evolution
 from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
 from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
@@ -54,7 +55,7 @@ from lance_sql.tables.namespace.reader import (
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.search_methods import SearchMethods
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged, commit_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
@@ -131,7 +132,7 @@ class PartitionedNamespace(ReadMethods, SearchMethods):
         file_version = checked_file_version(data_storage_version)
         ns_schema = normalize_schema(schema)
         if isinstance(spec, (str, list, tuple)):  # text, JSON, field dicts (spec_text.py)
-            from lance_sql.tables.namespace.spec_text import spec_fields
+            from lance_sql.spec.transforms.spec_text import spec_fields
 
             spec = spec_fields(spec)
         if isinstance(spec, PartitionSpec):
@@ -457,7 +458,7 @@ class PartitionedNamespace(ReadMethods, SearchMethods):
 
         ``fields``: field dicts or spec text, as :meth:`create` takes them.
         """
-        from lance_sql.tables.namespace.spec_text import spec_fields
+        from lance_sql.spec.transforms.spec_text import spec_fields
 
         return evolution.add_spec(self, spec_fields(fields))
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.arrow_json import assign_field_ids, field_ids, shift_ids
+from lance_sql.spec.arrow_json import assign_field_ids, field_ids, shift_ids
 from lance_sql.tables.namespace.field_map import canonical_schema, marked_field
 
 DROPPED_KEY = b"lance_sql:dropped_nested_paths"

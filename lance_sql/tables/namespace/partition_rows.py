@@ -21,7 +21,9 @@ import pyarrow.compute as pc
 from lance_sql.errors import (
     SpecError,
 )
-from lance_sql.tables.namespace.spec import PartitionSpec, source_fields
+from lance_sql.spec.arrow_json import source_fields
+from lance_sql.spec.transforms import apply_field
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 # ---------------------------------------------------------------------------
 # Input
@@ -78,16 +80,7 @@ def partition_values(
             out.append(pa.nulls(batch.num_rows, pf.result_type))
             continue
         try:
-            values = udfs.apply_partition_field(
-                columns=cols,
-                transform=None if pf.transform is None else pf.transform.to_json(),
-                expression=pf.expression,
-                result_type=pf.result_type,
-            )
-            if isinstance(values, pa.ChunkedArray):
-                values = values.combine_chunks()
-            if not values.type.equals(pf.result_type):
-                values = values.cast(pf.result_type)
+            values = apply_field(pf, cols)
         except (udfs.ExpressionError, udfs.UnsupportedTypeError, ValueError, TypeError) as exc:
             raise SpecError(
                 f"partition field {pf.field_id!r} cannot be computed: {exc}",

@@ -13,14 +13,14 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.blob_columns import stored_schema
-from lance_sql.tables.namespace.arrow_json import (
+from lance_sql.spec.arrow_json import (
     assign_field_ids,
     field_id_of,
     field_ids,
     loads_limited,
     schema_from_json,
 )
+from lance_sql.tables.blob_columns import stored_schema
 from lance_sql.tables.namespace.field_map import (
     canonical_schema,
     last_field_id,

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import FormatError
+from lance_sql.spec.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.blob_columns import plain_read_schema
 from lance_sql.tables.dataset_cache import (
     PinnedCache,
@@ -37,7 +38,6 @@ from lance_sql.tables.dataset_cache import (
 )
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit
-from lance_sql.tables.namespace.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.nested_evolution import read_as, table_names

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError, ManifestDamagedError
+from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace.layout import NAMESPACE, TABLE, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -32,7 +33,7 @@ from lance_sql.tables.namespace.manifest_table import (
     mirror_properties,
     read_manifest,
 )
-from lance_sql.tables.namespace.spec import PartitionField, PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 ROOT_KEYS_PREFIX = "partition_spec_v"
 _HISTORY_LIMIT = 64  # earlier __manifest versions looked at to tell "lost" from "never had"
@@ -187,6 +188,7 @@ def _table_values(
 ) -> tuple[int, tuple[Any, ...] | None]:
     """(latest version, the one partition value tuple of the table's rows, or None if empty)."""
     from lance_sql.format.metadata import open_metadata
+    from lance_sql.spec.arrow_json import source_fields
     from lance_sql.tables.namespace.layout import resolve_location
     from lance_sql.tables.namespace.partition_rows import partition_values
     from lance_sql.tables.namespace.reader import (
@@ -195,7 +197,6 @@ def _table_values(
         map_columns,
         open_partition_table,
     )
-    from lance_sql.tables.namespace.spec import source_fields
 
     if location is None:
         raise LanceSqlError(f"partition table {object_id!r} has no location: cannot repair it")

@@ -23,159 +23,14 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.arrow_json import (
-    data_type_from_json,
-    data_type_to_json,
-    dumps,
-    field_id_of,
-    iter_fields,
-    loads_limited,
-)
-from udfs.canonical import is_supported
+from lance_sql.spec.arrow_json import dumps, loads_limited, source_fields
+from lance_sql.spec.partition_field import PartitionField, check_field_id
+from lance_sql.spec.transforms import transform_class
+from lance_sql.spec.transforms.base import is_nested
 from udfs.expression import ALLOWED_FUNCTIONS
-from udfs.transforms import TRANSFORM_TYPES
 
 SPEC_KEY_PREFIX = "partition_spec_v"
 _SPEC_KEY_RE = re.compile(r"^partition_spec_v([1-9][0-9]*)$")
-_INT32_MAX = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class Transform:
-    """A well-known transform: ``{"type": ..., "num_buckets": N, "width": W}``."""
-
-    type: str
-    num_buckets: int | None = None
-    width: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type}
-        if self.num_buckets is not None:
-            out["num_buckets"] = self.num_buckets
-        if self.width is not None:
-            out["width"] = self.width
-        return out
-
-    @classmethod
-    def from_json(cls, obj: Any, *, key: str = "transform") -> Transform:
-        """Parse and check a transform object: known type, required parameters only."""
-        if not isinstance(obj, Mapping):
-            raise SpecError(f"expected a transform object, got {obj!r}", key=key)
-        name = obj.get("type")
-        if not isinstance(name, str):
-            raise SpecError("missing or non-string transform 'type'", key=f"{key}.type")
-        if name not in TRANSFORM_TYPES:
-            raise SpecError(
-                f"unknown transform type {name!r} (known: {', '.join(TRANSFORM_TYPES)})",
-                key=f"{key}.type",
-            )
-        num_buckets = _positive_param(obj, "num_buckets", key, needed=name in BUCKET_TRANSFORMS)
-        width = _positive_param(obj, "width", key, needed=name == "truncate")
-        return cls(name, num_buckets, width)
-
-
-BUCKET_TRANSFORMS = ("bucket", "multi_bucket")
-_TIME_PARTS = ("year", "month", "day", "hour")
-
-
-def _positive_param(obj: Mapping[str, Any], name: str, key: str, *, needed: bool) -> int | None:
-    value = obj.get(name)
-    if not needed:
-        if value is not None:
-            raise SpecError(
-                f"'{name}' is not a parameter of transform {obj.get('type')!r}",
-                key=f"{key}.{name}",
-            )
-        return None
-    if value is None:
-        raise SpecError(f"transform {obj.get('type')!r} requires '{name}'", key=f"{key}.{name}")
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _INT32_MAX:
-        raise SpecError(
-            f"'{name}' must be an integer in [1, {_INT32_MAX}], got {value!r}", key=f"{key}.{name}"
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class PartitionField:
-    """One partition field: exactly one of ``transform`` / ``expression`` is set.
-
-    ``source_ids`` are Lance field ids (``lance:field_id``) of the source columns,
-    in the order the expression calls them ``col0, col1, ...``.
-    """
-
-    field_id: str
-    source_ids: tuple[int, ...]
-    result_type: pa.DataType
-    transform: Transform | None = None
-    expression: str | None = None
-
-    @property
-    def column_name(self) -> str:
-        """The ``__manifest`` column holding this field's values."""
-        return f"partition_field_{self.field_id}"
-
-    def same_definition(self, other: PartitionField) -> bool:
-        """True when ``other`` derives the same value (so it must share the field id)."""
-        return (
-            self.source_ids == other.source_ids
-            and self.transform == other.transform
-            and _norm_expr(self.expression) == _norm_expr(other.expression)
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"field_id": self.field_id, "source_ids": list(self.source_ids)}
-        if self.transform is not None:
-            out["transform"] = self.transform.to_json()
-        else:
-            out["expression"] = self.expression
-        out["result_type"] = data_type_to_json(self.result_type)
-        return out
-
-    @classmethod
-    def from_json(cls, obj: Any, *, key: str) -> PartitionField:
-        """Parse one field object (structure only; :func:`validate_field` checks the schema)."""
-        if not isinstance(obj, Mapping):
-            raise SpecError(f"expected a partition field object, got {obj!r}", key=key)
-        field_id = obj.get("field_id")
-        _check_field_id(field_id, key=f"{key}.field_id")
-        source_ids = obj.get("source_ids")
-        if not isinstance(source_ids, list) or not all(
-            isinstance(s, int) and not isinstance(s, bool) for s in source_ids
-        ):
-            raise SpecError(
-                f"'source_ids' must be an array of integers, got {source_ids!r}",
-                key=f"{key}.source_ids",
-            )
-        if not source_ids:
-            raise SpecError("'source_ids' must not be empty", key=f"{key}.source_ids")
-        has_t, has_e = obj.get("transform") is not None, obj.get("expression") is not None
-        if has_t == has_e:
-            raise SpecError(
-                "exactly one of 'transform' or 'expression' must be specified",
-                key=f"{key}.transform" if has_t else key,
-            )
-        transform = Transform.from_json(obj["transform"], key=f"{key}.transform") if has_t else None
-        expression = obj.get("expression")
-        if has_e and (not isinstance(expression, str) or not expression.strip()):
-            raise SpecError("'expression' must be a non-empty string", key=f"{key}.expression")
-        if "result_type" not in obj:
-            raise SpecError("'result_type' is required", key=f"{key}.result_type")
-        result_type = data_type_from_json(obj["result_type"], key=f"{key}.result_type")
-        return cls(field_id, tuple(source_ids), result_type, transform, expression)
-
-
-def _norm_expr(expression: str | None) -> str | None:
-    return None if expression is None else " ".join(expression.split())
-
-
-def _check_field_id(field_id: Any, *, key: str) -> None:
-    if not isinstance(field_id, str) or not field_id:
-        raise SpecError(f"'field_id' must be a non-empty string, got {field_id!r}", key=key)
-    # The id becomes part of a Lance column name; '.' would read as a nested path.
-    bad = sorted({c for c in field_id if c in ".`" or not c.isprintable() or c.isspace()})
-    if bad:
-        raise SpecError(f"'field_id' {field_id!r} contains disallowed characters {bad}", key=key)
 
 
 @dataclass(frozen=True)
@@ -245,58 +100,6 @@ class PartitionSpec:
 # Validation against the namespace schema
 
 
-def _is_hashable(t: pa.DataType) -> bool:
-    """Types murmur3 has canonical bytes for (design notes 2.1; decided in udfs.canonical)."""
-    return is_supported(t) and not pa.types.is_null(t)
-
-
-def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-
-
-def _is_nested(t: pa.DataType) -> bool:
-    return pa.types.is_nested(t) or pa.types.is_dictionary(t)
-
-
-def _applicable(transform: str, t: pa.DataType) -> bool:
-    if transform == "identity":
-        return not _is_nested(t)
-    if transform in ("year", "month", "day"):
-        return pa.types.is_date(t) or pa.types.is_timestamp(t)
-    if transform == "hour":
-        return pa.types.is_timestamp(t)
-    if transform in BUCKET_TRANSFORMS:
-        return _is_hashable(t)
-    if transform == "truncate":
-        return _is_string(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)
-    return False
-
-
-def expected_result_type(transform: Transform, source_types: list[pa.DataType]) -> pa.DataType:
-    """The result type the spec prescribes for ``transform`` over these sources."""
-    if transform.type in ("identity", "truncate"):
-        return source_types[0]
-    return pa.int32()
-
-
-def source_fields(schema: pa.Schema) -> dict[int, tuple[str, pa.Field, bool]]:
-    """Field id -> (dotted path, field, inside a list or map) for every field."""
-    out: dict[int, tuple[str, pa.Field, bool]] = {}
-    repeated_paths: set[str] = set()
-    for path, field in iter_fields(schema):
-        parent = path.rsplit(".", 1)[0] if "." in path else None
-        in_repeated = parent in repeated_paths if parent else False
-        t = field.type
-        if in_repeated or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-            repeated_paths.add(path)
-        if pa.types.is_fixed_size_list(t):
-            repeated_paths.add(path)
-        fid = field_id_of(field)
-        if fid is not None:
-            out[fid] = (path, field, in_repeated)
-    return out
-
-
 def validate_field(
     field: PartitionField,
     schema: pa.Schema,
@@ -327,7 +130,7 @@ def validate_field(
         types.append(src.type)
     if len(set(field.source_ids)) != len(field.source_ids):
         raise SpecError("'source_ids' repeats a field id", key=f"{key}.source_ids")
-    if _is_nested(field.result_type):
+    if is_nested(field.result_type):
         raise SpecError(
             f"result type {field.result_type} is nested; partition values must be scalar",
             key=f"{key}.result_type",
@@ -336,13 +139,14 @@ def validate_field(
         _validate_expression(field.expression or "", len(field.source_ids), key=f"{key}.expression")
         return
     name = field.transform.type
-    if name != "multi_bucket" and len(field.source_ids) != 1:
+    rules = transform_class(field.transform)
+    if not rules.takes_sources(field.transform, len(field.source_ids)):
         raise SpecError(
             f"transform {name!r} takes exactly one source, got {len(field.source_ids)}",
             key=f"{key}.source_ids",
         )
     for i, t in enumerate(types):
-        if t is not None and not _applicable(name, t):
+        if t is not None and not rules.accepts(field.transform, t):
             path = sources[field.source_ids[i]][0]
             raise SpecError(
                 f"transform {name!r} cannot apply to source {path!r} of type {t}",
@@ -350,7 +154,7 @@ def validate_field(
             )
     if any(t is None for t in types):
         return
-    expected = expected_result_type(field.transform, types)  # type: ignore[arg-type]
+    expected = rules.result_type_of(field.transform, types)  # type: ignore[arg-type]
     if field.result_type != expected:
         raise SpecError(
             f"transform {name!r} yields {expected}, but result_type is {field.result_type}",
@@ -458,7 +262,7 @@ def validate_spec(
     seen: dict[str, int] = {}
     for i, field in enumerate(spec.fields):
         fkey = f"{key}.fields[{i}]"
-        _check_field_id(field.field_id, key=f"{fkey}.field_id")
+        check_field_id(field.field_id, key=f"{fkey}.field_id")
         if field.field_id in seen:
             raise SpecError(
                 f"field_id {field.field_id!r} is already used by fields[{seen[field.field_id]}]",

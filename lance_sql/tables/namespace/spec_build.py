@@ -12,15 +12,12 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.arrow_json import data_type_to_json
+from lance_sql.spec.arrow_json import data_type_to_json, source_fields
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.transforms import default_field_id, transform_class
 from lance_sql.tables.namespace.spec import (
-    BUCKET_TRANSFORMS,
     SPEC_KEY_PREFIX,
-    PartitionField,
     PartitionSpec,
-    Transform,
-    expected_result_type,
-    source_fields,
     validate_evolution,
     validate_spec,
 )
@@ -78,7 +75,8 @@ def build_spec(
             t = Transform.from_json(obj["transform"], key=f"{fkey}.transform")
             src_types = [_type_of(schema, sid) for sid in obj["source_ids"]]
             if all(x is not None for x in src_types):
-                obj["result_type"] = data_type_to_json(expected_result_type(t, src_types))
+                result_type = transform_class(t).result_type_of(t, src_types)
+                obj["result_type"] = data_type_to_json(result_type)
         elif isinstance(obj.get("result_type"), pa.DataType):
             obj["result_type"] = data_type_to_json(obj["result_type"])
         if "field_id" not in obj:
@@ -113,20 +111,5 @@ def _default_field_id(
     cols = "_".join(
         sources[s][0].replace(".", "_") if s in sources else str(s) for s in probe.source_ids
     )
-    t = probe.transform
-    if t.type == "identity":
-        name = cols
-    elif t.type in BUCKET_TRANSFORMS:
-        name = f"{cols}_bucket_{t.num_buckets}"
-    elif t.type == "truncate":
-        name = f"{cols}_trunc_{t.width}"
-    else:
-        name = f"{cols}_{t.type}"
-    # A default id must not be one an earlier field of another definition holds.
     taken = {old.field_id for spec in previous.values() for old in spec.fields}
-    if name in taken and t.type != "bucket" and t.type in BUCKET_TRANSFORMS:
-        name = f"{cols}_{t.type}_{t.num_buckets}"
-    base, n = name, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name
+    return default_field_id(probe.transform, cols, taken)

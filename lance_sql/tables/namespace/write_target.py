@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
-from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import (
     check_column_type,
     columns_by_namespace_id,

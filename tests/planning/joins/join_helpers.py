@@ -10,12 +10,9 @@ import pyarrow as pa
 
 import udfs
 from lance_sql.planning.joins.plan import JoinPlan
-from lance_sql.tables.namespace.spec import (
-    PartitionField,
-    PartitionSpec,
-    Transform,
-    expected_result_type,
-)
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.transforms import transform_class
+from lance_sql.tables.namespace.spec import PartitionSpec
 
 
 def schema(**columns: pa.DataType) -> pa.Schema:
@@ -51,7 +48,7 @@ def field(
     )
     suffix = "" if kind == "identity" else f"_{kind}{'' if param is None else param}"
     fid = field_id or f"{'_'.join(names)}{suffix}"
-    return PartitionField(fid, ids, expected_result_type(t, types), t)
+    return PartitionField(fid, ids, transform_class(t).result_type_of(t, types), t)
 
 
 def specs(*versions: Sequence[PartitionField]) -> dict[int, PartitionSpec]:

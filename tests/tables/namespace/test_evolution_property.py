@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.tables.namespace.arrow_json import field_id_of
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import columns_by_namespace_id
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.arrow_json import (
+from lance_sql.spec.arrow_json import (
     assign_field_ids,
     data_type_from_json,
     data_type_to_json,
@@ -21,12 +21,8 @@ from lance_sql.tables.namespace.arrow_json import (
     schema_from_json,
     schema_to_json,
 )
-from lance_sql.tables.namespace.spec import (
-    PartitionField,
-    PartitionSpec,
-    Transform,
-    validate_evolution,
-)
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.tables.namespace.spec import PartitionSpec, validate_evolution
 from lance_sql.tables.namespace.spec_build import build_spec
 
 from .conftest import APPENDIX_SCHEMA, APPENDIX_SPEC_V1, APPENDIX_SPEC_V2

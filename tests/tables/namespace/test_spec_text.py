@@ -9,12 +9,12 @@ import pyarrow as pa
 import pytest
 
 from lance_sql.errors import SpecError
-from lance_sql.tables.namespace.namespace import PartitionedNamespace
-from lance_sql.tables.namespace.spec_text import (
+from lance_sql.spec.transforms.spec_text import (
     parse_spec_text,
     spec_fields,
     time_partition_warnings,
 )
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SCHEMA = pa.schema(
     [

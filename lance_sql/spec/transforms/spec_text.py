@@ -1,7 +1,7 @@
 """Partition specs written as text, Iceberg/Spark style, and warnings about time partitions.
 
 ``parse_spec_text("bucket(16, customer_id), days(ts), truncate(4, s), c")``
-gives the field dicts :func:`.spec_build.build_spec` takes (and
+gives the field dicts :func:`~lance_sql.tables.namespace.spec_build.build_spec` takes (and
 ``PartitionedNamespace.create`` accepts the text itself). The text is parsed
 as a SQL expression list by sqlglot; each term is one of:
 
@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lance_sql.errors import SpecError
+from lance_sql.spec.arrow_json import source_fields
 
 #: Plural (Iceberg) time transforms and the calendar fields each one expands to.
 EXPANSIONS: dict[str, tuple[str, ...]] = {
@@ -219,14 +220,10 @@ def time_partition_warnings(spec: Any, schema: Any = None) -> list[str]:
 
 def _time_fields(spec: Any, schema: Any) -> dict[str, dict[str, str]]:
     """source label -> {time transform -> field id (or label)} for every time field."""
-    from lance_sql.tables.namespace.spec import PartitionSpec
-
     names: dict[int, str] = {}
     if schema is not None:
-        from lance_sql.tables.namespace.spec import source_fields
-
         names = {fid: path for fid, (path, _, _) in source_fields(schema).items()}
-    if isinstance(spec, PartitionSpec):
+    if hasattr(spec, "fields") and hasattr(spec, "to_json"):  # a PartitionSpec
         items: Iterable[Any] = [f.to_json() for f in spec.fields]
     elif isinstance(spec, str):
         items = spec_fields(spec)

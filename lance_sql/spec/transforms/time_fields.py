@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+from dataclasses import dataclass
 
-from lance_sql.planning.predicates import (
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.errors import PlanningError
+from lance_sql.spec.partition_field import Transform
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -14,24 +19,132 @@ from lance_sql.planning.predicates import (
     Leaf,
     Literal,
     Predicate,
+    Term,
     TransformTerm,
     and_,
     or_,
 )
-from lance_sql.planning.time_ranges import (
+from lance_sql.spec.time_ranges import (
     TIME_CHAIN,
+    datafusion_type_name,
     lexicographic,
     naive_tuple,
     offset_bounds,
     period_start,
     to_micros,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     RANGE_OPS,
     FieldTransform,
+    NotThisTerm,
+    TermForm,
     leaf_on_value,
+    plain,
     same_column,
 )
+
+
+def _require_temporal(term: TransformTerm, columns: tuple[Column, ...]) -> None:
+    src = columns[0].type
+    if not (pa.types.is_date(src) or pa.types.is_timestamp(src)):
+        raise PlanningError(
+            f"{term.sql()}: column {columns[0].name!r} is {src}, not a date/timestamp"
+        )
+
+
+@dataclass(frozen=True)
+class DatePart(TermForm):
+    """``date_part('<unit>', c)`` (``year(c)``, ``EXTRACT(<unit> FROM c)``): the time transforms."""
+
+    unit: str
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.unit
+
+    def sql(self, term: TransformTerm) -> str:
+        return f"date_part('{self.unit}', {term.column.sql()})"
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        import udfs.transforms
+
+        return plain(getattr(udfs.transforms, self.unit)(columns[0]))
+
+    def pyarrow(self, term: TransformTerm) -> pc.Expression | None:
+        src = term.column.type
+        value = pc.field(term.column.name)
+        if self.unit == "hour" and src is not None and pa.types.is_date(src):
+            value = value.cast(pa.timestamp("us"), safe=False)  # pyarrow has no hour(date)
+        return getattr(pc, self.unit)(value).cast(pa.int32())
+
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> TransformTerm:
+        _require_temporal(term, columns)
+        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+
+
+#: The ``date_part`` term of each time transform, by unit.
+DATE_PARTS = {unit: DatePart(unit) for unit in TIME_CHAIN}
+YEAR = DATE_PARTS["year"]
+
+
+@dataclass(frozen=True)
+class DateTrunc(TermForm):
+    """``date_trunc(unit, c)``; ``CAST(c AS DATE)`` is unit 'day' as a date (``as_date``)."""
+
+    name = "date_trunc"
+
+    def value_type(self, term: TransformTerm) -> pa.DataType | None:
+        if term.as_date:
+            return pa.date32()
+        src = term.column.type
+        if src is not None and pa.types.is_date(src):
+            return pa.timestamp("ns")
+        return src
+
+    def sql(self, term: TransformTerm) -> str:
+        col = term.column.sql()
+        if term.as_date:
+            return f"CAST({col} AS DATE)"
+        if term.from_date:
+            return f"date_trunc('{term.unit}', CAST({col} AS TIMESTAMP))"
+        return f"date_trunc('{term.unit}', {col})"
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        from udfs.sql_engine import sql_engine
+
+        expr = "CAST(v AS DATE)" if term.as_date else f"date_trunc('{term.unit}', v)"
+        table = pa.table({"v": columns[0]})
+        out = sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0)
+        out = out.combine_chunks() if out.num_chunks else pa.array([], out.type)
+        target = self.value_type(term)
+        return out.cast(target) if target is not None and out.type != target else out
+
+    def pyarrow(self, term: TransformTerm) -> pc.Expression | None:
+        src = term.column.type
+        if (
+            term.as_date
+            and src is not None
+            and (pa.types.is_date(src) or pa.types.is_timestamp(src))
+        ):
+            # CAST(ts AS DATE): the local calendar day (pyarrow agrees with DataFusion 55
+            # in every zone, measured across DST changes); Substrait takes unsafe casts only
+            return pc.field(term.column.name).cast(pa.date32(), safe=False)
+        return None
+
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> Term:
+        _require_temporal(term, columns)
+        src = columns[0].type
+        if term.as_date and pa.types.is_date32(src):
+            return columns[0]  # CAST(date_col AS DATE) is the column itself
+        if term.from_date:
+            if not pa.types.is_date(src):  # a timestamp cast to TIMESTAMP(ns) may fail or shift
+                raise NotThisTerm(f"{term.sql()}: column {columns[0].name!r} is {src}, not a date")
+            # date_trunc(unit, CAST(date_col AS TIMESTAMP)) is date_trunc(unit, date_col)
+            return TransformTerm(self, columns, term.param, term.unit)
+        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+
+
+DATE_TRUNC = DateTrunc()
 
 
 class TimeTransform(FieldTransform):
@@ -41,6 +154,10 @@ class TimeTransform(FieldTransform):
     :class:`TimeChain` (month/day/hour alone are not monotonic); a predicate on
     the same ``date_part`` term maps to the partition column exactly.
     """
+
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        return pa.types.is_timestamp(t) or (pa.types.is_date(t) and transform.type != "hour")
 
     @property
     def preserves_order(self) -> bool:  # type: ignore[override]
@@ -54,10 +171,13 @@ class TimeTransform(FieldTransform):
         # as a sort/grouping order, day refines month refines year.
         return mine >= theirs
 
+    def equals_term(self, term: TransformTerm) -> bool:
+        return term.transform == DATE_PARTS.get(self.kind) and same_column(term.column, self.source)
+
     def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
-        if term.kind == self.kind and same_column(term.column, self.source):
+        if self.equals_term(term):
             return leaf_on_value(leaf, self.partition_column)
-        if not strict and term.kind == "date_trunc" and same_column(term.column, self.source):
+        if not strict and term.transform == DATE_TRUNC and same_column(term.column, self.source):
             return self._trunc_equality(leaf, term)
         return FALSE if strict else TRUE
 
@@ -136,7 +256,7 @@ class TimeChain:
             return fail
         if (
             isinstance(term, TransformTerm)
-            and term.kind == "date_trunc"
+            and term.transform == DATE_TRUNC
             and same_column(term.column, self.source)
         ):
             return self._trunc(leaf, term, strict) or fail
@@ -244,7 +364,6 @@ def trunc_literal_info(lit: Literal, unit: str) -> tuple[tuple[int, ...], bool] 
 
 
 def _zoned_trunc_info(value: int, t: pa.DataType, unit: str) -> tuple[tuple[int, ...], bool] | None:
-    from lance_sql.planning.literals import datafusion_type_name
     from udfs.sql_engine import sql_engine
 
     depth = TIME_CHAIN.index(unit) + 1

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from lance_sql.spec.transforms.base import TermForm
 
 # --------------------------------------------------------------------------- terms
 
@@ -32,41 +36,26 @@ class Column:
         return quote_ident(self.name)
 
 
-#: Transform-term kinds and the SQL each one stands for (``c`` = the column(s)).
-TERM_KINDS = {
-    "year": "date_part('year', c)",
-    "month": "date_part('month', c)",
-    "day": "date_part('day', c)",
-    "hour": "date_part('hour', c)",
-    "date_trunc": "date_trunc(unit, c)  (CAST(c AS DATE) is unit 'day' as a date)",
-    "bucket": "abs(murmur3(c)) % N  or  abs(murmur3_multi(c0, c1, ...)) % N",
-    "hash_mod": "murmur3(c) % N  (sign of the dividend, so in (-N, N))",
-    "murmur3": "murmur3(c) / murmur3_multi(c0, c1, ...)",
-    "truncate": "left(c, W)  or  c - c % W",
-}
-
-
 @dataclass(frozen=True)
 class TransformTerm:
     """A known transform applied to column(s), e.g. ``date_part('year', ts)``.
 
-    ``param`` is N for bucket/hash_mod, W for truncate; ``unit`` is the
-    date_trunc unit; ``as_date`` marks ``CAST(ts AS DATE)`` (a date_trunc to
-    'day' whose value is a date32); ``from_date`` marks ``date_trunc(unit,
-    CAST(c AS TIMESTAMP))``, DataFusion's form of ``date_trunc(unit, date_col)``,
-    which binding accepts only over a date column (where it is that term).
+    ``transform`` is the query-term form (a
+    :class:`~lance_sql.spec.transforms.base.TermForm`, which owns the term's
+    type, SQL and values); ``param`` is N for ``murmur3(c) % N`` and
+    ``abs(murmur3(c)) % N``, W for truncate; ``unit`` is the date_trunc unit;
+    ``as_date`` marks ``CAST(ts AS DATE)`` (a date_trunc to 'day' whose value is
+    a date32); ``from_date`` marks ``date_trunc(unit, CAST(c AS TIMESTAMP))``,
+    DataFusion's form of ``date_trunc(unit, date_col)``, which binding accepts
+    only over a date column (where it is that term).
     """
 
-    kind: str
+    transform: TermForm
     columns: tuple[Column, ...]
     param: int | None = None
     unit: str | None = None
     as_date: bool = False
     from_date: bool = False
-
-    def __post_init__(self) -> None:
-        if self.kind not in TERM_KINDS:
-            raise ValueError(f"unknown transform term kind {self.kind!r}")
 
     @property
     def column(self) -> Column:
@@ -74,38 +63,10 @@ class TransformTerm:
 
     def value_type(self) -> pa.DataType | None:
         """The Arrow type of the term's value (None while unbound)."""
-        src = self.column.type
-        if self.kind in ("year", "month", "day", "hour", "bucket", "hash_mod", "murmur3"):
-            return pa.int32()
-        if self.kind == "date_trunc":
-            if self.as_date:
-                return pa.date32()
-            if src is not None and pa.types.is_date(src):
-                return pa.timestamp("ns")
-            return src
-        return src  # truncate
+        return self.transform.value_type(self)
 
     def sql(self) -> str:
-        cols = ", ".join(c.sql() for c in self.columns)
-        if self.kind in ("year", "month", "day", "hour"):
-            return f"date_part('{self.kind}', {cols})"
-        if self.kind == "date_trunc":
-            if self.as_date:
-                return f"CAST({cols} AS DATE)"
-            if self.from_date:
-                return f"date_trunc('{self.unit}', CAST({cols} AS TIMESTAMP))"
-            return f"date_trunc('{self.unit}', {cols})"
-        fn = "murmur3" if len(self.columns) == 1 else "murmur3_multi"
-        if self.kind == "bucket":
-            return f"abs({fn}({cols})) % {self.param}"
-        if self.kind == "hash_mod":
-            return f"{fn}({cols}) % {self.param}"
-        if self.kind == "murmur3":
-            return f"{fn}({cols})"
-        src = self.column.type
-        if src is not None and (pa.types.is_string(src) or pa.types.is_large_string(src)):
-            return f"left({cols}, {self.param})"
-        return f"({cols} - {cols} % {self.param})"
+        return self.transform.sql(self)
 
 
 Term = Column | TransformTerm
@@ -232,13 +193,6 @@ NULL_BOOL = Unsupported("NULL")
 
 def is_leaf(pred: Predicate) -> bool:
     return isinstance(pred, (Compare, InList, IsNull, StartsWith, Unsupported))
-
-
-def leaf_term(pred: Predicate) -> Term | None:
-    """The term a leaf predicate tests (None for Unsupported and boolean nodes)."""
-    if isinstance(pred, (Compare, InList, IsNull, StartsWith)):
-        return pred.term
-    return None
 
 
 # ----------------------------------------------------------------- smart constructors

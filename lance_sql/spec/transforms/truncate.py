@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import decimal
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.errors import PlanningError
+from lance_sql.spec.partition_field import Transform
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
+    Column,
     Compare,
     IsNull,
     Leaf,
@@ -16,13 +20,51 @@ from lance_sql.planning.predicates import (
     StartsWith,
     TransformTerm,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     RANGE_OPS,
     FieldTransform,
+    TermForm,
     leaf_on_value,
     make_literal,
+    plain,
     same_column,
 )
+
+
+def _is_string(t: pa.DataType | None) -> bool:
+    return t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+@dataclass(frozen=True)
+class TruncateForm(TermForm):
+    """``left(s, W)`` / ``substr(s, 1, W)`` on strings, ``c - c % W`` on numbers."""
+
+    name = "truncate"
+
+    def value_type(self, term: TransformTerm) -> pa.DataType | None:
+        return term.column.type
+
+    def sql(self, term: TransformTerm) -> str:
+        col = term.column.sql()
+        if _is_string(term.column.type):
+            return f"left({col}, {term.param})"
+        return f"({col} - {col} % {term.param})"
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        import udfs.transforms
+
+        return plain(udfs.transforms.truncate(columns[0], term.param))
+
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> TransformTerm:
+        src = columns[0].type
+        if not (pa.types.is_integer(src) or pa.types.is_decimal(src) or _is_string(src)):
+            raise PlanningError(
+                f"{term.sql()}: cannot truncate column {columns[0].name!r} of type {src}"
+            )
+        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+
+
+TRUNCATE = TruncateForm()
 
 
 def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
@@ -147,16 +189,37 @@ class TruncateTransform(FieldTransform):
         op, value = out
         return Compare(self.partition_column, op, self._value_literal(value))
 
-    def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        return (
+            pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_string_view(t)
+            or pa.types.is_integer(t)
+            or pa.types.is_decimal(t)
+        )
+
+    @classmethod
+    def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
+        return sources[0]
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        return f"{columns}_trunc_{transform.width}"
+
+    def equals_term(self, term: TransformTerm) -> bool:
         # left(s, W) / c - c % W on the same column with the same width is this field
         # exactly (decimals excluded: DataFusion widens that term's type, e.g. decimal(11,2),
         # and the literal's coercion to it is not mirrored here).
-        if (
-            term.kind == "truncate"
+        return (
+            term.transform == TRUNCATE
             and term.param == self.width
             and len(term.columns) == 1
             and same_column(term.column, self.source)
             and (self.is_string or pa.types.is_integer(self.source.type))
-        ):
+        )
+
+    def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
+        if self.equals_term(term):
             return leaf_on_value(leaf, self.partition_column)
         return FALSE if strict else TRUE

@@ -6,8 +6,10 @@ import itertools
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
@@ -22,7 +24,6 @@ from lance_sql.planning.predicates import (
     TransformTerm,
     or_,
 )
-from lance_sql.tables.namespace.spec import PartitionField
 
 
 def _literal_errors() -> tuple[type[BaseException], ...]:
@@ -55,25 +56,18 @@ def apply_field(field: PartitionField, columns: Sequence[pa.Array]) -> pa.Array:
     """The partition values of ``field`` for source ``columns`` (via :mod:`udfs`)."""
     import udfs
 
-    fn = getattr(udfs, "apply_partition_field", None)
-    if fn is not None:
-        out = fn(
-            columns=list(columns),
-            transform=field.transform,
-            expression=field.expression,
-            result_type=field.result_type,
-        )
-    elif field.transform is not None:
-        from udfs.transforms import apply_transform
+    out = udfs.apply_partition_field(
+        columns=list(columns),
+        transform=field.transform,
+        expression=field.expression,
+        result_type=field.result_type,
+    )
+    out = plain(out)
+    return out if out.type.equals(field.result_type) else out.cast(field.result_type)
 
-        out = apply_transform(field.transform, list(columns))
-    else:  # pragma: no cover - udfs always provides apply_partition_field
-        out = udfs.evaluate_expression(field.expression, list(columns), field.result_type)
-    if isinstance(out, pa.ChunkedArray):
-        out = out.combine_chunks()
-    if out.type != field.result_type:
-        out = out.cast(field.result_type)
-    return out
+
+def is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_nested(t) or pa.types.is_dictionary(t)
 
 
 def same_column(a: Column, b: Column | None) -> bool:
@@ -93,6 +87,44 @@ def make_literal(value: object, arrow_type: pa.DataType) -> Literal:
     return Literal(value, arrow_type)
 
 
+class NotThisTerm(Exception):
+    """A term whose text fits a transform that its column's type does not."""
+
+
+class TermForm:
+    """A query term a transform equals: ``date_part('year', c)``, ``murmur3(c) % N``, ...
+
+    A :class:`~lance_sql.spec.predicates.TransformTerm` holds one. Each form lives
+    beside the transform it belongs to and answers for its terms: their value
+    type, SQL, values over Arrow arrays, pyarrow expression (if any) and the
+    column types they bind to. Subclasses are frozen dataclasses (equal by value).
+    """
+
+    name = ""
+
+    def value_type(self, term: TransformTerm) -> pa.DataType | None:
+        return pa.int32()
+
+    def sql(self, term: TransformTerm) -> str:
+        raise NotImplementedError
+
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
+        """The term's value for every row of its source ``columns``."""
+        raise NotImplementedError
+
+    def pyarrow(self, term: TransformTerm) -> pc.Expression | None:
+        """A pyarrow expression computing the term, or None (no pyarrow function does)."""
+        return None
+
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> Term:
+        """The term over its bound ``columns``; :class:`PlanningError` for a wrong type."""
+        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+
+
+def plain(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
 class FieldTransform:
     """Base class: a partition field bound to its source columns (None = column missing)."""
 
@@ -102,6 +134,26 @@ class FieldTransform:
         self.field = field
         self.sources = sources
         self.partition_column = Column(field.column_name, None, field.result_type)
+
+    # ---- the spec's rules for fields of this transform (no field needed)
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        """Whether a field of ``transform`` may take a source column of type ``t``."""
+        return False
+
+    @classmethod
+    def takes_sources(cls, transform: Transform, count: int) -> bool:
+        return count == 1
+
+    @classmethod
+    def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
+        """The result type the spec prescribes for ``transform`` over these source types."""
+        return pa.int32()
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        """The field id a field gets when none is given (before numbering repeats)."""
+        return f"{columns}_{transform.type}"
 
     # ---- identity of the transform
     @property
@@ -209,6 +261,10 @@ class FieldTransform:
         if len(lits) == 1:
             return Compare(self.partition_column, "!=", lits[0])
         return InList(self.partition_column, tuple(lits), negated=True)
+
+    def equals_term(self, term: TransformTerm) -> bool:
+        """Whether the partition value is exactly ``term``'s value on every row."""
+        return False
 
     def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
         return FALSE if strict else TRUE

@@ -377,18 +377,6 @@ def field_ids(schema: pa.Schema, *, key: str = "schema") -> dict[int, str]:
     return out
 
 
-def field_by_id(schema: pa.Schema, fid: int) -> pa.Field | None:
-    for _, field in iter_fields(schema):
-        if field_id_of(field) == fid:
-            return field
-    return None
-
-
-def top_level_ids(schema: pa.Schema) -> dict[int, int]:
-    """Field id -> top-level column index, for top-level columns."""
-    return {field_id_of(f): i for i, f in enumerate(schema) if field_id_of(f) is not None}
-
-
 def dumps(obj: Any) -> str:
     """Compact, deterministic JSON (the form stored in ``__manifest`` metadata)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
@@ -416,3 +404,21 @@ def shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
         return pa.field(f.name, t, f.nullable, md)
 
     return pa.schema([shift(f) for f in schema])
+
+
+def source_fields(schema: pa.Schema) -> dict[int, tuple[str, pa.Field, bool]]:
+    """Field id -> (dotted path, field, inside a list or map) for every field."""
+    out: dict[int, tuple[str, pa.Field, bool]] = {}
+    repeated_paths: set[str] = set()
+    for path, field in iter_fields(schema):
+        parent = path.rsplit(".", 1)[0] if "." in path else None
+        in_repeated = parent in repeated_paths if parent else False
+        t = field.type
+        if in_repeated or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+            repeated_paths.add(path)
+        if pa.types.is_fixed_size_list(t):
+            repeated_paths.add(path)
+        fid = field_id_of(field)
+        if fid is not None:
+            out[fid] = (path, field, in_repeated)
+    return out

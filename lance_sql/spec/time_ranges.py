@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import Column, Compare, Literal, Predicate, and_, or_
+from lance_sql.errors import PlanningError
+from lance_sql.spec.predicates import Column, Compare, Literal, Predicate, and_, or_
 
 US_PER_SECOND = 1_000_000
 US_PER_DAY = 86_400 * US_PER_SECOND
@@ -158,3 +159,29 @@ def lexicographic(fields: list[Column], values: tuple[int, ...], op: str) -> Pre
     for f, v in zip(reversed(fields[:-1]), reversed(lits[:-1]), strict=True):
         pred = or_(Compare(f, base, v), and_(Compare(f, "=", v), pred))
     return pred
+
+
+_UNIT_NAME = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
+
+
+def datafusion_type_name(t: pa.DataType) -> str:
+    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
+    if pa.types.is_timestamp(t):
+        tz = "None" if t.tz is None else f'Some("{t.tz}")'
+        return f"Timestamp({_UNIT_NAME[t.unit]}, {tz})"
+    if t == pa.date32():
+        return "Date32"
+    names = {
+        pa.int8(): "Int8",
+        pa.int16(): "Int16",
+        pa.int32(): "Int32",
+        pa.int64(): "Int64",
+        pa.uint8(): "UInt8",
+        pa.uint16(): "UInt16",
+        pa.uint32(): "UInt32",
+        pa.uint64(): "UInt64",
+        pa.float64(): "Float64",
+    }
+    if t in names:
+        return names[t]
+    raise PlanningError(f"no DataFusion cast target for type {t}")

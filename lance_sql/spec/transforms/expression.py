@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Leaf,
     Predicate,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     FieldTransform,
     enumerate_conjunction,
 )

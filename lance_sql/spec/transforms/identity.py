@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.planning.predicates import (
+from lance_sql.spec.partition_field import Transform
+from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Compare,
@@ -13,8 +14,9 @@ from lance_sql.planning.predicates import (
     Leaf,
     Predicate,
 )
-from lance_sql.planning.transforms.base import (
+from lance_sql.spec.transforms.base import (
     FieldTransform,
+    is_nested,
     leaf_on_value,
 )
 
@@ -23,6 +25,18 @@ class IdentityTransform(FieldTransform):
     """identity: every leaf on the source maps to the same leaf on the partition column."""
 
     preserves_order = True
+
+    @classmethod
+    def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
+        return not is_nested(t)
+
+    @classmethod
+    def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
+        return sources[0]
+
+    @classmethod
+    def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
+        return columns
 
     def _refines(self, other: FieldTransform) -> bool:
         return True  # one value per partition refines any function of that value
@@ -51,7 +65,7 @@ class IdentityTransform(FieldTransform):
 
     def _same_leaf(self, leaf: Leaf) -> Predicate:
         if self.result_type != self.source.type:
-            from lance_sql.planning.literals import coerce_compare, coerce_in
+            from lance_sql.spec.literals import coerce_compare, coerce_in
 
             if isinstance(leaf, Compare):
                 return coerce_compare(

@@ -52,7 +52,7 @@ from functools import lru_cache
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.predicates import (
+from lance_sql.spec.predicates import (
     FALSE,
     Compare,
     InList,
@@ -62,34 +62,11 @@ from lance_sql.planning.predicates import (
     Term,
     Unsupported,
 )
+from lance_sql.spec.time_ranges import datafusion_type_name
 from udfs.sql_engine import sql_engine
 
-_UNIT_NAME = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _US_PER_DAY = 86_400_000_000
-
-
-def datafusion_type_name(t: pa.DataType) -> str:
-    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
-    if pa.types.is_timestamp(t):
-        tz = "None" if t.tz is None else f'Some("{t.tz}")'
-        return f"Timestamp({_UNIT_NAME[t.unit]}, {tz})"
-    if t == pa.date32():
-        return "Date32"
-    names = {
-        pa.int8(): "Int8",
-        pa.int16(): "Int16",
-        pa.int32(): "Int32",
-        pa.int64(): "Int64",
-        pa.uint8(): "UInt8",
-        pa.uint16(): "UInt16",
-        pa.uint32(): "UInt32",
-        pa.uint64(): "UInt64",
-        pa.float64(): "Float64",
-    }
-    if t in names:
-        return names[t]
-    raise PlanningError(f"no DataFusion cast target for type {t}")
 
 
 _ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")

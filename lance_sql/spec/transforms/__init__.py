@@ -1,0 +1,105 @@
+"""Partition transforms that know their own algebra (one class per transform).
+
+Each class wraps one :class:`~lance_sql.spec.partition_field.PartitionField`
+bound to its source column(s) and answers, for one leaf predicate over source
+columns (or over a transform term):
+
+- :meth:`FieldTransform.project` — the *inclusive* projection: a predicate on
+  the partition column that is TRUE (or NULL-free TRUE) for every partition
+  that may hold a row matching the leaf. ``TRUE`` when the field says nothing.
+- :meth:`FieldTransform.strict_project` — the *strict* projection: TRUE only
+  for partitions in which every row matches the leaf. ``FALSE`` when unknown.
+- :meth:`FieldTransform.project_conjunction` — projection of a whole AND of
+  leaves, used where one leaf alone says nothing (multi-column transforms and
+  expression fields need every source bound by ``=`` / ``IN``).
+
+Partition values of literals are always computed with :mod:`udfs` (the same
+code that computed the stored partition values), never re-implemented here.
+Each transform lives in its own module of this package. The planner never
+switches on transform names: it asks the objects built by
+:func:`make_transform` (plus :class:`TimeChain` for several time fields on
+one source, see :mod:`..time_ranges`).
+"""
+
+from __future__ import annotations
+
+from lance_sql.spec.partition_field import PartitionField, Transform
+from lance_sql.spec.predicates import Column
+from lance_sql.spec.time_ranges import TIME_CHAIN
+from lance_sql.spec.transforms.base import (
+    LITERAL_ERRORS,
+    FieldTransform,
+    TermForm,
+    apply_field,
+    same_column,
+)
+from lance_sql.spec.transforms.bucket import BUCKET, HASH_MOD, MURMUR3, BucketTransform
+from lance_sql.spec.transforms.expression import ExpressionTransform
+from lance_sql.spec.transforms.identity import IdentityTransform
+from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC, TimeChain, TimeTransform
+from lance_sql.spec.transforms.truncate import TRUNCATE, TruncateTransform
+
+__all__ = [
+    "LITERAL_ERRORS",
+    "BucketTransform",
+    "ExpressionTransform",
+    "FieldTransform",
+    "IdentityTransform",
+    "TimeChain",
+    "TimeTransform",
+    "TruncateTransform",
+    "apply_field",
+    "default_field_id",
+    "make_transform",
+    "same_column",
+    "term_form",
+    "transform_class",
+]
+
+_TERM_FORMS: dict[str, TermForm] = {
+    f.name: f for f in (*DATE_PARTS.values(), DATE_TRUNC, BUCKET, HASH_MOD, MURMUR3, TRUNCATE)
+}
+
+
+def term_form(name: str) -> TermForm:
+    """The query-term form called ``name`` (as :mod:`predicate_json` writes it)."""
+    try:
+        return _TERM_FORMS[name]
+    except KeyError:
+        raise ValueError(f"unknown transform term kind {name!r}") from None
+
+
+_CLASSES: dict[str, type[FieldTransform]] = {
+    "identity": IdentityTransform,
+    **dict.fromkeys(TIME_CHAIN, TimeTransform),
+    "bucket": BucketTransform,
+    "multi_bucket": BucketTransform,
+    "truncate": TruncateTransform,
+}
+
+
+def transform_class(transform: Transform | None) -> type[FieldTransform]:
+    """The class of fields of ``transform`` (None: an expression field)."""
+    if transform is None:
+        return ExpressionTransform
+    if transform.type not in _CLASSES:
+        raise ValueError(f"unknown transform type {transform.type!r}")
+    return _CLASSES[transform.type]
+
+
+def default_field_id(transform: Transform, columns: str, taken: set[str]) -> str:
+    """The field id a field of ``transform`` over ``columns`` gets when none is given."""
+    name = transform_class(transform).default_name(transform, columns, taken)
+    base, n = name, 2
+    while name in taken:  # never one an earlier field of another definition holds
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def make_transform(field: PartitionField, sources: tuple[Column | None, ...]) -> FieldTransform:
+    """The transform object for ``field`` bound to its source columns."""
+    try:
+        cls = transform_class(field.transform)
+    except ValueError as exc:
+        raise ValueError(f"{exc} in partition field {field.field_id!r}") from None
+    return cls(field, sources)
