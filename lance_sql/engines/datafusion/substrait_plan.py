@@ -6,7 +6,7 @@ by node, but it converts plans to and from Substrait
 package parses those bytes into protobuf messages Python can edit. Substrait
 refers to columns by position, not by name, so a subtree (a join) can be
 replaced by a read of a table with the same output columns in the same order
-and every expression above it still means what it meant (docs/architecture.md,
+and every expression above it still means what it meant (docs/engine-notes.md,
 "Plan-level integration", has the measured cost and the alternatives).
 
 This module only converts and walks; the passes that edit plans live in
