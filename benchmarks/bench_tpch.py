@@ -225,12 +225,12 @@ def _canonical(table: Any) -> list[tuple[Any, ...]]:
 
 
 def _same_rows(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
-    """Equal answers, floats to a relative 1e-5 (DuckDB's ``avg`` of a decimal is a double,
-    DataFusion's a decimal of scale 6: 0.0499853 against 0.049985)."""
+    """Equal answers, floats to a relative 1e-4 (DuckDB's ``avg`` of a decimal is a double,
+    DataFusion's a decimal cut at scale 6: 0.0499977 against 0.049997)."""
 
     def close(x: Any, y: Any) -> bool:
         if isinstance(x, float) and isinstance(y, float):
-            return math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-9)
+            return math.isclose(x, y, rel_tol=1e-4, abs_tol=1e-9)
         return x == y
 
     return len(a) == len(b) and all(
