@@ -143,3 +143,16 @@ def test_an_unfiltered_side_reduces_nothing(tables: dict[str, tuple[str, pa.Tabl
 def test_full_outer_join_is_not_reduced(tables: dict[str, tuple[str, pa.Table]]) -> None:
     done = _context(tables).sql(QUERIES["full_outer_untouched"]).lance_rewrite()
     assert not any("semi-join reduced" in line for line in done.join_stats), done.join_stats
+
+
+def test_a_volatile_reducer_is_not_computed_twice(tables: dict[str, tuple[str, pa.Table]]) -> None:
+    """``random()`` in the filtered side: a second evaluation could keep other keys."""
+    sql = (
+        "SELECT d.dk, a.n FROM dim d JOIN (SELECT k, count(*) AS n FROM fact GROUP BY k) a "
+        f"ON a.k = d.dk WHERE {SELECTIVE} AND random() < 2.0"
+    )
+    ctx = _context(tables)
+    done = ctx.sql(sql).lance_rewrite()
+    assert not any("semi-join reduced" in line for line in done.join_stats), done.join_stats
+    plain = sql.replace(" AND random() < 2.0", "")
+    assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, plain)

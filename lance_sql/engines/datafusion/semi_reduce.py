@@ -108,6 +108,8 @@ def _reduce(
     if reducer is None:
         return None
     small, small_fields = reducer
+    if _volatile(small, sp.function_names(plan)):
+        return None  # computed twice, it could keep other rows the second time
     x_rows, s_rows = estimate.rows(x), estimate.rows(small)
     if x_rows is None or s_rows is None or s_rows * MIN_REDUCTION > x_rows:
         return None
@@ -256,6 +258,20 @@ def _filtered(rel: Rel) -> bool:
             k == "read" and (r.read.HasField("filter") or r.read.HasField("best_effort_filter"))
         ):
             return True
+    return False
+
+
+#: functions whose value differs between two evaluations of one relation
+_VOLATILE = frozenset({"random", "rand", "uuid", "now", "current_time", "current_timestamp"})
+
+
+def _volatile(rel: Rel, names: dict[int, str]) -> bool:
+    """Whether ``rel`` calls a function :data:`_VOLATILE` holds (or an unknown one)."""
+    for msg in sp.messages(rel):
+        if isinstance(msg, algebra_pb2.Expression.ScalarFunction):
+            name = names.get(msg.function_reference)
+            if name is None or name in _VOLATILE:
+                return True
     return False
 
 
