@@ -16,7 +16,13 @@ Variants (``--variants``, default ``spj,nospj,parquet``), all in this one proces
   (``ctx.join_stats_enabled = False``, :mod:`lance_sql.engines.datafusion.join_stats`);
 - ``lance`` / ``lance_nostats``: all 8 tables plain Lance datasets, join statistics on / off;
 - ``parquet``: a plain ``datafusion.SessionContext()`` over the Parquet files
-  (DataFusion's own defaults), as a reference.
+  (DataFusion's own defaults), as a reference;
+- ``duckdb`` / ``ffi54``: DuckDB over ``lance.dataset`` objects, and pylance's
+  ``FFILanceTableProvider`` in DataFusion 54 (a worker process in a virtual
+  environment created once, ``--ffi-venv``), all 8 tables plain datasets
+  (``benchmarks/tpch_engines.py``). With ``lance`` they give ``lance/ext``:
+  plain datasets over the faster of the two; ``spj/lance`` compares the
+  namespaces with the same rows as plain datasets.
 
 Each query runs once per variant to warm up, then ``--rounds`` rounds in which
 every variant runs it once, in turn: this VM's speed drifts by tens of percent
