@@ -16,7 +16,13 @@ Variants (``--variants``, default ``spj,nospj,parquet``), all in this one proces
   (``ctx.join_stats_enabled = False``, :mod:`lance_sql.engines.datafusion.join_stats`);
 - ``lance`` / ``lance_nostats``: all 8 tables plain Lance datasets, join statistics on / off;
 - ``parquet``: a plain ``datafusion.SessionContext()`` over the Parquet files
-  (DataFusion's own defaults), as a reference.
+  (DataFusion's own defaults), as a reference;
+- ``duckdb`` / ``ffi54``: DuckDB over ``lance.dataset`` objects, and pylance's
+  ``FFILanceTableProvider`` in DataFusion 54 (a worker process in a virtual
+  environment created once, ``--ffi-venv``), all 8 tables plain datasets
+  (``benchmarks/tpch_engines.py``). With ``lance`` they give ``lance/ext``:
+  plain datasets over the faster of the two; ``spj/lance`` compares the
+  namespaces with the same rows as plain datasets.
 
 Each query runs once per variant to warm up, then ``--rounds`` rounds in which
 every variant runs it once, in turn: this VM's speed drifts by tens of percent
@@ -36,6 +42,7 @@ import argparse
 import importlib.util
 import math
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,20 +51,35 @@ from typing import Any
 
 DEFAULT_QUERIES = (3, 5, 10, 12, 18, 21)
 VARIANTS = ("spj", "nospj", "parquet")
-ALL_VARIANTS = ("spj", "nospj", "spj_always", "spj_nostats", "lance", "lance_nostats", "parquet")
+ALL_VARIANTS = (
+    "spj",
+    "nospj",
+    "spj_always",
+    "spj_nostats",
+    "lance",
+    "lance_nostats",
+    "parquet",
+    "duckdb",
+    "ffi54",
+)
+
+
+def _load(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` (loaded by path: ``benchmarks`` is not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _tpch_data() -> ModuleType:
-    """``benchmarks/tpch_data.py`` (loaded by path: ``benchmarks`` is not a package)."""
-    if "tpch_data" in sys.modules:
-        return sys.modules["tpch_data"]
-    path = Path(__file__).resolve().with_name("tpch_data.py")
-    spec = importlib.util.spec_from_file_location("tpch_data", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tpch_data"] = module
-    spec.loader.exec_module(module)
-    return module
+    """``benchmarks/tpch_data.py``."""
+    return _load("tpch_data")
 
 
 def contexts(
@@ -65,8 +87,10 @@ def contexts(
     lance_dir: Path,
     variants: tuple[str, ...] = VARIANTS,
     plain_dir: Path | None = None,
+    ffi_venv: Path | None = None,
 ) -> dict[str, Any]:
-    """One context per variant, tables registered (``plain_dir``: the ``lance`` variants' data)."""
+    """One context per variant, tables registered (``plain_dir``: the plain Lance datasets of
+    the ``lance``, ``duckdb`` and ``ffi54`` variants; ``ffi_venv``: DataFusion 54's venv)."""
     import datafusion
 
     import lance_sql
@@ -74,6 +98,17 @@ def contexts(
     td = _tpch_data()
     out: dict[str, Any] = {}
     for name in variants:
+        if name in ("duckdb", "ffi54"):
+            engines = _load("tpch_engines")
+            if plain_dir is None:
+                raise ValueError(f"variant {name} needs the plain Lance data (plain_dir)")
+            paths = engines.dataset_paths(lance_dir, plain_dir, td.TABLES)
+            if name == "duckdb":
+                out[name] = engines.DuckDBOverLance(paths)
+            else:
+                assert ffi_venv is not None
+                out[name] = engines.FFIWorker(engines.ffi_python(ffi_venv), paths)
+            continue
         if name == "parquet":
             plain = datafusion.SessionContext()
             td.register_parquet(plain, parquet_dir)
@@ -124,23 +159,29 @@ def time_query(ctxs: dict[str, Any], text: str, rounds: int) -> dict[str, Any]:
     The variants' answers must be equal (rows compared as sorted value lists,
     floats rounded to 6 significant digits), else the run stops.
     """
-    td = _tpch_data()
     answers = {}
     for name in ctxs:
-        answers[name] = _canonical(td.run_query(ctxs[name], text))  # warm: caches, thread pools
+        answers[name] = _canonical(_timed(ctxs[name], text)[0])  # warm: caches, thread pools
     first = next(iter(answers))
-    wrong = [n for n, a in answers.items() if a != answers[first]]
+    wrong = [n for n, a in answers.items() if not _same_rows(a, answers[first])]
     if wrong:
         raise AssertionError(f"variants {wrong} answer differently from {first}")
     times: dict[str, list[float]] = {name: [] for name in ctxs}
     for _ in range(rounds):
         for name in ctxs:
-            start = time.perf_counter()
-            td.run_query(ctxs[name], text)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(_timed(ctxs[name], text)[1])
     result: dict[str, Any] = {f"{n}_s": statistics.median(t) for n, t in times.items()}
     result["rows"] = len(answers[first])
     return result
+
+
+def _timed(ctx: Any, text: str) -> tuple[Any, float]:
+    """The answer of ``text`` on one variant and its seconds (an external engine times itself)."""
+    if hasattr(ctx, "timed"):
+        return ctx.timed(text)
+    start = time.perf_counter()
+    table = _tpch_data().run_query(ctx, text)
+    return table, time.perf_counter() - start
 
 
 def planning_times(
@@ -148,7 +189,7 @@ def planning_times(
 ) -> dict[int, dict[str, Any]]:
     """Median ms of ``df.lance_rewrite()`` (the plan passes) per lance-sql variant, alternated."""
     td = _tpch_data()
-    names = [n for n in ctxs if n != "parquet"]
+    names = [n for n in ctxs if n not in ("parquet", "duckdb", "ffi54")]
     print(f"plan rewrite, median ms of {rounds} alternating rounds")
     print(f"{'query':<7}" + "".join(f"{n:>16}" for n in names), flush=True)
     results: dict[int, dict[str, Any]] = {}
@@ -182,8 +223,26 @@ def _canonical(table: Any) -> list[tuple[Any, ...]]:
             return float(f"{float(v):.6g}")
         return v
 
+    def key(row: tuple[Any, ...]) -> str:  # sorted by values rounded further (see _same_rows)
+        return repr(tuple(f"{v:.4g}" if isinstance(v, float) else v for v in row))
+
     rows = zip(*(table.column(i).to_pylist() for i in range(table.num_columns)), strict=True)
-    return sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
+    return sorted((tuple(norm(v) for v in r) for r in rows), key=key)
+
+
+def _same_rows(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    """Equal answers, floats to a relative 1e-4 (DuckDB's ``avg`` of a decimal is a double,
+    DataFusion's a decimal cut at scale 6: 0.0499977 against 0.049997)."""
+
+    def close(x: Any, y: Any) -> bool:
+        if isinstance(x, float) and isinstance(y, float):
+            return math.isclose(x, y, rel_tol=1e-4, abs_tol=1e-9)
+        return x == y
+
+    return len(a) == len(b) and all(
+        len(r) == len(s) and all(close(x, y) for x, y in zip(r, s, strict=True))
+        for r, s in zip(a, b, strict=True)
+    )
 
 
 def parse_queries(text: str) -> list[int]:
@@ -212,6 +271,10 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
         action="store_true",
         help="time the plan rewrite (df.lance_rewrite()) per variant instead of the queries",
     )
+    p.add_argument(
+        "--ffi-venv",
+        help="DataFusion 54's virtual environment for ffi54 (default: <data dir>/../df54-venv)",
+    )
     args = p.parse_args(argv)
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     unknown = [v for v in variants if v not in ALL_VARIANTS]
@@ -223,15 +286,27 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
     start = time.perf_counter()
     parquet_dir, lance_dir = td.prepare(data_dir, args.sf, args.file_version)
     plain_dir = None
-    if any(v.startswith("lance") for v in variants):
+    if any(v.startswith("lance") or v in ("duckdb", "ffi54") for v in variants):
         plain_dir = td.load_plain_lance(parquet_dir, data_dir, args.file_version)
     print(f"data: {data_dir} (ready in {time.perf_counter() - start:.1f} s)", flush=True)
-    ctxs = contexts(parquet_dir, lance_dir, variants, plain_dir)
+    ffi_venv = Path(args.ffi_venv) if args.ffi_venv else data_dir.parent / "df54-venv"
+    if "ffi54" in variants:
+        try:
+            _load("tpch_engines").ffi_python(ffi_venv)
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            print(f"ffi54 left out: {exc}", flush=True)
+            variants = tuple(v for v in variants if v != "ffi54")
+    ctxs = contexts(parquet_dir, lance_dir, variants, plain_dir, ffi_venv)
     if args.planning:
         return planning_times(ctxs, parse_queries(args.queries), args.rounds)
     results: dict[int, dict[str, Any]] = {}
     ratios = _ratio_names(variants)
-    short = {"parquet": "parq", "spj_nostats": "nostats", "lance_nostats": "nostats"}
+    short = {
+        "parquet": "parq",
+        "spj_nostats": "nostats",
+        "lance_nostats": "nostats",
+        "best_external": "ext",
+    }
     labels = [f"{a}/{short.get(b, b)}" for a, b in ratios.values()]
     head = ["query", "rows", "spj joins", *(f"{v} s" for v in variants), *labels]
     print(f"TPC-H SF{sf}, {args.rounds} alternating rounds, medians")
@@ -244,6 +319,9 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
         text = td.query_text(n)
         r = time_query(ctxs, text, args.rounds)
         r["spj_joins"] = spj_joins(ctxs["spj"], text) if "spj" in ctxs else -1
+        external = [r[f"{v}_s"] for v in ("duckdb", "ffi54") if v in ctxs]
+        if external:
+            r["best_external_s"] = min(external)
         for ratio, (a, b) in ratios.items():
             r[ratio] = r[f"{a}_s"] / r[f"{b}_s"]
         results[n] = r
@@ -259,6 +337,9 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
         print(
             "geomean" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)), flush=True
         )
+    for ctx in ctxs.values():
+        if hasattr(ctx, "timed"):
+            ctx.close()
     return results
 
 
@@ -272,6 +353,10 @@ def _ratio_names(variants: tuple[str, ...]) -> dict[str, tuple[str, str]]:
             pairs.append(("spj", other))
     if "lance" in variants and "lance_nostats" in variants:
         pairs.append(("lance", "lance_nostats"))
+    if "lance" in variants:
+        pairs += [(v, "lance") for v in ("spj", "nospj") if v in variants]
+        if "duckdb" in variants or "ffi54" in variants:
+            pairs.append(("lance", "best_external"))
     return {f"{a}_over_{b}": (a, b) for a, b in pairs}
 
 

@@ -15,6 +15,7 @@ units balanced by live rows.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -67,8 +68,11 @@ class LanceFragmentsUnit(ScanUnit):
         storage_options: dict[str, str] | None = None,
         metrics: ScanMetrics | None = None,
         estimated_rows: int | None = None,
+        scan_options: dict[str, Any] | None = None,
     ) -> None:
         self._dataset: lance.LanceDataset | None = dataset
+        #: the table's pylance scanner options (:mod:`lance_sql.tables.scan_options`)
+        self.scan_options = scan_options
         self.uri: str = dataset.uri
         self.version: int = dataset.version
         self.fragment_ids: tuple[int, ...] = tuple(fragment_ids)
@@ -103,6 +107,21 @@ class LanceFragmentsUnit(ScanUnit):
     @property
     def estimated_rows(self) -> int | None:
         return self._estimated_rows
+
+    def _scan_dataset(self) -> lance.LanceDataset:
+        """The dataset scanners are built from: with the table's scan options as its
+        defaults (pylance applies them first; arguments left None keep them)."""
+        if not self.scan_options:
+            return self.dataset
+        with_options = copy.copy(self.dataset)  # pylance's checkout_version does the same
+        with_options._default_scan_options = self.scan_options
+        return with_options
+
+    def _late(self, ds: Any, fragments: list[Any], columns: Any, filter: Any) -> bool | None:
+        """Late materialization: the table's scan option, else sampled (None: Lance's)."""
+        if self.scan_options and "late_materialization" in self.scan_options:
+            return None  # the option is the dataset's default (see _scan_dataset)
+        return late_materialization(ds, fragments, columns, filter)
 
     def _fragments(self) -> list[Any]:
         ds = self.dataset
@@ -147,12 +166,12 @@ class LanceFragmentsUnit(ScanUnit):
         try:
             fragments = self._fragments()
             scanner = lance_scanner(
-                self.dataset,
+                self._scan_dataset(),
                 columns=list(columns),
                 filter=filter,
                 fragments=fragments,
                 batch_size=READ_TABLE_BATCH_ROWS,
-                late_materialization=late_materialization(self.dataset, fragments, columns, filter),
+                late_materialization=self._late(self.dataset, fragments, columns, filter),
             )
             table = scanner.to_table()
         except FILTER_REFUSED:
@@ -180,15 +199,17 @@ class LanceFragmentsUnit(ScanUnit):
         ds = self.dataset
         fragments = self._fragments()
         batch_size = storage_batch_size(batch_size)
+        if self.scan_options and "batch_size" in self.scan_options:
+            batch_size = None  # the table's own, from its scan options
         try:
             scanner = lance_scanner(
-                ds,
+                self._scan_dataset(),
                 columns=columns,
                 filter=filter,
                 fragments=fragments,
                 batch_size=batch_size,
                 with_row_id=not columns,
-                late_materialization=late_materialization(ds, fragments, columns, filter),
+                late_materialization=self._late(ds, fragments, columns, filter),
             )
             reader = scanner.to_reader()
         except FILTER_REFUSED:
@@ -249,6 +270,7 @@ def split_fragments(
     storage_options: dict[str, str] | None = None,
     metrics: ScanMetrics | None = None,
     fragment_rows: Sequence[tuple[int, int]] | None = None,
+    scan_options: dict[str, Any] | None = None,
 ) -> list[LanceFragmentsUnit]:
     """Split ``dataset``'s fragments into at most ``k`` units balanced by live row count.
 
@@ -270,6 +292,7 @@ def split_fragments(
             storage_options=storage_options,
             metrics=metrics,
             estimated_rows=sum(rows.get(i, 0) for i in g),
+            scan_options=scan_options,
         )
         for g in groups
     ]

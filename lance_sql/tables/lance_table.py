@@ -31,6 +31,7 @@ from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import read_session
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
 from lance_sql.tables.scan import ScanMetrics
+from lance_sql.tables.scan_options import checked_scan_options
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,10 @@ class LanceTable:
         follow_latest: bool,
         tag: str | None = None,
         storage_options: Mapping[str, str] | None = None,
+        scan_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.uri = uri
+        self.scan_options = checked_scan_options(scan_options, f"Lance table at {uri}")
         self.follow_latest = follow_latest
         self.tag = tag
         self.storage_options = dict(storage_options) if storage_options else None
@@ -71,6 +74,7 @@ class LanceTable:
         version: int | None = None,
         tag: str | None = None,
         storage_options: Mapping[str, str] | None = None,
+        scan_options: Mapping[str, Any] | None = None,
     ) -> LanceTable:
         """Validate and open the dataset; typed errors name ``uri`` (and the version/tag)."""
         uri = os.fspath(uri)
@@ -92,6 +96,7 @@ class LanceTable:
             follow_latest=version is None and tag is None,
             tag=tag,
             storage_options=storage_options,
+            scan_options=scan_options,
         )
 
     @property
@@ -144,6 +149,7 @@ class LanceTable:
             schema=self.schema,
             storage_options=self.storage_options,
             metrics=self.metrics,
+            scan_options=self.scan_options,
         )
         self._units = (key, units)
         return units

@@ -24,6 +24,21 @@ def test_bench_tpch_tiny(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_bench_tpch_against_duckdb_over_lance_tiny(tmp_path: Path) -> None:
+    """The ``duckdb`` variant answers like lance-sql (checked by the benchmark) and is timed."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_tpch.py"
+    spec = importlib.util.spec_from_file_location("bench_tpch", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    argv = ["--sf", "0.01", "--data-dir", str(tmp_path), "--rounds", "1", "--queries", "1,17"]
+    results = bench.main([*argv, "--variants", "spj,lance,duckdb"])
+    for r in results.values():
+        assert r["spj_over_lance"] > 0 and r["lance_over_best_external"] > 0
+        assert r["best_external_s"] == r["duckdb_s"]
+
+
+@pytest.mark.slow
 def test_bench_materialization_tiny(tmp_path: Path) -> None:
     import sys
 

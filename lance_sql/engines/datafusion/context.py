@@ -37,6 +37,7 @@ from lance_sql.engines.datafusion.sql_rewrite import query_scope, rewrite_sql
 from lance_sql.engines.datafusion.typed_calls import TYPED_FUNCTIONS, TypedFunction
 from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
+from lance_sql.tables.scan_options import checked_scan_options
 
 _LEADING_COMMENTS = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
 _EXPLAIN = re.compile(_LEADING_COMMENTS + r"explain\b", re.IGNORECASE | re.DOTALL)
@@ -86,6 +87,7 @@ class SessionContext(datafusion.SessionContext):
         version: int | None = None,
         tag: str | None = None,
         storage_options: Mapping[str, str] | None = None,
+        scan_options: Mapping[str, Any] | None = None,
     ) -> None:
         """Register the Lance dataset at ``uri`` as table ``name``.
 
@@ -95,8 +97,15 @@ class SessionContext(datafusion.SessionContext):
         dataset, version or tag), ``FormatError`` (not a Lance dataset, damaged
         manifest) or ``UnsupportedFeatureError`` (unknown reader feature flags),
         each naming ``uri``. Registering a name again replaces the table.
+        ``scan_options``: pylance scanner settings of its scans (docs/scan_options.md).
         """
-        table = LanceTable.open(uri, version=version, tag=tag, storage_options=storage_options)
+        table = LanceTable.open(
+            uri,
+            version=version,
+            tag=tag,
+            storage_options=storage_options,
+            scan_options=scan_options,
+        )
         provider = LanceDatasetTable(table, name=name, partitions=self._partitions())
         with self._lance_lock:
             if self.table_exist(name):
@@ -112,6 +121,7 @@ class SessionContext(datafusion.SessionContext):
         version: int | None = None,
         storage_options: Mapping[str, str] | None = None,
         prune: Any = "planner",
+        scan_options: Mapping[str, Any] | None = None,
     ) -> NamespaceTable | list[str]:
         """Register the directory namespace at ``root``.
 
@@ -120,8 +130,10 @@ class SessionContext(datafusion.SessionContext):
         reads every partition table). A plain directory namespace (no partition
         spec) becomes schema ``name`` with one table per namespace table,
         queried as ``name.table``. Without ``version`` each query reads the
-        latest ``__manifest``; with one, that version forever.
+        latest ``__manifest``; with one, that version forever. ``scan_options``:
+        pylance scanner settings of every partition table's scans (docs/scan_options.md).
         """
+        options = checked_scan_options(scan_options, f"namespace {name!r}")
         registered = register_namespace(
             self,
             name,
@@ -132,6 +144,7 @@ class SessionContext(datafusion.SessionContext):
             partitions=self._partitions(),
         )
         if isinstance(registered, NamespaceTable):
+            registered.scan_options = options  # before any scan builds its units
             with self._lance_lock:
                 self._lance_namespaces[name] = registered
         return registered

@@ -58,6 +58,7 @@ from lance_sql.engines.datafusion.join_swap import (
     table_rows_for,
 )
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.semi_reduce import reduce_aggregate_inputs
 from lance_sql.engines.datafusion.spj_plan import output_width
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.tables.lance_table import LanceTable
@@ -102,6 +103,7 @@ def plan_join_stats(
     *,
     namespaces: Mapping[str, Any] | None = None,
     extra_rows: Mapping[str, float] | None = None,
+    reduce_aggregates: bool = True,
 ) -> JoinStats:
     """Order, hint and swap joins by Lance metadata (in place).
 
@@ -113,7 +115,8 @@ def plan_join_stats(
     estimated much smaller (:func:`.join_swap.swap_inner_joins`).
     ``namespaces`` (registered namespace tables by name) and ``extra_rows``
     (estimated rows of other tables, e.g. storage-partitioned joins) feed the
-    estimates.
+    estimates. ``reduce_aggregates``: aggregates joined on their grouping keys
+    first aggregate only the groups the join can match (:mod:`.semi_reduce`).
     """
     out = JoinStats()
     limit = threshold_rows(ctx) if threshold is None else threshold
@@ -136,6 +139,8 @@ def plan_join_stats(
             return output_width(ctx, plan, rel) if known is None else known
 
         out.lines += reorder_flat_trees(plan, estimate, width)
+        if reduce_aggregates:
+            out.lines += reduce_aggregate_inputs(plan, estimate, width)
         if limit >= 1:  # a threshold of 0 turns DataFusion's broadcast off: no hints
             _hint(ctx, plan, limit, out, counts)
         out.lines += swap_inner_joins(plan, estimate, width)

@@ -102,6 +102,8 @@ class NamespaceTable(ScanUnitDataset):
         self._manifest_ds: Any = None
         #: SQL filter over the namespace columns used for pruning only (never applied to rows)
         self.prune_filter: str | None = None
+        #: pylance scanner options of every partition table's scans (``register_namespace``)
+        self.scan_options: dict[str, Any] | None = None
         self._base: NamespaceTable | None = None
         self._units = _UnitCache()  # shared with derived tables (same schema and views)
         self._chained: tuple[list[ScanUnit], list[ScanUnit]] | None = None

@@ -78,6 +78,7 @@ class _UnitCache:
                     rows_per_unit=table.rows_per_unit,
                     storage_options=table.storage_options,
                     metrics=table.metrics,
+                    scan_options=getattr(table, "scan_options", None),
                 )
                 for e, o in zip(missing, opened, strict=True)
             }

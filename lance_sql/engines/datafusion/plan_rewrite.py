@@ -87,10 +87,10 @@ def rewrite(
     text = logical.display_indent()
     all_scans = _scans(logical)
     scans = [s for s in all_scans if s in namespaces]
-    want_stats = (
+    want_stats = (  # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
         getattr(ctx, "join_stats_enabled", True)
         and " Join:" in text
-        and any(_is_lance_table(ctx, s) for s in all_scans)
+        and any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
     )
     if not scans and not want_stats:
         if shape is not None:

@@ -292,6 +292,7 @@ class PartitionTableUnit(ScanUnit):
         storage_options: Mapping[str, str] | None = None,
         metrics: ScanMetrics | None = None,
         estimated_rows: int | None = None,
+        scan_options: dict[str, Any] | None = None,
     ) -> None:
         self.entry = entry
         self.mapping = mapping
@@ -306,6 +307,7 @@ class PartitionTableUnit(ScanUnit):
             storage_options=dict(storage_options) if storage_options else None,
             metrics=metrics,
             estimated_rows=estimated_rows,
+            scan_options=scan_options,
         )
         # The table schema with namespace names where mapped: the schema filters are
         # serialised against, so Substrait's positional references land on table columns.
@@ -433,6 +435,7 @@ def partition_units(
     rows_per_unit: int,
     storage_options: Mapping[str, str] | None = None,
     metrics: ScanMetrics | None = None,
+    scan_options: dict[str, Any] | None = None,
 ) -> list[ScanUnit]:
     """Scan units of one opened partition table presenting ``schema``.
 
@@ -456,6 +459,7 @@ def partition_units(
             storage_options=storage_options,
             metrics=metrics,
             estimated_rows=sum(rows_of.get(i, 0) for i in group),
+            scan_options=scan_options,
         )
         for group in groups
     ]
