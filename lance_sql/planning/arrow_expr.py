@@ -47,10 +47,10 @@ _OPS = {
 
 def _term(term: Term) -> pc.Expression:
     if isinstance(term, Column):
-        return pc.field(term.name)
+        return pc.field(*term.path) if term.path else pc.field(term.name)
     src = term.column.type
     if term.kind in ("year", "month", "day", "hour"):
-        value = pc.field(term.column.name)
+        value = _term(term.column)
         if term.kind == "hour" and src is not None and pa.types.is_date(src):
             value = value.cast(pa.timestamp("us"), safe=False)  # pyarrow has no hour(date)
         return getattr(pc, term.kind)(value).cast(pa.int32())
@@ -58,7 +58,7 @@ def _term(term: Term) -> pc.Expression:
     if term.kind == "date_trunc" and term.as_date and temporal:
         # CAST(ts AS DATE): the local calendar day (pyarrow agrees with DataFusion 55
         # in every zone, measured across DST changes); Substrait takes unsafe casts only
-        return pc.field(term.column.name).cast(pa.date32(), safe=False)
+        return _term(term.column).cast(pa.date32(), safe=False)
     raise PlanningError(f"{term.sql()} has no pyarrow expression equivalent")
 
 

@@ -138,8 +138,7 @@ MERGES = [
     "MERGE INTO n USING src ON n.id = src.id "
     "WHEN MATCHED AND src.x > 0 THEN UPDATE SET items = src.items, attrs = src.attrs "
     "WHEN MATCHED THEN DELETE",
-    "MERGE INTO n USING src ON n.id = src.id "
-    "WHEN MATCHED THEN UPDATE SET region = src.region",
+    "MERGE INTO n USING src ON n.id = src.id WHEN MATCHED THEN UPDATE SET region = src.region",
 ]
 
 
