@@ -7,8 +7,6 @@ read only the partition tables its filter can match.
 
 from __future__ import annotations
 
-import re
-
 import datafusion
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +16,7 @@ from datafusion import col, lit
 import lance_sql
 from lance_sql import PartitionedNamespace, SessionContext
 from lance_sql.engines.datafusion.provider import capture_scans
+from tests.ai_columns import partition_reads
 
 INNER = pa.struct([pa.field("b", pa.int64())])
 S = pa.struct([pa.field("a", pa.string()), pa.field("inner", INNER)])
@@ -69,8 +68,7 @@ def _tables(ns) -> int:
 def _read(run) -> tuple[list, list[tuple[int, int]]]:
     with capture_scans() as records:
         rows = run()
-    found = [re.search(r"partition_tables=(\d+)/(\d+)", r.plan.description) for r in records]
-    return rows, [tuple(map(int, m.groups())) for m in found if m]
+    return rows, partition_reads(records)
 
 
 def _sorted(rows: list[dict]) -> list[dict]:
