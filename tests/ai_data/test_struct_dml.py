@@ -121,6 +121,12 @@ def test_update_refuses_a_struct_wider_than_the_column(setup):
     assert _table(ctx).column("profile").equals(rows.column("profile"))
 
 
+def test_setting_one_struct_field_is_refused_with_the_way_to_do_it(setup):
+    _, ctx, _, _ = setup
+    with pytest.raises(SchemaMismatchError, match="SET the whole struct"):
+        ctx.sql("UPDATE n SET profile.a = 7 WHERE id = 1").collect()
+
+
 def _duck(rows: pa.Table, source: pa.Table) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.register("rows_in", rows)
