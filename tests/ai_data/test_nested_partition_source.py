@@ -119,3 +119,18 @@ def test_plan_scan_rows_match(setup):
     want = _sorted(plain.sql("SELECT id FROM n WHERE s['inner']['b'] = 15").to_pylist())
     got = ns.to_table(filter=pc.field("s", "inner", "b") == 15, columns=["id"]).to_pylist()
     assert _sorted(got) == want == [{"id": 15}]
+
+
+def test_a_struct_field_predicate_keeps_its_path_through_json(setup):
+    """Scan filters travel to Spark tasks as JSON: the path must come back."""
+    from lance_sql.planning.planner import to_predicate
+    from lance_sql.planning.predicate_json import from_json_value, to_json_value
+    from lance_sql.planning.predicates import to_sql
+
+    ns, _, _ = setup
+    pred = to_predicate("s.inner.b = 15 AND s['a'] = 'x'", ns.schema)
+    assert from_json_value(to_json_value(pred)) == pred
+    # and its SQL text reads back as the same predicate
+    text = to_sql(pred)
+    assert "s['inner']['b']" in text
+    assert to_predicate(text, ns.schema) == pred
