@@ -8,6 +8,10 @@ do not read them.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -93,6 +97,59 @@ def tenant_rows(width: int, rows_per_tenant: int) -> pa.Table:
     return add_ai_columns(base, width, seed=7)
 
 
+#: a namespace scan's EXPLAIN detail: tables read / tables in the namespace
+_READS = re.compile(r"partition_tables=(\d+)/(\d+)")
+
+
+def partition_reads(records: Iterable[Any]) -> list[tuple[int, int]]:
+    """(tables read, tables) of each namespace scan in ``capture_scans()`` records, in order."""
+    return [
+        tuple(map(int, m.groups()))  # type: ignore[misc]
+        for r in records
+        if (m := _READS.search(r.plan.description))
+    ]
+
+
+def used_plan_pass(records: Iterable[Any]) -> bool:
+    """True when lance-sql's plan passes changed the plan: a scan pruned through the
+    transform-term pass, or a storage-partitioned join replaced a join."""
+    return any(
+        "prune_filter=" in r.plan.description
+        or (
+            r.plan.description.startswith("StoragePartitionedJoin")
+            and "not applied" not in r.plan.description
+        )
+        for r in records
+    )
+
+
+def assert_reads_like_scalar(
+    ai_reads: list[tuple[int, int]],
+    scalar_reads: list[tuple[int, int]],
+    *,
+    vector_read: bool,
+    plan_pass: bool,
+    what: str,
+) -> bool:
+    """The scans with AI columns in the schema read the tables the scalar-only schema reads.
+
+    One allowed difference: lance-sql's plan passes (transform-term pruning,
+    storage-partitioned joins) edit the plan through a Substrait round trip, which
+    DataFusion 55 cannot make for a plan reading a fixed-size list. A plan reading
+    the vector (``vector_read``) runs as DataFusion built it (EXPLAIN says why), so
+    where the scalar plan used a pass (``plan_pass``) it may read more tables, or scan
+    where the scalar plan joined partition-wise. Returns True when it did.
+    """
+    if vector_read and plan_pass:
+        if len(ai_reads) == len(scalar_reads):
+            assert all(
+                a[0] >= s[0] and a[1] == s[1] for a, s in zip(ai_reads, scalar_reads, strict=True)
+            ), what
+        return ai_reads != scalar_reads
+    assert ai_reads == scalar_reads, f"AI columns changed the tables read: {what}"
+    return False
+
+
 __all__ = [
     "AI_NAMES",
     "BLOB",
@@ -102,6 +159,9 @@ __all__ = [
     "ai_arrays",
     "ai_fields",
     "ai_schema",
+    "assert_reads_like_scalar",
     "blob_field",
+    "partition_reads",
     "tenant_rows",
+    "used_plan_pass",
 ]

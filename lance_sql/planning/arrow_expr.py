@@ -47,7 +47,7 @@ _OPS = {
 
 def _term(term: Term) -> pc.Expression:
     if isinstance(term, Column):
-        return pc.field(term.name)
+        return pc.field(*term.path) if term.path else pc.field(term.name)
     expr = term.transform.pyarrow(term)
     if expr is None:
         raise PlanningError(f"{term.sql()} has no pyarrow expression equivalent")

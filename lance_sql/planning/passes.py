@@ -87,16 +87,64 @@ def field_id_of(field: pa.Field) -> int | None:
 
 
 def resolve_column(name: str, schema: pa.Schema) -> Column:
-    """Bind a column name (exact match first, then a unique case-insensitive one)."""
-    idx = schema.get_field_index(name)
-    if idx < 0:
-        matches = [i for i, f in enumerate(schema) if f.name.lower() == name.lower()]
-        if len(matches) != 1:
-            known = ", ".join(schema.names)
-            raise PlanningError(f"unknown column {name!r} in filter (columns: {known})")
-        idx = matches[0]
+    """Bind a column name (exact match first, then a unique case-insensitive one).
+
+    A dotted name no column has (``s.a``) is a field inside a struct column;
+    failing that, its first part is a table qualifier (``t.col``).
+    """
+    idx = _field_index(name, schema)
+    if "." in name:
+        head, rest = name.split(".", 1)
+        top = _field_index(head, schema)
+        nested = None if top is None else _nested_column(schema.field(top), rest)
+        if nested is not None:  # no column name holds a '.' (Lance refuses them)
+            return nested
+        if idx is None:
+            return resolve_column(rest, schema)
+    if idx is None:
+        known = ", ".join(schema.names)
+        raise PlanningError(f"unknown column {name!r} in filter (columns: {known})")
     field = schema.field(idx)
     return Column(field.name, field_id_of(field), field.type)
+
+
+def _field_index(name: str, schema: pa.Schema) -> int | None:
+    idx = schema.get_field_index(name)
+    if idx >= 0:
+        return idx
+    matches = [i for i, f in enumerate(schema) if f.name.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _nested_column(top: pa.Field, rest: str) -> Column | None:
+    """The field at dotted path ``rest`` inside struct column ``top`` (structs only)."""
+    path, current = [top.name], top
+    for part in rest.split("."):
+        if not pa.types.is_struct(current.type):
+            return None
+        i = current.type.get_field_index(part)
+        if i < 0:
+            return None
+        current = current.type.field(i)
+        path.append(current.name)
+    return Column(".".join(path), field_id_of(current), current.type, tuple(path))
+
+
+def struct_field_columns(schema: pa.Schema) -> list[Column]:
+    """Every field inside struct columns (not inside lists or maps), bound, with its path."""
+    out: list[Column] = []
+
+    def walk(f: pa.Field, path: tuple[str, ...]) -> None:
+        if not pa.types.is_struct(f.type):
+            return
+        for child in f.type:
+            sub = (*path, child.name)
+            out.append(Column(".".join(sub), field_id_of(child), child.type, sub))
+            walk(child, sub)
+
+    for f in schema:
+        walk(f, (f.name,))
+    return out
 
 
 def _bind_term(term: Term, schema: pa.Schema) -> Term:

@@ -98,11 +98,15 @@ def _literal_in(obj: dict[str, Any]) -> Literal:
 
 
 def _column_out(c: Column) -> dict[str, Any]:
-    return {"name": c.name, "field_id": c.field_id, "type": _type_out(c.type)}
+    out = {"name": c.name, "field_id": c.field_id, "type": _type_out(c.type)}
+    if c.path:  # a field inside a struct column
+        out["path"] = list(c.path)
+    return out
 
 
 def _column_in(obj: dict[str, Any]) -> Column:
-    return Column(obj["name"], obj.get("field_id"), _type_in(obj.get("type")))
+    path = tuple(obj.get("path", ()))
+    return Column(obj["name"], obj.get("field_id"), _type_in(obj.get("type")), path)
 
 
 def _term_out(t: Term) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.planning.passes import field_id_of
+from lance_sql.planning.passes import field_id_of, struct_field_columns
 from lance_sql.planning.unwrap import year_term_as_range
 from lance_sql.spec.predicates import (
     FALSE,
@@ -47,12 +47,16 @@ from lance_sql.tables.namespace.spec import PartitionSpec
 
 
 def schema_columns(schema: pa.Schema) -> dict[int, Column]:
-    """Bound columns of the namespace schema keyed by Lance field id."""
+    """Bound columns of the namespace schema keyed by Lance field id, fields inside
+    struct columns (a partition source may be one) included."""
     out: dict[int, Column] = {}
     for f in schema:
         fid = field_id_of(f)
         if fid is not None:
             out[fid] = Column(f.name, fid, f.type)
+    for c in struct_field_columns(schema):
+        if c.field_id is not None:
+            out.setdefault(c.field_id, c)
     return out
 
 

@@ -261,12 +261,24 @@ def _common_type(values: tuple[Literal, ...]) -> tuple[Literal, ...]:
 
 
 def _column(node: exp.Column) -> Column:
-    if node.table:
-        # qualified names: keep the last part (the planner sees one table)
-        pass
-    ident = node.this
-    name = ident.this if ident.args.get("quoted") else ident.this.lower()
-    return Column(name)
+    """``c``, ``t.c`` or ``s.a``: binding resolves a dotted name to a field inside a
+    struct column, else drops its first part as a table qualifier."""
+    parts = [
+        ident.this if ident.args.get("quoted") else ident.this.lower()
+        for ident in node.parts
+        if isinstance(ident, exp.Identifier)
+    ]
+    return Column(".".join(parts))
+
+
+def _struct_field(node: exp.Bracket) -> Column:
+    """``s['a']`` (also ``s['a']['b']``): a field inside a struct column."""
+    keys = node.expressions
+    if len(keys) != 1 or not (isinstance(keys[0], exp.Literal) and keys[0].is_string):
+        raise _NotATerm
+    inner = node.this
+    base = _struct_field(inner) if isinstance(inner, exp.Bracket) else _column_only(inner)
+    return Column(f"{base.name}.{keys[0].this}")
 
 
 def _int_arg(node: exp.Expression) -> int:
@@ -280,6 +292,8 @@ def _term(node: exp.Expression) -> Term:
         return _term(node.this)
     if isinstance(node, exp.Column):
         return _column(node)
+    if isinstance(node, exp.Bracket):
+        return _struct_field(node)
     if isinstance(node, (exp.Year, exp.Month, exp.Day)):
         unit = type(node).__name__.lower()
         return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
@@ -384,7 +398,7 @@ def _column_only(node: exp.Expression) -> Column:
 
 
 def _column_names(node: exp.Expression) -> tuple[str, ...]:
-    return tuple(sorted({_column(c).name for c in node.find_all(exp.Column)}))
+    return tuple(sorted({c.name for c in node.find_all(exp.Column)}))
 
 
 __all__ = ["parse_filter", "parse_filter_unbound"]

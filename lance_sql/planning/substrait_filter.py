@@ -167,9 +167,17 @@ class _Decoder:
         if node.WhichOneof("rex_type") != "selection":
             raise _Opaque
         ref = node.selection.direct_reference.struct_field
-        if ref.HasField("child") or ref.field in self.stand_ins:
-            raise _Opaque  # nested field, or a column serialised with a stand-in type
-        return Column(self.schema.field(ref.field).name)
+        if ref.field in self.stand_ins:
+            raise _Opaque  # a column serialised with a stand-in type
+        field = self.schema.field(ref.field)
+        names = [field.name]
+        while ref.HasField("child"):  # a field inside a struct column: its dotted path
+            ref = ref.child.struct_field
+            if not pa.types.is_struct(field.type) or not 0 <= ref.field < field.type.num_fields:
+                raise _Opaque
+            field = field.type.field(ref.field)
+            names.append(field.name)
+        return Column(".".join(names))
 
     def _columns(self, node) -> tuple[str, ...]:
         n = len(self.schema)

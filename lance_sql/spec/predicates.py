@@ -26,14 +26,27 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Column:
-    """A column reference; ``field_id``/``type`` are filled in by :func:`.passes.bind`."""
+    """A column reference; ``field_id``/``type`` are filled in by :func:`.passes.bind`.
+
+    A field inside a struct column has ``path`` (the names from the top-level
+    column down, e.g. ``("s", "a")``) and the dotted path as ``name``.
+    """
 
     name: str
     field_id: int | None = None
     type: pa.DataType | None = field(default=None, compare=False)
+    path: tuple[str, ...] = ()
 
     def sql(self) -> str:
+        if self.path:
+            head, *rest = self.path
+            return quote_ident(head) + "".join(f"[{_quote_str(p)}]" for p in rest)
         return quote_ident(self.name)
+
+    @property
+    def top(self) -> str:
+        """The top-level column this reference reads."""
+        return self.path[0] if self.path else self.name
 
 
 @dataclass(frozen=True)
@@ -258,7 +271,7 @@ def columns_of(pred: Predicate) -> set[str]:
     elif isinstance(pred, (Compare, InList, IsNull, StartsWith)):
         term = pred.term
         cols = (term,) if isinstance(term, Column) else term.columns
-        out |= {c.name for c in cols}
+        out |= {c.top for c in cols}
     return out
 
 

@@ -41,7 +41,7 @@ def _build(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
     fields = []
     changed = set()
     for i, f in enumerate(schema):
-        plain = _plain(f.type)
+        plain = without_field_metadata(f.type)
         if not _carried(plain):
             plain = _stand_in(plain)
             changed.add(i)
@@ -124,7 +124,7 @@ def arrow_nested_names(t: pa.DataType) -> int:
     return 0
 
 
-def _plain(t: pa.DataType) -> pa.DataType:
+def without_field_metadata(t: pa.DataType) -> pa.DataType:
     """``t`` with the metadata of every nested field removed."""
     if pa.types.is_struct(t):
         return pa.struct([_plain_field(t.field(i)) for i in range(t.num_fields)])
@@ -144,12 +144,12 @@ def _plain(t: pa.DataType) -> pa.DataType:
 
 
 def _plain_field(f: pa.Field) -> pa.Field:
-    return pa.field(f.name, _plain(f.type), f.nullable)
+    return pa.field(f.name, without_field_metadata(f.type), f.nullable)
 
 
 def _stand_in(t: pa.DataType) -> pa.DataType:
     if isinstance(t, pa.BaseExtensionType):
-        t = _plain(t.storage_type)
+        t = without_field_metadata(t.storage_type)
     elif pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
         t = pa.list_(t.value_field)
     return t if _carried(t) else pa.null()
@@ -182,4 +182,5 @@ __all__ = [
     "serialise",
     "stand_in_reads",
     "substrait_schema",
+    "without_field_metadata",
 ]

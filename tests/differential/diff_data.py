@@ -19,7 +19,7 @@ from typing import Any
 
 import lance
 import pyarrow as pa
-from ai_columns import add_ai_columns, ai_schema
+from ai_columns import AI_NAMES, add_ai_columns, ai_schema
 
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -323,19 +323,37 @@ NAMESPACES: dict[str, tuple[pa.Schema, list[list[dict[str, Any]]]]] = {
 }
 #: plain Lance datasets (pylance ``write_dataset``), registered with ``register_lance``
 DATASETS = ("products",)
+#: namespaces with AI-shaped columns -> their scalar-only twin (same rows, specs and
+#: writes, the AI columns left out): a filter on scalar columns reads the same tables
+SCALAR_TWINS = {"docs": "docs_scalar"}
+
+
+def scalar_twin(table: Any) -> Any:
+    """``table`` (a table or a schema) without the AI-shaped columns."""
+    if isinstance(table, pa.Schema):
+        return pa.schema([f for f in table if f.name not in AI_NAMES])
+    return table.select([n for n in table.column_names if n not in AI_NAMES])
+
+
+def _write(path: Path, schema: pa.Schema, specs: list[Any], batches: list[pa.Table]) -> str:
+    ns = PartitionedNamespace.create(str(path), schema, specs[0])
+    for i, batch in enumerate(batches):
+        if 0 < i < len(specs):
+            ns.add_spec(specs[i])
+        ns.append(batch)
+    return str(path)
 
 
 def write_all(root: Path, tables: dict[str, list[pa.Table]]) -> dict[str, str]:
     """Write every table under ``root``; name -> namespace root or dataset uri."""
     out: dict[str, str] = {}
     for name, (schema, specs) in NAMESPACES.items():
-        path = str(root / name)
-        ns = PartitionedNamespace.create(path, schema, specs[0])
-        for i, batch in enumerate(tables[name]):
-            if 0 < i < len(specs):
-                ns.add_spec(specs[i])
-            ns.append(batch)
-        out[name] = path
+        out[name] = _write(root / name, schema, specs, tables[name])
+        if name in SCALAR_TWINS:
+            twin = SCALAR_TWINS[name]
+            out[twin] = _write(
+                root / twin, scalar_twin(schema), specs, [scalar_twin(t) for t in tables[name]]
+            )
     for name in DATASETS:
         uri = str(root / f"{name}.lance")
         lance.write_dataset(pa.concat_tables(tables[name]), uri, max_rows_per_file=40)

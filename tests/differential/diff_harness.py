@@ -6,7 +6,11 @@
 - ``lance_off``: ``lance_sql.SessionContext(spj=False)``,
 - ``plain``: ``datafusion.SessionContext()`` with every table as a memory table,
 - ``duck``: a DuckDB connection over the same Arrow tables (second oracle, used
-  where plain DataFusion itself is suspect, e.g. apache/datafusion#21246).
+  where plain DataFusion itself is suspect, e.g. apache/datafusion#21246);
+- ``twin`` / ``twin_off``: lance-sql (SPJ on / off) where each namespace with
+  AI-shaped columns is its scalar-only twin (``diff_data.SCALAR_TWINS``):
+  :func:`run_lance_twin_checked` asserts a query reads the same partition
+  tables with and without those columns.
 
 ``assert_same(got, want)`` compares output schema (names, types, order,
 nullability) and rows: as multisets, or in order when the query's top-level
@@ -25,10 +29,12 @@ from typing import Any
 import datafusion
 import duckdb
 import pyarrow as pa
-from diff_data import DATASETS, NAMESPACES
+from ai_columns import assert_reads_like_scalar, partition_reads, used_plan_pass
+from diff_data import DATASETS, NAMESPACES, SCALAR_TWINS
 
 import lance_sql
 import udfs
+from lance_sql.engines.datafusion.provider import capture_scans
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-9
@@ -109,6 +115,8 @@ class Contexts:
     duck: duckdb.DuckDBPyConnection
     tables: dict[str, pa.Table]
     uris: dict[str, str]
+    twin: lance_sql.SessionContext
+    twin_off: lance_sql.SessionContext
     setups_done: set[str] = field(default_factory=set)
     plain_cache: dict[tuple[str, tuple[Any, ...]], pa.Table] = field(default_factory=dict)
 
@@ -121,6 +129,9 @@ class Contexts:
     def lance_ctx(self, spj: bool) -> lance_sql.SessionContext:
         return self.lance if spj else self.lance_off
 
+    def twin_ctx(self, spj: bool) -> lance_sql.SessionContext:
+        return self.twin if spj else self.twin_off
+
     def all_contexts(self) -> list[datafusion.SessionContext]:
         return [self.lance, self.lance_off, self.plain]
 
@@ -128,9 +139,12 @@ class Contexts:
 def build_contexts(tables: dict[str, pa.Table], uris: dict[str, str]) -> Contexts:
     lance_on = lance_sql.SessionContext()
     lance_off = lance_sql.SessionContext(spj=False)
-    for ctx in (lance_on, lance_off):
+    twin_on = lance_sql.SessionContext()
+    twin_off = lance_sql.SessionContext(spj=False)
+    for ctx in (lance_on, lance_off, twin_on, twin_off):
+        twins = ctx in (twin_on, twin_off)
         for name in NAMESPACES:
-            ctx.register_namespace(name, uris[name])
+            ctx.register_namespace(name, uris[SCALAR_TWINS.get(name, name) if twins else name])
         for name in DATASETS:
             ctx.register_lance(name, uris[name])
     plain = datafusion.SessionContext()
@@ -140,12 +154,12 @@ def build_contexts(tables: dict[str, pa.Table], uris: dict[str, str]) -> Context
         half = len(batches) // 2 or 1
         plain.register_record_batches(name, [batches[:half], batches[half:]])
         duck.register(name, table)
-    for ctx in (lance_on, lance_off, plain):
+    for ctx in (lance_on, lance_off, twin_on, twin_off, plain):
         for fn in USER_UDFS:
             ctx.register_udf(fn)
     for fn in plain_murmur3_udfs():
         plain.register_udf(fn)
-    return Contexts(lance_on, lance_off, plain, duck, tables, uris)
+    return Contexts(lance_on, lance_off, plain, duck, tables, uris, twin_on, twin_off)
 
 
 # ---- running -----------------------------------------------------------------------------
@@ -159,6 +173,34 @@ def run_lance(
     ctx = c.lance_ctx(spj)
     df = ctx.sql(sql, param_values=params) if params else ctx.sql(sql)
     return collect(df)
+
+
+def run_lance_twin_checked(
+    c: Contexts,
+    run: Callable[[lance_sql.SessionContext], pa.Table],
+    *,
+    spj: bool,
+    tables: Iterable[str],
+    vector_read: bool,
+    label: str,
+) -> pa.Table:
+    """``run(lance-sql's context)``; when it reads a namespace with AI-shaped columns
+    (``tables``), it runs again where that namespace is its scalar-only twin and must
+    read the same partition tables (``ai_columns.assert_reads_like_scalar``)."""
+    with capture_scans() as records:
+        got = run(c.lance_ctx(spj))
+    if not set(tables) & SCALAR_TWINS.keys():
+        return got
+    with capture_scans() as scalar:
+        run(c.twin_ctx(spj))
+    assert_reads_like_scalar(
+        partition_reads(records),
+        partition_reads(scalar),
+        vector_read=vector_read,
+        plan_pass=used_plan_pass(scalar),
+        what=label,
+    )
+    return got
 
 
 def run_plain(c: Contexts, sql: str, *, params: dict[str, Any] | None = None) -> pa.Table:

@@ -6,7 +6,8 @@ A program starts from ``ctx.table(name)`` and applies up to four steps:
 (inner, left, right, full, semi, anti; the right side's columns renamed
 ``r_<name>``), ``aggregate``, ``distinct``, and ``sort`` over every column +
 ``limit``. The program is a list of plain tuples, applied to lance-sql's
-context (SPJ on or off) and to the plain one. Examples:
+context (SPJ on or off) and to the plain one; a program over a namespace with
+AI-shaped columns reads the tables its scalar-only twin reads. Examples:
 ``LANCE_SQL_DIFF_EXAMPLES`` (default 200 here, 8,000 in the slow test).
 """
 
@@ -20,7 +21,7 @@ import pyarrow as pa
 import pytest
 from datafusion import DataFrame, SessionContext, col, lit
 from datafusion import functions as f
-from diff_harness import Contexts, assert_same
+from diff_harness import Contexts, assert_same, run_lance_twin_checked
 from gen_predicates import COLUMNS, NAN_COLUMNS, ColRef, predicates, to_expr
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
@@ -178,8 +179,15 @@ def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None
         with pytest.raises(Exception):  # noqa: B017  (plain DataFusion refused it too)
             run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
         return
-    try:
-        got = run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
+    try:  # and the tables read are those of the scalar-only twin schema
+        got = run_lance_twin_checked(
+            c,
+            lambda ctx: run_program(ctx, table, steps).to_arrow_table(),
+            spj=spj,
+            tables=[table, *(s[2] for s in steps if s[0] == "join")],
+            vector_read=table == "docs",  # every column until a select
+            label=label,
+        )
     except Exception as exc:
         if is_known_error(exc):  # a known failure class (KNOWN_ERRORS): look for others
             reject()

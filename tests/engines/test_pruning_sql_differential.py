@@ -31,7 +31,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from ai_columns import add_ai_columns, add_blob_column, ai_schema, blob_field
+from ai_columns import (
+    add_ai_columns,
+    add_blob_column,
+    ai_schema,
+    assert_reads_like_scalar,
+    blob_field,
+    partition_reads,
+    used_plan_pass,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -516,8 +523,6 @@ def predicates(case: NamespaceCase, depth: int = 2) -> st.SearchStrategy[str]:
 
 # ------------------------------------------------------------------ the differential check
 
-_NS_LINE = re.compile(r"partition_tables=(\d+)/(\d+)")
-
 
 def _rows(ctx: SessionContext, sql: str) -> Counter:
     table = ctx.sql(sql).to_arrow_table()
@@ -561,18 +566,16 @@ def check(case: NamespaceCase, where: str, stats: Stats) -> None:
     with capture_scans() as records:
         got = _rows(case.pruned_ctx, sql)
     assert got == expected, f"pruning lost or added rows (seed {case.seed}): {sql}"
-    read = [
-        tuple(map(int, m.groups())) for r in records if (m := _NS_LINE.search(r.plan.description))
-    ]
+    read = partition_reads(records)
     if read and read[0][0] < read[0][1]:
         stats.pruned += 1
     # the plan-level transform-term pass scanned a pruning copy of the namespace table
-    if any("prune_filter=" in r.plan.description for r in records):
+    rewritten = used_plan_pass(records)
+    if rewritten:
         stats.rewritten += 1
     if any("filter_proven_by_partition_values=" in r.plan.description for r in records):
         stats.proven += 1
     if case.ai_ctx is not None and stats.examples % AI_EVERY == 0:
-        rewritten = any("prune_filter=" in r.plan.description for r in records)
         check_ai_twin(case, where, got, read, rewritten, stats)
 
 
@@ -597,13 +600,8 @@ def check_ai_twin(
     rewritten: bool,
     stats: Stats,
 ) -> None:
-    """The twin with vector, struct, list<struct>, map and blob columns: same tables, same rows.
-
-    Filters DataFusion does not push (transform terms) prune through a Substrait round
-    trip of the plan, which DataFusion 55 cannot make for a plan reading a fixed-size
-    list: a query selecting ``emb`` or filtering on it may then read more tables
-    (EXPLAIN says why).
-    """
+    """The twin with vector, struct, list<struct>, map and blob columns: same tables, same rows
+    (:func:`ai_columns.assert_reads_like_scalar`)."""
     turn = stats.examples // AI_EVERY
     extra = AI_TRUE[turn % (len(AI_TRUE) + 1) - 1 :][:1]
     cond = " AND ".join(f"({c})" for c in [where, *extra])
@@ -617,14 +615,13 @@ def check_ai_twin(
     scalar = table.select([n for n, _ in case.columns])
     got = Counter(tuple(r.values()) for r in scalar.to_pylist())
     assert got == want, f"AI twin rows differ (seed {case.seed}): {sql}"
-    twin_read = [
-        tuple(map(int, m.groups())) for r in records if (m := _NS_LINE.search(r.plan.description))
-    ]
-    if (vector or "emb" in cond) and rewritten:  # the plan reads the vector
-        assert twin_read[0][0] >= read[0][0], sql
-        stats.ai_vector_unpruned += twin_read != read
-    else:
-        assert twin_read == read, f"AI twin read other tables (seed {case.seed}): {sql}"
+    stats.ai_vector_unpruned += assert_reads_like_scalar(
+        partition_reads(records),
+        read,
+        vector_read=vector or "emb" in cond,
+        plan_pass=rewritten,
+        what=f"AI twin (seed {case.seed}): {sql}",
+    )
     stats.ai_checked += 1
 
 

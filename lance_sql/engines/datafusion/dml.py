@@ -33,6 +33,7 @@ its result is one row: ``count`` (UInt64, not null), the rows affected.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -338,8 +339,20 @@ def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
             "columns in the rows (INSERT OVERWRITE replaces the partitions they fall in)"
         )
     if any(s in text for s in _SCHEMA_ERRORS) or "cast" in text.lower():
-        return SchemaMismatchError(f"{keyword} of {_target_name(query)!r}: {first}")
+        hint = ""
+        if keyword == "UPDATE" and "No field named" in text and _SET_FIELD.search(query):
+            hint = (
+                "; a field inside a struct cannot be SET on its own: SET the whole struct "
+                "(e.g. s = named_struct('a', 1, 'b', s['b']))"
+            )
+        if hint:
+            first = first.rstrip(".")
+        return SchemaMismatchError(f"{keyword} of {_target_name(query)!r}: {first}{hint}")
     return None
+
+
+#: ``SET s.a =`` (DataFusion 55 reads ``s.a`` as a column ``a`` of table ``s``)
+_SET_FIELD = re.compile(r"\bSET\s+[\w\"]+\s*\.\s*[\w\"]+\s*=|,\s*[\w\"]+\.[\w\"]+\s*=", re.I)
 
 
 __all__ = [

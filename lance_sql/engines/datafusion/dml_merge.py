@@ -40,8 +40,10 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
-from lance_sql.engines.datafusion.dml_text import MergeText, merge_text
+from lance_sql.engines.datafusion.dml_target import type_names
+from lance_sql.engines.datafusion.dml_text import MergeText, cast_sql, merge_text
 from lance_sql.errors import PlanningError, SchemaMismatchError
+from lance_sql.tables.namespace.blobs import with_blob_bytes
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.merge import MergeKeyError
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
@@ -267,6 +269,7 @@ def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -
             target = hit.rows
             if not target.num_rows:
                 continue
+            entry = m.entries[hit.object_id]
             target = target.append_column(_ROW, pa.array(np.arange(target.num_rows), pa.int64()))
             case = f", {_case(matched_clauses)} AS k" if matched_clauses else ""
             pairs = run_sql(
@@ -286,7 +289,7 @@ def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -
                         "matches more than one source row; nothing was written"
                     )
                 k = pairs.column("k").to_numpy()
-                gone.append(_apply(m, ns, target, src, tr, sr, k, matched_clauses, st, name))
+                gone.append(_apply(m, entry, ns, target, src, tr, sr, k, matched_clauses, st, name))
             if by_source:
                 lone = np.setdiff1d(np.arange(target.num_rows), tr)
                 if len(lone):
@@ -300,10 +303,11 @@ def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -
                         .column("k")
                         .to_numpy()
                     )
-                    gone.append(_apply(m, ns, target, None, lone, None, k, by_source, st, name))
+                    gone.append(
+                        _apply(m, entry, ns, target, None, lone, None, k, by_source, st, name)
+                    )
             rows = np.concatenate(gone) if gone else np.array([], dtype=np.int64)
             if len(rows):
-                entry = m.entries[hit.object_id]
                 m.delete_rowids(entry, target.column(ROWID).take(pa.array(rows)))
                 done += len(rows)
     rest = src.filter(pa.array(~seen)) if src.num_rows else src
@@ -325,6 +329,7 @@ def _merge(m: Mutation, ns: Any, src: pa.Table, st: MergeStatement, name: str) -
 
 def _apply(
     m: Mutation,
+    entry: Any,
     ns: Any,
     target: pa.Table,
     src: pa.Table | None,
@@ -337,21 +342,24 @@ def _apply(
 ) -> np.ndarray:
     """Stage the updates of the target rows ``tr`` (paired with source rows ``sr``; none for
     BY SOURCE clauses) whose clause ``k`` applies; returns the rows that go (updated or
-    deleted), as indexes into ``target``."""
+    deleted), as indexes into ``target`` (rows of partition table ``entry``). An updated
+    row keeps its blobs' bytes unless a SET gives new ones."""
     for i, clause in enumerate(clauses):
         sel = k == i
         if clause.action != "update" or not sel.any():
             continue
-        t_rows = target.take(pa.array(tr[sel])).drop_columns([ROWID, _ROW])
+        t_rows = target.take(pa.array(tr[sel]))
+        t_rows = with_blob_bytes(ns, entry, t_rows).drop_columns([ROWID, _ROW])
         s_rows = None if src is None or sr is None else src.take(pa.array(sr[sel]))
         m.insert(_updated(ns, t_rows, s_rows, clause, st, name))
     return tr[k >= 0]
 
 
 def _fit(ns: Any, columns: dict[str, pa.ChunkedArray | pa.Array], n: int, name: str) -> pa.Table:
-    """A table of the namespace schema: given columns cast, the others NULL."""
+    """A table of the namespace's stored schema (blob columns hold bytes): given columns
+    cast, the others NULL."""
     arrays = []
-    for f in ns.schema:
+    for f in ns._schema:
         col = columns.get(f.name)
         if col is None:
             arrays.append(pa.nulls(n, f.type))
@@ -365,21 +373,7 @@ def _fit(ns: Any, columns: dict[str, pa.ChunkedArray | pa.Array], n: int, name: 
                     f"the table has {f.type}: {exc}"
                 ) from exc
         arrays.append(col)
-    return pa.Table.from_arrays(arrays, schema=ns.schema)
-
-
-def _type_names(ns: Any) -> dict[str, str]:
-    """DataFusion's name of each namespace column's type (``arrow_typeof``), for ``arrow_cast``.
-
-    New values are cast to their column by DataFusion, as its own INSERT and
-    UPDATE do (pyarrow's casts differ: DataFusion reads a naive timestamp
-    string into a zoned column in that zone, pyarrow refuses it).
-    """
-    schema = pa.schema([f.with_nullable(True) for f in ns.schema])
-    one = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
-    items = ", ".join(f"arrow_typeof({quote(f.name)}) AS {quote(f.name)}" for f in schema)
-    row = run_sql({"__lance_types": one}, f"SELECT {items} FROM __lance_types", what="types")
-    return {f.name: str(row.column(f.name)[0].as_py()) for f in schema}
+    return pa.Table.from_arrays(arrays, schema=ns._schema)
 
 
 def _values(tables: dict[str, pa.Table], sql: str, name: str, columns: list[str]) -> pa.Table:
@@ -394,10 +388,6 @@ def _values(tables: dict[str, pa.Table], sql: str, name: str, columns: list[str]
         ) from exc
 
 
-def _cast_sql(expr: str, type_name: str) -> str:
-    return f"arrow_cast(({expr}), '{type_name.replace(chr(39), chr(39) * 2)}')"
-
-
 def _updated(
     ns: Any,
     t_rows: pa.Table,
@@ -410,9 +400,9 @@ def _updated(
     assert clause.sets is not None
     idx = pa.array(np.arange(n), pa.int64())
     t, s = quote(st.target_alias), quote(st.source_alias)
-    types = _type_names(ns)
+    types = type_names(ns._schema)
     select = ", ".join(
-        f"{_cast_sql(clause.sets[f.name], types[f.name])} AS {quote(f.name)}"
+        f"{cast_sql(clause.sets[f.name], types[f.name])} AS {quote(f.name)}"
         if f.name in clause.sets
         else f"{t}.{quote(f.name)} AS {quote(f.name)}"
         for f in ns.schema
@@ -434,9 +424,9 @@ def _updated(
 def _inserted(ns: Any, rows: pa.Table, clause: Clause, alias: str, name: str) -> pa.Table:
     rows = rows.drop_columns([_ROW])
     assert clause.columns is not None and clause.values is not None
-    types = _type_names(ns)
+    types = type_names(ns._schema)
     select = ", ".join(
-        f"{_cast_sql(v, types[c])} AS {quote(c)}"
+        f"{cast_sql(v, types[c])} AS {quote(c)}"
         for c, v in zip(clause.columns, clause.values, strict=True)
     )
     out = _values({alias: rows}, f"SELECT {select} FROM {quote(alias)}", name, clause.columns)

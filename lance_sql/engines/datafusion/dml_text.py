@@ -27,7 +27,8 @@ import pyarrow as pa
 import sqlglot
 from sqlglot.tokens import Token, TokenType
 
-from lance_sql.errors import PlanningError, UnsupportedFeatureError
+from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError
+from lance_sql.tables.namespace.schema_rule import extra_fields
 
 _NAMES = (TokenType.VAR, TokenType.IDENTIFIER)
 
@@ -125,13 +126,19 @@ def check_round_trip(ctx: Any, node: Any, text: str, name: str) -> None:
         )
 
 
+#: brackets the unparser prints: calls, array literals ``[1, 2]``, struct and map literals
+#: ``{a: 1}`` / ``MAP {'k': 'v'}``
+_OPEN = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
+_CLOSE = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
+
+
 def _top_level(tokens: list[Token]) -> list[int]:
-    """Indexes of the tokens outside every parenthesis."""
+    """Indexes of the tokens outside every bracket."""
     out, depth = [], 0
     for i, t in enumerate(tokens):
-        if t.token_type == TokenType.L_PAREN:
+        if t.token_type in _OPEN:
             depth += 1
-        elif t.token_type == TokenType.R_PAREN:
+        elif t.token_type in _CLOSE:
             depth -= 1
         elif depth == 0:
             out.append(i)
@@ -142,9 +149,9 @@ def _split(tokens: list[Token]) -> list[list[Token]]:
     parts: list[list[Token]] = [[]]
     depth = 0
     for t in tokens:
-        if t.token_type == TokenType.L_PAREN:
+        if t.token_type in _OPEN:
             depth += 1
-        elif t.token_type == TokenType.R_PAREN:
+        elif t.token_type in _CLOSE:
             depth -= 1
         if depth == 0 and t.token_type == TokenType.COMMA:
             parts.append([])
@@ -206,6 +213,7 @@ def update_sql(
     node: Any, schema: pa.Schema, name: str, ctx: Any = None
 ) -> tuple[dict[str, str], str | None]:
     """An UPDATE's SET values (changed columns only) and condition."""
+    node, recast = _without_nested_casts(node, schema, name, ctx)
     parts = unparse(node, name, ctx)
     if len(parts.items) != len(schema):
         raise PlanningError(
@@ -216,7 +224,64 @@ def update_sql(
         for field, (text, tokens) in zip(schema, parts.items, strict=True)
         if not is_column(tokens, field.name)
     }
+    if recast:
+        from lance_sql.engines.datafusion.dml_target import type_names
+
+        names = type_names(schema)
+        for column in recast & sets.keys():
+            sets[column] = cast_sql(sets[column], names[column])
     return sets, parts.where
+
+
+def cast_sql(expr: str, type_name: str) -> str:
+    """``expr`` cast by DataFusion to the type DataFusion names ``type_name``."""
+    return f"arrow_cast(({expr}), '{type_name.replace(chr(39), chr(39) * 2)}')"
+
+
+def _nested(t: pa.DataType) -> bool:
+    return pa.types.is_nested(t) or isinstance(t, pa.BaseExtensionType)
+
+
+def _without_nested_casts(
+    node: Any, schema: pa.Schema, name: str, ctx: Any
+) -> tuple[Any, set[str]]:
+    """An UPDATE's input plan without the outer casts of its nested-type SET values, and
+    the columns whose cast was taken off.
+
+    DataFusion 55's unparser cannot print a cast to a struct, list or map type
+    (with or without field-id metadata); DataFusion casts every SET value to its
+    column's type, so the value is printed bare and cast again by name
+    (``arrow_cast``, :func:`cast_sql`), which means the same. A value carrying
+    struct fields the column lacks is refused (the cast would drop them).
+    """
+    from datafusion import Expr, SessionContext
+
+    variant = node.to_variant()
+    if ctx is None or type(variant).__name__ != "Projection":
+        return node, set()
+    items, recast = [], set()
+    for raw, field in zip(variant.projections(), schema, strict=False):
+        alias = raw.to_variant()
+        if type(alias).__name__ == "Alias" and _nested(field.type):
+            inner = alias.expr().to_variant()
+            if type(inner).__name__ == "Cast":
+                items.append(Expr(inner.expr()).alias(alias.alias()))
+                recast.add(field.name)
+                continue
+        items.append(Expr(raw))
+    if not recast:
+        return node, recast
+    base = SessionContext.create_dataframe_from_logical_plan(ctx, node.inputs()[0])
+    bare = base.select(*items)
+    given = bare.schema()
+    for column in sorted(recast):  # the cast would drop them, as INSERT's would
+        extra = extra_fields(given.field(column).type, schema.field(column).type)
+        if extra:
+            raise SchemaMismatchError(
+                f"UPDATE of {name!r}: the new value of column {column!r} carries fields "
+                f"{extra} the column lacks; add them first (add_columns) or leave them out"
+            )
+    return bare.logical_plan(), recast
 
 
 # -- MERGE: the clauses' texts, verbatim ---------------------------------------------------------
@@ -331,6 +396,7 @@ __all__ = [
     "ClauseText",
     "MergeText",
     "Unparsed",
+    "cast_sql",
     "check_round_trip",
     "is_column",
     "merge_text",

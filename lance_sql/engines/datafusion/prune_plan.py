@@ -103,7 +103,8 @@ def _filter_sql(node: Any, schema: pa.Schema) -> str | None:
         return None
     try:
         text = Unparser(Dialect.default()).plan_to_sql(node)
-        where = sqlglot.parse_one(str(text), read="postgres").args.get("where")
+        select = sqlglot.parse_one(str(text), read="postgres")
+        where = select.args.get("where")
     except Exception:  # something the unparser or sqlglot cannot print: prune nothing more
         return None
     if where is None:
@@ -113,8 +114,10 @@ def _filter_sql(node: Any, schema: pa.Schema) -> str | None:
         for f in schema
         if pa.types.is_timestamp(f.type) and getattr(f.type, "tz", None) is not None
     }
+    fields = _struct_fields(select, schema)
     kept = []
     for conj in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        conj = conj.transform(lambda n: fields.get(n.name, n) if _bare(n) else n)
         cols = list(conj.find_all(exp.Column))
         if not cols or any(c.name in zoned or c.name not in schema.names for c in cols):
             continue
@@ -122,6 +125,33 @@ def _filter_sql(node: Any, schema: pa.Schema) -> str | None:
             c.set("table", None)
         kept.append(conj.sql(dialect="postgres"))
     return " AND ".join(f"({k})" for k in kept) or None
+
+
+def _bare(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Column) and not node.table
+
+
+def _struct_fields(select: exp.Expression, schema: pa.Schema) -> dict[str, exp.Expression]:
+    """The Filter's input columns that are fields inside struct columns, as ``s['a']``.
+
+    DataFusion 55's optimizer moves ``s['a']`` out of a Filter into a projection
+    under it (``t.s.a AS __datafusion_extracted_1``); the unparser prints that
+    projection in the SELECT list and the Filter over the alias.
+    """
+    out: dict[str, exp.Expression] = {}
+    for item in select.expressions:
+        if not isinstance(item, exp.Alias) or not isinstance(item.this, exp.Column):
+            continue
+        parts = [p.name for p in item.this.parts]
+        while len(parts) > 1 and parts[0] not in schema.names:
+            parts = parts[1:]  # a table qualifier
+        if len(parts) < 2 or not pa.types.is_struct(schema.field(parts[0]).type):
+            continue
+        node: exp.Expression = exp.column(parts[0], quoted=True)
+        for key in parts[1:]:
+            node = exp.Bracket(this=node, expressions=[exp.Literal.string(key)])
+        out[item.alias] = node
+    return out
 
 
 __all__ = ["attach_prune_filters", "preorder", "scan_name"]

@@ -89,11 +89,13 @@ class MergeTasks(DeleteTasks):
     def merge_one(
         self, reader: Any, oid: str, src: pa.Table, attempt: str, lease: Any
     ) -> dict[str, Any]:
+        from lance_sql.tables.namespace.blobs import with_blob_bytes
         from lance_sql.tables.namespace.merge import _key_filter, match_table
 
         ns = reader.ns
         entry = reader.entries[oid]
         target = reader.rows(entry, None, pushdown=_key_filter(src, self.on))
+        target = with_blob_bytes(ns, entry, target)  # rewritten rows keep their blobs' bytes
         tm = match_table(
             ns, target, src, self.on, self.when_matched_update, self.when_matched_delete
         )
@@ -118,7 +120,7 @@ class MergeTasks(DeleteTasks):
 
         writer = NamespaceWriter(
             ns.snapshot,
-            ns.schema,
+            ns._schema,  # the stored form: blob columns take bytes
             ns.current_spec,
             mode="append",
             storage_options=self.storage_options,
@@ -143,7 +145,7 @@ def source_rows(ns: Any, table: pa.Table, on: Sequence[str]) -> pa.Table:
     from lance_sql.tables.namespace.merge import _source_table
     from lance_sql.tables.namespace.schema_rule import cast_named
 
-    return _source_table(ns, cast_named(table, ns.schema, "merge source"), on)
+    return _source_table(ns, cast_named(table, ns._schema, "merge source"), on)
 
 
 class InsertTask:

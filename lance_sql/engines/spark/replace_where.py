@@ -101,7 +101,7 @@ def commit_with_stages(m: Any, stages: Sequence[Any]) -> Any:
         return snap
     writer = NamespaceWriter(
         base,
-        ns.schema,
+        ns._schema,  # the stored form: blob columns take bytes
         ns.current_spec,
         mode="append",
         storage_options=m.storage_options,

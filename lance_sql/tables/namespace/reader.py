@@ -18,6 +18,7 @@ rows completed with NULLs, so it is still applied exactly.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -250,9 +251,10 @@ class ColumnMapping:
     table_schema: pa.Schema
     sources: tuple[str | None, ...]
 
-    @property
+    @functools.cached_property
     def identity(self) -> bool:
-        """True when names and types coincide for every namespace column."""
+        """True when names and types coincide for every namespace column (asked by every
+        scan of a reused unit; comparing nested types costs as much as the rest of a scan)."""
         return all(
             src == f.name and self.table_schema.field(src).type.equals(f.type)
             for src, f in zip(self.sources, self.ns_schema, strict=True)
