@@ -3,11 +3,9 @@
 Each partition table is read at the version ``__manifest`` pins (``read_version``,
 ``read_branch``, ``read_tag``; latest when all are NULL), so a read sees exactly
 the state of the last namespace commit. Columns are matched to the namespace
-schema by namespace field id (recorded on each table column, see
-:mod:`lance_sql.tables.namespace.field_map`; read from the partition table's own
-manifest by :func:`lance_sql.format.metadata.open_metadata`), not by name, so a renamed
-namespace column still finds its data in partition tables written before the
-rename; a namespace column a partition table lacks reads as NULL.
+schema by namespace field id (:mod:`lance_sql.tables.namespace.field_map`), not
+by name, so a renamed namespace column still finds its data in partition tables
+written before the rename; a namespace column a partition table lacks reads as NULL.
 
 :class:`PartitionTableUnit` wraps pylance fragment units of one partition table
 and presents them with the namespace schema. Filters are pushed into Lance
@@ -253,8 +251,7 @@ class ColumnMapping:
 
     @functools.cached_property
     def identity(self) -> bool:
-        """True when names and types coincide for every namespace column (asked by every
-        scan of a reused unit; comparing nested types costs as much as the rest of a scan)."""
+        """True when names and types coincide for every namespace column (cached)."""
         return all(
             src == f.name and self.table_schema.field(src).type.equals(f.type)
             for src, f in zip(self.sources, self.ns_schema, strict=True)
