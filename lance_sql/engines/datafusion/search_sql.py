@@ -214,7 +214,7 @@ def _call(ctx_ref: weakref.ref, hybrid: bool, *raw: Any) -> pds.Dataset:
         f"{fn}: top {kwargs['k']} of {report.searched}/{report.total} partition table(s), "
         "searched when executed"
     )
-    plan = ScanPlan([SearchUnit(schema, run, text)], text)
+    plan = ScanPlan.of_units([SearchUnit(schema, run, text)], text)
     return ScanUnitDataset(schema, lambda _filter: plan, name=f"{fn}({table})")
 
 

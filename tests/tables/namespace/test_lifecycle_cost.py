@@ -15,6 +15,7 @@ import threading
 import pyarrow as pa
 import pytest
 
+from lance_sql.tables.namespace import manifest_fragments
 from lance_sql.tables.namespace.delete import delete
 from lance_sql.tables.namespace.manifest_table import commit_rows, read_manifest, refreshed
 from lance_sql.tables.namespace.mutation import Mutation
@@ -82,10 +83,18 @@ def test_committed_rows_are_the_rows_on_disk(ns) -> None:
     assert new.lance_schema.equals(on_disk.lance_schema, check_metadata=True)
     assert new.properties == on_disk.properties
     assert new.identity == on_disk.identity
-    # chunks do not pile up over many commits in one process (a read gives one per column)
-    for i in range(5):
+
+
+def test_cached_rows_do_not_pile_up_chunks_over_many_commits(ns) -> None:
+    # a commit keeps zero-copy slices of the rows it does not change (copied into one
+    # chunk past MAX_CHUNKS): the chunk count stays bounded over many commits
+    seen = []
+    for i in range(12):
         overwrite_dynamic(ns, _rows(1, start=700 + i))
-    assert {c.num_chunks for c in ns.snapshot.rows.columns} == {1}
+        seen.append(max(c.num_chunks for c in ns.snapshot.rows.columns))
+    assert max(seen) <= manifest_fragments.MAX_CHUNKS, seen
+    assert seen[-1] <= seen[5], seen  # not growing with the number of commits
+    assert ns.snapshot.rows.equals(read_manifest(ns.root).rows)
 
 
 def test_mutation_base_entries_equal_entries_of_its_base_snapshot(ns) -> None:
