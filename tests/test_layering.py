@@ -54,13 +54,13 @@ ALLOWED_DATAFUSION: set[str] = set()
 
 # Modules over MAX_LINES lines, with the size each may not exceed.
 ALLOWED_LONG: dict[str, int] = {
-    "lance_sql/tables/namespace/namespace.py": 578,
-    "lance_sql/tables/namespace/writer.py": 541,
+    "lance_sql/tables/namespace/namespace.py": 551,
+    "lance_sql/tables/namespace/writer.py": 515,
     "lance_sql/engines/datafusion/spj_provider.py": 522,
     "lance_sql/tables/namespace/bounds.py": 509,
-    "lance_sql/tables/namespace/reader.py": 480,
+    "lance_sql/tables/namespace/reader.py": 476,
     "lance_sql/tables/scan.py": 475,
-    "lance_sql/tables/namespace/manifest_table.py": 466,
+    "lance_sql/tables/namespace/manifest_table.py": 458,
 }
 
 # Module names used in more than one folder (one name per idea): name -> folders.

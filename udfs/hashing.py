@@ -31,7 +31,6 @@ from udfs._kernels_proxy import kernels as _kernels
 from udfs.canonical import Bytes, Words, canonical, is_supported, valid_mask
 from udfs.errors import UnsupportedTypeError
 
-ArrayLike = pa.Array | pa.ChunkedArray
 _INT32 = pa.int32()
 _WORKERS = max(1, min(os.cpu_count() or 1, 8))
 _PARALLEL_MIN_ROWS = 1 << 18

@@ -144,10 +144,6 @@ def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
 # -------------------------------------------------------------------- compiling
 
 
-def _never(_: TableBounds) -> bool:
-    return False
-
-
 def _always(_: TableBounds) -> bool:
     return True
 

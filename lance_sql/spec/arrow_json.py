@@ -307,8 +307,9 @@ def _child_fields(data_type: pa.DataType) -> list[pa.Field]:
     return []
 
 
-def field_id_of(field: pa.Field) -> int | None:
-    raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
+def field_id_of(field: pa.Field, key: str = FIELD_ID_KEY) -> int | None:
+    """The integer stored under metadata ``key`` on ``field`` (a field id), if any."""
+    raw = (field.metadata or {}).get(key.encode())
     if raw is None:
         return None
     try:

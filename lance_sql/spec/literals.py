@@ -66,7 +66,6 @@ from lance_sql.spec.time_ranges import datafusion_type_name
 from udfs.sql_engine import sql_engine
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-_US_PER_DAY = 86_400_000_000
 
 
 _ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")

@@ -24,7 +24,7 @@ those to the namespace's canonical type (:func:`canonical_type`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
@@ -36,25 +36,14 @@ NS_FIELD_ID_KEY = "lance_sql:namespace_field_id"
 LAST_FIELD_ID_KEY = "lance_sql:last_field_id"
 
 
-def marker_of(field: pa.Field) -> int | None:
-    """The namespace field id recorded on a partition-table column, if any."""
-    raw = (field.metadata or {}).get(NS_FIELD_ID_KEY.encode())
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
-
-
 def is_marked(table_schema: pa.Schema) -> bool:
-    return any(marker_of(f) is not None for f in table_schema)
+    return any(field_id_of(f, NS_FIELD_ID_KEY) is not None for f in table_schema)
 
 
 def columns_by_namespace_id(table_schema: pa.Schema) -> dict[int, pa.Field]:
     """Top-level table columns keyed by the namespace field id they hold."""
     if is_marked(table_schema):
-        return {m: f for f in table_schema if (m := marker_of(f)) is not None}
+        return {m: f for f in table_schema if (m := field_id_of(f, NS_FIELD_ID_KEY)) is not None}
     return {fid: f for f in table_schema if (fid := field_id_of(f)) is not None}
 
 
@@ -84,17 +73,7 @@ def _strip_ids(t: pa.DataType) -> pa.DataType:
         md = {k: v for k, v in (f.metadata or {}).items() if k != FIELD_ID_KEY.encode()}
         return pa.field(f.name, _strip_ids(f.type), f.nullable, md or None)
 
-    if pa.types.is_struct(t):
-        return pa.struct([strip(t.field(i)) for i in range(t.num_fields)])
-    if pa.types.is_large_list(t):
-        return pa.large_list(strip(t.value_field))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(strip(t.value_field), t.list_size)
-    if pa.types.is_list(t):
-        return pa.list_(strip(t.value_field))
-    if pa.types.is_map(t):
-        return pa.map_(strip(t.key_field), strip(t.item_field), keys_sorted=t.keys_sorted)
-    return t
+    return _map_children(t, strip)
 
 
 # -- field-id assignment ----------------------------------------------------------------------
@@ -244,6 +223,11 @@ def _replace_views(t: pa.DataType) -> pa.DataType:
         return pa.list_(fld(t.value_field))
     if pa.types.is_large_list_view(t):
         return pa.large_list(fld(t.value_field))
+    return _map_children(t, fld)
+
+
+def _map_children(t: pa.DataType, fld: Callable[[pa.Field], pa.Field]) -> pa.DataType:
+    """``t`` with ``fld`` applied to the child fields of a struct, list or map (else ``t``)."""
     if pa.types.is_struct(t):
         return pa.struct([fld(t.field(i)) for i in range(t.num_fields)])
     if pa.types.is_large_list(t):
@@ -268,7 +252,6 @@ __all__ = [
     "is_marked",
     "last_field_id",
     "marked_field",
-    "marker_of",
     "same_type",
     "shape",
     "table_schema_for",
