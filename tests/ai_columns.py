@@ -110,6 +110,19 @@ def partition_reads(records: Iterable[Any]) -> list[tuple[int, int]]:
     ]
 
 
+_TABLE = re.compile(r"table=([^,]+),")
+
+
+def named_partition_reads(records: Iterable[Any]) -> list[tuple[str, int, int]]:
+    """(table, tables read, tables) of each namespace scan, sorted: the order in which a
+    plan's scans run follows its join order, which join statistics may change."""
+    return sorted(
+        (t.group(1) if (t := _TABLE.search(r.plan.description)) else "", *map(int, m.groups()))
+        for r in records
+        if (m := _READS.search(r.plan.description))
+    )
+
+
 def used_plan_pass(records: Iterable[Any]) -> bool:
     """True when lance-sql's plan passes changed the plan: a scan pruned through the
     transform-term pass, or a storage-partitioned join replaced a join."""
@@ -124,8 +137,8 @@ def used_plan_pass(records: Iterable[Any]) -> bool:
 
 
 def assert_reads_like_scalar(
-    ai_reads: list[tuple[int, int]],
-    scalar_reads: list[tuple[int, int]],
+    ai_reads: list[tuple[Any, ...]],
+    scalar_reads: list[tuple[Any, ...]],
     *,
     vector_read: bool,
     plan_pass: bool,
@@ -143,7 +156,8 @@ def assert_reads_like_scalar(
     if vector_read and plan_pass:
         if len(ai_reads) == len(scalar_reads):
             assert all(
-                a[0] >= s[0] and a[1] == s[1] for a, s in zip(ai_reads, scalar_reads, strict=True)
+                a[:-2] == s[:-2] and a[-2] >= s[-2] and a[-1] == s[-1]
+                for a, s in zip(ai_reads, scalar_reads, strict=True)
             ), what
         return ai_reads != scalar_reads
     assert ai_reads == scalar_reads, f"AI columns changed the tables read: {what}"
@@ -161,6 +175,7 @@ __all__ = [
     "ai_schema",
     "assert_reads_like_scalar",
     "blob_field",
+    "named_partition_reads",
     "partition_reads",
     "tenant_rows",
     "used_plan_pass",

@@ -29,7 +29,7 @@ from typing import Any
 import datafusion
 import duckdb
 import pyarrow as pa
-from ai_columns import assert_reads_like_scalar, partition_reads, used_plan_pass
+from ai_columns import assert_reads_like_scalar, named_partition_reads, used_plan_pass
 from diff_data import DATASETS, NAMESPACES, SCALAR_TWINS
 
 import lance_sql
@@ -194,8 +194,8 @@ def run_lance_twin_checked(
     with capture_scans() as scalar:
         run(c.twin_ctx(spj))
     assert_reads_like_scalar(
-        partition_reads(records),
-        partition_reads(scalar),
+        named_partition_reads(records),
+        named_partition_reads(scalar),
         vector_read=vector_read,
         plan_pass=used_plan_pass(scalar),
         what=label,

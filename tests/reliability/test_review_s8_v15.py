@@ -470,16 +470,32 @@ SQL21246 = (
 )
 
 
-@pytest.mark.xfail(
+_X21246 = pytest.mark.xfail(
     strict=True,
     reason="DataFusion 55 (apache/datafusion#21246, fixed upstream by #25259): the FilterExec kept "
     "over b (b.v + b.k > 0 is not pushed into the scan) also gets a.p = 1, resolved by name on "
-    "b.p; two different namespaces, SPJ off or not applicable; DuckDB gives 2 rows",
+    "b.p; two different tables, SPJ off or not applicable; DuckDB gives 2 rows",
 )
-@pytest.mark.parametrize("source", ["namespace, spj off", "namespace, identity spec", "lance"])
-def test_datafusion_21246_two_tables_sharing_column_names(tmp_path: Path, source: str) -> None:
+
+
+# Namespaces: join statistics swap the RIGHT JOIN's inputs into the LEFT JOIN it equals,
+# which DataFusion 55 plans right; without them, and over these Lance datasets (whose
+# plan keeps its shape), DataFusion's bug shows.
+@pytest.mark.parametrize(
+    "source, join_stats",
+    [
+        ("namespace, spj off", True),
+        ("namespace, identity spec", True),
+        pytest.param("namespace, spj off", False, marks=_X21246),
+        pytest.param("lance", True, marks=_X21246),
+    ],
+)
+def test_datafusion_21246_two_tables_sharing_column_names(
+    tmp_path: Path, source: str, join_stats: bool
+) -> None:
     data = {"l": L21246, "r": R21246}
     ctx = lance_sql.SessionContext(spj=source != "namespace, spj off")
+    ctx.join_stats_enabled = join_stats
     for name, table in data.items():
         if source == "lance":
             uri = str(tmp_path / f"{name}.lance")
