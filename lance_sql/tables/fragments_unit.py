@@ -2,7 +2,7 @@
 
 :class:`LanceFragmentsUnit` streams from pylance's scanner (which decodes in
 parallel and applies the filter inside Lance, see
-:func:`~lance_sql.tables.scan.lance_scanner`) and falls back to filtering in
+:func:`~lance_sql.tables.lance_scanner.lance_scanner`) and falls back to filtering in
 pyarrow when pylance refuses a filter it cannot translate (pylance 14 refuses
 filters on unsigned-integer and large_string columns, nanosecond timestamp
 literals and expressions needing implicit casts). Filters have SQL semantics
@@ -27,16 +27,15 @@ from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import open_pinned
 from lance_sql.tables.file_read import DataFileRead, direct_files, read_direct
 from lance_sql.tables.float_filters import FloatRewriteError
+from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner
 from lance_sql.tables.materialization import late_materialization
 from lance_sql.tables.scan import (
-    FILTER_REFUSED,
     ScanMetrics,
     ScanUnit,
     balanced_groups,
     conform,
     empty_batches,
     filter_table,
-    lance_scanner,
     matches_nothing,
     normalize_filter,
     projected_schema,

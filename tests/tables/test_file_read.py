@@ -56,9 +56,7 @@ def _unit(ds: lance.LanceDataset) -> LanceFragmentsUnit:
 
 
 def _read(unit: LanceFragmentsUnit, columns: list[str] | None) -> pa.Table:
-    return pa.Table.from_batches(
-        list(unit.to_batches(columns, None, 3)), schema=unit.schema if columns is None else None
-    ) if columns is None else pa.Table.from_batches(list(unit.to_batches(columns, None, 3)))  # fmt: skip
+    return pa.Table.from_batches(list(unit.to_batches(columns, None, 3)))
 
 
 def _same(ours: pa.Table, theirs: pa.Table) -> None:
@@ -162,9 +160,9 @@ def test_namespace_full_scan_equals_each_table_read_by_pylance(tmp_path) -> None
     }
     ns = PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
     n = 300
-    ns.append(pa.table({"p": pa.array([i % 30 for i in range(n)], pa.int32()),
-                        "id": pa.array(range(n), pa.int64()),
-                        "x": [None if i % 11 == 0 else i / 3 for i in range(n)]}, schema=schema))  # fmt: skip
+    ps = pa.array([i % 30 for i in range(n)], pa.int32())
+    xs = [None if i % 11 == 0 else i / 3 for i in range(n)]
+    ns.append(pa.table({"p": ps, "id": pa.array(range(n), pa.int64()), "x": xs}, schema=schema))
     ns.delete("id % 4 = 1")
     ctx = lance_sql.SessionContext()
     ctx.register_namespace("t", str(tmp_path / "ns"))
