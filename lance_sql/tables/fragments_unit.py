@@ -129,6 +129,10 @@ class LanceFragmentsUnit(ScanUnit):
             return None  # the option is the dataset's default (see _scan_dataset)
         return late_materialization(ds, fragments, columns, filter)
 
+    def starts_ahead(self, filter: pc.Expression | None) -> bool:
+        """A read from the data files (no scanner) is over sooner than a thread hop."""
+        return filter is not None or bool(self.scan_options) or not isinstance(self._direct, list)
+
     def _fragments(self) -> list[Any]:
         ds = self.dataset
         return [ds.get_fragment(i) for i in self.fragment_ids]

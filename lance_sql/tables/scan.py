@@ -139,6 +139,11 @@ class ScanUnit(ABC):
         """Live rows before filtering when known from metadata, else None."""
         return None
 
+    def starts_ahead(self, filter: pc.Expression | None) -> bool:
+        """Whether starting a read with ``filter`` ahead on another thread pays off
+        (:class:`~.chain.ChainedUnit`): True unless the read holds the GIL throughout."""
+        return True
+
 
 _NOTHING = pc.scalar(False)
 _EVERYTHING = pc.scalar(True)

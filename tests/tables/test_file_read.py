@@ -184,3 +184,14 @@ def test_bitmap_deletion_files_are_applied(tmp_path) -> None:
     ds = lance.dataset(tmp_path / "t")
     assert ds.get_fragment(0).metadata.deletion_file.file_type == "bitmap"
     _check(ds, direct=True)
+
+
+def test_units_read_directly_are_not_started_ahead(tmp_path) -> None:
+    """A chain starts a unit's scan ahead on its pool only when the unit uses a scanner."""
+    import pyarrow.compute as pc
+
+    unit = _unit(lance.write_dataset(_table(10, 10), tmp_path / "t"))
+    assert unit.starts_ahead(None)  # not known yet: the first read decides
+    _read(unit, ["id"])
+    assert not unit.starts_ahead(None)
+    assert unit.starts_ahead(pc.field("x") > 0)  # filtered reads use the scanner
