@@ -9,8 +9,9 @@ literals and expressions needing implicit casts). Filters have SQL semantics
 on both paths (:func:`~lance_sql.tables.scan.with_sql_semantics`). Batches are
 pulled lazily, so an engine that stops reading (``LIMIT``) stops the scan;
 ``columns=[]`` without a filter (``count(*)``) reads no data: row counts come
-from fragment metadata. :func:`split_fragments` splits a dataset into such
-units balanced by live rows.
+from fragment metadata. A small table read without a filter skips the scanner:
+its data files are decoded with pylance's file reader (:mod:`.file_read`).
+:func:`split_fragments` splits a dataset into such units balanced by live rows.
 """
 
 from __future__ import annotations

@@ -195,3 +195,9 @@ def test_units_read_directly_are_not_started_ahead(tmp_path) -> None:
     _read(unit, ["id"])
     assert not unit.starts_ahead(None)
     assert unit.starts_ahead(pc.field("x") > 0)  # filtered reads use the scanner
+
+
+def test_paths_the_file_reader_spells_differently_still_read_right(tmp_path) -> None:
+    """Lance percent-encodes such paths for its file reader: the scanner reads them."""
+    ds = lance.write_dataset(_table(12, 11), tmp_path / "a b%c" / "tä ble")
+    _check(ds, direct=False)
