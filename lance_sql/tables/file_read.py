@@ -54,10 +54,10 @@ def _file_session() -> Any:
 
 @dataclass(frozen=True)
 class DataFileRead:
-    """One fragment's only data file and its deletion file (None: no row deleted)."""
+    """One fragment's only data file, and which of its rows are live (None: all)."""
 
     path: str
-    live: pa.Array | None  # per physical row: not deleted (None: no row deleted)
+    live: pa.Array | None
 
 
 def _leaf_ids(fields: Sequence[Any]) -> Iterator[int]:
@@ -71,8 +71,10 @@ def _leaf_ids(fields: Sequence[Any]) -> Iterator[int]:
 
 def _local_root(uri: str) -> str | None:
     if uri.startswith("file://"):
-        return uri[len("file://") :]
-    return None if "://" in uri or uri.startswith("memory:") else uri
+        uri = uri[len("file://") :]
+    elif "://" in uri or uri.startswith("memory:"):
+        return None
+    return os.path.abspath(uri)
 
 
 def direct_files(
@@ -84,8 +86,6 @@ def direct_files(
     (no blob column shown as descriptions, no stand-in type).
     """
     root = _local_root(dataset.uri)
-    if root is not None:
-        root = os.path.abspath(root)
     if root is None or not fragment_ids or not _same_columns(schema, dataset.schema):
         return None
     leaves = set(_leaf_ids(dataset.lance_schema.fields()))
