@@ -111,8 +111,9 @@ def _leaves(unit: Any) -> list[Any]:
 
 def pylance(record: Any) -> tuple[int, int]:
     """pylance alone over the same fragments, columns, filter and materialization."""
+    from lance_sql.tables.lance_scanner import lance_scanner
     from lance_sql.tables.materialization import late_materialization
-    from lance_sql.tables.scan import lance_scanner, normalize_filter
+    from lance_sql.tables.scan import normalize_filter
 
     filt = normalize_filter(record.filter)
     plan = record.dataset.plan(filt)

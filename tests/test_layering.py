@@ -59,7 +59,6 @@ ALLOWED_LONG: dict[str, int] = {
     "lance_sql/engines/datafusion/spj_provider.py": 522,
     "lance_sql/tables/namespace/bounds.py": 509,
     "lance_sql/tables/namespace/reader.py": 479,
-    "lance_sql/tables/scan.py": 475,
     "lance_sql/tables/namespace/manifest_table.py": 458,
 }
 

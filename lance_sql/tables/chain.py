@@ -7,7 +7,8 @@ strictly one after the other would leave the cores idle while each table's
 pylance scan is opened and planned (about 0.5-1 ms per table, mostly in Rust
 with the GIL released), so :class:`ChainedUnit` starts the next
 :data:`PREFETCH_UNITS` tables' scans on a thread pool while the current one
-is read (:func:`prefetched`).
+is read (:func:`prefetched`); not when every unit reads without a scanner
+(:meth:`~.scan.ScanUnit.starts_ahead`: the thread hop would cost more).
 
 ``SELECT count(*)`` with no filter (``columns=[]``, no filter) reads no data
 at all: the chain's row count comes from metadata (live rows: physical rows
@@ -121,8 +122,10 @@ class ChainedUnit(ScanUnit):
     ) -> Iterator[pa.RecordBatch]:
         if columns is not None and not columns and normalize_filter(filter) is None:
             return self._counted(batch_size)
+        filter = normalize_filter(filter)
         batches = (u.to_batches(columns, filter, batch_size) for u in self.units)
-        return prefetched(batches, PREFETCH_UNITS)
+        ahead = PREFETCH_UNITS if any(u.starts_ahead(filter) for u in self.units) else 0
+        return prefetched(batches, ahead)
 
     def _counted(self, batch_size: int | None) -> Iterator[pa.RecordBatch]:
         """``count(*)`` without a filter: live rows from metadata, no page read."""

@@ -2,15 +2,16 @@
 
 :class:`LanceFragmentsUnit` streams from pylance's scanner (which decodes in
 parallel and applies the filter inside Lance, see
-:func:`~lance_sql.tables.scan.lance_scanner`) and falls back to filtering in
+:func:`~lance_sql.tables.lance_scanner.lance_scanner`) and falls back to filtering in
 pyarrow when pylance refuses a filter it cannot translate (pylance 14 refuses
 filters on unsigned-integer and large_string columns, nanosecond timestamp
 literals and expressions needing implicit casts). Filters have SQL semantics
 on both paths (:func:`~lance_sql.tables.scan.with_sql_semantics`). Batches are
 pulled lazily, so an engine that stops reading (``LIMIT``) stops the scan;
 ``columns=[]`` without a filter (``count(*)``) reads no data: row counts come
-from fragment metadata. :func:`split_fragments` splits a dataset into such
-units balanced by live rows.
+from fragment metadata. A small table read without a filter skips the scanner:
+its data files are decoded with pylance's file reader (:mod:`.file_read`).
+:func:`split_fragments` splits a dataset into such units balanced by live rows.
 """
 
 from __future__ import annotations
@@ -25,17 +26,17 @@ import pyarrow.compute as pc
 
 from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import open_pinned
+from lance_sql.tables.file_read import DataFileRead, direct_files, read_direct
 from lance_sql.tables.float_filters import FloatRewriteError
+from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner
 from lance_sql.tables.materialization import late_materialization
 from lance_sql.tables.scan import (
-    FILTER_REFUSED,
     ScanMetrics,
     ScanUnit,
     balanced_groups,
     conform,
     empty_batches,
     filter_table,
-    lance_scanner,
     matches_nothing,
     normalize_filter,
     projected_schema,
@@ -46,6 +47,8 @@ from lance_sql.tables.scan import (
 
 if TYPE_CHECKING:
     import lance
+
+_UNKNOWN = object()
 
 #: Rows per batch of :meth:`ScanUnit.read_table`: the rows are held in memory anyway,
 #: and every batch is a step for the engine that scans them (pylance's default: 8192).
@@ -81,11 +84,15 @@ class LanceFragmentsUnit(ScanUnit):
         self.metrics = metrics if metrics is not None else ScanMetrics()
         self._estimated_rows = estimated_rows
         self._lock = threading.Lock()
+        #: data files read without a scanner (:mod:`.file_read`); None: scan; unset: not known
+        self._direct: list[DataFileRead] | object | None = _UNKNOWN
+        self._direct_checked = False
 
     # -- pickling: never ship the open dataset -------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_dataset"] = None
+        state["_direct"], state["_direct_checked"] = _UNKNOWN, False
         del state["_lock"]
         return state
 
@@ -122,6 +129,10 @@ class LanceFragmentsUnit(ScanUnit):
         if self.scan_options and "late_materialization" in self.scan_options:
             return None  # the option is the dataset's default (see _scan_dataset)
         return late_materialization(ds, fragments, columns, filter)
+
+    def starts_ahead(self, filter: pc.Expression | None) -> bool:
+        """A read from the data files (no scanner) is over sooner than a thread hop."""
+        return filter is not None or bool(self.scan_options) or not isinstance(self._direct, list)
 
     def _fragments(self) -> list[Any]:
         ds = self.dataset
@@ -196,6 +207,16 @@ class LanceFragmentsUnit(ScanUnit):
             self.metrics.started()
             yield from empty_batches(self.count_rows(), batch_size)
             return
+        if filter is None and not self.scan_options:
+            tables = self._read_direct(columns)
+            if tables is not None:
+                self.metrics.started()
+                for table in tables:
+                    self.metrics.add(table.num_rows)
+                    for batch in table.to_batches(max_chunksize=batch_size):
+                        if batch.num_rows:
+                            yield conform(batch, out_schema)
+                return
         ds = self.dataset
         fragments = self._fragments()
         batch_size = storage_batch_size(batch_size)
@@ -227,6 +248,32 @@ class LanceFragmentsUnit(ScanUnit):
                     yield pa.table({"_": pa.nulls(batch.num_rows)}).select([]).to_batches()[0]
                 elif batch.num_rows:
                     yield batch if exact else conform(batch, out_schema)
+
+    def _read_direct(self, columns: list[str]) -> list[pa.Table] | None:
+        """This unit's live rows read from its data files without a scanner, or None.
+
+        The first read takes every column, so that the files' schema is checked
+        (:func:`~.file_read.read_direct`); a unit found unfit is scanned from then on.
+        """
+        files = self._direct
+        if files is _UNKNOWN:
+            try:
+                files = direct_files(self.dataset, self.fragment_ids, self._schema)
+            except Exception:  # any doubt: pylance's scanner reads it (and reports errors)
+                files = None
+        if files is None:
+            self._direct = None
+            return None
+        checked = self._direct_checked
+        try:
+            tables = read_direct(files, self._schema, columns if checked else None)  # type: ignore[arg-type]
+        except Exception:
+            tables = None
+        self._direct = files if tables is not None else None
+        if tables is None or checked:
+            return tables
+        self._direct_checked = True
+        return [t.select(columns) for t in tables]
 
     def _fallback(
         self,

@@ -12,8 +12,8 @@ This module holds what every unit shares: the :class:`ScanUnit` protocol,
 evaluated in pyarrow (``is_in`` of a NULL is NULL, see
 :func:`with_sql_null_semantics`; floats compare as DataFusion compares them,
 -0.0 = 0.0, NaN = NaN and NaN above every number, see :mod:`.float_filters`),
-and :func:`lance_scanner`, the pylance scanner with a filter pushed into
-Lance. The units themselves: :mod:`.fragments_unit` (fragments of one Lance
+and :func:`substrait_filter` (a filter as pylance's scanner takes it, see
+:mod:`.lance_scanner`). The units themselves: :mod:`.fragments_unit` (fragments of one Lance
 dataset), :mod:`.chain` (several units as one engine partition),
 ``namespace/reader.py`` (a partition table with the namespace schema).
 """
@@ -25,19 +25,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-
-if TYPE_CHECKING:
-    import lance
-
-#: Errors pylance raises when it cannot translate a pyarrow filter expression.
-FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
+from lance_sql.tables.float_filters import with_sql_float_semantics
 
 
 def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
@@ -144,6 +138,11 @@ class ScanUnit(ABC):
     def estimated_rows(self) -> int | None:
         """Live rows before filtering when known from metadata, else None."""
         return None
+
+    def starts_ahead(self, filter: pc.Expression | None) -> bool:
+        """Whether starting a read with ``filter`` ahead on another thread pays off
+        (:class:`~.chain.ChainedUnit`): True unless the read holds the GIL throughout."""
+        return True
 
 
 _NOTHING = pc.scalar(False)
@@ -264,7 +263,7 @@ def _needs_placeholder(t: pa.DataType) -> bool:
     return False
 
 
-def _substrait_filter(filter: pc.Expression, schema: pa.Schema) -> bytes:
+def substrait_filter(filter: pc.Expression, schema: pa.Schema) -> bytes:
     """``filter`` as Substrait against ``schema`` with unrelated awkward columns stubbed.
 
     Positions are kept (Lance resolves references by position). A filter that
@@ -279,104 +278,6 @@ def _substrait_filter(filter: pc.Expression, schema: pa.Schema) -> bytes:
         ]
     )
     return bytes(serialize_expressions([filter], ["my_filter"], stubbed))
-
-
-class _PreparedFilters:
-    """Serialized filters by (filter object, dataset schema): one scan node, many scans.
-
-    Every unit of a scan node gets the same filter object, and partition
-    tables mostly share one schema, so a namespace scan of N tables
-    serializes its filter (and applies the float rewrite) once, not N times:
-    both cost more than 0.1 ms of Python per scan. Keys hold the filter object
-    itself, so an ``id`` is never reused while its entry lives.
-    """
-
-    def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._items: dict[int, list[tuple[pc.Expression, pa.Schema, bytes]]] = {}
-        self._lock = threading.Lock()
-
-    def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
-        with self._lock:
-            for f, sch, payload in self._items.get(id(filter), ()):
-                if f is filter and sch.equals(schema):
-                    return payload
-        payload = _substrait_filter(_float_semantics(filter, schema), schema)
-        with self._lock:
-            if len(self._items) >= self._capacity:
-                self._items.clear()
-            self._items.setdefault(id(filter), []).append((filter, schema, payload))
-        return payload
-
-
-def _float_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
-    """Lance compares two float columns in total order (-0.0 < 0.0): DataFusion's semantics.
-
-    A filter with positional field references (translated by field id in
-    tables/namespace/reader.py, which applies the rewrite before it
-    translates) cannot be read back: it is pushed as it is.
-    """
-    try:
-        return with_sql_float_semantics(filter, schema, columns_only=True)
-    except FloatRewriteError:
-        return filter
-
-
-_PREPARED = _PreparedFilters()
-
-
-def lance_scanner(
-    dataset: lance.LanceDataset,
-    *,
-    columns: list[str] | None,
-    filter: pc.Expression | None,
-    fragments: list[Any] | None = None,
-    batch_size: int | None = None,
-    with_row_id: bool = False,
-    late_materialization: bool | None = None,
-) -> Any:
-    """A pylance scanner with ``filter`` pushed into Lance.
-
-    ``late_materialization``: pylance's option (None: Lance's default; see
-    :mod:`lance_sql.tables.materialization` for how scans choose it).
-
-    The filter is serialized here (see :func:`_substrait_filter`: what
-    pylance's own ``scanner(filter=...)`` does, with more column types stubbed
-    so that an unrelated awkward column cannot make Lance refuse every
-    filter), once per filter object and schema (:class:`_PreparedFilters`),
-    and handed to pylance's scanner builder. Raises one of
-    :data:`FILTER_REFUSED` when Lance cannot take the filter.
-    """
-    schema = dataset.schema
-    payload = None if filter is None else _PREPARED.payload(filter, schema)
-    try:
-        from lance.dataset import ScannerBuilder
-
-        builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
-        if columns is not None:
-            builder.columns(columns)
-        if fragments is not None:
-            builder.with_fragments(fragments)
-        if batch_size is not None:
-            builder.batch_size(batch_size)
-        builder.with_row_id(with_row_id)
-        builder.scan_in_order(False)
-        if late_materialization is not None:
-            builder.late_materialization(late_materialization)
-        builder._substrait_filter = payload
-    except (ImportError, AttributeError):  # pylance internals moved: the public path
-        if filter is not None:
-            filter = _float_semantics(filter, schema)
-        return dataset.scanner(
-            columns=columns,
-            filter=filter,
-            fragments=fragments,
-            batch_size=batch_size,
-            with_row_id=with_row_id,
-            scan_in_order=False,
-            late_materialization=late_materialization,
-        )
-    return builder.to_scanner()
 
 
 #: ``SetLookupOptions.NullMatchingBehavior.EMIT_NULL`` in Arrow C++ (MATCH=0, SKIP=1).
@@ -458,18 +359,17 @@ def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]
 
 
 __all__ = [
-    "FILTER_REFUSED",
     "STORAGE_BATCH_ROWS",
     "ScanMetrics",
     "ScanUnit",
     "balanced_groups",
     "conform",
     "empty_batches",
-    "lance_scanner",
     "matches_nothing",
     "normalize_filter",
     "projected_schema",
     "storage_batch_size",
+    "substrait_filter",
     "with_sql_null_semantics",
     "with_sql_semantics",
 ]

@@ -21,15 +21,10 @@ import pyarrow.compute as pc
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capturing
 from lance_sql.errors import FormatError
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit
+from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner
 from lance_sql.tables.lance_table import LanceTable, Snapshot
 from lance_sql.tables.pylance_errors import pylance_errors
-from lance_sql.tables.scan import (
-    FILTER_REFUSED,
-    ScanMetrics,
-    ScanUnit,
-    lance_scanner,
-    matches_nothing,
-)
+from lance_sql.tables.scan import ScanMetrics, ScanUnit, matches_nothing
 
 #: Filters whose pushability is remembered per table (a service may see many distinct ones).
 _MAX_CACHED_FILTERS = 256

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from lance_sql.errors import LanceSqlError
+from lance_sql.tables.dataset_cache import open_all
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
-    open_many_for_read,
+    open_for_read,
     partition_units,
 )
 from lance_sql.tables.scan import ScanUnit
@@ -35,7 +36,7 @@ class _UnitCache:
     same pins. Kept per namespace view; a new ``__manifest`` version carries
     over the units of tables it pins at the same version (a table read at
     latest or at a tag is planned again). Missing tables are opened
-    concurrently (:func:`~lance_sql.tables.namespace.reader.open_many_for_read`).
+    concurrently (:func:`~lance_sql.tables.dataset_cache.open_all`).
     """
 
     def __init__(self) -> None:
@@ -69,7 +70,8 @@ class _UnitCache:
             entries = ns.tables()
         missing = [e for e in entries if _pin(e) not in by_pin]
         if missing:
-            opened = open_many_for_read(missing, storage_options=table.storage_options)
+            opts = table.storage_options
+            opened = open_all(missing, lambda e: open_for_read(e, storage_options=opts))
             fresh = {
                 _pin(e): partition_units(
                     e,

@@ -30,7 +30,6 @@ from lance_sql.spec.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.blob_columns import plain_read_schema
 from lance_sql.tables.dataset_cache import (
     PinnedCache,
-    open_all,
     options_key,
     read_session,
     version_token,
@@ -223,13 +222,6 @@ def pylance_field_ids(ds: Any) -> pa.Schema:
     )
 
 
-def open_many_for_read(
-    entries: Sequence[PartitionTable], *, storage_options: Mapping[str, str] | None = None
-) -> list[tuple[Any, pa.Schema]]:
-    """:func:`open_for_read` of every entry, opened concurrently (in ``entries`` order)."""
-    return open_all(entries, lambda e: open_for_read(e, storage_options=storage_options))
-
-
 def table_field_ids(
     entry: PartitionTable, version: int, *, storage_options: Mapping[str, str] | None = None
 ) -> pa.Schema:
@@ -333,6 +325,9 @@ class PartitionTableUnit(ScanUnit):
 
     def __repr__(self) -> str:
         return f"PartitionTableUnit({self.describe()})"
+
+    def starts_ahead(self, filter: pc.Expression | None) -> bool:
+        return self._inner.starts_ahead(filter)
 
     def count_rows(self, filter: pc.Expression | None = None) -> int:
         if filter is None:
@@ -470,7 +465,6 @@ __all__ = [
     "PartitionTableUnit",
     "map_columns",
     "open_for_read",
-    "open_many_for_read",
     "open_partition_table",
     "partition_units",
     "pylance_field_ids",

@@ -16,8 +16,8 @@ import pytest
 
 import lance_sql
 from lance_sql.errors import CommitConflictError, LanceSqlError
+from lance_sql.tables.lance_scanner import lance_scanner
 from lance_sql.tables.namespace.indexes import INDEXES_KEY, NamespaceIndexError
-from lance_sql.tables.scan import lance_scanner
 
 SCHEMA = pa.schema(
     [

@@ -1,0 +1,164 @@
+"""Small Lance tables read from their data files, without a pylance scanner.
+
+A pylance scanner costs about 0.4 ms to build and start whatever it reads; a
+namespace of many tiny partition tables pays that once per table. For a table
+of at most :data:`DIRECT_MAX_ROWS` rows and :data:`DIRECT_MAX_BYTES` bytes read
+without a filter, :func:`direct_files` finds the data files of the pinned
+version from pylance's fragment metadata, and :func:`read_direct` decodes each
+with pylance's file reader (``lance.file.LanceFileReader``, about half the
+cost) and drops the rows of the fragment's deletion file
+(:mod:`lance_sql.format.deletions`).
+
+Only fragments the file reader reads exactly as the dataset would are taken:
+one local data file of format 2.x holding every column (no column added, no
+data in another base, no overlay), every field id of the dataset in the file,
+and the file's own schema equal to the dataset's (names and types: a renamed,
+dropped or re-added column differs). Anything else returns None, and the
+caller scans with pylance.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+#: Largest table (physical rows over the unit's fragments) read from its data files directly.
+DIRECT_MAX_ROWS = 8192
+
+#: Largest table (data file bytes) read directly: a file is decoded whole when first read.
+DIRECT_MAX_BYTES = 4 * 1024 * 1024
+
+_DELETION_TYPES = {"array": "arrow", "bitmap": "bitmap"}
+
+_session: Any = None
+_session_lock = threading.Lock()
+
+
+def _file_session() -> Any:
+    """One ``lance.file.LanceFileSession`` at the filesystem root: one object store for
+    every local data file (a reader opened alone builds its own each time)."""
+    global _session
+    with _session_lock:
+        if _session is None:
+            from lance.file import LanceFileSession
+
+            _session = LanceFileSession("/")
+        return _session
+
+
+@dataclass(frozen=True)
+class DataFileRead:
+    """One fragment's only data file, and which of its rows are live (None: all)."""
+
+    path: str
+    live: pa.Array | None
+
+
+def _leaf_ids(fields: Sequence[Any]) -> Iterator[int]:
+    for f in fields:
+        children = f.children()
+        if children:
+            yield from _leaf_ids(children)
+        else:
+            yield f.id()
+
+
+def _local_root(uri: str) -> str | None:
+    if uri.startswith("file://"):
+        uri = uri[len("file://") :]
+    elif "://" in uri or uri.startswith("memory:"):
+        return None
+    return os.path.abspath(uri)
+
+
+def direct_files(
+    dataset: Any, fragment_ids: Sequence[int], schema: pa.Schema
+) -> list[DataFileRead] | None:
+    """The data files to read ``fragment_ids`` of ``dataset`` from, or None (use a scanner).
+
+    ``schema``: what the unit presents; it must be the dataset's own schema
+    (no blob column shown as descriptions, no stand-in type).
+    """
+    root = _local_root(dataset.uri)
+    if root is None or not fragment_ids or not _same_columns(schema, dataset.schema):
+        return None
+    leaves = set(_leaf_ids(dataset.lance_schema.fields()))
+    out: list[DataFileRead] = []
+    rows = size = 0
+    for fid in fragment_ids:
+        meta = dataset.get_fragment(fid).metadata
+        files = meta.files
+        if len(files) != 1 or getattr(meta, "overlays", None):
+            return None
+        data = files[0]
+        rows += meta.physical_rows
+        size += data.file_size_bytes or 0
+        if (
+            data.base_id is not None
+            or data.file_major_version < 2
+            or not leaves <= set(data.fields)
+            or rows > DIRECT_MAX_ROWS
+            or size > DIRECT_MAX_BYTES
+        ):
+            return None
+        out.append(DataFileRead(f"{root}/data/{data.path}", _live(root, meta)))
+    return out
+
+
+def _live(root: str, meta: Any) -> pa.Array | None:
+    """Which physical rows of the fragment its deletion file keeps (None: all)."""
+    from lance_sql.format.deletions import deletion_file_name, read_deletion_file
+    from lance_sql.format.storage import resolve
+
+    d = meta.deletion_file
+    if d is None:
+        return None
+    if d.base_id is not None or d.file_type not in _DELETION_TYPES:
+        raise ValueError(f"deletion file {d} outside the table")  # the caller scans instead
+    kind = _DELETION_TYPES[d.file_type]
+    name = deletion_file_name(meta.id, d.read_version, d.id, kind)
+    offsets = read_deletion_file(resolve(f"{root}/_deletions/{name}"), kind)
+    keep = np.ones(meta.physical_rows, dtype=bool)
+    if offsets.size and int(offsets[-1]) >= meta.physical_rows:
+        raise ValueError(f"deletion file {name} names rows past the fragment")
+    keep[offsets] = False
+    return pa.array(keep)
+
+
+def _same_columns(a: pa.Schema, b: pa.Schema) -> bool:
+    return a.names == b.names and all(x.type.equals(y.type) for x, y in zip(a, b, strict=True))
+
+
+def read_direct(
+    files: Sequence[DataFileRead],
+    schema: pa.Schema,
+    columns: list[str] | None,
+) -> list[pa.Table] | None:
+    """The live rows of ``files`` (one table per fragment), projected to ``columns``.
+
+    ``columns=None`` reads every column and checks the file's schema against
+    ``schema``: None when it differs (read with a scanner; see module doc).
+    The caller checks once per table with ``columns=None`` before projecting.
+    """
+    session = _file_session()
+    out = []
+    for f in files:
+        reader = session.open_reader(f.path.lstrip("/"), columns=columns)
+        table = reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
+        if columns is None and not _same_columns(table.schema, schema):
+            return None
+        if f.live is not None:
+            if len(f.live) != table.num_rows:
+                return None
+            table = table.filter(f.live)
+        out.append(table)
+    return out
+
+
+__all__ = ["DIRECT_MAX_BYTES", "DIRECT_MAX_ROWS", "DataFileRead", "direct_files", "read_direct"]

@@ -1,0 +1,125 @@
+"""The pylance scanner with a filter pushed into Lance, serialized once per filter.
+
+:func:`lance_scanner` builds pylance's scanner from its ``ScannerBuilder`` with
+the filter already serialized to Substrait (:func:`~.scan.substrait_filter`:
+what pylance's ``scanner(filter=...)`` does, with more column types stubbed) and
+Lance's float comparisons made DataFusion's (:mod:`.float_filters`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
+from lance_sql.tables.scan import substrait_filter
+
+if TYPE_CHECKING:
+    import lance
+
+#: Errors pylance raises when it cannot translate a pyarrow filter expression.
+FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
+
+
+class _PreparedFilters:
+    """Serialized filters by (filter object, dataset schema): one scan node, many scans.
+
+    Every unit of a scan node gets the same filter object, and partition
+    tables mostly share one schema, so a namespace scan of N tables
+    serializes its filter (and applies the float rewrite) once, not N times:
+    both cost more than 0.1 ms of Python per scan. Keys hold the filter object
+    itself, so an ``id`` is never reused while its entry lives.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._items: dict[int, list[tuple[pc.Expression, pa.Schema, bytes]]] = {}
+        self._lock = threading.Lock()
+
+    def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
+        with self._lock:
+            for f, sch, payload in self._items.get(id(filter), ()):
+                if f is filter and sch.equals(schema):
+                    return payload
+        payload = substrait_filter(_float_semantics(filter, schema), schema)
+        with self._lock:
+            if len(self._items) >= self._capacity:
+                self._items.clear()
+            self._items.setdefault(id(filter), []).append((filter, schema, payload))
+        return payload
+
+
+def _float_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
+    """Lance compares two float columns in total order (-0.0 < 0.0): DataFusion's semantics.
+
+    A filter with positional field references (translated by field id in
+    tables/namespace/reader.py, which applies the rewrite before it
+    translates) cannot be read back: it is pushed as it is.
+    """
+    try:
+        return with_sql_float_semantics(filter, schema, columns_only=True)
+    except FloatRewriteError:
+        return filter
+
+
+_PREPARED = _PreparedFilters()
+
+
+def lance_scanner(
+    dataset: lance.LanceDataset,
+    *,
+    columns: list[str] | None,
+    filter: pc.Expression | None,
+    fragments: list[Any] | None = None,
+    batch_size: int | None = None,
+    with_row_id: bool = False,
+    late_materialization: bool | None = None,
+) -> Any:
+    """A pylance scanner with ``filter`` pushed into Lance.
+
+    ``late_materialization``: pylance's option (None: Lance's default; see
+    :mod:`lance_sql.tables.materialization` for how scans choose it).
+
+    The filter is serialized here (see :func:`_substrait_filter`: what
+    pylance's own ``scanner(filter=...)`` does, with more column types stubbed
+    so that an unrelated awkward column cannot make Lance refuse every
+    filter), once per filter object and schema (:class:`_PreparedFilters`),
+    and handed to pylance's scanner builder. Raises one of
+    :data:`FILTER_REFUSED` when Lance cannot take the filter.
+    """
+    # ``dataset.schema`` is converted from Lance's on every access: only when needed
+    payload = None if filter is None else _PREPARED.payload(filter, dataset.schema)
+    try:
+        from lance.dataset import ScannerBuilder
+
+        builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
+        if columns is not None:
+            builder.columns(columns)
+        if fragments is not None:
+            builder.with_fragments(fragments)
+        if batch_size is not None:
+            builder.batch_size(batch_size)
+        builder.with_row_id(with_row_id)
+        builder.scan_in_order(False)
+        if late_materialization is not None:
+            builder.late_materialization(late_materialization)
+        builder._substrait_filter = payload
+    except (ImportError, AttributeError):  # pylance internals moved: the public path
+        if filter is not None:
+            filter = _float_semantics(filter, dataset.schema)
+        return dataset.scanner(
+            columns=columns,
+            filter=filter,
+            fragments=fragments,
+            batch_size=batch_size,
+            with_row_id=with_row_id,
+            scan_in_order=False,
+            late_materialization=late_materialization,
+        )
+    return builder.to_scanner()
+
+
+__all__ = ["FILTER_REFUSED", "lance_scanner"]
