@@ -153,15 +153,10 @@ class BucketTransform(FieldTransform):
     def _refines(self, other: FieldTransform) -> bool:
         return isinstance(other, BucketTransform) and self.num_buckets % other.num_buckets == 0
 
-    def _project_source(self, leaf: Leaf) -> Predicate:
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if len(self.sources) != 1:
-            return TRUE
-        return super()._project_source(leaf)
-
-    def _strict_source(self, leaf: Leaf) -> Predicate:
-        if len(self.sources) != 1:
-            return FALSE
-        return super()._strict_source(leaf)
+            return FALSE if strict else TRUE
+        return super()._on_source(leaf, strict)
 
     def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
         if len(self.sources) == 1:
