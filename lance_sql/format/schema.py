@@ -14,7 +14,7 @@ way pyarrow rebuilds them when it reads an IPC schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -255,6 +255,29 @@ def _child_fields(arrow_type: pa.DataType) -> list[pa.Field]:
     if isinstance(arrow_type, (pa.ListType, pa.LargeListType, pa.FixedSizeListType)):
         return [arrow_type.value_field]
     return []
+
+
+def map_child_fields(t: pa.DataType, fn: Callable[[pa.Field], pa.Field]) -> pa.DataType:
+    """``t`` with each direct child field replaced by ``fn(child)``, in order (a map's key,
+    then its item); ``t`` itself when it has no child fields."""
+    if pa.types.is_struct(t):
+        return pa.struct([fn(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(fn(t.key_field), fn(t.item_field), keys_sorted=t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(fn(t.value_field), t.list_size)
+    for is_kind, make in _LISTS:
+        if is_kind(t):
+            return make(fn(t.value_field))
+    return t
+
+
+_LISTS = (
+    (pa.types.is_list, pa.list_),
+    (pa.types.is_large_list, pa.large_list),
+    (pa.types.is_list_view, pa.list_view),
+    (pa.types.is_large_list_view, pa.large_list_view),
+)
 
 
 def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:

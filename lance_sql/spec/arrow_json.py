@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.format.schema import SIMPLE_TYPES
+from lance_sql.format.schema import SIMPLE_TYPES, map_child_fields
 
 FIELD_ID_KEY = "lance:field_id"
 _DESCRIPTOR_KEY = b"lance_sql:blob_descriptor"  # see lance_sql.tables.blob_columns
@@ -320,19 +320,11 @@ def _renumbered(field: pa.Field, new_id: Callable[[int | None], int | None]) -> 
     fid = new_id(field_id_of(field))
     if fid is not None:
         metadata[FIELD_ID_KEY.encode()] = str(fid).encode()
-    t = field.type
-    if pa.types.is_struct(t):
-        t = pa.struct([_renumbered(c, new_id) for c in _child_fields(t)])
-    elif pa.types.is_map(t):
+    if pa.types.is_map(field.type):
         new_id(None)  # the entries struct: Arrow keeps no metadata for it
-        key, item = _renumbered(t.key_field, new_id), _renumbered(t.item_field, new_id)
-        t = pa.map_(key, item, keys_sorted=t.keys_sorted)
-    elif pa.types.is_fixed_size_list(t):
-        t = pa.list_(_renumbered(t.value_field, new_id), t.list_size)
-    elif pa.types.is_large_list(t):
-        t = pa.large_list(_renumbered(t.value_field, new_id))
-    elif pa.types.is_list(t):
-        t = pa.list_(_renumbered(t.value_field, new_id))
+    t = field.type
+    if _child_fields(t):  # the nested types iter_fields walks (list views: not)
+        t = map_child_fields(t, lambda c: _renumbered(c, new_id))
     return pa.field(field.name, t, field.nullable, metadata)
 
 
