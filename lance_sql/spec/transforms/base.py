@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.spec.literals import in_pred
 from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -231,27 +232,15 @@ class FieldTransform:
         """Projection of a leaf on the source column. Default for a non-order-preserving,
         single-source function f: = / IN only; strictly, f(x) != f(v) proves x != v,
         and so does NOT IN."""
-        values = self._ne_values if strict else self._eq_values
         if isinstance(leaf, Compare) and leaf.op == ("!=" if strict else "="):
-            return values([leaf.literal])
-        if isinstance(leaf, InList) and leaf.negated == strict:
-            return values(list(leaf.values))
-        return FALSE if strict else TRUE
-
-    def _eq_values(self, literals: list[Literal]) -> Predicate:
-        values = distinct(self.values_of(literals))
-        return in_pred(
-            self.partition_column, [self._value_literal(v) for v in values if v is not None]
-        )
-
-    def _ne_values(self, literals: list[Literal]) -> Predicate:
+            literals = [leaf.literal]
+        elif isinstance(leaf, InList) and leaf.negated == strict:
+            literals = list(leaf.values)
+        else:
+            return FALSE if strict else TRUE
         values = distinct(self.values_of(literals))
         lits = [self._value_literal(v) for v in values if v is not None]
-        if not lits:
-            return IsNull(self.partition_column, negated=True)
-        if len(lits) == 1:
-            return Compare(self.partition_column, "!=", lits[0])
-        return InList(self.partition_column, tuple(lits), negated=True)
+        return in_pred(self.partition_column, lits, negated=strict)
 
     def equals_term(self, term: TransformTerm) -> bool:
         """Whether the partition value is exactly ``term``'s value on every row."""
@@ -267,14 +256,6 @@ def distinct(values: list[object]) -> list[object]:
         if v not in out:
             out.append(v)
     return out
-
-
-def in_pred(column: Column, lits: list[Literal]) -> Predicate:
-    if not lits:
-        return FALSE
-    if len(lits) == 1:
-        return Compare(column, "=", lits[0])
-    return InList(column, tuple(lits))
 
 
 def leaf_on_value(leaf: Leaf, column: Column) -> Predicate:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.spec.literals import in_pred
 from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -28,7 +29,6 @@ from lance_sql.spec.transforms.base import (
     TermForm,
     enumerate_conjunction,
     holds,
-    in_pred,
     plain,
     same_column,
 )
