@@ -147,14 +147,11 @@ class JoinPlan:
             for side, refs in (("left", g.left), ("right", g.right)):
                 for r in refs:
                     d = _ref_to_dict(r)
-                    cols["group"].append(i)
-                    cols["group_key"].append(key)
-                    cols["side"].append(side)
-                    for name in ("object_id", "location", "spec_version", "read_version"):
+                    d["values"] = json.dumps(d["values"])
+                    for name, value in (("group", i), ("group_key", key), ("side", side)):
+                        cols[name].append(value)
+                    for name in _REF_KEYS:
                         cols[name].append(d[name])
-                    cols["read_branch"].append(d["read_branch"])
-                    cols["read_tag"].append(d["read_tag"])
-                    cols["values"].append(json.dumps(d["values"]))
         meta = {k: v for k, v in self.to_dict().items() if k != "groups"}
         meta["num_groups"] = len(self.groups)
         schema = ARROW_SCHEMA.with_metadata({_ARROW_META: json.dumps(meta)})
@@ -217,27 +214,13 @@ ARROW_SCHEMA = pa.schema(
 
 
 def _ref_to_dict(r: PartitionRef) -> dict[str, Any]:
-    return {
-        "object_id": r.object_id,
-        "location": r.location,
-        "spec_version": r.spec_version,
-        "read_version": r.read_version,
-        "read_branch": r.read_branch,
-        "read_tag": r.read_tag,
-        "values": [[f, encode(v)] for f, v in r.values],
-    }
+    out = {k: getattr(r, k) for k in _REF_KEYS[:-1]}
+    return {**out, "values": [[f, encode(v)] for f, v in r.values]}
 
 
 def _ref_from_dict(d: Mapping[str, Any]) -> PartitionRef:
-    return PartitionRef(
-        d["object_id"],
-        d["location"],
-        d["spec_version"],
-        d["read_version"],
-        d["read_branch"],
-        d["read_tag"],
-        tuple((f, decode(v)) for f, v in d["values"]),
-    )
+    values = tuple((f, decode(v)) for f, v in d["values"])
+    return PartitionRef(*(d[k] for k in _REF_KEYS[:-1]), values)
 
 
 # -- planning -------------------------------------------------------------------------------
