@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from lance_sql.errors import PlanningError
 from lance_sql.planning.joins.compatibility import Compatibility, analyse
 from lance_sql.planning.joins.grouping import (
+    REF_COLUMNS,
     PartitionRef,
     component_values,
     partition_refs,
@@ -188,15 +189,7 @@ class JoinPlan:
         )
 
 
-_REF_KEYS = (
-    "object_id",
-    "location",
-    "spec_version",
-    "read_version",
-    "read_branch",
-    "read_tag",
-    "values",
-)
+_REF_KEYS = (*REF_COLUMNS, "values")
 ARROW_SCHEMA = pa.schema(
     [
         pa.field("group", pa.int32(), nullable=False),
@@ -214,13 +207,13 @@ ARROW_SCHEMA = pa.schema(
 
 
 def _ref_to_dict(r: PartitionRef) -> dict[str, Any]:
-    out = {k: getattr(r, k) for k in _REF_KEYS[:-1]}
+    out = {k: getattr(r, k) for k in REF_COLUMNS}
     return {**out, "values": [[f, encode(v)] for f, v in r.values]}
 
 
 def _ref_from_dict(d: Mapping[str, Any]) -> PartitionRef:
     values = tuple((f, decode(v)) for f, v in d["values"])
-    return PartitionRef(*(d[k] for k in _REF_KEYS[:-1]), values)
+    return PartitionRef(*(d[k] for k in REF_COLUMNS), values)
 
 
 # -- planning -------------------------------------------------------------------------------
