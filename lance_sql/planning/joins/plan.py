@@ -51,16 +51,12 @@ _ARROW_META = b"lance_sql:join_plan"
 
 @dataclass(frozen=True)
 class JoinGroup:
-    """Partitions of each side whose rows may match. ``key`` None: a NULL-key group."""
+    """Partitions of each side whose rows may match. ``key`` None: the group of rows with a
+    NULL join key (they never match; only outer join sides keep them)."""
 
     key: tuple[Any, ...] | None
     left: tuple[PartitionRef, ...]
     right: tuple[PartitionRef, ...]
-
-    @property
-    def is_null_group(self) -> bool:
-        """Rows here have a NULL join key: they never match, only outer sides keep them."""
-        return self.key is None
 
 
 @dataclass(frozen=True)
