@@ -82,7 +82,9 @@ def run(rows: int, repeats: int, loop_rows: int, batch_rows: int) -> dict[str, f
     udfs.murmur3(pa.array([1], pa.int64()))
     udfs.murmur3(pa.array(["a"]))
     first_call = time.perf_counter() - t0
-    cache_hits = sum(len(k.stats.cache_hits) for k in (_kernels.hash_words, _kernels.hash_bytes))
+    cache_hits = sum(
+        len(k.stats.cache_hits) for k in (_kernels.hash_int_values, _kernels.hash_bytes)
+    )
 
     # 1. int64
     int_values = ints.slice(0, loop_rows).to_pylist()

@@ -66,18 +66,8 @@ def _finish(h, tail, tail_len, length):
 
 
 @njit(nogil=True, cache=True)
-def hash_words(values, out):
-    """out[i] = murmur3 of the 8 little-endian bytes of int64 ``values[i]``."""
-    for i in range(values.shape[0]):
-        w = np.uint64(values[i])
-        h = _mix_h(np.uint64(0), w & _M32)
-        h = _mix_h(h, w >> np.uint64(32))
-        out[i] = np.uint32(_finish(h, np.uint64(0), 0, 8))
-
-
-@njit(nogil=True, cache=True)
 def hash_int_values(values, out):
-    """Like :func:`hash_words` for any integer dtype, widened to int64 in the loop.
+    """out[i] = murmur3 of the 8 little-endian bytes of ``values[i]`` widened to int64.
 
     Compiled once per input dtype; saves materializing an int64 copy.
     """

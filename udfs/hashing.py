@@ -138,9 +138,8 @@ def _hash_range(form: Words | Bytes, out: np.ndarray, start: int, stop: int) -> 
         return
     if isinstance(form, Words):
         values = form.values[start:stop]
-        kernel = _kernels.hash_words if values.dtype == np.int64 else _kernels.hash_int_values
-        _warm(kernel, values[:1], out[start : start + 1])
-        kernel(values, out[start:stop])
+        _warm(_kernels.hash_int_values, values[:1], out[start : start + 1])
+        _kernels.hash_int_values(values, out[start:stop])
     else:
         data = np.ascontiguousarray(form.data)  # the kernel's word loads need stride 1
         offsets = form.offsets[start : stop + 1]
@@ -198,10 +197,9 @@ def _murmur3_plain_integers(arr: pa.Array, dtype: np.dtype) -> pa.Array:
         hashes = _hash_canonical(Words(values), n)
     else:
         hashes = _empty_hashes(n)
-        kernel = _kernels.hash_words if dtype == np.int64 else _kernels.hash_int_values
         if n:
-            _warm(kernel, values[:1], hashes[:1])
-        kernel(values, hashes)
+            _warm(_kernels.hash_int_values, values[:1], hashes[:1])
+        _kernels.hash_int_values(values, hashes)
     return _int32_array(hashes, arr.is_valid() if arr.null_count else None)
 
 

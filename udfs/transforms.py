@@ -212,10 +212,7 @@ def truncate(values: Any, width: int) -> pa.Array | pa.ChunkedArray:
     """truncate[W]: ``left(x, W)`` for strings, W bytes for binaries, ``x - (x % W)`` else."""
     w = _check_positive("truncate", "width", width)
     arr = as_arrow(values)
-    if isinstance(arr, pa.ChunkedArray):
-        chunks = [_truncate_array(c, w) for c in arr.chunks]
-        return pa.chunked_array(chunks, arr.type)
-    return _truncate_array(arr, w)
+    return _per_chunk(arr, lambda c: _truncate_array(c, w), arr.type)
 
 
 # --- the spec's JSON transform object ---------------------------------------------------

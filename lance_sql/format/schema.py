@@ -14,7 +14,7 @@ way pyarrow rebuilds them when it reads an IPC schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -30,29 +30,29 @@ JSON = "json"
 LANCE_JSON = b"lance.json"
 MAX_DEPTH = 128
 
-_PRIMITIVES: dict[str, pa.DataType] = {
-    "null": pa.null(),
-    "bool": pa.bool_(),
-    "int8": pa.int8(),
-    "uint8": pa.uint8(),
-    "int16": pa.int16(),
-    "uint16": pa.uint16(),
-    "int32": pa.int32(),
-    "uint32": pa.uint32(),
-    "int64": pa.int64(),
-    "uint64": pa.uint64(),
-    "halffloat": pa.float16(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "large_string": pa.large_string(),
-    "binary": pa.binary(),
-    "large_binary": pa.large_binary(),
-    "date32:day": pa.date32(),
-    "date64:ms": pa.date64(),
-}
+_INTEGERS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+#: (Lance logical type, lance-namespace JsonArrowDataType name, Arrow type) of the
+#: types named without parameters; one table for both vocabularies (the JSON side
+#: is :mod:`lance_sql.spec.arrow_json`). None: the vocabulary has no such name.
+SIMPLE_TYPES: tuple[tuple[str | None, str, pa.DataType], ...] = (
+    ("null", "null", pa.null()),
+    ("bool", "bool", pa.bool_()),
+    *((name, name, getattr(pa, name)()) for name in _INTEGERS),
+    ("halffloat", "float16", pa.float16()),
+    ("float", "float32", pa.float32()),
+    ("double", "float64", pa.float64()),
+    ("string", "utf8", pa.string()),
+    ("large_string", "large_utf8", pa.large_string()),
+    (None, "utf8_view", pa.string_view()),
+    ("binary", "binary", pa.binary()),
+    ("large_binary", "large_binary", pa.large_binary()),
+    (None, "binary_view", pa.binary_view()),
+    ("date32:day", "date32", pa.date32()),
+    ("date64:ms", "date64", pa.date64()),
+)
+_PRIMITIVES = {lance: t for lance, _, t in SIMPLE_TYPES if lance is not None}
 _UNITS = ("s", "ms", "us", "ns")
-_DICT_KEYS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+_DICT_KEYS = _INTEGERS
 
 
 class LogicalTypeError(ValueError):
@@ -255,6 +255,29 @@ def _child_fields(arrow_type: pa.DataType) -> list[pa.Field]:
     if isinstance(arrow_type, (pa.ListType, pa.LargeListType, pa.FixedSizeListType)):
         return [arrow_type.value_field]
     return []
+
+
+def map_child_fields(t: pa.DataType, fn: Callable[[pa.Field], pa.Field]) -> pa.DataType:
+    """``t`` with each direct child field replaced by ``fn(child)``, in order (a map's key,
+    then its item); ``t`` itself when it has no child fields."""
+    if pa.types.is_struct(t):
+        return pa.struct([fn(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(fn(t.key_field), fn(t.item_field), keys_sorted=t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(fn(t.value_field), t.list_size)
+    for is_kind, make in _LISTS:
+        if is_kind(t):
+            return make(fn(t.value_field))
+    return t
+
+
+_LISTS = (
+    (pa.types.is_list, pa.list_),
+    (pa.types.is_large_list, pa.large_list),
+    (pa.types.is_list_view, pa.list_view),
+    (pa.types.is_large_list_view, pa.large_list_view),
+)
 
 
 def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:

@@ -229,16 +229,15 @@ def _mtime(info: Mapping[str, Any]) -> datetime | None:
         value = info.get(key)
         if value is None:
             continue
-        if isinstance(value, datetime):
-            return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         if isinstance(value, (int, float)):
             return datetime.fromtimestamp(float(value), tz=timezone.utc)
         if isinstance(value, str):
             try:
-                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+                value = datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError:
                 continue
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+        if isinstance(value, datetime):
+            return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     return None
 
 

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
 from lance_sql.spec.predicates import And, Column, Compare, InList, Or, Predicate
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace import key_filters as kf
 
 #: Filter files that could not be read or were damaged (they never skip anything).
@@ -165,8 +166,7 @@ class _Bank:
     masks: np.ndarray  # uint64: bits - 1 of each filter
 
 
-_BANKS: OrderedDict[tuple[Any, ...], _Bank] = OrderedDict()
-_BANKS_MAX = 16
+_BANKS: OpenCache[_Bank] = OpenCache(16)
 
 
 def _bank(
@@ -176,11 +176,9 @@ def _bank(
 ) -> _Bank | None:
     if key is None:
         key = tuple((uri, r.file) for _, uri, r in refs)
-    with _LOCK:
-        hit = _BANKS.get(key)
-        if hit is not None:
-            _BANKS.move_to_end(key)
-            return hit
+    hit = _BANKS.get(key)
+    if hit is not None:
+        return hit
     loaded, parts, sizes, masks = [], [], [], []
     for j, (_, uri, ref) in enumerate(refs):
         bits = _load(uri, ref, opts)
@@ -200,11 +198,7 @@ def _bank(
         offsets,
         np.array(masks, np.uint64),
     )
-    with _LOCK:
-        _BANKS[key] = bank
-        while len(_BANKS) > _BANKS_MAX:
-            _BANKS.popitem(last=False)
-    return bank
+    return _BANKS.put(key, bank)
 
 
 def _absent(bank: _Bank, hashes: np.ndarray) -> np.ndarray:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,14 +35,13 @@ from lance_sql.planning.pruning import (
     select_rows,
     spec_ids_of,
 )
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 #: How many times Lance refused a pushed manifest filter (then every row was read).
 PUSHDOWN_FALLBACKS = [0]
 
-_TOTALS: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
-_TOTALS_LOCK = threading.Lock()
-_TOTALS_MAX = 16
+_TOTALS: OpenCache[np.ndarray] = OpenCache(16)
 
 
 def _content_key(dataset: Any) -> tuple[Any, ...]:
@@ -58,22 +55,16 @@ def _content_key(dataset: Any) -> tuple[Any, ...]:
 
 def table_versions(dataset: Any) -> np.ndarray:
     """The spec version of every partition table row of ``dataset`` (cached per content)."""
-    key = _content_key(dataset)
-    with _TOTALS_LOCK:
-        hit = _TOTALS.get(key)
-        if hit is not None:
-            _TOTALS.move_to_end(key)
-            return hit
+    return _TOTALS.get_or_open(_content_key(dataset), lambda: _read_versions(dataset))
+
+
+def _read_versions(dataset: Any) -> np.ndarray:
     # Two columns of every row, filtered in memory: a Lance filter on object_type makes
     # this scan 2-4x slower (measured on 200k rows), it cannot skip anything here.
     ids = dataset.to_table(columns=["object_id", "object_type"])
     is_table = pc.equal(ids.column("object_type"), "table")
     versions = spec_ids_of(pc.filter(ids.column("object_id"), is_table))
     versions.flags.writeable = False  # shared by every plan of this content
-    with _TOTALS_LOCK:
-        _TOTALS[key] = versions
-        while len(_TOTALS) > _TOTALS_MAX:
-            _TOTALS.popitem(last=False)
     return versions
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.spec.literals import coerce_compare, coerce_in
+from lance_sql.format.schema import field_id_of
+from lance_sql.spec.literals import coerce_compare, coerce_in, in_pred
 from lance_sql.spec.predicates import (
     FALSE,
     NEGATED_OP,
@@ -42,8 +43,6 @@ from lance_sql.spec.predicates import (
     to_sql,
 )
 from lance_sql.spec.transforms.base import NotThisTerm
-
-FIELD_ID_KEY = b"lance:field_id"
 
 
 def push_not(pred: Predicate, negate: bool = False) -> Predicate:
@@ -77,13 +76,6 @@ def push_not(pred: Predicate, negate: bool = False) -> Predicate:
     if isinstance(pred, Unsupported):
         return Unsupported(f"NOT ({pred.description})", pred.columns)
     raise TypeError(f"not a predicate: {pred!r}")
-
-
-def field_id_of(field: pa.Field) -> int | None:
-    """The Lance field id stored in ``field``'s metadata, if any."""
-    meta = field.metadata or {}
-    raw = meta.get(FIELD_ID_KEY)
-    return int(raw) if raw is not None else None
 
 
 def resolve_column(name: str, schema: pa.Schema) -> Column:
@@ -235,11 +227,7 @@ def _merge(pred: Predicate, negated: bool) -> Predicate:
             for v in groups[term]:
                 if v not in values:
                     values.append(v)
-            out.append(
-                InList(term, tuple(values), negated)
-                if len(values) > 1
-                else Compare(term, op, values[0])
-            )
+            out.append(in_pred(term, values, negated))
         else:
             out.append(child)
     return and_(*out) if isinstance(pred, And) else or_(*out)
@@ -251,9 +239,7 @@ def prepare(pred: Predicate, schema: pa.Schema) -> Predicate:
 
 
 __all__ = [
-    "FIELD_ID_KEY",
     "bind",
-    "field_id_of",
     "prepare",
     "push_not",
     "resolve_column",

@@ -22,8 +22,6 @@ total, indexed or flat and the filter route per table) instead of rows.
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,6 +40,7 @@ from lance_sql.planning.search_table import (
     plan_table,
     score_column,
 )
+from lance_sql.tables.dataset_cache import OpenCache
 
 
 @dataclass(frozen=True)
@@ -131,25 +130,12 @@ def _targets(
 
 
 _CPUS = os.cpu_count() or 1  # asked once: about 25 us a call here
-_PLANS: OrderedDict[tuple, Any] = OrderedDict()
-_PLANS_LOCK = threading.Lock()
+_PLANS: OpenCache[Any] = OpenCache(256)
 
 
 def _memo(key: tuple | None, make: Any) -> Any:
     """``make()``, remembered under ``key`` (None: not remembered); at most 256 entries."""
-    if key is None:
-        return make()
-    with _PLANS_LOCK:
-        hit = _PLANS.get(key)
-        if hit is not None:
-            _PLANS.move_to_end(key)
-            return hit
-    value = make()
-    with _PLANS_LOCK:
-        _PLANS[key] = value
-        while len(_PLANS) > 256:
-            _PLANS.popitem(last=False)
-    return value
+    return make() if key is None else _PLANS.get_or_open(key, make)
 
 
 def _snapshot_key(obj: Any, where: Any) -> tuple | None:

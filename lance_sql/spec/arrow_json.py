@@ -19,40 +19,19 @@ are absent we read the Arrow defaults pylance would produce (``us``, no zone;
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
+from lance_sql.format.schema import SIMPLE_TYPES, map_child_fields
 
 FIELD_ID_KEY = "lance:field_id"
 _DESCRIPTOR_KEY = b"lance_sql:blob_descriptor"  # see lance_sql.tables.blob_columns
 
 # Names shared by both directions; the rest need parameters.
-_SIMPLE: dict[str, pa.DataType] = {
-    "null": pa.null(),
-    "bool": pa.bool_(),
-    "int8": pa.int8(),
-    "uint8": pa.uint8(),
-    "int16": pa.int16(),
-    "uint16": pa.uint16(),
-    "int32": pa.int32(),
-    "uint32": pa.uint32(),
-    "int64": pa.int64(),
-    "uint64": pa.uint64(),
-    "float16": pa.float16(),
-    "float32": pa.float32(),
-    "float64": pa.float64(),
-    "date32": pa.date32(),
-    "date64": pa.date64(),
-    "utf8": pa.utf8(),
-    "large_utf8": pa.large_utf8(),
-    "utf8_view": pa.string_view(),
-    "binary": pa.binary(),
-    "large_binary": pa.large_binary(),
-    "binary_view": pa.binary_view(),
-}
+_SIMPLE = {name: t for _, name, t in SIMPLE_TYPES}
 _SIMPLE_NAMES = {v: k for k, v in _SIMPLE.items()}
 # Spellings other writers use for the same types (read-only aliases).
 _ALIASES = {"boolean": "bool", "string": "utf8", "large_string": "large_utf8"}
@@ -331,27 +310,22 @@ def assign_field_ids(schema: pa.Schema) -> pa.Schema:
     if any(i is not None for i in ids):
         raise SpecError("some fields carry lance:field_id and some do not", key="schema")
     counter = iter(range(len(ids)))
-    return pa.schema([_with_ids(f, counter) for f in schema], schema.metadata)
+    return pa.schema([_renumbered(f, lambda _: next(counter)) for f in schema], schema.metadata)
 
 
-def _with_ids(field: pa.Field, counter: Iterator[int]) -> pa.Field:
+def _renumbered(field: pa.Field, new_id: Callable[[int | None], int | None]) -> pa.Field:
+    """``field`` with each field id (nested ones too, depth-first, a map's entries
+    included) replaced by ``new_id(old id or None)``; None keeps the metadata as it is."""
     metadata = dict(field.metadata or {})
-    metadata[FIELD_ID_KEY.encode()] = str(next(counter)).encode()
-    data_type = field.type
-    if pa.types.is_struct(data_type):
-        data_type = pa.struct([_with_ids(c, counter) for c in _child_fields(data_type)])
-    elif pa.types.is_map(data_type):
-        entries = _with_ids(_child_fields(data_type)[0], counter)
-        data_type = pa.map_(
-            entries.type.field(0), entries.type.field(1), keys_sorted=data_type.keys_sorted
-        )
-    elif pa.types.is_fixed_size_list(data_type):
-        data_type = pa.list_(_with_ids(data_type.value_field, counter), data_type.list_size)
-    elif pa.types.is_large_list(data_type):
-        data_type = pa.large_list(_with_ids(data_type.value_field, counter))
-    elif pa.types.is_list(data_type):
-        data_type = pa.list_(_with_ids(data_type.value_field, counter))
-    return pa.field(field.name, data_type, field.nullable, metadata)
+    fid = new_id(field_id_of(field))
+    if fid is not None:
+        metadata[FIELD_ID_KEY.encode()] = str(fid).encode()
+    if pa.types.is_map(field.type):
+        new_id(None)  # the entries struct: Arrow keeps no metadata for it
+    t = field.type
+    if _child_fields(t):  # the nested types iter_fields walks (list views: not)
+        t = map_child_fields(t, lambda c: _renumbered(c, new_id))
+    return pa.field(field.name, t, field.nullable, metadata)
 
 
 def field_ids(schema: pa.Schema, *, key: str = "schema") -> dict[int, str]:
@@ -385,26 +359,9 @@ def dumps(obj: Any) -> str:
 
 def shift_ids(schema: pa.Schema, offset: int) -> pa.Schema:
     """``schema`` with every field id (nested ones too) raised by ``offset``."""
-
-    def shift(f: pa.Field) -> pa.Field:
-        md = dict(f.metadata or {})
-        fid = field_id_of(f)
-        if fid is not None:
-            md[FIELD_ID_KEY.encode()] = str(fid + offset).encode()
-        t = f.type
-        if pa.types.is_struct(t):
-            t = pa.struct([shift(t.field(i)) for i in range(t.num_fields)])
-        elif pa.types.is_large_list(t):
-            t = pa.large_list(shift(t.value_field))
-        elif pa.types.is_fixed_size_list(t):
-            t = pa.list_(shift(t.value_field), t.list_size)
-        elif pa.types.is_list(t):
-            t = pa.list_(shift(t.value_field))
-        elif pa.types.is_map(t):
-            t = pa.map_(shift(t.key_field), shift(t.item_field), keys_sorted=t.keys_sorted)
-        return pa.field(f.name, t, f.nullable, md)
-
-    return pa.schema([shift(f) for f in schema])
+    return pa.schema(
+        [_renumbered(f, lambda fid: None if fid is None else fid + offset) for f in schema]
+    )
 
 
 def source_fields(schema: pa.Schema) -> dict[int, tuple[str, pa.Field, bool]]:

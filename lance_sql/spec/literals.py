@@ -369,19 +369,19 @@ def coerce_in(
             new = eq.literal not in kept
         if new:
             kept.append(eq.literal)
-    if negated:
-        if has_null:
-            return FALSE  # x NOT IN (..., NULL) is never TRUE
-        if not kept:
-            return _is_not_null(term)
-        if len(kept) == 1:
-            return Compare(term, "!=", kept[0])
-        return InList(term, tuple(kept), negated=True)
-    if not kept:
-        return FALSE
-    if len(kept) == 1:
-        return Compare(term, "=", kept[0])
-    return InList(term, tuple(kept))
+    if negated and has_null:
+        return FALSE  # x NOT IN (..., NULL) is never TRUE
+    return in_pred(term, kept, negated)
+
+
+def in_pred(term: Term, lits: list[Literal], negated: bool = False) -> Predicate:
+    """``term [NOT] IN (lits)`` in its simplest form (``=`` / ``!=`` for one value;
+    FALSE, or IS NOT NULL when negated, for none)."""
+    if not lits:
+        return _is_not_null(term) if negated else FALSE
+    if len(lits) == 1:
+        return Compare(term, "!=" if negated else "=", lits[0])
+    return InList(term, tuple(lits), negated)
 
 
 def _one_list_type(values: tuple[Literal, ...], target: pa.DataType) -> tuple[Literal, ...]:
@@ -410,4 +410,5 @@ __all__ = [
     "datafusion_cast",
     "datafusion_comparison_value",
     "datafusion_type_name",
+    "in_pred",
 ]

@@ -171,17 +171,10 @@ def datafusion_type_name(t: pa.DataType) -> str:
         return f"Timestamp({_UNIT_NAME[t.unit]}, {tz})"
     if t == pa.date32():
         return "Date32"
-    names = {
-        pa.int8(): "Int8",
-        pa.int16(): "Int16",
-        pa.int32(): "Int32",
-        pa.int64(): "Int64",
-        pa.uint8(): "UInt8",
-        pa.uint16(): "UInt16",
-        pa.uint32(): "UInt32",
-        pa.uint64(): "UInt64",
-        pa.float64(): "Float64",
-    }
-    if t in names:
-        return names[t]
+    if pa.types.is_integer(t):  # int8 -> Int8, uint64 -> UInt64
+        return str(t).replace("uint", "UInt").replace("int", "Int")
+    if t == pa.float64():
+        return "Float64"
+    if isinstance(t, (pa.Decimal128Type, pa.Decimal256Type)):
+        return f"Decimal{t.bit_width}({t.precision}, {t.scale})"
     raise PlanningError(f"no DataFusion cast target for type {t}")

@@ -155,64 +155,43 @@ class _Serialized:
         return self.batch.column(int(node.value)).type
 
 
-def _is_float_type(t: pa.DataType) -> bool:
-    return pa.types.is_floating(t)
-
-
 class _Rewriter:
     def __init__(self, ser: _Serialized, schema: pa.Schema, columns_only: bool) -> None:
         self.ser = ser
         self.schema = schema
         self.columns_only = columns_only
 
-    def floatish(self, node: _Node) -> bool:
-        """Whether ``node`` may evaluate to a float (a float leaf anywhere inside)."""
-        if node.kind == "field_ref":
-            i = self.schema.get_field_index(node.value)
-            return i >= 0 and _is_float_type(self.schema.field(i).type)
-        if node.kind == "literal":
-            return _is_float_type(self.ser.literal_type(node))
-        return any(self.floatish(a) for a in node.args)
-
     def float_type(self, node: _Node) -> _Float:
-        """The float type of ``node``; True for a float of unknown width; None if no float."""
+        """The float type of ``node``; True for a call with a float leaf anywhere inside
+        (a float of unknown width); None if ``node`` cannot evaluate to a float."""
         if node.kind == "field_ref":
             i = self.schema.get_field_index(node.value)
             t = self.schema.field(i).type if i >= 0 else None
-            return t if t is not None and _is_float_type(t) else None
-        if node.kind == "literal":
+        elif node.kind == "literal":
             t = self.ser.literal_type(node)
-            return t if _is_float_type(t) else None
-        return True if self.floatish(node) else None
+        else:
+            return True if any(self.float_type(a) is not None for a in node.args) else None
+        return t if t is not None and pa.types.is_floating(t) else None
+
+    def rewrites(self, node: _Node) -> bool:
+        """Whether ``node`` itself is a comparison this rewriter replaces."""
+        if node.kind != "call" or node.value not in _COMPARISONS or len(node.args) != 2:
+            return False
+        x, y = node.args
+        if self.columns_only and (x.kind == "literal" or y.kind == "literal"):
+            return False
+        return self.float_type(x) is not None or self.float_type(y) is not None
 
     def needs(self, node: _Node) -> bool:
-        if node.kind != "call":
-            return False
-        if node.value in _COMPARISONS and len(node.args) == 2:
-            x, y = node.args
-            if self.columns_only:
-                mark = x.kind != "literal" and y.kind != "literal"
-                if mark and (self.floatish(x) or self.floatish(y)):
-                    return True
-            elif self.floatish(x) or self.floatish(y):
-                return True
-        return any(self.needs(a) for a in node.args)
+        return self.rewrites(node) or any(self.needs(a) for a in node.args)
 
     def build(self, node: _Node) -> pc.Expression:
         if not self.needs(node):
             return self.ser.expression(node)
-        if node.value in _COMPARISONS and len(node.args) == 2 and not node.has_options:
+        if self.rewrites(node) and not node.has_options:
             x, y = node.args
-            if (self.floatish(x) or self.floatish(y)) and (
-                not self.columns_only or (x.kind != "literal" and y.kind != "literal")
-            ):
-                return _sql_compare(
-                    node.value,
-                    self.build(x),
-                    self.build(y),
-                    self.float_type(x),
-                    self.float_type(y),
-                )
+            bx, by = self.build(x), self.build(y)
+            return _sql_compare(node.value, bx, by, self.float_type(x), self.float_type(y))
         if node.has_options and node.value in _NULL_CHECKS:
             # is_null / is_valid: their only option is nan_is_null, False in every filter
             # DataFusion pushes (SQL IS NULL is not NaN-aware) and in the ones built here,

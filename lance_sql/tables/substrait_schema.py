@@ -22,6 +22,8 @@ import functools
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.format.schema import map_child_fields
+
 
 def substrait_schema(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
     """(``schema`` as Substrait can carry it, positions of the columns given a stand-in type)."""
@@ -126,21 +128,7 @@ def arrow_nested_names(t: pa.DataType) -> int:
 
 def without_field_metadata(t: pa.DataType) -> pa.DataType:
     """``t`` with the metadata of every nested field removed."""
-    if pa.types.is_struct(t):
-        return pa.struct([_plain_field(t.field(i)) for i in range(t.num_fields)])
-    if pa.types.is_map(t):
-        return pa.map_(_plain_field(t.key_field), _plain_field(t.item_field), t.keys_sorted)
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(_plain_field(t.value_field), t.list_size)
-    if pa.types.is_large_list(t):
-        return pa.large_list(_plain_field(t.value_field))
-    if pa.types.is_list(t):
-        return pa.list_(_plain_field(t.value_field))
-    if pa.types.is_list_view(t):
-        return pa.list_view(_plain_field(t.value_field))
-    if pa.types.is_large_list_view(t):
-        return pa.large_list_view(_plain_field(t.value_field))
-    return t
+    return map_child_fields(t, _plain_field)
 
 
 def _plain_field(f: pa.Field) -> pa.Field:

@@ -28,6 +28,7 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.eager_agg import eager_aggregate
 from lance_sql.engines.datafusion.spj_provider import SpjTable, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.spec.time_ranges import datafusion_type_name
 
 _FINAL = {"sum": "sum({c})", "min": "min({c})", "max": "max({c})", "count": "coalesce(sum({c}), 0)"}
 _DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
@@ -136,7 +137,7 @@ def _final_rel(
         expr = _FINAL[fn].format(c=f"c{keys + i}")
         target = original.field(keys + i).type
         if fn in ("sum", "count") and pa.types.is_decimal(target):
-            expr = f"arrow_cast({expr}, '{_datafusion_type(target)}')"
+            expr = f"arrow_cast({expr}, '{datafusion_type_name(target)}')"
         items.append(expr)
     group_by = f" GROUP BY {', '.join(items[:keys])}" if keys else ""
     sql = f'SELECT {", ".join(items)} FROM "{table}"{group_by}'
@@ -145,14 +146,6 @@ def _final_rel(
     rel.CopyFrom(sp.root_rel(final))
     _adopt_functions(plan, final, rel)
     return rel
-
-
-def _datafusion_type(t: pa.DataType) -> str:
-    if isinstance(t, pa.Decimal128Type):
-        return f"Decimal128({t.precision}, {t.scale})"
-    if isinstance(t, pa.Decimal256Type):
-        return f"Decimal256({t.precision}, {t.scale})"
-    raise ValueError(f"no DataFusion type name for {t}")
 
 
 def _adopt_functions(plan: plan_pb2.Plan, other: plan_pb2.Plan, rel: algebra_pb2.Rel) -> None:

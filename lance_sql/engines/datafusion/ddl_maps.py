@@ -18,6 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from lance_sql.format.schema import map_child_fields
+
 _PREFIX = "__lance_map_"
 _MAP = re.compile(r"\bMAP\s*\(", re.IGNORECASE)
 
@@ -91,18 +93,9 @@ def column_schema(columns: str, plan: Any) -> pa.Schema:
 
 
 def _replace(t: pa.DataType, maps: list[pa.DataType]) -> pa.DataType:
-    if pa.types.is_struct(t):
-        if t.num_fields == 1 and t.field(0).name.startswith(_PREFIX):
-            return maps[int(t.field(0).name[len(_PREFIX) :])]
-        return pa.struct([t.field(i).with_type(_replace(t.field(i).type, maps)) for i in range(
-            t.num_fields)])  # fmt: skip
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_replace(t.value_type, maps)))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_replace(t.value_type, maps)), t.list_size)
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_replace(t.value_type, maps)))
-    return t
+    if pa.types.is_struct(t) and t.num_fields == 1 and t.field(0).name.startswith(_PREFIX):
+        return maps[int(t.field(0).name[len(_PREFIX) :])]
+    return map_child_fields(t, lambda f: f.with_type(_replace(f.type, maps)))
 
 
 __all__ = ["column_schema"]

@@ -75,30 +75,27 @@ def _pyarrow(value: object) -> bool:
     return isinstance(value, pc.Expression | pa.Scalar)
 
 
-def _and(a: Any, b: Any) -> Any:
+def _connective(name: str, absorbing: bool, a: Any, b: Any) -> Any:
+    """AND (``absorbing`` False) or OR (True) with its constant operands folded."""
     la, lb = literal_value(a), literal_value(b)
     if (la is _NO and lb is _NO) or not (_pyarrow(a) and _pyarrow(b)):
-        return _ORIGINALS["and_"](a, b)
-    if la is False or lb is False:
-        return _FALSE
-    if la is True:
+        return _ORIGINALS[name](a, b)
+    if la is absorbing or lb is absorbing:
+        return _literal(absorbing)
+    if la is (not absorbing):
         return _literal(lb) if lb is not _NO else _expression(b)  # type: ignore[arg-type]
-    if lb is True:
+    if lb is (not absorbing):
         return _literal(la) if la is not _NO else _expression(a)  # type: ignore[arg-type]
-    return _expression(a) & _expression(b)  # a NULL literal: not constant
+    # a NULL literal: not constant
+    return _expression(a) | _expression(b) if absorbing else _expression(a) & _expression(b)
+
+
+def _and(a: Any, b: Any) -> Any:
+    return _connective("and_", False, a, b)
 
 
 def _or(a: Any, b: Any) -> Any:
-    la, lb = literal_value(a), literal_value(b)
-    if (la is _NO and lb is _NO) or not (_pyarrow(a) and _pyarrow(b)):
-        return _ORIGINALS["or_"](a, b)
-    if la is True or lb is True:
-        return _TRUE
-    if la is False:
-        return _literal(lb) if lb is not _NO else _expression(b)  # type: ignore[arg-type]
-    if lb is False:
-        return _literal(la) if la is not _NO else _expression(a)  # type: ignore[arg-type]
-    return _expression(a) | _expression(b)
+    return _connective("or_", True, a, b)
 
 
 def _invert(a: Any) -> Any:

@@ -22,7 +22,7 @@ import datafusion
 import pyarrow as pa
 
 import udfs
-from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
+from lance_sql.engines.datafusion.sql_dispatch import HASH_KERNELS, DispatchArityError, dispatch_sql
 from lance_sql.engines.datafusion.sql_rewrite import register_pass
 from lance_sql.errors import PlanningError
 
@@ -52,17 +52,9 @@ def murmur3_dispatch(ctx: datafusion.SessionContext, sql: str) -> str:
         raise FunctionArityError(str(exc)) from exc
 
 
-def _murmur3(values: pa.Array) -> pa.Array:
-    return udfs.murmur3(values)
-
-
-def _murmur3_multi(*columns: pa.Array) -> pa.Array:
-    return udfs.murmur3_multi(list(columns))
-
-
 def register_functions(ctx: datafusion.SessionContext) -> None:
     """Register lance-sql's SQL functions on ``ctx`` (the dispatch pass itself is global)."""
-    for name, impl in (("murmur3", _murmur3), ("murmur3_multi", _murmur3_multi)):
+    for name, (impl, _) in HASH_KERNELS.items():
         ctx.register_udf(datafusion.udf(impl, [pa.int64()], pa.int32(), "immutable", name))
 
 

@@ -136,11 +136,9 @@ def _values(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> 
         if lit.WhichOneof("literal_type") == "boolean":
             return frozenset({lit.boolean})
         return frozenset({VALUE})
-    if rex == "cast":
-        inner = _values(expr.cast.input, origins, side, names)
-        return frozenset({None}) if inner == {None} else ANY
-    if rex == "singular_or_list":
-        inner = _values(expr.singular_or_list.value, origins, side, names)
+    if rex in ("cast", "singular_or_list"):
+        operand = expr.cast.input if rex == "cast" else expr.singular_or_list.value
+        inner = _values(operand, origins, side, names)
         return frozenset({None}) if inner == {None} else ANY
     if rex != "scalar_function":
         return ANY

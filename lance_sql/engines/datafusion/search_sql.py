@@ -203,12 +203,7 @@ def _call(ctx_ref: weakref.ref, hybrid: bool, *raw: Any) -> pds.Dataset:
         reports.append(f"{fn}({table}): {report.explain()}")
 
     def run() -> pa.Table:
-        try:
-            return search(target, **kwargs)
-        except LanceSqlError:
-            raise
-        except (ValueError, TypeError, OSError) as exc:
-            raise SearchError(f"{fn} failed: {exc}") from exc
+        return _typed(fn, lambda: search(target, **kwargs))
 
     text = (
         f"{fn}: top {kwargs['k']} of {report.searched}/{report.total} partition table(s), "
@@ -218,18 +213,23 @@ def _call(ctx_ref: weakref.ref, hybrid: bool, *raw: Any) -> pds.Dataset:
     return ScanUnitDataset(schema, lambda _filter: plan, name=f"{fn}({table})")
 
 
+def _typed(fn: str, call: Callable[[], Any]) -> Any:
+    """``call()``, its ValueError / TypeError / OSError as a :class:`SearchError` naming ``fn``."""
+    try:
+        return call()
+    except LanceSqlError:
+        raise
+    except (ValueError, TypeError, OSError) as exc:
+        raise SearchError(f"{fn} failed: {exc}") from exc
+
+
 def register(ctx: Any) -> None:
     """Register ``lance_search`` and ``lance_hybrid_search`` in the lance-sql context ``ctx``."""
     ref = weakref.ref(ctx)
     for hybrid, name in ((False, "lance_search"), (True, "lance_hybrid_search")):
 
         def table_function(*args: Any, _hybrid: bool = hybrid, _name: str = name) -> Any:
-            try:
-                return _call(ref, _hybrid, *args)
-            except LanceSqlError:
-                raise
-            except (ValueError, TypeError, OSError) as exc:
-                raise SearchError(f"{_name} failed: {exc}") from exc
+            return _typed(_name, lambda: _call(ref, _hybrid, *args))
 
         ctx.register_udtf(udtf(recorded(table_function), name))
 

@@ -68,14 +68,14 @@ _MAX_ROUNDS = 1000
 
 
 # The SQL hash functions: name -> (kernel over the argument columns, takes exactly one)
-_HASHES: dict[str, tuple[Callable[..., pa.Array], bool]] = {
+HASH_KERNELS: dict[str, tuple[Callable[..., pa.Array], bool]] = {
     "murmur3": (murmur3, True),
     "murmur3_multi": (lambda *columns: murmur3_multi(list(columns)), False),
 }
 
 
 def _unary(function: str) -> bool:
-    return _HASHES.get(function, (None, False))[1]
+    return HASH_KERNELS.get(function, (None, False))[1]
 
 
 class DispatchArityError(TypeError):
@@ -129,7 +129,7 @@ def typed_name(function: str, types: list[pa.DataType]) -> str:
 def _make_udf(function: str, types: list[pa.DataType], name: str) -> Any:
     import datafusion
 
-    kernel = _HASHES[function][0]
+    kernel = HASH_KERNELS[function][0]
 
     def impl(*columns: pa.Array) -> pa.Array:
         return kernel(*columns)

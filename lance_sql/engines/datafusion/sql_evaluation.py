@@ -54,8 +54,6 @@ _NODES = {
 def _context() -> Any:
     ctx = getattr(_local, "ctx", None)
     if ctx is None:
-        import datafusion
-
         ctx = datafusion.SessionContext()
         _local.ctx = ctx
     return ctx
@@ -80,10 +78,6 @@ def _check_tree(expr: Any, expression: str) -> None:
             )
     for child in expr.rex_call_operands():
         _check_tree(child, expression)
-
-
-def _datafusion_message(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _datafusion_message(exc: Exception) -> str:

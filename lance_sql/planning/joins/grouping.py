@@ -10,7 +10,7 @@ match: it becomes a one-partition "NULL group" kept only on a preserved side.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
@@ -32,6 +32,10 @@ class PartitionRef:
     read_branch: str | None = None
     read_tag: str | None = None
     values: tuple[tuple[str, Any], ...] = ()  # (field_id, value) of its spec's fields
+
+
+#: The ``__manifest`` columns a :class:`PartitionRef` holds, in field order (then ``values``).
+REF_COLUMNS = tuple(f.name for f in fields(PartitionRef))[:-1]
 
 
 def _column(partitions: pa.Table, field_id: str, side: str) -> pa.ChunkedArray:
@@ -58,18 +62,9 @@ def partition_refs(rows: pa.Table, spec_fields: Sequence[str]) -> list[Partition
         return [None] * rows.num_rows
 
     values = {f: col(f"partition_field_{f}") for f in spec_fields}
-    ids, locs, specs = col("object_id"), col("location"), col("spec_version")
-    rv, rb, rt = col("read_version"), col("read_branch"), col("read_tag")
+    columns = [col(name) for name in REF_COLUMNS]
     return [
-        PartitionRef(
-            ids[i],
-            locs[i],
-            specs[i],
-            rv[i],
-            rb[i],
-            rt[i],
-            tuple((f, values[f][i]) for f in spec_fields),
-        )
+        PartitionRef(*(c[i] for c in columns), tuple((f, values[f][i]) for f in spec_fields))
         for i in range(rows.num_rows)
     ]
 

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from lance_sql.errors import PlanningError
 from lance_sql.planning.joins.compatibility import Compatibility, analyse
 from lance_sql.planning.joins.grouping import (
+    REF_COLUMNS,
     PartitionRef,
     component_values,
     partition_refs,
@@ -50,16 +51,12 @@ _ARROW_META = b"lance_sql:join_plan"
 
 @dataclass(frozen=True)
 class JoinGroup:
-    """Partitions of each side whose rows may match. ``key`` None: a NULL-key group."""
+    """Partitions of each side whose rows may match. ``key`` None: the group of rows with a
+    NULL join key (they never match; only outer join sides keep them)."""
 
     key: tuple[Any, ...] | None
     left: tuple[PartitionRef, ...]
     right: tuple[PartitionRef, ...]
-
-    @property
-    def is_null_group(self) -> bool:
-        """Rows here have a NULL join key: they never match, only outer sides keep them."""
-        return self.key is None
 
 
 @dataclass(frozen=True)
@@ -147,14 +144,11 @@ class JoinPlan:
             for side, refs in (("left", g.left), ("right", g.right)):
                 for r in refs:
                     d = _ref_to_dict(r)
-                    cols["group"].append(i)
-                    cols["group_key"].append(key)
-                    cols["side"].append(side)
-                    for name in ("object_id", "location", "spec_version", "read_version"):
+                    d["values"] = json.dumps(d["values"])
+                    for name, value in (("group", i), ("group_key", key), ("side", side)):
+                        cols[name].append(value)
+                    for name in _REF_KEYS:
                         cols[name].append(d[name])
-                    cols["read_branch"].append(d["read_branch"])
-                    cols["read_tag"].append(d["read_tag"])
-                    cols["values"].append(json.dumps(d["values"]))
         meta = {k: v for k, v in self.to_dict().items() if k != "groups"}
         meta["num_groups"] = len(self.groups)
         schema = ARROW_SCHEMA.with_metadata({_ARROW_META: json.dumps(meta)})
@@ -191,15 +185,7 @@ class JoinPlan:
         )
 
 
-_REF_KEYS = (
-    "object_id",
-    "location",
-    "spec_version",
-    "read_version",
-    "read_branch",
-    "read_tag",
-    "values",
-)
+_REF_KEYS = (*REF_COLUMNS, "values")
 ARROW_SCHEMA = pa.schema(
     [
         pa.field("group", pa.int32(), nullable=False),
@@ -217,27 +203,13 @@ ARROW_SCHEMA = pa.schema(
 
 
 def _ref_to_dict(r: PartitionRef) -> dict[str, Any]:
-    return {
-        "object_id": r.object_id,
-        "location": r.location,
-        "spec_version": r.spec_version,
-        "read_version": r.read_version,
-        "read_branch": r.read_branch,
-        "read_tag": r.read_tag,
-        "values": [[f, encode(v)] for f, v in r.values],
-    }
+    out = {k: getattr(r, k) for k in REF_COLUMNS}
+    return {**out, "values": [[f, encode(v)] for f, v in r.values]}
 
 
 def _ref_from_dict(d: Mapping[str, Any]) -> PartitionRef:
-    return PartitionRef(
-        d["object_id"],
-        d["location"],
-        d["spec_version"],
-        d["read_version"],
-        d["read_branch"],
-        d["read_tag"],
-        tuple((f, decode(v)) for f, v in d["values"]),
-    )
+    values = tuple((f, decode(v)) for f, v in d["values"])
+    return PartitionRef(*(d[k] for k in REF_COLUMNS), values)
 
 
 # -- planning -------------------------------------------------------------------------------

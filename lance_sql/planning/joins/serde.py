@@ -41,21 +41,18 @@ def decode(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     ((tag, raw),) = value.items()
-    if tag == "$float":
-        return float(raw)
-    if tag == "$bytes":
-        return base64.b64decode(raw)
-    if tag == "$decimal":
-        return decimal.Decimal(raw)
-    if tag == "$datetime":
-        return dt.datetime.fromisoformat(raw)
-    if tag == "$date":
-        return dt.date.fromisoformat(raw)
-    if tag == "$time":
-        return dt.time.fromisoformat(raw)
-    if tag == "$timedelta_us":
-        return dt.timedelta(microseconds=raw)
-    return raw
+    return _DECODERS.get(tag, lambda raw: raw)(raw)
+
+
+_DECODERS = {
+    "$float": float,
+    "$bytes": base64.b64decode,
+    "$decimal": decimal.Decimal,
+    "$datetime": dt.datetime.fromisoformat,
+    "$date": dt.date.fromisoformat,
+    "$time": dt.time.fromisoformat,
+    "$timedelta_us": lambda us: dt.timedelta(microseconds=us),
+}
 
 
 __all__ = ["decode", "encode"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.spec.literals import in_pred
 from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -204,25 +205,21 @@ class FieldTransform:
 
     def project(self, leaf: Leaf) -> Predicate:
         """Inclusive projection of one leaf (TRUE when this field cannot prune on it)."""
-        if isinstance(leaf, IsNull) and self.on_source(leaf.term) and self._null_preserving:
-            return IsNull(self.partition_column, leaf.negated)
-        if self.on_source(getattr(leaf, "term", None)):
-            return self._project_source(leaf)
-        term = getattr(leaf, "term", None)
-        if isinstance(term, TransformTerm):
-            return self._project_term(leaf, term, strict=False)
-        return TRUE
+        return self._project(leaf, strict=False)
 
     def strict_project(self, leaf: Leaf) -> Predicate:
         """Strict projection of one leaf (FALSE when this field cannot prove it)."""
-        if isinstance(leaf, IsNull) and self.on_source(leaf.term) and self._null_preserving:
-            return IsNull(self.partition_column, leaf.negated)
-        if self.on_source(getattr(leaf, "term", None)):
-            return self._strict_source(leaf)
+        return self._project(leaf, strict=True)
+
+    def _project(self, leaf: Leaf, strict: bool) -> Predicate:
         term = getattr(leaf, "term", None)
+        if isinstance(leaf, IsNull) and self.on_source(term) and self._null_preserving:
+            return IsNull(self.partition_column, leaf.negated)
+        if self.on_source(term):
+            return self._on_source(leaf, strict)
         if isinstance(term, TransformTerm):
-            return self._project_term(leaf, term, strict=True)
-        return FALSE
+            return self._project_term(leaf, term, strict)
+        return FALSE if strict else TRUE
 
     def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
         """Inclusive projection of an AND of leaves beyond the per-leaf projections."""
@@ -231,36 +228,19 @@ class FieldTransform:
     #: f(NULL) is NULL and f(x) is not NULL for x not NULL.
     _null_preserving = True
 
-    def _project_source(self, leaf: Leaf) -> Predicate:
-        """Default for a non-order-preserving, single-source function f: = / IN only."""
-        if isinstance(leaf, Compare) and leaf.op == "=":
-            return self._eq_values([leaf.literal])
-        if isinstance(leaf, InList) and not leaf.negated:
-            return self._eq_values(list(leaf.values))
-        return TRUE
-
-    def _strict_source(self, leaf: Leaf) -> Predicate:
-        """f(x) != f(v) proves x != v; so does NOT IN."""
-        if isinstance(leaf, Compare) and leaf.op == "!=":
-            return self._ne_values([leaf.literal])
-        if isinstance(leaf, InList) and leaf.negated:
-            return self._ne_values(list(leaf.values))
-        return FALSE
-
-    def _eq_values(self, literals: list[Literal]) -> Predicate:
-        values = distinct(self.values_of(literals))
-        return in_pred(
-            self.partition_column, [self._value_literal(v) for v in values if v is not None]
-        )
-
-    def _ne_values(self, literals: list[Literal]) -> Predicate:
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
+        """Projection of a leaf on the source column. Default for a non-order-preserving,
+        single-source function f: = / IN only; strictly, f(x) != f(v) proves x != v,
+        and so does NOT IN."""
+        if isinstance(leaf, Compare) and leaf.op == ("!=" if strict else "="):
+            literals = [leaf.literal]
+        elif isinstance(leaf, InList) and leaf.negated == strict:
+            literals = list(leaf.values)
+        else:
+            return FALSE if strict else TRUE
         values = distinct(self.values_of(literals))
         lits = [self._value_literal(v) for v in values if v is not None]
-        if not lits:
-            return IsNull(self.partition_column, negated=True)
-        if len(lits) == 1:
-            return Compare(self.partition_column, "!=", lits[0])
-        return InList(self.partition_column, tuple(lits), negated=True)
+        return in_pred(self.partition_column, lits, negated=strict)
 
     def equals_term(self, term: TransformTerm) -> bool:
         """Whether the partition value is exactly ``term``'s value on every row."""
@@ -276,14 +256,6 @@ def distinct(values: list[object]) -> list[object]:
         if v not in out:
             out.append(v)
     return out
-
-
-def in_pred(column: Column, lits: list[Literal]) -> Predicate:
-    if not lits:
-        return FALSE
-    if len(lits) == 1:
-        return Compare(column, "=", lits[0])
-    return InList(column, tuple(lits))
 
 
 def leaf_on_value(leaf: Leaf, column: Column) -> Predicate:

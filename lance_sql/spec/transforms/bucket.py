@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.spec.literals import in_pred
 from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -28,7 +29,6 @@ from lance_sql.spec.transforms.base import (
     TermForm,
     enumerate_conjunction,
     holds,
-    in_pred,
     plain,
     same_column,
 )
@@ -44,70 +44,44 @@ def is_hash_call(function: str) -> bool:
     return _HASH_CALL.fullmatch(function) is not None
 
 
-class _HashForm(TermForm):
-    """A term over ``murmur3(c)`` / ``murmur3_multi(c0, c1, ...)``."""
+@dataclass(frozen=True)
+class HashForm(TermForm):
+    """A term over ``murmur3(c)`` / ``murmur3_multi(c0, c1, ...)``, by ``name``:
 
-    def _call(self, term: TransformTerm) -> str:
+    - ``murmur3``: the hash itself;
+    - ``bucket``: ``abs(murmur3(c)) % N``, bucket[N] (multi_bucket[N] over several columns);
+    - ``hash_mod``: ``murmur3(c) % N``; SQL's ``%`` takes the sign of the dividend, so in (-N, N).
+    """
+
+    name: str
+
+    def sql(self, term: TransformTerm) -> str:
         fn = "murmur3" if len(term.columns) == 1 else "murmur3_multi"
-        return f"{fn}({', '.join(c.sql() for c in term.columns)})"
+        call = f"{fn}({', '.join(c.sql() for c in term.columns)})"
+        if self.name == "murmur3":
+            return call
+        return f"{'abs(' + call + ')' if self.name == 'bucket' else call} % {term.param}"
 
-    def _hashes(self, columns: list[pa.Array]) -> pa.Array:
+    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
         import udfs.hashing
-
-        if len(columns) == 1:
-            return plain(udfs.hashing.murmur3(columns[0]))
-        return plain(udfs.hashing.murmur3_multi(columns))
-
-
-@dataclass(frozen=True)
-class Murmur3Form(_HashForm):
-    """``murmur3(c)`` / ``murmur3_multi(c0, c1, ...)``: the hash itself."""
-
-    name = "murmur3"
-
-    def sql(self, term: TransformTerm) -> str:
-        return self._call(term)
-
-    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
-        return self._hashes(columns)
-
-
-@dataclass(frozen=True)
-class BucketForm(_HashForm):
-    """``abs(murmur3(c)) % N``: bucket[N] (multi_bucket[N] over several columns)."""
-
-    name = "bucket"
-
-    def sql(self, term: TransformTerm) -> str:
-        return f"abs({self._call(term)}) % {term.param}"
-
-    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
         import udfs.transforms
 
-        if len(columns) == 1:
-            return plain(udfs.transforms.bucket(columns[0], term.param))
-        return plain(udfs.transforms.multi_bucket(columns, term.param))
-
-
-@dataclass(frozen=True)
-class HashModForm(_HashForm):
-    """``murmur3(c) % N``: SQL's ``%`` takes the sign of the dividend, so in (-N, N)."""
-
-    name = "hash_mod"
-
-    def sql(self, term: TransformTerm) -> str:
-        return f"{self._call(term)} % {term.param}"
-
-    def values(self, term: TransformTerm, columns: list[pa.Array]) -> pa.Array:
-        hashes = self._hashes(columns)
+        one = len(columns) == 1
+        if self.name == "bucket":
+            if one:
+                return plain(udfs.transforms.bucket(columns[0], term.param))
+            return plain(udfs.transforms.multi_bucket(columns, term.param))
+        hashes = plain(
+            udfs.hashing.murmur3(columns[0]) if one else udfs.hashing.murmur3_multi(columns)
+        )
+        if self.name == "murmur3":
+            return hashes
         h = hashes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         r = np.fmod(h, term.param).astype(np.int32)
         return pa.array(r, pa.int32(), mask=hashes.is_null().to_numpy(zero_copy_only=False))
 
 
-MURMUR3 = Murmur3Form()
-BUCKET = BucketForm()
-HASH_MOD = HashModForm()
+MURMUR3, BUCKET, HASH_MOD = HashForm("murmur3"), HashForm("bucket"), HashForm("hash_mod")
 
 
 def hash_term(function: str, columns: tuple[Column, ...]) -> TransformTerm | None:
@@ -153,15 +127,10 @@ class BucketTransform(FieldTransform):
     def _refines(self, other: FieldTransform) -> bool:
         return isinstance(other, BucketTransform) and self.num_buckets % other.num_buckets == 0
 
-    def _project_source(self, leaf: Leaf) -> Predicate:
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if len(self.sources) != 1:
-            return TRUE
-        return super()._project_source(leaf)
-
-    def _strict_source(self, leaf: Leaf) -> Predicate:
-        if len(self.sources) != 1:
-            return FALSE
-        return super()._strict_source(leaf)
+            return FALSE if strict else TRUE
+        return super()._on_source(leaf, strict)
 
     def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
         if len(self.sources) == 1:
@@ -174,7 +143,7 @@ class BucketTransform(FieldTransform):
         )
 
     def _project_term(self, leaf: Leaf, term: TransformTerm, strict: bool) -> Predicate:
-        if not isinstance(term.transform, _HashForm) or not self._same_columns(term):
+        if not isinstance(term.transform, HashForm) or not self._same_columns(term):
             return FALSE if strict else TRUE
         if isinstance(leaf, IsNull):
             # the hash (and so the term) is NULL exactly when the bucket is NULL

@@ -24,11 +24,10 @@ class ExpressionTransform(FieldTransform):
     def _refines(self, other: FieldTransform) -> bool:
         return self.field.expression == other.field.expression
 
-    def _project_source(self, leaf: Leaf) -> Predicate:
-        return TRUE  # handled by project_conjunction (it also covers one source)
-
-    def _strict_source(self, leaf: Leaf) -> Predicate:
-        return FALSE  # f(NULL) may equal f(v): nothing is provable per row
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
+        # inclusive: handled by project_conjunction (it also covers one source);
+        # strict: f(NULL) may equal f(v), nothing is provable per row
+        return FALSE if strict else TRUE
 
     def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
         return enumerate_conjunction(self, leaves)

@@ -41,14 +41,9 @@ class IdentityTransform(FieldTransform):
     def _refines(self, other: FieldTransform) -> bool:
         return True  # one value per partition refines any function of that value
 
-    def _project_source(self, leaf: Leaf) -> Predicate:
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if self._float_order_differs(leaf):
-            return TRUE
-        return self._same_leaf(leaf)
-
-    def _strict_source(self, leaf: Leaf) -> Predicate:
-        if self._float_order_differs(leaf):
-            return FALSE
+            return FALSE if strict else TRUE
         return self._same_leaf(leaf)
 
     def _float_order_differs(self, leaf: Leaf) -> bool:

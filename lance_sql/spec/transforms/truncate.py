@@ -144,35 +144,25 @@ class TruncateTransform(FieldTransform):
     def _one(self, value: object) -> object:
         return self.values_of([make_literal(value, self.source.type)])[0]
 
-    def _project_source(self, leaf: Leaf) -> Predicate:
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if isinstance(leaf, Compare) and leaf.op in RANGE_OPS:
-            return self._range(leaf, strict=False)
-        if isinstance(leaf, StartsWith) and self.is_string:
-            prefix, w = leaf.prefix, self.width
-            if not leaf.negated:
-                if len(prefix) >= w:
-                    return Compare(self.partition_column, "=", self._value_literal(prefix[:w]))
-                return StartsWith(self.partition_column, prefix)
-            if len(prefix) <= w:
-                return StartsWith(self.partition_column, prefix, negated=True)
-            return TRUE
-        return super()._project_source(leaf)
-
-    def _strict_source(self, leaf: Leaf) -> Predicate:
-        if isinstance(leaf, Compare) and leaf.op in RANGE_OPS:
-            return self._range(leaf, strict=True)
-        if isinstance(leaf, Compare) and leaf.op == "=" and self.is_string:
+            return self._range(leaf, strict)
+        if isinstance(leaf, Compare) and leaf.op == "=" and self.is_string and strict:
             if len(str(leaf.literal.value)) < self.width:  # the partition holds only that string
                 return Compare(self.partition_column, "=", leaf.literal)
             return FALSE
         if isinstance(leaf, StartsWith) and self.is_string:
             prefix, w = leaf.prefix, self.width
             if not leaf.negated:
-                return StartsWith(self.partition_column, prefix) if len(prefix) <= w else FALSE
+                if strict:
+                    return StartsWith(self.partition_column, prefix) if len(prefix) <= w else FALSE
+                if len(prefix) >= w:
+                    return Compare(self.partition_column, "=", self._value_literal(prefix[:w]))
+                return StartsWith(self.partition_column, prefix)
             if len(prefix) <= w:
                 return StartsWith(self.partition_column, prefix, negated=True)
-            return StartsWith(self.partition_column, prefix[:w], negated=True)
-        return super()._strict_source(leaf)
+            return StartsWith(self.partition_column, prefix[:w], negated=True) if strict else TRUE
+        return super()._on_source(leaf, strict)
 
     def _range(self, leaf: Compare, strict: bool) -> Predicate:
         if self.is_string:

@@ -350,7 +350,7 @@ def test_null_partitions_per_join_type(how) -> None:
     lp = partitions_table(ls, [(1, (1,)), (1, (None,))])
     rp = partitions_table(rs, [(1, (0,)), (1, (None,))])
     plan = plan_of(ls, lp, rs, rp, how=how)
-    nulls = [g for g in plan.groups if g.is_null_group]
+    nulls = [g for g in plan.groups if g.key is None]  # the NULL-key groups
     keep_left, keep_right = PRESERVED[how]
     assert [len(g.left) for g in nulls if g.left] == ([1] if keep_left else [])
     assert [len(g.right) for g in nulls if g.right] == ([1] if keep_right else [])
