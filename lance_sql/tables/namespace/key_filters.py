@@ -380,7 +380,7 @@ def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[i
     scalar-indexed columns of a :func:`supported` type."""
     from lance_sql.errors import LanceSqlError
     from lance_sql.spec.arrow_json import field_id_of
-    from lance_sql.tables.namespace.indexes import read_indexes
+    from lance_sql.tables.namespace.index_upkeep import read_indexes
 
     try:
         wanted = {i.field_id for i in read_indexes(properties)}

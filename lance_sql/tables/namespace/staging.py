@@ -25,11 +25,9 @@ from lance_sql.tables.namespace.layout import (
     resolve_location,
 )
 from lance_sql.tables.namespace.manifest_table import (
-    ManifestSnapshot,
     read_manifest,
 )
 from lance_sql.tables.namespace.reader import PartitionTable, table_entries
-from lance_sql.tables.namespace.spec import PartitionSpec
 
 # ---------------------------------------------------------------------------
 # Staged writes (distributed writers: tasks stage, one driver commits)
@@ -190,28 +188,6 @@ def _remove_files(
         pass
 
 
-def commit_staged(
-    snapshot: ManifestSnapshot,
-    schema: pa.Schema,
-    spec: PartitionSpec,
-    stages: Sequence[StagedWrite],
-    *,
-    mode: str,
-    storage_options: Mapping[str, str] | None = None,
-) -> ManifestSnapshot:
-    """Commit staged writes: each touched partition table once, then ``__manifest`` once.
-
-    ``snapshot`` is the latest ``__manifest``. Uses NamespaceWriter's commit
-    path (restore of unpinned versions, one table commit each, rebase on a
-    concurrent ``__manifest`` commit). On failure ``__manifest`` is unchanged
-    and the files of partitions that would have been new are removed.
-    """
-    from lance_sql.tables.namespace.writer import NamespaceWriter  # (writer imports this module)
-
-    writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
-    return writer.commit_stages(stages)
-
-
 def abort_staged(
     root: str,
     stages: Sequence[StagedWrite],
@@ -290,4 +266,4 @@ def _committed_paths(
     return used
 
 
-__all__ = ["StagedPartition", "StagedWrite", "abort_staged", "commit_staged"]
+__all__ = ["StagedPartition", "StagedWrite", "abort_staged"]

@@ -9,7 +9,8 @@ The protocol around them is in :mod:`.writer`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,6 +230,25 @@ def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, st
     return int(ds.version)
 
 
+def create_table(
+    t: WriteTarget, table: pa.Table, storage_options: Any, file_version: str | None
+) -> None:
+    """Write and commit a new table's only files in one pylance call (its creating
+    commit, as :func:`commit_target` would make it)."""
+    import lance
+
+    ds = lance.write_dataset(
+        table.cast(t.table_schema),  # (the field metadata comes from the data)
+        t.uri,
+        schema=t.table_schema,
+        mode="create",
+        storage_options=storage_options,
+        data_storage_version=file_version,
+    )
+    t.committed_version = int(ds.version)
+    t.fragments.extend(f.metadata for f in ds.get_fragments())
+
+
 def _mark_legacy_columns(
     base: Any, tschema: pa.Schema, read_version: int, storage_options: Mapping[str, str] | None
 ) -> Any:
@@ -256,4 +276,27 @@ def _mark_legacy_columns(
         raise CommitConflictError(f"partition table changed concurrently ({exc})") from exc
 
 
-__all__ = ["WriteTarget", "commit_target", "prepare_target"]
+@contextmanager
+def table_conflicts(entry: PartitionTable, what: str) -> Iterator[None]:
+    """Lance commit conflicts on a partition table (pylance raises them as OSError from
+    its conflict resolver, or as its CommitConflictError) as :class:`CommitConflictError`."""
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        yield
+    except LanceConflict as exc:
+        raise CommitConflictError(
+            f"partition table {entry.object_id!r} was written concurrently during {what}; "
+            f"__manifest was not committed ({exc})"
+        ) from exc
+    except OSError as exc:
+        text = str(exc)
+        if "ncompatible transaction" not in text and "onflict" not in text:
+            raise
+        raise CommitConflictError(
+            f"partition table {entry.object_id!r} was written concurrently during {what}; "
+            f"__manifest was not committed ({text.splitlines()[0] if text else exc})"
+        ) from exc
+
+
+__all__ = ["WriteTarget", "commit_target", "create_table", "prepare_target", "table_conflicts"]
