@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
-from lance_sql.tables.namespace.bounds import carried_forward, with_key_filters
+from lance_sql.tables.namespace.bounds_rows import carried_forward, with_key_filters
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import (
@@ -77,7 +77,7 @@ class Mutation:
         self._heads: dict[str, Any] = {}
         self._filters: dict[int, tuple[pc.Expression, pc.Expression | None]] = {}
         # object_id -> whether every new version of the table only lost rows (deletes,
-        # compaction): its column bounds then stay valid (bounds.carried_forward)
+        # compaction): its column bounds then stay valid (bounds_rows.carried_forward)
         self._subset: dict[str, bool] = {}
         # object_id -> (version, key filter pointers) to add to its bounds (.key_filters)
         self.key_filters: dict[str, tuple[int, dict[int, Any]]] = {}
