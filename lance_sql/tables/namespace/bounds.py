@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.spec.arrow_json import field_id_of
+from lance_sql.spec.arrow_types import SUPPORTED, scalar_kind
 from lance_sql.tables.namespace import key_filters as kf
 
 BOUNDS_KEY = "lance_sql.bounds"
@@ -76,16 +77,12 @@ class TableBounds:
 
 
 def kind_of(t: pa.DataType) -> str | None:
-    """The bounds kind of an Arrow type (None: not supported)."""
-    if pa.types.is_integer(t) or pa.types.is_date32(t) or pa.types.is_timestamp(t):
-        return "int"
-    if pa.types.is_float32(t) or pa.types.is_float64(t):
-        return "float"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    return None
+    """How bounds of an Arrow type are encoded: "int" (integers, dates and timestamps as
+    their storage integers), "float", "decimal", "string"; None: no bounds."""
+    kind = scalar_kind(t)
+    if kind not in SUPPORTED["bounds"]:
+        return None
+    return {"date32": "int", "timestamp": "int", "string_view": "string"}.get(kind, kind)
 
 
 def type_name(t: pa.DataType) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lance_sql.spec.arrow_json import field_id_of
+from lance_sql.spec.arrow_types import supports
 from lance_sql.tables.namespace import index_kinds as kinds
 from lance_sql.tables.namespace import key_filters as kf
 from lance_sql.tables.namespace.index_upkeep import (
@@ -120,7 +121,7 @@ def create_scalar_index(
 def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
     """Build the key filter of the newly indexed column in ``ds`` (see :mod:`.key_filters`)."""
     field = ds.schema.field(column)
-    if not kf.supported(field.type):
+    if not supports("key_filter", field.type):
         return
     version = int(ds.version)
     ref = kf.write_filter(

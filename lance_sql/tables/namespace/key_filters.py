@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.spec.arrow_types import supports
+
 FILTER_DIR = "_lance_sql/key_filters"
 KEY = "key_filters"  # the member of the bounds JSON holding the pointers
 BITS_PER_KEY = 20
@@ -129,19 +131,6 @@ def refs_from_json(obj: Any) -> dict[int, KeyFilterRef]:
 # ---------------------------------------------------------------------- hashing
 
 
-def supported(t: pa.DataType) -> bool:
-    """Types with key filters: integers, date32, timestamps and strings (DataFusion
-    compares them exactly; floats and decimals are left to bounds)."""
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_date32(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_string_view(t)
-    )
-
-
 def _splitmix(h: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         z = h.astype(np.uint64) + _GOLDEN
@@ -191,7 +180,7 @@ def literal_hash(value: Any, t: pa.DataType) -> np.uint64 | None:
             arr = pa.array([value], t)
         except (pa.ArrowException, OverflowError):
             return None
-    elif supported(t):
+    elif supports("key_filter", t):
         if not isinstance(value, str):
             return None
         arr = pa.array([value], pa.large_string())
@@ -331,7 +320,6 @@ __all__ = [
     "refs_to_json",
     "remove_unreferenced",
     "size_for",
-    "supported",
     "write_filter",
 ]
 
@@ -389,7 +377,7 @@ def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[i
     out = []
     for f in schema:
         fid = field_id_of(f)
-        if fid is not None and fid in wanted and supported(f.type):
+        if fid is not None and fid in wanted and supports("key_filter", f.type):
             out.append((fid, f))
     return out
 
