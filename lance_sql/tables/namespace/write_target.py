@@ -107,21 +107,13 @@ def prepare_target(
     if mode == "append" and base != latest and not staging:
         # Versions after the pinned one were never part of the namespace (a failed
         # write, or a direct pylance write): restore so they cannot leak in.
-        from lance.commit import CommitConflictError as LanceConflict
-
-        try:
+        with table_conflicts(entry, f"the restore of version {base}"):
             ds = lance.LanceDataset.commit(
                 ds if branch else entry.uri,
                 lance.LanceOperation.Restore(base),
                 read_version=latest,
                 storage_options=storage_options,
             )
-        except LanceConflict as exc:  # another writer restored or appended meanwhile
-            raise CommitConflictError(
-                f"partition table {entry.object_id!r} at location {entry.location!r} "
-                f"was changed concurrently while restoring version {base}; nothing was "
-                f"committed to the namespace ({exc})"
-            ) from exc
         latest = ds.version
     at = base if staging else latest
     opts = storage_options
@@ -198,7 +190,6 @@ def prepare_target(
 def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, str] | None) -> int:
     """One Lance commit of ``t``'s staged fragments; returns the new table version."""
     import lance
-    from lance.commit import CommitConflictError as LanceConflict
 
     if t.committed_version is not None:
         return t.committed_version
@@ -209,15 +200,10 @@ def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, st
         op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), t.base_version
     else:
         op, read_version = op_mod.Append(t.fragments), t.base_version
-    try:
+    with table_conflicts(t, "its commit"):
         ds = lance.LanceDataset.commit(
             t.base, op, read_version=read_version, storage_options=storage_options
         )
-    except LanceConflict as exc:
-        raise CommitConflictError(
-            f"partition table {t.object_id!r} at location {t.location!r} was changed "
-            f"concurrently; __manifest was not committed ({exc})"
-        ) from exc
     if read_version is not None and int(ds.version) != read_version + 1:
         # Lance rebased our Append over a concurrent writer's uncommitted one: the new
         # version holds that writer's rows too, and pinning it would publish them
@@ -277,7 +263,7 @@ def _mark_legacy_columns(
 
 
 @contextmanager
-def table_conflicts(entry: PartitionTable, what: str) -> Iterator[None]:
+def table_conflicts(entry: PartitionTable | WriteTarget, what: str) -> Iterator[None]:
     """Lance commit conflicts on a partition table (pylance raises them as OSError from
     its conflict resolver, or as its CommitConflictError) as :class:`CommitConflictError`."""
     from lance.commit import CommitConflictError as LanceConflict
