@@ -40,7 +40,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.errors import LanceSqlError
+from lance_sql.format.storage import read_file, remove_file, resolve, walk_files
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.spec.arrow_types import supports
+from lance_sql.tables.namespace.index_upkeep import read_indexes
 
 FILTER_DIR = "_lance_sql/key_filters"
 KEY = "key_filters"  # the member of the bounds JSON holding the pointers
@@ -263,8 +267,6 @@ def write_filter(
     storage_options: Mapping[str, Any] | None = None,
 ) -> KeyFilterRef:
     """Write the filter of ``hashes`` (ORed into ``base`` when given) for one table version."""
-    from lance_sql.format.storage import resolve
-
     if base is not None:
         ref0, bits0 = base
         bits, k, keys = ref0.bits, ref0.k, ref0.keys + len(hashes)
@@ -286,8 +288,6 @@ def read_filter(
     table_uri: str, ref: KeyFilterRef, storage_options: Mapping[str, Any] | None = None
 ) -> np.ndarray:
     """The bit bytes ``ref`` points to (:class:`KeyFilterError` / ``OSError`` on failure)."""
-    from lance_sql.format.storage import read_file, resolve
-
     loc = resolve(f"{table_uri.rstrip('/')}/{FILTER_DIR}/{ref.file}", storage_options)
     return decode(read_file(loc), ref)
 
@@ -347,8 +347,6 @@ def remove_unreferenced(
     storage_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Delete the table's key filter files not in ``keep`` written before ``cutoff``."""
-    from lance_sql.format.storage import remove_file, resolve, walk_files
-
     removed = 0
     try:
         files = walk_files(resolve(f"{table_uri.rstrip('/')}/{FILTER_DIR}", storage_options))
@@ -366,10 +364,6 @@ def remove_unreferenced(
 def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[int, pa.Field]]:
     """(field id, namespace field) of every column with a key filter: the namespace's
     scalar-indexed columns of a :func:`supported` type."""
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.spec.arrow_json import field_id_of
-    from lance_sql.tables.namespace.index_upkeep import read_indexes
-
     try:
         wanted = {i.field_id for i in read_indexes(properties)}
     except (LanceSqlError, ValueError):

@@ -19,6 +19,7 @@ import pyarrow as pa
 from lance_sql.errors import (
     LanceSqlError,
 )
+from lance_sql.format.storage import resolve
 from lance_sql.tables.namespace.layout import (
     child_uri,
     data_dir_uri,
@@ -164,8 +165,6 @@ def _move_files(
     src: str, dst: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
 ) -> None:
     """Move fragments' data files from data directory ``src`` to ``dst`` (names unchanged)."""
-    from lance_sql.format.storage import resolve
-
     s, d = resolve(src, storage_options), resolve(dst, storage_options)
     d.fs.makedirs(d.path, exist_ok=True)
     for name in _fragment_paths(fragments):
@@ -176,8 +175,6 @@ def _remove_files(
     data_dir: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
 ) -> None:
     """Best-effort deletion of fragments' data files from ``data_dir``."""
-    from lance_sql.format.storage import resolve
-
     try:
         loc = resolve(data_dir, storage_options)
         for name in _fragment_paths(fragments):
@@ -200,8 +197,6 @@ def abort_staged(
     a successful commit must not corrupt it); a new table's directory goes
     entirely unless ``__manifest`` lists it.
     """
-    from lance_sql.format.storage import resolve
-
     try:
         snap = read_manifest(root, storage_options=storage_options)
         live = {e.location: e for e in table_entries(snap.rows, snap.root, [])}
