@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
+from lance_sql.spec.arrow_types import supports
 from lance_sql.spec.predicates import And, Column, Compare, InList, Or, Predicate
 from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace import key_filters as kf
@@ -105,7 +106,9 @@ def _key_fields(state: RowBounds) -> frozenset[int]:
 
 
 def _leaf(col: Column, literals: Sequence[Any]) -> _Leaf | None:
-    if col.field_id is None or col.type is None or not kf.supported(col.type) or not literals:
+    if col.field_id is None or col.type is None or not literals:
+        return None
+    if not supports("key_filter", col.type):
         return None
     hashes = []
     for lit in literals:

@@ -262,7 +262,7 @@ class DeleteJob:
         import lance
         from lance.fragment import FragmentMetadata
 
-        from lance_sql.tables.namespace.mutation import table_conflicts
+        from lance_sql.tables.namespace.write_target import table_conflicts
 
         entry = m.entries[r.object_id]
         if r.drop:

@@ -29,6 +29,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.spec.arrow_types import supports
+
 _ACERO_HOW = {
     "inner": "inner",
     "left": "left outer",
@@ -39,24 +41,6 @@ _ACERO_HOW = {
 }
 
 
-def _key_type_ok(t: pa.DataType) -> bool:
-    if pa.types.is_dictionary(t):
-        return _key_type_ok(t.value_type)
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_fixed_size_binary(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_decimal(t)
-    )
-
-
 def _value_type(t: pa.DataType) -> pa.DataType:
     return t.value_type if pa.types.is_dictionary(t) else t
 
@@ -64,7 +48,7 @@ def _value_type(t: pa.DataType) -> pa.DataType:
 def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     """The type both sides' keys are compared as, or None when this module does not join them."""
     a, b = _value_type(a), _value_type(b)
-    if not (_key_type_ok(a) and _key_type_ok(b)):
+    if not (supports("join_key", a) and supports("join_key", b)):
         return None
     if a.equals(b):
         return a

@@ -131,7 +131,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[StagedCommit | None]) -> None:
         from lance_sql.engines.spark.write_plan import commit_create
-        from lance_sql.tables.namespace.staging import commit_staged
+        from lance_sql.tables.namespace.writer import commit_staged
 
         stages = self._staged(messages)
         plan = self.plan

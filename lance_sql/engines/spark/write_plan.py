@@ -154,7 +154,7 @@ def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
         mirror_properties,
         read_manifest,
     )
-    from lance_sql.tables.namespace.staging import commit_staged
+    from lance_sql.tables.namespace.writer import commit_staged
 
     if not any(st.partitions for st in stages):  # an empty DataFrame still creates it
         return create_manifest(

@@ -11,8 +11,7 @@ later get the index built and tables appended to get their new fragments
 added (``optimize_indices``) before the version that holds them is pinned.
 Deletes keep Lance indexes valid (deletion files); compaction remaps them.
 
-The property holds a JSON list of definitions (name, column, namespace field
-id, index type, parameters). It lives in ``__manifest``'s schema metadata only
+The property (:mod:`.index_upkeep`) lives in ``__manifest``'s schema metadata only
 (not mirrored into the table metadata like the spec properties): the schema
 metadata travels with the rows in one commit, while a value mirrored into the
 table metadata could not change in the same commit as the rows (readers
@@ -21,132 +20,30 @@ overlay table metadata, so it would win with its old value).
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lance_sql.errors import CommitConflictError, LanceSqlError, SpecError
 from lance_sql.spec.arrow_json import field_id_of
+from lance_sql.spec.arrow_types import supports
 from lance_sql.tables.namespace import index_kinds as kinds
-from lance_sql.tables.namespace.field_map import columns_by_namespace_id
-from lance_sql.tables.namespace.mutation import Mutation, run, table_conflicts
-from lance_sql.tables.namespace.reader import PartitionTable, table_field_ids
+from lance_sql.tables.namespace import key_filters as kf
+from lance_sql.tables.namespace.index_upkeep import (
+    NamespaceIndex,
+    NamespaceIndexError,
+    create_in,
+    index_names,
+    indexes_property,
+    maintain_indexes,
+    one_commit,
+    read_indexes,
+    table_column,
+)
+from lance_sql.tables.namespace.mutation import Mutation, run
+from lance_sql.tables.namespace.reader import PartitionTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-INDEXES_KEY = "lance_sql.indexes"
-
-
-class NamespaceIndexError(LanceSqlError):
-    """An index cannot be created, found or dropped; names the index, column and table."""
-
-    def __init__(self, message: str, *, index: str | None = None, table: str | None = None) -> None:
-        super().__init__(message)
-        self.index = index
-        self.table = table
-
-
-@dataclass(frozen=True)
-class NamespaceIndex:
-    """One index of a namespace (the same index in every partition table)."""
-
-    name: str
-    column: str  # the column's name when the index was created (``field_id`` is what counts)
-    field_id: int
-    index_type: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def read_indexes(properties: Mapping[str, str]) -> list[NamespaceIndex]:
-    """The namespace's index definitions from its root properties (none when absent)."""
-    raw = properties.get(INDEXES_KEY)
-    if not raw:
-        return []
-    try:
-        items = json.loads(raw)
-        return [
-            NamespaceIndex(
-                str(d["name"]),
-                str(d["column"]),
-                int(d["field_id"]),
-                str(d["index_type"]),
-                dict(d.get("params") or {}),
-            )
-            for d in items
-        ]
-    except (ValueError, TypeError, KeyError) as exc:
-        raise SpecError(f"invalid index definitions ({exc})", key=INDEXES_KEY) from exc
-
-
-def indexes_property(indexes: list[NamespaceIndex]) -> dict[str, str]:
-    """The root property recording ``indexes`` (sorted by name)."""
-    items = [i.to_json() for i in sorted(indexes, key=lambda i: i.name)]
-    return {INDEXES_KEY: json.dumps(items, sort_keys=True, separators=(",", ":"))}
-
-
-def _table_column(entry: PartitionTable, version: int, fid: int, opts: Any) -> str | None:
-    """The partition table column holding namespace field ``fid`` (None: the table lacks it)."""
-    tschema = table_field_ids(entry, version, storage_options=opts)
-    f = columns_by_namespace_id(tschema).get(fid)
-    return None if f is None else f.name
-
-
-def _index_names(ds: Any) -> set[str]:
-    return {str(i.name) for i in ds.describe_indices()}
-
-
-def _one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any) -> Any:
-    """Run ``action`` (one pylance index commit on ``ds``) and return the new head.
-
-    The new version must directly follow ``ds``: otherwise another writer
-    committed in between, and pinning the result could publish its rows.
-    """
-    import lance
-
-    before = int(ds.version)
-    with table_conflicts(entry, what):
-        try:
-            action()
-        except (OSError, ValueError, TypeError, RuntimeError) as exc:
-            if isinstance(exc, OSError) and "onflict" in str(exc):
-                raise
-            said = re.sub(r",?\s*\S+\.rs:\d+:\d+", "", (str(exc).splitlines() or [""])[0])
-            raise NamespaceIndexError(
-                f"{what} failed in partition table {entry.object_id!r} "
-                f"at location {entry.location!r}: {said}",
-                table=entry.object_id,
-            ) from exc
-    head = lance.dataset(entry.uri, storage_options=opts)
-    if int(head.version) != before + 1:
-        raise CommitConflictError(
-            f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            "__manifest was not committed"
-        )
-    return head
-
-
-def _create_in(
-    entry: PartitionTable, ds: Any, index: NamespaceIndex, column: str, opts: Any
-) -> Any:
-    """The table head with ``index`` built, or None: a table too small for a vector index."""
-    if kinds.too_small(index.index_type, index.params, int(ds.count_rows())):
-        return None
-    what = f"creating index {index.name!r} ({index.index_type}) on column {column!r}"
-    return _one_commit(
-        entry,
-        ds,
-        what,
-        lambda: kinds.build(ds, column, index.index_type, index.name, index.params),
-        opts,
-    )
 
 
 def create_index(
@@ -200,10 +97,10 @@ def create_index(
             if entry.read_branch or entry.read_tag:
                 continue
             ds = m.head(entry)
-            col = _table_column(entry, ds.version, fid, m.storage_options)
+            col = table_column(entry, ds.version, fid, m.storage_options)
             if col is None:
                 continue
-            new = _create_in(entry, ds, index, col, m.storage_options)
+            new = create_in(entry, ds, index, col, m.storage_options)
             if new is None:
                 continue
             m.set_version(entry, new, same_rows=True)  # an index changes no row
@@ -223,10 +120,8 @@ def create_scalar_index(
 
 def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
     """Build the key filter of the newly indexed column in ``ds`` (see :mod:`.key_filters`)."""
-    from lance_sql.tables.namespace import key_filters as kf
-
     field = ds.schema.field(column)
-    if not kf.supported(field.type):
+    if not supports("key_filter", field.type):
         return
     version = int(ds.version)
     ref = kf.write_filter(
@@ -257,65 +152,16 @@ def drop_index(ns: PartitionedNamespace, name: str) -> None:
             if entry.read_branch or entry.read_tag:
                 continue
             ds = m.head(entry)
-            if name not in _index_names(ds):
+            if name not in index_names(ds):
                 continue
             what = f"dropping index {name!r}"
             m.set_version(
                 entry,
-                _one_commit(entry, ds, what, lambda ds=ds: ds.drop_index(name), m.storage_options),
+                one_commit(entry, ds, what, lambda ds=ds: ds.drop_index(name), m.storage_options),
                 same_rows=True,
             )
 
     run(ns, build)
-
-
-def maintain_indexes(
-    entry: PartitionTable,
-    version: int,
-    indexes: list[NamespaceIndex],
-    *,
-    rebuild: bool,
-    storage_options: Mapping[str, str] | None,
-) -> int:
-    """Bring the namespace's indexes up to date in a table just committed at ``version``.
-
-    ``rebuild``: the table is new or was overwritten (it has no index): build
-    each one. Otherwise the indexes cover the older fragments: add the new ones
-    (``optimize_indices``), or build an index the table does not have yet.
-    Returns the table version to pin.
-    """
-    if not indexes:
-        return version
-    from lance_sql.tables.namespace.reader import open_partition_table
-
-    opts = dict(storage_options) if storage_options else None
-    at = PartitionTable(
-        entry.object_id,
-        entry.location,
-        entry.uri,
-        entry.spec_version,
-        version,
-        entry.read_branch,
-        None,
-    )
-    if entry.read_branch:
-        return version  # branch-pinned tables are not indexed (see create_scalar_index)
-    ds = open_partition_table(at, storage_options=opts)
-    have = set() if rebuild else _index_names(ds)
-    stale = []
-    for index in indexes:
-        if index.name in have:
-            stale.append(index.name)
-            continue
-        col = _table_column(at, int(ds.version), index.field_id, opts)
-        if col is not None:
-            ds = _create_in(at, ds, index, col, opts) or ds
-    if stale:
-        what = f"adding new rows to index(es) {stale}"
-        ds = _one_commit(
-            at, ds, what, lambda: ds.optimize.optimize_indices(index_names=stale), opts
-        )
-    return int(ds.version)
 
 
 def optimize_indexes(ns: PartitionedNamespace) -> int:
@@ -334,7 +180,7 @@ def optimize_indexes(ns: PartitionedNamespace) -> int:
             if entry.read_branch or entry.read_tag:
                 continue
             ds = m.head(entry)
-            have = _index_names(ds)
+            have = index_names(ds)
             todo = [
                 i
                 for i in current
@@ -369,7 +215,7 @@ def index_coverage(ns: PartitionedNamespace) -> pa.Table:
     indexes = read_indexes(ns.snapshot.properties)
     for entry in ns.tables() if indexes else []:
         ds, _ = ns._open(entry)
-        names = _index_names(ds)
+        names = index_names(ds)
         total = int(ds.count_rows())
         for index in indexes:
             indexed = 0
@@ -404,15 +250,11 @@ def index_coverage(ns: PartitionedNamespace) -> pa.Table:
 
 
 __all__ = [
-    "INDEXES_KEY",
     "NamespaceIndex",
     "NamespaceIndexError",
     "create_index",
     "create_scalar_index",
     "drop_index",
     "index_coverage",
-    "indexes_property",
-    "maintain_indexes",
     "optimize_indexes",
-    "read_indexes",
 ]

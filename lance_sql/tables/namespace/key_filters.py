@@ -40,6 +40,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.errors import LanceSqlError
+from lance_sql.format.storage import read_file, remove_file, resolve, walk_files
+from lance_sql.spec.arrow_json import field_id_of
+from lance_sql.spec.arrow_types import supports
+from lance_sql.tables.namespace.index_upkeep import read_indexes
+
 FILTER_DIR = "_lance_sql/key_filters"
 KEY = "key_filters"  # the member of the bounds JSON holding the pointers
 BITS_PER_KEY = 20
@@ -129,19 +135,6 @@ def refs_from_json(obj: Any) -> dict[int, KeyFilterRef]:
 # ---------------------------------------------------------------------- hashing
 
 
-def supported(t: pa.DataType) -> bool:
-    """Types with key filters: integers, date32, timestamps and strings (DataFusion
-    compares them exactly; floats and decimals are left to bounds)."""
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_date32(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_string_view(t)
-    )
-
-
 def _splitmix(h: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         z = h.astype(np.uint64) + _GOLDEN
@@ -191,7 +184,7 @@ def literal_hash(value: Any, t: pa.DataType) -> np.uint64 | None:
             arr = pa.array([value], t)
         except (pa.ArrowException, OverflowError):
             return None
-    elif supported(t):
+    elif supports("key_filter", t):
         if not isinstance(value, str):
             return None
         arr = pa.array([value], pa.large_string())
@@ -274,8 +267,6 @@ def write_filter(
     storage_options: Mapping[str, Any] | None = None,
 ) -> KeyFilterRef:
     """Write the filter of ``hashes`` (ORed into ``base`` when given) for one table version."""
-    from lance_sql.format.storage import resolve
-
     if base is not None:
         ref0, bits0 = base
         bits, k, keys = ref0.bits, ref0.k, ref0.keys + len(hashes)
@@ -297,8 +288,6 @@ def read_filter(
     table_uri: str, ref: KeyFilterRef, storage_options: Mapping[str, Any] | None = None
 ) -> np.ndarray:
     """The bit bytes ``ref`` points to (:class:`KeyFilterError` / ``OSError`` on failure)."""
-    from lance_sql.format.storage import read_file, resolve
-
     loc = resolve(f"{table_uri.rstrip('/')}/{FILTER_DIR}/{ref.file}", storage_options)
     return decode(read_file(loc), ref)
 
@@ -331,7 +320,6 @@ __all__ = [
     "refs_to_json",
     "remove_unreferenced",
     "size_for",
-    "supported",
     "write_filter",
 ]
 
@@ -359,8 +347,6 @@ def remove_unreferenced(
     storage_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Delete the table's key filter files not in ``keep`` written before ``cutoff``."""
-    from lance_sql.format.storage import remove_file, resolve, walk_files
-
     removed = 0
     try:
         files = walk_files(resolve(f"{table_uri.rstrip('/')}/{FILTER_DIR}", storage_options))
@@ -378,10 +364,6 @@ def remove_unreferenced(
 def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[int, pa.Field]]:
     """(field id, namespace field) of every column with a key filter: the namespace's
     scalar-indexed columns of a :func:`supported` type."""
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.spec.arrow_json import field_id_of
-    from lance_sql.tables.namespace.indexes import read_indexes
-
     try:
         wanted = {i.field_id for i in read_indexes(properties)}
     except (LanceSqlError, ValueError):
@@ -389,7 +371,7 @@ def key_fields(schema: pa.Schema, properties: Mapping[str, str]) -> list[tuple[i
     out = []
     for f in schema:
         fid = field_id_of(f)
-        if fid is not None and fid in wanted and supported(f.type):
+        if fid is not None and fid in wanted and supports("key_filter", f.type):
             out.append((fid, f))
     return out
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lance_sql.tables.namespace.mutation import Mutation, run, table_conflicts
+from lance_sql.tables.namespace.mutation import Mutation, run
+from lance_sql.tables.namespace.write_target import table_conflicts
 
 
 @dataclass

@@ -22,15 +22,14 @@ The building block of ``delete``, ``overwrite`` (dynamic and by filter),
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
-from lance_sql.tables.namespace.bounds import carried_forward, with_key_filters
+from lance_sql.tables.namespace.bounds_rows import carried_forward, with_key_filters
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import (
@@ -49,6 +48,8 @@ from lance_sql.tables.namespace.reader import (
     table_field_ids,
 )
 from lance_sql.tables.namespace.write_layout import carry_namespaces
+from lance_sql.tables.namespace.write_target import table_conflicts
+from lance_sql.tables.namespace.writer import NamespaceWriter
 
 ROWID = "_rowid"
 _ID_CHUNK = 50_000  # row ids per delete commit predicate
@@ -76,7 +77,7 @@ class Mutation:
         self._heads: dict[str, Any] = {}
         self._filters: dict[int, tuple[pc.Expression, pc.Expression | None]] = {}
         # object_id -> whether every new version of the table only lost rows (deletes,
-        # compaction): its column bounds then stay valid (bounds.carried_forward)
+        # compaction): its column bounds then stay valid (bounds_rows.carried_forward)
         self._subset: dict[str, bool] = {}
         # object_id -> (version, key filter pointers) to add to its bounds (.key_filters)
         self.key_filters: dict[str, tuple[int, dict[int, Any]]] = {}
@@ -271,8 +272,6 @@ class Mutation:
 
     def commit(self) -> ManifestSnapshot:
         """Write inserted rows, then commit ``__manifest`` once; returns the new snapshot."""
-        from lance_sql.tables.namespace.writer import NamespaceWriter
-
         if not self.changed:
             return self.snapshot
         self._committing = {}
@@ -365,29 +364,6 @@ def _check_version_pin(entry: PartitionTable) -> None:
         )
 
 
-@contextmanager
-def table_conflicts(entry: PartitionTable, what: str) -> Iterator[None]:
-    """Lance commit conflicts on a partition table (pylance raises them as OSError from
-    its conflict resolver, or as its CommitConflictError) as :class:`CommitConflictError`."""
-    from lance.commit import CommitConflictError as LanceConflict
-
-    try:
-        yield
-    except LanceConflict as exc:
-        raise CommitConflictError(
-            f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            f"__manifest was not committed ({exc})"
-        ) from exc
-    except OSError as exc:
-        text = str(exc)
-        if "ncompatible transaction" not in text and "onflict" not in text:
-            raise
-        raise CommitConflictError(
-            f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            f"__manifest was not committed ({text.splitlines()[0] if text else exc})"
-        ) from exc
-
-
 def _latest(ds: Any, storage_options: dict[str, str] | None) -> Any:
     import lance
 
@@ -442,6 +418,5 @@ __all__ = [
     "Mutation",
     "finish",
     "run",
-    "table_conflicts",
     "values_key",
 ]

@@ -205,6 +205,23 @@ def partition_keys(values: Sequence[pa.Array], n: int) -> set[tuple[Any, ...]]:
     return {keys_of([arr[i].as_py() for arr in values]) for i in firsts}
 
 
+def _has_struct(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return True
+    return any(_has_struct(t.field(i).type) for i in range(t.num_fields))
+
+
+def unsliced(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with no column at an offset where it holds a struct.
+
+    pylance 14 panics writing a *slice* of a struct column ("assertion failed:
+    end <= self.len()"), e.g. one partition's rows of a batch split by partition.
+    """
+    if not any(c.offset and _has_struct(c.type) for c in batch.columns):
+        return batch
+    return pc.take(batch, pa.array(range(batch.num_rows), pa.int64()), boundscheck=False)
+
+
 __all__ = [
     "conform_batch",
     "iter_batches",
@@ -212,4 +229,5 @@ __all__ = [
     "partition_keys",
     "partition_values",
     "split_batch",
+    "unsliced",
 ]

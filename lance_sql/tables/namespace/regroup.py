@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.spec.arrow_types import scalar_kind, supports
+
 _kernels = None
 
 
@@ -77,12 +79,7 @@ def _compiled():  # type: ignore[no-untyped-def]
 
 
 def _binary_like(t: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_large_binary(t)
-    )
+    return scalar_kind(t) in ("string", "binary")  # (not views: no offsets buffer)
 
 
 def _has_nulls(arr: pa.Array) -> bool:
@@ -112,13 +109,7 @@ def _scatter_column(
     if _has_nulls(arr):
         return pc.take(arr, order.get(), boundscheck=False)
     n = len(arr)
-    if (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_temporal(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_fixed_size_binary(t)
-    ) and not pa.types.is_boolean(t):
+    if supports("fixed_width", t):
         width = t.bit_width // 8
         buf = arr.buffers()[1]
         src = np.frombuffer(buf, np.uint8, count=(arr.offset + n) * width, offset=0)

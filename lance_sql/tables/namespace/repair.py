@@ -33,6 +33,7 @@ from lance_sql.tables.namespace.manifest_table import (
     mirror_properties,
     read_manifest,
 )
+from lance_sql.tables.namespace.properties import parse_properties
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 ROOT_KEYS_PREFIX = "partition_spec_v"
@@ -125,8 +126,6 @@ def repair_manifest(
     root: str, *, storage_options: Mapping[str, str] | None = None
 ) -> ManifestSnapshot:
     """Rebuild partition columns, pins and root schema metadata in one ``__manifest`` commit."""
-    from lance_sql.tables.namespace.namespace import parse_properties
-
     snapshot = read_manifest(root, storage_options=storage_options)
     schema, specs = parse_properties(snapshot.properties)
     fields = _all_fields(specs)

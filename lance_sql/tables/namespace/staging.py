@@ -19,17 +19,16 @@ import pyarrow as pa
 from lance_sql.errors import (
     LanceSqlError,
 )
+from lance_sql.format.storage import resolve
 from lance_sql.tables.namespace.layout import (
     child_uri,
     data_dir_uri,
     resolve_location,
 )
 from lance_sql.tables.namespace.manifest_table import (
-    ManifestSnapshot,
     read_manifest,
 )
 from lance_sql.tables.namespace.reader import PartitionTable, table_entries
-from lance_sql.tables.namespace.spec import PartitionSpec
 
 # ---------------------------------------------------------------------------
 # Staged writes (distributed writers: tasks stage, one driver commits)
@@ -166,8 +165,6 @@ def _move_files(
     src: str, dst: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
 ) -> None:
     """Move fragments' data files from data directory ``src`` to ``dst`` (names unchanged)."""
-    from lance_sql.format.storage import resolve
-
     s, d = resolve(src, storage_options), resolve(dst, storage_options)
     d.fs.makedirs(d.path, exist_ok=True)
     for name in _fragment_paths(fragments):
@@ -178,8 +175,6 @@ def _remove_files(
     data_dir: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
 ) -> None:
     """Best-effort deletion of fragments' data files from ``data_dir``."""
-    from lance_sql.format.storage import resolve
-
     try:
         loc = resolve(data_dir, storage_options)
         for name in _fragment_paths(fragments):
@@ -188,28 +183,6 @@ def _remove_files(
                 loc.fs.rm(path)
     except (OSError, LanceSqlError):
         pass
-
-
-def commit_staged(
-    snapshot: ManifestSnapshot,
-    schema: pa.Schema,
-    spec: PartitionSpec,
-    stages: Sequence[StagedWrite],
-    *,
-    mode: str,
-    storage_options: Mapping[str, str] | None = None,
-) -> ManifestSnapshot:
-    """Commit staged writes: each touched partition table once, then ``__manifest`` once.
-
-    ``snapshot`` is the latest ``__manifest``. Uses NamespaceWriter's commit
-    path (restore of unpinned versions, one table commit each, rebase on a
-    concurrent ``__manifest`` commit). On failure ``__manifest`` is unchanged
-    and the files of partitions that would have been new are removed.
-    """
-    from lance_sql.tables.namespace.writer import NamespaceWriter  # (writer imports this module)
-
-    writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
-    return writer.commit_stages(stages)
 
 
 def abort_staged(
@@ -224,8 +197,6 @@ def abort_staged(
     a successful commit must not corrupt it); a new table's directory goes
     entirely unless ``__manifest`` lists it.
     """
-    from lance_sql.format.storage import resolve
-
     try:
         snap = read_manifest(root, storage_options=storage_options)
         live = {e.location: e for e in table_entries(snap.rows, snap.root, [])}
@@ -290,4 +261,4 @@ def _committed_paths(
     return used
 
 
-__all__ = ["StagedPartition", "StagedWrite", "abort_staged", "commit_staged"]
+__all__ = ["StagedPartition", "StagedWrite", "abort_staged"]

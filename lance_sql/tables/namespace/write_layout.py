@@ -14,18 +14,25 @@ in place (a writer copies one before adding to it).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.tables.namespace.layout import NAMESPACE
+from lance_sql.tables.namespace.index_upkeep import INDEXES_KEY
+from lance_sql.tables.namespace.layout import (
+    NAMESPACE,
+    derived_namespace_name,
+    join_object_id,
+    random_namespace_name,
+)
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
 from lance_sql.tables.namespace.partition_rows import _key, keys_of
 
 if TYPE_CHECKING:
     from lance_sql.tables.namespace.reader import PartitionTable
+    from lance_sql.tables.namespace.write_target import WriteTarget
 
 MEMO = "namespaces"  # first item of this module's ManifestSnapshot.derived keys
 TABLES = "table_ids"  # (the other one: partition values -> table object id)
@@ -161,11 +168,91 @@ def _val(cols: Mapping[str, list[Any]], fid: str, i: int) -> Any:
     return None if values is None else values[i]
 
 
+def new_namespaces(
+    namespaces: Namespaces, prefix: str, key: tuple[Any, ...], raw: tuple[Any, ...], write_id: Any
+) -> tuple[str, list[tuple[tuple[Any, ...], str]]]:
+    """The object id of the namespace a new table at ``key`` goes under, and the partition
+    namespaces to create for it ((key prefix, object id) each). ``write_id``: new names
+    derive from it (every task of a distributed write agrees); None: random names."""
+    parent, created = prefix, []
+    for level in range(1, len(key) + 1):
+        oid = namespaces.get(key[:level])
+        if oid is None:
+            name = (
+                random_namespace_name()
+                if write_id is None
+                else derived_namespace_name(f"{write_id}:{parent}:{raw[:level]!r}")
+            )
+            oid = join_object_id(parent, name)
+            created.append((key[:level], oid))
+        parent = oid
+    return parent, created
+
+
+def rebase_blocker(
+    snapshot: ManifestSnapshot,
+    latest: ManifestSnapshot,
+    layout: tuple[Namespaces, TableLookup, bool],
+    own_namespaces: Namespaces,
+    targets: Iterable[WriteTarget],
+    new_ns_keys: Sequence[tuple[Any, ...]],
+    new_table_keys: Sequence[tuple[Any, ...]],
+) -> str | None:
+    """Why an append that read ``snapshot`` cannot be replayed onto ``latest`` (None: it can).
+
+    Rebasing is safe when the concurrent commits changed neither the schema
+    nor the specs, did not move any partition table this append wrote (its
+    table commit was based on the pinned version), and did not create any
+    partition or partition namespace this append also created. ``layout``:
+    ``latest``'s namespaces and tables of the write's spec version;
+    ``own_namespaces``: the writer's (with the ones it creates).
+    """
+    if _root_properties(latest.properties) != _root_properties(snapshot.properties):
+        return "the namespace schema, partition specs or indexes changed"
+    if not latest.lance_schema.equals(snapshot.lance_schema):
+        return "the __manifest columns changed"
+    namespaces, tables, _ = layout
+    for t in targets:
+        if t.entry is None:
+            continue
+        now = tables.get(t.key)
+        # the location too: a partition dropped and created again (a dynamic overwrite)
+        # keeps its object id, and the new table may be at the same version number
+        if now is None or _pin(now) != _pin(t.entry):
+            return f"partition table {t.object_id!r} was written or removed concurrently"
+    new_ns = set(new_ns_keys)
+    for key in new_table_keys:
+        if key in tables:
+            return f"partition {key!r} was created concurrently"
+        for level in range(1, len(key) + 1):  # the namespaces it goes under still exist
+            prefix = key[:level]
+            if prefix not in new_ns and namespaces.get(prefix) != own_namespaces.get(prefix):
+                return f"partition namespace for {prefix!r} was removed concurrently"
+    for key in new_ns_keys:
+        if key in namespaces:
+            return f"partition namespace for {key!r} was created concurrently"
+    return None
+
+
+def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in properties.items()
+        if k in ("schema", INDEXES_KEY) or k.startswith("partition_spec_v")
+    }
+
+
+def _pin(e: PartitionTable) -> tuple[Any, ...]:
+    return (e.object_id, e.location, e.read_version, e.read_branch, e.read_tag)
+
+
 __all__ = [
     "MEMO",
     "TableLookup",
     "carry_namespaces",
     "namespace_layout",
+    "new_namespaces",
+    "rebase_blocker",
     "remember_namespaces",
     "remember_tables",
     "table_layout",

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.tables.namespace import bounds as col_bounds
-from lance_sql.tables.namespace import key_filters
+from lance_sql.tables.namespace import bounds_rows, key_filters
 from lance_sql.tables.namespace.write_target import WriteTarget
 
 FILTER_THREADS = 8  # key-filter files written at once (I/O-bound; pylance drops the GIL)
@@ -91,8 +91,8 @@ class WriteStats:
         if not touched or "metadata" not in table.column_names:
             return table
         # only the touched rows are converted (a __manifest may hold 100,000s of rows)
-        mask, sub = col_bounds.touched_rows(table, touched)
-        _, base = col_bounds.touched_rows(pinned_rows, touched)  # pins appended to
+        mask, sub = bounds_rows.touched_rows(table, touched)
+        _, base = bounds_rows.touched_rows(pinned_rows, touched)  # pins appended to
         pinned = dict(
             zip(base["object_id"].to_pylist(), base["read_version"].to_pylist(), strict=True)
         )
@@ -128,7 +128,7 @@ class WriteStats:
                     versions[oid], t.branch, t.location, new.columns, next(refs)
                 )
             meta[i] = col_bounds.with_bounds(meta[i], new)
-        return col_bounds.set_metadata(table, mask, meta)
+        return bounds_rows.set_metadata(table, mask, meta)
 
     def _key_filters(
         self, t: WriteTarget, version: int, old: col_bounds.TableBounds | None

@@ -9,7 +9,8 @@ The protocol around them is in :mod:`.writer`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,21 +107,13 @@ def prepare_target(
     if mode == "append" and base != latest and not staging:
         # Versions after the pinned one were never part of the namespace (a failed
         # write, or a direct pylance write): restore so they cannot leak in.
-        from lance.commit import CommitConflictError as LanceConflict
-
-        try:
+        with table_conflicts(entry, f"the restore of version {base}"):
             ds = lance.LanceDataset.commit(
                 ds if branch else entry.uri,
                 lance.LanceOperation.Restore(base),
                 read_version=latest,
                 storage_options=storage_options,
             )
-        except LanceConflict as exc:  # another writer restored or appended meanwhile
-            raise CommitConflictError(
-                f"partition table {entry.object_id!r} at location {entry.location!r} "
-                f"was changed concurrently while restoring version {base}; nothing was "
-                f"committed to the namespace ({exc})"
-            ) from exc
         latest = ds.version
     at = base if staging else latest
     opts = storage_options
@@ -197,7 +190,6 @@ def prepare_target(
 def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, str] | None) -> int:
     """One Lance commit of ``t``'s staged fragments; returns the new table version."""
     import lance
-    from lance.commit import CommitConflictError as LanceConflict
 
     if t.committed_version is not None:
         return t.committed_version
@@ -208,15 +200,10 @@ def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, st
         op, read_version = op_mod.Overwrite(t.table_schema, t.fragments), t.base_version
     else:
         op, read_version = op_mod.Append(t.fragments), t.base_version
-    try:
+    with table_conflicts(t, "its commit"):
         ds = lance.LanceDataset.commit(
             t.base, op, read_version=read_version, storage_options=storage_options
         )
-    except LanceConflict as exc:
-        raise CommitConflictError(
-            f"partition table {t.object_id!r} at location {t.location!r} was changed "
-            f"concurrently; __manifest was not committed ({exc})"
-        ) from exc
     if read_version is not None and int(ds.version) != read_version + 1:
         # Lance rebased our Append over a concurrent writer's uncommitted one: the new
         # version holds that writer's rows too, and pinning it would publish them
@@ -227,6 +214,25 @@ def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, st
             "__manifest was not committed"
         )
     return int(ds.version)
+
+
+def create_table(
+    t: WriteTarget, table: pa.Table, storage_options: Any, file_version: str | None
+) -> None:
+    """Write and commit a new table's only files in one pylance call (its creating
+    commit, as :func:`commit_target` would make it)."""
+    import lance
+
+    ds = lance.write_dataset(
+        table.cast(t.table_schema),  # (the field metadata comes from the data)
+        t.uri,
+        schema=t.table_schema,
+        mode="create",
+        storage_options=storage_options,
+        data_storage_version=file_version,
+    )
+    t.committed_version = int(ds.version)
+    t.fragments.extend(f.metadata for f in ds.get_fragments())
 
 
 def _mark_legacy_columns(
@@ -256,4 +262,27 @@ def _mark_legacy_columns(
         raise CommitConflictError(f"partition table changed concurrently ({exc})") from exc
 
 
-__all__ = ["WriteTarget", "commit_target", "prepare_target"]
+@contextmanager
+def table_conflicts(entry: PartitionTable | WriteTarget, what: str) -> Iterator[None]:
+    """Lance commit conflicts on a partition table (pylance raises them as OSError from
+    its conflict resolver, or as its CommitConflictError) as :class:`CommitConflictError`."""
+    from lance.commit import CommitConflictError as LanceConflict
+
+    try:
+        yield
+    except LanceConflict as exc:
+        raise CommitConflictError(
+            f"partition table {entry.object_id!r} was written concurrently during {what}; "
+            f"__manifest was not committed ({exc})"
+        ) from exc
+    except OSError as exc:
+        text = str(exc)
+        if "ncompatible transaction" not in text and "onflict" not in text:
+            raise
+        raise CommitConflictError(
+            f"partition table {entry.object_id!r} was written concurrently during {what}; "
+            f"__manifest was not committed ({text.splitlines()[0] if text else exc})"
+        ) from exc
+
+
+__all__ = ["WriteTarget", "commit_target", "create_table", "prepare_target", "table_conflicts"]

@@ -26,10 +26,8 @@ The write protocol (the spec's "Multi-Partition Transaction" done strictly):
 A partition table pinned to a branch (``read_branch``) is written and
 committed on that branch; one pinned to a tag is refused (tags are immutable).
 
-Distributed writers split step 1 from steps 2-3: tasks run a writer with
-``staging=True`` and hand its :class:`StagedWrite` (files written, nothing
-committed) to one driver, whose :func:`commit_staged` adopts all of them into
-one writer and runs steps 2-3 once; :func:`abort_staged` deletes staged files.
+Distributed writers split step 1 (``staging=True``: a :class:`StagedWrite` per task)
+from steps 2-3, which :func:`commit_staged` runs once for all tasks.
 """
 
 from __future__ import annotations
@@ -45,15 +43,13 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError
 from lance_sql.tables.namespace.field_map import table_schema_for
-from lance_sql.tables.namespace.indexes import INDEXES_KEY, maintain_indexes, read_indexes
+from lance_sql.tables.namespace.index_upkeep import maintain_indexes, read_indexes
 from lance_sql.tables.namespace.layout import (
     NAMESPACE,
     TABLE,
     TABLE_NAME,
     child_uri,
-    derived_namespace_name,
     join_object_id,
-    random_namespace_name,
     table_dir_name,
 )
 from lance_sql.tables.namespace.manifest_table import (
@@ -66,20 +62,29 @@ from lance_sql.tables.namespace.partition_rows import (
     iter_batches,
     partition_values,
     split_batch,
+    unsliced,
 )
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
+from lance_sql.tables.namespace.staging import StagedWrite
 from lance_sql.tables.namespace.write_layout import (
     TableLookup,
     namespace_layout,
+    new_namespaces,
+    rebase_blocker,
     remember_namespaces,
     remember_tables,
     table_layout,
 )
 from lance_sql.tables.namespace.write_rows import commit_write
 from lance_sql.tables.namespace.write_stats import WriteStats
-from lance_sql.tables.namespace.write_target import WriteTarget, commit_target, prepare_target
+from lance_sql.tables.namespace.write_target import (
+    WriteTarget,
+    commit_target,
+    create_table,
+    prepare_target,
+)
 from lance_sql.tables.namespace.writer_staging import DistributedStaging
 
 DEFAULT_BUFFER_BYTES = 256 << 20
@@ -145,10 +150,7 @@ class NamespaceWriter(DistributedStaging):
         self._stats = WriteStats(schema, snapshot.properties, self.storage_options)
         # Lance file format of the tables this write creates (None: pylance's default)
         self._file_version = snapshot.properties.get(DATA_STORAGE_VERSION_KEY)
-        self._load_existing()
-
-    # -- existing layout ----------------------------------------------------------------------
-    def _load_existing(self) -> None:
+        # the existing layout
         self._namespaces, self._tables, self._has_spec_row = self._layout(self.snapshot)
         self._own_namespaces = False  # (the layout's dict is shared: copied before a change)
         self._new_ns_keys: list[tuple[Any, ...]] = []
@@ -188,12 +190,9 @@ class NamespaceWriter(DistributedStaging):
             target.buffered += size
             self._buffered += size
         if self._buffered > self.buffer_bytes:
-            self._spill()
-
-    def _spill(self) -> None:
-        """Write every buffer: a buffered batch stays alive until all its groups are written,
-        so only a full flush really frees memory (and keeps the budget a true bound)."""
-        self._flush(list(self._targets.values()))
+            # every buffer: a buffered batch stays alive until all its groups are written,
+            # so only a full flush frees memory (and keeps the budget a true bound)
+            self._flush(list(self._targets.values()))
 
     def _flush(self, targets: Sequence[WriteTarget]) -> None:
         targets = sorted((t for t in targets if t.buffers), key=lambda t: -t.buffered)
@@ -220,7 +219,7 @@ class NamespaceWriter(DistributedStaging):
         from lance.fragment import write_fragments
 
         parts = [
-            _unsliced(b) if rows is None else pc.take(b, pa.array(rows), boundscheck=False)
+            unsliced(b) if rows is None else pc.take(b, pa.array(rows), boundscheck=False)
             for b, rows in t.buffers
         ]
         t.buffers, t.buffered = [], 0
@@ -242,19 +241,10 @@ class NamespaceWriter(DistributedStaging):
             # a new table's only files: written and committed (its creating commit, as
             # commit_target would make it) in one pylance call, a little cheaper than two
             try:
-                ds = _lance().write_dataset(
-                    table.cast(t.table_schema),  # (the field metadata comes from the data)
-                    t.uri,
-                    schema=t.table_schema,
-                    mode="create",
-                    storage_options=self.storage_options,
-                    data_storage_version=self._file_version,
-                )
+                create_table(t, table, self.storage_options, self._file_version)
             except BaseException:
                 bounds.join(quiet=True)
                 raise
-            t.committed_version = int(ds.version)
-            t.fragments.extend(f.metadata for f in ds.get_fragments())
             bounds.join()
             return
         # a new table's files in the namespace's file format; appends follow the table's
@@ -304,23 +294,13 @@ class NamespaceWriter(DistributedStaging):
         if not self._has_spec_row:
             self._new_rows.append(self._row(self._prefix, NAMESPACE, ()))
             self._has_spec_row = True
-        parent = self._prefix
-        for level in range(1, len(key) + 1):
-            prefix = key[:level]
-            oid = self._namespaces.get(prefix)
-            if oid is None:
-                name = (
-                    random_namespace_name()
-                    if self.write_id is None
-                    else derived_namespace_name(f"{self.write_id}:{parent}:{raw[:level]!r}")
-                )
-                oid = join_object_id(parent, name)
-                if not self._own_namespaces:
-                    self._namespaces, self._own_namespaces = dict(self._namespaces), True
-                self._namespaces[prefix] = oid
-                self._new_rows.append(self._row(oid, NAMESPACE, raw[:level]))
-                self._new_ns_keys.append(prefix)
-            parent = oid
+        parent, created = new_namespaces(self._namespaces, self._prefix, key, raw, self.write_id)
+        if created and not self._own_namespaces:
+            self._namespaces, self._own_namespaces = dict(self._namespaces), True
+        for prefix, oid in created:
+            self._namespaces[prefix] = oid
+            self._new_rows.append(self._row(oid, NAMESPACE, raw[: len(prefix)]))
+            self._new_ns_keys.append(prefix)
         return join_object_id(parent, TABLE_NAME)
 
     def _row(
@@ -346,13 +326,10 @@ class NamespaceWriter(DistributedStaging):
             table_schema=self._table_schema,
             mode=self.mode,
             staging=self.staging,
-            partition=self._describe(t),
+            partition=", ".join(
+                f"{pf.field_id}={v!r}" for pf, v in zip(self.spec.fields, t.values, strict=False)
+            ),
             storage_options=self.storage_options,
-        )
-
-    def _describe(self, t: WriteTarget) -> str:
-        return ", ".join(
-            f"{pf.field_id}={v!r}" for pf, v in zip(self.spec.fields, t.values, strict=False)
         )
 
     # -- commit -----------------------------------------------------------------------------
@@ -366,7 +343,7 @@ class NamespaceWriter(DistributedStaging):
         indexes = read_indexes(self.snapshot.properties)
 
         def commit_one(t: WriteTarget) -> int:
-            version = self._commit_table(t)
+            version = commit_target(t, mode=self.mode, storage_options=self.storage_options)
             if not indexes or not t.fragments:
                 return version
             return maintain_indexes(
@@ -390,7 +367,16 @@ class NamespaceWriter(DistributedStaging):
         for attempt in range(self.max_rebases + 1):
             self._may_be_committed = True
             try:
-                snap = self._commit_manifest(versions)
+                snap = commit_write(
+                    self.snapshot,
+                    self._new_rows,
+                    list(self._targets.values()),
+                    versions,
+                    self._stats,
+                    mode=self.mode,
+                    keep_untouched=self.keep_untouched,
+                    storage_options=self.storage_options,
+                )
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
                 if self.mode != "append" or attempt == self.max_rebases:
@@ -425,91 +411,36 @@ class NamespaceWriter(DistributedStaging):
         return [t for t in self._targets.values() if t.entry is None]
 
     def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
-        """Why this append cannot be replayed onto ``latest`` (None when it can).
-
-        Rebasing is safe when the concurrent commits changed neither the schema
-        nor the specs, did not move any partition table this append wrote (its
-        table commit was based on the pinned version), and did not create any
-        partition or partition namespace this append also created.
-        """
-        if _root_properties(latest.properties) != _root_properties(self.snapshot.properties):
-            return "the namespace schema, partition specs or indexes changed"
-        if not latest.lance_schema.equals(self.snapshot.lance_schema):
-            return "the __manifest columns changed"
-        namespaces, tables, has_spec_row = self._layout(latest)
-        for t in self._targets.values():
-            if t.entry is None:
-                continue
-            now = tables.get(t.key)
-            # the location too: a partition dropped and created again (a dynamic overwrite)
-            # keeps its object id, and the new table may be at the same version number
-            if now is None or _pin(now) != _pin(t.entry):
-                return f"partition table {t.object_id!r} was written or removed concurrently"
-        new_ns = set(self._new_ns_keys)
-        for key in self._new_table_keys:
-            if key in tables:
-                return f"partition {key!r} was created concurrently"
-            for level in range(1, len(key) + 1):  # the namespaces it goes under still exist
-                prefix = key[:level]
-                if prefix not in new_ns and namespaces.get(prefix) != self._namespaces.get(prefix):
-                    return f"partition namespace for {prefix!r} was removed concurrently"
-        for key in self._new_ns_keys:
-            if key in namespaces:
-                return f"partition namespace for {key!r} was created concurrently"
-        if has_spec_row:
-            self._new_rows = [r for r in self._new_rows if r["object_id"] != self._prefix]
-        return None
-
-    def _commit_table(self, t: WriteTarget) -> int:
-        """One Lance commit of ``t``'s staged fragments; returns the new table version."""
-        return commit_target(t, mode=self.mode, storage_options=self.storage_options)
-
-    def _commit_manifest(self, versions: Mapping[str, int]) -> ManifestSnapshot:
-        return commit_write(
+        """Why this append cannot be replayed onto ``latest`` (None when it can)."""
+        layout = self._layout(latest)
+        blocker = rebase_blocker(
             self.snapshot,
-            self._new_rows,
-            list(self._targets.values()),
-            versions,
-            self._stats,
-            mode=self.mode,
-            keep_untouched=self.keep_untouched,
-            storage_options=self.storage_options,
+            latest,
+            layout,
+            self._namespaces,
+            self._targets.values(),
+            self._new_ns_keys,
+            self._new_table_keys,
         )
+        if blocker is None and layout[2]:  # another writer made the spec's namespace row
+            self._new_rows = [r for r in self._new_rows if r["object_id"] != self._prefix]
+        return blocker
 
 
-def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    return {
-        k: v
-        for k, v in properties.items()
-        if k in ("schema", INDEXES_KEY) or k.startswith("partition_spec_v")
-    }
+def commit_staged(
+    snapshot: ManifestSnapshot,
+    schema: pa.Schema,
+    spec: PartitionSpec,
+    stages: Sequence[StagedWrite],
+    *,
+    mode: str,
+    storage_options: Mapping[str, str] | None = None,
+) -> ManifestSnapshot:
+    """Commit staged writes onto ``snapshot`` (the latest ``__manifest``): steps 2-3 of the
+    protocol. On failure ``__manifest`` is unchanged and the files of partitions that would
+    have been new are removed."""
+    writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
+    return writer.commit_stages(stages)
 
 
-def _pin(e: PartitionTable) -> tuple[Any, ...]:
-    return (e.object_id, e.location, e.read_version, e.read_branch, e.read_tag)
-
-
-__all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter"]
-
-
-def _lance() -> Any:
-    import lance
-
-    return lance
-
-
-def _has_struct(t: pa.DataType) -> bool:
-    if pa.types.is_struct(t):
-        return True
-    return any(_has_struct(t.field(i).type) for i in range(t.num_fields))
-
-
-def _unsliced(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` with no column at an offset where it holds a struct.
-
-    pylance 14 panics writing a *slice* of a struct column ("assertion failed:
-    end <= self.len()"), e.g. one partition's rows of a batch split by partition.
-    """
-    if not any(c.offset and _has_struct(c.type) for c in batch.columns):
-        return batch
-    return pc.take(batch, pa.array(range(batch.num_rows), pa.int64()), boundscheck=False)
+__all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter", "commit_staged"]

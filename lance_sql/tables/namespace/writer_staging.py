@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lance_sql.errors import CommitConflictError, LanceSqlError
+from lance_sql.format.storage import resolve
 from lance_sql.tables.namespace import bounds as col_bounds
 from lance_sql.tables.namespace.layout import data_dir_uri
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
@@ -153,8 +154,6 @@ class DistributedStaging:
         Skipped when the ``__manifest`` commit may have happened (an error after
         it was sent, other than a refused commit): those tables may be live.
         """
-        from lance_sql.format.storage import resolve
-
         if self._may_be_committed:
             return
         if self.staging:  # new-table directories may be shared with other tasks' files

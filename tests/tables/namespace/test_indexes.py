@@ -17,7 +17,7 @@ import pytest
 import lance_sql
 from lance_sql.errors import CommitConflictError, LanceSqlError
 from lance_sql.tables.lance_scanner import lance_scanner
-from lance_sql.tables.namespace.indexes import INDEXES_KEY, NamespaceIndexError
+from lance_sql.tables.namespace.index_upkeep import INDEXES_KEY, NamespaceIndexError
 
 SCHEMA = pa.schema(
     [

@@ -1,0 +1,66 @@
+"""Which Arrow types each lance-sql feature supports, decided in this one place.
+
+:func:`scalar_kind` names the kind of a flat Arrow type; each feature supports
+a set of kinds (:data:`SUPPORTED`), asked with :func:`supports`. A type of no
+kind (nested, dictionary, null, extension types) is supported by none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+
+_KINDS: list[tuple[str, Callable[[pa.DataType], bool]]] = [
+    ("int", pa.types.is_integer),
+    ("float16", pa.types.is_float16),
+    ("float", pa.types.is_floating),  # float32, float64
+    ("decimal", pa.types.is_decimal),
+    ("date32", pa.types.is_date32),
+    ("date64", pa.types.is_date64),
+    ("timestamp", pa.types.is_timestamp),
+    ("time", pa.types.is_time),
+    ("duration", pa.types.is_duration),
+    ("interval", pa.types.is_interval),
+    ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+    ("string_view", pa.types.is_string_view),
+    ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)),
+    ("fixed_binary", pa.types.is_fixed_size_binary),
+    ("bool", pa.types.is_boolean),
+]
+
+#: The kinds of type each feature supports.
+SUPPORTED: dict[str, frozenset[str]] = {
+    # column bounds in ``__manifest`` (min/max comparable, JSON-encodable exactly)
+    "bounds": frozenset(
+        {"int", "float", "decimal", "date32", "timestamp", "string", "string_view"}
+    ),
+    # key filters: hashed keys DataFusion compares exactly (floats, decimals: bounds only)
+    "key_filter": frozenset({"int", "date32", "timestamp", "string", "string_view"}),
+    # join keys of the Arrow (Acero) hash join of the Spark engine's partition joins
+    "join_key": frozenset(
+        {"int", "float16", "float", "decimal", "date32", "date64", "timestamp"}
+        | {"string", "binary", "fixed_binary", "bool"}
+    ),
+    # one fixed-width value buffer: rows regrouped by scattering bytes (booleans are bits)
+    "fixed_width": frozenset(
+        {"int", "float16", "float", "decimal", "date32", "date64", "timestamp"}
+        | {"time", "duration", "interval", "fixed_binary"}
+    ),
+}
+
+
+def scalar_kind(t: pa.DataType) -> str | None:
+    """The kind of the flat Arrow type ``t`` (None: nested, dictionary, null, extension)."""
+    for kind, test in _KINDS:
+        if test(t):
+            return kind
+    return None
+
+
+def supports(feature: str, t: pa.DataType) -> bool:
+    """Whether ``feature`` (a key of :data:`SUPPORTED`) supports columns of type ``t``."""
+    return scalar_kind(t) in SUPPORTED[feature]
+
+
+__all__ = ["SUPPORTED", "scalar_kind", "supports"]
