@@ -1,10 +1,9 @@
 """The pruning hook of a namespace table: which partition tables a scan reads, planned
-on a thread of its own (DataFusion calls the provider from inside its runtime)."""
+on the thread DataFusion calls the provider from (inside its runtime: see
+:func:`.sql_evaluation.inside_datafusion`)."""
 
 from __future__ import annotations
 
-import concurrent.futures
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -15,6 +14,7 @@ from lance_sql.engines.datafusion.namespace_plans import (
     MISS,
     PLANS,
 )
+from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
@@ -72,15 +72,12 @@ def plan_pruning(
         return hit
     # DataFusion asks for fragments from inside its tokio runtime, and the
     # planner may itself run DataFusion (literal folding, expression fields):
-    # a nested runtime panics, so planning runs on a thread of its own.
-    plan = _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+    # a nested runtime panics, so the SQL engine runs such calls on a thread of
+    # its own (sql_evaluation.inside_datafusion); the rest plans right here.
+    with inside_datafusion():
+        plan = _plan_pruning(filter, prune_filter, namespace, schema)
     PLANS.put(filter, prune_filter, namespace, schema, plan)
     return plan
-
-
-_PLANNING_THREAD = concurrent.futures.ThreadPoolExecutor(
-    max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="lance-sql-prune"
-)
 
 
 def _plan_pruning(
