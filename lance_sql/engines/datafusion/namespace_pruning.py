@@ -30,8 +30,6 @@ def planner_prune(
     filter: pc.Expression | None,
     namespace: PartitionedNamespace,
     schema: pa.Schema | None = None,
-    *,
-    here: bool = False,
 ) -> list[str] | None:
     """The default pruning hook: the scan planner (``planning.namespace_scan.plan_scan``).
 
@@ -39,15 +37,12 @@ def planner_prune(
     matching ``filter`` (None: all of them). The full filter is still applied
     inside every selected table, so pruning can only skip work. ``schema`` is
     the schema the filter's column names refer to (the one registered in
-    DataFusion). ``here``: plan on the calling thread (never from inside a scan).
+    DataFusion). Plans on the calling thread, cached per snapshot (:func:`plan_pruning`).
     """
     schema = schema or namespace.schema
     if filter is None:
         return None
-    if here:  # the caller is not on a DataFusion worker: no thread hop needed
-        plan = _plan_pruning(filter, None, namespace, schema)
-    else:
-        plan = plan_pruning(filter, None, namespace, schema)
+    plan = plan_pruning(filter, None, namespace, schema)
     return None if plan.selects_all else plan.object_ids
 
 
