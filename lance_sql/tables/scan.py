@@ -350,7 +350,7 @@ def lance_scanner(
     schema = dataset.schema
     payload = None if filter is None else _PREPARED.payload(filter, schema)
     try:
-        from lance.dataset import ScannerBuilder
+        from lance_sql.tables.native_scanner import ScannerBuilder, to_scanner
 
         builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
         if columns is not None:
@@ -364,7 +364,7 @@ def lance_scanner(
         if late_materialization is not None:
             builder.late_materialization(late_materialization)
         builder._substrait_filter = payload
-        return _to_scanner(builder)
+        return to_scanner(builder)
     except (ImportError, AttributeError):  # pylance internals moved: the public path
         if filter is not None:
             filter = _float_semantics(filter, schema)
@@ -377,34 +377,6 @@ def lance_scanner(
             scan_in_order=False,
             late_materialization=late_materialization,
         )
-
-
-#: ``ScannerBuilder.to_scanner``'s arguments, read from its code once (None: not readable)
-_BUILDER_ARGS: list[tuple[str, ...] | None] = []
-
-
-def _to_scanner(builder: Any) -> Any:
-    """``builder.to_scanner()`` without pylance's deep copy of every option.
-
-    pylance 14 deep-copies the builder's options into each scanner, only to
-    rebuild the scan for ``to_pandas`` blob handling (0.25 ms per scanner; no
-    lance-sql scan uses it). The native scanner gets the same arguments in
-    the same order, read from ``to_scanner``'s own code; when they do not
-    match the builder's options (another pylance), pylance's path is taken.
-    """
-    if not _BUILDER_ARGS:
-        names = type(builder).to_scanner.__code__.co_names
-        args = names[names.index("scanner") + 1 :] if "scanner" in names else ()
-        args = args[: args.index("LanceScanner")] if "LanceScanner" in args else ()
-        _BUILDER_ARGS.append(args if set(args) == set(vars(builder)) - {"ds"} else None)
-    args = _BUILDER_ARGS[0]
-    if args is None:
-        return builder.to_scanner()
-    from lance.dataset import LanceScanner
-
-    options = vars(builder)
-    native = builder.ds._ds.scanner(*(options[a] for a in args))
-    return LanceScanner(native, builder.ds, None)
 
 
 #: ``SetLookupOptions.NullMatchingBehavior.EMIT_NULL`` in Arrow C++ (MATCH=0, SKIP=1).

@@ -247,7 +247,7 @@ def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -
     import lance
     import pyarrow.compute as pc
 
-    from lance_sql.tables import scan
+    from lance_sql.tables import native_scanner, scan
 
     data = rows(0, 300)
     ds = lance.write_dataset(data, str(tmp_path / "one.lance"), max_rows_per_file=70)
@@ -265,4 +265,6 @@ def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -
         assert got.sort_by("id" if "id" in got.column_names else got.column_names[0]).equals(
             want.sort_by("id" if "id" in want.column_names else want.column_names[0])
         ), case
-    assert scan._BUILDER_ARGS and scan._BUILDER_ARGS[0] is not None  # the direct path ran
+    assert (
+        native_scanner._BUILDER_ARGS and native_scanner._BUILDER_ARGS[0] is not None
+    )  # the direct path ran
