@@ -339,9 +339,15 @@ def skip_mask(pred: Predicate, rows: pa.Table, done: np.ndarray | None = None) -
     if state is None or not state.any:
         return None
     bounds = state.bounds
-    if done is not None:
-        bounds = [None if d else b for b, d in zip(bounds, done.tolist(), strict=True)]
-    return np.fromiter((b is not None and test(b) for b in bounds), dtype=bool, count=len(bounds))
+    if done is None:
+        return np.fromiter(
+            (b is not None and test(b) for b in bounds), dtype=bool, count=len(bounds)
+        )
+    out = np.zeros(len(bounds), dtype=bool)
+    for i in np.flatnonzero(~done).tolist():  # a point lookup's key filters leave few
+        b = bounds[i]
+        out[i] = b is not None and test(b)
+    return out
 
 
 def skip_by_bounds(

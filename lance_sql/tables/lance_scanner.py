@@ -93,7 +93,7 @@ def lance_scanner(
     # ``dataset.schema`` is converted from Lance's on every access: only when needed
     payload = None if filter is None else _PREPARED.payload(filter, dataset.schema)
     try:
-        from lance.dataset import ScannerBuilder
+        from lance_sql.tables.native_scanner import ScannerBuilder, to_scanner
 
         builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
         if columns is not None:
@@ -107,6 +107,7 @@ def lance_scanner(
         if late_materialization is not None:
             builder.late_materialization(late_materialization)
         builder._substrait_filter = payload
+        return to_scanner(builder)
     except (ImportError, AttributeError):  # pylance internals moved: the public path
         if filter is not None:
             filter = _float_semantics(filter, dataset.schema)
@@ -119,7 +120,6 @@ def lance_scanner(
             scan_in_order=False,
             late_materialization=late_materialization,
         )
-    return builder.to_scanner()
 
 
 __all__ = ["FILTER_REFUSED", "lance_scanner"]

@@ -191,3 +191,80 @@ def test_only_number_and_date_literals_are_masked_in_a_shape() -> None:
     assert mask('t.t > CAST(Utf8("2024-01-01 00:00:00") AS Timestamp(ns))') == (
         't.t > CAST(Utf8("2024-01-01 00:00:00") AS Timestamp(ns))'
     )
+
+
+def test_sql_a_pruning_hook_evaluates_while_datafusion_plans_runs(tmp_path: Path) -> None:
+    """Planning runs on DataFusion's own thread (no hop); SQL evaluated there must not
+    nest DataFusion's runtime (it would panic): the SQL engine runs it on a thread."""
+    import threading
+
+    from udfs.sql_engine import sql_engine
+
+    root = make_namespace(tmp_path)
+    seen: list[tuple[str, int]] = []
+
+    def hook(filter: object, ns: PartitionedNamespace) -> None:
+        one = sql_engine().query({}, "SELECT 40 + 2 AS v").column(0)[0].as_py()
+        seen.append((threading.current_thread().name, one))
+        return None  # every table
+
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", root, prune=hook)
+    for sql in QUERIES:
+        assert answer(ctx, sql) == expected(rows(0, 60), sql), sql
+    assert seen and all(v == 42 for _, v in seen)
+
+
+def test_scan_planning_stays_on_the_calling_thread(tmp_path: Path) -> None:
+    """A cache-missing point lookup plans without handing the work to another thread."""
+    import threading
+
+    from lance_sql.engines.datafusion import namespace_pruning
+
+    root = make_namespace(tmp_path)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", root)
+    threads: set[str] = set()
+    plan = namespace_pruning._plan_pruning
+
+    def spy(*args: object, **kwargs: object) -> object:
+        threads.add(threading.current_thread().name)
+        return plan(*args, **kwargs)  # type: ignore[arg-type]
+
+    namespace_pruning._plan_pruning = spy  # type: ignore[assignment]
+    try:
+        for k in (5, 23, 41):
+            sql = f"SELECT id, day, x FROM t WHERE id = {k}"
+            assert answer(ctx, sql) == expected(rows(0, 60), sql)
+    finally:
+        namespace_pruning._plan_pruning = plan  # type: ignore[assignment]
+    assert threads and not any(name.startswith("lance-sql") for name in threads), threads
+
+
+def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -> None:
+    """``lance_scanner`` hands pylance's native scanner the builder's options directly
+    (no deep copy); the rows equal pylance's own scanner's for the same options."""
+    import lance
+    import pyarrow.compute as pc
+
+    from lance_sql.tables import native_scanner, scan
+
+    data = rows(0, 300)
+    ds = lance.write_dataset(data, str(tmp_path / "one.lance"), max_rows_per_file=70)
+    ds.create_scalar_index("id", "BTREE")
+    cases = [
+        dict(columns=["id", "x"], filter=pc.field("id") == 17),
+        dict(columns=["x"], filter=(pc.field("x") > 10.0) & (pc.field("id") < 200)),
+        dict(columns=None, filter=None, batch_size=7),
+        dict(columns=["day"], filter=None, fragments=ds.get_fragments()[1:3]),
+    ]
+    for case in cases:
+        got = scan.lance_scanner(ds, **case).to_table()  # type: ignore[arg-type]
+        plain = dict(case)
+        want = ds.scanner(**plain).to_table()  # type: ignore[arg-type]
+        assert got.sort_by("id" if "id" in got.column_names else got.column_names[0]).equals(
+            want.sort_by("id" if "id" in want.column_names else want.column_names[0])
+        ), case
+    assert (
+        native_scanner._BUILDER_ARGS and native_scanner._BUILDER_ARGS[0] is not None
+    )  # the direct path ran

@@ -38,7 +38,7 @@ class _PlanCache:
     its current snapshot), ``capacity`` plans per rows object, LRU.
     """
 
-    def __init__(self, capacity: int = 512, snapshots: int = 4) -> None:
+    def __init__(self, capacity: int = 2048, snapshots: int = 4) -> None:
         self._capacity = capacity
         self._snapshots = snapshots
         #: id(rows) -> (rows, {key: [(schema, filter, plan), ...]})

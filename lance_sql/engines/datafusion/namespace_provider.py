@@ -41,6 +41,7 @@ from lance_sql.engines.datafusion.namespace_pruning import (
 from lance_sql.engines.datafusion.namespace_unit_cache import _UnitCache
 from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.engines.datafusion.pruning_note import pruning_note
+from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
 from lance_sql.errors import SchemaMismatchError
 from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.spec.arrow_json import field_id_of
@@ -164,6 +165,12 @@ class NamespaceTable(ScanUnitDataset):
             return self._namespace
 
     def _plan(self, filter: pc.Expression | None) -> ScanPlan:
+        # DataFusion calls this from inside its runtime: SQL the planner or a pruning hook
+        # evaluates runs on a thread of its own, the rest right here (no thread hop)
+        with inside_datafusion():
+            return self._plan_here(filter)
+
+    def _plan_here(self, filter: pc.Expression | None) -> ScanPlan:
         ns = self._current()
         planner = self.prune if isinstance(self.prune, PlannerPrune) else None
         plan: ScanPlan | None = None

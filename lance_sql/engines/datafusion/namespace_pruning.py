@@ -1,10 +1,9 @@
 """The pruning hook of a namespace table: which partition tables a scan reads, planned
-on a thread of its own (DataFusion calls the provider from inside its runtime)."""
+on the thread DataFusion calls the provider from (inside its runtime: see
+:func:`.sql_evaluation.inside_datafusion`)."""
 
 from __future__ import annotations
 
-import concurrent.futures
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -15,6 +14,7 @@ from lance_sql.engines.datafusion.namespace_plans import (
     MISS,
     PLANS,
 )
+from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
@@ -30,8 +30,6 @@ def planner_prune(
     filter: pc.Expression | None,
     namespace: PartitionedNamespace,
     schema: pa.Schema | None = None,
-    *,
-    here: bool = False,
 ) -> list[str] | None:
     """The default pruning hook: the scan planner (``planning.namespace_scan.plan_scan``).
 
@@ -39,15 +37,12 @@ def planner_prune(
     matching ``filter`` (None: all of them). The full filter is still applied
     inside every selected table, so pruning can only skip work. ``schema`` is
     the schema the filter's column names refer to (the one registered in
-    DataFusion). ``here``: plan on the calling thread (never from inside a scan).
+    DataFusion). Plans on the calling thread, cached per snapshot (:func:`plan_pruning`).
     """
     schema = schema or namespace.schema
     if filter is None:
         return None
-    if here:  # the caller is not on a DataFusion worker: no thread hop needed
-        plan = _plan_pruning(filter, None, namespace, schema)
-    else:
-        plan = plan_pruning(filter, None, namespace, schema)
+    plan = plan_pruning(filter, None, namespace, schema)
     return None if plan.selects_all else plan.object_ids
 
 
@@ -72,15 +67,12 @@ def plan_pruning(
         return hit
     # DataFusion asks for fragments from inside its tokio runtime, and the
     # planner may itself run DataFusion (literal folding, expression fields):
-    # a nested runtime panics, so planning runs on a thread of its own.
-    plan = _PLANNING_THREAD.submit(_plan_pruning, filter, prune_filter, namespace, schema).result()
+    # a nested runtime panics, so the SQL engine runs such calls on a thread of
+    # its own (sql_evaluation.inside_datafusion); the rest plans right here.
+    with inside_datafusion():
+        plan = _plan_pruning(filter, prune_filter, namespace, schema)
     PLANS.put(filter, prune_filter, namespace, schema, plan)
     return plan
-
-
-_PLANNING_THREAD = concurrent.futures.ThreadPoolExecutor(
-    max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="lance-sql-prune"
-)
 
 
 def _plan_pruning(

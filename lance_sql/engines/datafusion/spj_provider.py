@@ -158,7 +158,7 @@ def plan_side_reads(left: SpjSide, right: SpjSide, group: GroupQuery) -> dict[st
     filters = _pushed_filters(sides, group)
     reads = {}
     for name, side in sides.items():
-        pruned = planner_prune(filters[name], side.namespace, side.schema, here=True)
+        pruned = planner_prune(filters[name], side.namespace, side.schema)
         reads[name] = SideRead(
             columns[name], filters[name], None if pruned is None else frozenset(pruned)
         )

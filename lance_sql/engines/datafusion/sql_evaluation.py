@@ -8,15 +8,25 @@ DataFusion itself, so they mean what they mean in a query. Those layers never
 import DataFusion: they call :func:`udfs.sql_engine.sql_engine`, which the package
 root points at :data:`ENGINE` (this module is imported on first use). Each thread
 keeps one private SessionContext; literal coercion shares one under a lock.
+
+Code that DataFusion calls back from inside its runtime (a namespace scan's
+planner, run while DataFusion asks a table for its fragments) marks that with
+:func:`inside_datafusion`: running DataFusion again there would nest its tokio
+runtime and panic, so the engine then runs the call on a thread of its own.
+Everywhere else (and for the usual service query, which needs no SQL engine
+while it is planned) the call runs on the calling thread, with no thread hop.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import datafusion
 import pyarrow as pa
@@ -30,6 +40,30 @@ from udfs.sql_engine import register_sql_engine
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _local = threading.local()
 _LOCK = threading.RLock()  # the shared coercion SessionContext: register + plan under a lock
+
+
+_R = TypeVar("_R")
+_OUTSIDE = concurrent.futures.ThreadPoolExecutor(
+    max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="lance-sql-engine"
+)
+
+
+@contextlib.contextmanager
+def inside_datafusion() -> Iterator[None]:
+    """Mark this thread as running inside a DataFusion callback (see the module doc)."""
+    depth = getattr(_local, "inside", 0)
+    _local.inside = depth + 1
+    try:
+        yield
+    finally:
+        _local.inside = depth
+
+
+def _outside(fn: Callable[..., _R], *args: Any) -> _R:
+    """``fn(*args)``, on another thread when this one is inside a DataFusion callback."""
+    if not getattr(_local, "inside", 0):
+        return fn(*args)
+    return _OUTSIDE.submit(fn, *args).result()
 
 
 class _Undecidable(Exception):
@@ -96,6 +130,9 @@ class DataFusionSqlEngine:
     """:class:`udfs.sql_engine.SqlEngine` over DataFusion."""
 
     def query(self, tables: Mapping[str, pa.Table], sql: str) -> pa.Table:
+        return _outside(self._query, tables, sql)
+
+    def _query(self, tables: Mapping[str, pa.Table], sql: str) -> pa.Table:
         ctx = _context()
         for name, table in tables.items():
             _register(ctx, name, table)
@@ -106,6 +143,9 @@ class DataFusionSqlEngine:
                 ctx.deregister_table(name)
 
     def partition_expression(self, expression: str, table: pa.Table, result: str) -> pa.Table:
+        return _outside(self._partition_expression, expression, table, result)
+
+    def _partition_expression(self, expression: str, table: pa.Table, result: str) -> pa.Table:
         ctx = _context()
         _register(ctx, _TABLE, table)
         prefix = "SELECT "
@@ -138,6 +178,11 @@ _TABLES: dict[str, str] = {}
 
 @lru_cache(maxsize=8192)
 def _comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
+    """:func:`_folded_value`, cached (a hit never leaves the calling thread)."""
+    return _outside(_folded_value, target, literal_sql)
+
+
+def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
 
     DataFusion's coercion of temporal literals has several special cases
