@@ -247,7 +247,7 @@ def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -
     import lance
     import pyarrow.compute as pc
 
-    from lance_sql.tables import native_scanner, scan
+    from lance_sql.tables import lance_scanner, native_scanner
 
     data = rows(0, 300)
     ds = lance.write_dataset(data, str(tmp_path / "one.lance"), max_rows_per_file=70)
@@ -259,7 +259,7 @@ def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -
         dict(columns=["day"], filter=None, fragments=ds.get_fragments()[1:3]),
     ]
     for case in cases:
-        got = scan.lance_scanner(ds, **case).to_table()  # type: ignore[arg-type]
+        got = lance_scanner.lance_scanner(ds, **case).to_table()  # type: ignore[arg-type]
         plain = dict(case)
         want = ds.scanner(**plain).to_table()  # type: ignore[arg-type]
         assert got.sort_by("id" if "id" in got.column_names else got.column_names[0]).equals(
