@@ -56,7 +56,6 @@ ALLOWED_DATAFUSION: set[str] = set()
 ALLOWED_LONG: dict[str, int] = {
     "lance_sql/tables/namespace/namespace.py": 551,
     "lance_sql/tables/namespace/writer.py": 515,
-    "lance_sql/engines/datafusion/spj_provider.py": 522,
     "lance_sql/tables/namespace/bounds.py": 509,
     "lance_sql/tables/namespace/reader.py": 479,
     "lance_sql/tables/scan.py": 475,

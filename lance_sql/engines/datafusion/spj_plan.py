@@ -33,13 +33,8 @@ from lance_sql.engines.datafusion.spj_decision import (
     decide_inputs,
     keep_unaggregated,
 )
-from lance_sql.engines.datafusion.spj_provider import (
-    LEFT_TABLE,
-    RIGHT_TABLE,
-    SpjSide,
-    SpjTable,
-    group_schema,
-)
+from lance_sql.engines.datafusion.spj_provider import SpjTable
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, RIGHT_TABLE, SpjSide, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
 
@@ -312,7 +307,7 @@ def _tables(ctx: Any, join: algebra_pb2.JoinRel) -> tuple[tuple[str, Any], ...]:
 @functools.cache
 def _builtin_functions() -> frozenset[str]:
     """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
-    from lance_sql.engines.datafusion.spj_provider import private_context
+    from lance_sql.engines.datafusion.spj_sides import private_context
 
     return frozenset(private_context().udfs())
 
