@@ -198,7 +198,9 @@ def _replace(
     # whose sides share a column name (apache/datafusion#21246; a self-join always does).
     sp.prefix_read_columns(body.left, LEFT_TABLE, LEFT_PREFIX)
     sp.prefix_read_columns(body.right, RIGHT_TABLE, RIGHT_PREFIX)
-    group = SubstraitGroupQuery(group_plan, _user_udfs(ctx, group_plan), "", _tables(ctx, body))
+    group = SubstraitGroupQuery(
+        group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, body.left, body.right)
+    )
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
     out = group_schema(lside, rside, group)
@@ -293,12 +295,12 @@ def _keys(
     return keys
 
 
-def _tables(ctx: Any, join: algebra_pb2.JoinRel) -> tuple[tuple[str, Any], ...]:
-    """The providers of the tables the join reads besides its two sides' namespaces."""
+def other_tables(ctx: Any, *rels: algebra_pb2.Rel) -> tuple[tuple[str, Any], ...]:
+    """The providers of the tables ``rels`` read besides the two sides' namespaces."""
     names = {
         t
-        for side in (join.left, join.right)
-        for r in sp.walk(side)
+        for rel in rels
+        for r in sp.walk(rel)
         if (t := sp.table_name(r)) is not None and t not in (LEFT_TABLE, RIGHT_TABLE)
     }
     return tuple((name, ctx.table_provider(name)) for name in sorted(names))
@@ -312,7 +314,7 @@ def _builtin_functions() -> frozenset[str]:
     return frozenset(private_context().udfs())
 
 
-def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
+def user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
     """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
     builtin = _builtin_functions()
     out = []
