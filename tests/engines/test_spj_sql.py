@@ -348,39 +348,39 @@ def test_correlated_subquery_over_the_join(roots) -> None:
 
 def test_group_sides_read_only_needed_columns_and_rows(roots) -> None:
     """Each group reads the columns its query needs, with the side's pushable WHERE."""
-    from lance_sql.engines.datafusion import spj_provider
+    from lance_sql.engines.datafusion import spj_sides
     from lance_sql.engines.datafusion import substrait_plan as sp
     from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery
     from lance_sql.tables.namespace.namespace import PartitionedNamespace as NS
 
     left, right = (
-        spj_provider.SpjSide(NS.open(r), NS.open(r).schema, alias, name)
+        spj_sides.SpjSide(NS.open(r), NS.open(r).schema, alias, name)
         for r, alias, name in ((roots[0], "o", "orders"), (roots[1], "c", "customers"))
     )
 
     def group(sql: str) -> SubstraitGroupQuery:
         """The group query of ``sql`` as the SPJ pass builds it (optimized plan, Substrait)."""
-        gctx = spj_provider.group_context(left, right, None)
+        gctx = spj_sides.group_context(left, right, None)
         return SubstraitGroupQuery(sp.to_substrait(gctx, gctx.sql(sql).optimized_logical_plan()))
 
     sql = (
-        f"SELECT c.segment, o.order_id FROM {spj_provider.LEFT_TABLE} o "
-        f"JOIN {spj_provider.RIGHT_TABLE} c ON o.customer_id = c.id "
+        f"SELECT c.segment, o.order_id FROM {spj_sides.LEFT_TABLE} o "
+        f"JOIN {spj_sides.RIGHT_TABLE} c ON o.customer_id = c.id "
         "WHERE o.amount > 20 AND c.segment LIKE 's1%'"
     )
-    reads = spj_provider.plan_side_reads(left, right, group(sql))
-    orders, customers = reads[spj_provider.LEFT_TABLE], reads[spj_provider.RIGHT_TABLE]
+    reads = spj_sides.plan_side_reads(left, right, group(sql))
+    orders, customers = reads[spj_sides.LEFT_TABLE], reads[spj_sides.RIGHT_TABLE]
     # the optimized plan pushes ``o.amount > 20`` into the side's scan: Lance applies it while
     # reading, so ``amount`` itself need not be read into memory
     assert set(orders.columns) == {"order_id", "customer_id"}
     assert set(customers.columns) == {"id", "segment"}  # LIKE stays in the query: segment read
     assert orders.filter is not None and "amount" in str(orders.filter)
     count = (
-        f"SELECT count(*) FROM {spj_provider.LEFT_TABLE} o "
-        f"JOIN {spj_provider.RIGHT_TABLE} c ON o.customer_id = c.id"
+        f"SELECT count(*) FROM {spj_sides.LEFT_TABLE} o "
+        f"JOIN {spj_sides.RIGHT_TABLE} c ON o.customer_id = c.id"
     )
-    reads = spj_provider.plan_side_reads(left, right, group(count))
-    assert reads[spj_provider.LEFT_TABLE].columns == ("customer_id",)
+    reads = spj_sides.plan_side_reads(left, right, group(count))
+    assert reads[spj_sides.LEFT_TABLE].columns == ("customer_id",)
 
 
 def test_aggregates_over_one_side_equal_plain_join(roots) -> None:
@@ -402,12 +402,12 @@ def test_aggregates_over_one_side_equal_plain_join(roots) -> None:
 
 def test_sides_stream_when_their_reads_cannot_be_planned(roots, monkeypatch) -> None:
     """A failure planning what groups read makes them stream their sides, not fail."""
-    from lance_sql.engines.datafusion import spj_provider
+    from lance_sql.engines.datafusion import spj_sides
 
     def refuse(*_args):
         raise RuntimeError("cannot plan")
 
-    monkeypatch.setattr(spj_provider, "_needed_columns", refuse)
+    monkeypatch.setattr(spj_sides, "_needed_columns", refuse)
     sql = QUERIES[3].format(j="JOIN")
     on = _ctx(roots, True)
     assert _rows(on, sql) == _rows(_ctx(roots, False), sql)

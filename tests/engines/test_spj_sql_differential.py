@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.engines.datafusion import spj_provider
+from lance_sql.engines.datafusion import spj_sides
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SPECS = {
@@ -178,7 +178,7 @@ def test_streamed_group_sides_equal_off(
     pool, contexts, oracle, monkeypatch, left, right, join, extra, shape, where
 ) -> None:
     """Group sides too large to read into memory are streamed: same rows."""
-    monkeypatch.setattr(spj_provider, "MATERIALIZE_ROWS", 0)
+    monkeypatch.setattr(spj_sides, "MATERIALIZE_ROWS", 0)
     _check_join(contexts, oracle, left, right, join, extra, shape, where)
 
 

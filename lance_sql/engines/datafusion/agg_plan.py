@@ -26,7 +26,8 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.eager_agg import eager_aggregate
-from lance_sql.engines.datafusion.spj_provider import SpjTable, group_schema
+from lance_sql.engines.datafusion.spj_provider import SpjTable
+from lance_sql.engines.datafusion.spj_sides import group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.spec.time_ranges import datafusion_type_name
 

@@ -33,6 +33,10 @@ from lance_sql.engines.datafusion.join_stats import plan_join_stats
 from lance_sql.engines.datafusion.join_swap import namespace_rows
 from lance_sql.engines.datafusion.not_in import expand_not_in
 from lance_sql.engines.datafusion.outer_join_elimination import eliminate_outer_joins
+from lance_sql.engines.datafusion.partition_agg import (
+    PartitionAggTable,
+    partition_wise_aggregates,
+)
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
@@ -252,6 +256,10 @@ def _rewrite_plan(
             unaggregated = unaggregated_pairs(ctx, plan, spj.used) if spj.used else {}
             if unaggregated:  # plan again, those pairs left to DataFusion (spj_plan)
                 return rewrite(ctx, df, aggregates=aggregates, skip={**skip, **unaggregated})
+        if ctx.spj_enabled and aggregates and "Aggregate:" in logical.display_indent():
+            pagg = partition_wise_aggregates(ctx, plan, {**namespaces, **out.pruned})
+            out.used += pagg
+            changed = changed or bool(pagg)
         if want_outer:  # after SPJ: a join SPJ ran is a read now, its columns named apart
             made_inner = eliminate_outer_joins(
                 plan, lambda rel: output_width(ctx, plan, rel), lambda p: _same_types(ctx, p, df)
@@ -348,6 +356,10 @@ def _spj_rows(tables: list[Any]) -> dict[str, float]:
     """Estimated rows of each storage-partitioned join's table: its larger side's."""
     out = {}
     for table in tables:
+        if isinstance(table, PartitionAggTable):  # an aggregate: the estimate of what it replaced
+            if table.output_rows is not None:
+                out[table.name] = table.output_rows
+            continue
         try:
             out[table.name] = max(
                 namespace_rows(table.left.namespace), namespace_rows(table.right.namespace)

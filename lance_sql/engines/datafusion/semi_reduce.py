@@ -28,7 +28,7 @@ cheap. Measured at TPC-H SF1: q17 0.46x the time without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from substrait import algebra_pb2, plan_pb2
 
@@ -155,35 +155,21 @@ def _natural(body: object, field: int) -> int:
 def _aggregate_columns(
     rel: Rel, fields: list[int], width: Callable[[Rel], int]
 ) -> tuple[Rel, list[int]] | None:
-    """The aggregate ``fields`` of ``rel`` are grouping keys of, and their input columns."""
-    while True:
-        k = sp.kind(rel)
-        body = getattr(rel, k, None)
-        if body is None:
-            return None
-        fields = [_natural(body, f) for f in fields]
-        if k in ("filter", "sort"):
-            rel = body.input
-        elif k == "project":
-            mapped = _through_project(body, fields, width)
-            if mapped is None:
-                return None
-            rel, fields = body.input, mapped
-        elif k == "aggregate":
+    """The aggregate ``fields`` of ``rel`` are grouping keys of, and their input columns.
+
+    Only through filters, sorts and projections: below a limit or a join, removing
+    groups from the aggregate would change which rows those keep.
+    """
+    for below, at in _descend(rel, fields, width, reducer=False):
+        if sp.kind(below) == "aggregate":
+            body = below.aggregate
             n = _grouping_keys(body)
-            if n is None:
-                return None
-            cols = []
-            for f in fields:
-                if f >= n:
-                    return None  # a measure, not a grouping key
-                col = sp.field_ref(body.grouping_expressions[f])
-                if col is None:
-                    return None
-                cols.append(col)
-            return rel, cols
-        else:
-            return None
+            at = [_natural(body, f) for f in at]
+            if n is None or any(f >= n for f in at):
+                return None  # several grouping sets, or a measure rather than a grouping key
+            cols = [c for f in at if (c := sp.field_ref(body.grouping_expressions[f])) is not None]
+            return (below, cols) if len(cols) == len(at) else None
+    return None
 
 
 def _through_project(
@@ -210,23 +196,35 @@ def _smallest_source(
     ``fields`` unchanged, and the fields there."""
     best: tuple[Rel, list[int]] | None = None
     best_rows: float | None = None
+    for below, at in _descend(rel, fields, width, reducer=True):
+        rows = estimate.rows(below)
+        if rows is not None and (best_rows is None or rows < best_rows) and _filtered(below):
+            best, best_rows = (below, list(at)), rows
+    return best
+
+
+def _descend(
+    rel: Rel, fields: list[int], width: Callable[[Rel], int], *, reducer: bool
+) -> Iterator[tuple[Rel, list[int]]]:
+    """``rel`` and each relation below it that outputs the values of ``fields`` unchanged,
+    with those fields there (through filters, sorts, projections and aggregates' grouping
+    keys; ``reducer``: also through limits and the side of a join they come from, which
+    keep a subset of the values)."""
     while True:
-        rows = estimate.rows(rel)
-        if rows is not None and (best_rows is None or rows < best_rows) and _filtered(rel):
-            best, best_rows = (rel, list(fields)), rows
+        yield rel, fields
         k = sp.kind(rel)
         body = getattr(rel, k, None)
         if body is None:
-            return best
+            return
         fields = [_natural(body, f) for f in fields]
-        if k in ("filter", "sort", "fetch"):
+        if k in ("filter", "sort") or (k == "fetch" and reducer):
             rel = body.input
         elif k == "project":
             mapped = _through_project(body, fields, width)
             if mapped is None:
-                return best
+                return
             rel, fields = body.input, mapped
-        elif k == "join":
+        elif k == "join" and reducer:
             n = width(body.left)
             if body.type in sp.RIGHT_ONLY_JOINS:
                 rel = body.right
@@ -235,14 +233,14 @@ def _smallest_source(
             elif all(f >= n for f in fields) and body.type not in _LEFT_OUTPUT:
                 rel, fields = body.right, [f - n for f in fields]
             else:
-                return best
+                return
         elif k == "aggregate" and (n := _grouping_keys(body)) is not None:
             cols = [sp.field_ref(body.grouping_expressions[f]) if f < n else None for f in fields]
             if any(c is None for c in cols):
-                return best
+                return
             rel, fields = body.input, [c for c in cols if c is not None]
         else:
-            return best
+            return
 
 
 #: joins whose output starts with their left input's columns and holds no right-side one

@@ -33,13 +33,8 @@ from lance_sql.engines.datafusion.spj_decision import (
     decide_inputs,
     keep_unaggregated,
 )
-from lance_sql.engines.datafusion.spj_provider import (
-    LEFT_TABLE,
-    RIGHT_TABLE,
-    SpjSide,
-    SpjTable,
-    group_schema,
-)
+from lance_sql.engines.datafusion.spj_provider import SpjTable
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, RIGHT_TABLE, SpjSide, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
 
@@ -203,7 +198,9 @@ def _replace(
     # whose sides share a column name (apache/datafusion#21246; a self-join always does).
     sp.prefix_read_columns(body.left, LEFT_TABLE, LEFT_PREFIX)
     sp.prefix_read_columns(body.right, RIGHT_TABLE, RIGHT_PREFIX)
-    group = SubstraitGroupQuery(group_plan, _user_udfs(ctx, group_plan), "", _tables(ctx, body))
+    group = SubstraitGroupQuery(
+        group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, body.left, body.right)
+    )
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
     out = group_schema(lside, rside, group)
@@ -298,12 +295,12 @@ def _keys(
     return keys
 
 
-def _tables(ctx: Any, join: algebra_pb2.JoinRel) -> tuple[tuple[str, Any], ...]:
-    """The providers of the tables the join reads besides its two sides' namespaces."""
+def other_tables(ctx: Any, *rels: algebra_pb2.Rel) -> tuple[tuple[str, Any], ...]:
+    """The providers of the tables ``rels`` read besides the two sides' namespaces."""
     names = {
         t
-        for side in (join.left, join.right)
-        for r in sp.walk(side)
+        for rel in rels
+        for r in sp.walk(rel)
         if (t := sp.table_name(r)) is not None and t not in (LEFT_TABLE, RIGHT_TABLE)
     }
     return tuple((name, ctx.table_provider(name)) for name in sorted(names))
@@ -312,12 +309,12 @@ def _tables(ctx: Any, join: algebra_pb2.JoinRel) -> tuple[tuple[str, Any], ...]:
 @functools.cache
 def _builtin_functions() -> frozenset[str]:
     """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
-    from lance_sql.engines.datafusion.spj_provider import private_context
+    from lance_sql.engines.datafusion.spj_sides import private_context
 
     return frozenset(private_context().udfs())
 
 
-def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
+def user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
     """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
     builtin = _builtin_functions()
     out = []

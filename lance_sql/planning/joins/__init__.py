@@ -7,7 +7,7 @@
   :class:`JoinPlan` (JSON and Arrow forms for shipping to tasks);
 - :mod:`.serde` — tagged JSON for values JSON cannot hold.
 
-Running a plan in DataFusion: :mod:`lance_sql.engines.datafusion.spj`.
+Running a plan in DataFusion: :mod:`lance_sql.engines.datafusion.spj_plan`.
 
 Rules and formats: ``docs/joins.md``.
 """

@@ -1,0 +1,158 @@
+"""Partition-wise aggregation: an aggregate grouped by a namespace's partition source, per table.
+
+A namespace partitioned by a transform of column ``k`` (``bucket(16, k)``,
+``identity(k)``, ``day(k)``, ...) holds all rows of one value of ``k`` in one
+partition table. An aggregate grouped by ``k`` (and maybe more keys) over a
+scan of that namespace therefore computes each of its groups from one
+partition table: run per table, the aggregate is complete there, and the
+query's result is the concatenation of the tables' results. TPC-H q18's
+``SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity)
+> 300`` over lineitem bucket[16] on ``l_orderkey`` is such an aggregate.
+
+DataFusion would aggregate every row in two phases and hash-repartition the
+partial results (with 1.5M orderkeys the partial phase reduces nothing);
+per table there is no repartition, each hash table holds one table's keys,
+and the HAVING filter and projections above the aggregate run per table too,
+so only the rows they keep leave the groups. Any measure works (``avg``,
+DISTINCT, FILTER): nothing is combined across tables.
+
+Which tables hold one value's rows is the join planner's question for the
+namespace joined with itself on ``k`` (:func:`~lance_sql.planning.joins.plan.plan_join`:
+it also regroups tables written under several spec versions). Each group of
+that plan runs the aggregate subtree in the storage-partitioned join's
+machinery (:class:`.spj_provider.SpjTable`, one side only).
+
+Applied when the aggregate reads at least :data:`MIN_INPUT_ROWS` rows by
+estimate (partition-table metadata; below it the per-table query costs more
+than it saves) from at least two partition tables, with ``lance.spj`` on, in
+plans lance-sql rewrites anyway (joins, a HAVING or another filter left above
+a scan): deciding it for every lone ``GROUP BY`` would cost each such query a
+Substrait round trip, which the skip cache of :mod:`.plan_rewrite` avoids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+from substrait import algebra_pb2, plan_pb2
+
+from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
+from lance_sql.engines.datafusion.spj_provider import SpjTable
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, SpjSide, group_schema
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.planning.joins.plan import JoinGroup, JoinPlan, plan_join
+
+#: aggregates estimated to read fewer rows stay DataFusion's
+MIN_INPUT_ROWS = 1_000_000
+
+
+class PartitionAggTable(SpjTable):
+    """An aggregate (with the filters and projections above it) run per group of tables."""
+
+    def description(self) -> str:
+        groups = self.live_groups()
+        n = sum(len(g.left) for g in groups)
+        return (
+            f"PartitionWiseAggregate: {self.left.name} {self.left.alias}, "
+            f"grouped by partition source {self.plan.on[0][0]}, groups={len(groups)}, "
+            f"partition_tables={n}, {self.estimate}"
+        )
+
+
+def partition_wise_aggregates(
+    ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, Any]
+) -> list[PartitionAggTable]:
+    """Run every aggregate grouped by its namespace's partition source per table (in place)."""
+    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery, other_tables, user_udfs
+
+    names = sp.function_names(plan)
+    estimate = Estimator(table_rows_for(lambda _name: None, namespaces, {}), names)
+    out: list[PartitionAggTable] = []
+    pending = [sp.root_rel(plan)]
+    while pending:
+        rel = pending.pop()
+        found = _candidate(rel, namespaces)
+        if found is None:
+            pending.extend(reversed(sp.inputs(rel)))
+            continue
+        agg, chain, jp = found
+        ns = namespaces[chain.table]
+        snap = ns._current()
+        rows = _rows(estimate, agg.aggregate.input)
+        output_rows = _rows(estimate, rel)
+        tables = sum(len(g.left) for g in jp.groups)
+        if tables < 2 or rows is None or rows < MIN_INPUT_ROWS:
+            pending.extend(reversed(sp.inputs(rel)))
+            continue
+        jp = replace(jp, groups=tuple(JoinGroup(g.key, g.left, ()) for g in jp.groups if g.left))
+        group_plan = sp.subplan(plan, rel)
+        sp.rename_tables(sp.root_rel(group_plan), chain.table, LEFT_TABLE)
+        group = SubstraitGroupQuery(
+            group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, sp.root_rel(group_plan))
+        )
+        side = SpjSide(snap, ns.schema, chain.table, ns.name)
+        schema = group_schema(side, side, group)
+        name = fresh_table_name("__lance_pagg")
+        schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
+        table = PartitionAggTable(jp, side, side, name=name, group=group, schema=schema)
+        table.estimate = f"~{round(rows):,} input rows estimated"
+        table.output_rows = output_rows  # the join statistics' estimate of this table
+        register_query_table(ctx, name, table)
+        read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
+        rel.CopyFrom(read)
+        out.append(table)
+    return out
+
+
+def _rows(estimate: Estimator, rel: algebra_pb2.Rel) -> float | None:
+    try:
+        return estimate.rows(rel)
+    except Exception:  # an estimate is a hint only: no estimate, no rewrite
+        return None
+
+
+def _candidate(
+    rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]
+) -> tuple[algebra_pb2.Rel, sp.ScanChain, JoinPlan] | None:
+    """``rel`` as filters/projections over an aggregate of one namespace scan grouped by a
+    partition source column: (the aggregate, its input chain, the self-join plan on that
+    column, whose groups' left tables hold each value's rows); else None."""
+    while sp.kind(rel) in sp.ROW_WISE:
+        body = getattr(rel, sp.kind(rel))
+        if sp.has_subquery(body):
+            return None
+        rel = body.input
+    if sp.kind(rel) != "aggregate":
+        return None
+    agg = rel.aggregate
+    chain = sp.scan_chain(agg.input)
+    if chain is None or chain.table not in namespaces or sp.has_subquery(agg):
+        return None
+    n = len(agg.grouping_expressions)
+    if len(agg.groupings) != 1 or not n:
+        return None
+    if list(agg.groupings[0].expression_references) != list(range(n)):
+        return None
+    table = namespaces[chain.table]
+    snap = table._current()
+    for expr in agg.grouping_expressions:
+        ref = sp.field_ref(expr)
+        col = chain.columns[ref] if ref is not None and ref < len(chain.columns) else None
+        if col is None or col not in table.schema.names:
+            continue
+        if pa.types.is_floating(table.schema.field(col).type):
+            continue  # GROUP BY holds -0.0 and 0.0 in one group, their buckets differ
+        try:
+            jp = plan_join(snap, snap, on=[(col, col)], how="left")
+        except Exception:  # not a column the planner can key on: try the next key
+            continue
+        if jp.compatible:
+            return rel, chain, jp
+    return None
+
+
+__all__ = ["MIN_INPUT_ROWS", "PartitionAggTable", "partition_wise_aggregates"]
