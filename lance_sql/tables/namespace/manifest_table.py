@@ -199,7 +199,12 @@ def _snapshot(
 ) -> ManifestSnapshot:
     """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds`` (used
     instead of reading them back when their schema is ``ds``'s)."""
-    from lance_sql.tables.namespace.manifest_fragments import keep, last_snapshot, load_rows
+    from lance_sql.tables.namespace.manifest_fragments import (
+        carry_versions,
+        keep,
+        last_snapshot,
+        load_rows,
+    )
 
     _check_columns(ds.schema, manifest_uri(root))
     lance_schema, ident = ds.schema, _identity(ds)
@@ -218,7 +223,8 @@ def _snapshot(
         )
         at = min(2, rows.num_columns)
         location = pa.field("location", pa.utf8())
-        rows = rows.add_column(at, location, derived)
+        rows, before = rows.add_column(at, location, derived), rows
+        carry_versions(before, rows)
         lance_schema = lance_schema.insert(at, location)
     snap = ManifestSnapshot(root, ds.version, rows, root_properties(ds), lance_schema)
     object.__setattr__(snap, "identity", ident)
