@@ -255,6 +255,7 @@ def main() -> None:
     ap.add_argument("--expire-max", type=int, default=10_000, help="largest P expired")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
+    ap.add_argument("--steps", default="append,point,bounds,scan,expire", help="which to run")
     args = ap.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="bench_scale_"))
     results: dict[int, dict[str, float]] = {}
@@ -271,13 +272,21 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
             ns = build(root, p, args.rows_per)
         made = time.perf_counter() - t0
-        append_s, append_bytes = bench_append(ns, root, p, args.repeat)
-        point_s = bench_point(root, p, args.repeat)
-        bounds_s, pylance_s = bench_bounds(root)
-        _, bounds_mb = bench_bounds_memory(root, base / "warm")
-        scan = bench_scan(root, p, args.rows_per, 3) if p <= args.scan_max else {}
-        expire_s = float("nan")
-        if p <= args.expire_max:
+        steps = set(args.steps.split(","))
+        nan = float("nan")
+        append_s, append_bytes = (
+            bench_append(ns, root, p, args.repeat) if "append" in steps else (nan, 0)
+        )
+        point_s = bench_point(root, p, args.repeat) if "point" in steps else nan
+        bounds_s, pylance_s, bounds_mb = nan, nan, nan
+        if "bounds" in steps:
+            bounds_s, pylance_s = bench_bounds(root)
+            _, bounds_mb = bench_bounds_memory(root, base / "warm")
+        scan = {}
+        if p <= args.scan_max and "scan" in steps:
+            scan = bench_scan(root, p, args.rows_per, 3)
+        expire_s = nan
+        if p <= args.expire_max and "expire" in steps:
             t0 = time.perf_counter()
             ns = type(ns).open(str(root))
             ns.expire_versions(older_than=timedelta(0))
