@@ -58,9 +58,7 @@ ALLOWED_LONG: dict[str, int] = {
     "lance_sql/tables/namespace/writer.py": 515,
     "lance_sql/engines/datafusion/spj_provider.py": 522,
     "lance_sql/tables/namespace/bounds.py": 509,
-    "lance_sql/tables/namespace/reader.py": 479,
     "lance_sql/tables/scan.py": 475,
-    "lance_sql/tables/namespace/manifest_table.py": 458,
 }
 
 # Module names used in more than one folder (one name per idea): name -> folders.
