@@ -113,6 +113,27 @@ def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int]:
     return statistics.median(times), int(statistics.median(written))
 
 
+def bench_overwrite(ns: Any, p: int, n: int, repeat: int) -> dict[str, float]:
+    """Dynamic overwrite of one partition with ``n`` rows against its floor: pylance alone
+    overwriting a dataset of the same rows plus one commit to a small Lance table (what a
+    ``__manifest`` commit costs at least), alternating."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench_overwrite_"))
+    lance.write_dataset(rows(np.zeros(1, np.int32)), str(scratch / "commit"))
+    ours, floor = [], []
+    for i in range(repeat):
+        data = rows(np.full(n, (i * 7) % p, np.int32), start=6 * 10**9 + i * n)
+        t0 = time.perf_counter()
+        ns.overwrite(data, partitions="dynamic")
+        ours.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        lance.write_dataset(data, str(scratch / "day"), mode="overwrite")
+        lance.write_dataset(rows(np.zeros(1, np.int32)), str(scratch / "commit"), mode="append")
+        floor.append(time.perf_counter() - t0)
+    shutil.rmtree(scratch, ignore_errors=True)
+    o, f = statistics.median(ours), statistics.median(floor)
+    return {"overwrite_s": o, "overwrite_floor_s": f, "overwrite_ratio": o / f}
+
+
 def bench_point(root: Path, p: int, repeat: int) -> float:
     import lance_sql
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -255,6 +276,10 @@ def main() -> None:
     ap.add_argument("--expire-max", type=int, default=10_000, help="largest P expired")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
+    ap.add_argument(
+        "--steps", default="append,point,bounds,scan,expire,overwrite", help="which to run"
+    )
+    ap.add_argument("--overwrite-rows", type=int, default=10_000)
     args = ap.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="bench_scale_"))
     results: dict[int, dict[str, float]] = {}
@@ -271,21 +296,39 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
             ns = build(root, p, args.rows_per)
         made = time.perf_counter() - t0
-        append_s, append_bytes = bench_append(ns, root, p, args.repeat)
-        point_s = bench_point(root, p, args.repeat)
-        bounds_s, pylance_s = bench_bounds(root)
-        _, bounds_mb = bench_bounds_memory(root, base / "warm")
-        scan = bench_scan(root, p, args.rows_per, 3) if p <= args.scan_max else {}
-        expire_s = float("nan")
-        if p <= args.expire_max:
+        steps = set(args.steps.split(","))
+        nan = float("nan")
+        append_s, append_bytes = (
+            bench_append(ns, root, p, args.repeat) if "append" in steps else (nan, 0)
+        )
+        point_s = bench_point(root, p, args.repeat) if "point" in steps else nan
+        bounds_s, pylance_s, bounds_mb = nan, nan, nan
+        if "bounds" in steps:
+            bounds_s, pylance_s = bench_bounds(root)
+            _, bounds_mb = bench_bounds_memory(root, base / "warm")
+        scan = {}
+        if p <= args.scan_max and "scan" in steps:
+            scan = bench_scan(root, p, args.rows_per, 3)
+        expire_s = expire_after_s = nan
+        if p <= args.expire_max and "expire" in steps:
             t0 = time.perf_counter()
             ns = type(ns).open(str(root))
             ns.expire_versions(older_than=timedelta(0))
             expire_s = time.perf_counter() - t0
+            for i in range(10):  # then expire what 10 appends left: the steady state
+                ns.append(rows(np.full(10, (i * 613) % p, np.int32), start=4 * 10**9 + i * 10))
+            t0 = time.perf_counter()
+            ns.expire_versions(older_than=timedelta(0))
+            expire_after_s = time.perf_counter() - t0
+        overwrite = (
+            bench_overwrite(ns, p, args.overwrite_rows, args.repeat) if "overwrite" in steps else {}
+        )
         results[p] = {
             "bounds_mb": bounds_mb,
             **scan,
             "expire_s": expire_s,
+            "expire_after_10_appends_s": expire_after_s,
+            **overwrite,
             "build_s": made,
             "append_s": append_s,
             "append_bytes": append_bytes,

@@ -28,11 +28,11 @@ from lance_sql.planning.pruning import (
     proofs,
     report,
     residuals_from_proofs,
-    select_rows,
+    select_mask,
     spec_ids,
-    spec_ids_of,
 )
 from lance_sql.spec.predicates import TRUE, Predicate
+from lance_sql.tables.namespace.manifest_fragments import table_versions
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 FilterLike = Predicate | pc.Expression | str | None
@@ -103,10 +103,8 @@ def plan_partitions(
             raise PlanningError(f"__manifest rows lack the {name!r} column")
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, specs, schema)
-    selected, table_versions = _selection(manifest_rows, mf)
-    return finish_plan(
-        pred, mf, selected, table_versions, root=root, storage_options=storage_options
-    )
+    selected, versions = _selection(manifest_rows, mf)
+    return finish_plan(pred, mf, selected, versions, root=root, storage_options=storage_options)
 
 
 _SELECTIONS: OrderedDict[int, tuple[pa.Table, OrderedDict[str, Any]]] = OrderedDict()
@@ -128,21 +126,19 @@ def _selection(manifest_rows: pa.Table, mf: ManifestFilter) -> tuple[pa.Table, n
             if hit is not None:
                 slot[1].move_to_end(pkey)
                 return hit  # type: ignore[no-any-return]
-    is_table = pc.equal(manifest_rows.column("object_type"), "table")
-    table_versions = spec_ids_of(pc.filter(manifest_rows.column("object_id"), is_table))
-    table_versions.flags.writeable = False
-    selected = select_rows(manifest_rows, mf)  # the predicate includes object_type = 'table'
+    versions = table_versions(manifest_rows)  # (carried from the previous version's rows)
+    selected = manifest_rows.filter(pa.array(select_mask(manifest_rows, mf, versions)))
     with _SELECTIONS_LOCK:
         slot = _SELECTIONS.get(id(manifest_rows))
         if slot is None or slot[0] is not manifest_rows:
             slot = (manifest_rows, OrderedDict())
             _SELECTIONS[id(manifest_rows)] = slot
-        slot[1][pkey] = (selected, table_versions)
+        slot[1][pkey] = (selected, versions)
         while len(slot[1]) > _SELECTIONS_MAX:
             slot[1].popitem(last=False)
         while len(_SELECTIONS) > _SELECTIONS_ROWS:
             _SELECTIONS.popitem(last=False)
-    return selected, table_versions
+    return selected, versions
 
 
 def finish_plan(
@@ -157,7 +153,7 @@ def finish_plan(
     """Residuals and report for ``selected`` (rows passing ``mf``), vectorised.
 
     ``table_versions`` is the spec version of every partition table of the
-    manifest (:func:`.pruning.spec_ids`), for the report's totals. Tables whose
+    manifest (-1 for other rows), for the report's totals. Tables whose
     column bounds prove ``pred`` never TRUE are dropped from ``selected``, and with
     ``root``, those whose key filters do (counted there, not again as bounds').
     """

@@ -19,7 +19,6 @@ rows matching that conjunct, so the scan need not re-check it
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -40,10 +39,13 @@ from lance_sql.spec.predicates import (
     Predicate,
     StartsWith,
     and_,
+    columns_of,
     conjuncts,
     or_,
     to_sql,
 )
+from lance_sql.tables.namespace.layout import spec_ids_of
+from lance_sql.tables.namespace.manifest_fragments import table_versions
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 OBJECT_ID = Column("object_id", None, pa.string())
@@ -114,31 +116,41 @@ def project_to_manifest(
 
 
 def select_rows(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
-    """The partition-table rows of ``manifest`` the filter keeps (order preserved).
+    """The partition-table rows of ``manifest`` the filter keeps (order preserved)."""
+    return manifest.filter(pa.array(select_mask(manifest, mf)))
+
+
+def select_mask(
+    manifest: pa.Table, mf: ManifestFilter, versions: np.ndarray | None = None
+) -> np.ndarray:
+    """Per row of ``manifest``: :attr:`ManifestFilter.predicate` holds and the row is a
+    partition table (``versions``: :func:`.manifest_fragments.table_versions`, carried
+    from version to version, so no pass over every object id runs per version).
 
     Tables outside every ``v{N}`` namespace (created at the root by another
-    writer) are not partition tables and are never selected.
-    """
-    mask = evaluate_mask(_with_partition_columns(manifest, mf), mf.predicate)
-    if manifest.num_rows:
-        mask = pc.and_(mask, pa.array(spec_ids(manifest) >= 0))
-    return manifest.filter(mask)
-
-
-def _with_partition_columns(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
-    """``manifest`` after checking it has every partition column the filter reads.
-
-    A missing column must not be read as all-NULL: that would prune every
-    partition of the versions using it.
+    writer) are not partition tables and are never selected. A missing partition
+    column must not be read as all-NULL: that would prune every partition of the
+    versions using it.
     """
     check_partition_columns(mf, manifest.column_names)
-    return manifest
+    versions = table_versions(manifest) if versions is None else versions
+    mask = np.zeros(len(versions), bool)
+    known = np.zeros(len(versions), bool)
+    for spec_id, s in mf.specs.items():
+        in_spec = versions == spec_id
+        known |= in_spec
+        if s.inclusive == FALSE or not in_spec.any():
+            continue
+        if s.inclusive == TRUE:
+            mask |= in_spec
+        else:  # (only the columns it reads, in one chunk: 3-4x faster at 100,000s of rows)
+            read = manifest.select(sorted(columns_of(s.inclusive))).combine_chunks()
+            mask |= in_spec & _mask_numpy(read, s.inclusive)
+    return mask | ((versions >= 0) & ~known)
 
 
 def partition_columns_read(mf: ManifestFilter) -> set[str]:
     """The ``__manifest`` columns the inclusive and strict projections of ``mf`` read."""
-    from lance_sql.spec.predicates import columns_of
-
     needed: set[str] = set()
     for s in mf.specs.values():
         needed |= columns_of(s.inclusive)
@@ -155,26 +167,9 @@ def check_partition_columns(mf: ManifestFilter, names: Sequence[str]) -> None:
         )
 
 
-_VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as layout.spec_version_of: no leading zero
-_VERSION = re.compile(_VERSION_RE)
-_FEW = 64  # up to this many ids, Python's compiled regex is cheaper than pyarrow's
-
-
 def spec_ids(table: pa.Table) -> np.ndarray:
     """The spec version of every row's ``object_id`` (-1 where it is not ``v{N}$...``)."""
     return spec_ids_of(table.column("object_id")) if table.num_rows else np.zeros(0, np.int64)
-
-
-def spec_ids_of(object_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """:func:`spec_ids` of an ``object_id`` column (one vectorised regex, no Python loop)."""
-    if len(object_ids) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if len(object_ids) <= _FEW:  # pyarrow compiles the regex per call: 0.2 ms
-        matches = (None if i is None else _VERSION.match(i) for i in object_ids.to_pylist())
-        return np.array([int(m.group("v")) if m else -1 for m in matches], dtype=np.int64)
-    found = pc.extract_regex(object_ids, _VERSION_RE)
-    versions = pc.struct_field(found, "v").cast(pa.int64()).fill_null(-1)
-    return np.asarray(versions.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def proofs(rows: pa.Table, mf: ManifestFilter, versions: np.ndarray | None = None) -> np.ndarray:
@@ -184,7 +179,8 @@ def proofs(rows: pa.Table, mf: ManifestFilter, versions: np.ndarray | None = Non
     column set, never a loop over partitions: a row of version N gets the
     strict projection of spec N; a row of no known version proves nothing.
     """
-    table = _with_partition_columns(rows, mf)
+    check_partition_columns(mf, rows.column_names)
+    table = rows
     n, k = table.num_rows, len(mf.conjuncts)
     out = np.zeros((n, k), dtype=bool)
     if n == 0 or k == 0:
@@ -319,6 +315,7 @@ __all__ = [
     "project_to_manifest",
     "proofs",
     "residuals_from_proofs",
+    "select_mask",
     "select_rows",
     "spec_ids",
     "spec_ids_of",

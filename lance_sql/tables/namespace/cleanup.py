@@ -123,30 +123,97 @@ def cleanup_namespace(
     return report
 
 
+_PIN_COLUMNS = ("object_type", "location", "read_version", "read_branch", "read_tag", "metadata")
+
+
 def _manifest_pins(root: str, opts: Mapping[str, Any] | None) -> dict[str, _Pins]:
     """``location -> pins`` over EVERY ``__manifest`` version (each may be time-travelled to)."""
-    import lance
-
     uri = manifest_uri(root)
     pins: dict[str, _Pins] = {}
     for mf in list_manifests(resolve(uri, opts)):
-        ds = lance.dataset(uri, version=mf.version, storage_options=dict(opts) if opts else None)
-        cols = ["object_type", "location", "read_version", "read_branch", "read_tag", "metadata"]
-        have = [c for c in cols if c in ds.schema.names]
-        rows = ds.to_table(columns=have).to_pydict()
-        n = len(rows.get("object_type", []))
-        for i in range(n):
-            if rows["object_type"][i] != "table" or not rows.get("location", [None] * n)[i]:
-                continue
-            pin = pins.setdefault(rows["location"][i], _Pins())
-            rv = rows.get("read_version", [None] * n)[i]
-            branch = rows.get("read_branch", [None] * n)[i]
-            tag = rows.get("read_tag", [None] * n)[i]
-            pin.key_filters |= referenced_key_filters(rows.get("metadata", [None] * n)[i])
-            if rv is None or branch or tag:
-                pin.all_versions = True
-            else:
-                pin.versions.add(int(rv))
+        ds = _open(uri, mf.version, opts)
+        _add_pins(pins, ds.to_table(columns=_pin_columns(ds)))
+    return pins
+
+
+def _open(uri: str, version: int | None, opts: Mapping[str, Any] | None) -> Any:
+    import lance
+
+    return lance.dataset(uri, version=version, storage_options=dict(opts) if opts else None)
+
+
+def _pin_columns(ds: Any) -> list[str]:
+    return [c for c in _PIN_COLUMNS if c in ds.schema.names]
+
+
+def _add_pins(pins: dict[str, _Pins], table: Any, only: set[str] | None = None) -> None:
+    """Add the pins of ``table`` (``__manifest`` rows) to ``pins`` (``only``: of these
+    locations)."""
+    rows = table.to_pydict()
+    n = table.num_rows
+    for i in range(n):
+        loc = rows.get("location", [None] * n)[i]
+        if rows["object_type"][i] != "table" or not loc or (only is not None and loc not in only):
+            continue
+        pin = pins.setdefault(loc, _Pins())
+        rv = rows.get("read_version", [None] * n)[i]
+        pin.key_filters |= referenced_key_filters(rows.get("metadata", [None] * n)[i])
+        if (
+            rv is None
+            or rows.get("read_branch", [None] * n)[i]
+            or rows.get("read_tag", [None] * n)[i]
+        ):
+            pin.all_versions = True
+        else:
+            pin.versions.add(int(rv))
+
+
+def written_rows(root: str, opts: Mapping[str, Any] | None) -> dict[int, Any]:
+    """``__manifest`` version -> the rows its commit wrote, for every version after the
+    oldest one kept (read before old versions are removed: only the fragments each
+    version added, so the cost follows the commits made since the last expiry, not the
+    number of partitions)."""
+    uri = manifest_uri(root)
+    versions = sorted(m.version for m in list_manifests(resolve(uri, opts)))
+    out: dict[int, Any] = {}
+    seen: set[tuple[Any, ...]] | None = None
+    for v in versions:
+        ds = _open(uri, v, opts)
+        frags = ds.get_fragments()
+        keys = [(f.fragment_id, tuple(df.path for df in f.data_files())) for f in frags]
+        if seen is not None:
+            new = [f for f, k in zip(frags, keys, strict=True) if k not in seen]
+            cols = _pin_columns(ds)
+            out[v] = ds.scanner(fragments=new, columns=cols).to_table() if new else None
+        seen = set(keys)
+    return out
+
+
+def expiry_pins(
+    root: str, opts: Mapping[str, Any] | None, written: Mapping[int, Any]
+) -> dict[str, _Pins]:
+    """``location -> pins`` over the ``__manifest`` versions left, of the tables ``written``
+    (:func:`written_rows`, taken before the expiry) wrote rows for: only their versions can
+    have lost their last pin. A run of consecutive versions pins what its first version
+    holds (read for those tables only) plus what each later one wrote."""
+    import pyarrow.compute as pc
+
+    changed = [t for t in written.values() if t is not None and "location" in t.column_names]
+    only = {loc for t in changed for loc in t.column("location").drop_null().to_pylist()}
+    pins: dict[str, _Pins] = {}
+    if not only:
+        return pins
+    uri = manifest_uri(root)
+    left = sorted(m.version for m in list_manifests(resolve(uri, opts)))
+    for i, v in enumerate(left):
+        got = written.get(v)
+        if i and left[i - 1] == v - 1 and v in written:
+            if got is not None:
+                _add_pins(pins, got, only)
+            continue
+        ds = _open(uri, v, opts)  # the first of a run: its rows of the changed tables
+        where = pc.field("location").isin(sorted(only)) if len(only) < 10_000 else None
+        _add_pins(pins, ds.to_table(columns=_pin_columns(ds), filter=where), only)
     return pins
 
 

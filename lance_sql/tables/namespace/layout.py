@@ -15,6 +15,11 @@ import os
 import re
 import secrets
 import string
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.errors import UnsafeLocationError
 
@@ -26,6 +31,7 @@ TABLE = "table"
 
 _BASE36 = string.ascii_lowercase + string.digits
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_HEAD_RE = re.compile(r"v([1-9][0-9]{0,8})")  # the first part of a v{N} object id
 
 
 def random_namespace_name() -> str:
@@ -57,10 +63,26 @@ def split_object_id(object_id: str) -> list[str]:
 
 def spec_version_of(object_id: str) -> int | None:
     """N when ``object_id`` lies under the ``v{N}`` spec version namespace, else None."""
-    head = object_id.split(DELIMITER, 1)[0]
-    if len(head) > 1 and head[0] == "v" and head[1:].isdigit() and head[1] != "0":
-        return int(head[1:])
-    return None
+    found = _HEAD_RE.fullmatch(object_id.split(DELIMITER, 1)[0])
+    return int(found.group(1)) if found else None
+
+
+_VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as _HEAD_RE: ASCII digits, no leading zero
+_VERSION = re.compile(_VERSION_RE)
+_FEW = 64  # up to this many ids, Python's compiled regex is cheaper than pyarrow's
+
+
+def spec_ids_of(object_ids: Any) -> np.ndarray:
+    """:func:`spec_version_of` of every id of an ``object_id`` column below a spec version
+    namespace, else -1 (``v1`` itself too); one vectorised regex, no Python loop."""
+    if len(object_ids) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(object_ids) <= _FEW:  # pyarrow compiles the regex per call: 0.2 ms
+        matches = (None if i is None else _VERSION.match(i) for i in object_ids.to_pylist())
+        return np.array([int(m.group("v")) if m else -1 for m in matches], dtype=np.int64)
+    found = pc.extract_regex(object_ids, _VERSION_RE)
+    versions = pc.struct_field(found, "v").cast(pa.int64()).fill_null(-1)
+    return np.asarray(versions.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def table_dir_name(object_id: str, seed: str | None = None) -> str:
@@ -137,6 +159,7 @@ __all__ = [
     "random_namespace_name",
     "resolve_location",
     "root_uri",
+    "spec_ids_of",
     "spec_version_of",
     "split_object_id",
     "table_dir_name",

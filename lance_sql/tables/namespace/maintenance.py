@@ -119,7 +119,7 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
     """Remove versions older than ``older_than`` that nothing live pins (module docstring)."""
     import lance
 
-    from lance_sql.tables.namespace.cleanup import _manifest_pins
+    from lance_sql.tables.namespace.cleanup import expiry_pins, written_rows
     from lance_sql.tables.namespace.layout import child_uri, manifest_uri
 
     ns._check_writable()
@@ -127,11 +127,12 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
         raise ValueError(f"older_than must not be negative, got {older_than}")
     opts = ns.storage_options
     report = ExpireReport()
+    written = written_rows(ns.root, opts)  # (before the versions that wrote them go)
     mds = lance.dataset(manifest_uri(ns.root), storage_options=opts)
     stats = _cleanup(mds, older_than=older_than)
     report.manifest_versions_removed = int(stats.old_versions)
     report.bytes_removed += int(stats.bytes_removed)
-    pins = _manifest_pins(ns.root, opts)
+    pins = expiry_pins(ns.root, opts, written)  # only tables whose pins changed since
     cutoff = datetime.now(timezone.utc) - older_than
     for location, pin in pins.items():
         if pin.all_versions or _one_version(child_uri(ns.root, location), opts):

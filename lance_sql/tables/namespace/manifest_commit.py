@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 from lance_sql.tables.namespace.manifest_fragments import (
     ADDR,
     Committed,
+    carry_versions,
     few_chunks,
     find_state,
     fragment_keys,
@@ -304,6 +305,7 @@ def apply_change(
         ]
         kept = kept_rows(base.rows, stay)
         all_rows = few_chunks(pa.concat_tables([kept, write.cast(kept.schema)]))
+        carry_versions(base.rows, all_rows, stay)
         addresses = np.concatenate(arrays)
         if len(addresses) == all_rows.num_rows:
             state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)

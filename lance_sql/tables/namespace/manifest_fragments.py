@@ -10,6 +10,7 @@ changed is filtered by its live row addresses; only new fragments are read.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -118,8 +119,11 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
         return prev.rows
     known = {k[0]: k for k in prev.frags} if prev is not None else {}
     where = row_slices(prev.addresses) if prev is not None else {}
-    pieces: list[tuple[pa.Table, np.ndarray] | Any] = []
+    pieces: list[tuple[pa.Table, np.ndarray, np.ndarray | None] | Any] = []
     missing = []
+    prev_v = _VERSIONS.get(id(prev.rows)) if prev is not None else None
+    known_v = prev_v[1] if prev_v is not None and prev_v[0]() is prev.rows else None
+    versions: list[np.ndarray | pa.Table] = []  # per piece: carried, or to compute
     for f, k in zip(frags, keys, strict=True):
         old = known.get(k[0])
         if prev is None or old is None or old[1] != k[1] or k[0] not in where:
@@ -128,6 +132,7 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
             continue
         a, b = where[k[0]]
         rows, addrs = prev.rows.slice(a, b - a), prev.addresses[a:b]
+        vers = None if known_v is None else known_v[a:b]
         if old[2] != k[2]:  # another deletion vector: keep the rows still live
             live = f.to_table(columns=[], with_row_address=True).column(ADDR).to_numpy()
             if not np.isin(live, addrs).all():  # (an older version: rows not cached)
@@ -136,7 +141,8 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
                 continue
             keep = np.isin(addrs, live)
             rows, addrs = kept_rows(rows, keep), addrs[keep]
-        pieces.append((rows, addrs))
+            vers = None if vers is None else vers[keep]
+        pieces.append((rows, addrs, vers))
     read: dict[int, tuple[pa.Table, np.ndarray]] = {}
     if missing:
         table = ds.scanner(fragments=missing, with_row_address=True).to_table()
@@ -146,11 +152,16 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
             read[fid] = (table.slice(a, b - a), addrs[a:b])
     tables, arrays = [], []
     for p in pieces:
-        rows, addrs = p if isinstance(p, tuple) else read.get(p.fragment_id, (None, None))
+        if isinstance(p, tuple):
+            rows, addrs, vers = p
+        else:
+            rows, addrs = read.get(p.fragment_id, (None, None))
+            vers = rows
         if rows is None:
             continue
         tables.append(rows)
         arrays.append(addrs)
+        versions.append(vers)
     schema = ds.schema
     out = (
         pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t in tables])
@@ -158,9 +169,60 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
         else schema.empty_table()
     )
     out = few_chunks(out)
+    if known_v is not None and all(v is not None for v in versions):
+        got = [v if isinstance(v, np.ndarray) else table_versions_of(v) for v in versions]
+        _remember_versions(out, np.concatenate(got) if got else np.zeros(0, np.int64))
     addresses = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
     remember_state(uri, Committed(int(ds.version), keys, out, addresses.astype(np.uint64)))
     return out
+
+
+# id(rows) -> (weak reference to rows, their table versions): rows of consecutive versions
+# share all but a few rows, so their versions are carried, never recomputed over all rows
+_VERSIONS: dict[int, tuple[Any, np.ndarray]] = {}
+
+
+def table_versions(rows: pa.Table) -> np.ndarray:
+    """Per row of ``rows`` (``__manifest`` rows): N for a partition table under spec
+    version ``v{N}``, else -1. Read-only; carried from the previous version's rows
+    through each commit or read of this process (:func:`carry_versions`)."""
+    hit = _VERSIONS.get(id(rows))
+    if hit is not None and hit[0]() is rows:
+        return hit[1]
+    return _remember_versions(rows, table_versions_of(rows))
+
+
+def table_versions_of(rows: pa.Table) -> np.ndarray:
+    """:func:`table_versions` computed afresh over every row."""
+    if not rows.num_rows:
+        return np.zeros(0, np.int64)
+    from lance_sql.tables.namespace.layout import spec_ids_of
+
+    is_table = pc.equal(rows.column("object_type"), "table").to_numpy(zero_copy_only=False)
+    return np.where(np.asarray(is_table, bool), spec_ids_of(rows.column("object_id")), -1)
+
+
+def _remember_versions(rows: pa.Table, versions: np.ndarray) -> np.ndarray:
+    key = id(rows)
+
+    def gone(ref: Any) -> None:  # (runs when rows is freed: no lock, one atomic dict step)
+        if _VERSIONS.get(key, (None,))[0] is ref:
+            _VERSIONS.pop(key, None)
+
+    versions.flags.writeable = False
+    _VERSIONS[key] = (weakref.ref(rows, gone), versions)
+    return versions
+
+
+def carry_versions(old: pa.Table, new: pa.Table, keep: np.ndarray | None = None) -> None:
+    """Record the table versions of ``new``: the rows of ``old`` where ``keep`` (all when
+    None), in order, then ``new``'s remaining rows. A no-op when ``old``'s are unknown."""
+    hit = _VERSIONS.get(id(old))
+    if hit is None or hit[0]() is not old:
+        return
+    kept = hit[1] if keep is None else hit[1][keep]
+    added = new.slice(len(kept)) if new.num_rows > len(kept) else new.slice(0, 0)
+    _remember_versions(new, np.concatenate([kept, table_versions_of(added)]))
 
 
 def repinned(
@@ -235,6 +297,7 @@ def root_properties(ds: Any) -> dict[str, str]:
 __all__ = [
     "ADDR",
     "Committed",
+    "carry_versions",
     "few_chunks",
     "fragment_keys",
     "keep",
@@ -244,4 +307,6 @@ __all__ = [
     "repinned",
     "root_properties",
     "seed_overwrite",
+    "table_versions",
+    "table_versions_of",
 ]

@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.spec.partition_field import PartitionField
+from lance_sql.tables.namespace import manifest_fragments as fragments
 from lance_sql.tables.namespace.layout import manifest_uri
-from lance_sql.tables.namespace.manifest_fragments import root_properties
 from lance_sql.tables.pylance_errors import pylance_errors
 
 if TYPE_CHECKING:
@@ -102,12 +102,6 @@ class ManifestSnapshot:
         return manifest_uri(self.root)
 
 
-def _lance() -> Any:
-    import lance
-
-    return lance
-
-
 def read_manifest(
     root: str, version: int | None = None, *, storage_options: Mapping[str, str] | None = None
 ) -> ManifestSnapshot:
@@ -126,14 +120,10 @@ def read_manifest(
 def _read_manifest(
     root: str, version: int | None, storage_options: Mapping[str, str] | None
 ) -> ManifestSnapshot:
-    lance = _lance()
+    import lance
+
     uri = manifest_uri(root)
-    with pylance_errors(
-        "__manifest (the namespace's table index)",
-        uri,
-        version=version,
-        storage_options=storage_options,
-    ):
+    with _errors(uri, storage_options, version=version):
         try:
             ds = lance.dataset(uri, version=version, storage_options=_opts(storage_options))
         except (ValueError, OSError) as exc:
@@ -144,19 +134,14 @@ def _read_manifest(
         return _snapshot(root, ds, storage_options)
 
 
-REQUIRED = {"object_id": pa.utf8(), "object_type": pa.utf8()}
-OPTIONAL = {"location": pa.utf8()}  # derived from the table directories when absent
-
-
 def _check_columns(schema: pa.Schema, uri: str) -> None:
-    """A damaged or foreign ``__manifest`` must fail here, typed, not deep in a reader."""
-    for name, t in {**REQUIRED, **OPTIONAL}.items():
+    """A damaged or foreign ``__manifest`` must fail here, typed, not deep in a reader
+    (``location`` may be absent: it is derived from the table directories)."""
+    for name in ("object_id", "object_type", "location"):
         idx = schema.get_field_index(name)
-        if idx < 0 and name in OPTIONAL:
-            continue
-        if idx < 0 or not schema.field(idx).type.equals(t):
+        if (idx >= 0 or name != "location") and (idx < 0 or schema.field(idx).type != pa.utf8()):
             raise FormatError(
-                f"__manifest has no {t} column {name!r} (columns: {schema.names})", path=uri
+                f"__manifest has no string column {name!r} (columns: {schema.names})", path=uri
             )
 
 
@@ -174,20 +159,24 @@ def refreshed(
     (same version, same files: its rows are not read again), else a fresh read."""
     if not snapshot.identity:
         return read_manifest(snapshot.root, storage_options=storage_options)
-    lance = _lance()
+    import lance
+
     uri = manifest_uri(snapshot.root)
-    with pylance_errors(
-        "__manifest (the namespace's table index)", uri, storage_options=storage_options
-    ):
+    with _errors(uri, storage_options):
         ds = lance.dataset(uri, storage_options=_opts(storage_options))
         if (
             ds.version == snapshot.version
             and _identity(ds) == snapshot.identity
-            and root_properties(ds) == snapshot.properties
+            and fragments.root_properties(ds) == snapshot.properties
             and ds.schema.equals(snapshot.lance_schema, check_metadata=True)
         ):
             return snapshot
         return _snapshot(snapshot.root, ds, storage_options)
+
+
+def _errors(uri: str, storage_options: Any, version: int | None = None) -> Any:
+    name = "__manifest (the namespace's table index)"
+    return pylance_errors(name, uri, version=version, storage_options=storage_options)
 
 
 def _snapshot(
@@ -199,17 +188,17 @@ def _snapshot(
 ) -> ManifestSnapshot:
     """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds`` (used
     instead of reading them back when their schema is ``ds``'s)."""
-    from lance_sql.tables.namespace.manifest_fragments import keep, last_snapshot, load_rows
-
     _check_columns(ds.schema, manifest_uri(root))
     lance_schema, ident = ds.schema, _identity(ds)
-    last = last_snapshot(manifest_uri(root), root, ds.version, ident, root_properties(ds))
+    last = fragments.last_snapshot(
+        manifest_uri(root), root, ds.version, ident, fragments.root_properties(ds)
+    )
     if last is not None and last.lance_schema.equals(lance_schema):
         return last  # the same version read again: keep what was derived from it
     if written is not None and written.schema.equals(lance_schema, check_metadata=True):
         rows = written.combine_chunks()  # one chunk per column, as a read gives
     else:
-        rows = load_rows(manifest_uri(root), ds)  # only fragments not read before
+        rows = fragments.load_rows(manifest_uri(root), ds)  # only fragments not read before
     if "location" not in lance_schema.names:
         from lance_sql.tables.namespace.locations import derive_locations
 
@@ -218,11 +207,12 @@ def _snapshot(
         )
         at = min(2, rows.num_columns)
         location = pa.field("location", pa.utf8())
-        rows = rows.add_column(at, location, derived)
+        rows, before = rows.add_column(at, location, derived), rows
+        fragments.carry_versions(before, rows)
         lance_schema = lance_schema.insert(at, location)
-    snap = ManifestSnapshot(root, ds.version, rows, root_properties(ds), lance_schema)
+    snap = ManifestSnapshot(root, ds.version, rows, fragments.root_properties(ds), lance_schema)
     object.__setattr__(snap, "identity", ident)
-    return keep(manifest_uri(root), snap)
+    return fragments.keep(manifest_uri(root), snap)
 
 
 # (root, field ids, partition column types) -> {row of __manifest: its entry or None}
@@ -287,13 +277,7 @@ def _key_values(col: pa.ChunkedArray) -> list[Any]:
     """``col`` as Python values that are equal exactly when the values are: dates and
     times as their integers (converting them to ``datetime`` took 0.5 ms per 730 rows)."""
     t = col.type
-    temporal = (
-        pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_time(t)
-        or pa.types.is_duration(t)
-    )
-    if not temporal:
+    if not pa.types.is_temporal(t) or pa.types.is_interval(t):  # (dates, times, durations)
         return col.to_pylist()
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     return arr.view(pa.int64() if t.bit_width == 64 else pa.int32()).to_pylist()
@@ -318,7 +302,8 @@ def create_manifest(
     its spec. Version 2 mirrors them into the Lance table metadata, where the
     spec says they live (:func:`mirror_properties`).
     """
-    lance = _lance()
+    import lance
+
     uri = manifest_uri(root)
     schema = with_properties(schema, properties)
     rows = conform_rows(rows if rows is not None else schema.empty_table(), schema)
@@ -404,7 +389,8 @@ def update_properties(
     storage_options: Mapping[str, str] | None = None,
 ) -> ManifestSnapshot:
     """Set (or with None, remove) root properties in one commit based on ``snapshot``."""
-    lance = _lance()
+    import lance
+
     op = lance.LanceOperation.UpdateConfig(
         table_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
         schema_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
@@ -414,8 +400,10 @@ def update_properties(
 
 
 def _commit(uri: str, op: Any, read_version: int, storage_options: Mapping[str, str] | None) -> Any:
+    import lance
+
     with _conflicts(uri, read_version):
-        return _lance().LanceDataset.commit(
+        return lance.LanceDataset.commit(
             uri,
             op,
             read_version=read_version,

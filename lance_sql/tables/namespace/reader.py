@@ -67,15 +67,9 @@ class PartitionTable:
     values: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
-        pin = (
-            f"tag={self.read_tag}"
-            if self.read_tag
-            else f"v{self.read_version}"
-            if self.read_version is not None
-            else "latest"
-        )
+        pin = f"v{self.read_version}" if self.read_version is not None else "latest"
         branch = f" branch={self.read_branch}" if self.read_branch else ""
-        return f"{self.object_id}@{pin}{branch}"
+        return f"{self.object_id}@{f'tag={self.read_tag}' if self.read_tag else pin}{branch}"
 
 
 def table_entries(
@@ -90,6 +84,7 @@ def table_entries(
     """
     cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
     n = rows.num_rows
+    nulls = [None] * n
     out = []
     for i in range(n):
         if cols["object_type"][i] != "table":
@@ -99,16 +94,15 @@ def table_entries(
         if version is None and partitions_only:
             continue  # not under v<N>: another writer's table, not a partition table
         location = cols["location"][i]
-        uri = resolve_location(root, location, oid)
         out.append(
             PartitionTable(
                 object_id=oid,
                 location=location,
-                uri=uri,
+                uri=resolve_location(root, location, oid),
                 spec_version=version,
-                read_version=_get(cols, "read_version", i),
-                read_branch=_get(cols, "read_branch", i),
-                read_tag=_get(cols, "read_tag", i),
+                read_version=cols.get("read_version", nulls)[i],
+                read_branch=cols.get("read_branch", nulls)[i],
+                read_tag=cols.get("read_tag", nulls)[i],
                 values={
                     fid: cols[f"partition_field_{fid}"][i]
                     for fid in field_ids
@@ -118,11 +112,6 @@ def table_entries(
         )
     out.sort(key=lambda e: e.object_id)
     return out
-
-
-def _get(cols: Mapping[str, list[Any]], name: str, i: int) -> Any:
-    values = cols.get(name)
-    return None if values is None else values[i]
 
 
 def open_partition_table(
@@ -142,18 +131,11 @@ def open_partition_table(
     import lance
 
     opts = dict(storage_options) if storage_options else None
+    branch = entry.read_branch if not entry.read_tag else None
+    at = entry.read_tag or (None if branch else entry.read_version)
     with _table_errors(entry, storage_options):
-        if entry.read_tag:
-            return lance.dataset(
-                entry.uri, version=entry.read_tag, storage_options=opts, session=session
-            )
-        if entry.read_branch:
-            return lance.dataset(entry.uri, storage_options=opts, session=session).checkout_version(
-                (entry.read_branch, entry.read_version)
-            )
-        return lance.dataset(
-            entry.uri, version=entry.read_version, storage_options=opts, session=session
-        )
+        ds = lance.dataset(entry.uri, version=at, storage_options=opts, session=session)
+        return ds.checkout_version((branch, entry.read_version)) if branch else ds
 
 
 #: Partition tables opened for reading, across namespace views and sessions:
@@ -184,11 +166,15 @@ def open_for_read(
 
 
 def _table_errors(
-    entry: PartitionTable, storage_options: Mapping[str, str] | None
+    entry: PartitionTable, storage_options: Mapping[str, str] | None = None, **how: Any
 ) -> AbstractContextManager[None]:
-    """Typed errors naming the partition table for the pylance calls inside."""
+    """Typed errors naming the partition table for the pylance calls inside (``how``: what
+    :func:`pylance_errors` takes besides; with it, the pin is left out of the name)."""
+    name = f"partition table {entry.object_id!r} at location {entry.location!r}"
+    if how:
+        return pylance_errors(name, entry.uri, **how)
     return pylance_errors(
-        f"partition table {entry.object_id!r} at location {entry.location!r} ({entry.describe()})",
+        f"{name} ({entry.describe()})",
         entry.uri,
         version=None if entry.read_branch or entry.read_tag else entry.read_version,
         storage_options=storage_options,
@@ -209,17 +195,10 @@ def pylance_field_ids(ds: Any) -> pa.Schema:
     :func:`table_field_ids` at the top level (where columns are matched) without parsing
     the manifest again in Python (0.01 ms instead of about 0.5 ms per table, most of a
     cold open). Nested fields keep pylance's metadata (no ids)."""
-    schema = ds.schema
-    ids = {f.name(): f.id() for f in ds.lance_schema.fields()}
-    return pa.schema(
-        [
-            f.with_metadata(
-                {**(f.metadata or {}), FIELD_ID_KEY.encode(): str(ids[f.name]).encode()}
-            )
-            for f in schema
-        ],
-        metadata=schema.metadata,
-    )
+    ids = {f.name(): str(f.id()).encode() for f in ds.lance_schema.fields()}
+    key = FIELD_ID_KEY.encode()
+    fields = [f.with_metadata({**(f.metadata or {}), key: ids[f.name]}) for f in ds.schema]
+    return pa.schema(fields, metadata=ds.schema.metadata)
 
 
 def table_field_ids(
@@ -288,6 +267,7 @@ class PartitionTableUnit(ScanUnit):
         self.entry = entry
         self.mapping = mapping
         self._ns_schema = mapping.ns_schema
+        self._src_of = dict(zip(self._ns_schema.names, mapping.sources, strict=True))
         table_schema = plain_read_schema(mapping.table_schema)
         if mapping.identity:
             table_schema = mapping.ns_schema
@@ -341,12 +321,10 @@ class PartitionTableUnit(ScanUnit):
         filter: pc.Expression | None = None,
         batch_size: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        out_schema = projected_schema(self._ns_schema, columns)
         if self.mapping.identity:
-            batches = self._inner.to_batches(columns, filter, batch_size)
-        else:
-            batches = self._mapped(out_schema, filter, batch_size)
-        return self._typed_errors(batches)
+            return self._typed_errors(self._inner.to_batches(columns, filter, batch_size))
+        out_schema = projected_schema(self._ns_schema, columns)
+        return self._typed_errors(self._mapped(out_schema, filter, batch_size))
 
     def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
         if not self.mapping.identity or not columns:
@@ -360,16 +338,12 @@ class PartitionTableUnit(ScanUnit):
 
     def _pylance_errors(self) -> Any:
         """A damaged data file or manifest fails the scan typed, naming this partition table."""
-        return pylance_errors(
-            f"partition table {self.entry.object_id!r} at location {self.entry.location!r}",
-            self.entry.uri,
-            missing=FormatError,
-        )
+        return _table_errors(self.entry, missing=FormatError)
 
     def _mapped(
         self, out_schema: pa.Schema, filter: pc.Expression | None, batch_size: int | None
     ) -> Iterator[pa.RecordBatch]:
-        src_of = dict(zip(self._ns_schema.names, self.mapping.sources, strict=True))
+        src_of = self._src_of
         translated = None
         if filter is not None:
             try:
@@ -382,21 +356,19 @@ class PartitionTableUnit(ScanUnit):
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, FloatRewriteError):
                 yield from self._filtered_in_pyarrow(out_schema, filter, batch_size)
                 return
-        wanted = [src_of[name] for name in out_schema.names if src_of[name] is not None]
-        wanted = list(dict.fromkeys(wanted))
+        wanted = list(dict.fromkeys(s for n in out_schema.names if (s := src_of[n]) is not None))
         for batch in self._inner.to_batches(wanted, translated, batch_size):
             yield self._assemble(batch, out_schema, src_of)
 
     def _assemble(
         self, batch: pa.RecordBatch, out_schema: pa.Schema, src_of: Mapping[str, str | None]
     ) -> pa.RecordBatch:
-        arrays = []
-        for f in out_schema:
-            src = src_of[f.name]
-            if src is None:
-                arrays.append(pa.nulls(batch.num_rows, f.type))
-            else:
-                arrays.append(read_as(batch.column(src), f.type))
+        arrays = [
+            read_as(batch.column(s), f.type)
+            if (s := src_of[f.name])
+            else pa.nulls(len(batch), f.type)
+            for f in out_schema
+        ]
         if not arrays:
             return batch.select([])
         return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
@@ -405,7 +377,7 @@ class PartitionTableUnit(ScanUnit):
         self, out_schema: pa.Schema, filter: pc.Expression, batch_size: int | None
     ) -> Iterator[pa.RecordBatch]:
         """The filter needs a column this table lacks: complete rows with NULLs, filter here."""
-        src_of = dict(zip(self._ns_schema.names, self.mapping.sources, strict=True))
+        src_of = self._src_of
         present = list(dict.fromkeys(s for s in self.mapping.sources if s is not None))
         exact = with_sql_semantics(filter, self._ns_schema)
         for batch in self._inner.to_batches(present, None, batch_size):
@@ -441,8 +413,7 @@ def partition_units(
     mapping = map_columns(schema, tschema, object_id=entry.object_id)
     sizes = [(f.fragment_id, f.count_rows()) for f in ds.get_fragments()]
     rows_of = dict(sizes)
-    total = sum(rows_of.values())
-    k = max(1, -(-total // rows_per_unit))
+    k = max(1, -(-sum(rows_of.values()) // rows_per_unit))
     groups = balanced_groups(sizes, k) if sizes else [[]]
     return [
         PartitionTableUnit(

@@ -162,3 +162,64 @@ def test_sql_unit_cache_drops_stale_pins_and_stays_right(
             assert ctx.sql(sql).to_arrow_table().column("n")[0].as_py() == n
     units = table._units  # type: ignore[union-attr]
     assert len(units._by_pin) <= 2 * 3 + 3  # stale pins were dropped along the way
+
+
+def _old_selection(rows: pa.Table, mfilter) -> pa.Table:
+    """The selection as it was computed before versions were carried: the whole
+    ``__manifest`` predicate evaluated over every row, then every object id parsed."""
+    from lance_sql.planning.arrow_expr import evaluate_mask
+    from lance_sql.planning.pruning import spec_ids
+
+    mask = evaluate_mask(rows, mfilter.predicate)
+    return rows.filter(pc.and_(mask, pa.array(spec_ids(rows) >= 0)))
+
+
+def _check_selections(ns: PartitionedNamespace, carried: bool) -> None:
+    """Carried table versions and the planner's selections equal a fresh computation."""
+    from lance_sql.planning.planner import _selection, plan_partitions
+
+    rows = ns.snapshot.rows
+    if carried:  # known before anyone asked: carried through the commit or the read
+        assert id(rows) in mf._VERSIONS
+    assert mf.table_versions(rows).tolist() == mf.table_versions_of(rows).tolist()
+    copy = pa.Table.from_batches(rows.to_batches(), rows.schema)  # (nothing cached for it)
+    for where in ("pid = 3", "pid IN (1, 77, 5)", "pid > 40", "id > 5", "s = 'x'", None):
+        got = plan_partitions(where, ns.specs, ns.schema, rows)
+        fresh = plan_partitions(where, ns.specs, ns.schema, copy)
+        assert got.selected.equals(fresh.selected), where
+        old = _old_selection(rows, got.manifest_filter)  # (before bounds skip tables)
+        assert _selection(rows, got.manifest_filter)[0].equals(old), where
+        assert str(got.report) == str(fresh.report)
+
+
+def test_carried_versions_and_selections_equal_a_fresh_computation(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = seeded(root, 40)
+    reader = PartitionedNamespace.open(str(root))
+    _check_selections(ns, carried=False)  # (computed once here, then carried)
+    _check_selections(reader.refresh(), carried=False)
+    steps = [
+        lambda: ns.append(rows(3, 100)),  # a re-pinned table
+        lambda: ns.append(pa.concat_tables([rows(5, 200), rows(77, 300)])),  # and a new one
+        lambda: ns.delete("id >= 100 AND id < 103"),
+        lambda: ns.delete("pid = 7"),  # a whole partition
+        lambda: ns.overwrite(rows(5, 400, 2), partitions="dynamic"),
+        lambda: ns.append(rows(41, 500)),
+    ]
+    for step in steps * 2:
+        step()
+        _check_selections(ns, carried=True)
+        _check_selections(reader.refresh(), carried=True)
+    spawn = multiprocessing.get_context("spawn")
+    proc = spawn.Process(target=_append_in_process, args=(str(root), 3, 600))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == 0
+    _check_selections(reader.refresh(), carried=True)  # its rows read by fragment
+    ns.add_spec([{"source": "id", "transform": "bucket", "num_buckets": 4}])  # rewrites all
+    ns.append(rows(3, 700))
+    _check_selections(ns, carried=False)
+    ns.append(rows(9, 800))
+    _check_selections(ns, carried=True)
+    _check_selections(reader.refresh(), carried=True)
+    _check_selections(_fresh(root), carried=False)

@@ -251,3 +251,75 @@ def test_many_partitions_commit_only_what_changes(tmp_path: Path) -> None:
         assert sorted(got) == [k, *range(10_000_000 + k, 10_000_010 + k)]
     assert ns.to_table(columns=["id"]).num_rows == p + 30
     assert snapshot_rows(ns) == manifest_rows(root)
+
+
+def _versions_left(root: Path) -> dict[str, list[int]]:
+    """Every table directory's versions, and ``__manifest``'s."""
+    dirs = [d for d in sorted(root.iterdir()) if (d / "_versions").is_dir()]
+    return {d.name: sorted(v["version"] for v in lance.dataset(str(d)).versions()) for d in dirs}
+
+
+def _expire_by_every_version(root: Path) -> None:
+    """The reference: ``expire_versions`` as it was, reading every ``__manifest`` version
+    whole and visiting every pinned table (timedelta(0): nothing is recent)."""
+    from lance_sql.tables.namespace.cleanup import _manifest_pins
+
+    lance.dataset(str(root / "__manifest")).cleanup_old_versions(
+        older_than=timedelta(0), error_if_tagged_old_versions=False
+    )
+    for location, pin in _manifest_pins(str(root), None).items():
+        if pin.all_versions or not (root / location).exists():
+            continue
+        ds = lance.dataset(str(root / location))
+        old = [
+            v["version"]
+            for v in ds.versions()
+            if v["version"] not in pin.versions and v["version"] != ds.version
+        ]
+        if old:
+            ds.cleanup_old_versions(
+                versions=old, older_than=timedelta(0), error_if_tagged_old_versions=False
+            )
+
+
+def test_expire_versions_reads_only_what_changed_and_equals_reading_every_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Expiry visits only the tables whose pins changed since the last one, and leaves
+    exactly the versions the reference (every version read whole) leaves."""
+    from lance_sql.tables.namespace import cleanup
+
+    root = tmp_path / "ns"
+    ns = seeded(root, 30)
+    opened: list[str] = []
+    real_open = lance.dataset
+
+    def spy(uri, *args, **kwargs):
+        opened.append(str(uri))
+        return real_open(uri, *args, **kwargs)
+
+    def history(i: int) -> None:
+        ns.append(rows(3, 1000 * i))
+        ns.append(pa.concat_tables([rows(4, 1000 * i + 100), rows(40 + i, 1000 * i + 200)]))
+        ns.delete(f"id = {1000 * i}")
+        ns.delete(f"pid = {10 + i}")  # a whole partition
+        ns.overwrite(rows(5, 1000 * i + 300, 2), partitions="dynamic")
+        entry = next(e for e in ns.tables() if e.values["pid"] == 6)
+        lance.write_dataset(rows(6, 1000 * i + 400), entry.uri, mode="append")  # unpinned
+        ns.append(rows(6, 1000 * i + 500))  # (re-pins table 6 over its unpinned version)
+
+    for i in range(1, 4):
+        history(i)
+        copy = tmp_path / f"copy{i}"
+        shutil.copytree(root, copy)
+        _expire_by_every_version(copy)
+        monkeypatch.setattr(cleanup, "_manifest_pins", None)  # (never read whole)
+        opened.clear()
+        monkeypatch.setattr(lance, "dataset", spy)
+        ns.expire_versions(older_than=timedelta(0))
+        monkeypatch.setattr(lance, "dataset", real_open)
+        assert _versions_left(root) == _versions_left(copy)
+        tables = {u for u in opened if "__manifest" not in u}
+        assert 0 < len(tables) <= 8, tables  # the tables written since the last expiry, not 30
+        assert by_id(ns.to_table()) == by_id(PartitionedNamespace.open(str(copy)).to_table())
+        monkeypatch.undo()
