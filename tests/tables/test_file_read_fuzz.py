@@ -10,6 +10,7 @@ monkeypatched to 0 here only).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,9 +45,13 @@ def _column(kind: str, n: int, rng: np.random.Generator) -> pa.Array:
         values = [f"s{v}" * int(v % 4) for v in rng.integers(0, 99, n)]
         return pa.array(values, pa.string(), mask=nulls)
     if kind == "lstr":
-        return pa.array([f"L{v}" * 40 for v in rng.integers(0, 99, n)], pa.large_string(), mask=nulls)
+        return pa.array(
+            [f"L{v}" * 40 for v in rng.integers(0, 99, n)], pa.large_string(), mask=nulls
+        )
     if kind == "bin":
-        return pa.array([bytes([int(v)]) * int(v) for v in rng.integers(0, 60, n)], pa.binary(), mask=nulls)
+        return pa.array(
+            [bytes([int(v)]) * int(v) for v in rng.integers(0, 60, n)], pa.binary(), mask=nulls
+        )
     if kind == "null":
         return pa.nulls(n, pa.int64())
     if kind == "dict":
@@ -55,11 +60,11 @@ def _column(kind: str, n: int, rng: np.random.Generator) -> pa.Array:
         values = [{"a": int(v), "b": None if v % 3 else f"b{v}"} for v in rng.integers(0, 9, n)]
         return pa.array(values, _STRUCT)
     if kind == "vec":
-        return pa.FixedSizeListArray.from_arrays(
-            pa.array(rng.random(4 * n).astype(np.float32)), 4
-        )
+        return pa.FixedSizeListArray.from_arrays(pa.array(rng.random(4 * n).astype(np.float32)), 4)
     if kind == "list":
-        return pa.array([[int(v)] * int(v % 3) for v in rng.integers(0, 9, n)], pa.list_(pa.int64()))
+        return pa.array(
+            [[int(v)] * int(v % 3) for v in rng.integers(0, 9, n)], pa.list_(pa.int64())
+        )
     raise AssertionError(kind)
 
 
@@ -100,7 +105,9 @@ def _assert_same(ours: pa.Table, theirs: pa.Table, what: str) -> None:
     assert _rows(ours) == _rows(theirs), what
 
 
-def _check_version(uri: str, version: int, projections: list[list[str] | None], monkeypatch) -> bool:
+def _check_version(
+    uri: str, version: int, projections: list[list[str] | None], monkeypatch
+) -> bool:
     """Every projection of ``version`` read directly and scanned equals pylance's."""
     ds = lance.dataset(uri, version=version)
     unit = _unit(ds)
@@ -152,7 +159,9 @@ def _apply(op: str, uri: str, ds: lance.LanceDataset, kinds: list[str], step: in
         src = pa.concat_tables([src, _fill(new, src.schema)])
         ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
     elif op == "compact":
-        ds.optimize.compact_files(target_rows_per_fragment=1024, materialize_deletions_threshold=0.0)
+        ds.optimize.compact_files(
+            target_rows_per_fragment=1024, materialize_deletions_threshold=0.0
+        )
     elif op == "add_expr":
         ds.add_columns({f"e{step}": "id * 2"})
     elif op == "add_null":
@@ -170,7 +179,9 @@ def _apply(op: str, uri: str, ds: lance.LanceDataset, kinds: list[str], step: in
 def _fill(t: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.table(
         [
-            t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+            t.column(f.name).cast(f.type)
+            if f.name in t.column_names
+            else pa.nulls(t.num_rows, f.type)
             for f in schema
         ],
         schema=schema,
@@ -185,23 +196,27 @@ def _fill(t: pa.Table, schema: pa.Schema) -> pa.Table:
     storage=st.sampled_from(["2.0", "2.1", "2.2"]),
     ops=st.lists(_OPS, max_size=4),
     seed=st.integers(0, 1000),
+    stable=st.booleans(),
     data=st.data(),
 )
 def test_random_histories_read_like_pylance(
-    tmp_path_factory, monkeypatch, kinds, n, fragment_rows, storage, ops, seed, data
+    tmp_path_factory, monkeypatch, kinds, n, fragment_rows, storage, ops, seed, stable, data
 ) -> None:
     if storage == "2.0":
         kinds = [k for k in kinds if k != "struct"]  # 2.0 files cannot hold NULL structs
     uri = str(tmp_path_factory.mktemp("t") / "ds")
     table = _data(kinds, 0, n, seed)
     ds = lance.write_dataset(
-        table, uri, data_storage_version=storage, max_rows_per_file=fragment_rows
+        table,
+        uri,
+        data_storage_version=storage,
+        max_rows_per_file=fragment_rows,
+        enable_stable_row_ids=stable,
     )
     for step, op in enumerate(ops):
-        try:
+        # a step pylance refuses (e.g. NULL structs in 2.0 files) is skipped
+        with contextlib.suppress(OSError, ValueError, NotImplementedError, RuntimeError):
             _apply(op, uri, lance.dataset(uri), kinds, step + seed)
-        except (OSError, ValueError, NotImplementedError, RuntimeError):
-            pass  # a history pylance refuses (e.g. NULL structs in 2.0 files): read what is there
     ds = lance.dataset(uri)
     names = ds.schema.names
     projections = [
@@ -220,7 +235,9 @@ def test_row_counts_at_the_limit(tmp_path, monkeypatch, extra) -> None:
     """8,192 physical rows (over several fragments) are read directly; one more is scanned."""
     n = DIRECT_MAX_ROWS + extra
     ds = lance.write_dataset(_data(["i32", "str"], 0, n, 1), tmp_path / "t", max_rows_per_file=3000)
-    assert _check_version(str(tmp_path / "t"), 1, [None, ["c1_str", "id"]], monkeypatch) == (not extra)
+    assert _check_version(str(tmp_path / "t"), 1, [None, ["c1_str", "id"]], monkeypatch) == (
+        not extra
+    )
     ds.delete("id % 3 = 0")  # deleted rows still count: physical rows decide
     v = lance.dataset(tmp_path / "t").version
     assert _check_version(str(tmp_path / "t"), v, [None, ["id"]], monkeypatch) == (not extra)
@@ -278,7 +295,9 @@ def test_concurrent_reads_share_the_file_session(tmp_path) -> None:
     shared = _unit(lance.dataset(uris[0]))  # one unit read by every thread at once
 
     def shared_read(_: int) -> bool:
-        return _rows(_read(shared, ["id", "c0_str"])) == _rows(expected[uris[0]].select(["id", "c0_str"]))
+        return _rows(_read(shared, ["id", "c0_str"])) == _rows(
+            expected[uris[0]].select(["id", "c0_str"])
+        )
 
     with ThreadPoolExecutor(6) as pool:
         assert all(all(r) for r in pool.map(work, range(6)))
@@ -286,7 +305,9 @@ def test_concurrent_reads_share_the_file_session(tmp_path) -> None:
         assert all(pool.map(shared_read, range(30)))
 
 
-_NS_SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())])
+_NS_SCHEMA = pa.schema(
+    [("p", pa.int32()), ("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())]
+)
 _NS_SPEC = {
     "id": 1,
     "fields": [
@@ -320,15 +341,16 @@ def _ns_reference(root: str, version: int) -> pa.Table:
     ns = PartitionedNamespace.open(root, version=version)
     names = _NS_SCHEMA.names
     parts = [
-        lance.dataset(e.uri, version=e.read_version).to_table(columns=names)
-        for e in ns.tables()
+        lance.dataset(e.uri, version=e.read_version).to_table(columns=names) for e in ns.tables()
     ]
     return pa.concat_tables(parts).cast(_NS_SCHEMA) if parts else _NS_SCHEMA.empty_table()
 
 
 def _rounded(t: pa.Table) -> list:
     """Rows with sums rounded (DataFusion adds floats in partition order)."""
-    return [{k: round(x, 6) if isinstance(x, float) else x for k, x in r.items()} for r in t.to_pylist()]
+    return [
+        {k: round(x, 6) if isinstance(x, float) else x for k, x in r.items()} for r in t.to_pylist()
+    ]
 
 
 _QUERIES = [
