@@ -412,3 +412,47 @@ def test_namespace_sql_equals_datafusion_over_pylance_reads(tmp_path_factory, n,
             theirs = ref.sql(q).to_arrow_table()
             assert ours.column_names == theirs.column_names, q
             assert _rounded(ours) == _rounded(theirs), (v, q)
+
+
+def test_namespace_schema_evolution_reads_the_same_with_the_route_off(tmp_path, monkeypatch):
+    """Columns added, renamed and dropped in the namespace (partition tables keep their
+    own field ids and names): every query reads the same with the file route switched off."""
+    import lance_sql
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    root = str(tmp_path / "ns")
+    ns = PartitionedNamespace.create(root, _NS_SCHEMA, _NS_SPEC)
+    ns.append(_ns_rows(0, 120, 4))
+    ns.add_columns([pa.field("z", pa.int64())])
+    ns.rename_column("s", "s2")
+    ns.append(
+        _ns_rows(500, 60, 6)
+        .rename_columns(["p", "id", "x", "s2"])
+        .append_column("z", pa.array(range(60), pa.int64()))
+    )
+    ns.drop_columns(["x"])
+    ns.delete("id % 5 = 0")
+    ns.update({"z": "id"}, where="id % 3 = 0")
+    queries = [
+        "SELECT * FROM t ORDER BY id",
+        "SELECT count(*) AS c FROM t",
+        "SELECT s2, z, id FROM t ORDER BY id",
+        "SELECT p, count(z) AS c FROM t GROUP BY p ORDER BY p",
+    ]
+
+    def run() -> list[list[dict]]:
+        ctx = lance_sql.SessionContext()
+        ctx.register_namespace("t", root)
+        return [ctx.sql(q).to_arrow_table().to_pylist() for q in queries]
+
+    ours = run()
+    with monkeypatch.context() as m:
+        m.setattr(file_read, "DIRECT_MAX_ROWS", 0)
+        m.setattr(file_read, "DIRECT_MAX_BYTES", 0)
+        scanned = run()
+    assert ours == scanned
+    assert ours[1] == [{"c": 180 - 36}]
+    rows = {r["id"]: r for r in ours[0]}
+    assert rows[3]["z"] == 3 and rows[4]["z"] is None and rows[503]["z"] == 3
+    assert rows[501]["z"] == 501
+    assert rows[1]["s2"] == "s1" and "x" not in rows[1]
