@@ -11,6 +11,7 @@ monkeypatched to 0 here only).
 from __future__ import annotations
 
 import contextlib
+import pickle
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -249,6 +250,10 @@ def test_many_tiny_fragments_and_deleting_everything(tmp_path, monkeypatch) -> N
     assert len(ds.get_fragments()) == 200
     ds.delete("id % 2 = 0")
     assert _check_version(uri, ds.version, [None, ["c1_vec", "id"]], monkeypatch)
+    unit = _unit(lance.dataset(uri))
+    want = _rows(_read(unit, ["id", "c0_struct"]))
+    again = pickle.loads(pickle.dumps(unit))  # as a Spark task gets it: decided again
+    assert _rows(_read(again, ["id", "c0_struct"])) == want and isinstance(again._direct, list)
     ds.delete("id >= 0")
     ds = lance.dataset(uri)
     assert ds.count_rows() == 0
