@@ -92,13 +92,14 @@ class LanceFragmentsUnit(ScanUnit):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_dataset"] = None
-        state["_direct"], state["_direct_checked"] = _UNKNOWN, False
-        del state["_lock"]
+        del state["_lock"], state["_direct"], state["_direct_checked"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        # decided again where unpickled (a pickled sentinel would not be ``_UNKNOWN``)
+        self._direct, self._direct_checked = _UNKNOWN, False
 
     @property
     def dataset(self) -> lance.LanceDataset:
