@@ -185,19 +185,19 @@ def scan_chain(rel: Rel) -> ScanChain | None:
         if rel.read.HasField("projection"):
             items = rel.read.projection.select.struct_items
             cols = [base[i.field] for i in items]
-        return ScanChain(rel, name, tuple(_emit(rel, cols)))
+        return ScanChain(rel, name, tuple(emitted(rel, cols)))
     if k not in ROW_WISE:
         return None
     below = scan_chain(getattr(rel, k).input)
     if below is None:
         return None
     if k == "filter":
-        return ScanChain(below.read, below.table, tuple(_emit(rel, list(below.columns))))
+        return ScanChain(below.read, below.table, tuple(emitted(rel, list(below.columns))))
     out: list[str | None] = list(below.columns)
     for expr in rel.project.expressions:
         ref = field_ref(expr)
         out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
-    return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
+    return ScanChain(below.read, below.table, tuple(emitted(rel, out)))
 
 
 def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
@@ -218,7 +218,9 @@ def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
         if left is None or right is None or (left.table is None) == (right.table is None):
             return None
         main = left if left.table is not None else right
-        return ScanChain(main.read, main.table, tuple(_emit(rel, [*left.columns, *right.columns])))
+        return ScanChain(
+            main.read, main.table, tuple(emitted(rel, [*left.columns, *right.columns]))
+        )
     if k in ROW_WISE and kind(getattr(rel, k).input) == "join":
         below = side_chain(getattr(rel, k).input, namespaces)
         return None if below is None else _above(rel, below)
@@ -245,10 +247,10 @@ def _above(rel: Rel, below: ScanChain) -> ScanChain:
         for expr in rel.project.expressions:
             ref = field_ref(expr)
             out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
-    return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
+    return ScanChain(below.read, below.table, tuple(emitted(rel, out)))
 
 
-def _emit(rel: Rel, fields: list[str | None]) -> list[str | None]:
+def emitted(rel: Rel, fields: list[Any]) -> list[Any]:
     """The fields a relation outputs after its ``common.emit`` mapping (if any)."""
     common = getattr(rel, kind(rel)).common
     if common.HasField("emit"):
