@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
+from lance_sql.planning.sql_filter import like_predicate
 from lance_sql.spec.predicates import (
     FALSE,
     NULL_BOOL,
@@ -193,15 +194,10 @@ class _Decoder:
             escape = args[2].literal if args[2].WhichOneof("rex_type") == "literal" else None
             if escape is None or self._literal(escape).value not in (None, ""):
                 raise _Opaque
-        if not isinstance(text, str) or "_" in text or "\\" in text:
+        pred = like_predicate(self._term(args[0]), text) if isinstance(text, str) else None
+        if pred is None:
             raise _Opaque
-        body = text.rstrip("%")
-        if "%" in body:
-            raise _Opaque
-        term = self._term(args[0])
-        if body == text:
-            return Compare(term, "=", Literal(text, pa.string()))
-        return IsNull(term, negated=True) if body == "" else StartsWith(term, body)
+        return pred
 
     def _term(self, node) -> Term:
         """A column or a transform term (see :func:`decode_condition`)."""
