@@ -302,7 +302,9 @@ class _Decoder:
             if path is None:
                 raise _Opaque
             field = self.schema.field(path[0])
-            for key in path[1:]:
+            for key in path[1:]:  # get_field of a map or a list is not a column
+                if not pa.types.is_struct(field.type) or field.type.get_field_index(key) < 0:
+                    raise _Opaque
                 field = field.type.field(key)
             names = list(path)
         while ref.HasField("child"):  # a field inside a struct column: its dotted path
