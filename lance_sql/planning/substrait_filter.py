@@ -319,15 +319,15 @@ class _Decoder:
         """``get_field(s, 'a')`` (a plan's ``s['a']``): a field inside a struct column."""
         fn = node.scalar_function
         args = [a.value for a in fn.arguments]
-        if self.functions.get(fn.function_reference) != "get_field" or len(args) != 2:
+        if self.functions.get(fn.function_reference) != "get_field" or len(args) < 2:
             raise _Opaque
-        base, key = self._column(args[0]), self._text(args[1], lower=False)
-        if base.type is None or not pa.types.is_struct(base.type):
-            raise _Opaque
-        index = base.type.get_field_index(key)
-        if index < 0:
-            raise _Opaque
-        return Column(f"{base.name}.{key}", type=base.type.field(index).type)
+        column = self._column(args[0])
+        for arg in args[1:]:  # get_field(s, 'a', 'b') is s['a']['b']
+            key, t = self._text(arg, lower=False), column.type
+            if t is None or not pa.types.is_struct(t) or t.get_field_index(key) < 0:
+                raise _Opaque
+            column = Column(f"{column.name}.{key}", type=t.field(key).type)
+        return column
 
     def _columns(self, node) -> tuple[str, ...]:
         n = len(self.schema)

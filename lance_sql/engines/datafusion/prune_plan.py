@@ -113,13 +113,15 @@ def _path_of(expr: Any, fields: list[_Path], functions: dict[int, str]) -> _Path
         return None
     fn = expr.scalar_function
     args = [a.value for a in fn.arguments]
-    if functions.get(fn.function_reference) != "get_field" or len(args) != 2:
+    if functions.get(fn.function_reference) != "get_field" or len(args) < 2:
         return None
     base = _path_of(args[0], fields, functions)
-    key = args[1].literal if args[1].WhichOneof("rex_type") == "literal" else None
-    if base is None or key is None or key.WhichOneof("literal_type") != "string":
+    keys = [a.literal for a in args[1:] if a.WhichOneof("rex_type") == "literal"]
+    if base is None or len(keys) != len(args) - 1:
         return None
-    return (*base, key.string)
+    if any(k.WhichOneof("literal_type") != "string" for k in keys):
+        return None
+    return (*base, *(k.string for k in keys))
 
 
 def _prune_predicate(
