@@ -29,6 +29,7 @@ Two pyarrow quirks are handled explicitly:
 from __future__ import annotations
 
 import decimal
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,7 +62,14 @@ from lance_sql.tables.substrait_schema import referenced_positions, substrait_sc
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _UNITS = ("year", "month", "day", "hour")
-_INTEGERS = ("i8", "i16", "i32", "i64")
+
+
+class Computed(NamedTuple):
+    """An input field computed under the filter (``__common_expr_1``): its expression and
+    what the fields that expression reads are (see :func:`decode_condition`)."""
+
+    expr: Any
+    columns: list[Any]
 
 
 class _Opaque(Exception):
@@ -97,12 +105,13 @@ def decode_condition(
     expr: object,
     functions: dict[int, str],
     schema: pa.Schema,
-    columns: list[tuple[str, ...] | None],
+    columns: list[Any],
 ) -> Predicate:
     """A filter condition of a Substrait plan (DataFusion's) -> the (unbound) IR.
 
     ``columns[i]`` is the column path (``("s", "a")`` for a struct field) of the
-    condition's input field ``i``, or None where that field is computed;
+    condition's input field ``i``, a :class:`Computed` expression (DataFusion
+    moves an expression used twice into a projection under the filter), or None;
     ``functions`` maps the plan's function anchors to names. Besides plain
     comparisons it reads the transform terms a query writes to hit partitions
     (``date_trunc``, ``date_part``, ``CAST(ts AS DATE)``, ``murmur3(k) % n``,
@@ -118,7 +127,7 @@ class _Decoder:
         functions: dict[int, str],
         schema: pa.Schema,
         stand_ins: frozenset[int] = frozenset(),
-        columns: list[tuple[str, ...] | None] | None = None,
+        columns: list[Any] | None = None,
     ) -> None:
         self.functions = functions
         self.schema = schema
@@ -202,6 +211,12 @@ class _Decoder:
     def _term(self, node) -> Term:
         """A column or a transform term (see :func:`decode_condition`)."""
         kind = node.WhichOneof("rex_type")
+        if kind == "selection" and self.columns is not None:
+            ref = node.selection.direct_reference.struct_field.field
+            entry = self.columns[ref] if 0 <= ref < len(self.columns) else None
+            if isinstance(entry, Computed) and not node.selection.HasField("outer_reference"):
+                below = _Decoder(self.functions, self.schema, columns=entry.columns)
+                return below._term(entry.expr)
         if kind == "selection" or self.columns is None:  # a pyarrow filter: columns only
             return self._column(node)
         if kind == "cast":
@@ -209,7 +224,7 @@ class _Decoder:
             if target == "date":
                 col = self._column(node.cast.input)
                 return TransformTerm(DATE_TRUNC, (col,), unit="day", as_date=True)
-            term = self._term(node.cast.input) if target in _INTEGERS else None
+            term = self._term(node.cast.input) if self._widening(node) else None
             if term is not None and is_hash_term(term):  # DataFusion widens the int32 hash
                 return term
             raise _Opaque
@@ -227,6 +242,8 @@ class _Decoder:
         if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in _UNITS:
             unit, inner = self._text(args[0]), args[1]
             if inner.WhichOneof("rex_type") == "cast":  # date_trunc over a date column
+                if inner.cast.type.WhichOneof("kind") != "precision_timestamp":
+                    raise _Opaque
                 col = self._column(inner.cast.input)
                 return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
             return TransformTerm(DATE_TRUNC, (self._column(inner),), unit=unit)
@@ -236,7 +253,7 @@ class _Decoder:
             return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[2]))
         if name == "modulus" and len(args) == 2:
             inner, absolute = args[0], False
-            while inner.WhichOneof("rex_type") == "cast":
+            while inner.WhichOneof("rex_type") == "cast" and self._widening(inner):
                 inner = inner.cast.input
             if inner.WhichOneof("rex_type") == "scalar_function":
                 f = inner.scalar_function
@@ -257,6 +274,11 @@ class _Decoder:
                         return TransformTerm(TRUNCATE, (col,), param=width)
         raise _Opaque
 
+    @staticmethod
+    def _widening(node) -> bool:
+        """A cast to int32 / int64 (DataFusion's widening of the int32 hash)."""
+        return node.cast.type.WhichOneof("kind") in ("i32", "i64")
+
     def _text(self, node, *, lower: bool = True) -> str:
         if node.WhichOneof("rex_type") != "literal":
             raise _Opaque
@@ -269,7 +291,7 @@ class _Decoder:
         if node.WhichOneof("rex_type") != "literal":
             raise _Opaque
         value = self._literal(node.literal).value
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise _Opaque
         return value
 
@@ -299,7 +321,7 @@ class _Decoder:
             names = [field.name]
         else:  # a plan's input field: the column (path) it is, if any
             path = self.columns[ref.field] if 0 <= ref.field < len(self.columns) else None
-            if path is None:
+            if not isinstance(path, tuple):
                 raise _Opaque
             field = self.schema.field(path[0])
             for key in path[1:]:  # get_field of a map or a list is not a column
@@ -333,7 +355,9 @@ class _Decoder:
         n = len(self.schema)
         if self.columns is not None:
             cols = self.columns
-            found = {p[0] for i in referenced_positions(node) if i < len(cols) and (p := cols[i])}
+            found = {
+                p[0] for i in referenced_positions(node) if i < len(cols) and _path(p := cols[i])
+            }
             return tuple(sorted(found))
         return tuple(
             sorted({self.schema.field(i).name for i in referenced_positions(node) if i < n})
@@ -379,8 +403,12 @@ class _Decoder:
         raise _Opaque
 
 
+def _path(entry: Any) -> bool:
+    return isinstance(entry, tuple) and bool(entry)
+
+
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= (1 << 63) else value
 
 
-__all__ = ["decode", "decode_condition", "from_pyarrow"]
+__all__ = ["Computed", "decode", "decode_condition", "from_pyarrow"]

@@ -27,12 +27,12 @@ from substrait import plan_pb2
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
-from lance_sql.planning.substrait_filter import decode_condition
+from lance_sql.planning.substrait_filter import Computed, decode_condition
 from lance_sql.spec.predicates import Predicate, Unsupported, and_, columns_of, conjuncts
 
 #: an input field of a relation: the read's column it is (its name, then the names of
-#: struct fields inside it), None where computed
-_Path = tuple[str, ...] | None
+#: struct fields inside it), else the expression computing it
+_Path = tuple[str, ...] | Computed | None
 
 
 def preorder(plan: Any) -> list[Any]:
@@ -99,7 +99,7 @@ def _read_fields(
     read, table, fields = below
     out = list(fields)
     for expr in rel.project.expressions:
-        out.append(_path_of(expr, fields, functions))
+        out.append(_path_of(expr, fields, functions) or Computed(expr, fields))
     return read, table, sp.emitted(rel, out)
 
 
@@ -117,7 +117,7 @@ def _path_of(expr: Any, fields: list[_Path], functions: dict[int, str]) -> _Path
         return None
     base = _path_of(args[0], fields, functions)
     keys = [a.literal for a in args[1:] if a.WhichOneof("rex_type") == "literal"]
-    if base is None or len(keys) != len(args) - 1:
+    if not isinstance(base, tuple) or len(keys) != len(args) - 1:
         return None
     if any(k.WhichOneof("literal_type") != "string" for k in keys):
         return None
