@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datafusion import substrait as ss
-from substrait import algebra_pb2, plan_pb2, type_pb2
+from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
 from lance_sql.tables.substrait_schema import nested_names
@@ -328,31 +328,6 @@ def field_reference(index: int) -> algebra_pb2.Expression:
     return expr
 
 
-def _nested_names(t: type_pb2.Type) -> int:
-    """How many names a field of type ``t`` adds after its own in a depth-first name list.
-
-    Struct fields inside lists and maps count too (a ``list<struct<k, w>>`` adds two).
-    """
-    return nested_names(t)
-
-
-def project_named_struct(schema: type_pb2.NamedStruct, fields: list[int] | None) -> Any:
-    """``schema`` keeping only top-level ``fields`` (all when None), names and types."""
-    if fields is None:
-        return schema
-    starts, i = [], 0
-    for t in schema.struct.types:
-        starts.append(i)
-        i += 1 + _nested_names(t)
-    out = type_pb2.NamedStruct()
-    out.struct.nullability = schema.struct.nullability
-    for f in fields:
-        t = schema.struct.types[f]
-        out.names.extend(schema.names[starts[f] : starts[f] + 1 + _nested_names(t)])
-        out.struct.types.add().CopyFrom(t)
-    return out
-
-
 def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
     """Prefix the top-level column names of every read of ``table`` under ``rel`` (in place).
 
@@ -367,7 +342,7 @@ def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
         i = 0
         for t in schema.struct.types:
             names[i] = prefix + names[i]
-            i += 1 + _nested_names(t)
+            i += 1 + nested_names(t)
         del schema.names[:]
         schema.names.extend(names)
 
@@ -407,7 +382,6 @@ __all__ = [
     "kind",
     "messages",
     "prefix_read_columns",
-    "project_named_struct",
     "rename_tables",
     "root_rel",
     "scan_chain",
