@@ -180,7 +180,7 @@ def scan_chain(rel: Rel) -> ScanChain | None:
         name = table_name(rel)
         if name is None:
             return None
-        base = list(rel.read.base_schema.names)
+        base = top_level_names(rel.read.base_schema)
         cols: list[str | None] = list(base)
         if rel.read.HasField("projection"):
             items = rel.read.projection.select.struct_items
@@ -339,12 +339,27 @@ def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
             continue
         schema = node.read.base_schema
         names = list(schema.names)
-        i = 0
-        for t in schema.struct.types:
+        for i in _top_level(schema):
             names[i] = prefix + names[i]
-            i += 1 + nested_names(t)
         del schema.names[:]
         schema.names.extend(names)
+
+
+def top_level_names(schema: Any) -> list[str]:
+    """The top-level column names of a Substrait ``NamedStruct``.
+
+    Substrait lists a schema's names depth first (struct children after their
+    field): ``(st struct<a>, k)`` is ``["st", "a", "k"]``.
+    """
+    return [schema.names[i] for i in _top_level(schema)]
+
+
+def _top_level(schema: Any) -> list[int]:
+    out, i = [], 0
+    for t in schema.struct.types:
+        out.append(i)
+        i += 1 + nested_names(t)
+    return out
 
 
 def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:
