@@ -28,7 +28,7 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.substrait_filter import Computed, decode_condition
-from lance_sql.spec.predicates import Predicate, Unsupported, and_, columns_of, conjuncts
+from lance_sql.spec.predicates import Predicate, and_, columns_of, conjuncts
 
 #: an input field of a relation: the read's column it is (its name, then the names of
 #: struct fields inside it), else the expression computing it
@@ -130,11 +130,7 @@ def _prune_predicate(
     """The Filter's condition as IR over the namespace columns, for pruning only."""
     zoned = {f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None}
     pred = decode_condition(condition, functions, schema, fields)
-    kept = [
-        c
-        for c in conjuncts(pred)
-        if not isinstance(c, Unsupported) and columns_of(c) and not columns_of(c) & zoned
-    ]
+    kept = [c for c in conjuncts(pred) if columns_of(c) and not columns_of(c) & zoned]
     return and_(*kept) if kept else None
 
 
