@@ -137,19 +137,9 @@ def _leaf(node: exp.Expression) -> Predicate:
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise _NotATerm
-        text = pattern.this
-        term = _term(node.this)
-        if "_" in text or "\\" in text:
+        pred = like_predicate(_term(node.this), pattern.this)
+        if pred is None:
             raise _NotATerm
-        body = text.rstrip("%")
-        if "%" in body:
-            raise _NotATerm
-        if body == text:
-            pred = Compare(term, "=", Literal(text, pa.string()))
-        elif body == "":
-            pred = IsNull(term, negated=True)
-        else:
-            pred = StartsWith(term, body)
         return Not(pred) if node.args.get("negate") else pred
     if isinstance(node, exp.StartsWith):  # sqlglot >= 26 parses starts_with(s, 'p') to this
         prefix = node.expression
@@ -164,6 +154,17 @@ def _leaf(node: exp.Expression) -> Predicate:
     if isinstance(node, exp.Column):
         return Compare(_column(node), "=", Literal(True, pa.bool_()))
     raise _NotATerm
+
+
+def like_predicate(term: Term, pattern: str) -> Predicate | None:
+    """``term LIKE pattern`` as an equality, a prefix test or IS NOT NULL (None: another
+    pattern, with ``_``, an escape or an inner ``%``)."""
+    body = pattern.rstrip("%")
+    if "_" in pattern or "\\" in pattern or "%" in body:
+        return None
+    if body == pattern:
+        return Compare(term, "=", Literal(pattern, pa.string()))
+    return IsNull(term, negated=True) if body == "" else StartsWith(term, body)
 
 
 # ----------------------------------------------------------------------- literals
@@ -401,4 +402,4 @@ def _column_names(node: exp.Expression) -> tuple[str, ...]:
     return tuple(sorted({c.name for c in node.find_all(exp.Column)}))
 
 
-__all__ = ["parse_filter", "parse_filter_unbound"]
+__all__ = ["like_predicate", "parse_filter", "parse_filter_unbound"]

@@ -29,11 +29,13 @@ Two pyarrow quirks are handled explicitly:
 from __future__ import annotations
 
 import decimal
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
+from lance_sql.planning.sql_filter import like_predicate
 from lance_sql.spec.predicates import (
     FALSE,
     NULL_BOOL,
@@ -46,14 +48,28 @@ from lance_sql.spec.predicates import (
     Not,
     Predicate,
     StartsWith,
+    Term,
+    TransformTerm,
     Unsupported,
     and_,
     or_,
 )
+from lance_sql.spec.transforms.bucket import hash_term, is_hash_call, is_hash_term, modulo_term
+from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC
+from lance_sql.spec.transforms.truncate import TRUNCATE
 from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_UNITS = ("year", "month", "day", "hour")
+
+
+class Computed(NamedTuple):
+    """An input field computed under the filter (``__common_expr_1``): its expression and
+    what the fields that expression reads are (see :func:`decode_condition`)."""
+
+    expr: Any
+    columns: list[Any]
 
 
 class _Opaque(Exception):
@@ -85,12 +101,38 @@ def decode(expr: pc.Expression, schema: pa.Schema) -> Predicate:
     return decoder.pred(message.referred_expr[0].expression)
 
 
+def decode_condition(
+    expr: object,
+    functions: dict[int, str],
+    schema: pa.Schema,
+    columns: list[Any],
+) -> Predicate:
+    """A filter condition of a Substrait plan (DataFusion's) -> the (unbound) IR.
+
+    ``columns[i]`` is the column path (``("s", "a")`` for a struct field) of the
+    condition's input field ``i``, a :class:`Computed` expression (DataFusion
+    moves an expression used twice into a projection under the filter), or None;
+    ``functions`` maps the plan's function anchors to names. Besides plain
+    comparisons it reads the transform terms a query writes to hit partitions
+    (``date_trunc``, ``date_part``, ``CAST(ts AS DATE)``, ``murmur3(k) % n``,
+    ``abs(murmur3(k)) % n``, ``murmur3_multi``, ``left(s, n)``, ``substr(s, 1,
+    n)``, ``x - x % w``) and ``LIKE 'prefix%'``.
+    """
+    return _Decoder(functions, schema, columns=columns).pred(expr)
+
+
 class _Decoder:
     def __init__(
-        self, functions: dict[int, str], schema: pa.Schema, stand_ins: frozenset[int] = frozenset()
+        self,
+        functions: dict[int, str],
+        schema: pa.Schema,
+        stand_ins: frozenset[int] = frozenset(),
+        columns: list[Any] | None = None,
     ) -> None:
         self.functions = functions
         self.schema = schema
+        #: input field -> its column path, None where computed (default: the schema's fields)
+        self.columns = columns
         #: positions serialised with a stand-in type (:mod:`~lance_sql.tables.substrait_schema`):
         #: a leaf reading one is Unsupported, naming the column and its type
         self.stand_ins = stand_ins
@@ -132,13 +174,13 @@ class _Decoder:
         if name == "not" and len(args) == 1:
             return Not(self.pred(args[0]))
         if name in ("is_null", "is_not_null") and len(args) == 1:
-            return IsNull(self._column(args[0]), negated=name == "is_not_null")
+            return IsNull(self._term(args[0]), negated=name == "is_not_null")
         if name in _CMP and len(args) == 2:
             left, right = args
             if right.WhichOneof("rex_type") == "literal":
-                return Compare(self._column(left), _CMP[name], self._literal(right.literal))
+                return Compare(self._term(left), _CMP[name], self._literal(right.literal))
             if left.WhichOneof("rex_type") == "literal":
-                return Compare(self._column(right), _FLIP[_CMP[name]], self._literal(left.literal))
+                return Compare(self._term(right), _FLIP[_CMP[name]], self._literal(left.literal))
             raise _Opaque
         if name == "starts_with" and len(args) == 2:
             for opt in fn.options:
@@ -148,7 +190,110 @@ class _Decoder:
             if not isinstance(prefix.value, str):
                 raise _Opaque
             return StartsWith(self._column(args[0]), prefix.value)
+        if name == "like" and len(args) in (2, 3) and self.columns is not None:
+            return self._like(args)
         raise _Opaque
+
+    def _like(self, args: list) -> Predicate:
+        """``t LIKE 'text'`` / ``'prefix%'`` / ``'%'`` (no other wildcard, no escape)."""
+        if args[1].WhichOneof("rex_type") != "literal":
+            raise _Opaque
+        text = self._literal(args[1].literal).value
+        if len(args) == 3:
+            escape = args[2].literal if args[2].WhichOneof("rex_type") == "literal" else None
+            if escape is None or self._literal(escape).value not in (None, ""):
+                raise _Opaque
+        pred = like_predicate(self._term(args[0]), text) if isinstance(text, str) else None
+        if pred is None:
+            raise _Opaque
+        return pred
+
+    def _term(self, node) -> Term:
+        """A column or a transform term (see :func:`decode_condition`)."""
+        kind = node.WhichOneof("rex_type")
+        if kind == "selection" and self.columns is not None:
+            ref = node.selection.direct_reference.struct_field.field
+            entry = self.columns[ref] if 0 <= ref < len(self.columns) else None
+            if isinstance(entry, Computed) and not node.selection.HasField("outer_reference"):
+                below = _Decoder(self.functions, self.schema, columns=entry.columns)
+                return below._term(entry.expr)
+        if kind == "selection" or self.columns is None:  # a pyarrow filter: columns only
+            return self._column(node)
+        if kind == "cast":
+            target = node.cast.type.WhichOneof("kind")
+            if target == "date":
+                col = self._column(node.cast.input)
+                return TransformTerm(DATE_TRUNC, (col,), unit="day", as_date=True)
+            term = self._term(node.cast.input) if self._widening(node) else None
+            if term is not None and is_hash_term(term):  # DataFusion widens the int32 hash
+                return term
+            raise _Opaque
+        if kind != "scalar_function":
+            raise _Opaque
+        fn = node.scalar_function
+        name = self.functions.get(fn.function_reference, "?").lower()
+        args = [a.value for a in fn.arguments]
+        if args and is_hash_call(name):
+            return hash_term(name, tuple(self._column(a) for a in args))  # type: ignore[return-value]
+        if name in ("date_part", "datepart") and len(args) == 2:
+            unit = self._text(args[0])
+            if unit in _UNITS:
+                return TransformTerm(DATE_PARTS[unit], (self._column(args[1]),))
+        if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in _UNITS:
+            unit, inner = self._text(args[0]), args[1]
+            if inner.WhichOneof("rex_type") == "cast":  # date_trunc over a date column
+                if inner.cast.type.WhichOneof("kind") != "precision_timestamp":
+                    raise _Opaque
+                col = self._column(inner.cast.input)
+                return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
+            return TransformTerm(DATE_TRUNC, (self._column(inner),), unit=unit)
+        if name == "left" and len(args) == 2:
+            return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[1]))
+        if name in ("substr", "substring") and len(args) == 3 and self._int(args[1]) == 1:
+            return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[2]))
+        if name == "modulus" and len(args) == 2:
+            inner, absolute = args[0], False
+            while inner.WhichOneof("rex_type") == "cast" and self._widening(inner):
+                inner = inner.cast.input
+            if inner.WhichOneof("rex_type") == "scalar_function":
+                f = inner.scalar_function
+                if self.functions.get(f.function_reference) == "abs" and len(f.arguments) == 1:
+                    inner, absolute = f.arguments[0].value, True
+            term = modulo_term(self._term(inner), self._int(args[1]), absolute=absolute)
+            if term is not None:
+                return term
+        if name == "subtract" and len(args) == 2:  # x - x % w
+            col = self._column(args[0])
+            right = args[1]
+            if right.WhichOneof("rex_type") == "scalar_function":
+                f = right.scalar_function
+                parts = [a.value for a in f.arguments]
+                if self.functions.get(f.function_reference) == "modulus" and len(parts) == 2:
+                    width = self._int(parts[1])
+                    if self._column(parts[0]) == col and width > 0:
+                        return TransformTerm(TRUNCATE, (col,), param=width)
+        raise _Opaque
+
+    @staticmethod
+    def _widening(node) -> bool:
+        """A cast to int32 / int64 (DataFusion's widening of the int32 hash)."""
+        return node.cast.type.WhichOneof("kind") in ("i32", "i64")
+
+    def _text(self, node, *, lower: bool = True) -> str:
+        if node.WhichOneof("rex_type") != "literal":
+            raise _Opaque
+        value = self._literal(node.literal).value
+        if not isinstance(value, str):
+            raise _Opaque
+        return value.lower() if lower else value
+
+    def _int(self, node) -> int:
+        if node.WhichOneof("rex_type") != "literal":
+            raise _Opaque
+        value = self._literal(node.literal).value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _Opaque
+        return value
 
     def _in(self, node) -> Predicate:
         values = []
@@ -156,31 +301,64 @@ class _Decoder:
             if option.WhichOneof("rex_type") != "literal":
                 raise _Opaque
             lit = self._literal(option.literal)
-            if lit.is_null:
-                raise _Opaque  # pyarrow's is_in matches NULL to NULL; SQL does not
+            if lit.is_null and self.columns is None:
+                raise _Opaque  # pyarrow's is_in matches NULL to NULL; SQL (a plan's) does not
             values.append(lit)
         if not values:
             return FALSE
-        return InList(self._column(node.value), tuple(values))
+        return InList(self._term(node.value), tuple(values))
 
     def _column(self, node) -> Column:
-        if node.WhichOneof("rex_type") != "selection":
+        if node.WhichOneof("rex_type") == "scalar_function" and self.columns is not None:
+            return self._struct_field(node)
+        if node.WhichOneof("rex_type") != "selection" or node.selection.HasField("outer_reference"):
             raise _Opaque
         ref = node.selection.direct_reference.struct_field
         if ref.field in self.stand_ins:
             raise _Opaque  # a column serialised with a stand-in type
-        field = self.schema.field(ref.field)
-        names = [field.name]
+        if self.columns is None:
+            field = self.schema.field(ref.field)
+            names = [field.name]
+        else:  # a plan's input field: the column (path) it is, if any
+            path = self.columns[ref.field] if 0 <= ref.field < len(self.columns) else None
+            if not isinstance(path, tuple):
+                raise _Opaque
+            field = self.schema.field(path[0])
+            for key in path[1:]:  # get_field of a map or a list is not a column
+                if not pa.types.is_struct(field.type) or field.type.get_field_index(key) < 0:
+                    raise _Opaque
+                field = field.type.field(key)
+            names = list(path)
         while ref.HasField("child"):  # a field inside a struct column: its dotted path
             ref = ref.child.struct_field
             if not pa.types.is_struct(field.type) or not 0 <= ref.field < field.type.num_fields:
                 raise _Opaque
             field = field.type.field(ref.field)
             names.append(field.name)
-        return Column(".".join(names))
+        return Column(".".join(names), type=None if self.columns is None else field.type)
+
+    def _struct_field(self, node) -> Column:
+        """``get_field(s, 'a')`` (a plan's ``s['a']``): a field inside a struct column."""
+        fn = node.scalar_function
+        args = [a.value for a in fn.arguments]
+        if self.functions.get(fn.function_reference) != "get_field" or len(args) < 2:
+            raise _Opaque
+        column = self._column(args[0])
+        for arg in args[1:]:  # get_field(s, 'a', 'b') is s['a']['b']
+            key, t = self._text(arg, lower=False), column.type
+            if t is None or not pa.types.is_struct(t) or t.get_field_index(key) < 0:
+                raise _Opaque
+            column = Column(f"{column.name}.{key}", type=t.field(key).type)
+        return column
 
     def _columns(self, node) -> tuple[str, ...]:
         n = len(self.schema)
+        if self.columns is not None:
+            cols = self.columns
+            found = {
+                p[0] for i in referenced_positions(node) if i < len(cols) and _path(p := cols[i])
+            }
+            return tuple(sorted(found))
         return tuple(
             sorted({self.schema.field(i).name for i in referenced_positions(node) if i < n})
         )
@@ -225,8 +403,12 @@ class _Decoder:
         raise _Opaque
 
 
+def _path(entry: Any) -> bool:
+    return isinstance(entry, tuple) and bool(entry)
+
+
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= (1 << 63) else value
 
 
-__all__ = ["decode", "from_pyarrow"]
+__all__ = ["Computed", "decode", "decode_condition", "from_pyarrow"]

@@ -49,7 +49,7 @@ class _PlanCache:
 
     @staticmethod
     def _key(
-        filter: pc.Expression | None, prune_filter: str | None, ns: Any, schema: pa.Schema
+        filter: pc.Expression | None, prune_filter: Any, ns: Any, schema: pa.Schema
     ) -> tuple[Any, ...]:
         from lance_sql.planning.key_filter_skipping import ENABLED
 
@@ -57,7 +57,7 @@ class _PlanCache:
         return (str(ns.root), id(schema), text, prune_filter, ENABLED[0])
 
     def get(
-        self, filter: pc.Expression | None, prune_filter: str | None, ns: Any, schema: pa.Schema
+        self, filter: pc.Expression | None, prune_filter: Any, ns: Any, schema: pa.Schema
     ) -> Any:
         if not ENABLE_PLAN_CACHE[0]:
             return MISS
@@ -77,7 +77,7 @@ class _PlanCache:
     def put(
         self,
         filter: pc.Expression | None,
-        prune_filter: str | None,
+        prune_filter: Any,
         ns: Any,
         schema: pa.Schema,
         plan: Any,

@@ -45,6 +45,7 @@ from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
 from lance_sql.errors import SchemaMismatchError
 from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.spec.arrow_json import field_id_of
+from lance_sql.spec.predicates import Predicate, to_sql
 from lance_sql.tables.chain import chain_units
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.proven_filter import ProvenFilterUnit
@@ -101,8 +102,8 @@ class NamespaceTable(ScanUnitDataset):
         self._namespace = namespace
         namespace.metrics = self.metrics
         self._manifest_ds: Any = None
-        #: SQL filter over the namespace columns used for pruning only (never applied to rows)
-        self.prune_filter: str | None = None
+        #: predicate (IR) over the namespace columns used for pruning only (never applied to rows)
+        self.prune_filter: Predicate | None = None
         #: pylance scanner options of every partition table's scans (``register_namespace``)
         self.scan_options: dict[str, Any] | None = None
         self._base: NamespaceTable | None = None
@@ -115,13 +116,13 @@ class NamespaceTable(ScanUnitDataset):
         """True when pruning uses the planner (so :meth:`with_prune_filter` can add to it)."""
         return isinstance(self.prune, PlannerPrune)
 
-    def with_prune_filter(self, sql: str) -> NamespaceTable:
-        """This table, pruning also with ``sql`` (a filter the query's WHERE implies).
+    def with_prune_filter(self, pred: Predicate) -> NamespaceTable:
+        """This table, pruning also with ``pred`` (a filter the query's WHERE implies).
 
         The derived table reads the same namespace views (and counts into the
-        same :attr:`metrics`); ``sql`` only narrows the partition tables
+        same :attr:`metrics`); ``pred`` only narrows the partition tables
         selected, rows are filtered by the query as before. Used by the
-        transform-term pass (:mod:`.transform_filters`) for predicates
+        transform-term pass (:mod:`.prune_plan`) for predicates
         DataFusion does not push into a Python table.
         """
         if not self.prunes_with_planner:
@@ -131,7 +132,7 @@ class NamespaceTable(ScanUnitDataset):
         derived.__dict__.update(base.__dict__)
         derived._last_columns = threading.local()
         derived._base = base
-        derived.prune_filter = sql
+        derived.prune_filter = pred
         derived._planner = derived._plan
         return derived
 
@@ -201,7 +202,8 @@ class NamespaceTable(ScanUnitDataset):
             where = (
                 "filter=none" if filter is None else f"filter={filter} (in each partition table)"
             )
-            prune_sql = "" if self.prune_filter is None else f", prune_filter={self.prune_filter}"
+            shown = "" if self.prune_filter is None else to_sql(self.prune_filter)
+            prune_sql = shown and f", prune_filter={shown}"
             spec_filters = {}
             if plan is not None:  # why parts of the filter cannot prune
                 prune_sql += pruning_note(plan, filter, self.prune_filter)

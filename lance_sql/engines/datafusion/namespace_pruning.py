@@ -48,15 +48,15 @@ def planner_prune(
 
 def plan_pruning(
     filter: pc.Expression | None,
-    prune_filter: str | None,
+    prune_filter: Any,
     namespace: PartitionedNamespace,
     schema: pa.Schema,
 ) -> Any:
     """The scan planner's ``ScanPlan`` for ``filter``, narrowed by ``prune_filter``.
 
-    ``filter`` is what DataFusion pushed into the scan; ``prune_filter`` is SQL
-    text over ``schema`` that the query's WHERE implies but DataFusion does not
-    push (transform terms, see :mod:`.transform_filters`). Either one that the
+    ``filter`` is what DataFusion pushed into the scan; ``prune_filter`` is a
+    predicate (IR) over ``schema`` that the query's WHERE implies but DataFusion
+    does not push (transform terms, see :mod:`.prune_plan`). Either one that the
     planner cannot read is dropped (dropping a conjunct only widens the
     selection), so pruning never fails a query. Plans are cached per snapshot.
     """
@@ -77,7 +77,7 @@ def plan_pruning(
 
 def _plan_pruning(
     filter: pc.Expression | None,
-    prune_filter: str | None,
+    prune_filter: Any,
     namespace: PartitionedNamespace,
     schema: pa.Schema,
     failures: list[str] | None = None,
@@ -108,5 +108,5 @@ class PlannerPrune:
     def __call__(self, filter: pc.Expression | None, namespace: PartitionedNamespace) -> Any:
         return planner_prune(filter, namespace, self.schema)
 
-    def plan(self, filter: pc.Expression | None, prune_filter: str | None, namespace: Any) -> Any:
+    def plan(self, filter: pc.Expression | None, prune_filter: Any, namespace: Any) -> Any:
         return plan_pruning(filter, prune_filter, namespace, self.schema)

@@ -232,7 +232,7 @@ def _rewrite_plan(
     with query_scope(ctx):
         changed = False
         if want_prune:
-            out.pruned = attach_prune_filters(ctx, plan, logical, namespaces)
+            out.pruned = attach_prune_filters(ctx, plan, namespaces)
             changed = bool(out.pruned)
         # after pruning, which pairs the plan's reads with the logical plan's scans
         why = expand_not_in(ctx, plan, logical) if null_aware else None

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from lance_sql.spec.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported
 
 
-def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: str | None) -> str:
+def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: Any) -> str:
     """``, not_used_for_pruning=[...]`` for EXPLAIN, or ``""`` when the planner used everything.
 
     ``plan``: the scan planner's ``ScanPlan`` for ``filter`` AND ``prune_filter``;

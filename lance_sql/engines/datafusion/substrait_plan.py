@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datafusion import substrait as ss
-from substrait import algebra_pb2, plan_pb2, type_pb2
+from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
 from lance_sql.tables.substrait_schema import nested_names
@@ -180,24 +180,24 @@ def scan_chain(rel: Rel) -> ScanChain | None:
         name = table_name(rel)
         if name is None:
             return None
-        base = list(rel.read.base_schema.names)
+        base = top_level_names(rel.read.base_schema)
         cols: list[str | None] = list(base)
         if rel.read.HasField("projection"):
             items = rel.read.projection.select.struct_items
             cols = [base[i.field] for i in items]
-        return ScanChain(rel, name, tuple(_emit(rel, cols)))
+        return ScanChain(rel, name, tuple(emitted(rel, cols)))
     if k not in ROW_WISE:
         return None
     below = scan_chain(getattr(rel, k).input)
     if below is None:
         return None
     if k == "filter":
-        return ScanChain(below.read, below.table, tuple(_emit(rel, list(below.columns))))
+        return ScanChain(below.read, below.table, tuple(emitted(rel, list(below.columns))))
     out: list[str | None] = list(below.columns)
     for expr in rel.project.expressions:
         ref = field_ref(expr)
         out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
-    return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
+    return ScanChain(below.read, below.table, tuple(emitted(rel, out)))
 
 
 def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
@@ -218,7 +218,9 @@ def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
         if left is None or right is None or (left.table is None) == (right.table is None):
             return None
         main = left if left.table is not None else right
-        return ScanChain(main.read, main.table, tuple(_emit(rel, [*left.columns, *right.columns])))
+        return ScanChain(
+            main.read, main.table, tuple(emitted(rel, [*left.columns, *right.columns]))
+        )
     if k in ROW_WISE and kind(getattr(rel, k).input) == "join":
         below = side_chain(getattr(rel, k).input, namespaces)
         return None if below is None else _above(rel, below)
@@ -245,10 +247,10 @@ def _above(rel: Rel, below: ScanChain) -> ScanChain:
         for expr in rel.project.expressions:
             ref = field_ref(expr)
             out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
-    return ScanChain(below.read, below.table, tuple(_emit(rel, out)))
+    return ScanChain(below.read, below.table, tuple(emitted(rel, out)))
 
 
-def _emit(rel: Rel, fields: list[str | None]) -> list[str | None]:
+def emitted(rel: Rel, fields: list[Any]) -> list[Any]:
     """The fields a relation outputs after its ``common.emit`` mapping (if any)."""
     common = getattr(rel, kind(rel)).common
     if common.HasField("emit"):
@@ -326,31 +328,6 @@ def field_reference(index: int) -> algebra_pb2.Expression:
     return expr
 
 
-def _nested_names(t: type_pb2.Type) -> int:
-    """How many names a field of type ``t`` adds after its own in a depth-first name list.
-
-    Struct fields inside lists and maps count too (a ``list<struct<k, w>>`` adds two).
-    """
-    return nested_names(t)
-
-
-def project_named_struct(schema: type_pb2.NamedStruct, fields: list[int] | None) -> Any:
-    """``schema`` keeping only top-level ``fields`` (all when None), names and types."""
-    if fields is None:
-        return schema
-    starts, i = [], 0
-    for t in schema.struct.types:
-        starts.append(i)
-        i += 1 + _nested_names(t)
-    out = type_pb2.NamedStruct()
-    out.struct.nullability = schema.struct.nullability
-    for f in fields:
-        t = schema.struct.types[f]
-        out.names.extend(schema.names[starts[f] : starts[f] + 1 + _nested_names(t)])
-        out.struct.types.add().CopyFrom(t)
-    return out
-
-
 def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
     """Prefix the top-level column names of every read of ``table`` under ``rel`` (in place).
 
@@ -362,12 +339,27 @@ def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
             continue
         schema = node.read.base_schema
         names = list(schema.names)
-        i = 0
-        for t in schema.struct.types:
+        for i in _top_level(schema):
             names[i] = prefix + names[i]
-            i += 1 + _nested_names(t)
         del schema.names[:]
         schema.names.extend(names)
+
+
+def top_level_names(schema: Any) -> list[str]:
+    """The top-level column names of a Substrait ``NamedStruct``.
+
+    Substrait lists a schema's names depth first (struct children after their
+    field): ``(st struct<a>, k)`` is ``["st", "a", "k"]``.
+    """
+    return [schema.names[i] for i in _top_level(schema)]
+
+
+def _top_level(schema: Any) -> list[int]:
+    out, i = [], 0
+    for t in schema.struct.types:
+        out.append(i)
+        i += 1 + nested_names(t)
+    return out
 
 
 def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:
@@ -405,7 +397,6 @@ __all__ = [
     "kind",
     "messages",
     "prefix_read_columns",
-    "project_named_struct",
     "rename_tables",
     "root_rel",
     "scan_chain",
