@@ -96,3 +96,35 @@ def test_filters_decoded_from_the_plan_prune(
     assert keys == sorted(reference.to_arrow_table().column("k").to_pylist())
     assert keys, where
     assert read == reads, (where, read)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "e = [{'k': '1', 'w': 1.0}]",
+        "s = 'a' AND e = [{'k': '1', 'w': 1.0}]",
+        "e[1]['k'] = '1'",
+    ],
+)
+def test_filters_with_nested_literals_equal_plain_datafusion(tmp_path: Any, where: str) -> None:
+    """A filter holding a list-of-struct literal keeps DataFusion's own plan: its Substrait
+    consumer would name the literal's struct fields c0, c1 and refuse the comparison."""
+    item = pa.struct([("k", pa.string()), ("w", pa.float32())])
+    table = pa.table(
+        {
+            "id": [1, 2, 3],
+            "s": ["a", "b", "a"],
+            "e": pa.array([[{"k": "1", "w": 1.0}], None, [{"k": "2", "w": 2.0}]], pa.list_(item)),
+        }
+    )
+    root = str(tmp_path / "ns")
+    ns = PartitionedNamespace.create(root, table.schema, [{"source": "s", "transform": "identity"}])
+    ns.append(table)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", root)
+    plain = datafusion.SessionContext()
+    plain.register_record_batches("t", [table.to_batches()])
+    query = f"SELECT id FROM t WHERE {where} ORDER BY id"
+    assert ctx.sql(query).to_arrow_table().column(0).to_pylist() == (
+        plain.sql(query).to_arrow_table().column(0).to_pylist()
+    )

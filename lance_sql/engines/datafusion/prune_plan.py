@@ -61,6 +61,10 @@ def attach_prune_filters(
         if found is None:
             continue
         read, table, fields = found
+        if _nested_literal(rel.filter.condition):
+            # DataFusion 55's Substrait consumer names a struct literal's fields c0, c1, ...:
+            # the re-read plan could not compare a list-of-struct column with it
+            continue
         pred = _prune_predicate(rel.filter.condition, functions, table.schema, fields)
         if pred is None:
             continue
@@ -70,6 +74,25 @@ def attach_prune_filters(
         sp.rename_tables(read, sp.table_name(read) or "", name)
         attached[name] = copy
     return attached
+
+
+_NESTED_LITERALS = frozenset({"list", "empty_list", "struct", "map", "empty_map"})
+
+
+def _nested_literal(message: Any) -> bool:
+    """Whether a Substrait expression holds a list, struct or map literal anywhere."""
+    for field, value in message.ListFields():
+        if field.message_type is None:
+            continue
+        values = value if field.label == field.LABEL_REPEATED else [value]
+        for v in values:
+            if field.message_type.name == "Literal" and v.WhichOneof("literal_type") in (
+                _NESTED_LITERALS
+            ):
+                return True
+            if _nested_literal(v):
+                return True
+    return False
 
 
 def _read_fields(
