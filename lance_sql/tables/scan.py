@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import PlanningError
+from lance_sql.errors import PlanningError, first_line
 from lance_sql.tables.float_filters import with_sql_float_semantics
 
 
@@ -47,7 +47,7 @@ def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
         return table.filter(filter)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         types = ", ".join(f"{f.name}: {f.type}" for f in table.schema)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         raise PlanningError(
             f"filter {filter} cannot be evaluated on columns ({types}): {first}"
         ) from exc
