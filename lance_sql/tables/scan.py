@@ -145,6 +145,48 @@ class ScanUnit(ABC):
         return True
 
 
+class ForwardingUnit(ScanUnit):
+    """A unit that scans ``inner`` with the filter :meth:`inner_filter` gives; every
+    attribute it does not define (``uri``, ``entry``, ...) is ``inner``'s."""
+
+    def __init__(self, inner: ScanUnit) -> None:
+        self.inner = inner
+
+    def inner_filter(self, filter: pc.Expression | None) -> pc.Expression | None:
+        """The filter ``inner`` is scanned with for ``filter`` (itself here)."""
+        return filter
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.inner.schema
+
+    @property
+    def estimated_rows(self) -> int | None:
+        return self.inner.estimated_rows
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        return self.inner.to_batches(columns, self.inner_filter(filter), batch_size)
+
+    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
+        return self.inner.read_table(columns, self.inner_filter(filter))
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        return self.inner.count_rows(self.inner_filter(filter))
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
 _NOTHING = pc.scalar(False)
 _EVERYTHING = pc.scalar(True)
 _NULLS = (pc.scalar(pa.scalar(None, pa.bool_())), pc.scalar(None))
@@ -360,6 +402,7 @@ def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]
 
 __all__ = [
     "STORAGE_BATCH_ROWS",
+    "ForwardingUnit",
     "ScanMetrics",
     "ScanUnit",
     "balanced_groups",
