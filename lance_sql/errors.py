@@ -113,6 +113,12 @@ class PathIsAFileError(LanceSqlError, NotADirectoryError):
         return str(self.args[0]) if self.args else ""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type name when the message is empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 __all__ = [
     "CommitConflictError",
     "FormatError",
@@ -129,4 +135,5 @@ __all__ = [
     "SpecError",
     "UnsafeLocationError",
     "UnsupportedFeatureError",
+    "first_line",
 ]

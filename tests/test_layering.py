@@ -59,7 +59,6 @@ TYPE_LIST_MIN = 4
 ALLOWED_TYPE_LISTS: dict[str, int] = {
     "lance_sql/planning/joins/keys.py": 1,  # join key classes (compatibility, not support)
     "lance_sql/spec/transforms/truncate.py": 1,  # truncate's source types
-    "lance_sql/tables/namespace/schema_rule.py": 1,  # the list types (nested)
     "lance_sql/tables/scan.py": 1,  # types pylance's Substrait filter serializer refuses
 }
 

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import LanceSqlError, PlanningError
+from lance_sql.errors import LanceSqlError, PlanningError, first_line
 from lance_sql.planning import manifest_scan
 from lance_sql.planning.planner import PartitionPlan, plan_partitions, to_predicate
 from lance_sql.planning.scan_filter import ScanFilter
@@ -80,7 +80,7 @@ def plan_scan(
         except PLANNING_ERRORS as e:
             if failures is None:
                 raise PlanningError(f"scan filter {f!s} cannot be planned: {e}") from e
-            dropped.append(f"{f}: {_first_line(e)}")
+            dropped.append(f"{f}: {first_line(e)}")
             continue
         preds.append(pred)
         if scans and failures is None:
@@ -110,7 +110,7 @@ def _plan_namespace(
             storage_options=ns.storage_options,
         )
     except PLANNING_ERRORS as e:
-        dropped.append(f"the planner failed: {_first_line(e)}")
+        dropped.append(f"the planner failed: {first_line(e)}")
         return _everything(ns, scan_filter, reason=str(e))
     return _from_selection(sel, str(ns.root), ns.manifest_version, ns.specs, scan_filter)
 
@@ -219,11 +219,6 @@ def _everything(ns: Any, scan_filter: ScanFilter | None, reason: str | None = No
         scan_filter=scan_filter,
         selects_all=True,
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 __all__ = ["PLANNING_ERRORS", "plan_scan", "plan_scan_at"]

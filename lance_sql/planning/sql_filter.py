@@ -14,6 +14,8 @@ on); text that is not a boolean expression at all raises
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import sqlglot
@@ -165,6 +167,19 @@ def like_predicate(term: Term, pattern: str) -> Predicate | None:
     if body == pattern:
         return Compare(term, "=", Literal(pattern, pa.string()))
     return IsNull(term, negated=True) if body == "" else StartsWith(term, body)
+
+
+def call_term(
+    name: str, args: Sequence[Any], column: Callable[[Any], Column], text: Callable[[Any], str]
+) -> TransformTerm | None:
+    """The transform term of the call ``name(args)`` (lower-case ``name``): the hash or
+    ``date_part('unit', c)``; None for another call. ``column`` reads an argument as a
+    column and ``text`` as a lower-case string literal (either raises when it cannot)."""
+    if args and is_hash_call(name):
+        return hash_term(name, tuple(column(a) for a in args))
+    if name in ("date_part", "datepart") and len(args) == 2 and text(args[0]) in _UNITS:
+        return TransformTerm(DATE_PARTS[text(args[0])], (column(args[1]),))
+    return None
 
 
 # ----------------------------------------------------------------------- literals
@@ -327,18 +342,11 @@ def _term(node: exp.Expression) -> Term:
             return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit="day", as_date=True)
         raise _NotATerm
     if isinstance(node, exp.Anonymous):
-        name = node.name.lower()
-        args = node.expressions
-        hashed = hash_term(name, tuple(_column_only(a) for a in args)) if args else None
-        if hashed is not None:
-            return hashed
-        if name in _UNITS and len(args) == 1:
-            return TransformTerm(DATE_PARTS[name], (_column_only(args[0]),))
-        if name in ("date_part", "datepart") and len(args) == 2:
-            unit = args[0].this.lower() if isinstance(args[0], exp.Literal) else ""
-            if unit in _UNITS:
-                return TransformTerm(DATE_PARTS[unit], (_column_only(args[1]),))
-        raise _NotATerm
+        # (year(c), month(c), day(c), hour(c) parse as exp.Year, ... above and below)
+        term = call_term(node.name.lower(), node.expressions, _column_only, _literal_text)
+        if term is None:
+            raise _NotATerm
+        return term
     if isinstance(node, exp.Hour):
         return TransformTerm(DATE_PARTS["hour"], (_column_only(node.this),))
     if isinstance(node, exp.Left):
@@ -398,8 +406,12 @@ def _column_only(node: exp.Expression) -> Column:
     raise _NotATerm
 
 
+def _literal_text(node: exp.Expression) -> str:
+    return node.this.lower() if isinstance(node, exp.Literal) else ""
+
+
 def _column_names(node: exp.Expression) -> tuple[str, ...]:
     return tuple(sorted({c.name for c in node.find_all(exp.Column)}))
 
 
-__all__ = ["like_predicate", "parse_filter", "parse_filter_unbound"]
+__all__ = ["call_term", "like_predicate", "parse_filter", "parse_filter_unbound"]

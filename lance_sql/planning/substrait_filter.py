@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.sql_filter import like_predicate
+from lance_sql.planning.sql_filter import call_term, like_predicate
 from lance_sql.spec.predicates import (
     FALSE,
     NULL_BOOL,
@@ -54,8 +54,8 @@ from lance_sql.spec.predicates import (
     and_,
     or_,
 )
-from lance_sql.spec.transforms.bucket import hash_term, is_hash_call, is_hash_term, modulo_term
-from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC
+from lance_sql.spec.transforms.bucket import is_hash_term, modulo_term
+from lance_sql.spec.transforms.time_fields import DATE_TRUNC
 from lance_sql.spec.transforms.truncate import TRUNCATE
 from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
@@ -233,12 +233,9 @@ class _Decoder:
         fn = node.scalar_function
         name = self.functions.get(fn.function_reference, "?").lower()
         args = [a.value for a in fn.arguments]
-        if args and is_hash_call(name):
-            return hash_term(name, tuple(self._column(a) for a in args))  # type: ignore[return-value]
-        if name in ("date_part", "datepart") and len(args) == 2:
-            unit = self._text(args[0])
-            if unit in _UNITS:
-                return TransformTerm(DATE_PARTS[unit], (self._column(args[1]),))
+        term = call_term(name, args, self._column, self._text)
+        if term is not None:
+            return term
         if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in _UNITS:
             unit, inner = self._text(args[0]), args[1]
             if inner.WhichOneof("rex_type") == "cast":  # date_trunc over a date column

@@ -26,7 +26,7 @@ from typing import Any
 import lance
 import pyarrow as pa
 
-from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError
+from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError, first_line
 from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import read_session
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
@@ -209,8 +209,8 @@ def _map_pylance_error(exc: Exception, uri: str, version: int | None, tag: str |
     lowered = text.lower()
     if "not found" in lowered or "does not exist" in lowered:
         what = f"tag {tag!r}" if tag else f"version {version}" if version is not None else "dataset"
-        return NotFoundError(f"{what} not found ({text.splitlines()[0][:200]})", path=uri)
-    return FormatError(f"pylance cannot open the dataset: {text.splitlines()[0][:300]}", path=uri)
+        return NotFoundError(f"{what} not found ({first_line(exc)[:200]})", path=uri)
+    return FormatError(f"pylance cannot open the dataset: {first_line(exc)[:300]}", path=uri)
 
 
 __all__ = ["LanceTable", "Snapshot"]

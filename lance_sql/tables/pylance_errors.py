@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from lance_sql.errors import FormatError, LanceSqlError, NotFoundError, UnsupportedFeatureError
+from lance_sql.errors import (
+    FormatError,
+    LanceSqlError,
+    NotFoundError,
+    UnsupportedFeatureError,
+    first_line,
+)
 from lance_sql.format.metadata import open_metadata
 
 _NEVER_WRAPPED = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
@@ -58,7 +64,7 @@ def pylance_errors(
     except BaseException as exc:
         if isinstance(exc, _NEVER_WRAPPED):
             raise
-        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        text = first_line(exc)[:200]
         verdict = diagnose(uri, version, storage_options)
         if isinstance(verdict, UnsupportedFeatureError | FormatError | NotFoundError):
             reason = str(verdict).removeprefix(f"{verdict.path}: ")

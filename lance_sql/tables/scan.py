@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import PlanningError
+from lance_sql.errors import PlanningError, first_line
 from lance_sql.tables.float_filters import with_sql_float_semantics
 
 
@@ -47,7 +47,7 @@ def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
         return table.filter(filter)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         types = ", ".join(f"{f.name}: {f.type}" for f in table.schema)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         raise PlanningError(
             f"filter {filter} cannot be evaluated on columns ({types}): {first}"
         ) from exc
@@ -143,6 +143,48 @@ class ScanUnit(ABC):
         """Whether starting a read with ``filter`` ahead on another thread pays off
         (:class:`~.chain.ChainedUnit`): True unless the read holds the GIL throughout."""
         return True
+
+
+class ForwardingUnit(ScanUnit):
+    """A unit that scans ``inner`` with the filter :meth:`inner_filter` gives; every
+    attribute it does not define (``uri``, ``entry``, ...) is ``inner``'s."""
+
+    def __init__(self, inner: ScanUnit) -> None:
+        self.inner = inner
+
+    def inner_filter(self, filter: pc.Expression | None) -> pc.Expression | None:
+        """The filter ``inner`` is scanned with for ``filter`` (itself here)."""
+        return filter
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.inner.schema
+
+    @property
+    def estimated_rows(self) -> int | None:
+        return self.inner.estimated_rows
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        return self.inner.to_batches(columns, self.inner_filter(filter), batch_size)
+
+    def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
+        return self.inner.read_table(columns, self.inner_filter(filter))
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        return self.inner.count_rows(self.inner_filter(filter))
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 _NOTHING = pc.scalar(False)
@@ -360,6 +402,7 @@ def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]
 
 __all__ = [
     "STORAGE_BATCH_ROWS",
+    "ForwardingUnit",
     "ScanMetrics",
     "ScanUnit",
     "balanced_groups",

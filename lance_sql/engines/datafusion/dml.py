@@ -52,6 +52,7 @@ from lance_sql.errors import (
     NotFoundError,
     SchemaMismatchError,
     UnsupportedFeatureError,
+    first_line,
 )
 
 #: DataFusion's DML result: one row, ``count`` UInt64 not null
@@ -329,7 +330,7 @@ def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
     if keyword not in _DML_KEYWORDS:
         return None
     text = str(exc)
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     if "not found" in text and "table" in text:
         return NotFoundError(f"{first} (the target or a source of the statement)")
     if "Partitioned inserts not yet supported" in text:

@@ -31,7 +31,7 @@ from sqlglot.tokens import TokenType
 
 from lance_sql.engines.datafusion.ddl_maps import column_schema
 from lance_sql.engines.datafusion.dml_target import plain_schema
-from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError
+from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError, first_line
 from lance_sql.spec.transforms.spec_text import spec_fields
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 
@@ -216,7 +216,7 @@ def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -
     try:
         planned = column_schema(columns, plan)
     except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         raise SpecError(f"CREATE TABLE {name!r}: column list {columns}: {first}") from exc
     return plain_schema(planned)
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot.tokens import Token, TokenType
 
-from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError
+from lance_sql.errors import PlanningError, SchemaMismatchError, UnsupportedFeatureError, first_line
 from lance_sql.tables.namespace.schema_rule import extra_fields
 
 _NAMES = (TokenType.VAR, TokenType.IDENTIFIER)
@@ -53,7 +53,7 @@ def unparse(node: Any, name: str, ctx: Any = None) -> Unparsed:
         text = str(Unparser(Dialect.default()).plan_to_sql(node))
         tokens = list(sqlglot.tokenize(text))
     except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         raise UnsupportedFeatureError(
             f"the statement on {name!r} cannot be printed for the row operations: {first}"
         ) from exc
@@ -114,7 +114,7 @@ def check_round_trip(ctx: Any, node: Any, text: str, name: str) -> None:
     try:
         again = SessionContext.sql(ctx, text).logical_plan()
     except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         raise UnsupportedFeatureError(
             f"the statement on {name!r} cannot be printed for the row operations: {first}"
         ) from exc

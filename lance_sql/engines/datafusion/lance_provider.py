@@ -24,7 +24,7 @@ from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner
 from lance_sql.tables.lance_table import LanceTable, Snapshot
 from lance_sql.tables.pylance_errors import pylance_errors
-from lance_sql.tables.scan import ScanMetrics, ScanUnit, matches_nothing
+from lance_sql.tables.scan import ForwardingUnit, ScanMetrics, ScanUnit, matches_nothing
 
 #: Filters whose pushability is remembered per table (a service may see many distinct ones).
 _MAX_CACHED_FILTERS = 256
@@ -99,33 +99,12 @@ class LanceDatasetTable(ScanUnitDataset):
         return self._pushable[key]
 
 
-class TypedFragmentsUnit(ScanUnit):
+class TypedFragmentsUnit(ForwardingUnit):
     """A :class:`LanceFragmentsUnit` whose pylance failures are typed errors naming ``what``."""
 
     def __init__(self, inner: LanceFragmentsUnit, what: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.what = what
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self.inner.schema
-
-    @property
-    def estimated_rows(self) -> int | None:
-        return self.inner.estimated_rows
-
-    @property
-    def fragment_ids(self) -> tuple[int, ...]:
-        return self.inner.fragment_ids
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else (``uri``, ``version``, ``dataset``, ...) is the wrapped unit's."""
-        if name == "inner":  # not set yet (unpickling): never recurse
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return f"TypedFragmentsUnit({self.describe()})"
@@ -146,15 +125,15 @@ class TypedFragmentsUnit(ScanUnit):
         batch_size: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
         with self._errors():
-            yield from self.inner.to_batches(columns, filter, batch_size)
+            yield from super().to_batches(columns, filter, batch_size)
 
     def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
         with self._errors():
-            return self.inner.read_table(columns, filter)
+            return super().read_table(columns, filter)
 
     def count_rows(self, filter: pc.Expression | None = None) -> int:
         with self._errors():
-            return self.inner.count_rows(filter)
+            return super().count_rows(filter)
 
 
 __all__ = ["LanceDatasetTable", "TypedFragmentsUnit"]

@@ -45,6 +45,7 @@ from lance_sql.engines.datafusion.spj_plan import (
     unaggregated_pairs,
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
+from lance_sql.errors import first_line
 from lance_sql.tables.substrait_schema import arrow_nested_names
 
 
@@ -116,15 +117,15 @@ def rewrite(
         plan = sp.to_substrait(ctx, logical)
     except Exception as exc:  # DataFusion cannot express the plan in Substrait
         if want_spj:
-            out.reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
+            out.reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
         if want_prune:
-            out.prune_reasons.append(f"the plan cannot be rewritten ({_first_line(exc)})")
+            out.prune_reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
         return out
     try:
         wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer)
         return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
     except Exception as exc:  # a pass that fails never fails the query: run it as built
-        return _unchanged(out, f"the plan could not be rewritten ({_first_line(exc)})")
+        return _unchanged(out, f"the plan could not be rewritten ({first_line(exc)[:200]})")
 
 
 #: what may hide a join or a subquery from the plan as built (they appear when optimized)
@@ -291,7 +292,7 @@ def _rewrite_plan(
             # equality of an outer join as a join key) falls back to the original
             new.optimized_logical_plan()
         except Exception as exc:
-            return _unchanged(out, f"the rewritten plan was refused ({_first_line(exc)})")
+            return _unchanged(out, f"the rewritten plan was refused ({first_line(exc)[:200]})")
     if not same:
         if aggregates and want_spj and len(out.used) > len(spj.used):
             return rewrite(ctx, df, aggregates=False, skip=skip)
@@ -376,11 +377,6 @@ def _is_lance_table(ctx: Any, name: str) -> bool:
     except (KeyError, AttributeError):
         return False
     return True
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__
 
 
 __all__ = ["Rewrite", "rewrite"]

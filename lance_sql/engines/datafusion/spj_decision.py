@@ -29,7 +29,7 @@ storage-partitioned, as before) and ``spj_large_side_rows``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from substrait import algebra_pb2
@@ -94,13 +94,7 @@ def decide(
     functions: Mapping[int, str],
 ) -> SpjDecision:
     """Whether to storage-partition join ``rel`` (whose two inputs are namespace scan chains)."""
-    out = decide_inputs(ctx, rel.join.left, rel.join.right, namespaces, functions)
-    estimate = Estimator(table_rows_for(_lance_rows(ctx), namespaces, {}), functions)
-    try:
-        rows = estimate.rows(rel)
-    except Exception:
-        rows = None
-    return replace(out, output_rows=rows)
+    return decide_inputs(ctx, rel.join.left, rel.join.right, namespaces, functions, join=rel)
 
 
 def keep_unaggregated(ctx: Any, output_rows: float | None) -> bool:
@@ -124,8 +118,10 @@ def decide_inputs(
     right: algebra_pb2.Rel,
     namespaces: Mapping[str, Any],
     functions: Mapping[int, str],
+    join: algebra_pb2.Rel | None = None,
 ) -> SpjDecision:
-    """Whether a join of ``left`` and ``right`` would be worth storage-partitioning.
+    """Whether a join of ``left`` and ``right`` would be worth storage-partitioning
+    (with the estimated output rows of ``join``, their join, when given).
 
     Also asked by the join reordering (:func:`.join_order.reorder_namespace_joins`)
     before it moves two namespace scans next to each other: a pair SPJ will
@@ -143,7 +139,11 @@ def decide_inputs(
     if small > 0 and lr is not None and rr is not None:
         lo, hi = min(lr, rr), max(lr, rr)
         use = not (lo <= small and hi >= large)
-    return SpjDecision(use, lr, rr, small, large)
+    try:
+        output = None if join is None else estimate.rows(join)
+    except Exception:
+        output = None
+    return SpjDecision(use, lr, rr, small, large, output)
 
 
 __all__ = [

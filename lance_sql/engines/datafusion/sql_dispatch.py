@@ -415,7 +415,7 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
                     state.cache.move_to_end(sql)
             return rewritten
     try:
-        calls, identifiers = find_calls(sql)
+        calls, identifiers = find_calls(sql, HASH_KERNELS)
     except Exception:  # untokenizable text: DataFusion will report the syntax error
         return sql
     if not calls:

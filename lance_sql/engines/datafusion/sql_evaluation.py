@@ -32,7 +32,7 @@ import datafusion
 import pyarrow as pa
 
 from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
-from lance_sql.errors import PlanningError
+from lance_sql.errors import PlanningError, first_line
 from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
 from udfs.sql_engine import register_sql_engine
@@ -114,10 +114,6 @@ def _check_tree(expr: Any, expression: str) -> None:
         _check_tree(child, expression)
 
 
-def _datafusion_message(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
 def _register(ctx: Any, name: str, table: pa.Table) -> None:
     ctx.deregister_table(name)
     batches = table.to_batches() or [
@@ -159,12 +155,12 @@ class DataFusionSqlEngine:
         try:
             expr = ctx.parse_sql_expr(rewritten, base.logical_plan().to_variant().schema())
         except Exception as exc:
-            raise ExpressionError(expression, _datafusion_message(exc)) from exc
+            raise ExpressionError(expression, first_line(exc)) from exc
         _check_tree(expr, expression)
         try:
             return base.select(expr.alias(result)).to_arrow_table()
         except Exception as exc:
-            raise ExpressionError(expression, _datafusion_message(exc)) from exc
+            raise ExpressionError(expression, first_line(exc)) from exc
 
     def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
         try:

@@ -9,9 +9,8 @@ is kept as the user wrote it.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Container
 from dataclasses import dataclass
-
-FUNCTIONS = ("murmur3", "murmur3_multi")
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,8 @@ def select_scopes(tokens: list[Token]) -> list[int]:
     return scopes
 
 
-def find_calls(sql: str) -> tuple[list[Call], set[str]]:
-    """Calls of murmur3/murmur3_multi in ``sql``, and the identifiers the query names.
+def find_calls(sql: str, functions: Container[str]) -> tuple[list[Call], set[str]]:
+    """Calls of ``functions`` in ``sql``, and the identifiers the query names.
 
     Postgres' tokenizer is used because DataFusion's SQL shares its lexical rules
     (``''`` escapes, ``E''`` strings, ``$$`` strings, ``"quoted"`` identifiers,
@@ -86,7 +85,7 @@ def find_calls(sql: str) -> tuple[list[Call], set[str]]:
             continue
         name = tok.text if tok.kind == "IDENTIFIER" else tok.text.lower()
         names.add(name)
-        if name not in FUNCTIONS:
+        if name not in functions:
             continue
         if i + 1 >= len(tokens) or tokens[i + 1].kind != "L_PAREN":
             continue

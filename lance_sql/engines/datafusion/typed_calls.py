@@ -23,10 +23,10 @@ from typing import Any
 
 from datafusion import DataFrame, Expr
 
-from lance_sql.engines.datafusion.sql_dispatch import register_typed
+from lance_sql.engines.datafusion.sql_dispatch import HASH_KERNELS, register_typed
 
 #: the lance-sql functions whose DataFrame calls are typed against their input
-TYPED_FUNCTIONS = ("murmur3", "murmur3_multi")
+TYPED_FUNCTIONS = tuple(HASH_KERNELS)
 
 
 @dataclass(frozen=True, eq=False)

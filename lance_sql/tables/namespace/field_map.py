@@ -24,11 +24,12 @@ those to the namespace's canonical type (:func:`canonical_type`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 
 from lance_sql.errors import PartitionSchemaError
+from lance_sql.format.schema import map_child_fields
 from lance_sql.spec.arrow_json import FIELD_ID_KEY, field_id_of, field_ids
 from lance_sql.tables.blob_columns import is_blob_field, is_blob_v2_type
 
@@ -73,7 +74,7 @@ def _strip_ids(t: pa.DataType) -> pa.DataType:
         md = {k: v for k, v in (f.metadata or {}).items() if k != FIELD_ID_KEY.encode()}
         return pa.field(f.name, _strip_ids(f.type), f.nullable, md or None)
 
-    return _map_children(t, strip)
+    return map_child_fields(t, strip)
 
 
 # -- field-id assignment ----------------------------------------------------------------------
@@ -108,44 +109,18 @@ def canonical_type(t: pa.DataType) -> pa.DataType:
         return pa.utf8()
     if t in (pa.binary_view(), pa.large_binary()):
         return pa.binary()
-    if pa.types.is_struct(t):
-        return pa.struct([_canonical_field(t.field(i)) for i in range(t.num_fields)])
-    if (
-        pa.types.is_large_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
-        or (pa.types.is_list(t) and not pa.types.is_fixed_size_list(t))
-    ):
-        return pa.list_(_canonical_field(t.value_field))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(_canonical_field(t.value_field), t.list_size)
-    if pa.types.is_map(t):
-        return pa.map_(_canonical_field(t.key_field), _canonical_field(t.item_field), t.keys_sorted)
-    return t
-
-
-def _canonical_field(f: pa.Field) -> pa.Field:
-    return pa.field("_", canonical_type(f.type), True)
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        t = pa.list_(t.value_field)
+    return map_child_fields(t, lambda f: pa.field("_", canonical_type(f.type), True))
 
 
 def shape(t: pa.DataType) -> pa.DataType:
     """``t`` with nested children named alike and nullable (what a stored type must equal)."""
 
-    def child(f: pa.Field) -> pa.Field:
-        return pa.field("_", shape(f.type), True)
-
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(t.field(i).name, shape(t.field(i).type)) for i in range(
-            t.num_fields)])  # fmt: skip
-    if pa.types.is_large_list(t):
-        return pa.large_list(child(t.value_field))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(child(t.value_field), t.list_size)
-    if pa.types.is_list(t):
-        return pa.list_(child(t.value_field))
-    if pa.types.is_map(t):
-        return pa.map_(child(t.key_field), child(t.item_field), t.keys_sorted)
-    return t
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return t  # as given: a stored type has no list views
+    named = pa.types.is_struct(t)
+    return map_child_fields(t, lambda f: pa.field(f.name if named else "_", shape(f.type), True))
 
 
 def same_type(a: pa.DataType, b: pa.DataType) -> bool:
@@ -223,22 +198,7 @@ def _replace_views(t: pa.DataType) -> pa.DataType:
         return pa.list_(fld(t.value_field))
     if pa.types.is_large_list_view(t):
         return pa.large_list(fld(t.value_field))
-    return _map_children(t, fld)
-
-
-def _map_children(t: pa.DataType, fld: Callable[[pa.Field], pa.Field]) -> pa.DataType:
-    """``t`` with ``fld`` applied to the child fields of a struct, list or map (else ``t``)."""
-    if pa.types.is_struct(t):
-        return pa.struct([fld(t.field(i)) for i in range(t.num_fields)])
-    if pa.types.is_large_list(t):
-        return pa.large_list(fld(t.value_field))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(fld(t.value_field), t.list_size)
-    if pa.types.is_list(t):
-        return pa.list_(fld(t.value_field))
-    if pa.types.is_map(t):
-        return pa.map_(fld(t.key_field), fld(t.item_field), t.keys_sorted)
-    return t
+    return map_child_fields(t, fld)
 
 
 __all__ = [

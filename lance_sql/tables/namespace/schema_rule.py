@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import SchemaMismatchError
+from lance_sql.format.schema import map_child_fields
 from lance_sql.tables.blob_columns import blob_bytes, holds_blob, is_blob_field
 
 #: Gives, for a namespace field, the type a transport delivers it as (None: itself).
@@ -53,49 +54,25 @@ def representation(t: pa.DataType) -> pa.DataType:
         return pa.utf8()
     if t in (pa.binary_view(), pa.large_binary()):
         return pa.binary()
-    if pa.types.is_struct(t):
-        return pa.struct(
-            [
-                pa.field(t.field(i).name, representation(t.field(i).type))
-                for i in range(t.num_fields)
-            ]
-        )
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(_child(t.value_field), t.list_size)
-    if (
-        pa.types.is_list(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
-    ):
-        return pa.list_(_child(t.value_field))
-    if pa.types.is_map(t):
-        return pa.map_(_child(t.key_field), _child(t.item_field), t.keys_sorted)
-    return t
-
-
-def _child(f: pa.Field) -> pa.Field:
-    return pa.field("_", representation(f.type), True)
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        t = pa.list_(t.value_field)
+    named = pa.types.is_struct(t)
+    return map_child_fields(
+        t, lambda f: pa.field(f.name if named else "_", representation(f.type), True)
+    )
 
 
 def _instants(t: pa.DataType) -> pa.DataType:
-    """``t`` with every zoned timestamp labelled UTC (a zone name does not change an instant)."""
+    """``t`` with every zoned timestamp labelled UTC (a zone name does not change an instant)
+    and maps not marked sorted (``t`` is a :func:`representation`)."""
     if pa.types.is_timestamp(t) and t.tz:
         return pa.timestamp(t.unit, "UTC")
-    if pa.types.is_struct(t):
-        return pa.struct(
-            [pa.field(t.field(i).name, _instants(t.field(i).type)) for i in range(t.num_fields)]
-        )
-    if pa.types.is_list(t):
-        return pa.list_(pa.field("_", _instants(t.value_type), True))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(pa.field("_", _instants(t.value_type), True), t.list_size)
     if pa.types.is_map(t):
-        return pa.map_(
-            pa.field("_", _instants(t.key_type), True),
-            pa.field("_", _instants(t.item_type), True),
-        )
-    return t
+        t = pa.map_(t.key_field, t.item_field)
+    named = pa.types.is_struct(t)
+    return map_child_fields(
+        t, lambda f: pa.field(f.name if named else "_", _instants(f.type), True)
+    )
 
 
 def holds(given: pa.DataType, f: pa.Field, encoded: Encoding | None = None) -> bool:

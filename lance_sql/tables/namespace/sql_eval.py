@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from lance_sql.errors import LanceSqlError
+from lance_sql.errors import LanceSqlError, first_line
 from udfs.sql_engine import sql_engine
 
 
@@ -33,7 +33,7 @@ def run_sql(tables: Mapping[str, pa.Table], sql: str, *, what: str) -> pa.Table:
     except LanceSqlError:
         raise
     except Exception as exc:  # DataFusion raises plain exceptions
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = first_line(exc)
         raise SqlExpressionError(f"{what} cannot be evaluated: {first}") from exc
 
 

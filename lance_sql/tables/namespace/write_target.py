@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
+from lance_sql.errors import CommitConflictError, UnsupportedFeatureError, first_line
 from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import (
     check_column_type,
@@ -281,7 +281,7 @@ def table_conflicts(entry: PartitionTable | WriteTarget, what: str) -> Iterator[
             raise
         raise CommitConflictError(
             f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            f"__manifest was not committed ({text.splitlines()[0] if text else exc})"
+            f"__manifest was not committed ({first_line(exc)})"
         ) from exc
 
 
