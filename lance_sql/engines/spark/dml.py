@@ -196,7 +196,6 @@ class DeleteJob:
     def __init__(
         self, spark: Any, root: str, where: str, storage_options: Mapping[str, str] | None
     ) -> None:
-        from lance_sql.engines.spark.replace_where import check_filter
         from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
         self.spark, self.where = spark, where
@@ -204,7 +203,13 @@ class DeleteJob:
         self.ns._check_writable()
         self.root = str(self.ns.root)
         self.storage_options = self.ns.storage_options
-        check_filter(self.root, where, self.ns.schema)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse the job before anything is written (here: a filter that does not plan)."""
+        from lance_sql.engines.spark.replace_where import check_filter
+
+        check_filter(self.root, self.where, self.ns.schema)
 
     def run(self) -> int:
         from lance_sql.tables.namespace.mutation import RETRIES

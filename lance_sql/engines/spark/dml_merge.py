@@ -155,25 +155,21 @@ class MergeJob(DeleteJob):
         when_not_matched_insert: bool,
         storage_options: Mapping[str, str] | None,
     ) -> None:
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-        self.spark = spark
-        self.ns = PartitionedNamespace.open(root, storage_options=storage_options)
-        self.ns._check_writable()
-        self.root = str(self.ns.root)
-        self.storage_options = self.ns.storage_options
-        self.where = "merge"
         self.on = list(on)
+        self.clauses = (when_matched_update, when_matched_delete)
+        self.insert = when_not_matched_insert
+        self.source = source
+        super().__init__(spark, root, "merge", storage_options)
+
+    def check(self) -> None:
         if not self.on:
             raise ValueError("merge needs at least one key column in 'on'")
-        missing = [k for k in self.on if k not in source.columns or k not in self.ns.schema.names]
+        names = self.ns.schema.names
+        missing = [k for k in self.on if k not in self.source.columns or k not in names]
         if missing:
             raise SchemaMismatchError(
                 f"merge key column(s) {missing} missing from source or target"
             )
-        self.clauses = (when_matched_update, when_matched_delete)
-        self.insert = when_not_matched_insert
-        self.source = source
 
     def run(self) -> Any:  # type: ignore[override]
         from pyspark.sql import functions as F
