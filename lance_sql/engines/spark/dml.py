@@ -224,6 +224,7 @@ class DeleteJob:
         raise AssertionError("unreachable")
 
     def once(self) -> int:
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.tables.namespace.filter_hook import filter_planner
         from lance_sql.tables.namespace.mutation import Mutation, finish
 
@@ -243,7 +244,7 @@ class DeleteJob:
             if m.changed:
                 finish(self.ns, m)
         finally:
-            self.cleanup(write_id, kept)
+            finish_write(self.root, write_id, self.storage_options, kept_deletions=kept)
         return deleted
 
     def run_tasks(self, m: Any, object_ids: list[str], write_id: str) -> list[TableDelete]:
@@ -289,27 +290,6 @@ class DeleteJob:
             )
         m.set_version(entry, ds, same_rows=True)  # a delete keeps a subset: bounds hold
         return {(entry.location, f) for f in r.files}
-
-    def cleanup(
-        self,
-        write_id: str,
-        kept: set[tuple[str, str]],
-        stages: list[Any] | None = None,
-        attempts: list[str] | None = None,
-    ) -> None:
-        """Remove journaled deletion files no table commit took (``kept`` holds the others),
-        data files of attempts not committed (``stages``/``attempts``: the committed ones),
-        then the journal."""
-        from lance_sql.engines.spark.write_journal import finish_write
-
-        finish_write(
-            self.root,
-            write_id,
-            self.storage_options,
-            stages=stages or [],
-            attempts=attempts or [],
-            kept_deletions=kept,
-        )
 
 
 def delete(

@@ -189,6 +189,7 @@ class MergeJob(DeleteJob):
         import uuid
 
         from lance_sql.engines.spark.replace_where import commit_with_stages
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_lease import fence_and_wait
         from lance_sql.tables.namespace.merge import MergeResult
         from lance_sql.tables.namespace.mutation import Mutation
@@ -226,7 +227,8 @@ class MergeJob(DeleteJob):
             abort_staged(self.root, stages, storage_options=self.storage_options)
             raise
         finally:
-            self.cleanup(write_id, kept, stages if committed else [], attempts)
+            opts, done = self.storage_options, stages if committed else []
+            finish_write(self.root, write_id, opts, done, attempts, kept_deletions=kept)
         return MergeResult(updated, deleted, inserted)
 
     def matched_step(

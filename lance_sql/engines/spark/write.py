@@ -61,6 +61,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
     """Created on the driver, pickled to every task (see the module docstring)."""
 
     def __init__(self, options: dict[str, str], overwrite: bool, spark_schema: Any = None) -> None:
+        from lance_sql.engines.spark.types import spark_target_schema
         from lance_sql.engines.spark.write_plan import plan_write
         from lance_sql.tables.namespace.schema_rule import check_schema
 
@@ -70,7 +71,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         self.where = _replace_where(self.options, overwrite, self.dynamic)
         if self.where is not None:
             self.mode = "append"  # tasks stage appends; the commit deletes what `where` matches
-        arrow = _arrow_schema(spark_schema)
+        arrow = None if spark_schema is None else spark_target_schema(spark_schema)
         self.plan = plan_write(self.options, arrow)
         self.root = self.plan.root
         self.schema = self.plan.schema
@@ -117,6 +118,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         return StagedCommit(staged.to_json(), staged.rows, lease.attempt)
 
     def commit(self, messages: list[StagedCommit | None]) -> None:
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_plan import commit_create
         from lance_sql.tables.namespace.staging import commit_staged
 
@@ -143,21 +145,17 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
                     mode=self.mode,
                     storage_options=plan.storage_options,
                 )
-        self._remove_orphans(stages, snap, _attempts(messages))
+        attempts = [m.attempt for m in messages if isinstance(m, StagedCommit) and m.attempt]
+        finish_write(plan.root, self.write_id, plan.storage_options, stages, attempts, snap)
 
     def abort(self, messages: list[StagedCommit | None]) -> None:
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.tables.namespace.staging import abort_staged
 
         stages = self._staged(messages)
         if not self.plan.create or _exists(self.plan):
             abort_staged(self.root, stages, storage_options=self.plan.storage_options)
-        self._remove_orphans([], None, [])
-
-    def _remove_orphans(self, kept: list[Any], snap: Any, attempts: list[str]) -> None:
-        from lance_sql.engines.spark.write_journal import finish_write
-
-        opts = self.plan.storage_options
-        finish_write(self.root, self.write_id, opts, stages=kept, attempts=attempts, snapshot=snap)
+        finish_write(self.root, self.write_id, self.plan.storage_options)
 
     @staticmethod
     def _staged(messages: list[StagedCommit | None]) -> list[Any]:
@@ -213,18 +211,6 @@ def _commit_dynamic(plan: Any, latest: Any, stages: list[Any]) -> Any:
         keep_untouched=True,
     )
     return writer.commit_stages(stages)
-
-
-def _attempts(messages: list[StagedCommit | None]) -> list[str]:
-    return [m.attempt for m in messages if isinstance(m, StagedCommit) and m.attempt]
-
-
-def _arrow_schema(spark_schema: Any) -> pa.Schema | None:
-    if spark_schema is None:
-        return None
-    from lance_sql.engines.spark.types import spark_target_schema
-
-    return spark_target_schema(spark_schema)
 
 
 def _exists(plan: Any) -> bool:

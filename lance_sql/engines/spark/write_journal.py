@@ -144,10 +144,10 @@ def finish_write(
     root: str,
     write_id: str,
     storage_options: Mapping[str, str] | None,
-    *,
     stages: Iterable[Any] = (),
     attempts: Iterable[str] = (),
     snapshot: Any = None,
+    *,
     kept_deletions: set[tuple[str, str]] | None = None,
 ) -> int:
     """The driver's last step of a write, committed or not: fence, wait for every attempt but
