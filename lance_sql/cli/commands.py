@@ -103,20 +103,18 @@ def _dir_size(path: Path) -> int:
 
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
-    from lance_sql.cli.maintenance import (
-        index_definitions,
-        indexes_by_partition,
-        storage_by_partition,
-    )
+    from lance_sql.cli.maintenance import indexes_by_partition
     from lance_sql.spec.arrow_json import source_fields
     from lance_sql.spec.transforms.spec_text import field_text
     from lance_sql.spec.transforms.spec_text import time_partition_warnings as time_warnings
+    from lance_sql.tables.namespace.maintenance import table_stats
 
     ns = open_namespace(root)
     names = {fid: path for fid, (path, _, _) in source_fields(ns.schema).items()}
     base = Path(root)
     parts = ns.partitions()
-    storage = storage_by_partition(ns)
+    # object_id -> {fragments, rows, deleted_rows, versions, reclaimable_bytes}
+    storage = {s.pop("object_id"): s for s in table_stats(ns)}
     coverage = indexes_by_partition(ns)
     rows = []
     typed = {p["object_id"]: _partition_values(p) for p in parts.to_pylist()}
@@ -156,7 +154,7 @@ def inspect_report(root: str) -> dict[str, Any]:
             for k, v in sorted(ns.specs.items())
         },
         "partitions_per_spec": {str(k): per_spec.get(k, 0) for k in sorted(ns.specs)},
-        "indexes": index_definitions(ns),
+        "indexes": [i.to_json() for i in ns.list_indexes()],
         "rows": ns.count_rows(),
         "partitions": rows,
         "total_bytes": sum(r["bytes"] for r in rows),
