@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from lance_sql.cli.output import format_table, human_size, write_table
 from lance_sql.cli.plan_stats import explain_text, scan_stats
-from lance_sql.cli.session import UsageError, check_local_root, make_context, open_namespace
+from lance_sql.cli.session import UsageError, make_context, open_namespace
 from lance_sql.cli.statements import split_statements
 
 __all__ = [
@@ -25,6 +25,8 @@ __all__ = [
     "cmd_sql",
     "read_queries",
 ]
+
+PREFIX = "partition_field_"  # a __manifest column holding one partition field's value
 
 
 def read_queries(args: Any) -> list[str]:
@@ -101,37 +103,33 @@ def _dir_size(path: Path) -> int:
 
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
-    from lance_sql.cli.maintenance import (
-        index_definitions,
-        indexes_by_partition,
-        storage_by_partition,
-    )
+    from lance_sql.cli.maintenance import indexes_by_partition
     from lance_sql.spec.arrow_json import source_fields
     from lance_sql.spec.transforms.spec_text import field_text
     from lance_sql.spec.transforms.spec_text import time_partition_warnings as time_warnings
+    from lance_sql.tables.namespace.maintenance import table_stats
 
     ns = open_namespace(root)
     names = {fid: path for fid, (path, _, _) in source_fields(ns.schema).items()}
     base = Path(root)
     parts = ns.partitions()
-    storage = storage_by_partition(ns)
+    # object_id -> {fragments, rows, deleted_rows, versions, reclaimable_bytes}
+    storage = {s.pop("object_id"): s for s in table_stats(ns)}
     coverage = indexes_by_partition(ns)
     rows = []
+    typed = {p["object_id"]: _partition_values(p) for p in parts.to_pylist()}
     for p in parts.to_pylist():
-        size = _dir_size(base / p["location"])
-        values = _partition_values(p)
         rows.append(
             {
                 "object_id": p["object_id"],
                 "spec_version": p["spec_version"],
                 "read_version": p["read_version"],
-                "bytes": size,
-                "values": {k: str(v) for k, v in values.items()},
+                "bytes": _dir_size(base / p["location"]),
+                "values": {k: str(v) for k, v in typed[p["object_id"]].items()},
                 **storage.get(p["object_id"], {}),
                 **coverage.get(p["object_id"], {}),
             }
         )
-    typed = {p["object_id"]: _partition_values(p) for p in parts.to_pylist()}
 
     def order(r: dict[str, Any]) -> tuple[Any, ...]:  # NULL last, values by their type
         vals = typed[r["object_id"]]
@@ -156,7 +154,7 @@ def inspect_report(root: str) -> dict[str, Any]:
             for k, v in sorted(ns.specs.items())
         },
         "partitions_per_spec": {str(k): per_spec.get(k, 0) for k in sorted(ns.specs)},
-        "indexes": index_definitions(ns),
+        "indexes": [i.to_json() for i in ns.list_indexes()],
         "rows": ns.count_rows(),
         "partitions": rows,
         "total_bytes": sum(r["bytes"] for r in rows),
@@ -173,16 +171,9 @@ def inspect_report(root: str) -> dict[str, Any]:
 
 def cmd_repair(args: Any, out: TextIO) -> int:
     """Rebuild a ``__manifest`` another writer damaged (partition columns, pins, metadata)."""
-    from lance_sql.errors import NotFoundError
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-    root = args.root
-    check_local_root(root, "namespace")
-    if "://" not in root and not (Path(root) / "__manifest").exists():
-        raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
-    ns = PartitionedNamespace.repair(root)
+    ns = open_namespace(args.root, repair=True)
     out.write(
-        f"repaired {root}: {len(ns.tables())} partition tables pinned at their current "
+        f"repaired {args.root}: {len(ns.tables())} partition tables pinned at their current "
         f"versions, __manifest version {ns.manifest_version}\n"
     )
     return 0
@@ -234,7 +225,6 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
 
     ns = open_namespace(root)
     plan = plan_scan(ns, where)
-    prefix = "partition_field_"
     sel = [
         {
             "object_id": p.object_id,
@@ -242,7 +232,7 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
             "spec_version": p.spec_version,
             "read_version": p.read_version,
             "values": {
-                k[len(prefix) :]: v if isinstance(v, (int, float, str, bool)) else str(v)
+                k[len(PREFIX) :]: v if isinstance(v, (int, float, str, bool)) else str(v)
                 for k, v in p.values
             },
         }
@@ -266,5 +256,4 @@ def cmd_partitions(args: Any, out: TextIO) -> int:
 
 def _partition_values(row: dict[str, Any]) -> dict[str, Any]:
     """``{field_id: value}`` of a ``__manifest`` row's non-NULL ``partition_field_*`` columns."""
-    prefix = "partition_field_"
-    return {k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix) and v is not None}
+    return {k[len(PREFIX) :]: v for k, v in row.items() if k.startswith(PREFIX) and v is not None}

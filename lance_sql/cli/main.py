@@ -13,6 +13,7 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from lance_sql.cli.session import UsageError
 
@@ -108,31 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    out = sys.stdout
+    """Run ``cmd_<command>(args, stdout)``; a command's module is imported when it runs."""
+    fn: Any
     if args.command == "demo":
-        from lance_sql.cli.demo import cmd_demo
+        from lance_sql.cli.demo import cmd_demo as fn
+    elif args.command == "import":
+        from lance_sql.cli.importer import cmd_import as fn
+    else:
+        from lance_sql.cli import commands, maintenance
 
-        return cmd_demo(args, out)
-    if args.command == "import":
-        from lance_sql.cli.importer import cmd_import
-
-        return cmd_import(args, out)
-    if args.command in ("compact", "expire"):
-        from lance_sql.cli import maintenance
-
-        return {"compact": maintenance.cmd_compact, "expire": maintenance.cmd_expire}[args.command](
-            args, out
-        )
-    from lance_sql.cli import commands
-
-    fn = {
-        "sql": commands.cmd_sql,
-        "explain": commands.cmd_explain,
-        "inspect": commands.cmd_inspect,
-        "partitions": commands.cmd_partitions,
-        "repair": commands.cmd_repair,
-    }[args.command]
-    return fn(args, out)
+        module = maintenance if args.command in ("compact", "expire") else commands
+        fn = getattr(module, f"cmd_{args.command}")
+    return fn(args, sys.stdout)  # type: ignore[no-any-return]
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -40,13 +40,6 @@ def cmd_expire(args: Any, out: TextIO) -> int:
     return 0
 
 
-def storage_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
-    """``object_id -> {fragments, rows, deleted_rows, versions, reclaimable_bytes}``."""
-    from lance_sql.tables.namespace.maintenance import table_stats
-
-    return {s.pop("object_id"): s for s in table_stats(ns)}
-
-
 def indexes_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
     """``object_id -> {"indexes": {name: "indexed/rows" or "missing"}}`` per partition table.
 
@@ -65,11 +58,6 @@ def indexes_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def index_definitions(ns: Any) -> list[dict[str, Any]]:
-    """The namespace's scalar indexes (name, column, field id, type, parameters)."""
-    return [i.to_json() for i in ns.list_indexes()]
-
-
 def describe_indexes(indexes: dict[str, str]) -> str:
     """``  indexes: id_idx=40/40, region_idx=missing`` for one partition line (or '')."""
     if not indexes:
@@ -81,8 +69,6 @@ __all__ = [
     "cmd_compact",
     "cmd_expire",
     "describe_indexes",
-    "index_definitions",
     "indexes_by_partition",
     "parse_duration",
-    "storage_by_partition",
 ]

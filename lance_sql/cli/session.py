@@ -34,8 +34,9 @@ def check_local_root(root: str, what: str) -> None:
         raise NotFoundError(f"{what} {root!r} does not exist")
 
 
-def open_namespace(root: str) -> Any:
-    """The partitioned namespace at ``root``; a one-line error when there is none."""
+def open_namespace(root: str, *, repair: bool = False) -> Any:
+    """The partitioned namespace at ``root`` (``repair``: its ``__manifest`` rebuilt first,
+    :meth:`PartitionedNamespace.repair`); a one-line error when there is none."""
     from pathlib import Path
 
     from lance_sql.errors import NotFoundError
@@ -44,7 +45,7 @@ def open_namespace(root: str) -> Any:
     check_local_root(root, "namespace")
     if "://" not in root and not (Path(root) / "__manifest").exists():
         raise NotFoundError(f"{root!r} is not a partitioned namespace (it has no __manifest)")
-    return PartitionedNamespace.open(root)
+    return PartitionedNamespace.repair(root) if repair else PartitionedNamespace.open(root)
 
 
 def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: Any = "planner"):

@@ -5,6 +5,7 @@ Importing this package imports pyspark; nothing else in lance_sql does.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 #: Spark settings :func:`register` sets when filter pushdown is safe (see below).
@@ -58,53 +59,22 @@ def register(spark: Any, filter_pushdown: bool | None = None) -> None:
         spark.dataSource.register(for_session(LanceNamespaceDataSource, packing))
 
 
-def partitioned_join(spark: Any, left_root: str, right_root: str, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.join.partitioned_join`."""
-    from lance_sql.engines.spark.join import partitioned_join as impl
-
-    return impl(spark, left_root, right_root, **kwargs)
-
-
-def describe_read(spark: Any, root: str, **options: str) -> Any:
-    """See :func:`lance_sql.engines.spark.read_report.describe_read`."""
-    from lance_sql.engines.spark.read_report import describe_read as impl
-
-    return impl(spark, root, **options)
+#: The public functions, each imported from its module on first use.
+_LAZY = {
+    "partitioned_join": "lance_sql.engines.spark.join",
+    "describe_read": "lance_sql.engines.spark.read_report",
+    "delete": "lance_sql.engines.spark.dml",
+    "merge": "lance_sql.engines.spark.dml_merge",
+    "read_blob_bytes": "lance_sql.engines.spark.blob_reads",
+    "search": "lance_sql.engines.spark.search_tasks",
+    "search_batch": "lance_sql.engines.spark.search_tasks",
+}
 
 
-def delete(spark: Any, root: str, where: str, **kwargs: Any) -> int:
-    """See :func:`lance_sql.engines.spark.dml.delete`."""
-    from lance_sql.engines.spark.dml import delete as impl
-
-    return impl(spark, root, where, **kwargs)
-
-
-def merge(spark: Any, root: str, source: Any, on: Any, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.dml_merge.merge`."""
-    from lance_sql.engines.spark.dml_merge import merge as impl
-
-    return impl(spark, root, source, on, **kwargs)
-
-
-def read_blob_bytes(spark: Any, root: str, column: str, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.blob_reads.read_blob_bytes`."""
-    from lance_sql.engines.spark.blob_reads import read_blob_bytes as impl
-
-    return impl(spark, root, column, **kwargs)
-
-
-def search(spark: Any, root: str, column: str, query: Any, k: int = 10, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.search_tasks.search`."""
-    from lance_sql.engines.spark.search_tasks import search as impl
-
-    return impl(spark, root, column, query, k, **kwargs)
-
-
-def search_batch(spark: Any, root: str, queries: Any, column: str, **kwargs: Any) -> Any:
-    """See :func:`lance_sql.engines.spark.search_tasks.search_batch`."""
-    from lance_sql.engines.spark.search_tasks import search_batch as impl
-
-    return impl(spark, root, queries, column, **kwargs)
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
 
 
 __all__ = [

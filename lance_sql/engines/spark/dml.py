@@ -37,6 +37,7 @@ import random
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -56,6 +57,10 @@ class TableDelete:
     updated: tuple[str, ...] = ()  # FragmentMetadata JSON with new deletion files
     removed: tuple[int, ...] = ()  # fragments all of whose rows go
     files: tuple[str, ...] = ()  # deletion files written (relative to the table)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> TableDelete:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()})
 
 
 class _Pinned:
@@ -96,21 +101,24 @@ class DeleteTasks:
         self.storage_options = dict(storage_options) if storage_options else None
 
     def __call__(self, object_ids: Iterator[str]) -> Iterator[str]:
-        from lance_sql.engines.spark.write_journal import new_attempt
+        with self.attempt() as (lease, ns):
+            reader = pinned_reader(ns)
+            out = []
+            for oid in object_ids:
+                lease.check()
+                out.append(json.dumps(asdict(self.delete_one(reader, oid, lease.attempt, lease))))
+        return iter(out)
+
+    @contextmanager
+    def attempt(self) -> Iterator[tuple[Any, Any]]:
+        """This task attempt's lease, and the namespace at the planned ``__manifest`` version."""
         from lance_sql.engines.spark.write_lease import AttemptLease
         from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
-        attempt = new_attempt()
-        out = []
-        with AttemptLease(self.root, self.write_id, attempt, self.storage_options) as lease:
-            ns = PartitionedNamespace.open(
-                self.root, version=self.version, storage_options=self.storage_options
-            )
-            reader = pinned_reader(ns)
-            for oid in object_ids:
-                lease.check()
-                out.append(json.dumps(asdict(self.delete_one(reader, oid, attempt, lease))))
-        return iter(out)
+        with AttemptLease(self.root, self.write_id, None, self.storage_options) as lease:
+            opts = self.storage_options
+            ns = PartitionedNamespace.open(self.root, version=self.version, storage_options=opts)
+            yield lease, ns
 
     def delete_one(self, reader: Any, oid: str, attempt: str, lease: Any) -> TableDelete:
         from lance_sql.tables.namespace.delete import _filter_columns, filter_mask
@@ -126,15 +134,13 @@ class DeleteTasks:
         if rows.num_rows:
             rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), self.where))
         ids = rows.column(ROWID).to_numpy() if rows.num_rows else np.array([], np.uint64)
-        return self.stage_deletes(reader, entry, ids, attempt, lease)
+        return self.stage_deletes(reader, entry, ids, lease)
 
-    def stage_deletes(
-        self, reader: Any, entry: Any, ids: np.ndarray, attempt: str, lease: Any
-    ) -> TableDelete:
+    def stage_deletes(self, reader: Any, entry: Any, ids: np.ndarray, lease: Any) -> TableDelete:
         """Deletion files for the rows ``ids`` (``_rowid``) of ``entry``; nothing committed."""
         from lance_sql.tables.namespace.mutation import ROWID
 
-        oid = entry.object_id
+        oid, attempt = entry.object_id, lease.attempt
         ids = np.unique(ids.astype(np.uint64))
         if not len(ids):
             return TableDelete(oid, attempt, 0)
@@ -152,14 +158,14 @@ class DeleteTasks:
                     f"version {entry.read_version} does not have (stable row ids?)"
                 )
             chosen = ids[frag_ids == fid]
-            self._journal(entry, None, attempt)  # the location, before its first deletion file
+            lease.put(_entry(entry, None))  # the location, before its first deletion file
             new = frag.delete(f"{ROWID} IN ({','.join(map(str, chosen.tolist()))})")
             if new is None:
                 removed.append(int(fid))
                 continue
             path = new.deletion_file.path(new.id) if new.deletion_file is not None else None
             if path is not None:
-                self._journal(entry, path, attempt)
+                lease.put(_entry(entry, path))
                 files.append(path)
             updated.append(json.dumps(new.to_json()))
         return TableDelete(
@@ -171,21 +177,15 @@ class DeleteTasks:
             files=tuple(files),
         )
 
-    def _journal(self, entry: Any, deletion: str | None, attempt: str) -> None:
-        """One journal object: ``{location, branch, file: None, deletion}`` (see write_journal)."""
-        from lance_sql.engines.spark.write_journal import journal_uri
-        from lance_sql.format.storage import resolve
 
-        loc = resolve(journal_uri(self.root, self.write_id), self.storage_options)
-        entry_json = {
-            "location": entry.location,
-            "branch": entry.read_branch,
-            "file": None,
-            "deletion": deletion,
-        }
-        loc.fs.makedirs(loc.path, exist_ok=True)
-        name = f"{loc.path}/{attempt}-{uuid.uuid4().hex[:12]}.json"
-        loc.fs.pipe_file(name, json.dumps(entry_json).encode())
+def _entry(entry: Any, deletion: str | None) -> dict[str, Any]:
+    """A journal object for a deletion file: ``{location, branch, file: None, deletion}``."""
+    return {
+        "location": entry.location,
+        "branch": entry.read_branch,
+        "file": None,
+        "deletion": deletion,
+    }
 
 
 class DeleteJob:
@@ -196,7 +196,6 @@ class DeleteJob:
     def __init__(
         self, spark: Any, root: str, where: str, storage_options: Mapping[str, str] | None
     ) -> None:
-        from lance_sql.engines.spark.replace_where import check_filter
         from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
         self.spark, self.where = spark, where
@@ -204,7 +203,13 @@ class DeleteJob:
         self.ns._check_writable()
         self.root = str(self.ns.root)
         self.storage_options = self.ns.storage_options
-        check_filter(self.root, where, self.ns.schema)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse the job before anything is written (here: a filter that does not plan)."""
+        from lance_sql.engines.spark.replace_where import check_filter
+
+        check_filter(self.root, self.where, self.ns.schema)
 
     def run(self) -> int:
         from lance_sql.tables.namespace.mutation import RETRIES
@@ -219,6 +224,7 @@ class DeleteJob:
         raise AssertionError("unreachable")
 
     def once(self) -> int:
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.tables.namespace.filter_hook import filter_planner
         from lance_sql.tables.namespace.mutation import Mutation, finish
 
@@ -238,7 +244,7 @@ class DeleteJob:
             if m.changed:
                 finish(self.ns, m)
         finally:
-            self.cleanup(write_id, kept)
+            finish_write(self.root, write_id, self.storage_options, kept_deletions=kept)
         return deleted
 
     def run_tasks(self, m: Any, object_ids: list[str], write_id: str) -> list[TableDelete]:
@@ -252,7 +258,7 @@ class DeleteJob:
         sc = self.spark.sparkContext
         slices = max(1, min(len(object_ids), sc.defaultParallelism))
         raw = sc.parallelize(object_ids, slices).mapPartitions(tasks).collect()
-        results = [TableDelete(**_tuples(json.loads(r))) for r in raw]
+        results = [TableDelete.from_json(json.loads(r)) for r in raw]
         # no attempt may write after this: the committed ones ended, zombies stop or go stale
         fence_and_wait(self.root, write_id, self.storage_options, [r.attempt for r in results])
         return results
@@ -284,53 +290,6 @@ class DeleteJob:
             )
         m.set_version(entry, ds, same_rows=True)  # a delete keeps a subset: bounds hold
         return {(entry.location, f) for f in r.files}
-
-    def cleanup(
-        self,
-        write_id: str,
-        kept: set[tuple[str, str]],
-        stages: list[Any] | None = None,
-        attempts: list[str] | None = None,
-    ) -> None:
-        """Remove journaled deletion files no table commit took, data files of attempts not
-        committed (``stages``/``attempts``: the committed ones), then the journal."""
-        from lance_sql.engines.spark.write_journal import (
-            committed_files,
-            read_journal,
-            remove_orphans,
-        )
-        from lance_sql.engines.spark.write_lease import fence_and_wait
-        from lance_sql.format.storage import resolve
-        from lance_sql.tables.namespace.layout import child_uri, resolve_location
-        from lance_sql.tables.namespace.manifest_table import read_manifest
-        from lance_sql.tables.namespace.reader import table_entries
-
-        opts = self.storage_options
-        fence_and_wait(self.root, write_id, opts, attempts or [])
-        for e in read_journal(self.root, write_id, opts):
-            location, name = e.get("location"), e.get("deletion")
-            if not isinstance(location, str) or not isinstance(name, str):
-                continue
-            if (location, name) in kept or not name.startswith("_deletions/"):
-                continue
-            try:
-                resolve_location(self.root, f"{location}/{name}", location)  # inside the root
-                loc = resolve(f"{child_uri(self.root, location)}/{name}", opts)
-                loc.fs.rm(loc.path)
-            except FileNotFoundError:
-                pass
-            except (OSError, LanceSqlError):
-                continue
-        now = read_manifest(self.root, storage_options=opts)
-        live = {e.location for e in table_entries(now.rows, now.root, [])}
-        kept_files = committed_files(stages or [])
-        remove_orphans(
-            self.root, write_id, kept_files, live, opts, committed_attempts=attempts or []
-        )
-
-
-def _tuples(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
 
 
 def delete(

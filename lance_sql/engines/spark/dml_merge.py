@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.engines.spark.dml import DeleteJob, DeleteTasks, TableDelete, _tuples, pinned_reader
+from lance_sql.engines.spark.dml import DeleteJob, DeleteTasks, TableDelete, pinned_reader
 from lance_sql.errors import CommitConflictError, SchemaMismatchError
 
 ROW = "__lance_sql_row"  # the source row number (merge.py's _ROW)
@@ -72,18 +72,10 @@ class MergeTasks(DeleteTasks):
         self.when_matched_delete = when_matched_delete
 
     def __call__(self, group: pa.Table) -> pa.Table:  # type: ignore[override]
-        from lance_sql.engines.spark.write_journal import new_attempt
-        from lance_sql.engines.spark.write_lease import AttemptLease
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-        attempt = new_attempt()
-        with AttemptLease(self.root, self.write_id, attempt, self.storage_options) as lease:
-            ns = PartitionedNamespace.open(
-                self.root, version=self.version, storage_options=self.storage_options
-            )
+        with self.attempt() as (lease, ns):
             oid = group.column(TABLE)[0].as_py()
             src = source_rows(ns, group.drop_columns([TABLE]), self.on)
-            out = self.merge_one(pinned_reader(ns), oid, src, attempt, lease)
+            out = self.merge_one(pinned_reader(ns), oid, src, lease.attempt, lease)
         return pa.table({"result": [json.dumps(out)]})
 
     def merge_one(
@@ -100,10 +92,10 @@ class MergeTasks(DeleteTasks):
             ns, target, src, self.on, self.when_matched_update, self.when_matched_delete
         )
         ids = tm.gone.to_numpy(zero_copy_only=False).astype(np.uint64)
-        td = self.stage_deletes(reader, entry, ids, attempt, lease)
+        td = self.stage_deletes(reader, entry, ids, lease)
         staged = ""
         if tm.new is not None and tm.new.num_rows:
-            staged = self.stage_rows(ns, tm.new, attempt, lease)
+            staged = self.stage_rows(ns, tm.new, lease)
         return {
             "delete": asdict(td),
             "staged": staged,
@@ -113,30 +105,18 @@ class MergeTasks(DeleteTasks):
             "matched": np.asarray(tm.matched).tolist(),
         }
 
-    def stage_rows(self, ns: Any, rows: pa.Table, attempt: str, lease: Any) -> str:
+    def stage_rows(self, ns: Any, rows: pa.Table, lease: Any) -> str:
         """Stage ``rows`` (namespace schema) as new files; the StagedWrite JSON."""
-        from lance_sql.engines.spark.write_journal import journal_factory
-        from lance_sql.tables.namespace.writer import NamespaceWriter
+        from lance_sql.engines.spark.write_journal import stage_journaled
 
-        writer = NamespaceWriter(
+        staged = stage_journaled(
+            rows,
+            lease,
             ns.snapshot,
             ns._schema,  # the stored form: blob columns take bytes
             ns.current_spec,
             mode="append",
-            storage_options=self.storage_options,
-            write_id=self.write_id,
-            staging=True,
-            progress=journal_factory(
-                self.root, self.write_id, attempt, self.storage_options, lease
-            ),
         )
-        try:
-            writer.write(rows)
-            staged = writer.staged()
-            lease.check()
-        except BaseException:
-            writer.abort()
-            raise
         return staged.to_json()
 
 
@@ -175,25 +155,21 @@ class MergeJob(DeleteJob):
         when_not_matched_insert: bool,
         storage_options: Mapping[str, str] | None,
     ) -> None:
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-        self.spark = spark
-        self.ns = PartitionedNamespace.open(root, storage_options=storage_options)
-        self.ns._check_writable()
-        self.root = str(self.ns.root)
-        self.storage_options = self.ns.storage_options
-        self.where = "merge"
         self.on = list(on)
+        self.clauses = (when_matched_update, when_matched_delete)
+        self.insert = when_not_matched_insert
+        self.source = source
+        super().__init__(spark, root, "merge", storage_options)
+
+    def check(self) -> None:
         if not self.on:
             raise ValueError("merge needs at least one key column in 'on'")
-        missing = [k for k in self.on if k not in source.columns or k not in self.ns.schema.names]
+        names = self.ns.schema.names
+        missing = [k for k in self.on if k not in self.source.columns or k not in names]
         if missing:
             raise SchemaMismatchError(
                 f"merge key column(s) {missing} missing from source or target"
             )
-        self.clauses = (when_matched_update, when_matched_delete)
-        self.insert = when_not_matched_insert
-        self.source = source
 
     def run(self) -> Any:  # type: ignore[override]
         from pyspark.sql import functions as F
@@ -213,6 +189,7 @@ class MergeJob(DeleteJob):
         import uuid
 
         from lance_sql.engines.spark.replace_where import commit_with_stages
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_lease import fence_and_wait
         from lance_sql.tables.namespace.merge import MergeResult
         from lance_sql.tables.namespace.mutation import Mutation
@@ -250,7 +227,8 @@ class MergeJob(DeleteJob):
             abort_staged(self.root, stages, storage_options=self.storage_options)
             raise
         finally:
-            self.cleanup(write_id, kept, stages if committed else [], attempts)
+            opts, done = self.storage_options, stages if committed else []
+            finish_write(self.root, write_id, opts, done, attempts, kept_deletions=kept)
         return MergeResult(updated, deleted, inserted)
 
     def matched_step(
@@ -276,7 +254,7 @@ class MergeJob(DeleteJob):
         updated = deleted = 0
         for r in rows:
             out = json.loads(r["result"])
-            deletes.append(TableDelete(**_tuples(out["delete"])))
+            deletes.append(TableDelete.from_json(out["delete"]))
             matched["staged"].append(out["staged"])
             matched["rows"].extend(out["matched"])
             updated += int(out["updated"])

@@ -4,7 +4,7 @@ storage options (reader, writer and write planning share them)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lance_sql.engines.spark.paths import normalize_root
@@ -25,19 +25,28 @@ def _root(options: Mapping[str, str]) -> str:
     return normalize_root(root)
 
 
-def int_option(options: Mapping[str, str], key: str) -> int | None:
-    """A positive integer option, None when absent; anything else raises naming it."""
+def int_option(
+    options: Mapping[str, str],
+    key: str,
+    *,
+    parse: Callable[[str], int] = int,
+    noun: str = "integer",
+    zero: bool | None = None,
+) -> int | None:
+    """A positive whole-number option (``zero``: non-negative, the default for ``version``),
+    read by ``parse``; None when absent; anything else raises naming it."""
     raw = options.get(key)
     if raw is None or str(raw).strip() == "":
         return None
     try:
-        value = int(str(raw).strip())
+        value = parse(str(raw).strip())
     except ValueError:
         value = -1
-    if value < (0 if key == "version" else 1):
+    zero = key == "version" if zero is None else zero
+    if value < (0 if zero else 1):
         raise LanceSqlError(
             f"lance_ns {options.get('path')}: option {key}={raw!r} is not a "
-            f"{'non-negative' if key == 'version' else 'positive'} integer"
+            f"{'non-negative' if zero else 'positive'} {noun}"
         )
     return value
 

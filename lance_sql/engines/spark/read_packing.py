@@ -32,8 +32,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lance_sql.errors import LanceSqlError
-
 #: Bytes per row assumed for a unit whose data files do not record their size.
 FALLBACK_ROW_BYTES = 64
 
@@ -59,25 +57,19 @@ class Packing:
 
     def with_options(self, options: Mapping[str, str]) -> Packing:
         """These settings overridden by the read options that name them."""
+        from lance_sql.engines.spark.options import int_option
+
         changes: dict[str, int] = {}
         for key, attr in (
             ("bytes_per_partition", "max_partition_bytes"),
             ("open_cost_bytes", "open_cost"),
             ("min_partitions", "min_partitions"),
         ):
-            raw = options.get(key)
-            if raw is None or not str(raw).strip():
-                continue
-            try:
-                value = parse_bytes(raw)
-            except ValueError:
-                value = -1
-            if value < (0 if attr == "open_cost" else 1):
-                raise LanceSqlError(
-                    f"lance_ns {options.get('path')}: option {key}={raw!r} is not a "
-                    f"{'non-negative' if attr == 'open_cost' else 'positive'} size"
-                )
-            changes[attr] = value
+            value = int_option(
+                options, key, parse=parse_bytes, noun="size", zero=attr == "open_cost"
+            )
+            if value is not None:
+                changes[attr] = value
         return replace(self, **changes)
 
     def max_split(self, sizes: Sequence[int]) -> int:

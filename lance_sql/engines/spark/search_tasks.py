@@ -30,11 +30,6 @@ def _open(root: str, version: int | None, storage_options: Mapping[str, str] | N
     )
 
 
-def _out_schema(ns: Any, columns: Sequence[str] | None, score: str, extra: list) -> pa.Schema:
-    cols = list(ns.schema.names if columns is None else columns)
-    return pa.schema([ns.schema.field(c) for c in cols] + [pa.field(score, pa.float32()), *extra])
-
-
 def search(
     spark: Any,
     root: str,
@@ -162,15 +157,16 @@ def search_batch(
     **options: Any,
 ) -> Any:
     """``k`` nearest rows per query of ``queries`` (columns ``id_column``, ``query_column``)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
     from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
     from lance_sql.planning.search import search as run_search
 
     ns = _open(root, version, storage_options)
     pinned = ns.manifest_version
-    qid_field = pa.field(id_column, _arrow_type(queries.schema[id_column].dataType))
-    extra = [pa.field("_rank", pa.int32())]
-    out = _out_schema(ns, columns, "_distance", extra)
-    out = pa.schema([qid_field, *out])
+    qid_field = pa.field(id_column, to_arrow_type(queries.schema[id_column].dataType))
+    fields = [ns.schema.field(c) for c in (ns.schema.names if columns is None else columns)]
+    out = pa.schema([qid_field, *fields, ("_distance", pa.float32()), ("_rank", pa.int32())])
     struct = spark_struct(out)
     target = spark_target_schema(struct)
     cols = None if columns is None else list(columns)
@@ -188,12 +184,6 @@ def search_batch(
                     yield to_spark_batch(rb, target)
 
     return queries.select(id_column, query_column).mapInArrow(task, struct)
-
-
-def _arrow_type(spark_type: Any) -> pa.DataType:
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    return to_arrow_type(spark_type)
 
 
 __all__ = ["search", "search_batch"]

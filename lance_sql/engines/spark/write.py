@@ -61,6 +61,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
     """Created on the driver, pickled to every task (see the module docstring)."""
 
     def __init__(self, options: dict[str, str], overwrite: bool, spark_schema: Any = None) -> None:
+        from lance_sql.engines.spark.types import spark_target_schema
         from lance_sql.engines.spark.write_plan import plan_write
         from lance_sql.tables.namespace.schema_rule import check_schema
 
@@ -70,7 +71,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         self.where = _replace_where(self.options, overwrite, self.dynamic)
         if self.where is not None:
             self.mode = "append"  # tasks stage appends; the commit deletes what `where` matches
-        arrow = _arrow_schema(spark_schema)
+        arrow = None if spark_schema is None else spark_target_schema(spark_schema)
         self.plan = plan_write(self.options, arrow)
         self.root = self.plan.root
         self.schema = self.plan.schema
@@ -87,49 +88,37 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         return f"lance_ns {self.root}: the DataFrame"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
-        from lance_sql.engines.spark.write_journal import new_attempt
         from lance_sql.engines.spark.write_lease import AttemptLease
 
         plan = self.plan
-        attempt = new_attempt()
-        with AttemptLease(plan.root, self.write_id, attempt, plan.storage_options) as lease:
-            return self._write(iterator, attempt, lease)
+        with AttemptLease(plan.root, self.write_id, None, plan.storage_options) as lease:
+            return self._write(iterator, lease)
 
-    def _write(self, iterator: Iterator[pa.RecordBatch], attempt: str, lease: Any) -> StagedCommit:
+    def _write(self, iterator: Iterator[pa.RecordBatch], lease: Any) -> StagedCommit:
         from lance_sql.engines.spark.options import int_option
-        from lance_sql.engines.spark.write_journal import journal_factory
+        from lance_sql.engines.spark.write_journal import stage_journaled
         from lance_sql.tables.namespace.schema_rule import conform_all
-        from lance_sql.tables.namespace.writer import DEFAULT_BUFFER_BYTES, NamespaceWriter
+        from lance_sql.tables.namespace.writer import DEFAULT_BUFFER_BYTES
 
         plan = self.plan
-        writer = NamespaceWriter(
+        rows = conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
+        if self.where is not None:  # refuse rows outside the filter before the commit
+            from lance_sql.engines.spark.replace_where import checked
+
+            rows = checked(rows, plan.root, self.where)
+        staged = stage_journaled(
+            rows,
+            lease,
             plan.snapshot,
             plan.schema,
             plan.spec,
             mode=self.mode,
-            storage_options=plan.storage_options,
             buffer_bytes=int_option(self.options, "buffer_bytes") or DEFAULT_BUFFER_BYTES,
-            write_id=self.write_id,
-            staging=True,
-            progress=journal_factory(
-                plan.root, self.write_id, attempt, plan.storage_options, lease
-            ),
         )
-        try:
-            rows = conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
-            if self.where is not None:  # refuse rows outside the filter before the commit
-                from lance_sql.engines.spark.replace_where import checked
-
-                rows = checked(rows, plan.root, self.where)
-            writer.write(rows)
-            staged = writer.staged()
-            lease.check()  # the driver gave up on this attempt: its message would be ignored
-        except BaseException:
-            writer.abort()  # this attempt's finished files; the driver removes the rest
-            raise
-        return StagedCommit(staged.to_json(), staged.rows, attempt)
+        return StagedCommit(staged.to_json(), staged.rows, lease.attempt)
 
     def commit(self, messages: list[StagedCommit | None]) -> None:
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_plan import commit_create
         from lance_sql.tables.namespace.writer import commit_staged
 
@@ -156,38 +145,17 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
                     mode=self.mode,
                     storage_options=plan.storage_options,
                 )
-        self._remove_orphans(stages, snap, _attempts(messages))
+        attempts = [m.attempt for m in messages if isinstance(m, StagedCommit) and m.attempt]
+        finish_write(plan.root, self.write_id, plan.storage_options, stages, attempts, snap)
 
     def abort(self, messages: list[StagedCommit | None]) -> None:
+        from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.tables.namespace.staging import abort_staged
 
         stages = self._staged(messages)
         if not self.plan.create or _exists(self.plan):
             abort_staged(self.root, stages, storage_options=self.plan.storage_options)
-        self._remove_orphans([], None, [])
-
-    def _remove_orphans(self, kept: list[Any], snap: Any, attempts: list[str]) -> None:
-        from lance_sql.engines.spark.write_journal import committed_files, remove_orphans
-        from lance_sql.engines.spark.write_lease import fence_and_wait
-        from lance_sql.tables.namespace.reader import table_entries
-
-        fence_and_wait(self.root, self.write_id, self.plan.storage_options, attempts)
-        live: set[str] = set()
-        if snap is not None:
-            live = {e.location for e in table_entries(snap.rows, snap.root, [])}
-        elif _exists(self.plan):
-            from lance_sql.tables.namespace.manifest_table import read_manifest
-
-            now = read_manifest(self.root, storage_options=self.plan.storage_options)
-            live = {e.location for e in table_entries(now.rows, now.root, [])}
-        remove_orphans(
-            self.root,
-            self.write_id,
-            committed_files(kept),
-            live,
-            self.plan.storage_options,
-            committed_attempts=attempts,
-        )
+        finish_write(self.root, self.write_id, self.plan.storage_options)
 
     @staticmethod
     def _staged(messages: list[StagedCommit | None]) -> list[Any]:
@@ -243,18 +211,6 @@ def _commit_dynamic(plan: Any, latest: Any, stages: list[Any]) -> Any:
         keep_untouched=True,
     )
     return writer.commit_stages(stages)
-
-
-def _attempts(messages: list[StagedCommit | None]) -> list[str]:
-    return [m.attempt for m in messages if isinstance(m, StagedCommit) and m.attempt]
-
-
-def _arrow_schema(spark_schema: Any) -> pa.Schema | None:
-    if spark_schema is None:
-        return None
-    from lance_sql.engines.spark.types import spark_target_schema
-
-    return spark_target_schema(spark_schema)
 
 
 def _exists(plan: Any) -> bool:

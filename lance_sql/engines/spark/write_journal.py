@@ -25,13 +25,18 @@ call's last file: until ``write_fragments`` returns).
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lance.progress import FragmentWriteProgress
 
-from lance_sql.engines.spark.write_lease import STAGING_DIR, AttemptLease, journal_uri
+from lance_sql.engines.spark.write_lease import (
+    STAGING_DIR,
+    AttemptLease,
+    fence_and_wait,
+    journal_loc,
+    journal_uri,
+)
 from lance_sql.errors import LanceSqlError
 
 
@@ -40,23 +45,15 @@ class FileJournal(FragmentWriteProgress):
 
     def __init__(
         self,
-        root: str,
-        write_id: str,
-        attempt: str,
+        lease: AttemptLease,
         location: str,
         branch: str | None,
-        storage_options: Mapping[str, str] | None,
-        lease: AttemptLease | None = None,
-        begun: set[tuple[str, str | None]] | None = None,
+        begun: set[tuple[str, str | None]],
     ) -> None:
-        self.uri = journal_uri(root, write_id)
-        self.write_id = write_id
-        self.attempt = attempt  # one id per task attempt: the names of its journal objects
+        self.lease = lease  # the attempt's: names its journal objects, sees the fence
         self.location = location
         self.branch = branch
-        self.storage_options = dict(storage_options) if storage_options else None
-        self.lease = lease
-        self.begun = begun if begun is not None else set()
+        self.begun = begun  # (location, branch) pairs this attempt has begun
 
     def begin(self, fragment: Any, **kwargs: Any) -> None:
         """Journal the table location once per attempt, before its first file there exists.
@@ -68,43 +65,45 @@ class FileJournal(FragmentWriteProgress):
         """
         if (self.location, self.branch) in self.begun:
             return
-        if _named_by(self.location, self.write_id):
-            self._put({"location": self.location, "branch": self.branch, "file": None})
+        if _named_by(self.location, self.lease.write_id):
+            self.lease.put({"location": self.location, "branch": self.branch, "file": None})
         self.begun.add((self.location, self.branch))
 
     def complete(self, fragment: Any, **kwargs: Any) -> None:
         for f in fragment.to_json()["files"]:
-            self._put({"location": self.location, "branch": self.branch, "file": f["path"]})
-        if self.lease is not None:
-            self.lease.check()  # a fenced (zombie) attempt stops here; its files are journaled
-
-    def _put(self, entry: dict[str, Any]) -> None:
-        from lance_sql.format.storage import resolve
-
-        loc = resolve(self.uri, self.storage_options)
-        name = f"{loc.path}/{self.attempt}-{uuid.uuid4().hex[:12]}.json"
-        loc.fs.makedirs(loc.path, exist_ok=True)
-        loc.fs.pipe_file(name, json.dumps(entry).encode())
+            self.lease.put({"location": self.location, "branch": self.branch, "file": f["path"]})
+        self.lease.check()  # a fenced (zombie) attempt stops here; its files are journaled
 
 
-def journal_factory(
-    root: str,
-    write_id: str,
-    attempt: str,
-    storage_options: Mapping[str, str] | None,
-    lease: AttemptLease | None = None,
+def stage_journaled(
+    rows: Any, lease: AttemptLease, snapshot: Any, schema: Any, spec: Any, **writer_options: Any
 ) -> Any:
-    """``(location, branch) -> FileJournal`` for one task attempt (a staging writer's hook)."""
+    """Stage ``rows`` as one task attempt's uncommitted files, each journaled; a StagedWrite.
+
+    A failure (or a fence seen after the last file) removes this attempt's
+    finished files; the driver removes the rest (:func:`finish_write`).
+    """
+    from lance_sql.tables.namespace.writer import NamespaceWriter
+
     begun: set[tuple[str, str | None]] = set()
-
-    def make(location: str, branch: str | None) -> FileJournal:
-        return FileJournal(root, write_id, attempt, location, branch, storage_options, lease, begun)
-
-    return make
-
-
-def new_attempt() -> str:
-    return uuid.uuid4().hex
+    writer = NamespaceWriter(
+        snapshot,
+        schema,
+        spec,
+        storage_options=lease.storage_options,
+        write_id=lease.write_id,
+        staging=True,
+        progress=lambda location, branch: FileJournal(lease, location, branch, begun),
+        **writer_options,
+    )
+    try:
+        writer.write(rows)
+        staged = writer.staged()
+        lease.check()  # the driver gave up on this attempt: its message would be ignored
+    except BaseException:
+        writer.abort()
+        raise
+    return staged
 
 
 def read_journal(
@@ -114,9 +113,7 @@ def read_journal(
     skip: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
     """Journaled files of the write, except those of the ``skip`` attempts (not even read)."""
-    from lance_sql.format.storage import resolve
-
-    loc = resolve(journal_uri(root, write_id), storage_options)
+    loc = journal_loc(root, write_id, storage_options)
     loc.fs.invalidate_cache(loc.path)  # object-store filesystems cache listings
     if not loc.fs.exists(loc.path):
         return []
@@ -143,6 +140,42 @@ def committed_files(stages: Iterable[Any]) -> set[tuple[str, str | None, str]]:
     return out
 
 
+def finish_write(
+    root: str,
+    write_id: str,
+    storage_options: Mapping[str, str] | None,
+    stages: Iterable[Any] = (),
+    attempts: Iterable[str] = (),
+    snapshot: Any = None,
+    *,
+    kept_deletions: set[tuple[str, str]] | None = None,
+) -> int:
+    """The driver's last step of a write, committed or not: fence, wait for every attempt but
+    the committed ``attempts``, then remove what no commit took: data files outside ``stages``
+    and, with ``kept_deletions`` (``(location, file)`` pairs, Spark row operations), every
+    other journaled deletion file. Live tables: ``snapshot``'s, else ``__manifest``'s."""
+    from lance_sql.tables.namespace.manifest_table import read_manifest
+    from lance_sql.tables.namespace.reader import table_entries
+
+    attempts = list(attempts)
+    fence_and_wait(root, write_id, storage_options, attempts)
+    try:
+        snapshot = snapshot or read_manifest(root, storage_options=storage_options)
+        live = {e.location for e in table_entries(snapshot.rows, snapshot.root, [])}
+    except LanceSqlError:  # no namespace: a create that never committed
+        live = set()
+    removed = 0
+    for e in read_journal(root, write_id, storage_options) if kept_deletions is not None else []:
+        location, name = e.get("location"), e.get("deletion")  # every attempt's, committed too
+        ours = (
+            isinstance(location, str) and isinstance(name, str) and name.startswith("_deletions/")
+        )
+        if ours and (location, name) not in kept_deletions:
+            removed += _remove(root, location, name, storage_options)
+    kept = committed_files(stages)
+    return removed + remove_orphans(root, write_id, kept, live, storage_options, attempts)
+
+
 def remove_orphans(
     root: str,
     write_id: str,
@@ -160,7 +193,7 @@ def remove_orphans(
     id, so no other writer uses it). Returns the number of files deleted.
     """
     from lance_sql.format.storage import resolve
-    from lance_sql.tables.namespace.layout import child_uri, data_dir_uri, resolve_location
+    from lance_sql.tables.namespace.layout import child_uri
 
     removed = 0
     dead_dirs: set[str] = set()
@@ -170,18 +203,9 @@ def remove_orphans(
             continue
         if location not in live_locations and _named_by(location, write_id):
             dead_dirs.add(location)  # also for files never journaled (a worker killed)
-        if not isinstance(name, str) or (location, branch, name) in kept:
-            continue
-        try:
-            where = location if not branch else f"{location}/tree/{branch}"
-            resolve_location(root, f"{where}/data/{name}", location)  # never outside the root
-            loc = resolve(f"{data_dir_uri(root, location, branch)}/{name}", storage_options)
-            loc.fs.rm(loc.path)  # no exists() first: object-store listings may be cached
-            removed += 1
-        except FileNotFoundError:
-            pass
-        except (OSError, LanceSqlError):
-            continue
+        if isinstance(name, str) and (location, branch, name) not in kept:
+            where = f"tree/{branch}/data" if branch else "data"
+            removed += _remove(root, location, f"{where}/{name}", storage_options)
     for location in dead_dirs:
         try:
             loc = resolve(child_uri(root, location), storage_options)
@@ -190,7 +214,7 @@ def remove_orphans(
         except (OSError, LanceSqlError):
             continue
     try:
-        loc = resolve(journal_uri(root, write_id), storage_options)
+        loc = journal_loc(root, write_id, storage_options)
         if loc.fs.exists(loc.path):
             loc.fs.rm(loc.path, recursive=True)
         parent = resolve(f"{root.rstrip('/')}/{STAGING_DIR}", storage_options)
@@ -199,6 +223,20 @@ def remove_orphans(
     except (OSError, LanceSqlError):
         pass
     return removed
+
+
+def _remove(root: str, location: str, path: str, storage_options: Any) -> int:
+    """Remove the file ``path`` of the table at ``location`` (never outside the root): 1 or 0."""
+    from lance_sql.format.storage import resolve
+    from lance_sql.tables.namespace.layout import child_uri, resolve_location
+
+    try:
+        resolve_location(root, f"{location}/{path}", location)  # refuses an escaping name
+        loc = resolve(f"{child_uri(root, location)}/{path}", storage_options)
+        loc.fs.rm(loc.path)  # no exists() first: object-store listings may be cached
+    except (OSError, LanceSqlError):  # FileNotFoundError too: nothing to remove
+        return 0
+    return 1
 
 
 def _named_by(location: str, write_id: str) -> bool:
@@ -218,9 +256,9 @@ __all__ = [
     "STAGING_DIR",
     "FileJournal",
     "committed_files",
-    "journal_factory",
+    "finish_write",
     "journal_uri",
-    "new_attempt",
     "read_journal",
     "remove_orphans",
+    "stage_journaled",
 ]

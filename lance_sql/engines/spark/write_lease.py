@@ -32,8 +32,10 @@ stalled for longer than :data:`STALE_SECONDS`.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -56,7 +58,8 @@ def journal_uri(root: str, write_id: str) -> str:
     return f"{root.rstrip('/')}/{STAGING_DIR}/{write_id}"
 
 
-def _journal(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
+def journal_loc(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
+    """The journal folder resolved to a filesystem and path."""
     from lance_sql.format.storage import resolve
 
     return resolve(journal_uri(root, write_id), storage_options)
@@ -69,12 +72,14 @@ class AttemptLease:
         self,
         root: str,
         write_id: str,
-        attempt: str,
+        attempt: str | None,
         storage_options: Mapping[str, str] | None,
         heartbeat: float = HEARTBEAT_SECONDS,
     ) -> None:
-        self.root, self.write_id, self.attempt = root, write_id, attempt
-        self._loc = _journal(root, write_id, storage_options)
+        self.root, self.write_id = root, write_id
+        self.attempt = attempt or uuid.uuid4().hex  # names its lease and journal objects
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._loc = journal_loc(root, write_id, storage_options)
         self._heartbeat = heartbeat
         self._stop = threading.Event()
         self._fenced = threading.Event()
@@ -100,6 +105,12 @@ class AttemptLease:
             self._thread.join()
         with contextlib.suppress(OSError, LanceSqlError):  # else the driver removes it
             self._loc.fs.rm(self.path)
+
+    def put(self, entry: dict[str, Any]) -> None:
+        """One journal object ``{attempt}-{random}.json`` holding ``entry`` (see write_journal)."""
+        self._loc.fs.makedirs(self._loc.path, exist_ok=True)
+        name = f"{self._loc.path}/{self.attempt}-{uuid.uuid4().hex[:12]}.json"
+        self._loc.fs.pipe_file(name, json.dumps(entry).encode())
 
     def check(self) -> None:
         """Raise :class:`WriteFencedError` if the driver has fenced the write."""
@@ -144,7 +155,7 @@ def fence_and_wait(
     Returns the attempts still alive when ``max_wait`` ran out (their files
     may outlive the cleanup; ``ns.cleanup`` removes them later).
     """
-    loc = _journal(root, write_id, storage_options)
+    loc = journal_loc(root, write_id, storage_options)
     if not _exists(loc):
         return []  # no attempt ever started (or none wrote): nothing can be in flight
     loc.fs.pipe_file(f"{loc.path}/{FENCE}", b"fenced")
@@ -202,4 +213,6 @@ __all__ = [
     "AttemptLease",
     "WriteFencedError",
     "fence_and_wait",
+    "journal_loc",
+    "journal_uri",
 ]
