@@ -23,6 +23,11 @@ class SqlEngine(Protocol):
         errors propagate as raised (callers name the object at fault)."""
         ...
 
+    def run_plan(self, plan: bytes, tables: Mapping[str, Any]) -> Any:
+        """Run a plan the engine serialised itself (``plan``: Substrait bytes for DataFusion)
+        with the Arrow ``tables`` registered under the names it reads; one ``pyarrow.Table``."""
+        ...
+
     def partition_expression(self, expression: str, table: Any, result: str) -> Any:
         """Evaluate a spec partition expression over ``table``'s columns, checked to be
         deterministic and stateless; a one-column table named ``result``. Raises

@@ -13,13 +13,12 @@ operations (one atomic ``__manifest`` commit each) when it is executed:
   lance-sql's plan passes apply) and its rows are appended, or replace the
   partitions they belong to (``ns.overwrite(rows, partitions="dynamic")``:
   Spark's ``partitionOverwriteMode=dynamic``, Iceberg's ``ReplacePartitions``);
-* ``DELETE``: the input is ``Filter(condition, TableScan)``; the condition is
-  printed by DataFusion's own unparser (:mod:`.dml_text`) and handed to
-  ``ns.delete``, which prunes with it and evaluates it with DataFusion on
-  the candidate rows;
+* ``DELETE``: the input is ``Filter(condition, TableScan)``; the condition,
+  read from the plan (:mod:`.dml_plan`: its predicate IR and its Substrait
+  form), is handed to ``ns.delete``, which prunes with the IR and has
+  DataFusion evaluate the condition itself on the candidate rows;
 * ``UPDATE``: the input is ``Projection(new values, Filter(condition, ...))``;
-  each projected column that is not the column itself becomes a SET
-  expression (unparser text), the condition the WHERE (``ns.update``).
+  the projection runs over the matched rows (``ns.update``).
 
 ``MERGE INTO`` (DataFusion 55 plans it but keeps only the source in the plan)
 is in :mod:`.dml_merge`; ``CREATE TABLE ... PARTITIONED BY`` (DataFusion 55
@@ -45,7 +44,7 @@ from datafusion import DataFrame
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
 from lance_sql.engines.datafusion.dml_struct_check import check_insert_structs
 from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
-from lance_sql.engines.datafusion.dml_text import update_sql, where_sql
+from lance_sql.engines.datafusion.dml_plan import row_condition, update_values
 from lance_sql.engines.datafusion.errors import typed_errors
 from lance_sql.errors import (
     LanceSqlError,
@@ -157,14 +156,15 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
     if op == "overwrite":
         return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
     if op == "delete":
-        where = where_sql(source, name, ctx)
+        where = row_condition(ctx, source, table, name)
         return DmlDataFrame(
             df, ctx, lambda: writable_namespace(table, name).delete(where), "DELETE"
         )
     if op == "update":
-        sets, where = update_sql(source, table.schema, name, ctx)
+        values, changed = update_values(ctx, source, table.schema, name)
+        where = row_condition(ctx, source, table, name)
         return DmlDataFrame(
-            df, ctx, lambda: _update(ctx, table, name, sets, where, source), "UPDATE"
+            df, ctx, lambda: _update(ctx, table, name, values, changed, where, source), "UPDATE"
         )
     raise UnsupportedFeatureError(f"{op} statements on namespace {name!r} are not supported")
 
@@ -211,20 +211,26 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
 
 
 def _update(
-    ctx: Any, table: Any, name: str, sets: dict[str, str], where: str | None, source: Any
+    ctx: Any,
+    table: Any,
+    name: str,
+    values: Any,
+    changed: list[str],
+    where: Any,
+    source: Any,
 ) -> int:
     from lance_sql.tables.namespace.sql_eval import SqlExpressionError
 
-    if not sets:  # every column set to itself: nothing changes, the matched rows count
+    if values is None:  # every column set to itself: nothing changes, the matched rows count
         writable_namespace(table, name)  # refuse pinned registrations as for any UPDATE
         return int(LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).count())
     try:
-        return int(writable_namespace(table, name).update(sets, where))
+        return int(writable_namespace(table, name).update(values, where))
     except SqlExpressionError as exc:
         if "cast" not in str(exc).lower():
             raise
         raise SchemaMismatchError(
-            f"UPDATE of {name!r}: a SET value does not fit its column {sorted(sets)}: {exc}"
+            f"UPDATE of {name!r}: a SET value does not fit its column {sorted(changed)}: {exc}"
         ) from exc
 
 
@@ -278,11 +284,13 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
             }
         )
     source = plan.inputs()[0]
-    if op == "delete":
-        route = f"ns.delete(filter={where_sql(source, name, ctx)!r})"
-    elif op == "update":
-        sets, where = update_sql(source, table.schema, name, ctx)
-        route = f"ns.update(set={sets!r}, where={where!r})"
+    if op in ("delete", "update"):
+        where = row_condition(ctx, source, table, name)
+        condition = None if where is None else str(where)
+        route = f"ns.delete(filter={condition!r})"
+        if op == "update":
+            _, changed = update_values(ctx, source, table.schema, name)
+            route = f"ns.update(set={changed!r}, where={condition!r})"
     elif op == "overwrite":
         route = "ns.overwrite(<input rows>, partitions='dynamic')"
     elif op == "mergeinto":

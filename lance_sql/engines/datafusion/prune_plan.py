@@ -28,7 +28,7 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.substrait_filter import Computed, decode_condition
-from lance_sql.spec.predicates import Predicate, and_, columns_of, conjuncts
+from lance_sql.spec.predicates import Predicate, Unsupported, and_, columns_of, conjuncts
 
 #: an input field of a relation: the read's column it is (its name, then the names of
 #: struct fields inside it), else the expression computing it
@@ -55,25 +55,43 @@ def attach_prune_filters(
     functions = sp.function_names(plan)
     attached: dict[str, NamespaceTable] = {}
     for rel in list(sp.walk(sp.root_rel(plan))):
-        if sp.kind(rel) != "filter":
-            continue
-        found = _read_fields(rel.filter.input, namespaces, functions)
+        found = filter_predicate(rel, namespaces, functions)
         if found is None:
             continue
-        read, table, fields = found
-        if _nested_literal(rel.filter.condition):
-            # DataFusion 55's Substrait consumer names a struct literal's fields c0, c1, ...:
-            # the re-read plan could not compare a list-of-struct column with it
-            continue
-        pred = _prune_predicate(rel.filter.condition, functions, table.schema, fields)
-        if pred is None:
-            continue
+        read, table, pred = found
         name = fresh_table_name("__lance_pruned")
         copy = table.with_prune_filter(pred)
         register_query_table(ctx, name, copy)
         sp.rename_tables(read, sp.table_name(read) or "", name)
         attached[name] = copy
     return attached
+
+
+def filter_predicate(
+    rel: sp.Rel,
+    namespaces: Mapping[str, NamespaceTable],
+    functions: dict[int, str],
+    *,
+    strict: bool = False,
+) -> tuple[sp.Rel, NamespaceTable, Predicate] | None:
+    """A Filter over a namespace read: (the read, its table, the condition's pruning IR).
+
+    None when ``rel`` is no such Filter or nothing of its condition prunes. With
+    ``strict`` the IR means the whole condition (what it leaves out is
+    ``Unsupported``), so its strict projection may prove partitions too.
+    """
+    if sp.kind(rel) != "filter":
+        return None
+    found = _read_fields(rel.filter.input, namespaces, functions)
+    if found is None:
+        return None
+    read, table, fields = found
+    if _nested_literal(rel.filter.condition):
+        # DataFusion 55's Substrait consumer names a struct literal's fields c0, c1, ...:
+        # the re-read plan could not compare a list-of-struct column with it
+        return (read, table, Unsupported("a nested literal")) if strict else None
+    pred = condition_predicate(rel.filter.condition, functions, table.schema, fields, strict)
+    return None if pred is None else (read, table, pred)
 
 
 _NESTED_LITERALS = frozenset({"list", "empty_list", "struct", "map", "empty_map"})
@@ -147,14 +165,30 @@ def _path_of(expr: Any, fields: list[_Path], functions: dict[int, str]) -> _Path
     return (*base, *(k.string for k in keys))
 
 
-def _prune_predicate(
-    condition: Any, functions: dict[int, str], schema: pa.Schema, fields: list[_Path]
+def condition_predicate(
+    condition: Any,
+    functions: dict[int, str],
+    schema: pa.Schema,
+    fields: list[_Path],
+    strict: bool = False,
 ) -> Predicate | None:
-    """The Filter's condition as IR over the namespace columns, for pruning only."""
+    """A Filter's condition as IR over the namespace columns, for pruning (see
+    :func:`filter_predicate`); None when nothing of it prunes."""
     zoned = {f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None}
     pred = decode_condition(condition, functions, schema, fields)
-    kept = [c for c in conjuncts(pred) if columns_of(c) and not columns_of(c) & zoned]
+    kept = []
+    for c in conjuncts(pred):
+        if columns_of(c) & zoned and strict:
+            kept.append(Unsupported("a condition on a zoned timestamp", tuple(columns_of(c))))
+        elif (columns_of(c) or strict) and not columns_of(c) & zoned:
+            kept.append(c)
     return and_(*kept) if kept else None
 
 
-__all__ = ["attach_prune_filters", "preorder", "scan_name"]
+__all__ = [
+    "attach_prune_filters",
+    "condition_predicate",
+    "filter_predicate",
+    "preorder",
+    "scan_name",
+]

@@ -1,7 +1,8 @@
 """DataFusion as the SQL engine service of the lower layers (:mod:`udfs.sql_engine`).
 
 Partition expressions (``udfs.evaluate_expression``), row-operation filters and
-SET values (``tables/namespace/sql_eval.py``), scan residuals
+SET values (``tables/namespace/sql_eval.py``: SQL text, or Substrait plans of the
+statements DataFusion planned, :meth:`DataFusionSqlEngine.run_plan`), scan residuals
 (``planning/scan_filter.py``), ``date_trunc`` terms (``planning/evaluate.py``) and
 the coercion of comparison literals (``spec/literals.py``) are evaluated by
 DataFusion itself, so they mean what they mean in a query. Those layers never
@@ -31,7 +32,11 @@ from typing import Any, TypeVar
 import datafusion
 import pyarrow as pa
 
-from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
+from lance_sql.engines.datafusion.sql_dispatch import (
+    DispatchArityError,
+    dispatch_sql,
+    register_named,
+)
 from lance_sql.errors import PlanningError, first_line
 from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
@@ -161,6 +166,29 @@ class DataFusionSqlEngine:
             return base.select(expr.alias(result)).to_arrow_table()
         except Exception as exc:
             raise ExpressionError(expression, first_line(exc)) from exc
+
+    def run_plan(self, plan: bytes, tables: Mapping[str, pa.Table]) -> pa.Table:
+        return _outside(self._run_plan, plan, tables)
+
+    def _run_plan(self, plan: bytes, tables: Mapping[str, pa.Table]) -> pa.Table:
+        from substrait import plan_pb2
+
+        from lance_sql.engines.datafusion.substrait_plan import from_substrait
+
+        ctx = _context()
+        message = plan_pb2.Plan()
+        message.ParseFromString(plan)
+        for ext in message.extensions:  # the typed murmur3 calls the plan makes
+            if ext.HasField("extension_function"):
+                register_named(ctx, ext.extension_function.name.split(":")[0])
+        for name, table in tables.items():
+            _register(ctx, name, table)
+        try:
+            logical = from_substrait(ctx, message)
+            return ctx.create_dataframe_from_logical_plan(logical).to_arrow_table()
+        finally:
+            for name in tables:
+                ctx.deregister_table(name)
 
     def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
         try:

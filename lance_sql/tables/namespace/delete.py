@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
-from lance_sql.tables.namespace.sql_eval import matching_mask
+from lance_sql.tables.namespace.sql_eval import RowCondition, condition_columns, matching_mask
 
 READ_THREADS = 8  # partition tables read at once by a row operation
 _POOL: ThreadPoolExecutor | None = None
@@ -49,7 +49,8 @@ class Matched:
 
 
 def filter_mask(rows: pa.Table, filter: Any) -> pa.Array:
-    """True where ``filter`` (SQL text, or a pyarrow expression) is TRUE on ``rows``."""
+    """True where ``filter`` (SQL text, a :class:`RowCondition` or a pyarrow expression) is
+    TRUE on ``rows``."""
     if filter is None:
         return pa.array([True] * rows.num_rows, pa.bool_())
     if isinstance(filter, pc.Expression):
@@ -75,7 +76,8 @@ def matching_rows(
 ) -> list[Matched]:
     """Per partition table the rows ``filter`` matches (covered tables: read only with
     ``full_covered``, else ``rows`` is empty and ``whole`` True)."""
-    cls = filter_planner().classify(m.ns, filter)
+    planned = filter.predicate if isinstance(filter, RowCondition) else filter
+    cls = filter_planner().classify(m.ns, planned)
     cols = None if columns is None else list(columns)
     out: list[Matched] = []
     for oid in cls.covered:
@@ -116,6 +118,9 @@ def delete_matching(m: Mutation, filter: Any) -> int:
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
     """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
+    known = condition_columns(filter)
+    if known is not None:
+        return list(known) or None
     if not isinstance(filter, str):
         return None
     import re

@@ -29,7 +29,13 @@ from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
 from lance_sql.tables.namespace.schema_rule import extra_fields
-from lance_sql.tables.namespace.sql_eval import SqlExpressionError, project, quote, run_sql
+from lance_sql.tables.namespace.sql_eval import (
+    EnginePlan,
+    SqlExpressionError,
+    project,
+    quote,
+    run_sql,
+)
 
 _ROW = "__lance_sql_row"
 
@@ -75,13 +81,23 @@ def _check_set(ns: Any, set: Mapping[str, str]) -> None:
         raise SchemaMismatchError(f"cannot set unknown column(s) {unknown}")
 
 
-def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
-    """Set columns to SQL expressions in the rows ``where`` matches; returns rows updated."""
+def update(ns: Any, set: Mapping[str, str] | EnginePlan, where: Any = None) -> int:
+    """Set columns to SQL expressions (or to an :class:`EnginePlan`'s values: every column)
+    in the rows ``where`` matches; returns rows updated."""
     ns._check_writable()
-    _check_set(ns, set)
-    if not set:
-        return 0
-    exprs = [(f.name, set.get(f.name, quote(f.name))) for f in ns.schema]
+    if isinstance(set, EnginePlan):
+        plan = set
+
+        def values(old: pa.Table) -> pa.Table:
+            return plan.run(old.select(list(plan.columns)), what=f"UPDATE SET {plan.text}")
+    else:
+        _check_set(ns, set)
+        if not set:
+            return 0
+        exprs = [(f.name, set.get(f.name, quote(f.name))) for f in ns.schema]
+
+        def values(old: pa.Table) -> pa.Table:
+            return project(old, exprs, what=f"update SET {dict(set)!r}")
 
     def build(m: Mutation) -> int:
         total = 0
@@ -90,7 +106,7 @@ def update(ns: Any, set: Mapping[str, str], where: Any = None) -> int:
             if not hit.rows.num_rows:
                 continue
             old = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows).drop_columns([ROWID])
-            new = _cast_to(ns, project(old, exprs, what=f"update SET {dict(set)!r}"))
+            new = _cast_to(ns, values(old))
             if hit.whole:
                 m.drop(entry)
             else:

@@ -1,25 +1,82 @@
-"""Evaluate SQL text (filters, SET expressions, MERGE clauses) over Arrow rows with DataFusion
+"""Evaluate a row operation's filters and new values over Arrow rows with the query engine
 (the SQL engine service, :mod:`udfs.sql_engine`).
 
-Row operations of a namespace (``delete``, ``update``, ``merge``) take SQL
-text over the namespace schema; it is evaluated here by DataFusion itself, so
-a filter means exactly what it means in a ``SELECT`` over the namespace
-(NULL is not TRUE, DataFusion's float and cast rules). ``murmur3`` and
-``murmur3_multi`` calls are dispatched as in queries.
+Row operations of a namespace (``delete``, ``update``, ``merge``,
+``overwrite(where=)``) take either SQL text over the namespace schema (their
+public form) or an :class:`EnginePlan` the engine adapter built from a
+statement it planned (SQL ``DELETE`` / ``UPDATE``): a condition as a
+:class:`RowCondition` (its predicate IR for pruning, the engine's plan for the
+rows), new values as an :class:`EnginePlan`. Either way the engine itself
+evaluates them, so a filter means exactly what it means in a ``SELECT`` over
+the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
+``murmur3`` and ``murmur3_multi`` calls are dispatched as in queries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError, first_line
 from udfs.sql_engine import sql_engine
 
+if TYPE_CHECKING:
+    from lance_sql.spec.predicates import Predicate
+
+#: the table an :class:`EnginePlan` reads, and the row-number column a condition plan keeps
+ROWS = "__lance_rows"
+ROW = "__lance_sql_row"
+
 
 class SqlExpressionError(LanceSqlError):
     """A filter or expression given to a row operation does not plan or run."""
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """A plan of the query engine over one table of rows named :data:`ROWS`.
+
+    ``plan``: the engine's serialised plan (Substrait bytes for DataFusion);
+    ``columns``: the namespace columns the rows must hold, in this order (a
+    condition's plan also reads :data:`ROW`); ``text``: what it computes, for
+    messages and EXPLAIN.
+    """
+
+    plan: bytes
+    columns: tuple[str, ...]
+    text: str
+
+    def run(self, rows: pa.Table, *, what: str) -> pa.Table:
+        """The plan's result over ``rows`` (a :class:`SqlExpressionError` if it fails)."""
+        try:
+            return sql_engine().run_plan(self.plan, {ROWS: rows})
+        except LanceSqlError:
+            raise
+        except Exception as exc:  # DataFusion raises plain exceptions; the cause is last
+            first, cause = first_line(exc), str(exc).strip().splitlines()[-1].strip()
+            reason = first if cause in first else f"{first}: {cause}"
+            raise SqlExpressionError(f"{what} cannot be evaluated: {reason}") from exc
+
+
+@dataclass(frozen=True)
+class RowCondition:
+    """A row operation's condition as the engine planned it, converted once.
+
+    ``predicate`` is the condition in the predicate IR (it prunes partitions and
+    pre-filters Lance scans; what it cannot read is ``Unsupported``); ``rows``
+    keeps the rows (with their :data:`ROW` number) where the condition is TRUE,
+    with the engine's exact semantics.
+    """
+
+    predicate: Predicate
+    rows: EnginePlan
+
+    def __str__(self) -> str:
+        return self.rows.text
 
 
 def quote(name: str) -> str:
@@ -37,27 +94,51 @@ def run_sql(tables: Mapping[str, pa.Table], sql: str, *, what: str) -> pa.Table:
         raise SqlExpressionError(f"{what} cannot be evaluated: {first}") from exc
 
 
-def matching_mask(rows: pa.Table, filter: str) -> pa.Array:
-    """Boolean mask: True where ``filter`` (SQL over ``rows``' columns) is TRUE."""
+def _numbered(rows: pa.Table) -> pa.Table:
+    return rows.append_column(ROW, pa.array(range(rows.num_rows), pa.int64()))
+
+
+def _mask(n: int, kept: pa.ChunkedArray) -> pa.Array:
+    mask = np.zeros(n, dtype=bool)
+    mask[kept.to_numpy()] = True
+    return pa.array(mask)
+
+
+def matching_mask(rows: pa.Table, filter: str | RowCondition) -> pa.Array:
+    """Boolean mask: True where ``filter`` (SQL over ``rows``' columns, or a
+    :class:`RowCondition`) is TRUE."""
     if rows.num_rows == 0:
         return pa.array([], pa.bool_())
-    idx = "__lance_sql_row"
-    t = rows.append_column(idx, pa.array(range(rows.num_rows), pa.int64()))
-    out = run_sql({"t": t}, f"SELECT {quote(idx)} FROM t WHERE {filter}", what=f"filter {filter!r}")
-    import numpy as np
-
-    mask = np.zeros(rows.num_rows, dtype=bool)
-    mask[out.column(0).to_numpy()] = True
-    return pa.array(mask)
+    if isinstance(filter, RowCondition):
+        plan = filter.rows
+        out = plan.run(_numbered(rows.select(list(plan.columns))), what=f"filter {plan.text!r}")
+        return _mask(rows.num_rows, out.column(ROW))
+    t = _numbered(rows)
+    out = run_sql({"t": t}, f"SELECT {quote(ROW)} FROM t WHERE {filter}", what=f"filter {filter!r}")
+    return _mask(rows.num_rows, out.column(0))
 
 
 def project(rows: pa.Table, exprs: Sequence[tuple[str, str]], *, what: str) -> pa.Table:
     """``SELECT expr AS name, ... FROM rows`` keeping row order."""
-    idx = "__lance_sql_row"
-    t = rows.append_column(idx, pa.array(range(rows.num_rows), pa.int64()))
+    t = _numbered(rows)
     select = ", ".join(f"({e}) AS {quote(n)}" for n, e in exprs)
-    out = run_sql({"t": t}, f"SELECT {select} FROM t ORDER BY {quote(idx)}", what=what)
-    return out
+    return run_sql({"t": t}, f"SELECT {select} FROM t ORDER BY {quote(ROW)}", what=what)
 
 
-__all__ = ["SqlExpressionError", "matching_mask", "project", "quote", "run_sql"]
+def condition_columns(filter: Any) -> tuple[str, ...] | None:
+    """The columns a :class:`RowCondition` reads (None for other filters)."""
+    return filter.rows.columns if isinstance(filter, RowCondition) else None
+
+
+__all__ = [
+    "ROW",
+    "ROWS",
+    "EnginePlan",
+    "RowCondition",
+    "SqlExpressionError",
+    "condition_columns",
+    "matching_mask",
+    "project",
+    "quote",
+    "run_sql",
+]
