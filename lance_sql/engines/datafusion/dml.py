@@ -42,9 +42,9 @@ import sqlglot
 from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
+from lance_sql.engines.datafusion.dml_plan import row_condition, update_values
 from lance_sql.engines.datafusion.dml_struct_check import check_insert_structs
 from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
-from lance_sql.engines.datafusion.dml_plan import row_condition, update_values
 from lance_sql.engines.datafusion.errors import typed_errors
 from lance_sql.errors import (
     LanceSqlError,
@@ -286,11 +286,11 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
     source = plan.inputs()[0]
     if op in ("delete", "update"):
         where = row_condition(ctx, source, table, name)
-        condition = None if where is None else str(where)
-        route = f"ns.delete(filter={condition!r})"
+        condition = "TRUE" if where is None else str(where)  # DataFusion's display of it
+        route = f"ns.delete(filter={condition})"
         if op == "update":
             _, changed = update_values(ctx, source, table.schema, name)
-            route = f"ns.update(set={changed!r}, where={condition!r})"
+            route = f"ns.update(set={changed!r}, where={condition})"
     elif op == "overwrite":
         route = "ns.overwrite(<input rows>, partitions='dynamic')"
     elif op == "mergeinto":

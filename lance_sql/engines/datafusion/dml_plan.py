@@ -30,10 +30,12 @@ from typing import Any
 
 import datafusion
 import pyarrow as pa
+from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
+from lance_sql.engines.datafusion.substrait_stand_ins import MARKER, producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError, first_line
 from lance_sql.spec.predicates import Predicate, Unsupported, and_
 from lance_sql.tables.namespace.schema_rule import extra_fields
@@ -42,8 +44,13 @@ from lance_sql.tables.substrait_schema import nested_names, referenced_positions
 
 
 def _substrait(ctx: Any, node: Any, name: str) -> plan_pb2.Plan:
+    """``node`` as Substrait; a table's fixed-size list columns are stand-ins there
+    (:mod:`.substrait_stand_ins`): the plans made here read only the columns they use,
+    checked in :func:`_over_rows`."""
+    plan = plan_pb2.Plan()
     try:
-        plan = sp.to_substrait(ctx, node)
+        with producing():
+            plan.ParseFromString(ss.Producer.to_substrait_plan(node, ctx).encode())
     except Exception as exc:
         raise UnsupportedFeatureError(
             f"the statement on {name!r} cannot be run by the row operations: DataFusion's "
@@ -88,11 +95,18 @@ def _base_fields(read: sp.Rel) -> tuple[list[Any], list[list[str]], list[int]]:
 
 
 def _over_rows(
-    plan: plan_pb2.Plan, top: sp.Rel, read: sp.Rel, keep: list[int], numbered: bool
+    plan: plan_pb2.Plan, top: sp.Rel, read: sp.Rel, keep: list[int], name: str
 ) -> tuple[bytes, tuple[str, ...]]:
     """``top`` (a Filter or a Projection right over ``read``) as a plan reading :data:`ROWS`:
-    the base fields ``keep`` (and :data:`ROW` when ``numbered``); (its bytes, the columns)."""
+    the base fields ``keep`` and :data:`ROW`, which a Projection outputs last; (its
+    bytes, the columns it reads)."""
     types, names, outputs = _base_fields(read)
+    stand_ins = [names[i][0] for i in keep if MARKER in names[i]]
+    if stand_ins:
+        raise UnsupportedFeatureError(
+            f"the statement on {name!r} reads fixed-size list column(s) {stand_ins}, which "
+            "DataFusion 55's Substrait round trip cannot carry; not supported"
+        )
     rows = algebra_pb2.Rel()
     rows.read.named_table.names.append(ROWS)
     schema = rows.read.base_schema
@@ -100,9 +114,8 @@ def _over_rows(
     for i in keep:
         schema.names.extend(names[i])
         schema.struct.types.append(types[i])
-    if numbered:
-        schema.names.append(ROW)
-        schema.struct.types.add().i64.SetInParent()
+    schema.names.append(ROW)
+    schema.struct.types.add().i64.SetInParent()
     for msg in sp.messages(schema.struct):  # the rows decide: DataFusion refuses a NULL
         if msg is not schema.struct and "nullability" in msg.DESCRIPTOR.fields_by_name:
             msg.nullability = type_pb2.Type.NULLABILITY_NULLABLE  # where it was told "never"
@@ -111,47 +124,54 @@ def _over_rows(
     node = getattr(body, sp.kind(body))
     node.input.CopyFrom(rows)
     exprs = [node.condition] if sp.kind(body) == "filter" else list(node.expressions)
-    for expr in exprs:  # the read's output field j is base field outputs[j]
-        for ref in sp.field_references(expr):
-            field = ref.direct_reference.struct_field
-            field.field = keep.index(outputs[field.field])
-    width = len(keep) + numbered
-    if sp.kind(body) == "project" and node.common.HasField("emit"):
-        mapping = [width + i for i in range(len(node.expressions))]
+    try:
+        for expr in exprs:  # the read's output field j is base field outputs[j]
+            for ref in sp.field_references(expr):
+                field = ref.direct_reference.struct_field
+                field.field = keep.index(outputs[field.field])
+    except ValueError as exc:  # a reference positions alone cannot move
+        raise UnsupportedFeatureError(
+            f"the statement on {name!r} is not supported by the row operations: {exc}"
+        ) from exc
+    if sp.kind(body) == "project":
         del node.common.emit.output_mapping[:]
-        node.common.emit.output_mapping.extend(mapping)
-    out = sp.subplan(plan, body)
-    out_names = (
-        list(schema.names) if sp.kind(body) == "filter" else list(plan.relations[0].root.names)
-    )
-    out.relations[0].root.names.extend(out_names)
+        width = len(keep) + 1
+        node.common.emit.output_mapping.extend([width + i for i in range(len(exprs))])
+        node.common.emit.output_mapping.append(len(keep))
+    out = sp.subplan(plan, body)  # no output names: the result is read by position
     return out.SerializeToString(), tuple(names[i][0] for i in keep)
 
 
-def _condition_text(source: Any) -> str:
+def _filter_node(source: Any) -> Any:
+    """The ``Filter`` of a DELETE's or UPDATE's input plan (None: no WHERE)."""
     node = source
-    while type(node.to_variant()).__name__ != "Filter":
+    while node.to_variant().__class__.__name__ != "Filter":
+        if node.to_variant().__class__.__name__ != "Projection" or not node.inputs():
+            return None
         node = node.inputs()[0]
-    return str(node.to_variant().predicate().canonical_name())
+    return node
 
 
 def row_condition(ctx: Any, source: Any, table: Any, name: str) -> RowCondition | None:
     """The condition of a DELETE's or UPDATE's input plan ``source`` (None: every row)."""
-    plan = _substrait(ctx, source, name)
+    found = _filter_node(source)
+    if found is None:
+        return None
+    predicate = found.to_variant().predicate()
+    with producing():  # the table's schema as the producer takes it (vector columns)
+        base = datafusion.SessionContext.table(ctx, name)
+    node = base.filter(datafusion.Expr(predicate)).logical_plan()
+    plan = _substrait(ctx, node, name)
     _, filt, read = _parts(plan, name)
     if filt is None:
-        return None
+        raise UnsupportedFeatureError(f"the statement on {name!r} has an unexpected plan")
     _, _, outputs = _base_fields(read)
     keep = sorted({outputs[i] for i in referenced_positions(filt.filter.condition)})
-    try:
-        body, columns = _over_rows(plan, filt, read, keep, numbered=True)
-    except ValueError as exc:  # a reference positions alone cannot move
-        raise UnsupportedFeatureError(
-            f"the condition of the statement on {name!r} is not supported: {exc}"
-        ) from exc
-    text = _condition_text(source)
+    body, columns = _over_rows(plan, filt, read, keep, name)
+    text = str(predicate.canonical_name())
     unknown = Unsupported(text, columns)
-    return RowCondition(_pruning(ctx, source, table, unknown), EnginePlan(body, columns, text))
+    rows = EnginePlan(body, columns, (*columns, ROW), text)
+    return RowCondition(_pruning(ctx, node, table, unknown), rows)
 
 
 def _pruning(ctx: Any, source: Any, table: Any, unknown: Predicate) -> Predicate:
@@ -160,7 +180,7 @@ def _pruning(ctx: Any, source: Any, table: Any, unknown: Predicate) -> Predicate
     (``unknown`` when the plan has another shape: nothing prunes, nothing is proven)."""
     try:
         df = datafusion.SessionContext.create_dataframe_from_logical_plan(ctx, source)
-        plan = sp.to_substrait(ctx, df.optimized_logical_plan())
+        plan = _substrait(ctx, df.optimized_logical_plan(), "")
     except Exception:
         return unknown
     functions = sp.function_names(plan)
@@ -185,62 +205,63 @@ def _pruning(ctx: Any, source: Any, table: Any, unknown: Predicate) -> Predicate
 def update_values(
     ctx: Any, source: Any, schema: pa.Schema, name: str
 ) -> tuple[EnginePlan | None, list[str]]:
-    """An UPDATE's new rows as a plan over the matched rows (None: no column changes) and the
-    columns it changes."""
-    variant = source.to_variant()
+    """An UPDATE's new values of the columns it changes, as a plan over the matched rows
+    (None: it changes none), and those columns."""
+    projections = source.to_variant().projections()
     changed = [
-        f.name
-        for expr, f in zip(variant.projections(), schema, strict=True)
-        if not _is_column(expr, f.name)
+        f.name for expr, f in zip(projections, schema, strict=True) if not _is_column(expr, f.name)
     ]
     if not changed:
         return None, changed
-    plan = _substrait(ctx, _without_nested_casts(ctx, source, schema, name), name)
+    node = _changed_values(ctx, source, schema, changed, name)
+    plan = _substrait(ctx, node, name)
     project, _, read = _parts(plan, name)
     if project is None:
         raise UnsupportedFeatureError(f"UPDATE of {name!r}: an unexpected plan")
-    types, _, _ = _base_fields(read)
-    body, columns = _over_rows(plan, project, read, list(range(len(types))), numbered=False)
-    return EnginePlan(body, columns, ", ".join(changed)), changed
+    _, _, outputs = _base_fields(read)
+    used = set().union(*(referenced_positions(e) for e in project.project.expressions))
+    keep = sorted({outputs[i] for i in used})
+    body, columns = _over_rows(plan, project, read, keep, name)
+    return EnginePlan(body, columns, (*changed, ROW), ", ".join(changed)), changed
 
 
 def _is_column(expr: Any, column: str) -> bool:
     """``expr`` is the column itself (``t.c AS c``): the UPDATE leaves it as it is."""
-    node = expr.to_variant()
-    if type(node).__name__ == "Alias":
-        node = node.expr().to_variant()
-    return type(node).__name__ == "Column" and str(node.name()) == column
+    if expr.variant_name() == "Alias":
+        expr = expr.to_variant().expr()
+    return expr.variant_name() == "Column" and str(expr.to_variant().name()) == column
 
 
 def _nested(t: pa.DataType) -> bool:
     return pa.types.is_nested(t) or isinstance(t, pa.BaseExtensionType)
 
 
-def _without_nested_casts(ctx: Any, node: Any, schema: pa.Schema, name: str) -> Any:
-    """An UPDATE's input plan without the outer casts of its nested-type SET values.
+def _changed_values(ctx: Any, node: Any, schema: pa.Schema, changed: list[str], name: str) -> Any:
+    """An UPDATE's input plan computing only its changed columns, nested-type values
+    without their outer casts.
 
     DataFusion casts every SET value to its column's type; a Substrait cast to a
     struct type loses the field names (DataFusion 55's consumer names them c0,
-    c1, ...), so the value is computed bare and cast to the column by name
+    c1, ...), so such a value is computed bare and cast to the column by name
     afterwards (``merge._cast_to``). A value carrying struct fields the column
     lacks is refused (the cast would drop them).
     """
-    variant = node.to_variant()
     items, recast = [], []
-    for raw, field in zip(variant.projections(), schema, strict=True):
-        alias = raw.to_variant()
-        if type(alias).__name__ == "Alias" and _nested(field.type):
-            inner = alias.expr().to_variant()
-            if type(inner).__name__ == "Cast":
-                items.append(datafusion.Expr(inner.expr()).alias(alias.alias()))
+    for raw, field in zip(node.to_variant().projections(), schema, strict=True):
+        if field.name not in changed:
+            continue
+        if raw.variant_name() == "Alias" and _nested(field.type):
+            alias = raw.to_variant()
+            if alias.expr().variant_name() == "Cast":
+                inner = alias.expr().to_variant().expr()
+                items.append(datafusion.Expr(inner).alias(alias.alias()))
                 recast.append(field.name)
                 continue
         items.append(datafusion.Expr(raw))
-    if not recast:
-        return node
-    base = datafusion.SessionContext.create_dataframe_from_logical_plan(ctx, node.inputs()[0])
-    bare = base.select(*items)
-    given = bare.schema()
+    with producing():  # the table's schema as the producer takes it (vector columns)
+        base = datafusion.SessionContext.table(ctx, name)
+    values = base.select(*items)
+    given = values.schema()
     for column in recast:  # the cast would drop them, as INSERT's would
         extra = extra_fields(given.field(column).type, schema.field(column).type)
         if extra:
@@ -248,7 +269,7 @@ def _without_nested_casts(ctx: Any, node: Any, schema: pa.Schema, name: str) -> 
                 f"UPDATE of {name!r}: the new value of column {column!r} carries fields "
                 f"{extra} the column lacks; add them first (add_columns) or leave them out"
             )
-    return bare.logical_plan()
+    return values.logical_plan()
 
 
 __all__ = ["row_condition", "update_values"]

@@ -82,14 +82,14 @@ def _check_set(ns: Any, set: Mapping[str, str]) -> None:
 
 
 def update(ns: Any, set: Mapping[str, str] | EnginePlan, where: Any = None) -> int:
-    """Set columns to SQL expressions (or to an :class:`EnginePlan`'s values: every column)
-    in the rows ``where`` matches; returns rows updated."""
+    """Set columns to SQL expressions (or to the values an :class:`EnginePlan` computes) in
+    the rows ``where`` matches; returns rows updated."""
     ns._check_writable()
     if isinstance(set, EnginePlan):
         plan = set
 
         def values(old: pa.Table) -> pa.Table:
-            return plan.run(old.select(list(plan.columns)), what=f"UPDATE SET {plan.text}")
+            return plan.replace(old, what=f"UPDATE SET {plan.text}")
     else:
         _check_set(ns, set)
         if not set:

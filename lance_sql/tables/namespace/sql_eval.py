@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, first_line
 from udfs.sql_engine import sql_engine
@@ -41,25 +42,37 @@ class EnginePlan:
     """A plan of the query engine over one table of rows named :data:`ROWS`.
 
     ``plan``: the engine's serialised plan (Substrait bytes for DataFusion);
-    ``columns``: the namespace columns the rows must hold, in this order (a
-    condition's plan also reads :data:`ROW`); ``text``: what it computes, for
-    messages and EXPLAIN.
+    ``columns``: the namespace columns it reads, in this order, followed by
+    :data:`ROW` (each row's number); ``outputs``: the names of its result's
+    columns, in order (the last is :data:`ROW`); ``text``: what it computes,
+    for messages and EXPLAIN.
     """
 
     plan: bytes
     columns: tuple[str, ...]
+    outputs: tuple[str, ...]
     text: str
 
     def run(self, rows: pa.Table, *, what: str) -> pa.Table:
         """The plan's result over ``rows`` (a :class:`SqlExpressionError` if it fails)."""
+        numbered = _numbered(rows.select(list(self.columns)))
         try:
-            return sql_engine().run_plan(self.plan, {ROWS: rows})
+            out = sql_engine().run_plan(self.plan, {ROWS: numbered})
         except LanceSqlError:
             raise
         except Exception as exc:  # DataFusion raises plain exceptions; the cause is last
             first, cause = first_line(exc), str(exc).strip().splitlines()[-1].strip()
             reason = first if cause in first else f"{first}: {cause}"
             raise SqlExpressionError(f"{what} cannot be evaluated: {reason}") from exc
+        return out.rename_columns(list(self.outputs))
+
+    def replace(self, rows: pa.Table, *, what: str) -> pa.Table:
+        """``rows`` with the columns the plan computes (one value a row) replaced."""
+        out = self.run(rows, what=what)
+        out = out.take(pc.sort_indices(out.column(ROW)))
+        for name in self.outputs[:-1]:
+            rows = rows.set_column(rows.column_names.index(name), name, out.column(name))
+        return rows
 
 
 @dataclass(frozen=True)
@@ -110,8 +123,7 @@ def matching_mask(rows: pa.Table, filter: str | RowCondition) -> pa.Array:
     if rows.num_rows == 0:
         return pa.array([], pa.bool_())
     if isinstance(filter, RowCondition):
-        plan = filter.rows
-        out = plan.run(_numbered(rows.select(list(plan.columns))), what=f"filter {plan.text!r}")
+        out = filter.rows.run(rows, what=f"filter {filter.rows.text!r}")
         return _mask(rows.num_rows, out.column(ROW))
     t = _numbered(rows)
     out = run_sql({"t": t}, f"SELECT {quote(ROW)} FROM t WHERE {filter}", what=f"filter {filter!r}")
