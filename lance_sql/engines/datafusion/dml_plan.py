@@ -30,10 +30,12 @@ from typing import Any
 
 import datafusion
 import pyarrow as pa
+from datafusion import functions
 from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.dml_target import type_names
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
 from lance_sql.engines.datafusion.substrait_stand_ins import MARKER, producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError, first_line
@@ -237,25 +239,34 @@ def _nested(t: pa.DataType) -> bool:
 
 
 def _changed_values(ctx: Any, node: Any, schema: pa.Schema, changed: list[str], name: str) -> Any:
-    """An UPDATE's input plan computing only its changed columns, nested-type values
-    without their outer casts.
+    """An UPDATE's input plan computing only its changed columns, the outer casts of
+    nested and zoned values replaced.
 
-    DataFusion casts every SET value to its column's type; a Substrait cast to a
-    struct type loses the field names (DataFusion 55's consumer names them c0,
-    c1, ...), so such a value is computed bare and cast to the column by name
-    afterwards (``merge._cast_to``). A value carrying struct fields the column
-    lacks is refused (the cast would drop them).
+    DataFusion casts every SET value to its column's type, but a Substrait cast
+    type carries neither struct field names (DataFusion 55's consumer names them
+    c0, c1, ...) nor a time zone. So a nested value is computed bare and cast to
+    the column by name afterwards (``merge._cast_to``; a value carrying struct
+    fields the column lacks is refused: the cast would drop them), and a value
+    for a zoned timestamp column is cast by ``arrow_cast`` to the type DataFusion
+    names (a naive value is local time in the column's zone, as in DataFusion).
     """
     items, recast = [], []
     for raw, field in zip(node.to_variant().projections(), schema, strict=True):
         if field.name not in changed:
             continue
-        if raw.variant_name() == "Alias" and _nested(field.type):
+        zoned = pa.types.is_timestamp(field.type) and field.type.tz is not None
+        if raw.variant_name() == "Alias" and (_nested(field.type) or zoned):
             alias = raw.to_variant()
             if alias.expr().variant_name() == "Cast":
-                inner = alias.expr().to_variant().expr()
-                items.append(datafusion.Expr(inner).alias(alias.alias()))
-                recast.append(field.name)
+                inner = datafusion.Expr(alias.expr().to_variant().expr())
+                if zoned:
+                    named = type_names(pa.schema([field]))[field.name]
+                    inner = functions.arrow_cast(
+                        inner, datafusion.lit(pa.scalar(named, pa.string()))
+                    )
+                else:
+                    recast.append(field.name)
+                items.append(inner.alias(alias.alias()))
                 continue
         items.append(datafusion.Expr(raw))
     with producing():  # the table's schema as the producer takes it (vector columns)
