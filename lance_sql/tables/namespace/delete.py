@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
-from lance_sql.tables.namespace.sql_eval import RowCondition, condition_columns, matching_mask
+from lance_sql.tables.namespace.sql_eval import RowCondition, matching_mask
 
 READ_THREADS = 8  # partition tables read at once by a row operation
 _POOL: ThreadPoolExecutor | None = None
@@ -118,9 +118,8 @@ def delete_matching(m: Mutation, filter: Any) -> int:
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
     """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
-    known = condition_columns(filter)
-    if known is not None:
-        return list(known) or None
+    if isinstance(filter, RowCondition):
+        return list(filter.rows.columns) or None
     if not isinstance(filter, str):
         return None
     import re

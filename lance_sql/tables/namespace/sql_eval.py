@@ -14,7 +14,7 @@ the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,14 +56,7 @@ class EnginePlan:
     def run(self, rows: pa.Table, *, what: str) -> pa.Table:
         """The plan's result over ``rows`` (a :class:`SqlExpressionError` if it fails)."""
         numbered = _numbered(rows.select(list(self.columns)))
-        try:
-            out = sql_engine().run_plan(self.plan, {ROWS: numbered})
-        except LanceSqlError:
-            raise
-        except Exception as exc:  # DataFusion raises plain exceptions; the cause is last
-            first, cause = first_line(exc), str(exc).strip().splitlines()[-1].strip()
-            reason = first if cause in first else f"{first}: {cause}"
-            raise SqlExpressionError(f"{what} cannot be evaluated: {reason}") from exc
+        out = _evaluated(lambda engine: engine.run_plan(self.plan, {ROWS: numbered}), what)
         return out.rename_columns(list(self.outputs))
 
     def replace(self, rows: pa.Table, *, what: str) -> pa.Table:
@@ -98,13 +91,19 @@ def quote(name: str) -> str:
 
 def run_sql(tables: Mapping[str, pa.Table], sql: str, *, what: str) -> pa.Table:
     """Run ``sql`` with ``tables`` registered under their names; the result as one table."""
+    return _evaluated(lambda engine: engine.query(tables, sql), what)
+
+
+def _evaluated(call: Callable[[Any], pa.Table], what: str) -> pa.Table:
+    """``call(engine)``; the engine's error as a :class:`SqlExpressionError` naming ``what``."""
     try:
-        return sql_engine().query(tables, sql)
+        return call(sql_engine())
     except LanceSqlError:
         raise
-    except Exception as exc:  # DataFusion raises plain exceptions
-        first = first_line(exc)
-        raise SqlExpressionError(f"{what} cannot be evaluated: {first}") from exc
+    except Exception as exc:  # DataFusion raises plain exceptions; the cause is last
+        first, cause = first_line(exc), str(exc).strip().splitlines()[-1].strip()
+        reason = first if cause in first else f"{first}: {cause}"
+        raise SqlExpressionError(f"{what} cannot be evaluated: {reason}") from exc
 
 
 def _numbered(rows: pa.Table) -> pa.Table:
@@ -137,18 +136,12 @@ def project(rows: pa.Table, exprs: Sequence[tuple[str, str]], *, what: str) -> p
     return run_sql({"t": t}, f"SELECT {select} FROM t ORDER BY {quote(ROW)}", what=what)
 
 
-def condition_columns(filter: Any) -> tuple[str, ...] | None:
-    """The columns a :class:`RowCondition` reads (None for other filters)."""
-    return filter.rows.columns if isinstance(filter, RowCondition) else None
-
-
 __all__ = [
     "ROW",
     "ROWS",
     "EnginePlan",
     "RowCondition",
     "SqlExpressionError",
-    "condition_columns",
     "matching_mask",
     "project",
     "quote",
