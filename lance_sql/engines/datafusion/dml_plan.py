@@ -65,19 +65,15 @@ def _substrait(ctx: Any, node: Any, name: str) -> plan_pb2.Plan:
     return plan
 
 
-def _parts(plan: plan_pb2.Plan, name: str) -> tuple[sp.Rel | None, sp.Rel | None, sp.Rel]:
-    """(the Projection, the Filter, the read) of a DELETE's or UPDATE's input plan."""
-    rel = sp.root_rel(plan)
-    project = filt = None
-    if sp.kind(rel) == "project":
-        project, rel = rel, rel.project.input
-    if sp.kind(rel) == "filter":
-        filt, rel = rel, rel.filter.input
-    if sp.kind(rel) != "read" or not rel.read.HasField("named_table"):
+def _over_read(plan: plan_pb2.Plan, kind: str, name: str) -> tuple[sp.Rel, sp.Rel]:
+    """The plan's root (a ``kind`` relation: filter or project) and the read right under it."""
+    top = sp.root_rel(plan)
+    read = getattr(top, kind).input if sp.kind(top) == kind else None
+    if read is None or sp.kind(read) != "read" or not read.read.HasField("named_table"):
         raise UnsupportedFeatureError(  # a join or a second table
             f"the statement on {name!r} reads more than its table; not supported"
         )
-    return project, filt, rel
+    return top, read
 
 
 def _base_fields(read: sp.Rel) -> tuple[list[Any], list[list[str]], list[int]]:
@@ -96,13 +92,14 @@ def _base_fields(read: sp.Rel) -> tuple[list[Any], list[list[str]], list[int]]:
     return types, names, outputs
 
 
-def _over_rows(
-    plan: plan_pb2.Plan, top: sp.Rel, read: sp.Rel, keep: list[int], name: str
-) -> tuple[bytes, tuple[str, ...]]:
-    """``top`` (a Filter or a Projection right over ``read``) as a plan reading :data:`ROWS`:
-    the base fields ``keep`` and :data:`ROW`, which a Projection outputs last; (its
-    bytes, the columns it reads)."""
+def _over_rows(plan: plan_pb2.Plan, kind: str, name: str) -> tuple[bytes, tuple[str, ...]]:
+    """The plan (a ``kind`` relation, filter or project, over a read) reading :data:`ROWS`
+    instead: only the columns its expressions use, and :data:`ROW`, which a projection
+    outputs last; (its bytes, the columns it reads)."""
+    top, read = _over_read(plan, kind, name)
     types, names, outputs = _base_fields(read)
+    used = [top.filter.condition] if kind == "filter" else list(top.project.expressions)
+    keep = sorted({outputs[i] for e in used for i in referenced_positions(e) if i < len(outputs)})
     stand_ins = [names[i][0] for i in keep if MARKER in names[i]]
     if stand_ins:
         raise UnsupportedFeatureError(
@@ -163,13 +160,7 @@ def row_condition(ctx: Any, source: Any, table: Any, name: str) -> RowCondition 
     with producing():  # the table's schema as the producer takes it (vector columns)
         base = datafusion.SessionContext.table(ctx, name)
     node = base.filter(datafusion.Expr(predicate)).logical_plan()
-    plan = _substrait(ctx, node, name)
-    _, filt, read = _parts(plan, name)
-    if filt is None:
-        raise UnsupportedFeatureError(f"the statement on {name!r} has an unexpected plan")
-    _, _, outputs = _base_fields(read)
-    keep = sorted({outputs[i] for i in referenced_positions(filt.filter.condition)})
-    body, columns = _over_rows(plan, filt, read, keep, name)
+    body, columns = _over_rows(_substrait(ctx, node, name), "filter", name)
     text = str(predicate.canonical_name())
     unknown = Unsupported(text, columns)
     rows = EnginePlan(body, columns, (*columns, ROW), text)
@@ -216,14 +207,7 @@ def update_values(
     if not changed:
         return None, changed
     node = _changed_values(ctx, source, schema, changed, name)
-    plan = _substrait(ctx, node, name)
-    project, _, read = _parts(plan, name)
-    if project is None:
-        raise UnsupportedFeatureError(f"UPDATE of {name!r}: an unexpected plan")
-    _, _, outputs = _base_fields(read)
-    used = set().union(*(referenced_positions(e) for e in project.project.expressions))
-    keep = sorted({outputs[i] for i in used})
-    body, columns = _over_rows(plan, project, read, keep, name)
+    body, columns = _over_rows(_substrait(ctx, node, name), "project", name)
     return EnginePlan(body, columns, (*changed, ROW), ", ".join(changed)), changed
 
 
