@@ -23,9 +23,9 @@ class SqlEngine(Protocol):
         errors propagate as raised (callers name the object at fault)."""
         ...
 
-    def run_plan(self, plan: bytes, tables: Mapping[str, Any]) -> Any:
-        """Run a plan the engine serialised itself (``plan``: Substrait bytes for DataFusion)
-        with the Arrow ``tables`` registered under the names it reads; one ``pyarrow.Table``."""
+    def run_plan(self, plan: Any, rows: Any) -> Any:
+        """Run a plan the engine made itself of a statement it planned (for DataFusion, its
+        expressions) over the Arrow table ``rows``; one ``pyarrow.Table``."""
         ...
 
     def partition_expression(self, expression: str, table: Any, result: str) -> Any:

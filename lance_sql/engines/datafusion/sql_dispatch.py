@@ -165,19 +165,7 @@ def register_typed(ctx: Any, function: str, types: list[pa.DataType]) -> str:
             raise UnsupportedTypeError(function, t)
     name = typed_name(function, types)
     _ensure(ctx, _state(ctx), name, lambda: _make_udf(function, types, name))
-    _TYPED[name] = (function, list(types))
     return name
-
-
-#: every typed implementation registered in any context: name -> (function, types)
-_TYPED: dict[str, tuple[str, list[pa.DataType]]] = {}
-
-
-def register_named(ctx: Any, name: str) -> None:
-    """Register in ``ctx`` the typed implementation another context named ``name`` (a plan
-    made there, e.g. a Substrait plan, calls it), if there is one."""
-    if name in _TYPED:
-        register_typed(ctx, *_TYPED[name])
 
 
 # --- readable output column names ---------------------------------------------------

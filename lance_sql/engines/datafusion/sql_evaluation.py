@@ -1,7 +1,7 @@
 """DataFusion as the SQL engine service of the lower layers (:mod:`udfs.sql_engine`).
 
 Partition expressions (``udfs.evaluate_expression``), row-operation filters and
-SET values (``tables/namespace/sql_eval.py``: SQL text, or Substrait plans of the
+SET values (``tables/namespace/sql_eval.py``: SQL text, or the expressions of the
 statements DataFusion planned, :meth:`DataFusionSqlEngine.run_plan`), scan residuals
 (``planning/scan_filter.py``), ``date_trunc`` terms (``planning/evaluate.py``) and
 the coercion of comparison literals (``spec/literals.py``) are evaluated by
@@ -32,11 +32,7 @@ from typing import Any, TypeVar
 import datafusion
 import pyarrow as pa
 
-from lance_sql.engines.datafusion.sql_dispatch import (
-    DispatchArityError,
-    dispatch_sql,
-    register_named,
-)
+from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
 from lance_sql.errors import PlanningError, first_line
 from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
@@ -167,28 +163,20 @@ class DataFusionSqlEngine:
         except Exception as exc:
             raise ExpressionError(expression, first_line(exc)) from exc
 
-    def run_plan(self, plan: bytes, tables: Mapping[str, pa.Table]) -> pa.Table:
-        return _outside(self._run_plan, plan, tables)
+    def run_plan(self, plan: Any, rows: pa.Table) -> pa.Table:
+        """Run a :class:`.dml_plan.RowsPlan` (DataFusion expressions) over ``rows``."""
+        return _outside(self._run_plan, plan, rows)
 
-    def _run_plan(self, plan: bytes, tables: Mapping[str, pa.Table]) -> pa.Table:
-        from substrait import plan_pb2
-
-        from lance_sql.engines.datafusion.substrait_plan import from_substrait
-
+    def _run_plan(self, plan: Any, rows: pa.Table) -> pa.Table:
         ctx = _context()
-        message = plan_pb2.Plan()
-        message.ParseFromString(plan)
-        for ext in message.extensions:  # the typed murmur3 calls the plan makes
-            if ext.HasField("extension_function"):
-                register_named(ctx, ext.extension_function.name.split(":")[0])
-        for name, table in tables.items():
-            _register(ctx, name, table)
+        _register(ctx, plan.table, rows)
         try:
-            logical = from_substrait(ctx, message)
-            return ctx.create_dataframe_from_logical_plan(logical).to_arrow_table()
+            df = ctx.table(plan.table)
+            if plan.where is not None:
+                df = df.filter(plan.where)
+            return df.select(*plan.select).to_arrow_table()
         finally:
-            for name in tables:
-                ctx.deregister_table(name)
+            ctx.deregister_table(plan.table)
 
     def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
         try:

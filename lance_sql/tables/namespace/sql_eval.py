@@ -28,8 +28,7 @@ from udfs.sql_engine import sql_engine
 if TYPE_CHECKING:
     from lance_sql.spec.predicates import Predicate
 
-#: the table an :class:`EnginePlan` reads, and the row-number column a condition plan keeps
-ROWS = "__lance_rows"
+#: the number of each row given to an :class:`EnginePlan`, which it keeps in its result
 ROW = "__lance_sql_row"
 
 
@@ -39,16 +38,15 @@ class SqlExpressionError(LanceSqlError):
 
 @dataclass(frozen=True)
 class EnginePlan:
-    """A plan of the query engine over one table of rows named :data:`ROWS`.
+    """A plan the query engine made of a statement it planned, over one table of rows.
 
-    ``plan``: the engine's serialised plan (Substrait bytes for DataFusion);
-    ``columns``: the namespace columns it reads, in this order, followed by
-    :data:`ROW` (each row's number); ``outputs``: the names of its result's
-    columns, in order (the last is :data:`ROW`); ``text``: what it computes,
-    for messages and EXPLAIN.
+    ``plan``: the engine's own (for DataFusion, its expressions); ``columns``:
+    the namespace columns it reads, given to it with :data:`ROW` (each row's
+    number); ``outputs``: the names of its result's columns, in order (the last
+    is :data:`ROW`); ``text``: what it computes, for messages and EXPLAIN.
     """
 
-    plan: bytes
+    plan: Any
     columns: tuple[str, ...]
     outputs: tuple[str, ...]
     text: str
@@ -56,7 +54,7 @@ class EnginePlan:
     def run(self, rows: pa.Table, *, what: str) -> pa.Table:
         """The plan's result over ``rows`` (a :class:`SqlExpressionError` if it fails)."""
         numbered = _numbered(rows.select(list(self.columns)))
-        out = _evaluated(lambda engine: engine.run_plan(self.plan, {ROWS: numbered}), what)
+        out = _evaluated(lambda engine: engine.run_plan(self.plan, numbered), what)
         return out.rename_columns(list(self.outputs))
 
     def replace(self, rows: pa.Table, *, what: str) -> pa.Table:
@@ -138,7 +136,6 @@ def project(rows: pa.Table, exprs: Sequence[tuple[str, str]], *, what: str) -> p
 
 __all__ = [
     "ROW",
-    "ROWS",
     "EnginePlan",
     "RowCondition",
     "SqlExpressionError",
