@@ -192,34 +192,25 @@ def test_condition_travels_as_ir_and_an_engine_plan(tmp_path: Path) -> None:
     assert any(isinstance(c, Unsupported) for c in pred.children)  # the zoned conjunct
 
 
-@pytest.mark.parametrize(
-    "where", ["f > 1", "f = 'NaN'", "f >= 'NaN'", "f = 0.0", "f IN (0.0, 1.0, NULL)", "f IS NULL"]
-)
-def test_delete_on_a_float_partition_column_equals_plain_datafusion(
-    tmp_path: Path, where: str
-) -> None:
-    """Partitions by the float column itself: the condition's IR decides which
-    partitions are dropped unread (NaN sorts above every number in DataFusion)."""
-    root = str(tmp_path / "ns")
-    spec = [{"field_id": "f", "source": "f", "transform": {"type": "identity"}}]
-    PartitionedNamespace.create(root, SCHEMA, spec).append(ROWS)
-    ctx = lance_sql.SessionContext()
-    ctx.register_namespace("t", root)
-    keep = _plain(f"SELECT * FROM t WHERE NOT ({where}) OR ({where}) IS NULL").to_pylist()
-    ctx.sql(f"DELETE FROM t WHERE {where}").collect()
-    assert _norm(_all(ctx)) == _norm(keep)
+#: partitions by the float column itself (NaN sorts above every number in DataFusion)
+#: and by a field inside a struct column
+BY_F = [{"field_id": "f", "source": "f", "transform": {"type": "identity"}}]
+BY_ST_A = [{"field_id": "a", "source": "st.a", "transform": {"type": "identity"}}]
+PARTITIONED = [
+    *((BY_F, w) for w in ["f > 1", "f = 'NaN'", "f >= 'NaN'", "f = 0.0", "f IS NULL"]),
+    (BY_F, "f IN (0.0, 1.0, NULL)"),
+    *((BY_ST_A, w) for w in ["st['a'] = 2", "st['a'] > 1 AND st['b'] = 'x'", "st IS NULL"]),
+    (BY_ST_A, "st['a'] IS NULL"),
+]
 
 
-@pytest.mark.parametrize(
-    "where", ["st['a'] = 2", "st['a'] > 1 AND st['b'] = 'x'", "st['a'] IS NULL", "st IS NULL"]
-)
-def test_delete_on_a_struct_field_partition_equals_plain_datafusion(
-    tmp_path: Path, where: str
+@pytest.mark.parametrize(("spec", "where"), PARTITIONED)
+def test_delete_on_partition_columns_equals_plain_datafusion(
+    tmp_path: Path, spec: list[dict[str, Any]], where: str
 ) -> None:
-    """Partitions by a field inside a struct column: struct-field conditions prune and
-    prove partitions through the IR, and the rows are DataFusion's."""
+    """The condition's IR decides which partitions are dropped unread and which are read;
+    the rows are DataFusion's."""
     root = str(tmp_path / "ns")
-    spec = [{"field_id": "a", "source": "st.a", "transform": {"type": "identity"}}]
     PartitionedNamespace.create(root, SCHEMA, spec).append(ROWS)
     ctx = lance_sql.SessionContext()
     ctx.register_namespace("t", root)
