@@ -1,8 +1,8 @@
 """The pylance scanner with a filter pushed into Lance, serialized once per filter.
 
 :func:`lance_scanner` builds pylance's scanner from its ``ScannerBuilder`` with
-the filter already serialized to Substrait (:func:`~.scan.substrait_filter`:
-what pylance's ``scanner(filter=...)`` does, with more column types stubbed) and
+the filter already serialized to Substrait (what pylance's ``scanner(filter=...)``
+does, with more column types stubbed: :func:`~.scan.stubbed_schema`) and
 Lance's float comparisons made DataFusion's (:mod:`.float_filters`).
 """
 
@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyarrow.substrait import serialize_expressions
 
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-from lance_sql.tables.scan import substrait_filter
+from lance_sql.tables.scan import stubbed_schema
 
 if TYPE_CHECKING:
     import lance
@@ -25,18 +26,26 @@ FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
 
 
 class _PreparedFilters:
-    """Serialized filters by (filter object, dataset schema): one scan node, many scans.
+    """Serialized filters by (filter object, dataset schema): one scan node, many scans;
+    and by (filter shape, dataset schema) for a filter object seen for the first time.
 
     Every unit of a scan node gets the same filter object, and partition
     tables mostly share one schema, so a namespace scan of N tables
     serializes its filter (and applies the float rewrite) once, not N times:
     both cost more than 0.1 ms of Python per scan. Keys hold the filter object
-    itself, so an ``id`` is never reused while its entry lives.
+    itself, so an ``id`` is never reused while its entry lives. A new filter
+    object of a known shape (a service's point lookup with a new key: the same
+    calls, columns and literal types, another literal) skips the float rewrite
+    check, whose answer depends on the shape only (:func:`_shape`), and reuses
+    the schema with stubbed columns: it is only serialized.
     """
 
     def __init__(self, capacity: int = 256) -> None:
         self._capacity = capacity
         self._items: dict[int, list[tuple[pc.Expression, pa.Schema, bytes]]] = {}
+        #: (shape, schema) -> the filter needs no float rewrite; schema -> stubbed schema
+        self._plain: dict[tuple[bytes, pa.Schema], bool] = {}
+        self._stubbed: dict[pa.Schema, pa.Schema] = {}
         self._lock = threading.Lock()
 
     def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
@@ -44,12 +53,42 @@ class _PreparedFilters:
             for f, sch, payload in self._items.get(id(filter), ()):
                 if f is filter and sch.equals(schema):
                     return payload
-        payload = substrait_filter(_float_semantics(filter, schema), schema)
+        shape = _shape(filter)
+        key = None if shape is None else (shape, schema)
+        pushed = filter
+        if key is None or not self._plain.get(key):
+            pushed = _float_semantics(filter, schema)
+            if key is not None:
+                self._plain[key] = pushed is filter
+        # against the schema with awkward columns stubbed, built once per schema
+        payload = bytes(serialize_expressions([pushed], ["my_filter"], self._stub(schema)))
         with self._lock:
             if len(self._items) >= self._capacity:
                 self._items.clear()
+            if len(self._plain) >= self._capacity:
+                self._plain.clear()
             self._items.setdefault(id(filter), []).append((filter, schema, payload))
         return payload
+
+    def _stub(self, schema: pa.Schema) -> pa.Schema:
+        stubbed = self._stubbed.get(schema)
+        if stubbed is None:
+            stubbed = stubbed_schema(schema)
+            with self._lock:
+                if len(self._stubbed) >= self._capacity:
+                    self._stubbed.clear()
+                self._stubbed[schema] = stubbed
+        return stubbed
+
+
+def _shape(filter: pc.Expression) -> bytes | None:
+    """``filter`` without its literal values: the schema of its serialized form (calls,
+    column names and literal slots in prefix order, each literal's type), or None when
+    that form cannot be read (see :mod:`.float_filters`)."""
+    try:
+        return pa.ipc.open_file(filter.__reduce__()[1][0]).schema.serialize().to_pybytes()
+    except Exception:  # private serialization changed: no shape, the full path
+        return None
 
 
 def _float_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
@@ -83,7 +122,7 @@ def lance_scanner(
     ``late_materialization``: pylance's option (None: Lance's default; see
     :mod:`lance_sql.tables.materialization` for how scans choose it).
 
-    The filter is serialized here (see :func:`_substrait_filter`: what
+    The filter is serialized here (what
     pylance's own ``scanner(filter=...)`` does, with more column types stubbed
     so that an unrelated awkward column cannot make Lance refuse every
     filter), once per filter object and schema (:class:`_PreparedFilters`),
