@@ -8,13 +8,13 @@ Lance's float comparisons made DataFusion's (:mod:`.float_filters`).
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow.substrait import serialize_expressions
 
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.scan import stubbed_schema
 
@@ -41,44 +41,25 @@ class _PreparedFilters:
     """
 
     def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._items: dict[int, list[tuple[pc.Expression, pa.Schema, bytes]]] = {}
-        #: (shape, schema) -> the filter needs no float rewrite; schema -> stubbed schema
-        self._plain: dict[tuple[bytes, pa.Schema], bool] = {}
-        self._stubbed: dict[pa.Schema, pa.Schema] = {}
-        self._lock = threading.Lock()
+        #: (id(filter), schema) -> (filter, payload): the filter held, so its id is not reused
+        self._payloads: OpenCache[tuple[pc.Expression, bytes]] = OpenCache(capacity)
+        #: (shape, schema) -> whether the filter needs no float rewrite; schema -> stubbed
+        self._plain: OpenCache[bool] = OpenCache(capacity)
+        self._stubbed: OpenCache[pa.Schema] = OpenCache(capacity)
 
     def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
-        with self._lock:
-            for f, sch, payload in self._items.get(id(filter), ()):
-                if f is filter and sch.equals(schema):
-                    return payload
+        key = (id(filter), schema)
+        hit = self._payloads.get(key)
+        if hit is not None and hit[0] is filter:
+            return hit[1]
         shape = _shape(filter)
-        key = None if shape is None else (shape, schema)
-        pushed = filter
-        if key is None or not self._plain.get(key):
-            pushed = _float_semantics(filter, schema)
-            if key is not None:
-                self._plain[key] = pushed is filter
-        # against the schema with awkward columns stubbed, built once per schema
-        payload = bytes(serialize_expressions([pushed], ["my_filter"], self._stub(schema)))
-        with self._lock:
-            if len(self._items) >= self._capacity:
-                self._items.clear()
-            if len(self._plain) >= self._capacity:
-                self._plain.clear()
-            self._items.setdefault(id(filter), []).append((filter, schema, payload))
-        return payload
-
-    def _stub(self, schema: pa.Schema) -> pa.Schema:
-        stubbed = self._stubbed.get(schema)
-        if stubbed is None:
-            stubbed = stubbed_schema(schema)
-            with self._lock:
-                if len(self._stubbed) >= self._capacity:
-                    self._stubbed.clear()
-                self._stubbed[schema] = stubbed
-        return stubbed
+        plain = None if shape is None else self._plain.get((shape, schema))
+        pushed = filter if plain else _float_semantics(filter, schema)
+        if shape is not None and plain is None:
+            self._plain.put((shape, schema), pushed is filter)
+        stubbed = self._stubbed.get_or_open(schema, lambda: stubbed_schema(schema))
+        payload = bytes(serialize_expressions([pushed], ["my_filter"], stubbed))
+        return self._payloads.put(key, (filter, payload))[1]
 
 
 def _shape(filter: pc.Expression) -> bytes | None:

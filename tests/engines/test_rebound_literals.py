@@ -202,5 +202,5 @@ def test_a_filter_of_a_known_shape_is_pushed_exactly_as_a_new_one() -> None:
             assert outcome(prepared.payload, f, schema) == want
             assert outcome(prepared.payload, f, schema) == want  # the same object again
     # one decision per shape and schema, both answers present
-    assert set(prepared._plain.values()) == {True, False}
+    assert set(prepared._plain._items.values()) == {True, False}
     assert len(prepared._plain) == len(shapes) - 1  # a NULL int64 literal: the first shape

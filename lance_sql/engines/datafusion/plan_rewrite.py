@@ -38,6 +38,10 @@ from lance_sql.engines.datafusion.partition_agg import (
     partition_wise_aggregates,
 )
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
+from lance_sql.engines.datafusion.shared_aggregates import (
+    repeated_aggregate,
+    share_repeated_aggregates,
+)
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
     output_width,
@@ -92,12 +96,11 @@ def rewrite(
     text = logical.display_indent()
     all_scans = _scans(logical)
     scans = [s for s in all_scans if s in namespaces]
-    want_stats = (  # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
-        getattr(ctx, "join_stats_enabled", True)
-        and " Join:" in text
-        and any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
-    )
-    if not scans and not want_stats:
+    lance = any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
+    # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
+    want_stats = getattr(ctx, "join_stats_enabled", True) and " Join:" in text and lance
+    want_shared = lance and repeated_aggregate(text)  # a view read twice (TPC-H q15)
+    if not scans and not want_stats and not want_shared:
         if shape is not None:
             _SKIPS.remember(ctx, shape)
         return Rewrite(df)
@@ -109,7 +112,7 @@ def rewrite(
     out = Rewrite(df)
     if joins and not ctx.spj_enabled:
         out.reasons.append("turned off (SET lance.spj = true turns it on)")
-    if not (want_spj or want_prune or want_stats or want_outer):
+    if not (want_spj or want_prune or want_stats or want_outer or want_shared):
         if shape is not None and not out.reasons:
             _SKIPS.remember(ctx, shape)
         return out
@@ -122,7 +125,7 @@ def rewrite(
             out.prune_reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
         return out
     try:
-        wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer)
+        wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer, want_shared)
         return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({first_line(exc)[:200]})")
@@ -224,12 +227,13 @@ def _rewrite_plan(
     logical: Any,
     out: Rewrite,
     namespaces: dict[str, Any],
-    wants: tuple[bool, bool, bool, bool, bool],
+    wants: tuple[bool, bool, bool, bool, bool, bool],
     aggregates: bool,
     skip: dict[frozenset[str], str],
 ) -> Rewrite:
     """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
-    want_spj, want_prune, want_stats, null_aware, want_outer = wants
+    want_spj, want_prune, want_stats, null_aware, want_outer, want_shared = wants
+    shared: list[str] = []
     with query_scope(ctx):
         changed = False
         if want_prune:
@@ -239,6 +243,11 @@ def _rewrite_plan(
         why = expand_not_in(ctx, plan, logical) if null_aware else None
         if why is not None:
             return _unchanged(out, why, spj=want_spj)
+        if want_shared:  # before the passes that annotate one copy (join statistics)
+            tables = {**namespaces, **out.pruned}
+            is_lance = lambda n: n in tables or _is_lance_table(ctx, n)  # noqa: E731
+            shared = share_repeated_aggregates(ctx, plan, is_lance)
+            changed = changed or bool(shared)
         if want_spj:
             tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
@@ -293,6 +302,9 @@ def _rewrite_plan(
             new.optimized_logical_plan()
         except Exception as exc:
             return _unchanged(out, f"the rewritten plan was refused ({first_line(exc)[:200]})")
+        finally:  # the consumed plan holds the shared results it reads
+            for name in shared:
+                ctx.deregister_table(name)
     if not same:
         if aggregates and want_spj and len(out.used) > len(spj.used):
             return rewrite(ctx, df, aggregates=False, skip=skip)
