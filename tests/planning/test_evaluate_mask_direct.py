@@ -9,6 +9,7 @@ every comparison, NULLs, NaN, -0.0, mixed literal types and Kleene AND/OR/NOT.
 from __future__ import annotations
 
 import datetime as dt
+import operator
 import random
 
 import numpy as np
@@ -100,14 +101,9 @@ def direct_mask(t: pa.Table, pred: Predicate) -> list[bool] | type:
         return type(exc)
 
 
-_PY_OPS = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
+_PY_OPS = dict(
+    zip(OPS, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+)
 
 
 def brute(row: dict[str, object], pred: Predicate) -> bool | None:
