@@ -102,7 +102,11 @@ def direct_mask(t: pa.Table, pred: Predicate) -> list[bool] | type:
 
 
 _PY_OPS = dict(
-    zip(OPS, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+    zip(
+        OPS,
+        (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge),
+        strict=True,
+    )
 )
 
 
