@@ -124,11 +124,17 @@ def rewrite(
         if want_prune:
             out.prune_reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
         return out
+    shared: list[str] = []
     try:
         wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer, want_shared)
-        return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
+        return _rewrite_plan(
+            ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {}, shared
+        )
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({first_line(exc)[:200]})")
+    finally:  # a consumed plan holds the shared results it reads
+        for name in shared:
+            ctx.deregister_table(name)
 
 
 #: what may hide a join or a subquery from the plan as built (they appear when optimized)
@@ -230,10 +236,11 @@ def _rewrite_plan(
     wants: tuple[bool, bool, bool, bool, bool, bool],
     aggregates: bool,
     skip: dict[frozenset[str], str],
+    shared: list[str],
 ) -> Rewrite:
-    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
+    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`);
+    ``shared`` gets the memory tables of repeated aggregates it registers."""
     want_spj, want_prune, want_stats, null_aware, want_outer, want_shared = wants
-    shared: list[str] = []
     with query_scope(ctx):
         changed = False
         if want_prune:
@@ -246,8 +253,7 @@ def _rewrite_plan(
         if want_shared:  # before the passes that annotate one copy (join statistics)
             tables = {**namespaces, **out.pruned}
             is_lance = lambda n: n in tables or _is_lance_table(ctx, n)  # noqa: E731
-            shared = share_repeated_aggregates(ctx, plan, is_lance)
-            changed = changed or bool(shared)
+            changed = bool(share_repeated_aggregates(ctx, plan, is_lance, shared)) or changed
         if want_spj:
             tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
@@ -302,9 +308,6 @@ def _rewrite_plan(
             new.optimized_logical_plan()
         except Exception as exc:
             return _unchanged(out, f"the rewritten plan was refused ({first_line(exc)[:200]})")
-        finally:  # the consumed plan holds the shared results it reads
-            for name in shared:
-                ctx.deregister_table(name)
     if not same:
         if aggregates and want_spj and len(out.used) > len(spj.used):
             return rewrite(ctx, df, aggregates=False, skip=skip)

@@ -34,12 +34,15 @@ def repeated_aggregate(plan_text: str) -> bool:
     return len(lines) != len(set(lines))
 
 
-def share_repeated_aggregates(ctx: Any, plan: Any, is_lance: Callable[[str], bool]) -> list[str]:
+def share_repeated_aggregates(
+    ctx: Any, plan: Any, is_lance: Callable[[str], bool], registered: list[str]
+) -> list[str]:
     """Run each repeated aggregate of ``plan`` once and point its occurrences at the result
-    (in place). Returns the names of the memory tables registered in ``ctx``: deregister
-    them once the plan is consumed (a consumed plan holds its tables)."""
+    (in place). Appends the names of the memory tables it registers in ``ctx`` to
+    ``registered`` (also when it raises) and returns it: deregister them once the plan
+    is consumed (a consumed plan holds its tables)."""
     functions = sp.function_names(plan)
-    names: list[str] = []
+    names = registered
     refused: set[bytes] = set()
     while True:  # the largest first; then what is left (an inner one was replaced with it)
         groups: dict[bytes, list[Any]] = {}
@@ -50,14 +53,16 @@ def share_repeated_aggregates(ctx: Any, plan: Any, is_lance: Callable[[str], boo
         if not repeated:
             return names
         key, group = max(repeated, key=lambda kg: len(kg[0]))
-        name = _materialize(ctx, plan, group[0], functions, is_lance)
+        try:
+            name = _materialize(ctx, plan, group[0], functions, is_lance)
+        except Exception:  # cannot run alone (e.g. it reads an outer query's columns)
+            name = None
         if name is None:
             refused.add(key)
             continue
         names.append(name)
-        read = sp.root_rel(
-            sp.to_substrait(ctx, datafusion.SessionContext.table(ctx, name).logical_plan())
-        )
+        table = datafusion.SessionContext.table(ctx, name)
+        read = sp.root_rel(sp.to_substrait(ctx, table.logical_plan()))
         for rel in group:
             rel.CopyFrom(read)
 
