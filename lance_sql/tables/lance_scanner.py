@@ -45,21 +45,32 @@ class _PreparedFilters:
         self._payloads: OpenCache[tuple[pc.Expression, bytes]] = OpenCache(capacity)
         #: (shape, schema) -> whether the filter needs no float rewrite; schema -> stubbed
         self._plain: OpenCache[bool] = OpenCache(capacity)
-        self._stubbed: OpenCache[pa.Schema] = OpenCache(capacity)
+        self._stubbed: OpenCache[pa.Schema] = OpenCache(capacity)  # by _schema_key
 
     def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
-        key = (id(filter), schema)
+        at = _schema_key(schema)
+        key = (id(filter), at)
         hit = self._payloads.get(key)
         if hit is not None and hit[0] is filter:
             return hit[1]
         shape = _shape(filter)
-        plain = None if shape is None else self._plain.get((shape, schema))
+        plain = None if shape is None else self._plain.get((shape, at))
         pushed = filter if plain else _float_semantics(filter, schema)
         if shape is not None and plain is None:
-            self._plain.put((shape, schema), pushed is filter)
-        stubbed = self._stubbed.get_or_open(schema, lambda: stubbed_schema(schema))
+            self._plain.put((shape, at), pushed is filter)
+        stubbed = self._stubbed.get_or_open(at, lambda: stubbed_schema(schema))
         payload = bytes(serialize_expressions([pushed], ["my_filter"], stubbed))
         return self._payloads.put(key, (filter, payload))[1]
+
+
+def _schema_key(schema: pa.Schema) -> pa.Schema | bytes:
+    """``schema`` as a dict key: itself, or its IPC bytes when a field's type cannot be
+    hashed (pylance's blob extension type)."""
+    try:
+        hash(schema)
+        return schema
+    except TypeError:
+        return schema.serialize().to_pybytes()
 
 
 def _shape(filter: pc.Expression) -> bytes | None:

@@ -204,3 +204,15 @@ def test_a_filter_of_a_known_shape_is_pushed_exactly_as_a_new_one() -> None:
     # one decision per shape and schema, both answers present
     assert set(prepared._plain._items.values()) == {True, False}
     assert len(prepared._plain) == len(shapes) - 1  # a NULL int64 literal: the first shape
+
+
+def test_a_schema_with_an_unhashable_type_is_prepared_too() -> None:
+    """pylance's blob extension type cannot be hashed: such a schema is keyed by its bytes
+    (the differential pruning run found the scan failing over a blob column)."""
+    schema = pa.schema([("id", pa.int64()), lance.blob_field("payload")])
+    with pytest.raises(TypeError):
+        hash(schema)
+    prepared = _PreparedFilters()
+    for v in (1, 2, 1):
+        f = pc.field("id") == pc.scalar(v)
+        assert prepared.payload(f, schema) == _fresh_payload(f, schema)
