@@ -1,21 +1,22 @@
 """The pylance scanner with a filter pushed into Lance, serialized once per filter.
 
 :func:`lance_scanner` builds pylance's scanner from its ``ScannerBuilder`` with
-the filter already serialized to Substrait (:func:`~.scan.substrait_filter`:
-what pylance's ``scanner(filter=...)`` does, with more column types stubbed) and
+the filter already serialized to Substrait (what pylance's ``scanner(filter=...)``
+does, with more column types stubbed: :func:`~.scan.stubbed_schema`) and
 Lance's float comparisons made DataFusion's (:mod:`.float_filters`).
 """
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyarrow.substrait import serialize_expressions
 
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-from lance_sql.tables.scan import substrait_filter
+from lance_sql.tables.scan import stubbed_schema
 
 if TYPE_CHECKING:
     import lance
@@ -25,31 +26,61 @@ FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
 
 
 class _PreparedFilters:
-    """Serialized filters by (filter object, dataset schema): one scan node, many scans.
+    """Serialized filters by (filter object, dataset schema): one scan node, many scans;
+    and by (filter shape, dataset schema) for a filter object seen for the first time.
 
     Every unit of a scan node gets the same filter object, and partition
     tables mostly share one schema, so a namespace scan of N tables
     serializes its filter (and applies the float rewrite) once, not N times:
     both cost more than 0.1 ms of Python per scan. Keys hold the filter object
-    itself, so an ``id`` is never reused while its entry lives.
+    itself, so an ``id`` is never reused while its entry lives. A new filter
+    object of a known shape (a service's point lookup with a new key: the same
+    calls, columns and literal types, another literal) skips the float rewrite
+    check, whose answer depends on the shape only (:func:`_shape`), and reuses
+    the schema with stubbed columns: it is only serialized.
     """
 
     def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._items: dict[int, list[tuple[pc.Expression, pa.Schema, bytes]]] = {}
-        self._lock = threading.Lock()
+        #: (id(filter), schema) -> (filter, payload): the filter held, so its id is not reused
+        self._payloads: OpenCache[tuple[pc.Expression, bytes]] = OpenCache(capacity)
+        #: (shape, schema) -> whether the filter needs no float rewrite; schema -> stubbed
+        self._plain: OpenCache[bool] = OpenCache(capacity)
+        self._stubbed: OpenCache[pa.Schema] = OpenCache(capacity)  # by _schema_key
 
     def payload(self, filter: pc.Expression, schema: pa.Schema) -> bytes:
-        with self._lock:
-            for f, sch, payload in self._items.get(id(filter), ()):
-                if f is filter and sch.equals(schema):
-                    return payload
-        payload = substrait_filter(_float_semantics(filter, schema), schema)
-        with self._lock:
-            if len(self._items) >= self._capacity:
-                self._items.clear()
-            self._items.setdefault(id(filter), []).append((filter, schema, payload))
-        return payload
+        at = _schema_key(schema)
+        key = (id(filter), at)
+        hit = self._payloads.get(key)
+        if hit is not None and hit[0] is filter:
+            return hit[1]
+        shape = _shape(filter)
+        plain = None if shape is None else self._plain.get((shape, at))
+        pushed = filter if plain else _float_semantics(filter, schema)
+        if shape is not None and plain is None:
+            self._plain.put((shape, at), pushed is filter)
+        stubbed = self._stubbed.get_or_open(at, lambda: stubbed_schema(schema))
+        payload = bytes(serialize_expressions([pushed], ["my_filter"], stubbed))
+        return self._payloads.put(key, (filter, payload))[1]
+
+
+def _schema_key(schema: pa.Schema) -> pa.Schema | bytes:
+    """``schema`` as a dict key: itself, or its IPC bytes when a field's type cannot be
+    hashed (pylance's blob extension type)."""
+    try:
+        hash(schema)
+        return schema
+    except TypeError:
+        return schema.serialize().to_pybytes()
+
+
+def _shape(filter: pc.Expression) -> bytes | None:
+    """``filter`` without its literal values: the schema of its serialized form (calls,
+    column names and literal slots in prefix order, each literal's type), or None when
+    that form cannot be read (see :mod:`.float_filters`)."""
+    try:
+        return pa.ipc.open_file(filter.__reduce__()[1][0]).schema.serialize().to_pybytes()
+    except Exception:  # private serialization changed: no shape, the full path
+        return None
 
 
 def _float_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
@@ -83,7 +114,7 @@ def lance_scanner(
     ``late_materialization``: pylance's option (None: Lance's default; see
     :mod:`lance_sql.tables.materialization` for how scans choose it).
 
-    The filter is serialized here (see :func:`_substrait_filter`: what
+    The filter is serialized here (what
     pylance's own ``scanner(filter=...)`` does, with more column types stubbed
     so that an unrelated awkward column cannot make Lance refuse every
     filter), once per filter object and schema (:class:`_PreparedFilters`),

@@ -12,10 +12,11 @@ This module holds what every unit shares: the :class:`ScanUnit` protocol,
 evaluated in pyarrow (``is_in`` of a NULL is NULL, see
 :func:`with_sql_null_semantics`; floats compare as DataFusion compares them,
 -0.0 = 0.0, NaN = NaN and NaN above every number, see :mod:`.float_filters`),
-and :func:`substrait_filter` (a filter as pylance's scanner takes it, see
-:mod:`.lance_scanner`). The units themselves: :mod:`.fragments_unit` (fragments of one Lance
-dataset), :mod:`.chain` (several units as one engine partition),
-``namespace/reader.py`` (a partition table with the namespace schema).
+and :func:`stubbed_schema` (the schema a filter is serialized against for
+pylance's scanner, see :mod:`.lance_scanner`). The units themselves:
+:mod:`.fragments_unit` (fragments of one Lance dataset), :mod:`.chain` (several
+units as one engine partition), ``namespace/reader.py`` (a partition table with the
+namespace schema).
 """
 
 from __future__ import annotations
@@ -305,21 +306,14 @@ def _needs_placeholder(t: pa.DataType) -> bool:
     return False
 
 
-def substrait_filter(filter: pc.Expression, schema: pa.Schema) -> bytes:
-    """``filter`` as Substrait against ``schema`` with unrelated awkward columns stubbed.
-
-    Positions are kept (Lance resolves references by position). A filter that
-    references a stubbed column fails here, like pylance would.
-    """
-    from pyarrow.substrait import serialize_expressions
-
-    stubbed = pa.schema(
+def stubbed_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the columns that break filter serialization stubbed (same positions)."""
+    return pa.schema(
         [
             pa.field(f"__lance_sql_placeholder_{i}", pa.int8()) if _needs_placeholder(f.type) else f
             for i, f in enumerate(schema)
         ]
     )
-    return bytes(serialize_expressions([filter], ["my_filter"], stubbed))
 
 
 #: ``SetLookupOptions.NullMatchingBehavior.EMIT_NULL`` in Arrow C++ (MATCH=0, SKIP=1).
@@ -412,7 +406,7 @@ __all__ = [
     "normalize_filter",
     "projected_schema",
     "storage_batch_size",
-    "substrait_filter",
+    "stubbed_schema",
     "with_sql_null_semantics",
     "with_sql_semantics",
 ]

@@ -7,14 +7,13 @@
 
 from __future__ import annotations
 
-import collections
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.proven_filter import ProvenFilterUnit
 from lance_sql.tables.scan import ScanUnit
 
@@ -30,22 +29,18 @@ class _PlanCache:
     A plan is a pure function of these (the key filters and column bounds it
     uses belong to the table versions the rows pin), so a service answering
     the same filter again on the same snapshot (a dashboard's one-day
-    aggregate) skips planning and its thread hop. Entries hold the rows,
-    schema and filter objects (ids are not reused while cached) and are
-    confirmed with ``Expression.equals``; the namespace root and the key
-    filter switch are part of the key. Bounded: plans of the last
-    ``snapshots`` rows objects (a large ``__manifest`` is MBs; a service reads
-    its current snapshot), ``capacity`` plans per rows object, LRU.
+    aggregate) skips planning. Entries hold the rows, schema and filter
+    objects (ids are not reused while cached) and are confirmed with
+    ``Expression.equals``; the namespace root and the key filter switch are
+    part of the key. Bounded: plans of the last ``snapshots`` rows objects (a
+    large ``__manifest`` is MBs; a service reads its current snapshot),
+    ``capacity`` plans per rows object, LRU.
     """
 
     def __init__(self, capacity: int = 2048, snapshots: int = 4) -> None:
         self._capacity = capacity
-        self._snapshots = snapshots
-        #: id(rows) -> (rows, {key: [(schema, filter, plan), ...]})
-        self._by_rows: collections.OrderedDict[
-            int, tuple[pa.Table, collections.OrderedDict[tuple[Any, ...], list[Any]]]
-        ] = collections.OrderedDict()
-        self._lock = threading.Lock()
+        #: id(rows) -> (rows, {key: (schema, filter, plan)})
+        self._by_rows: OpenCache[tuple[pa.Table, OpenCache[Any]]] = OpenCache(snapshots)
 
     @staticmethod
     def _key(
@@ -59,20 +54,14 @@ class _PlanCache:
     def get(
         self, filter: pc.Expression | None, prune_filter: Any, ns: Any, schema: pa.Schema
     ) -> Any:
-        if not ENABLE_PLAN_CACHE[0]:
-            return MISS
         rows = ns.snapshot.rows
-        key = self._key(filter, prune_filter, ns, schema)
-        with self._lock:
-            slot = self._by_rows.get(id(rows))
-            if slot is None or slot[0] is not rows:
-                return MISS
-            for sch, f, plan in slot[1].get(key, ()):
-                if sch is schema and _same_filter(f, filter):
-                    self._by_rows.move_to_end(id(rows))
-                    slot[1].move_to_end(key)
-                    return plan
-        return MISS
+        slot = self._by_rows.get(id(rows)) if ENABLE_PLAN_CACHE[0] else None
+        if slot is None or slot[0] is not rows:
+            return MISS
+        hit = slot[1].get(self._key(filter, prune_filter, ns, schema))
+        if hit is None or hit[0] is not schema or not _same_filter(hit[1], filter):
+            return MISS
+        return hit[2]
 
     def put(
         self,
@@ -85,25 +74,13 @@ class _PlanCache:
         if not ENABLE_PLAN_CACHE[0]:
             return
         rows = ns.snapshot.rows
+        slot = self._by_rows.get_or_open(id(rows), lambda: (rows, OpenCache(self._capacity)))
         key = self._key(filter, prune_filter, ns, schema)
-        with self._lock:
-            slot = self._by_rows.get(id(rows))
-            if slot is None or slot[0] is not rows:
-                slot = (rows, collections.OrderedDict())
-                self._by_rows[id(rows)] = slot
-            self._by_rows.move_to_end(id(rows))
-            entries = slot[1].setdefault(key, [])
-            entries.append((schema, filter, plan))
-            del entries[:-4]  # same text, other filters (or a race): keep a few
-            slot[1].move_to_end(key)
-            while len(slot[1]) > self._capacity:
-                slot[1].popitem(last=False)
-            while len(self._by_rows) > self._snapshots:
-                self._by_rows.popitem(last=False)
+        slot[1].discard(key)  # (same text, another filter object)
+        slot[1].put(key, (schema, filter, plan))
 
     def clear(self) -> None:
-        with self._lock:
-            self._by_rows.clear()
+        self._by_rows.clear()
 
 
 def _same_filter(a: pc.Expression | None, b: pc.Expression | None) -> bool:

@@ -38,6 +38,10 @@ from lance_sql.engines.datafusion.partition_agg import (
     partition_wise_aggregates,
 )
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
+from lance_sql.engines.datafusion.shared_aggregates import (
+    repeated_aggregate,
+    share_repeated_aggregates,
+)
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
     output_width,
@@ -92,12 +96,11 @@ def rewrite(
     text = logical.display_indent()
     all_scans = _scans(logical)
     scans = [s for s in all_scans if s in namespaces]
-    want_stats = (  # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
-        getattr(ctx, "join_stats_enabled", True)
-        and " Join:" in text
-        and any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
-    )
-    if not scans and not want_stats:
+    lance = any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
+    # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
+    want_stats = getattr(ctx, "join_stats_enabled", True) and " Join:" in text and lance
+    want_shared = lance and repeated_aggregate(text)  # a view read twice (TPC-H q15)
+    if not scans and not want_stats and not want_shared:
         if shape is not None:
             _SKIPS.remember(ctx, shape)
         return Rewrite(df)
@@ -109,7 +112,7 @@ def rewrite(
     out = Rewrite(df)
     if joins and not ctx.spj_enabled:
         out.reasons.append("turned off (SET lance.spj = true turns it on)")
-    if not (want_spj or want_prune or want_stats or want_outer):
+    if not (want_spj or want_prune or want_stats or want_outer or want_shared):
         if shape is not None and not out.reasons:
             _SKIPS.remember(ctx, shape)
         return out
@@ -121,11 +124,17 @@ def rewrite(
         if want_prune:
             out.prune_reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
         return out
+    shared: list[str] = []
     try:
-        wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer)
-        return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
+        wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer, want_shared)
+        return _rewrite_plan(
+            ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {}, shared
+        )
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({first_line(exc)[:200]})")
+    finally:  # a consumed plan holds the shared results it reads
+        for name in shared:
+            ctx.deregister_table(name)
 
 
 #: what may hide a join or a subquery from the plan as built (they appear when optimized)
@@ -224,12 +233,14 @@ def _rewrite_plan(
     logical: Any,
     out: Rewrite,
     namespaces: dict[str, Any],
-    wants: tuple[bool, bool, bool, bool, bool],
+    wants: tuple[bool, bool, bool, bool, bool, bool],
     aggregates: bool,
     skip: dict[frozenset[str], str],
+    shared: list[str],
 ) -> Rewrite:
-    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
-    want_spj, want_prune, want_stats, null_aware, want_outer = wants
+    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`);
+    ``shared`` gets the memory tables of repeated aggregates it registers."""
+    want_spj, want_prune, want_stats, null_aware, want_outer, want_shared = wants
     with query_scope(ctx):
         changed = False
         if want_prune:
@@ -239,6 +250,10 @@ def _rewrite_plan(
         why = expand_not_in(ctx, plan, logical) if null_aware else None
         if why is not None:
             return _unchanged(out, why, spj=want_spj)
+        if want_shared:  # before the passes that annotate one copy (join statistics)
+            tables = {**namespaces, **out.pruned}
+            is_lance = lambda n: n in tables or _is_lance_table(ctx, n)  # noqa: E731
+            changed = bool(share_repeated_aggregates(ctx, plan, is_lance, shared)) or changed
         if want_spj:
             tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
