@@ -71,16 +71,23 @@ def remember_namespaces(
 
 class TableLookup:
     """Partition tables of one spec version by partition values: the object id from a
-    mapping kept per snapshot, the entry by bisection in the snapshot's sorted entries."""
+    mapping kept per snapshot, the entry by bisection in the snapshot's sorted entries
+    unless ``changed`` (object id -> entry, None for a table removed) has it."""
 
-    def __init__(self, ids: Mapping[tuple[Any, ...], str], entries: Sequence[PartitionTable]):
+    def __init__(
+        self,
+        ids: Mapping[tuple[Any, ...], str],
+        entries: Sequence[PartitionTable],
+        changed: Mapping[str, PartitionTable | None] | None = None,
+    ):
         self.ids = ids
         self.entries = entries
+        self.changed = changed or {}
 
     def get(self, key: tuple[Any, ...]) -> PartitionTable | None:
         oid = self.ids.get(key)
-        if oid is None:
-            return None
+        if oid is None or oid in self.changed:
+            return None if oid is None else self.changed[oid]
         at = bisect.bisect_left(self.entries, oid, key=_oid)
         found = at < len(self.entries) and self.entries[at].object_id == oid
         return self.entries[at] if found else None
@@ -89,19 +96,10 @@ class TableLookup:
         return self.get(key) is not None
 
 
-def table_layout(
-    snapshot: ManifestSnapshot,
-    prefix: str,
-    fids: Sequence[str],
-    entries: Sequence[PartitionTable] | None = None,
-) -> TableLookup:
-    """The partition tables under spec namespace ``prefix``; ``entries``: the snapshot's
-    partition tables when the caller has them (not memoized then: any field ids)."""
+def table_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -> TableLookup:
+    """The partition tables under spec namespace ``prefix``."""
     from lance_sql.tables.namespace.manifest_table import snapshot_entries
 
-    if entries is not None:
-        entries = sorted(entries, key=_oid)
-        return TableLookup(_table_ids(entries, prefix, fids), entries)
     entries = snapshot_entries(snapshot, list(fids))
     memo = (TABLES, prefix, tuple(fids))
     ids = snapshot.derived.get(memo)
