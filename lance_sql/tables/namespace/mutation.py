@@ -12,11 +12,13 @@ The building block of ``delete``, ``overwrite`` (dynamic and by filter),
    each row to the partition of the current spec it belongs to) that starts
    from a copy of the ``__manifest`` snapshot in which the tables of step 1
    already carry their new versions and dropped tables are gone;
-3. ``__manifest`` is committed ONCE, against the version read at the start.
-   A concurrent ``__manifest`` commit fails the whole operation with
-   :class:`CommitConflictError` (no rebase: a delete or an overwrite that
-   raced another writer is not provably safe to replay). The table versions
-   made in step 1 then stay unreferenced; the next writer restores over them.
+3. ``__manifest`` is committed ONCE, with only the rows that change. A
+   concurrent ``__manifest`` commit that touched none of the tables this
+   operation drops, re-pins or creates does not stop it: the commit is rebased
+   onto it, as an append's is. Otherwise the operation fails with
+   :class:`CommitConflictError` (:func:`run` then plans it again on the newer
+   snapshot); the table versions made in step 1 stay unreferenced and the
+   next writer restores over them.
 """
 
 from __future__ import annotations
@@ -275,7 +277,6 @@ class Mutation:
             self.ns.current_spec,
             mode="append",
             storage_options=self.storage_options,
-            max_rebases=0,
             changes=changes,
         )
         try:

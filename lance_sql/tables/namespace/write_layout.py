@@ -14,12 +14,13 @@ in place (a writer copies one before adding to it).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.namespace.bounds_rows import touched_rows
 from lance_sql.tables.namespace.index_upkeep import INDEXES_KEY
 from lance_sql.tables.namespace.layout import (
     NAMESPACE,
@@ -195,6 +196,7 @@ def rebase_blocker(
     targets: Iterable[WriteTarget],
     new_ns_keys: Sequence[tuple[Any, ...]],
     new_table_keys: Sequence[tuple[Any, ...]],
+    changed_ids: Collection[str] = (),
 ) -> str | None:
     """Why an append that read ``snapshot`` cannot be replayed onto ``latest`` (None: it can).
 
@@ -203,12 +205,18 @@ def rebase_blocker(
     table commit was based on the pinned version), and did not create any
     partition or partition namespace this append also created. ``layout``:
     ``latest``'s namespaces and tables of the write's spec version;
-    ``own_namespaces``: the writer's (with the ones it creates).
+    ``own_namespaces``: the writer's (with the ones it creates); ``changed_ids``: tables
+    whose rows the write changes too (a mutation's drops and re-pins): they must be
+    unchanged in ``latest``.
     """
     if _root_properties(latest.properties) != _root_properties(snapshot.properties):
         return "the namespace schema, partition specs or indexes changed"
     if not latest.lance_schema.equals(snapshot.lance_schema):
         return "the __manifest columns changed"
+    if changed_ids:
+        read, now = (touched_rows(s.rows, changed_ids)[1] for s in (snapshot, latest))
+        if not read.sort_by("object_id").equals(now.sort_by("object_id")):
+            return "a partition table this write replaces or re-pins was written concurrently"
     namespaces, tables, _ = layout
     for t in targets:
         if t.entry is None:

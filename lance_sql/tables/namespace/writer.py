@@ -164,7 +164,7 @@ class NamespaceWriter(DistributedStaging):
         fids = [f.field_id for f in self.spec.fields]
         namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
         tables = table_layout(snapshot, self._prefix, fids)
-        if self.changes is not None and snapshot is self.snapshot:
+        if self.changes is not None:
             tables = TableLookup(tables.ids, tables.entries, self.changes.entries)
         return namespaces, tables, has_spec_row
 
@@ -424,6 +424,7 @@ class NamespaceWriter(DistributedStaging):
             self._targets.values(),
             self._new_ns_keys,
             self._new_table_keys,
+            self.changes.entries if self.changes is not None else (),
         )
         if blocker is None and layout[2]:  # another writer made the spec's namespace row
             self._new_rows = [r for r in self._new_rows if r["object_id"] != self._prefix]
