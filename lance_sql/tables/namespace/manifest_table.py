@@ -148,7 +148,7 @@ def _check_columns(schema: pa.Schema, uri: str) -> None:
 def _identity(ds: Any) -> tuple[str, ...]:
     """The version and data file names of an open ``__manifest`` (names are random per
     write, so a namespace deleted and recreated at the same version differs)."""
-    files = [df.path for f in ds.get_fragments() for df in f.data_files()]
+    files = [fragments.file_path(df) for f in ds.get_fragments() for df in f.data_files()]
     return (str(ds.version), *files)
 
 
