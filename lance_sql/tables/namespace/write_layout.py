@@ -101,7 +101,8 @@ def table_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -
     """The partition tables under spec namespace ``prefix``."""
     from lance_sql.tables.namespace.manifest_table import snapshot_entries
 
-    entries = snapshot_entries(snapshot, list(fids))
+    # (the memo of snapshot_entries itself, not its copy: 3 ms at 100,000 tables)
+    entries = snapshot.derived.get(("entries", tuple(fids))) or snapshot_entries(snapshot, fids)
     memo = (TABLES, prefix, tuple(fids))
     ids = snapshot.derived.get(memo)
     if ids is None:
@@ -118,7 +119,8 @@ def remember_tables(
 ) -> None:
     """Record the table ids of ``snapshot`` (made by a writer from the rows it read, whose
     tables had ``ids``, plus the tables ``added``; none removed)."""
-    snapshot.derived[(TABLES, prefix, tuple(fids))] = {**ids, **added} if added else ids
+    new = any(ids.get(key) != oid for key, oid in added.items())  # (a copy: 8 ms at 100,000)
+    snapshot.derived[(TABLES, prefix, tuple(fids))] = {**ids, **added} if new else ids
 
 
 def _table_ids(

@@ -45,7 +45,11 @@ def commit_write(
     by_oid = {t.object_id: t for t in targets}
     if mode == "append" and not (changes and changes.properties):
         existing = pa.array(sorted(t.object_id for t in targets if t.entry is not None), pa.utf8())
-        sub = base.filter(pc.is_in(base.column("object_id"), value_set=existing))
+        sub = (
+            base.filter(pc.is_in(base.column("object_id"), value_set=existing))
+            if len(existing)
+            else base[:0]
+        )
         others = base.schema.empty_table()
         if changes is not None:  # the changed rows replace the rows read
             ours = pc.is_in(changes.rows.column("object_id"), value_set=existing)
