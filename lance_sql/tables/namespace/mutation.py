@@ -9,9 +9,10 @@ The building block of ``delete``, ``overwrite`` (dynamic and by filter),
    top of the version ``__manifest`` pins (a version left on top by a failed
    or foreign write is first undone with ``Restore``, as the writer does);
 2. new rows go through a :class:`NamespaceWriter` (append mode, which routes
-   each row to the partition of the current spec it belongs to) that starts
-   from a copy of the ``__manifest`` snapshot in which the tables of step 1
-   already carry their new versions and dropped tables are gone;
+   each row to the partition of the current spec it belongs to) that sees the
+   snapshot with the changes of step 1 applied (:class:`.manifest_delta.RowChanges`:
+   the tables' new versions, dropped tables gone), read for the tables they
+   touch only;
 3. ``__manifest`` is committed ONCE, with only the rows that change. A
    concurrent ``__manifest`` commit that touched none of the tables this
    operation drops, re-pins or creates does not stop it: the commit is rebased
