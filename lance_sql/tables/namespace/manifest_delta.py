@@ -96,14 +96,24 @@ def commit_changed(
     and the removal of the rows of object ids ``removed`` on ``snapshot`` as one
     ``Update``; the new :class:`.ManifestSnapshot`, or None when the commit needs the
     full rows. Raises CommitConflictError as ``commit_rows`` does."""
-    from lance_sql.tables.namespace.manifest_table import _conflicts, _snapshot, conform_rows
+    from lance_sql.tables.namespace.manifest_table import (
+        DATASET,
+        _conflicts,
+        _snapshot,
+        conform_rows,
+    )
 
     if not (changed.num_rows or removed) or not snapshot.identity:
         return None  # (no identity: rows changed in memory, e.g. a mutation's drops)
     with _conflicts(snapshot.uri, snapshot.version):
         changed = conform_rows(changed, snapshot.lance_schema)
         opened = open_base(
-            snapshot.uri, snapshot.version, changed.schema, snapshot.properties, storage_options
+            snapshot.uri,
+            snapshot.version,
+            changed.schema,
+            snapshot.properties,
+            storage_options,
+            snapshot.derived.get(DATASET),
         )
         if opened is None:
             return None

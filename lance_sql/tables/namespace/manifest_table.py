@@ -170,6 +170,7 @@ def refreshed(
             and fragments.root_properties(ds) == snapshot.properties
             and ds.schema.equals(snapshot.lance_schema, check_metadata=True)
         ):
+            snapshot.derived[DATASET] = ds  # (the next commit on it opens it no more)
             return snapshot
         return _snapshot(snapshot.root, ds, storage_options)
 
@@ -177,6 +178,9 @@ def refreshed(
 def _errors(uri: str, storage_options: Any, version: int | None = None) -> Any:
     name = "__manifest (the namespace's table index)"
     return pylance_errors(name, uri, version=version, storage_options=storage_options)
+
+
+DATASET = ("dataset",)  # ManifestSnapshot.derived key: __manifest open at its version
 
 
 def _snapshot(
@@ -194,6 +198,7 @@ def _snapshot(
         manifest_uri(root), root, ds.version, ident, fragments.root_properties(ds)
     )
     if last is not None and last.lance_schema.equals(lance_schema):
+        last.derived[DATASET] = ds
         return last  # the same version read again: keep what was derived from it
     if written is not None and written.schema.equals(lance_schema, check_metadata=True):
         rows = written.combine_chunks()  # one chunk per column, as a read gives
@@ -212,7 +217,9 @@ def _snapshot(
         lance_schema = lance_schema.insert(at, location)
     snap = ManifestSnapshot(root, ds.version, rows, fragments.root_properties(ds), lance_schema)
     object.__setattr__(snap, "identity", ident)
-    return fragments.keep(manifest_uri(root), snap)
+    snap = fragments.keep(manifest_uri(root), snap)
+    snap.derived[DATASET] = ds
+    return snap
 
 
 # (root, field ids, partition column types) -> {row of __manifest: its entry or None}
