@@ -271,15 +271,6 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
     return out
 
 
-def remember_entries(
-    snapshot: ManifestSnapshot, field_ids: list[str], entries: Iterable[PartitionTable]
-) -> None:
-    """Record ``entries`` as :func:`snapshot_entries` of ``snapshot`` for ``field_ids``
-    (a writer that made ``snapshot`` knows them: the entries it read, changed by it)."""
-    out = sorted(entries, key=lambda e: e.object_id)
-    snapshot.derived[("entries", tuple(field_ids))] = tuple(out)
-
-
 def _key_values(col: pa.ChunkedArray) -> list[Any]:
     """``col`` as Python values that are equal exactly when the values are: dates and
     times as their integers (converting them to ``datetime`` took 0.5 ms per 730 rows)."""
@@ -446,7 +437,6 @@ __all__ = [
     "mirror_properties",
     "read_manifest",
     "refreshed",
-    "remember_entries",
     "snapshot_entries",
     "update_properties",
     "with_properties",
