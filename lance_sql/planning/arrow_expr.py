@@ -33,6 +33,7 @@ from lance_sql.spec.predicates import (
     StartsWith,
     Term,
     Unsupported,
+    columns_of,
 )
 
 _OPS = {
@@ -107,13 +108,23 @@ def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Arra
     direct = _direct(table, pred)
     if direct is not None:
         return pc.fill_null(direct, False)
-    import pyarrow.dataset as ds
+    import pyarrow.acero as acero
 
-    dataset = ds.dataset(table)
+    # only the columns read, in one chunk, projected by Acero directly: a pyarrow dataset
+    # over a table costs a scan task per chunk (cached ``__manifest`` rows hold up to
+    # 256): 31-45 ms against 1 ms over 100,000 rows in 200 chunks
+    read = sorted(columns_of(pred))
+    if read:
+        table = table.select(read).combine_chunks()
+    plan = acero.Declaration.from_sequence(
+        [
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions([to_pyarrow(pred)], ["m"])),
+        ]
+    )
     # small tables (partition rows): pyarrow's thread pool only adds latency, up to tens
     # of ms when Lance's threads keep the cores busy
-    projected = dataset.to_table(columns={"m": to_pyarrow(pred)}, use_threads=False)
-    return pc.fill_null(projected.column("m"), False)
+    return pc.fill_null(plan.to_table(use_threads=False).column("m"), False)
 
 
 _KERNELS = {"=": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal"}

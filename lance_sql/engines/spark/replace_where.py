@@ -88,33 +88,8 @@ def commit_with_stages(m: Any, stages: Sequence[Any]) -> Any:
     The staged files join their partitions in the mutation's snapshot (after
     its drops: a dropped partition's rows go to a new table, files moved there).
     """
-    from lance_sql.tables.namespace.manifest_table import commit_rows
-    from lance_sql.tables.namespace.writer import NamespaceWriter
-
-    ns = m.ns
-    base = m.base_snapshot()
-    if not any(st.partitions for st in stages):
-        if not m.changed:
-            return m.snapshot
-        snap = commit_rows(base, base.rows, storage_options=m.storage_options)
-        ns._set_snapshot(snap)
-        return snap
-    writer = NamespaceWriter(
-        base,
-        ns._schema,  # the stored form: blob columns take bytes
-        ns.current_spec,
-        mode="append",
-        storage_options=m.storage_options,
-        max_rebases=0,
-        entries=m.base_entries([f.field_id for f in ns.current_spec.fields]),
-    )
-    try:
-        writer.adopt(stages)
-        snap = writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    ns._set_snapshot(snap)
+    snap = m.commit(stages)
+    m.ns._set_snapshot(snap)
     return snap
 
 

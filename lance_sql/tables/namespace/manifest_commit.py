@@ -238,16 +238,19 @@ def open_base(
     schema: pa.Schema,
     properties: Mapping[str, str] | None,
     storage_options: Mapping[str, str] | None,
+    ds: Any = None,
 ) -> tuple[Committed, Any] | None:
     """(cached rows, open dataset) of ``base_version`` when a commit of rows of ``schema``
-    with root ``properties`` can write only what changed, else None."""
+    with root ``properties`` can write only what changed, else None (``ds``: the dataset
+    when the caller has it open)."""
     import lance
 
     base = find_state(uri, base_version)
     if base is None:
         return None
     opts = dict(storage_options) if storage_options else None
-    ds = lance.dataset(uri, version=base_version, storage_options=opts)
+    if ds is None or ds.version != base_version:
+        ds = lance.dataset(uri, version=base_version, storage_options=opts)
     if fragment_keys(ds) != base.frags or not schema.equals(ds.schema):
         return None
     if properties is not None:

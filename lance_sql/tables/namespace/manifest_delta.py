@@ -13,7 +13,8 @@ caller then commits the full rows with :func:`.manifest_table.commit_rows`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,9 +31,22 @@ from lance_sql.tables.namespace.manifest_commit import (
 from lance_sql.tables.namespace.manifest_fragments import Committed
 
 
-def plan_delta(base: Committed, changed: pa.Table) -> Change | None:
+@dataclass
+class RowChanges:
+    """Changes of existing ``__manifest`` rows a write commits with its own rows (those of a
+    :class:`.mutation.Mutation`: row deletes re-pin tables, overwrites drop them)."""
+
+    rows: pa.Table  # the rows of the re-pinned tables, with their new pins and bounds
+    dropped: set[str]  # object ids of the rows removed
+    entries: dict[str, Any]  # object id -> its entry now (re-pinned; None: dropped)
+    apply: Callable[[pa.Table], pa.Table]  # all rows of a version -> with these changes
+    properties: dict[str, str] = field(default_factory=dict)  # root properties set too
+
+
+def plan_delta(base: Committed, changed: pa.Table, removed: Collection[str] = ()) -> Change | None:
     """The :class:`Change` that replaces or adds the rows of ``changed`` (by object id) in
-    ``base``; None when ids are not unique (the full-row path decides)."""
+    ``base`` and removes the rows of ``removed``; None when ids are not unique (the
+    full-row path decides)."""
     old_ids = base.rows.column("object_id")
     if "unique" not in base.facts:
         base.facts["unique"] = _unique(old_ids)  # once per cached version, then carried
@@ -53,6 +67,7 @@ def plan_delta(base: Committed, changed: pa.Table) -> Change | None:
     ancestors -= set(ids)  # (an ancestor written anyway, or added too)
     keep = np.ones(base.rows.num_rows, bool)
     keep[hit] = False
+    keep[_positions(old_ids, sorted(set(removed) - set(ids)))] = False
     write = changed
     if ancestors:  # existing ancestors of added rows: rewritten as they are
         up = _positions(old_ids, sorted(ancestors))
@@ -71,24 +86,39 @@ def _positions(ids: pa.ChunkedArray, wanted: list[str]) -> np.ndarray:
 
 
 def commit_changed(
-    snapshot: Any, changed: pa.Table, *, storage_options: Mapping[str, str] | None = None
+    snapshot: Any,
+    changed: pa.Table,
+    removed: Collection[str] = (),
+    *,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Any | None:
-    """Commit the rows ``changed`` (re-pinned and new rows, ``__manifest``'s own schema) on
-    ``snapshot`` as one ``Update``; the new :class:`.ManifestSnapshot`, or None when the
-    commit needs the full rows. Raises CommitConflictError as ``commit_rows`` does."""
-    from lance_sql.tables.namespace.manifest_table import _conflicts, _snapshot, conform_rows
+    """Commit the rows ``changed`` (re-pinned and new rows, ``__manifest``'s own schema)
+    and the removal of the rows of object ids ``removed`` on ``snapshot`` as one
+    ``Update``; the new :class:`.ManifestSnapshot`, or None when the commit needs the
+    full rows. Raises CommitConflictError as ``commit_rows`` does."""
+    from lance_sql.tables.namespace.manifest_table import (
+        DATASET,
+        _conflicts,
+        _snapshot,
+        conform_rows,
+    )
 
-    if not changed.num_rows or not snapshot.identity:
+    if not (changed.num_rows or removed) or not snapshot.identity:
         return None  # (no identity: rows changed in memory, e.g. a mutation's drops)
     with _conflicts(snapshot.uri, snapshot.version):
         changed = conform_rows(changed, snapshot.lance_schema)
         opened = open_base(
-            snapshot.uri, snapshot.version, changed.schema, snapshot.properties, storage_options
+            snapshot.uri,
+            snapshot.version,
+            changed.schema,
+            snapshot.properties,
+            storage_options,
+            snapshot.derived.get(DATASET),
         )
         if opened is None:
             return None
         base, ds = opened
-        change = plan_delta(base, changed)
+        change = plan_delta(base, changed, removed)
         if change is None or change.top_level_add:
             return None
         done = apply_change(snapshot.uri, ds, base, snapshot.version, change, storage_options)
@@ -97,4 +127,4 @@ def commit_changed(
     return snap
 
 
-__all__ = ["commit_changed", "plan_delta"]
+__all__ = ["RowChanges", "commit_changed", "plan_delta"]

@@ -148,7 +148,7 @@ def _check_columns(schema: pa.Schema, uri: str) -> None:
 def _identity(ds: Any) -> tuple[str, ...]:
     """The version and data file names of an open ``__manifest`` (names are random per
     write, so a namespace deleted and recreated at the same version differs)."""
-    files = [df.path for f in ds.get_fragments() for df in f.data_files()]
+    files = [fragments.file_path(df) for f in ds.get_fragments() for df in f.data_files()]
     return (str(ds.version), *files)
 
 
@@ -170,6 +170,7 @@ def refreshed(
             and fragments.root_properties(ds) == snapshot.properties
             and ds.schema.equals(snapshot.lance_schema, check_metadata=True)
         ):
+            snapshot.derived[DATASET] = ds  # (the next commit on it opens it no more)
             return snapshot
         return _snapshot(snapshot.root, ds, storage_options)
 
@@ -177,6 +178,9 @@ def refreshed(
 def _errors(uri: str, storage_options: Any, version: int | None = None) -> Any:
     name = "__manifest (the namespace's table index)"
     return pylance_errors(name, uri, version=version, storage_options=storage_options)
+
+
+DATASET = ("dataset",)  # ManifestSnapshot.derived key: __manifest open at its version
 
 
 def _snapshot(
@@ -194,6 +198,7 @@ def _snapshot(
         manifest_uri(root), root, ds.version, ident, fragments.root_properties(ds)
     )
     if last is not None and last.lance_schema.equals(lance_schema):
+        last.derived[DATASET] = ds
         return last  # the same version read again: keep what was derived from it
     if written is not None and written.schema.equals(lance_schema, check_metadata=True):
         rows = written.combine_chunks()  # one chunk per column, as a read gives
@@ -212,7 +217,9 @@ def _snapshot(
         lance_schema = lance_schema.insert(at, location)
     snap = ManifestSnapshot(root, ds.version, rows, fragments.root_properties(ds), lance_schema)
     object.__setattr__(snap, "identity", ident)
-    return fragments.keep(manifest_uri(root), snap)
+    snap = fragments.keep(manifest_uri(root), snap)
+    snap.derived[DATASET] = ds
+    return snap
 
 
 # (root, field ids, partition column types) -> {row of __manifest: its entry or None}
@@ -262,15 +269,6 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
     out.sort(key=lambda e: e.object_id)
     snapshot.derived[memo] = tuple(out)
     return out
-
-
-def remember_entries(
-    snapshot: ManifestSnapshot, field_ids: list[str], entries: Iterable[PartitionTable]
-) -> None:
-    """Record ``entries`` as :func:`snapshot_entries` of ``snapshot`` for ``field_ids``
-    (a writer that made ``snapshot`` knows them: the entries it read, changed by it)."""
-    out = sorted(entries, key=lambda e: e.object_id)
-    snapshot.derived[("entries", tuple(field_ids))] = tuple(out)
 
 
 def _key_values(col: pa.ChunkedArray) -> list[Any]:
@@ -439,7 +437,6 @@ __all__ = [
     "mirror_properties",
     "read_manifest",
     "refreshed",
-    "remember_entries",
     "snapshot_entries",
     "update_properties",
     "with_properties",

@@ -9,35 +9,38 @@ The building block of ``delete``, ``overwrite`` (dynamic and by filter),
    top of the version ``__manifest`` pins (a version left on top by a failed
    or foreign write is first undone with ``Restore``, as the writer does);
 2. new rows go through a :class:`NamespaceWriter` (append mode, which routes
-   each row to the partition of the current spec it belongs to) that starts
-   from a copy of the ``__manifest`` snapshot in which the tables of step 1
-   already carry their new versions and dropped tables are gone;
-3. ``__manifest`` is committed ONCE, against the version read at the start.
-   A concurrent ``__manifest`` commit fails the whole operation with
-   :class:`CommitConflictError` (no rebase: a delete or an overwrite that
-   raced another writer is not provably safe to replay). The table versions
-   made in step 1 then stay unreferenced; the next writer restores over them.
+   each row to the partition of the current spec it belongs to) that sees the
+   snapshot with the changes of step 1 applied (:class:`.manifest_delta.RowChanges`:
+   the tables' new versions, dropped tables gone), read for the tables they
+   touch only;
+3. ``__manifest`` is committed ONCE, with only the rows that change. A
+   concurrent ``__manifest`` commit that touched none of the tables this
+   operation drops, re-pins or creates does not stop it: the commit is rebased
+   onto it, as an append's is. Otherwise the operation fails with
+   :class:`CommitConflictError` (:func:`run` then plans it again on the newer
+   snapshot); the table versions made in step 1 stay unreferenced and the
+   next writer restores over them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
-from lance_sql.tables.namespace.bounds_rows import carried_forward, with_key_filters
-from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
+from lance_sql.tables.namespace.bounds_rows import carried_forward, touched_rows, with_key_filters
+from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_changed
 from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
     conform_rows,
     refreshed,
-    remember_entries,
     snapshot_entries,
 )
 from lance_sql.tables.namespace.nested_evolution import read_as
@@ -67,9 +70,6 @@ class Mutation:
         self.ns = ns
         self.snapshot: ManifestSnapshot = ns.snapshot
         self.storage_options = ns.storage_options
-        fids = [f.field_id for f in ns.all_fields()]
-        self._fids = fids
-        self.entries = {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
         self.versions: dict[str, int] = {}  # object_id -> new pinned version
         self.dropped: set[str] = set()
         self.inserts: list[pa.Table] = []
@@ -81,8 +81,13 @@ class Mutation:
         self._subset: dict[str, bool] = {}
         # object_id -> (version, key filter pointers) to add to its bounds (.key_filters)
         self.key_filters: dict[str, tuple[int, dict[int, Any]]] = {}
-        # field ids -> base_entries, computed once while committing (see _base_entries)
-        self._committing: dict[tuple[str, ...], list[PartitionTable]] = {}
+
+    @functools.cached_property
+    def entries(self) -> dict[str, PartitionTable]:
+        """The partition tables of the snapshot (every spec version's field values) by
+        object id, built on first use (an operation that visits them all)."""
+        fids = [f.field_id for f in self.ns.all_fields()]
+        return {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
 
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
@@ -229,9 +234,23 @@ class Mutation:
         return bool(self.versions or self.dropped or self.inserts or self.properties)
 
     # -- commit ------------------------------------------------------------------------------
-    def base_snapshot(self) -> ManifestSnapshot:
-        """The snapshot read at the start, with new pins applied and dropped tables removed."""
+    def row_changes(self) -> RowChanges:
+        """The changes of existing ``__manifest`` rows (new pins, bounds carried forward,
+        dropped tables), read from the rows of the tables they touch only."""
         rows = conform_rows(self.snapshot.rows, self.snapshot.lance_schema)
+        entries: dict[str, Any] = dict.fromkeys(self.dropped)
+        for oid, v in self.versions.items():
+            entries[oid] = dataclasses.replace(self.entries[oid], read_version=v)
+        return RowChanges(
+            self._changed(touched_rows(rows, self.versions)[1]) if self.versions else rows[:0],
+            set(self.dropped),
+            entries,
+            self._changed,
+            {**self.snapshot.properties, **self.properties} if self.properties else {},
+        )
+
+    def _changed(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (``__manifest`` rows) with this mutation's pins and drops applied."""
         moves = {
             o: (self.entries[o].read_version, v)
             for o, v in self.versions.items()
@@ -239,119 +258,53 @@ class Mutation:
         }
         live = {o: kv for o, kv in self.key_filters.items() if self.versions.get(o) == kv[0]}
         rows = with_key_filters(carried_forward(rows, moves), live)
-        rows = repinned(rows, self.versions, self.dropped)
-        properties = {**self.snapshot.properties, **self.properties}
-        base = dataclasses.replace(self.snapshot, rows=rows, properties=properties)
-        carry_namespaces(self.snapshot, base)  # only table rows were dropped or re-pinned
-        return base
+        return repinned(rows, self.versions, self.dropped)
 
-    def _base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
-        """:meth:`base_entries`, once per field id list while committing (the writer's and
-        the entries handed to the new snapshot are the same list for a single spec)."""
-        key = tuple(field_ids)
-        done = self._committing.get(key)
-        if done is None:
-            done = self._committing[key] = self.base_entries(field_ids)
-        return done
+    def commit(self, stages: Sequence[Any] = ()) -> ManifestSnapshot:
+        """Write inserted rows (or adopt the staged files ``stages``, a distributed write's),
+        then commit ``__manifest`` once; returns the new snapshot.
 
-    def base_entries(self, field_ids: list[str]) -> list[PartitionTable]:
-        """``table_entries`` of :meth:`base_snapshot` (values of ``field_ids`` only), derived
-        from the entries read at the start instead of from the rows again."""
-        out = []
-        wanted = set(field_ids)
-        for oid, e in self.entries.items():
-            if oid in self.dropped:
-                continue
-            version = self.versions.get(oid, e.read_version)
-            if version == e.read_version and wanted.issuperset(e.values):
-                out.append(e)  # (the usual case: nothing to change)
-                continue
-            values = {fid: e.values[fid] for fid in field_ids if fid in e.values}
-            out.append(dataclasses.replace(e, read_version=version, values=values))
-        return out
-
-    def commit(self) -> ManifestSnapshot:
-        """Write inserted rows, then commit ``__manifest`` once; returns the new snapshot."""
-        if not self.changed:
+        Only the rows that change are committed (:func:`.manifest_delta.commit_changed`):
+        the cost follows the partitions touched, not those of the namespace."""
+        staged = any(st.partitions for st in stages)
+        if not (self.changed or staged):
             return self.snapshot
-        self._committing = {}
-        base = self.base_snapshot()
-        if not self.inserts:
-            return self._commit_rows(base)
+        changes = self.row_changes()
+        if not (self.inserts or staged):
+            return self._commit_rows(changes)
         writer = NamespaceWriter(
-            base,
+            self.snapshot,
             self.ns._schema,  # the stored form (blob columns take bytes)
             self.ns.current_spec,
             mode="append",
             storage_options=self.storage_options,
-            max_rebases=0,
-            entries=self._base_entries([f.field_id for f in self.ns.current_spec.fields]),
+            changes=changes,
         )
         try:
+            writer.adopt(stages)
             for t in self.inserts:
                 writer.write(t)
             snap = writer.commit()
         except BaseException:
             writer.abort()
             raise
-        if snap is base:  # nothing was written after all: commit the row changes alone
-            return self._commit_rows(base)
-        self._remember_entries(snap, writer)
-        return snap
+        return self._commit_rows(changes) if snap is self.snapshot else snap
 
-    def _commit_rows(self, base: ManifestSnapshot) -> ManifestSnapshot:
-        snap = commit_rows(base, base.rows, storage_options=self.storage_options)
-        if snap.version != base.version + 1:
-            return snap  # concurrent commits' rows are in too: nothing to hand on
-        carry_namespaces(base, snap)  # the same rows
-        if self._fids == [f.field_id for f in self.ns.all_fields()]:
-            remember_entries(snap, self._fids, self._base_entries(self._fids))
-        return snap
-
-    def _remember_entries(self, snap: ManifestSnapshot, writer: Any) -> None:
-        """Give ``snap`` (committed by ``writer`` on :meth:`base_snapshot`) its entries for
-        the field ids read at the start: the base entries, re-pinned where the writer
-        appended, plus the tables it created, so the next operation does not derive them
-        from the rows again. Only where the rows read back are certain to hold exactly
-        the values the writer wrote (partition columns of the spec's own types)."""
-        spec = self.ns.current_spec
-        rows = snap.rows
-        if (
-            writer.rebased
-            or snap.version != writer.snapshot.version + 1
-            or self._fids != [f.field_id for f in self.ns.all_fields()]
-            or "location" not in snap.lance_schema.names
-        ):
-            return
-        for pf in spec.fields:
-            at = rows.schema.get_field_index(pf.column_name)
-            if at < 0 or not rows.schema.field(at).type.equals(pf.result_type):
-                return
-        if any(f"partition_field_{fid}" not in rows.column_names for fid in self._fids):
-            return
-        versions = writer.committed_versions
-        out = []
-        for e in self._base_entries(self._fids):
-            v = versions.get(e.object_id)
-            out.append(e if v is None else dataclasses.replace(e, read_version=v))
-        for t in writer.new_tables():
-            if t.object_id not in versions:
-                continue
-            values: dict[str, Any] = dict.fromkeys(self._fids)
-            values.update(zip([pf.field_id for pf in spec.fields], t.values, strict=True))
-            out.append(
-                PartitionTable(
-                    object_id=t.object_id,
-                    location=t.location,
-                    uri=resolve_location(snap.root, t.location, t.object_id),
-                    spec_version=spec_version_of(t.object_id),
-                    read_version=versions[t.object_id],
-                    read_branch=None,
-                    read_tag=None,
-                    values=values,
-                )
+    def _commit_rows(self, changes: RowChanges) -> ManifestSnapshot:
+        snap = None
+        if not changes.properties:
+            snap = commit_changed(
+                self.snapshot, changes.rows, changes.dropped, storage_options=self.storage_options
             )
-        remember_entries(snap, self._fids, out)
+        if snap is None:
+            rows = changes.apply(conform_rows(self.snapshot.rows, self.snapshot.lance_schema))
+            props = changes.properties or None
+            snap = commit_rows(
+                self.snapshot, rows, properties=props, storage_options=self.storage_options
+            )
+        if snap.version == self.snapshot.version + 1:
+            carry_namespaces(self.snapshot, snap)  # (only table rows were dropped or re-pinned)
+        return snap
 
 
 def _check_version_pin(entry: PartitionTable) -> None:
@@ -406,17 +359,9 @@ def finish(ns: Any, mutation: Mutation) -> int:
     return snap.version
 
 
-def values_key(entry: PartitionTable, field_ids: list[str]) -> tuple[Any, ...]:
-    from lance_sql.tables.namespace.partition_rows import keys_of
-
-    values = entry.values
-    return keys_of([values.get(fid) for fid in field_ids])
-
-
 __all__ = [
     "ROWID",
     "Mutation",
     "finish",
     "run",
-    "values_key",
 ]

@@ -25,10 +25,10 @@ from lance_sql.tables.namespace.mutation import Mutation, run
 from lance_sql.tables.namespace.partition_rows import (
     conform_batch,
     iter_batches,
-    keys_of,
     partition_keys,
     partition_values,
 )
+from lance_sql.tables.namespace.write_layout import table_layout
 
 
 class RowsOutsideFilterError(LanceSqlError):
@@ -54,12 +54,10 @@ def overwrite_dynamic(ns: Any, data: Any) -> int:
             keys.update(partition_keys(values, batch.num_rows))
         if not spec.fields and table.num_rows:
             keys.add(())
-        fids = [f.field_id for f in spec.fields]
-        for entry in m.entries.values():
-            if entry.spec_version == spec.id:
-                values = entry.values
-                if keys_of([values.get(fid) for fid in fids]) in keys:  # (values_key inlined)
-                    m.drop(entry)
+        # the tables of those partitions, found by their keys (not by visiting every table)
+        tables = table_layout(m.snapshot, spec.namespace_name, [f.field_id for f in spec.fields])
+        for entry in filter(None, map(tables.get, keys)):
+            m.drop(entry)
         m.insert(table)
 
     run(ns, build)

@@ -52,6 +52,7 @@ from lance_sql.tables.namespace.layout import (
     join_object_id,
     table_dir_name,
 )
+from lance_sql.tables.namespace.manifest_delta import RowChanges
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     read_manifest,
@@ -111,7 +112,7 @@ class NamespaceWriter(DistributedStaging):
         staging: bool = False,
         progress: Any = None,
         keep_untouched: bool = False,
-        entries: Sequence[PartitionTable] | None = None,
+        changes: RowChanges | None = None,
     ) -> None:
         if mode not in ("append", "overwrite"):
             raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -131,9 +132,9 @@ class NamespaceWriter(DistributedStaging):
         self.progress = progress
         # keep_untouched: an overwrite replaces only the tables it writes (dynamic partitions)
         self.keep_untouched = keep_untouched
-        # entries: the partition tables of ``snapshot`` when the caller has them (any
-        # field ids; a Mutation does), so the layout does not derive them again
-        self._known_entries = entries
+        # changes: of existing rows, committed with this write's (a Mutation's re-pins and
+        # drops); the layout of ``snapshot`` is read with them applied
+        self.changes = changes
         self._prefix = spec.namespace_name
         self._table_schema = table_schema_for(schema)
         self._targets: dict[tuple[Any, ...], WriteTarget] = {}
@@ -162,8 +163,10 @@ class NamespaceWriter(DistributedStaging):
         """Namespaces and tables of this write's spec version, keyed by partition values."""
         fids = [f.field_id for f in self.spec.fields]
         namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
-        known = self._known_entries if snapshot is self.snapshot else None
-        return namespaces, table_layout(snapshot, self._prefix, fids, known), has_spec_row
+        tables = table_layout(snapshot, self._prefix, fids)
+        if self.changes is not None:
+            tables = TableLookup(tables.ids, tables.entries, self.changes.entries)
+        return namespaces, tables, has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
     def write(self, data: Any) -> None:
@@ -376,6 +379,7 @@ class NamespaceWriter(DistributedStaging):
                     mode=self.mode,
                     keep_untouched=self.keep_untouched,
                     storage_options=self.storage_options,
+                    changes=self.changes,
                 )
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
@@ -401,8 +405,7 @@ class NamespaceWriter(DistributedStaging):
                 fids = [f.field_id for f in self.spec.fields]
                 remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
                 added = {t.key: t.object_id for t in self.new_tables()}
-                if self._known_entries is None:
-                    remember_tables(snap, self._prefix, fids, self._tables.ids, added)
+                remember_tables(snap, self._prefix, fids, self._tables.ids, added)
             return snap
         raise AssertionError("unreachable")
 
@@ -421,6 +424,7 @@ class NamespaceWriter(DistributedStaging):
             self._targets.values(),
             self._new_ns_keys,
             self._new_table_keys,
+            self.changes.entries if self.changes is not None else (),
         )
         if blocker is None and layout[2]:  # another writer made the spec's namespace row
             self._new_rows = [r for r in self._new_rows if r["object_id"] != self._prefix]

@@ -97,15 +97,23 @@ def test_cached_rows_do_not_pile_up_chunks_over_many_commits(ns) -> None:
     assert ns.snapshot.rows.equals(read_manifest(ns.root).rows)
 
 
-def test_mutation_base_entries_equal_entries_of_its_base_snapshot(ns) -> None:
+def test_mutation_commit_carries_entries_equal_to_entries_of_its_rows(ns) -> None:
+    from lance_sql.tables.namespace.manifest_table import snapshot_entries
+
     m = Mutation(ns)
     entries = list(m.entries.values())
     m.drop(entries[0])
     m.delete_rowids(entries[1], m.rows(entries[1], ["id"]).column("_rowid").slice(0, 2))
-    base = m.base_snapshot()
-    fids = [f.field_id for f in ns.current_spec.fields]
-    assert m.base_entries(fids) == table_entries(base.rows, base.root, fids)
-    assert m.versions  # the delete gave entries[1] a new pin, which base_entries carries
+    assert m.versions  # the delete gave entries[1] a new pin, which the commit carries
+    m.insert(_rows(3, start=400))
+    snap = m.commit()
+    for fids in (
+        [f.field_id for f in ns.current_spec.fields],
+        [f.field_id for f in ns.all_fields()],
+    ):
+        assert snapshot_entries(snap, fids) == table_entries(snap.rows, snap.root, fids)
+    fresh = read_manifest(ns.root)
+    assert snap.rows.sort_by("object_id").equals(fresh.rows.sort_by("object_id"))
 
 
 def test_row_operations_on_an_unchanged_namespace_agree_with_a_fresh_view(ns) -> None:
@@ -130,18 +138,17 @@ def test_deletes_reuse_one_read_pool(ns) -> None:
     assert 0 < len(readers) <= delete_module.READ_THREADS
 
 
-def test_base_entries_after_a_spec_change_hold_the_current_fields_only(ns) -> None:
+def test_overwrite_after_a_spec_change_sees_the_current_partitions(ns) -> None:
     ns.add_spec([{"field_id": "s1", "source": "s", "transform": {"type": "identity"}}])
     ns.append(_rows(6, start=300))
-    m = Mutation(ns)
     fids = [f.field_id for f in ns.current_spec.fields]
     assert len(ns.all_fields()) > len(fids)
-    base = m.base_snapshot()
-    assert m.base_entries(fids) == table_entries(base.rows, base.root, fids)
     # the overwrite a Mutation's writer runs sees the same partitions as a fresh writer
     overwrite_dynamic(ns, _rows(2, start=300))
     ids = sorted(ns.to_table().column("id").to_pylist())
     assert ids == sorted([*range(100), 300, 301, 302, 303, 304, 305])
+    fresh = PartitionedNamespace.open(ns.root)
+    assert sorted(fresh.to_table().column("id").to_pylist()) == ids
 
 
 def test_snapshot_entries_equal_table_entries_through_a_namespace_life(tmp_path) -> None:
