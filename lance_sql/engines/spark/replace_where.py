@@ -88,17 +88,14 @@ def commit_with_stages(m: Any, stages: Sequence[Any]) -> Any:
     The staged files join their partitions in the mutation's snapshot (after
     its drops: a dropped partition's rows go to a new table, files moved there).
     """
-    from lance_sql.tables.namespace.manifest_table import commit_rows
+    from lance_sql.tables.namespace.mutation import finish
     from lance_sql.tables.namespace.writer import NamespaceWriter
 
     ns = m.ns
-    base = m.base_snapshot()
     if not any(st.partitions for st in stages):
-        if not m.changed:
-            return m.snapshot
-        snap = commit_rows(base, base.rows, storage_options=m.storage_options)
-        ns._set_snapshot(snap)
-        return snap
+        finish(ns, m)  # the row changes alone (nothing when there are none)
+        return ns.snapshot
+    base = m.base_snapshot()
     writer = NamespaceWriter(
         base,
         ns._schema,  # the stored form: blob columns take bytes
