@@ -153,8 +153,8 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         from lance_sql.tables.namespace.staging import abort_staged
 
         stages = self._staged(messages)
-        if not self.plan.create or _exists(self.plan):
-            abort_staged(self.root, stages, storage_options=self.plan.storage_options)
+        # (without a namespace at the root, as for a create, abort_staged leaves all alone)
+        abort_staged(self.root, stages, storage_options=self.plan.storage_options)
         finish_write(self.root, self.write_id, self.plan.storage_options)
 
     @staticmethod
@@ -194,17 +194,6 @@ def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> s
             "without partitionOverwriteMode=dynamic"
         )
     return where
-
-
-def _exists(plan: Any) -> bool:
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.manifest_table import read_manifest
-
-    try:
-        read_manifest(plan.root, storage_options=plan.storage_options)
-    except LanceSqlError:
-        return False
-    return True
 
 
 __all__ = ["LanceNamespaceWriter", "StagedCommit", "spark_encoding"]
