@@ -30,19 +30,15 @@ def _events(root: Path) -> None:
             ("amount", pa.float64()),
         ]
     )
-    ns = PartitionedNamespace.create(
-        root,
-        schema,
-        [{"field_id": "event_date", "source": "event_date", "transform": {"type": "identity"}}],
-    )
+    ns = PartitionedNamespace.create(root, schema, "identity(event_date)")
     rng = np.random.default_rng(11)
     # spec v1: December 1..14, partitioned by day (appendix A, partition_spec_v1)
     ns.append(_event_rows(rng, 0, 2000, dt.date(2025, 12, 1), 14))
     # spec v2: year(event_date) + identity(country), December 8..21 (overlaps v1)
     ns.add_spec(
         [
-            {"field_id": "event_year", "source": "event_date", "transform": {"type": "year"}},
-            {"field_id": "country", "source": "country", "transform": {"type": "identity"}},
+            {"field_id": "event_year", "source": "event_date", "transform": "year"},
+            {"source": "country", "transform": "identity"},
         ]
     )
     ns.append(_event_rows(rng, 2000, 2000, dt.date(2025, 12, 8), 14))
@@ -74,13 +70,7 @@ def _orders_customers(orders: Path, customers: Path) -> None:
                 ("country", pa.utf8()),
             ]
         ),
-        [
-            {
-                "field_id": "id_bucket_8",
-                "source": "id",
-                "transform": {"type": "bucket", "num_buckets": 8},
-            }
-        ],
+        "bucket(8, id)",
     )
     c.append(
         pa.table(
@@ -100,13 +90,7 @@ def _orders_customers(orders: Path, customers: Path) -> None:
                 ("total", pa.float64()),
             ]
         ),
-        [
-            {
-                "field_id": "customer_id_bucket_16",
-                "source": "customer_id",
-                "transform": {"type": "bucket", "num_buckets": 16},
-            }
-        ],
+        "bucket(16, customer_id)",
     )
     o.append(
         pa.table(
@@ -132,15 +116,7 @@ def _clicks(root: Path) -> None:
             ("url", pa.utf8()),
         ]
     )
-    ns = PartitionedNamespace.create(
-        root,
-        schema,
-        [
-            {"field_id": "ts_year", "source": "ts", "transform": {"type": "year"}},
-            {"field_id": "ts_month", "source": "ts", "transform": {"type": "month"}},
-            {"field_id": "ts_day", "source": "ts", "transform": {"type": "day"}},
-        ],
-    )
+    ns = PartitionedNamespace.create(root, schema, "year(ts), month(ts), day(ts)")
     start = np.datetime64("2025-11-20T00:00:00", "us")
     secs = rng.integers(0, 20 * 86400, n)  # 2025-11-20 .. 2025-12-09
     ts = start + secs.astype("timedelta64[s]").astype("timedelta64[us]")

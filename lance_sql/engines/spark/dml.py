@@ -33,12 +33,10 @@ tables this project writes have no stable row ids.
 from __future__ import annotations
 
 import json
-import random
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -188,6 +186,17 @@ def _entry(entry: Any, deletion: str | None) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Staged:
+    """What a job's tasks staged, for the driver's one commit (:meth:`DeleteJob.once`)."""
+
+    drops: list[str] = field(default_factory=list)  # covered tables: leave __manifest
+    deletes: list[TableDelete] = field(default_factory=list)  # staged row deletes per table
+    stages: list[Any] = field(default_factory=list)  # StagedWrite of new rows
+    attempts: list[str] = field(default_factory=list)  # task attempts whose work commits
+    result: Any = None  # what the job returns
+
+
 class DeleteJob:
     """``delete(spark, root, where)``: plan, run the tasks, commit once (module docstring)."""
 
@@ -211,45 +220,63 @@ class DeleteJob:
 
         check_filter(self.root, self.where, self.ns.schema)
 
-    def run(self) -> int:
-        from lance_sql.tables.namespace.mutation import RETRIES
+    def run(self) -> Any:
+        """:meth:`once`, planned again on the newer ``__manifest`` after a conflict."""
+        from lance_sql.tables.namespace.mutation import run
 
-        for attempt in range(RETRIES + 1):
-            try:
-                return self.once()
-            except CommitConflictError:
-                if attempt == RETRIES:
-                    raise
-                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
-        raise AssertionError("unreachable")
+        return run(self.ns, self.once)  # once commits: the Mutation it is given stays unchanged
 
-    def once(self) -> int:
+    def once(self, m0: Any) -> Any:
+        """One attempt: stage against ``m0`` (the latest ``__manifest``), then commit
+        ``__manifest`` once (DELETE and MERGE alike); a commit made meanwhile raises
+        CommitConflictError."""
+        from lance_sql.engines.spark.replace_where import commit_with_stages
         from lance_sql.engines.spark.write_journal import finish_write
-        from lance_sql.tables.namespace.filter_hook import filter_planner
-        from lance_sql.tables.namespace.mutation import Mutation, finish
+        from lance_sql.engines.spark.write_lease import fence_and_wait
+        from lance_sql.tables.namespace.mutation import Mutation
+        from lance_sql.tables.namespace.staging import abort_staged
 
-        m = Mutation(self.ns)  # the latest __manifest
-        cls = filter_planner().classify(self.ns, self.where)
-        deleted = 0
-        for oid in cls.covered:
-            deleted += m.count(m.entries[oid])
-            m.drop(m.entries[oid])
         write_id = uuid.uuid4().hex
+        out = Staged()
         kept: set[tuple[str, str]] = set()
+        committed = False
         try:
-            results = self.run_tasks(m, list(cls.partial), write_id)
-            for r in results:
-                deleted += r.deleted
-                kept.update(self.apply(m, r))
-            if m.changed:
-                finish(self.ns, m)
+            self.stage(m0, write_id, out)
+            # no attempt may write after this: the committed ones ended, zombies stop or go stale
+            fence_and_wait(self.root, write_id, self.storage_options, out.attempts)
+            m = Mutation(self.ns)
+            if m.snapshot.version != m0.snapshot.version:
+                raise CommitConflictError(
+                    f"__manifest moved from version {m0.snapshot.version} to "
+                    f"{m.snapshot.version} while the job ran; planning it again"
+                )
+            for oid in out.drops:
+                m.drop(m.entries[oid])
+            for d in out.deletes:
+                kept.update(self.apply(m, d))
+            commit_with_stages(m, out.stages)
+            committed = True
+        except BaseException:
+            abort_staged(self.root, out.stages, storage_options=self.storage_options)
+            raise
         finally:
-            finish_write(self.root, write_id, self.storage_options, kept_deletions=kept)
-        return deleted
+            done = out.stages if committed else []
+            opts = self.storage_options
+            finish_write(self.root, write_id, opts, done, out.attempts, kept_deletions=kept)
+        return out.result
+
+    def stage(self, m: Any, write_id: str, out: Staged) -> None:
+        """DELETE: covered tables leave ``__manifest``, tasks stage row deletes in the others."""
+        from lance_sql.tables.namespace.filter_hook import filter_planner
+
+        cls = filter_planner().classify(self.ns, self.where)
+        out.drops = list(cls.covered)
+        out.deletes = self.run_tasks(m, list(cls.partial), write_id)
+        out.attempts = [r.attempt for r in out.deletes]
+        covered = sum(m.count(m.entries[oid]) for oid in cls.covered)
+        out.result = covered + sum(r.deleted for r in out.deletes)
 
     def run_tasks(self, m: Any, object_ids: list[str], write_id: str) -> list[TableDelete]:
-        from lance_sql.engines.spark.write_lease import fence_and_wait
-
         if not object_ids:
             return []
         tasks = self.tasks_class(
@@ -258,10 +285,7 @@ class DeleteJob:
         sc = self.spark.sparkContext
         slices = max(1, min(len(object_ids), sc.defaultParallelism))
         raw = sc.parallelize(object_ids, slices).mapPartitions(tasks).collect()
-        results = [TableDelete.from_json(json.loads(r)) for r in raw]
-        # no attempt may write after this: the committed ones ended, zombies stop or go stale
-        fence_and_wait(self.root, write_id, self.storage_options, [r.attempt for r in results])
-        return results
+        return [TableDelete.from_json(json.loads(r)) for r in raw]
 
     def apply(self, m: Any, r: TableDelete) -> set[tuple[str, str]]:
         """Commit one table's staged deletes (or drop it); returns the deletion files kept."""

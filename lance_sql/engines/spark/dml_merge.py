@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.engines.spark.dml import DeleteJob, DeleteTasks, TableDelete, pinned_reader
-from lance_sql.errors import CommitConflictError, SchemaMismatchError
+from lance_sql.errors import SchemaMismatchError
 
 ROW = "__lance_sql_row"  # the source row number (merge.py's _ROW)
 TABLE = "__lance_sql_table"
@@ -185,51 +185,22 @@ class MergeJob(DeleteJob):
         self.src, self.keyed = src, keyed
         return super().run()
 
-    def once(self) -> Any:  # type: ignore[override]
-        import uuid
-
-        from lance_sql.engines.spark.replace_where import commit_with_stages
-        from lance_sql.engines.spark.write_journal import finish_write
-        from lance_sql.engines.spark.write_lease import fence_and_wait
+    def stage(self, m: Any, write_id: str, out: Any) -> None:
+        """MERGE: tasks rewrite matched rows, then the rows no task matched are inserted."""
         from lance_sql.tables.namespace.merge import MergeResult
-        from lance_sql.tables.namespace.mutation import Mutation
-        from lance_sql.tables.namespace.staging import StagedWrite, abort_staged
+        from lance_sql.tables.namespace.staging import StagedWrite
 
-        m0 = Mutation(self.ns)
-        version = m0.snapshot.version
-        write_id = uuid.uuid4().hex
-        kept: set[tuple[str, str]] = set()
-        stages: list[Any] = []
-        attempts: list[str] = []
-        committed = False
-        try:
-            matched, deletes, updated, deleted = self.matched_step(m0, version, write_id)
-            attempts += [d.attempt for d in deletes]
-            stages += [StagedWrite.from_json(s) for s in matched["staged"] if s]
-            inserted = 0
-            if self.insert:
-                ins, ins_attempts = self.insert_step(version, write_id, matched["rows"])
-                stages += ins
-                attempts += ins_attempts
-                inserted = sum(st.rows for st in ins)
-            fence_and_wait(self.root, write_id, self.storage_options, attempts)
-            m = Mutation(self.ns)
-            if m.snapshot.version != version:
-                raise CommitConflictError(
-                    f"__manifest moved from version {version} to {m.snapshot.version} while the "
-                    "merge ran; planning it again"
-                )
-            for d in deletes:
-                kept.update(self.apply(m, d))
-            commit_with_stages(m, stages)
-            committed = True
-        except BaseException:
-            abort_staged(self.root, stages, storage_options=self.storage_options)
-            raise
-        finally:
-            opts, done = self.storage_options, stages if committed else []
-            finish_write(self.root, write_id, opts, done, attempts, kept_deletions=kept)
-        return MergeResult(updated, deleted, inserted)
+        version = m.snapshot.version
+        matched, out.deletes, updated, deleted = self.matched_step(m, version, write_id)
+        out.attempts += [d.attempt for d in out.deletes]
+        out.stages += [StagedWrite.from_json(s) for s in matched["staged"] if s]
+        inserted = 0
+        if self.insert:
+            ins, ins_attempts = self.insert_step(version, write_id, matched["rows"])
+            out.stages += ins
+            out.attempts += ins_attempts
+            inserted = sum(st.rows for st in ins)
+        out.result = MergeResult(updated, deleted, inserted)
 
     def matched_step(
         self, m: Any, version: int, write_id: str

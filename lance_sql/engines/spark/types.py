@@ -116,13 +116,9 @@ def _spark_field(f: pa.Field, column: str, *, nested: bool = False) -> pa.Field:
     return pa.field(f.name, spark_arrow_type(f.type, column, nested=nested), f.nullable)
 
 
-def spark_field(f: pa.Field) -> pa.Field:
-    return _spark_field(f, f.name)
-
-
 def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every field mapped by :func:`spark_arrow_type` (metadata dropped)."""
-    return pa.schema([spark_field(f) for f in schema])
+    return pa.schema([_spark_field(f, f.name) for f in schema])
 
 
 def spark_struct(schema: pa.Schema) -> Any:

@@ -120,7 +120,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
     def commit(self, messages: list[StagedCommit | None]) -> None:
         from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_plan import commit_create
-        from lance_sql.tables.namespace.writer import commit_staged
+        from lance_sql.tables.namespace.writer import NamespaceWriter
 
         stages = self._staged(messages)
         plan = self.plan
@@ -134,17 +134,17 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
                 from lance_sql.engines.spark.replace_where import commit_replace_where
 
                 snap = commit_replace_where(plan, self.where, stages)
-            elif self.dynamic:
-                snap = _commit_dynamic(plan, latest, stages)
-            else:
-                snap = commit_staged(
+            elif self.dynamic and not any(st.partitions for st in stages):
+                snap = latest  # no rows: no partition to replace, nothing to commit
+            else:  # dynamic: replace the current-spec partitions the stages hold, keep the rest
+                snap = NamespaceWriter(
                     latest,
                     plan.schema,
                     plan.spec,
-                    stages,
                     mode=self.mode,
                     storage_options=plan.storage_options,
-                )
+                    keep_untouched=self.dynamic,
+                ).commit_stages(stages)
         attempts = [m.attempt for m in messages if isinstance(m, StagedCommit) and m.attempt]
         finish_write(plan.root, self.write_id, plan.storage_options, stages, attempts, snap)
 
@@ -153,8 +153,8 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         from lance_sql.tables.namespace.staging import abort_staged
 
         stages = self._staged(messages)
-        if not self.plan.create or _exists(self.plan):
-            abort_staged(self.root, stages, storage_options=self.plan.storage_options)
+        # (without a namespace at the root, as for a create, abort_staged leaves all alone)
+        abort_staged(self.root, stages, storage_options=self.plan.storage_options)
         finish_write(self.root, self.write_id, self.plan.storage_options)
 
     @staticmethod
@@ -194,34 +194,6 @@ def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> s
             "without partitionOverwriteMode=dynamic"
         )
     return where
-
-
-def _commit_dynamic(plan: Any, latest: Any, stages: list[Any]) -> Any:
-    """Replace the current-spec partitions the stages hold; every other table stays."""
-    from lance_sql.tables.namespace.writer import NamespaceWriter
-
-    if not any(st.partitions for st in stages):
-        return latest  # no rows: no partition to replace, nothing to commit
-    writer = NamespaceWriter(
-        latest,
-        plan.schema,
-        plan.spec,
-        mode="overwrite",
-        storage_options=plan.storage_options,
-        keep_untouched=True,
-    )
-    return writer.commit_stages(stages)
-
-
-def _exists(plan: Any) -> bool:
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.manifest_table import read_manifest
-
-    try:
-        read_manifest(plan.root, storage_options=plan.storage_options)
-    except LanceSqlError:
-        return False
-    return True
 
 
 __all__ = ["LanceNamespaceWriter", "StagedCommit", "spark_encoding"]

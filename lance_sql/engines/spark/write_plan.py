@@ -53,22 +53,6 @@ def spec_option(options: Mapping[str, str]) -> str | None:
     return next(iter(given.values()), None)
 
 
-def build_spec_from_option(text: str, schema: pa.Schema, *, spec_id: int = 1) -> Any:
-    """A PartitionSpec from the option's text (spec JSON, JSON field list, or Iceberg text)."""
-    from lance_sql.spec.transforms.spec_text import spec_fields
-    from lance_sql.tables.namespace.spec import PartitionSpec
-    from lance_sql.tables.namespace.spec_build import build_spec
-
-    fields = spec_fields(text)
-    if isinstance(fields, str):  # a spec JSON object
-        return PartitionSpec.from_json(
-            fields, schema=schema, key=f"partition_spec_v{spec_id}", expected_id=spec_id
-        )
-    if not isinstance(fields, list):
-        raise SpecError("expected a partition spec", key="spec")
-    return build_spec(fields, spec_id=spec_id, schema=schema)
-
-
 def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan:
     """The plan for writing a DataFrame of ``arrow_schema`` as the options say."""
     from lance_sql.engines.spark.options import _root, open_namespace, storage_options
@@ -93,7 +77,9 @@ def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan
 
 def _check_same_spec(root: str, ns: Any, text: str) -> None:
     """A spec option on an existing namespace must be its current spec (no implicit evolution)."""
-    wanted = build_spec_from_option(text, ns.schema, spec_id=ns.current_spec.id)
+    from lance_sql.tables.namespace.spec_build import spec_of
+
+    wanted = spec_of(text, ns.schema, spec_id=ns.current_spec.id)
     have = ns.current_spec.fields
     same = len(wanted.fields) == len(have) and all(
         a.same_definition(b) for a, b in zip(wanted.fields, have, strict=True)
@@ -110,34 +96,15 @@ def _check_same_spec(root: str, ns: Any, text: str) -> None:
 def _create_plan(
     root: str, opts: dict[str, str] | None, arrow_schema: pa.Schema, text: str
 ) -> WritePlan:
-    from lance_sql.spec.arrow_json import dumps, schema_to_json
-    from lance_sql.tables.namespace.layout import NAMESPACE
-    from lance_sql.tables.namespace.manifest_table import (
-        ManifestSnapshot,
-        conform_rows,
-        manifest_schema,
-        with_properties,
-    )
-    from lance_sql.tables.namespace.properties import SCHEMA_KEY, normalize_schema
+    from lance_sql.tables.namespace.namespace import first_snapshot
+    from lance_sql.tables.namespace.properties import normalize_schema
+    from lance_sql.tables.namespace.spec_build import spec_of
 
     schema = normalize_schema(
         pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
     )
-    spec = build_spec_from_option(text, schema)
-    properties = {SCHEMA_KEY: dumps(schema_to_json(schema)), spec.key: spec.to_json_string()}
-    mschema = manifest_schema(spec.fields)
-    rows = pa.Table.from_pylist(
-        [{"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
-        schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
-    )
-    snapshot = ManifestSnapshot(
-        root=root,
-        version=0,
-        rows=conform_rows(rows, mschema),
-        properties=properties,
-        lance_schema=with_properties(mschema, properties),
-    )
-    return WritePlan(root, opts, snapshot, schema, spec, True)
+    spec = spec_of(text, schema)
+    return WritePlan(root, opts, first_snapshot(root, schema, spec), schema, spec, True)
 
 
 def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
@@ -188,7 +155,6 @@ def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
 __all__ = [
     "SPEC_OPTIONS",
     "WritePlan",
-    "build_spec_from_option",
     "commit_create",
     "plan_write",
     "spec_option",

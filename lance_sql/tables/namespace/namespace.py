@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_sql.errors import LanceSqlError, SpecError
+from lance_sql.errors import LanceSqlError
 from lance_sql.spec.arrow_json import (
     dumps,
     schema_to_json,
@@ -35,6 +35,7 @@ from lance_sql.tables.namespace.manifest_table import (
     manifest_schema,
     read_manifest,
     snapshot_entries,
+    with_properties,
 )
 from lance_sql.tables.namespace.properties import (
     DATA_STORAGE_VERSION_KEY,
@@ -54,7 +55,7 @@ from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.search_methods import SearchMethods
 from lance_sql.tables.namespace.spec import PartitionSpec
-from lance_sql.tables.namespace.spec_build import build_spec
+from lance_sql.tables.namespace.spec_build import spec_of
 from lance_sql.tables.namespace.write_methods import WriteMethods
 from lance_sql.tables.path_kind import prepare_root
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
@@ -67,6 +68,30 @@ def _repair_root(
     root_s = root_uri(root)
     snap = repair_manifest(root_s, storage_options=storage_options)
     return PartitionedNamespace(root_s, snap, storage_options=storage_options)
+
+
+def first_snapshot(
+    root: str, schema: pa.Schema, spec: Any, file_version: str | None = None
+) -> ManifestSnapshot:
+    """Version 0 of a new namespace's ``__manifest`` (not written): the root properties
+    (``schema``, spec version 1 from any form :func:`.spec_build.spec_of` reads, the file
+    version) and the namespace's own row."""
+    parsed = spec_of(spec, schema)
+    properties = {SCHEMA_KEY: dumps(schema_to_json(schema)), parsed.key: parsed.to_json_string()}
+    if file_version is not None:
+        properties[DATA_STORAGE_VERSION_KEY] = file_version
+    mschema = manifest_schema(parsed.fields)
+    rows = pa.Table.from_pylist(
+        [{"object_id": parsed.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
+        schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
+    )
+    return ManifestSnapshot(
+        root=root,
+        version=0,
+        rows=conform_rows(rows, mschema),
+        properties=properties,
+        lance_schema=with_properties(mschema, properties),
+    )
 
 
 class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
@@ -127,46 +152,12 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         if existing:
             return cls.open(root_s, storage_options=storage_options)
         file_version = checked_file_version(data_storage_version)
-        ns_schema = normalize_schema(schema)
-        if isinstance(spec, (str, list, tuple)):  # text, JSON, field dicts (spec_text.py)
-            from lance_sql.spec.transforms.spec_text import spec_fields
-
-            spec = spec_fields(spec)
-        if isinstance(spec, PartitionSpec):
-            from lance_sql.tables.namespace.spec import validate_spec
-
-            if spec.id != 1:
-                raise SpecError("the first spec of a namespace has id 1", key=f"{spec.key}.id")
-            validate_spec(spec, ns_schema)
-            parsed = spec
-        elif isinstance(spec, (str, bytes, Mapping)):
-            parsed = PartitionSpec.from_json(
-                spec, schema=ns_schema, key="partition_spec_v1", expected_id=1
-            )
-        else:
-            parsed = build_spec(spec, spec_id=1, schema=ns_schema)
-        properties = {
-            SCHEMA_KEY: dumps(schema_to_json(ns_schema)),
-            parsed.key: parsed.to_json_string(),
-        }
-        if file_version is not None:
-            properties[DATA_STORAGE_VERSION_KEY] = file_version
-        mschema = manifest_schema(parsed.fields)
-        rows = pa.Table.from_pylist(
-            [
-                {
-                    "object_id": parsed.namespace_name,
-                    "object_type": NAMESPACE,
-                    "metadata": "{}",
-                }
-            ],
-            schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
-        )
+        first = first_snapshot(root_s, normalize_schema(schema), spec, file_version)
         snap = create_manifest(
             root_s,
-            mschema,
-            properties,
-            conform_rows(rows, mschema),
+            first.lance_schema,
+            first.properties,
+            first.rows,
             storage_options=storage_options,
         )
         return cls(root_s, snap, storage_options=storage_options)
@@ -380,4 +371,4 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         )
 
 
-__all__ = ["NotPartitionedError", "PartitionedNamespace", "parse_properties"]
+__all__ = ["NotPartitionedError", "PartitionedNamespace", "first_snapshot", "parse_properties"]

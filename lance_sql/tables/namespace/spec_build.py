@@ -23,6 +23,25 @@ from lance_sql.tables.namespace.spec import (
 )
 
 
+def spec_of(spec: Any, schema: pa.Schema, *, spec_id: int = 1) -> PartitionSpec:
+    """Spec ``spec_id`` over ``schema`` from any form a user writes it in: a
+    PartitionSpec, its JSON, field dicts or spec text (docs/namespaces.md "Partition
+    specs", read by :func:`~lance_sql.spec.transforms.spec_text.spec_fields`)."""
+    from lance_sql.spec.transforms.spec_text import spec_fields
+
+    if isinstance(spec, (str, list, tuple)):
+        spec = spec_fields(spec)
+    if isinstance(spec, PartitionSpec):
+        if spec.id != spec_id:
+            raise SpecError(f"the spec must have id {spec_id}", key=f"{spec.key}.id")
+        validate_spec(spec, schema)
+        return spec
+    if isinstance(spec, (str, bytes, Mapping)):
+        key = f"{SPEC_KEY_PREFIX}{spec_id}"
+        return PartitionSpec.from_json(spec, schema=schema, key=key, expected_id=spec_id)
+    return build_spec(spec, spec_id=spec_id, schema=schema)
+
+
 def build_spec(
     fields: Iterable[Mapping[str, Any] | PartitionField],
     *,
