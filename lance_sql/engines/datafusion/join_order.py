@@ -77,23 +77,20 @@ def reorder_namespace_joins(
 def _flatten(rel: Rel, tree: _Tree, width: Callable[[Rel], int]) -> list[Col]:
     """Add ``rel`` to ``tree``; the columns it outputs, in order."""
     k = sp.kind(rel)
-    body = getattr(rel, k)
     if k == "join" and rel.join.type == INNER and not rel.join.HasField("post_join_filter"):
         tree.joins += 1
         cols = _flatten(rel.join.left, tree, width) + _flatten(rel.join.right, tree, width)
         if rel.join.HasField("expression"):
             tree.conds.append(_globalize(rel.join.expression, cols))
-        return _emit(body, cols)
+        return sp.emitted(rel, cols)
     if k == "filter" and _is_join_tree(rel.filter.input):
         cols = _flatten(rel.filter.input, tree, width)
         tree.conds.append(_globalize(rel.filter.condition, cols))
-        return _emit(body, cols)
+        return sp.emitted(rel, cols)
     if k == "project" and _is_join_tree(rel.project.input):
-        refs = [sp.field_ref(e) for e in rel.project.expressions]
-        if any(r is None for r in refs):
+        if any(sp.field_ref(e) is None for e in rel.project.expressions):
             raise _NotFlat("a computed projection between joins")
-        cols = _flatten(rel.project.input, tree, width)
-        return _emit(body, cols + [cols[r] for r in refs if r is not None])
+        return sp.through(rel, _flatten(rel.project.input, tree, width))
     n = len(tree.leaves)
     tree.leaves.append(rel)
     try:
@@ -108,12 +105,6 @@ def _is_join_tree(rel: Rel) -> bool:
     if k == "join":
         return rel.join.type == INNER
     return k in ("filter", "project") and _is_join_tree(getattr(rel, k).input)
-
-
-def _emit(body: Any, cols: list[Col]) -> list[Col]:
-    if body.common.HasField("emit"):
-        return [cols[i] for i in body.common.emit.output_mapping]
-    return cols
 
 
 def _refs(expr: Any) -> list[Any]:
