@@ -161,9 +161,11 @@ def _rebuild(
         return False
     linked = [_leaves_of(c) for c in conds]
     sides = _attach(pair, linked, tree, set(chains))
-    rest = _join_order([*sides[0], *sides[1]], linked, len(tree.leaves))
-    if rest is None:
+    first = [*sides[0], *sides[1]]
+    order = _connected(first, list(range(len(tree.leaves))), linked)
+    if order is None:  # an input joined to the others by no condition: leave the tree alone
         return False
+    rest = order[len(first) :]
     rebuilt, cols = _build(tree, sides, rest, conds, names, plan)
     position = {c: i for i, c in enumerate(cols)}
     emit = rebuilt.join.common.emit.output_mapping
@@ -260,23 +262,21 @@ def _already_siblings(rel: Rel, pair: tuple[int, int], tree: _Tree) -> bool:
     return False
 
 
-def _join_order(first: list[int], linked: list[set[int]], n: int) -> list[int] | None:
-    """The inputs after ``first``, each connected by a condition to those before it."""
+def _connected(first: list[int], inputs: list[int], linked: list[set[int]]) -> list[int] | None:
+    """``first``, then every other of ``inputs``, each connected by a condition to those
+    before it (the first such in ``inputs`` order); None when one is connected to none."""
     order = list(first)
-    while len(order) < n:
+    rest = [i for i in inputs if i not in order]
+    while rest:
         have = set(order)
         nxt = next(
-            (
-                i
-                for i in range(n)
-                if i not in have and any(i in s and s & have and s <= have | {i} for s in linked)
-            ),
-            None,
+            (i for i in rest if any(i in s and s & have and s <= have | {i} for s in linked)), None
         )
         if nxt is None:
-            return None  # an input joined to the others by no condition: leave the tree alone
+            return None
         order.append(nxt)
-    return order[len(first) :]
+        rest.remove(nxt)
+    return order
 
 
 class _Builder:
@@ -352,17 +352,9 @@ def _build(
 def _ordered(leaves: list[int], conds: list[Expr]) -> list[int]:
     """``leaves`` (scan first) in an order where each joins by a condition to those before."""
     linked = [s for s in (_leaves_of(c) for c in conds) if s <= set(leaves)]
-    order, remaining = leaves[:1], leaves[1:]
-    while remaining:
-        have = set(order)
-        nxt = next(
-            (i for i in remaining if any(i in s and s & have and s <= have | {i} for s in linked)),
-            None,
-        )
-        if nxt is None:
-            raise _NotFlat("a side's inputs are not connected")
-        order.append(nxt)
-        remaining.remove(nxt)
+    order = _connected(leaves[:1], leaves, linked)
+    if order is None:
+        raise _NotFlat("a side's inputs are not connected")
     return order
 
 

@@ -400,6 +400,15 @@ def native_width(rel: Rel) -> int | None:
     return None  # aggregates (grouping sets add a column), mark joins, sets, extensions
 
 
+def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:
+    """How many columns ``rel`` outputs: :func:`native_width`, else DataFusion says."""
+    known = native_width(rel)
+    if known is not None:
+        return known
+    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
+    return len(ctx.create_dataframe_from_logical_plan(logical).schema())
+
+
 def table_rows_for(
     lance_rows: Callable[[str], int | None],
     namespaces: Mapping[str, Any],
@@ -428,6 +437,8 @@ __all__ = [
     "SWAP_FACTOR",
     "Estimator",
     "namespace_rows",
+    "native_width",
+    "output_width",
     "reorder_flat_trees",
     "swap_inner_joins",
     "table_rows_for",

@@ -30,7 +30,8 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
-from lance_sql.engines.datafusion.join_swap import namespace_rows
+from lance_sql.engines.datafusion.join_swap import namespace_rows, output_width
+from lance_sql.engines.datafusion.lance_provider import lance_dataset
 from lance_sql.engines.datafusion.not_in import expand_not_in
 from lance_sql.engines.datafusion.outer_join_elimination import eliminate_outer_joins
 from lance_sql.engines.datafusion.partition_agg import (
@@ -40,7 +41,6 @@ from lance_sql.engines.datafusion.partition_agg import (
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
-    output_width,
     storage_partitioned_joins,
     unaggregated_pairs,
 )
@@ -95,7 +95,7 @@ def rewrite(
     want_stats = (  # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
         getattr(ctx, "join_stats_enabled", True)
         and " Join:" in text
-        and any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
+        and any(s in namespaces or lance_dataset(ctx, s) is not None for s in all_scans)
     )
     if not scans and not want_stats:
         if shape is not None:
@@ -368,15 +368,6 @@ def _spj_rows(tables: list[Any]) -> dict[str, float]:
         except Exception:  # not a storage-partitioned join's table (aggregates): no estimate
             continue
     return out
-
-
-def _is_lance_table(ctx: Any, name: str) -> bool:
-    """Whether ``name`` is a Lance dataset registered in ``ctx`` (``register_lance``)."""
-    try:
-        ctx.lance_table(name)
-    except (KeyError, AttributeError):
-        return False
-    return True
 
 
 __all__ = ["Rewrite", "rewrite"]
