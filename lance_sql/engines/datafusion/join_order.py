@@ -166,12 +166,7 @@ def _rebuild(
     if order is None:  # an input joined to the others by no condition: leave the tree alone
         return False
     rest = order[len(first) :]
-    rebuilt, cols = _build(tree, sides, rest, conds, names, plan)
-    position = {c: i for i, c in enumerate(cols)}
-    emit = rebuilt.join.common.emit.output_mapping
-    del emit[:]
-    emit.extend(position[c] for c in out)
-    rel.CopyFrom(rebuilt)
+    rel.CopyFrom(_build(tree, sides, rest, conds, names, plan).emitting(out))
     return True
 
 
@@ -287,6 +282,7 @@ class _Builder:
     ) -> None:
         self.tree, self.conds, self.names, self.plan = tree, conds, names, plan
         self.placed = [False] * len(conds)
+        self.cur: tuple[Rel, list[Col], set[int]] | None = None  # the last join built
 
     def leaf(self, i: int) -> tuple[Rel, list[Col], set[int]]:
         rel = Rel()
@@ -309,7 +305,20 @@ class _Builder:
         out.join.right.CopyFrom(right[0])
         if here:
             out.join.expression.CopyFrom(_and(here, self.names, self.plan))
-        return out, cols, have
+        self.cur = (out, cols, have)
+        return self.cur
+
+    def emitting(self, out: list[Col]) -> Rel:
+        """The tree joined last, emitting the original tree's columns ``out``."""
+        if not all(self.placed):
+            raise _NotFlat("a condition refers to no input")
+        assert self.cur is not None
+        rebuilt, cols, _ = self.cur
+        position = {c: i for i, c in enumerate(cols)}
+        emit = rebuilt.join.common.emit.output_mapping
+        del emit[:]
+        emit.extend(position[c] for c in out)
+        return rebuilt
 
     def side(self, leaves: list[int]) -> tuple[Rel, list[Col], set[int]]:
         """The side's scan, then each input it takes as the build (left) side over it."""
@@ -326,8 +335,8 @@ def _build(
     conds: list[Expr],
     names: dict[int, str],
     plan: plan_pb2.Plan,
-) -> tuple[Rel, list[Col]]:
-    """The rebuilt join tree and the columns it outputs.
+) -> _Builder:
+    """The builder that joined the tree (:meth:`_Builder.emitting` gives it).
 
     The pair's two sides (each with the inputs it takes into the groups) are
     joined first, left input first as the original tree had it. Every further
@@ -344,9 +353,7 @@ def _build(
     cur = b.join(b.side(side_a), b.side(side_b))
     for leaf in rest:
         cur = b.join(b.leaf(leaf), cur)
-    if not all(b.placed):
-        raise _NotFlat("a condition refers to no input")
-    return cur[0], cur[1]
+    return b
 
 
 def _ordered(leaves: list[int], conds: list[Expr]) -> list[int]:

@@ -307,17 +307,7 @@ def _join_bound(kind: int, left: int | None, right: int | None) -> int | None:
 
 
 def _fetch_bound(fetch: algebra_pb2.FetchRel, below: int | None) -> int | None:
-    count: int | None = None
-    if fetch.HasField("count_expr"):
-        lit = fetch.count_expr
-        if lit.WhichOneof("rex_type") == "literal" and lit.literal.WhichOneof("literal_type") in (
-            "i64",
-            "i32",
-        ):
-            value = getattr(lit.literal, lit.literal.WhichOneof("literal_type"))
-            count = value if value >= 0 else None
-    elif fetch.WhichOneof("count_mode") == "count" and fetch.count >= 0:
-        count = fetch.count
+    count = sp.fetch_count(fetch)
     if count is None:
         return below
     return count if below is None else min(count, below)

@@ -260,6 +260,17 @@ def field_ref(expr: algebra_pb2.Expression) -> int | None:
     return seg.struct_field.field
 
 
+def fetch_count(fetch: algebra_pb2.FetchRel) -> int | None:
+    """The row count of a ``LIMIT`` (None: none, or not a non-negative integer literal)."""
+    if fetch.HasField("count_expr"):
+        lit = fetch.count_expr.literal
+        kind = lit.WhichOneof("literal_type") if fetch.count_expr.HasField("literal") else None
+        value = getattr(lit, kind) if kind in ("i64", "i32") else -1
+    else:
+        value = fetch.count if fetch.WhichOneof("count_mode") == "count" else -1
+    return value if value >= 0 else None
+
+
 def function_names(plan: plan_pb2.Plan) -> dict[int, str]:
     """Function anchor -> name (without its signature suffix) of the plan's extensions."""
     out: dict[int, str] = {}
@@ -376,6 +387,7 @@ __all__ = [
     "conjuncts",
     "declare_function",
     "equality_fields",
+    "fetch_count",
     "field_ref",
     "field_reference",
     "field_references",
