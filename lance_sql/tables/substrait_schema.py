@@ -18,6 +18,8 @@ type; :func:`stand_in_reads` finds those that read a stand-in.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -79,24 +81,28 @@ def stand_in_reads(buf: bytes, changed: frozenset[int]) -> set[int]:
     return referenced_positions(message) & changed
 
 
+def messages(message: Any) -> Iterator[Any]:
+    """``message`` and every protobuf message nested in it (a Substrait plan, relation, ...)."""
+    stack = [message]
+    while stack:
+        msg = stack.pop()
+        yield msg
+        for desc, value in msg.ListFields():
+            if desc.message_type is not None:
+                stack.extend(value if desc.is_repeated else [value])
+
+
+def field_references(message: Any) -> list[Any]:
+    """Every column reference (``Expression.FieldReference``) in a Substrait message."""
+    return [m for m in messages(message) if m.DESCRIPTOR.full_name == _FIELD_REFERENCE]
+
+
+_FIELD_REFERENCE = "substrait.Expression.FieldReference"
+
+
 def referenced_positions(message: object) -> set[int]:
-    """Top-level field positions every ``selection`` in a Substrait message reads."""
-    found: set[int] = set()
-
-    def walk(msg: object) -> None:
-        for fd, value in msg.ListFields():  # type: ignore[attr-defined]
-            if fd.message_type is None:
-                continue
-            if fd.name == "selection":
-                found.add(value.direct_reference.struct_field.field)
-            if hasattr(value, "ListFields"):
-                walk(value)
-            else:  # a repeated message field
-                for item in value:
-                    walk(item)
-
-    walk(message)
-    return found
+    """Top-level field positions every column reference in a Substrait message reads."""
+    return {ref.direct_reference.struct_field.field for ref in field_references(message)}
 
 
 def nested_names(t: object) -> int:
@@ -165,6 +171,8 @@ def _probe(t: pa.DataType) -> bool:
 
 __all__ = [
     "arrow_nested_names",
+    "field_references",
+    "messages",
     "nested_names",
     "referenced_positions",
     "serialise",

@@ -13,7 +13,6 @@ import pytest
 import lance_sql
 import udfs
 from lance_sql.engines.datafusion import functions, sql_dispatch
-from lance_sql.engines.datafusion.sql_rewrite import registered_passes
 
 
 def _table() -> pa.Table:
@@ -323,8 +322,9 @@ def test_dataframe_api_murmur3_of_every_type(ctx: lance_sql.SessionContext) -> N
     assert got == want
 
 
-def test_dispatch_pass_is_registered() -> None:
-    assert "murmur3_dispatch" in [p.name for p in registered_passes()]
+def test_sql_dispatches_murmur3_before_datafusion_plans(ctx: lance_sql.SessionContext) -> None:
+    got = ctx.sql("SELECT murmur3(s) AS h FROM t").to_pydict()["h"]
+    assert got == udfs.murmur3(_table().column("s")).to_pylist()
 
 
 def test_same_text_in_different_scopes_gets_each_scopes_type() -> None:

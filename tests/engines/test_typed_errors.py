@@ -33,7 +33,6 @@ from lance_sql.engines.datafusion.errors import (
     TypedStream,
     record,
     reraise_typed,
-    typed,
     typed_error,
     typed_errors,
 )
@@ -225,7 +224,7 @@ def test_other_errors_pass_through_unchanged(escaping: datafusion.SessionContext
 
 
 def test_typed_decorator(escaping: datafusion.SessionContext) -> None:
-    collect = typed(lambda df: df.collect())
+    collect = typed_errors()(lambda df: df.collect())
     with pytest.raises(UnsafeLocationError):
         collect(escaping.sql("SELECT * FROM n"))
 

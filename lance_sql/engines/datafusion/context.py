@@ -33,7 +33,8 @@ from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.engines.datafusion.plan_rewrite import rewrite
 from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
 from lance_sql.engines.datafusion.session_defaults import default_config
-from lance_sql.engines.datafusion.sql_rewrite import query_scope, rewrite_sql
+from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
+from lance_sql.engines.datafusion.sql_rewrite import query_scope
 from lance_sql.engines.datafusion.typed_calls import TYPED_FUNCTIONS, TypedFunction
 from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
@@ -217,7 +218,7 @@ class SessionContext(datafusion.SessionContext):
         with query_scope(self):
             try:
                 df = super().sql(
-                    rewrite_sql(self, query),
+                    dispatch_sql(self, query),
                     options=options,
                     param_values=param_values,
                     **named_params,

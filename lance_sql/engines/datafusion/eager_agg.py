@@ -80,13 +80,9 @@ def _join_below(rel: Rel) -> tuple[algebra_pb2.JoinRel, list[int]] | None:
         return None
     fields = list(range(widths[0] + widths[1]))
     for proj in reversed(chain):
-        refs = [sp.field_ref(e) for e in proj.project.expressions]
-        if any(r is None for r in refs):
+        if any(sp.field_ref(e) is None for e in proj.project.expressions):
             return None
-        out = fields + [fields[r] for r in refs if r is not None]
-        if proj.project.common.HasField("emit"):
-            out = [out[i] for i in proj.project.common.emit.output_mapping]
-        fields = out
+        fields = sp.through(proj, fields)
     return join, fields
 
 

@@ -36,8 +36,8 @@ import contextlib
 import importlib
 import re
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from collections.abc import Iterator
+from typing import Any, NoReturn, TypeVar
 
 import lance_sql.errors as lance_errors
 from lance_sql.errors import LanceSqlError
@@ -54,7 +54,6 @@ _PYERR_END = re.compile(r"\), traceback: (?:None|Some\()")
 # PyErr's Display, ``Name: message``, after the start or another ``...: `` prefix.
 _DISPLAY = re.compile(r"(?:^|: )(?P<name>[A-Z]\w*): ")
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -71,7 +70,10 @@ def record(exc: BaseException) -> None:
 
 @contextlib.contextmanager
 def recording() -> Iterator[None]:
-    """Record any lance-sql error leaving the block (it still propagates, unchanged)."""
+    """Record any lance-sql error leaving the block (it still propagates, unchanged).
+
+    Also a decorator: ``@recording()`` records what the function raises.
+    """
     try:
         yield
     except LanceSqlError as exc:
@@ -83,18 +85,6 @@ def recorded_iter(it: Iterator[R]) -> Iterator[R]:
     """``it``, recording any lance-sql error raised while it is iterated."""
     with recording():
         yield from it
-
-
-def recorded(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorator: ``fn`` records the lance-sql errors it raises."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with recording():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def typed_error(exc: BaseException) -> LanceSqlError | None:
@@ -129,25 +119,16 @@ def reraise_typed(exc: BaseException) -> NoReturn:
 
 @contextlib.contextmanager
 def typed_errors() -> Iterator[None]:
-    """Inside, a DataFusion exception that carries a lance-sql error is raised as that error."""
+    """Inside, a DataFusion exception that carries a lance-sql error is raised as that error.
+
+    Also a decorator: ``@typed_errors()`` (e.g. over ``DataFrame.collect``).
+    """
     try:
         yield
     except LanceSqlError:
         raise
     except Exception as exc:  # PanicException (a BaseException) is never ours to map
         reraise_typed(exc)
-
-
-def typed(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorator: ``fn`` (e.g. ``DataFrame.collect``) raises typed lance-sql errors."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with typed_errors():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 class TypedStream:
@@ -299,11 +280,9 @@ __all__ = [
     "MAX_RECORDED",
     "TypedStream",
     "record",
-    "recorded",
     "recorded_iter",
     "recording",
     "reraise_typed",
-    "typed",
     "typed_error",
     "typed_errors",
 ]

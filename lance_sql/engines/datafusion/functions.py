@@ -2,8 +2,8 @@
 
 Both accept any type with canonical bytes (NOTES 2.1) and ``murmur3_multi`` any
 number (>= 1) of arguments of mixed types, anywhere in a query. DataFusion 55's
-Python UDFs have one exact signature each, so calls are dispatched by the
-``murmur3_dispatch`` rewrite pass (see :mod:`.sql_dispatch`): each call is
+Python UDFs have one exact signature each, so calls are dispatched before
+DataFusion plans the query (:func:`.sql_dispatch.dispatch_sql`): each call is
 renamed to a typed UDF registered on demand for its exact argument types, which
 DataFusion itself reports in the call's own scope. Unaliased select items holding
 a call get an alias with the name DataFusion would give a UDF called ``murmur3``
@@ -11,24 +11,31 @@ a call get an alias with the name DataFusion would give a UDF called ``murmur3``
 Queries that do not mention ``murmur3`` are left byte-for-byte untouched.
 
 The plain names are registered too, for the DataFrame API and for calls the
-pass leaves alone (queries DataFusion cannot plan anyway): ``murmur3(Int64)`` and
+dispatch leaves alone (queries DataFusion cannot plan anyway): ``murmur3(Int64)`` and
 ``murmur3_multi(Int64)``, to which DataFusion widens every smaller integer;
 the hash is type-promotion resistant, so widening never changes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import datafusion
 import pyarrow as pa
 
 import udfs
-from lance_sql.engines.datafusion.sql_dispatch import HASH_KERNELS, DispatchArityError, dispatch_sql
-from lance_sql.engines.datafusion.sql_rewrite import register_pass
 from lance_sql.errors import PlanningError
+from udfs.hashing import murmur3, murmur3_multi
+
+# The SQL hash functions: name -> (kernel over the argument columns, takes exactly one)
+HASH_KERNELS: dict[str, tuple[Callable[..., pa.Array], bool]] = {
+    "murmur3": (murmur3, True),
+    "murmur3_multi": (lambda *columns: murmur3_multi(list(columns)), False),
+}
 
 
 class UnsupportedFunctionArgumentError(PlanningError, udfs.UnsupportedTypeError):
-    """A SQL call of murmur3/murmur3_multi with an argument type that has no canonical bytes.
+    """A call of murmur3/murmur3_multi with an argument type that has no canonical bytes.
 
     Both a lance-sql ``PlanningError`` and a ``udfs.UnsupportedTypeError`` (``TypeError``);
     ``function`` and ``arrow_type`` name what is at fault.
@@ -41,21 +48,13 @@ class UnsupportedFunctionArgumentError(PlanningError, udfs.UnsupportedTypeError)
 class FunctionArityError(PlanningError, TypeError):
     """A SQL call of murmur3/murmur3_multi with the wrong number of arguments."""
 
-
-def murmur3_dispatch(ctx: datafusion.SessionContext, sql: str) -> str:
-    """The rewrite pass: murmur3/murmur3_multi calls -> typed UDFs (no-op without them)."""
-    try:
-        return dispatch_sql(ctx, sql)
-    except udfs.UnsupportedTypeError as exc:
-        raise UnsupportedFunctionArgumentError(exc.function, exc.arrow_type) from exc
-    except DispatchArityError as exc:
-        raise FunctionArityError(str(exc)) from exc
+    def __init__(self, function: str, count: int) -> None:
+        need = "exactly 1 argument" if HASH_KERNELS[function][1] else "at least 1 argument"
+        super().__init__(f"{function} takes {need}, got {count}")
+        self.function = function
 
 
 def register_functions(ctx: datafusion.SessionContext) -> None:
-    """Register lance-sql's SQL functions on ``ctx`` (the dispatch pass itself is global)."""
+    """Register the plain names of lance-sql's SQL functions on ``ctx``."""
     for name, (impl, _) in HASH_KERNELS.items():
         ctx.register_udf(datafusion.udf(impl, [pa.int64()], pa.int32(), "immutable", name))
-
-
-register_pass("murmur3_dispatch", murmur3_dispatch)

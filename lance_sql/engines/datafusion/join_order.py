@@ -77,23 +77,20 @@ def reorder_namespace_joins(
 def _flatten(rel: Rel, tree: _Tree, width: Callable[[Rel], int]) -> list[Col]:
     """Add ``rel`` to ``tree``; the columns it outputs, in order."""
     k = sp.kind(rel)
-    body = getattr(rel, k)
     if k == "join" and rel.join.type == INNER and not rel.join.HasField("post_join_filter"):
         tree.joins += 1
         cols = _flatten(rel.join.left, tree, width) + _flatten(rel.join.right, tree, width)
         if rel.join.HasField("expression"):
             tree.conds.append(_globalize(rel.join.expression, cols))
-        return _emit(body, cols)
+        return sp.emitted(rel, cols)
     if k == "filter" and _is_join_tree(rel.filter.input):
         cols = _flatten(rel.filter.input, tree, width)
         tree.conds.append(_globalize(rel.filter.condition, cols))
-        return _emit(body, cols)
+        return sp.emitted(rel, cols)
     if k == "project" and _is_join_tree(rel.project.input):
-        refs = [sp.field_ref(e) for e in rel.project.expressions]
-        if any(r is None for r in refs):
+        if any(sp.field_ref(e) is None for e in rel.project.expressions):
             raise _NotFlat("a computed projection between joins")
-        cols = _flatten(rel.project.input, tree, width)
-        return _emit(body, cols + [cols[r] for r in refs if r is not None])
+        return sp.through(rel, _flatten(rel.project.input, tree, width))
     n = len(tree.leaves)
     tree.leaves.append(rel)
     try:
@@ -108,12 +105,6 @@ def _is_join_tree(rel: Rel) -> bool:
     if k == "join":
         return rel.join.type == INNER
     return k in ("filter", "project") and _is_join_tree(getattr(rel, k).input)
-
-
-def _emit(body: Any, cols: list[Col]) -> list[Col]:
-    if body.common.HasField("emit"):
-        return [cols[i] for i in body.common.emit.output_mapping]
-    return cols
 
 
 def _refs(expr: Any) -> list[Any]:
@@ -170,15 +161,12 @@ def _rebuild(
         return False
     linked = [_leaves_of(c) for c in conds]
     sides = _attach(pair, linked, tree, set(chains))
-    rest = _join_order([*sides[0], *sides[1]], linked, len(tree.leaves))
-    if rest is None:
+    first = [*sides[0], *sides[1]]
+    order = _connected(first, list(range(len(tree.leaves))), linked)
+    if order is None:  # an input joined to the others by no condition: leave the tree alone
         return False
-    rebuilt, cols = _build(tree, sides, rest, conds, names, plan)
-    position = {c: i for i, c in enumerate(cols)}
-    emit = rebuilt.join.common.emit.output_mapping
-    del emit[:]
-    emit.extend(position[c] for c in out)
-    rel.CopyFrom(rebuilt)
+    rest = order[len(first) :]
+    rel.CopyFrom(_build(tree, sides, rest, conds, names, plan).emitting(out))
     return True
 
 
@@ -269,23 +257,21 @@ def _already_siblings(rel: Rel, pair: tuple[int, int], tree: _Tree) -> bool:
     return False
 
 
-def _join_order(first: list[int], linked: list[set[int]], n: int) -> list[int] | None:
-    """The inputs after ``first``, each connected by a condition to those before it."""
+def _connected(first: list[int], inputs: list[int], linked: list[set[int]]) -> list[int] | None:
+    """``first``, then every other of ``inputs``, each connected by a condition to those
+    before it (the first such in ``inputs`` order); None when one is connected to none."""
     order = list(first)
-    while len(order) < n:
+    rest = [i for i in inputs if i not in order]
+    while rest:
         have = set(order)
         nxt = next(
-            (
-                i
-                for i in range(n)
-                if i not in have and any(i in s and s & have and s <= have | {i} for s in linked)
-            ),
-            None,
+            (i for i in rest if any(i in s and s & have and s <= have | {i} for s in linked)), None
         )
         if nxt is None:
-            return None  # an input joined to the others by no condition: leave the tree alone
+            return None
         order.append(nxt)
-    return order[len(first) :]
+        rest.remove(nxt)
+    return order
 
 
 class _Builder:
@@ -296,6 +282,7 @@ class _Builder:
     ) -> None:
         self.tree, self.conds, self.names, self.plan = tree, conds, names, plan
         self.placed = [False] * len(conds)
+        self.cur: tuple[Rel, list[Col], set[int]] | None = None  # the last join built
 
     def leaf(self, i: int) -> tuple[Rel, list[Col], set[int]]:
         rel = Rel()
@@ -318,7 +305,20 @@ class _Builder:
         out.join.right.CopyFrom(right[0])
         if here:
             out.join.expression.CopyFrom(_and(here, self.names, self.plan))
-        return out, cols, have
+        self.cur = (out, cols, have)
+        return self.cur
+
+    def emitting(self, out: list[Col]) -> Rel:
+        """The tree joined last, emitting the original tree's columns ``out``."""
+        if not all(self.placed):
+            raise _NotFlat("a condition refers to no input")
+        assert self.cur is not None
+        rebuilt, cols, _ = self.cur
+        position = {c: i for i, c in enumerate(cols)}
+        emit = rebuilt.join.common.emit.output_mapping
+        del emit[:]
+        emit.extend(position[c] for c in out)
+        return rebuilt
 
     def side(self, leaves: list[int]) -> tuple[Rel, list[Col], set[int]]:
         """The side's scan, then each input it takes as the build (left) side over it."""
@@ -335,8 +335,8 @@ def _build(
     conds: list[Expr],
     names: dict[int, str],
     plan: plan_pb2.Plan,
-) -> tuple[Rel, list[Col]]:
-    """The rebuilt join tree and the columns it outputs.
+) -> _Builder:
+    """The builder that joined the tree (:meth:`_Builder.emitting` gives it).
 
     The pair's two sides (each with the inputs it takes into the groups) are
     joined first, left input first as the original tree had it. Every further
@@ -353,25 +353,15 @@ def _build(
     cur = b.join(b.side(side_a), b.side(side_b))
     for leaf in rest:
         cur = b.join(b.leaf(leaf), cur)
-    if not all(b.placed):
-        raise _NotFlat("a condition refers to no input")
-    return cur[0], cur[1]
+    return b
 
 
 def _ordered(leaves: list[int], conds: list[Expr]) -> list[int]:
     """``leaves`` (scan first) in an order where each joins by a condition to those before."""
     linked = [s for s in (_leaves_of(c) for c in conds) if s <= set(leaves)]
-    order, remaining = leaves[:1], leaves[1:]
-    while remaining:
-        have = set(order)
-        nxt = next(
-            (i for i in remaining if any(i in s and s & have and s <= have | {i} for s in linked)),
-            None,
-        )
-        if nxt is None:
-            raise _NotFlat("a side's inputs are not connected")
-        order.append(nxt)
-        remaining.remove(nxt)
+    order = _connected(leaves[:1], leaves, linked)
+    if order is None:
+        raise _NotFlat("a side's inputs are not connected")
     return order
 
 

@@ -52,14 +52,13 @@ from substrait import algebra_pb2, plan_pb2
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.join_swap import (
     Estimator,
-    native_width,
+    output_width,
     reorder_flat_trees,
     swap_inner_joins,
     table_rows_for,
 )
-from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable, lance_dataset
 from lance_sql.engines.datafusion.semi_reduce import reduce_aggregate_inputs
-from lance_sql.engines.datafusion.spj_plan import output_width
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.tables.lance_table import LanceTable
 
@@ -135,8 +134,7 @@ def plan_join_stats(
         )
 
         def width(rel: Rel) -> int:
-            known = native_width(rel)
-            return output_width(ctx, plan, rel) if known is None else known
+            return output_width(ctx, plan, rel)
 
         out.lines += reorder_flat_trees(plan, estimate, width)
         if reduce_aggregates:
@@ -309,17 +307,7 @@ def _join_bound(kind: int, left: int | None, right: int | None) -> int | None:
 
 
 def _fetch_bound(fetch: algebra_pb2.FetchRel, below: int | None) -> int | None:
-    count: int | None = None
-    if fetch.HasField("count_expr"):
-        lit = fetch.count_expr
-        if lit.WhichOneof("rex_type") == "literal" and lit.literal.WhichOneof("literal_type") in (
-            "i64",
-            "i32",
-        ):
-            value = getattr(lit.literal, lit.literal.WhichOneof("literal_type"))
-            count = value if value >= 0 else None
-    elif fetch.WhichOneof("count_mode") == "count" and fetch.count >= 0:
-        count = fetch.count
+    count = sp.fetch_count(fetch)
     if count is None:
         return below
     return count if below is None else min(count, below)
@@ -327,15 +315,11 @@ def _fetch_bound(fetch: algebra_pb2.FetchRel, below: int | None) -> int | None:
 
 def _count(ctx: Any, name: str) -> TableCount | None:
     """The live rows of Lance dataset ``name`` at the version a scan now reads, else None."""
-    try:
-        provider = ctx.lance_table(name)
-    except (KeyError, AttributeError):
-        return None
-    if not isinstance(provider, LanceDatasetTable):
+    provider = lance_dataset(ctx, name)
+    if provider is None:
         return None
     snapshot = provider.table.snapshot()
-    units = provider.table.units(snapshot, provider.partitions)
-    rows = sum(u.estimated_rows or 0 for u in units)
+    rows = provider.live_rows(snapshot)
     latest = provider.table.follow_latest
     pinned = _pinned(provider, snapshot) if latest else provider
     return TableCount(name, rows, snapshot.version, latest, pinned)

@@ -90,12 +90,10 @@ class Estimator:
         if k in ("project", "sort"):
             return self.rows(getattr(rel, k).input)
         if k == "fetch":
-            below = self.rows(rel.fetch.input)
-            count = rel.fetch.count_expr
-            if count.WhichOneof("rex_type") == "literal" and count.literal.HasField("i64"):
-                n = float(count.literal.i64)
-                return n if below is None else min(n, below)
-            return below
+            below, n = self.rows(rel.fetch.input), sp.fetch_count(rel.fetch)
+            if n is None:
+                return below
+            return float(n) if below is None else min(float(n), below)
         if k == "aggregate":
             agg = rel.aggregate
             if all(not g.expression_references for g in agg.groupings):
@@ -311,14 +309,7 @@ def _reorder(
     cur = b.leaf(order[0])
     for i in order[1:]:
         cur = b.join(cur, b.leaf(i))
-    if not all(b.placed):
-        return None
-    position = {c: i for i, c in enumerate(cur[1])}
-    rebuilt = cur[0]
-    emit = rebuilt.join.common.emit.output_mapping
-    del emit[:]
-    emit.extend(position[c] for c in out)
-    rel.CopyFrom(rebuilt)
+    rel.CopyFrom(b.emitting(out))
     shown = ", ".join(
         f"{_leaf_name(tree.leaves[i])} (~{'?' if rows[i] is None else f'{rows[i]:,.0f}'})"
         for i in order
@@ -400,6 +391,15 @@ def native_width(rel: Rel) -> int | None:
     return None  # aggregates (grouping sets add a column), mark joins, sets, extensions
 
 
+def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:
+    """How many columns ``rel`` outputs: :func:`native_width`, else DataFusion says."""
+    known = native_width(rel)
+    if known is not None:
+        return known
+    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
+    return len(ctx.create_dataframe_from_logical_plan(logical).schema())
+
+
 def table_rows_for(
     lance_rows: Callable[[str], int | None],
     namespaces: Mapping[str, Any],
@@ -428,6 +428,8 @@ __all__ = [
     "SWAP_FACTOR",
     "Estimator",
     "namespace_rows",
+    "native_width",
+    "output_width",
     "reorder_flat_trees",
     "swap_inner_joins",
     "table_rows_for",

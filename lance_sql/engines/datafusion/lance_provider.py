@@ -42,6 +42,11 @@ class LanceDatasetTable(ScanUnitDataset):
         self._typed: tuple[list[LanceFragmentsUnit], list[ScanUnit]] | None = None
         super().__init__(table.schema, self._plan, name=name)
 
+    def live_rows(self, snapshot: Snapshot | None = None) -> int:
+        """Live rows at ``snapshot`` (default: the version a scan reads now), from metadata."""
+        snapshot = snapshot or self.table.snapshot()
+        return sum(u.estimated_rows or 0 for u in self.table.units(snapshot, self.partitions))
+
     @property
     def metrics(self) -> ScanMetrics:
         """Rows and batches read from pylance by every scan of this table (thread-safe)."""
@@ -99,6 +104,15 @@ class LanceDatasetTable(ScanUnitDataset):
         return self._pushable[key]
 
 
+def lance_dataset(ctx: Any, name: str) -> LanceDatasetTable | None:
+    """The Lance dataset registered in ``ctx`` as ``name`` (``register_lance``), else None."""
+    try:
+        provider = ctx.lance_table(name)
+    except (KeyError, AttributeError):
+        return None
+    return provider if isinstance(provider, LanceDatasetTable) else None
+
+
 class TypedFragmentsUnit(ForwardingUnit):
     """A :class:`LanceFragmentsUnit` whose pylance failures are typed errors naming ``what``."""
 
@@ -136,4 +150,4 @@ class TypedFragmentsUnit(ForwardingUnit):
             return super().count_rows(filter)
 
 
-__all__ = ["LanceDatasetTable", "TypedFragmentsUnit"]
+__all__ = ["LanceDatasetTable", "TypedFragmentsUnit", "lance_dataset"]

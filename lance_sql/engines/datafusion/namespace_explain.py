@@ -1,11 +1,26 @@
-"""The per-spec-version lines a namespace scan adds to EXPLAIN (selected / total tables)."""
+"""The ``LanceNamespaceScan:`` line a namespace scan adds to EXPLAIN.
+
+It names the pinned ``__manifest`` version, the partition tables selected of
+all (per spec version, with the planner's partition predicate), what column
+bounds and key filters skipped, the scan's filter and its pruning-only filter.
+Pruning never fails a query: a filter, or a part of one, that the planner
+cannot read selects every partition table, and the full filter is still
+applied inside each table. That must never happen silently, so the line ends
+with ``not_used_for_pruning=[...]`` naming each such part and why (a condition
+on a column type Substrait cannot carry, a function the planner does not
+model, a filter the planner failed on).
+"""
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import pyarrow.compute as pc
+
+from lance_sql.spec.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported, to_sql
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 _TOTALS_LOCK = threading.Lock()
@@ -61,3 +76,68 @@ def spec_version_lines(
         mf = manifest_filters.get(version, "TRUE") if version is not None else "TRUE"
         out.append(f"{label}: {chosen.get(version, 0)}/{totals[version]}, manifest_filter={mf}")
     return out
+
+
+def scan_line(
+    table: Any,
+    ns: PartitionedNamespace,
+    plan: Any,
+    filter: pc.Expression | None,
+    units: tuple[Sequence[Any], Sequence[Any], int],
+) -> str:
+    """The EXPLAIN line of one scan of namespace ``table`` (a ``NamespaceTable``).
+
+    ``plan``: the scan planner's ``ScanPlan`` (None under a custom pruning hook);
+    ``units``: the partition tables' units, the engine partitions, and how many
+    tables are read without the filter their partition values prove.
+    """
+    table_units, partitions, n_proven = units
+    selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
+    totals = _version_totals(ns)
+    pin = "latest" if table.follow_latest else "pinned"
+    where = "filter=none" if filter is None else f"filter={filter} (in each partition table)"
+    shown = "" if table.prune_filter is None else to_sql(table.prune_filter)
+    prune_sql = shown and f", prune_filter={shown}"
+    spec_filters = {}
+    if plan is not None:  # why parts of the filter cannot prune
+        prune_sql += pruning_note(plan, filter, table.prune_filter)
+        if plan.selection is not None:
+            spec_filters = {s.spec_version: s.manifest_filter for s in plan.specs}
+    versions = spec_version_lines(selected_ids, totals, spec_filters)
+    skipped = 0 if plan is None else plan.skipped_by_bounds
+    by_key = 0 if plan is None else plan.skipped_by_key_filter
+    return (
+        f"LanceNamespaceScan: table={table.name}, root={table.root}, "
+        f"manifest_version={ns.manifest_version} ({pin}), "
+        f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
+        + (f"skipped_by_bounds={skipped}, " if skipped else "")
+        + (f"skipped_by_key_filter={by_key}, " if by_key else "")
+        + f"units={len(table_units)}, partitions={len(partitions)}, {where}{prune_sql}, "
+        + (f"filter_proven_by_partition_values={n_proven}, " if n_proven else "")
+        + f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
+    )
+
+
+def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: Any) -> str:
+    """``, not_used_for_pruning=[...]`` for EXPLAIN, or ``""`` when the planner used everything.
+
+    ``plan``: the scan planner's ``ScanPlan`` for ``filter`` AND ``prune_filter``;
+    it lists the parts it could not read or plan (``extra["not_used_for_pruning"]``).
+    """
+    if filter is None and prune_filter is None:
+        return ""
+    reasons = list(plan.extra.get("not_used_for_pruning", ()))
+    if plan.predicate is not None:
+        reasons += _unsupported(plan.predicate)
+    reasons = list(dict.fromkeys(reasons))
+    return f", not_used_for_pruning=[{'; '.join(reasons)}]" if reasons else ""
+
+
+def _unsupported(pred: Predicate) -> list[str]:
+    if isinstance(pred, (And, Or)):
+        return [r for c in pred.children for r in _unsupported(c)]
+    if isinstance(pred, Not):
+        return _unsupported(pred.child)
+    if isinstance(pred, Unsupported) and pred != NULL_BOOL:
+        return [pred.description]
+    return []

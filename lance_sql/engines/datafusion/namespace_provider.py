@@ -17,17 +17,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.namespace_explain import (
-    _time_warnings,
-    _version_totals,
-    spec_version_lines,
-)
+from lance_sql.engines.datafusion.namespace_explain import scan_line, spec_version_lines
 from lance_sql.engines.datafusion.namespace_plans import (
     proven_tables,
     without_proven_filter,
@@ -40,42 +35,15 @@ from lance_sql.engines.datafusion.namespace_pruning import (
 )
 from lance_sql.engines.datafusion.namespace_unit_cache import _UnitCache
 from lance_sql.engines.datafusion.provider import ScanUnitDataset
-from lance_sql.engines.datafusion.pruning_note import pruning_note
 from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
 from lance_sql.errors import SchemaMismatchError
 from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.spec.arrow_json import field_id_of
-from lance_sql.spec.predicates import Predicate, to_sql
-from lance_sql.tables.chain import chain_units
+from lance_sql.spec.predicates import Predicate
+from lance_sql.tables.chain import ChainedUnit, chain_units
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.proven_filter import ProvenFilterUnit
-from lance_sql.tables.scan import ScanMetrics, ScanUnit, projected_schema
-
-
-class EmptyUnit(ScanUnit):
-    """No rows: keeps at least one DataFusion partition when pruning removes everything."""
-
-    def __init__(self, schema: pa.Schema) -> None:
-        self._schema = schema
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
-        batch_size: int | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        projected_schema(self._schema, columns)
-        return iter(())
-
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
-        return 0
-
-    def describe(self) -> str:
-        return "no partition tables"
+from lance_sql.tables.scan import ScanMetrics, ScanUnit
 
 
 class NamespaceTable(ScanUnitDataset):
@@ -196,47 +164,27 @@ class NamespaceTable(ScanUnitDataset):
         )
 
         def describe() -> str:  # EXPLAIN only (ScanPlan computes it on first use)
-            selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
-            totals = _version_totals(ns)
-            pin = "latest" if self.follow_latest else "pinned"
-            where = (
-                "filter=none" if filter is None else f"filter={filter} (in each partition table)"
-            )
-            shown = "" if self.prune_filter is None else to_sql(self.prune_filter)
-            prune_sql = shown and f", prune_filter={shown}"
-            spec_filters = {}
-            if plan is not None:  # why parts of the filter cannot prune
-                prune_sql += pruning_note(plan, filter, self.prune_filter)
-                if plan.selection is not None:
-                    spec_filters = {s.spec_version: s.manifest_filter for s in plan.specs}
-            versions = spec_version_lines(selected_ids, totals, spec_filters)
-            skipped = 0 if plan is None else plan.skipped_by_bounds
-            by_key = 0 if plan is None else plan.skipped_by_key_filter
-            return (
-                f"LanceNamespaceScan: table={self.name}, root={self.root}, "
-                f"manifest_version={ns.manifest_version} ({pin}), "
-                f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
-                + (f"skipped_by_bounds={skipped}, " if skipped else "")
-                + (f"skipped_by_key_filter={by_key}, " if by_key else "")
-                + f"units={len(table_units)}, partitions={len(units)}, {where}{prune_sql}, "
-                + (f"filter_proven_by_partition_values={n_proven}, " if n_proven else "")
-                + f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
-            )
+            return scan_line(self, ns, plan, filter, (table_units, units, n_proven))
 
         if plan is None:
             return ScanPlan.of_units(units, describe)
         return plan.with_units(units, describe)
 
     def _chain_anew(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
-        """``table_units`` as balanced chains (never cached: the units are this query's)."""
-        return chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
+        """``table_units`` as balanced chains (never cached: the units are this query's).
+
+        At least one: an empty chain keeps one DataFusion partition when pruning
+        removes every table.
+        """
+        chains = chain_units(table_units, self.partitions, self.schema)
+        return chains or [ChainedUnit([], self.schema)]
 
     def _chains(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
         """``table_units`` as balanced chains; the same chains while the units are reused."""
         cached = self._chained
         if cached is not None and cached[0] is table_units:
             return cached[1]
-        units = chain_units(table_units, self.partitions, self.schema) or [EmptyUnit(self.schema)]
+        units = self._chain_anew(table_units)
         self._chained = (table_units, units)
         return units
 
@@ -254,7 +202,6 @@ def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int
 
 
 __all__ = [
-    "EmptyUnit",
     "NamespaceTable",
     "PlannerPrune",
     "PruneHook",

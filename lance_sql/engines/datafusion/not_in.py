@@ -31,8 +31,8 @@ from typing import Any
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_swap import output_width
 from lance_sql.engines.datafusion.prune_plan import preorder
-from lance_sql.engines.datafusion.spj_plan import output_width
 
 _ANTI = algebra_pb2.JoinRel.JOIN_TYPE_LEFT_ANTI
 

@@ -96,20 +96,10 @@ def _join_below(rel: Rel, width: Callable[[Rel], int]) -> tuple[Any, list[Any]] 
     n_right = width(rel.join.right)
     origins: list[Any] = [("left", i) for i in range(n_left)]
     origins += [("right", i) for i in range(n_right)]
-    origins = _emitted(rel.join, origins)
+    origins = sp.emitted(rel, origins)
     for project in reversed(chain):
-        below = origins
-        for expr in project.project.expressions:
-            ref = sp.field_ref(expr)
-            origins = [*origins, below[ref] if ref is not None and ref < len(below) else None]
-        origins = _emitted(project.project, origins)
+        origins = sp.through(project, origins)
     return rel.join, origins
-
-
-def _emitted(body: Any, columns: list[Any]) -> list[Any]:
-    if body.common.HasField("emit"):
-        return [columns[i] for i in body.common.emit.output_mapping]
-    return columns
 
 
 def _rejects(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> bool:

@@ -30,7 +30,8 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
-from lance_sql.engines.datafusion.join_swap import namespace_rows
+from lance_sql.engines.datafusion.join_swap import namespace_rows, output_width
+from lance_sql.engines.datafusion.lance_provider import lance_dataset
 from lance_sql.engines.datafusion.not_in import expand_not_in
 from lance_sql.engines.datafusion.outer_join_elimination import eliminate_outer_joins
 from lance_sql.engines.datafusion.partition_agg import (
@@ -44,7 +45,6 @@ from lance_sql.engines.datafusion.shared_aggregates import (
 )
 from lance_sql.engines.datafusion.spj_plan import (
     compatible_pair,
-    output_width,
     storage_partitioned_joins,
     unaggregated_pairs,
 )
@@ -96,7 +96,7 @@ def rewrite(
     text = logical.display_indent()
     all_scans = _scans(logical)
     scans = [s for s in all_scans if s in namespaces]
-    lance = any(s in namespaces or _is_lance_table(ctx, s) for s in all_scans)
+    lance = any(s in namespaces or lance_dataset(ctx, s) is not None for s in all_scans)
     # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too
     want_stats = getattr(ctx, "join_stats_enabled", True) and " Join:" in text and lance
     want_shared = lance and repeated_aggregate(text)  # a view read twice (TPC-H q15)
@@ -252,7 +252,7 @@ def _rewrite_plan(
             return _unchanged(out, why, spj=want_spj)
         if want_shared:  # before the passes that annotate one copy (join statistics)
             tables = {**namespaces, **out.pruned}
-            is_lance = lambda n: n in tables or _is_lance_table(ctx, n)  # noqa: E731
+            is_lance = lambda n: n in tables or lance_dataset(ctx, n) is not None  # noqa: E731
             changed = bool(share_repeated_aggregates(ctx, plan, is_lance, shared)) or changed
         if want_spj:
             tables = {**namespaces, **out.pruned}
@@ -383,15 +383,6 @@ def _spj_rows(tables: list[Any]) -> dict[str, float]:
         except Exception:  # not a storage-partitioned join's table (aggregates): no estimate
             continue
     return out
-
-
-def _is_lance_table(ctx: Any, name: str) -> bool:
-    """Whether ``name`` is a Lance dataset registered in ``ctx`` (``register_lance``)."""
-    try:
-        ctx.lance_table(name)
-    except (KeyError, AttributeError):
-        return False
-    return True
 
 
 __all__ = ["Rewrite", "rewrite"]

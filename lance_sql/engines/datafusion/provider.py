@@ -64,7 +64,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from lance_sql.engines.datafusion import filter_operators
-from lance_sql.engines.datafusion.errors import recorded, recorded_iter
+from lance_sql.engines.datafusion.errors import recorded_iter, recording
 from lance_sql.engines.datafusion.shutdown import guarded
 from lance_sql.engines.datafusion.substrait_stand_ins import schema_for_datafusion
 from lance_sql.planning.scan_plan import ScanPlan
@@ -152,7 +152,7 @@ class UnitFragment:
         self.unit = unit
         self._schema = schema
 
-    @recorded
+    @recording()
     def scanner(
         self,
         schema: pa.Schema | None = None,
@@ -189,7 +189,7 @@ class ScanUnitDataset(pads.Dataset):
     def schema(self) -> pa.Schema:  # type: ignore[override]
         return schema_for_datafusion(self._lance_schema)  # stand-ins only for Substrait output
 
-    @recorded
+    @recording()
     def scanner(  # type: ignore[override]
         self,
         schema: pa.Schema | None = None,
@@ -202,7 +202,7 @@ class ScanUnitDataset(pads.Dataset):
         self._last_columns.value = None if columns is None else list(columns)
         return _LazyScanner(self, columns, filter, batch_size)
 
-    @recorded
+    @recording()
     def get_fragments(self, filter: pc.Expression | None = None) -> list[UnitFragment]:  # type: ignore[override]
         plan = self._planner(normalize_filter(filter))
         records = getattr(_local, "records", None)

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-from substrait import plan_pb2
+from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
@@ -99,18 +99,11 @@ _NESTED_LITERALS = frozenset({"list", "empty_list", "struct", "map", "empty_map"
 
 def _nested_literal(message: Any) -> bool:
     """Whether a Substrait expression holds a list, struct or map literal anywhere."""
-    for field, value in message.ListFields():
-        if field.message_type is None:
-            continue
-        values = value if field.label == field.LABEL_REPEATED else [value]
-        for v in values:
-            if field.message_type.name == "Literal" and v.WhichOneof("literal_type") in (
-                _NESTED_LITERALS
-            ):
-                return True
-            if _nested_literal(v):
-                return True
-    return False
+    return any(
+        isinstance(m, algebra_pb2.Expression.Literal)
+        and m.WhichOneof("literal_type") in _NESTED_LITERALS
+        for m in sp.messages(message)
+    )
 
 
 def _read_fields(

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 from datafusion import Expr, udtf
 
-from lance_sql.engines.datafusion.errors import recorded, typed_error
+from lance_sql.engines.datafusion.errors import recording, typed_error
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError
 from lance_sql.planning.search import result_schema, search
@@ -231,7 +231,7 @@ def register(ctx: Any) -> None:
         def table_function(*args: Any, _hybrid: bool = hybrid, _name: str = name) -> Any:
             return _typed(_name, lambda: _call(ref, _hybrid, *args))
 
-        ctx.register_udtf(udtf(recorded(table_function), name))
+        ctx.register_udtf(udtf(recording()(table_function), name))
 
 
 def typed_planning_error(query: str, exc: BaseException) -> LanceSqlError | None:

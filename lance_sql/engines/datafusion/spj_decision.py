@@ -35,7 +35,7 @@ from typing import Any
 from substrait import algebra_pb2
 
 from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
-from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.lance_provider import lance_dataset
 
 #: a join whose smaller input is estimated at most this many rows ...
 SMALL_SIDE_ROWS = 500_000
@@ -76,12 +76,9 @@ def _lance_rows(ctx: Any) -> Callable[[str], int | None]:
 
     def rows(name: str) -> int | None:
         try:
-            provider = ctx.lance_table(name)
-            if not isinstance(provider, LanceDatasetTable):
-                return None
-            units = provider.table.units(provider.table.snapshot(), provider.partitions)
-            return sum(u.estimated_rows or 0 for u in units)
-        except Exception:  # not a Lance dataset of this context, or unreadable: no estimate
+            provider = lance_dataset(ctx, name)
+            return None if provider is None else provider.live_rows()
+        except Exception:  # unreadable: no estimate
             return None
 
     return rows

@@ -136,15 +136,6 @@ def compatible_pair(
     return decide_inputs(ctx, left.read, right.read, namespaces, functions or {}).use
 
 
-def output_width(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> int:
-    """How many columns ``rel`` outputs (a scan chain's are known; else DataFusion says)."""
-    chain = sp.scan_chain(rel)
-    if chain is not None:
-        return len(chain.columns)
-    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
-    return len(ctx.create_dataframe_from_logical_plan(logical).schema())
-
-
 def _namespaces_under(rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]) -> list[str]:
     return [t for r in sp.walk(rel) if (t := sp.table_name(r)) is not None and t in namespaces]
 
@@ -333,7 +324,6 @@ __all__ = [
     "SpjOutcome",
     "SubstraitGroupQuery",
     "compatible_pair",
-    "output_width",
     "pair_key",
     "storage_partitioned_joins",
     "unaggregated_pairs",

@@ -26,13 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion import functions
-from lance_sql.engines.datafusion.namespace_provider import (
-    EmptyUnit,
-    NamespaceTable,
-    planner_prune,
-)
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
 from lance_sql.planning.joins.plan import JoinGroup
+from lance_sql.tables.chain import ChainedUnit
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.scan import (
     ScanUnit,
@@ -160,7 +157,9 @@ def _pushed_filters(
     # scans that only record what DataFusion asks of them: no partition table is opened
     tables = {
         name: ScanUnitDataset(
-            side.schema, lambda _f, s=side.schema: ScanPlan.of_units([EmptyUnit(s)]), name=side.name
+            side.schema,
+            lambda _f, s=side.schema: ScanPlan.of_units([ChainedUnit([], s)]),
+            name=side.name,
         )
         for name, side in sides.items()
     }

@@ -24,8 +24,6 @@ unchanged without tokenizing. Results are cached per context by query text and
 the schemas of the tables the query names, so an identical query is not probed
 again unless one of its tables changed. Everything is thread-safe: registered
 names are deterministic (one name, one definition) and shared state is locked.
-
-DataFusion is imported lazily: ``import udfs`` does not need it.
 """
 
 from __future__ import annotations
@@ -35,12 +33,17 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import datafusion
 import pyarrow as pa
 
+from lance_sql.engines.datafusion.functions import (
+    HASH_KERNELS,
+    FunctionArityError,
+    UnsupportedFunctionArgumentError,
+)
 from lance_sql.engines.datafusion.sql_tokens import (
     Call,
     depths_of,
@@ -53,11 +56,6 @@ from lance_sql.engines.datafusion.sql_tokens import (
     tokens_of,
 )
 from udfs.canonical import is_supported
-from udfs.errors import UnsupportedTypeError
-from udfs.hashing import murmur3, murmur3_multi
-
-if TYPE_CHECKING:
-    import datafusion
 
 _PROBE_TYPE = pa.struct([pa.field("__lance_probe__", pa.null())])
 _PROBE_PREFIX = "__lance_probe_"
@@ -65,26 +63,6 @@ _PROBE_ERROR = re.compile(r"call to '__lance_probe_(\d+)_(\d+)' function: coerci
 _PROBE_ERROR_END = " to the signature "
 _CACHE_SIZE = 512
 _MAX_ROUNDS = 1000
-
-
-# The SQL hash functions: name -> (kernel over the argument columns, takes exactly one)
-HASH_KERNELS: dict[str, tuple[Callable[..., pa.Array], bool]] = {
-    "murmur3": (murmur3, True),
-    "murmur3_multi": (lambda *columns: murmur3_multi(list(columns)), False),
-}
-
-
-def _unary(function: str) -> bool:
-    return HASH_KERNELS.get(function, (None, False))[1]
-
-
-class DispatchArityError(TypeError):
-    """A murmur3 call with the wrong number of arguments."""
-
-    def __init__(self, function: str, count: int) -> None:
-        need = "exactly 1 argument" if _unary(function) else "at least 1 argument"
-        super().__init__(f"{function} takes {need}, got {count}")
-        self.function = function
 
 
 @dataclass
@@ -127,8 +105,6 @@ def typed_name(function: str, types: list[pa.DataType]) -> str:
 
 
 def _make_udf(function: str, types: list[pa.DataType], name: str) -> Any:
-    import datafusion
-
     kernel = HASH_KERNELS[function][0]
 
     def impl(*columns: pa.Array) -> pa.Array:
@@ -142,8 +118,6 @@ def _probe_name(index: int, arity: int) -> str:
 
 
 def _make_probe(name: str, arity: int) -> Any:
-    import datafusion
-
     def never_called(*columns: pa.Array) -> pa.Array:  # probes are only planned
         return pa.nulls(len(columns[0]), pa.int32())
 
@@ -162,7 +136,7 @@ def register_typed(ctx: Any, function: str, types: list[pa.DataType]) -> str:
     """Register (once) the typed implementation of ``function`` and return its name."""
     for t in types:
         if not is_supported(t):
-            raise UnsupportedTypeError(function, t)
+            raise UnsupportedFunctionArgumentError(function, t)
     name = typed_name(function, types)
     _ensure(ctx, _state(ctx), name, lambda: _make_udf(function, types, name))
     return name
@@ -184,8 +158,6 @@ def readable_name(column_name: str) -> str:
 
 def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
     """Alias the unaliased typed calls of the ``ordinal``-th SELECT's list (see below)."""
-    import datafusion
-
     tokens = tokens_of(sql)
     selects = [i for i, t in enumerate(tokens) if t.kind == "SELECT"]
     if ordinal >= len(selects):
@@ -278,8 +250,6 @@ def _arrow_type(type_text: str, function: str) -> pa.DataType:
     cached = _TYPE_CACHE.get(type_text)
     if cached is not None:
         return cached
-    import datafusion
-
     if not _TYPE_CTX:
         _TYPE_CTX.append(datafusion.SessionContext())
     literal = type_text.replace("'", "''")
@@ -289,15 +259,13 @@ def _arrow_type(type_text: str, function: str) -> pa.DataType:
         )
         arrow_type = df.schema().field(0).type
     except Exception as exc:
-        raise UnsupportedTypeError(function, type_text) from exc
+        raise UnsupportedFunctionArgumentError(function, type_text) from exc
     _TYPE_CACHE[type_text] = arrow_type
     return arrow_type
 
 
 def _planning_error(ctx: Any, sql: str) -> str | None:
     """Plan ``sql`` under EXPLAIN (never executed); the error text, or None if it plans."""
-    import datafusion
-
     head = sql.lstrip()[:7].lower()
     text = sql if head.startswith("explain") else f"EXPLAIN {sql}"
     try:
@@ -363,8 +331,8 @@ def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tup
     with identical text are probed as one.
     """
     for call in calls:
-        if call.arity == 0 or (_unary(call.function) and call.arity != 1):
-            raise DispatchArityError(call.function, call.arity)
+        if call.arity == 0 or (HASH_KERNELS[call.function][1] and call.arity != 1):
+            raise FunctionArityError(call.function, call.arity)
     names = _resolve_groups(ctx, state, sql, calls, list(range(len(calls))))
     keys = [call.key for call in calls]
     if any(n is None for n in names) and len(set(keys)) < len(keys):
@@ -397,10 +365,10 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     """Rewrite every murmur3/murmur3_multi call in ``sql`` to its typed UDF on ``ctx``.
 
     Returns ``sql`` itself when it has no such call. Raises
-    :class:`~udfs.UnsupportedTypeError` naming the function and the Arrow type when
-    an argument's type has no canonical bytes, :class:`DispatchArityError` for a
-    wrong number of arguments. Other errors are left for DataFusion to report
-    when it plans the returned text.
+    :class:`~.functions.UnsupportedFunctionArgumentError` naming the function and the
+    Arrow type when an argument's type has no canonical bytes,
+    :class:`~.functions.FunctionArityError` for a wrong number of arguments. Other
+    errors are left for DataFusion to report when it plans the returned text.
     """
     if "murmur3" not in sql.lower():
         return sql

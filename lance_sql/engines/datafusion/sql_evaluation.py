@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 import datafusion
 import pyarrow as pa
 
-from lance_sql.engines.datafusion.sql_dispatch import DispatchArityError, dispatch_sql
+from lance_sql.engines.datafusion.functions import FunctionArityError
+from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.errors import PlanningError, first_line
 from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
@@ -149,7 +150,7 @@ class DataFusionSqlEngine:
         suffix = f"\nAS {result} FROM {_TABLE}"
         try:
             statement = dispatch_sql(ctx, prefix + expression + suffix)
-        except (UnsupportedTypeError, DispatchArityError) as exc:
+        except (UnsupportedTypeError, FunctionArityError) as exc:
             raise ExpressionError(expression, str(exc), part="murmur3") from exc
         rewritten = statement[len(prefix) : len(statement) - len(suffix)]
         base = ctx.table(_TABLE)

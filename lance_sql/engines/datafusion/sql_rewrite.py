@@ -1,62 +1,21 @@
-"""The SQL text passes that run before DataFusion, and query-scoped temporary tables.
+"""Query-scoped temporary tables for the plan passes (:mod:`.plan_rewrite`).
 
-One pass is left: the typed dispatch of ``murmur3`` / ``murmur3_multi``
-(DataFusion 55's Python UDFs have one exact signature each, so a call must be
-renamed to a UDF for its argument types before DataFusion plans it; see
-:mod:`.sql_dispatch`). Everything else lance-sql does to a query works on
-DataFusion's plan (:mod:`.plan_rewrite`). A pass is a plain function
-``(ctx, sql) -> sql`` that returns the text unchanged when it does not apply.
-
-:func:`query_scope` / :func:`register_query_table` give the plan passes
-temporary tables that are dropped once the plan holding them is built.
+:func:`query_scope` / :func:`register_query_table` give the passes temporary
+tables that are dropped once the plan holding them is built. The one edit of
+a query's text before DataFusion plans it, the typed dispatch of ``murmur3``
+(:mod:`.sql_dispatch`), is called by ``SessionContext.sql`` directly.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import datafusion
-
-SqlPass = Callable[["datafusion.SessionContext", str], str]
-
-
-@dataclass(frozen=True)
-class NamedPass:
-    """One rewrite with the name reported in errors and by ``EXPLAIN``."""
-
-    name: str
-    run: SqlPass
-
-
-_PASSES: list[NamedPass] = []
-
-
-def register_pass(name: str, run: SqlPass, *, before: str | None = None) -> None:
-    """Add a rewrite to the pipeline: replace one of the same name in place, else append.
-
-    ``before`` names a pass this one must run ahead of (e.g. a pass that reads
-    ``murmur3`` calls before ``murmur3_dispatch`` renames them): a new pass is
-    inserted just ahead of it when it is registered already, and appended
-    otherwise (the named pass, registered later, then lands after it). The
-    order of the other passes never changes.
-    """
-    for i, existing in enumerate(_PASSES):
-        if existing.name == name:
-            _PASSES[i] = NamedPass(name, run)
-            return
-    at = next((i for i, p in enumerate(_PASSES) if p.name == before), len(_PASSES))
-    _PASSES.insert(at, NamedPass(name, run))
-
-
-def registered_passes() -> tuple[NamedPass, ...]:
-    return tuple(_PASSES)
-
 
 _NAMES = itertools.count()
 _SCOPE = threading.local()
@@ -97,10 +56,3 @@ def register_query_table(ctx: datafusion.SessionContext, name: str, table: objec
     names = getattr(_SCOPE, "names", None)
     if names is not None:
         names.append(name)
-
-
-def rewrite_sql(ctx: datafusion.SessionContext, sql: str) -> str:
-    """Run every registered pass over ``sql`` in order."""
-    for rewrite in _PASSES:
-        sql = rewrite.run(ctx, sql)
-    return sql

@@ -75,10 +75,9 @@ def find_calls(sql: str, functions: Container[str]) -> tuple[list[Call], set[str
     of ours.
     """
     tokens = tokens_of(sql)
+    depths = depths_of(tokens)
     names: set[str] = set()
     calls: list[Call] = []
-    opening = ("L_PAREN", "L_BRACKET", "L_BRACE")
-    closing = ("R_PAREN", "R_BRACKET", "R_BRACE")
     scopes = select_scopes(tokens)
     for i, tok in enumerate(tokens):
         if tok.kind not in ("VAR", "IDENTIFIER"):
@@ -91,24 +90,14 @@ def find_calls(sql: str, functions: Container[str]) -> tuple[list[Call], set[str
             continue
         if i > 0 and tokens[i - 1].kind == "DOT":
             continue
-        depth = 0
-        commas = 0
-        empty = True
-        arg_tokens: list[str] = []
-        for tok2 in tokens[i + 1 :]:
-            arg_tokens.append(f"{tok2.kind}:{tok2.text}")
-            if tok2.kind in opening:
-                depth += 1
-                if depth == 1:
-                    continue
-            elif tok2.kind in closing:
-                depth -= 1
-                if depth == 0:
-                    break
-            elif tok2.kind == "COMMA" and depth == 1:
-                commas += 1
-            empty = False
-        arity = 0 if empty else commas + 1
+        level = depths[i + 1]  # the closing bracket stands at its opening's depth
+        end = next((j for j in range(i + 2, len(tokens)) if depths[j] == level), len(tokens))
+        commas = sum(
+            t.kind == "COMMA" and d == level + 1
+            for t, d in zip(tokens[i + 2 : end], depths[i + 2 : end], strict=True)
+        )
+        arity = 0 if end == i + 2 else commas + 1
+        arg_tokens = [f"{t.kind}:{t.text}" for t in tokens[i + 1 : end + 1]]
         key = f"{scopes[i]}:{name}" + " ".join(arg_tokens)
         calls.append(Call(name, tok.start, tok.end, arity, key))
     return calls, names

@@ -23,7 +23,7 @@ from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
-from lance_sql.tables.substrait_schema import nested_names
+from lance_sql.tables.substrait_schema import messages, nested_names
 
 Rel = algebra_pb2.Rel
 _J = algebra_pb2.JoinRel
@@ -115,17 +115,6 @@ def has_subquery(message: Any) -> bool:
     )
 
 
-def messages(message: Any) -> Iterator[Any]:
-    """``message`` and every protobuf message nested in it."""
-    stack = [message]
-    while stack:
-        msg = stack.pop()
-        yield msg
-        for desc, value in msg.ListFields():
-            if desc.message_type is not None:
-                stack.extend(value if desc.is_repeated else [value])
-
-
 def field_references(expr: Any) -> list[algebra_pb2.Expression.FieldReference]:
     """Every plain column reference in ``expr`` (to edit its ``struct_field.field`` in place).
 
@@ -189,15 +178,7 @@ def scan_chain(rel: Rel) -> ScanChain | None:
     if k not in ROW_WISE:
         return None
     below = scan_chain(getattr(rel, k).input)
-    if below is None:
-        return None
-    if k == "filter":
-        return ScanChain(below.read, below.table, tuple(emitted(rel, list(below.columns))))
-    out: list[str | None] = list(below.columns)
-    for expr in rel.project.expressions:
-        ref = field_ref(expr)
-        out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
-    return ScanChain(below.read, below.table, tuple(emitted(rel, out)))
+    return None if below is None else _above(rel, below)
 
 
 def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
@@ -241,13 +222,21 @@ def _any_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
 
 def _above(rel: Rel, below: ScanChain) -> ScanChain:
     """``below`` seen through the filter or projection ``rel``."""
-    k = kind(rel)
-    out: list[str | None] = list(below.columns)
-    if k == "project":
+    return ScanChain(below.read, below.table, tuple(through(rel, list(below.columns))))
+
+
+def through(rel: Rel, fields: list[Any]) -> list[Any]:
+    """What a filter or projection ``rel`` outputs, given what its input's fields are.
+
+    A projection adds, per expression, the field it references (None where it
+    computes one); then ``common.emit`` picks.
+    """
+    out = list(fields)
+    if kind(rel) == "project":
         for expr in rel.project.expressions:
             ref = field_ref(expr)
-            out.append(below.columns[ref] if ref is not None and ref < len(below.columns) else None)
-    return ScanChain(below.read, below.table, tuple(emitted(rel, out)))
+            out.append(fields[ref] if ref is not None and ref < len(fields) else None)
+    return emitted(rel, out)
 
 
 def emitted(rel: Rel, fields: list[Any]) -> list[Any]:
@@ -269,6 +258,17 @@ def field_ref(expr: algebra_pb2.Expression) -> int | None:
     if seg.WhichOneof("reference_type") != "struct_field" or seg.struct_field.HasField("child"):
         return None
     return seg.struct_field.field
+
+
+def fetch_count(fetch: algebra_pb2.FetchRel) -> int | None:
+    """The row count of a ``LIMIT`` (None: none, or not a non-negative integer literal)."""
+    if fetch.HasField("count_expr"):
+        lit = fetch.count_expr.literal
+        kind = lit.WhichOneof("literal_type") if fetch.count_expr.HasField("literal") else None
+        value = getattr(lit, kind) if kind in ("i64", "i32") else -1
+    else:
+        value = fetch.count if fetch.WhichOneof("count_mode") == "count" else -1
+    return value if value >= 0 else None
 
 
 def function_names(plan: plan_pb2.Plan) -> dict[int, str]:
@@ -387,6 +387,7 @@ __all__ = [
     "conjuncts",
     "declare_function",
     "equality_fields",
+    "fetch_count",
     "field_ref",
     "field_reference",
     "field_references",
@@ -403,6 +404,7 @@ __all__ = [
     "side_chain",
     "subplan",
     "table_name",
+    "through",
     "to_substrait",
     "walk",
 ]

@@ -26,9 +26,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from substrait import plan_pb2
+from substrait import algebra_pb2, plan_pb2
 
-from lance_sql.tables.substrait_schema import nested_names, referenced_positions
+from lance_sql.format.schema import map_child_fields
+from lance_sql.tables.substrait_schema import (
+    field_references,
+    messages,
+    nested_names,
+    referenced_positions,
+)
 
 #: Name of the one field of a stand-in struct (never a real column's field name).
 MARKER = "__lance_sql_fixed_size_list"
@@ -59,62 +65,27 @@ def schema_for_datafusion(schema: pa.Schema) -> pa.Schema:
 
 def stand_in_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every fixed-size list (at any depth) replaced by a marked stand-in."""
-    if not any(_has_fixed(f.type) for f in schema):
+    fields = [f.with_type(_stand_in(f.type)) for f in schema]
+    if all(new.type.equals(f.type) for new, f in zip(fields, schema, strict=True)):
         return schema
-    return pa.schema([f.with_type(_stand_in(f.type)) for f in schema], metadata=schema.metadata)
-
-
-def _has_fixed(t: pa.DataType) -> bool:
-    if pa.types.is_fixed_size_list(t):
-        return True
-    if pa.types.is_struct(t):
-        return any(_has_fixed(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_map(t):
-        return _has_fixed(t.key_type) or _has_fixed(t.item_type)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
-        return _has_fixed(t.value_type)
-    return False
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def _stand_in(t: pa.DataType) -> pa.DataType:
     if pa.types.is_fixed_size_list(t):
-        return pa.struct(
-            [pa.field(MARKER, pa.list_(t.value_field.with_type(_stand_in(t.value_type))))]
-        )
-    if pa.types.is_struct(t):
-        return pa.struct(
-            [t.field(i).with_type(_stand_in(t.field(i).type)) for i in range(t.num_fields)]
-        )
-    if pa.types.is_map(t):
-        return pa.map_(
-            t.key_field.with_type(_stand_in(t.key_type)),
-            t.item_field.with_type(_stand_in(t.item_type)),
-            t.keys_sorted,
-        )
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_stand_in(t.value_type)))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_stand_in(t.value_type)))
-    if pa.types.is_list_view(t):
-        return pa.list_view(t.value_field.with_type(_stand_in(t.value_type)))
-    return t
+        return pa.struct([pa.field(MARKER, pa.list_(_stand_in_field(t.value_field)))])
+    return map_child_fields(t, _stand_in_field)
+
+
+def _stand_in_field(f: pa.Field) -> pa.Field:
+    return f.with_type(_stand_in(f.type))
 
 
 def drop_stand_ins(plan: plan_pb2.Plan) -> None:
     """Remove unused stand-in columns from every read of ``plan`` (in place); see the module."""
-    for read in _reads(plan):
-        _drop(read)
-
-
-def _reads(message: Any) -> Iterator[Any]:
-    for fd, value in message.ListFields():
-        if fd.message_type is None:
-            continue
-        items = value if not hasattr(value, "ListFields") else [value]
-        for item in items:
-            if fd.name == "read" and item.HasField("base_schema"):
-                yield item
-            yield from _reads(item)
+    for msg in list(messages(plan)):
+        if isinstance(msg, algebra_pb2.ReadRel) and msg.HasField("base_schema"):
+            _drop(msg)
 
 
 def _drop(read: Any) -> None:
@@ -155,19 +126,11 @@ def _drop(read: Any) -> None:
             item.field = new_index[item.field]
     for part in ("filter", "best_effort_filter"):
         if read.HasField(part):
-            _renumber(getattr(read, part), new_index)
-
-
-def _renumber(message: Any, new_index: dict[int, int]) -> None:
-    for fd, value in message.ListFields():
-        if fd.message_type is None:
-            continue
-        if fd.name == "selection" and value.HasField("root_reference"):
-            ref = value.direct_reference.struct_field
-            ref.field = new_index[ref.field]
-        items = value if not hasattr(value, "ListFields") else [value]
-        for item in items:
-            _renumber(item, new_index)
+            for ref in field_references(getattr(read, part)):
+                if ref.HasField("root_reference"):
+                    ref.direct_reference.struct_field.field = new_index[
+                        ref.direct_reference.struct_field.field
+                    ]
 
 
 __all__ = ["MARKER", "drop_stand_ins", "producing", "schema_for_datafusion", "stand_in_schema"]

@@ -23,7 +23,8 @@ from typing import Any
 
 from datafusion import DataFrame, Expr
 
-from lance_sql.engines.datafusion.sql_dispatch import HASH_KERNELS, register_typed
+from lance_sql.engines.datafusion.functions import HASH_KERNELS
+from lance_sql.engines.datafusion.sql_dispatch import register_typed
 
 #: the lance-sql functions whose DataFrame calls are typed against their input
 TYPED_FUNCTIONS = tuple(HASH_KERNELS)
