@@ -171,16 +171,16 @@ def _move_files(
         s.fs.mv(f"{s.path}/{name}", f"{d.path}/{name}")
 
 
-def _remove_files(
-    data_dir: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
+def remove_quietly(
+    uri: str, names: Iterable[str] | None, storage_options: Mapping[str, str] | None
 ) -> None:
-    """Best-effort deletion of fragments' data files from ``data_dir``."""
+    """Best-effort deletion of the files ``names`` (relative to ``uri``) or, with None,
+    of ``uri`` and everything below it (cleanup() finds what is left)."""
     try:
-        loc = resolve(data_dir, storage_options)
-        for name in _fragment_paths(fragments):
-            path = f"{loc.path}/{name}"
+        loc = resolve(uri, storage_options)
+        for path in [loc.path] if names is None else [f"{loc.path}/{n}" for n in names]:
             if loc.fs.exists(path):
-                loc.fs.rm(path)
+                loc.fs.rm(path, recursive=names is None)
     except (OSError, LanceSqlError):
         pass
 
@@ -207,19 +207,15 @@ def abort_staged(
         for p in st.partitions:
             entry = live.get(p.location)
             if p.new and entry is None:
-                try:
-                    loc = resolve(child_uri(root, p.location), storage_options)
-                    if loc.fs.exists(loc.path):
-                        loc.fs.rm(loc.path, recursive=True)
-                except (OSError, LanceSqlError):
-                    pass
+                remove_quietly(child_uri(root, p.location), None, storage_options)
                 continue
             try:
                 used = _committed_paths(root, p, storage_options)
             except (OSError, ValueError, LanceSqlError):
                 continue  # cannot tell what is committed: keep everything
             stale = [f for f in p.fragments if not set(_fragment_paths([f])) & used]
-            _remove_files(data_dir_uri(root, p.location, p.branch), stale, storage_options)
+            where = data_dir_uri(root, p.location, p.branch)
+            remove_quietly(where, _fragment_paths(stale), storage_options)
 
 
 def _check_stages(root: str, stages: Sequence[StagedWrite]) -> None:
@@ -261,4 +257,4 @@ def _committed_paths(
     return used
 
 
-__all__ = ["StagedPartition", "StagedWrite", "abort_staged"]
+__all__ = ["StagedPartition", "StagedWrite", "abort_staged", "remove_quietly"]
