@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.namespace.layout import remove_quietly
 from lance_sql.tables.namespace.manifest_fragments import (
     ADDR,
     Committed,
@@ -420,8 +421,6 @@ def _commit_or_discard(
 
 
 def _discard(uri: str, written: list[Any], marked: list[Any], opts: Any) -> None:
-    from lance_sql.tables.namespace.staging import remove_quietly
-
     paths = [f"data/{f.path}" for frag in written for f in frag.files]
     paths += [m.deletion_file.path(m.id) for m in marked if m.deletion_file is not None]
     remove_quietly(uri, paths, opts)

@@ -22,6 +22,8 @@ import pyarrow as pa
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
     base_unique,
+    carry_entries,
+    commit_update,
     positions,
     unique,
     with_ancestors,
@@ -51,11 +53,20 @@ def commit_changed(
     """Commit the rows ``changed`` (re-pinned and new rows, ``__manifest``'s own schema) on
     ``snapshot`` as one ``Update``; the new :class:`.ManifestSnapshot`, or None when the
     commit needs the full rows. Raises CommitConflictError as ``commit_rows`` does."""
-    from lance_sql.tables.namespace.manifest_table import commit_change
+    from lance_sql.tables.namespace.manifest_table import _conflicts, _snapshot, conform_rows
 
     if not changed.num_rows or not snapshot.identity:
         return None  # (no identity: rows changed in memory, e.g. a mutation's drops)
-    return commit_change(snapshot, changed, plan=plan_delta, storage_options=storage_options)
+    uri, version = snapshot.uri, snapshot.version
+    with _conflicts(uri, version):
+        changed = conform_rows(changed, snapshot.lance_schema)
+        props = snapshot.properties
+        done = commit_update(uri, version, changed, storage_options, props, plan=plan_delta)
+    if done is None:
+        return None
+    snap = _snapshot(snapshot.root, done, storage_options)
+    carry_entries(snapshot, snap)
+    return snap
 
 
 __all__ = ["commit_changed", "plan_delta"]

@@ -368,42 +368,18 @@ def commit_rows(
 
     props = {**snapshot.properties, **(properties or {})}
     if schema is None:
-        snap = commit_change(snapshot, rows, props, storage_options=storage_options)
-        if snap is not None:
+        with _conflicts(snapshot.uri, snapshot.version):
+            rows_in = conform_rows(rows, snapshot.lance_schema)
+            done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
+        if done is not None:
+            snap = _snapshot(snapshot.root, done, storage_options)
+            mc.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
             return snap
     schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)
     with _conflicts(snapshot.uri, snapshot.version):
         ds = mc.commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
     return _snapshot(snapshot.root, ds, storage_options, written=rows)
-
-
-def commit_change(
-    snapshot: ManifestSnapshot,
-    rows: pa.Table,
-    properties: Mapping[str, str] | None = None,
-    *,
-    plan: Any = None,
-    storage_options: Mapping[str, str] | None = None,
-) -> ManifestSnapshot | None:
-    """Commit ``rows`` (all rows of the next version, or with ``plan`` =
-    :func:`.manifest_delta.plan_delta` only the rows that change or are added) on
-    ``snapshot`` as one ``Update`` writing only what changed
-    (:func:`.manifest_commit.commit_update`); None when the table must be rewritten."""
-    from lance_sql.tables.namespace import manifest_commit as mc
-
-    plan = plan or mc.plan_change
-    props = snapshot.properties if properties is None else properties
-    with _conflicts(snapshot.uri, snapshot.version):
-        rows = conform_rows(rows, snapshot.lance_schema)
-        done = mc.commit_update(
-            snapshot.uri, snapshot.version, rows, storage_options, props, plan=plan
-        )
-    if done is None:
-        return None
-    snap = _snapshot(snapshot.root, done, storage_options)
-    mc.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
-    return snap
 
 
 def update_properties(
@@ -456,7 +432,6 @@ __all__ = [
     "BASE_NAMES",
     "READ_FIELDS",
     "ManifestSnapshot",
-    "commit_change",
     "commit_rows",
     "conform_rows",
     "create_manifest",

@@ -23,6 +23,7 @@ from lance_sql.format.storage import resolve
 from lance_sql.tables.namespace.layout import (
     child_uri,
     data_dir_uri,
+    remove_quietly,
     resolve_location,
 )
 from lance_sql.tables.namespace.manifest_table import (
@@ -171,20 +172,6 @@ def _move_files(
         s.fs.mv(f"{s.path}/{name}", f"{d.path}/{name}")
 
 
-def remove_quietly(
-    uri: str, names: Iterable[str] | None, storage_options: Mapping[str, str] | None
-) -> None:
-    """Best-effort deletion of the files ``names`` (relative to ``uri``) or, with None,
-    of ``uri`` and everything below it (cleanup() finds what is left)."""
-    try:
-        loc = resolve(uri, storage_options)
-        for path in [loc.path] if names is None else [f"{loc.path}/{n}" for n in names]:
-            if loc.fs.exists(path):
-                loc.fs.rm(path, recursive=names is None)
-    except (OSError, LanceSqlError):
-        pass
-
-
 def abort_staged(
     root: str,
     stages: Sequence[StagedWrite],
@@ -257,4 +244,4 @@ def _committed_paths(
     return used
 
 
-__all__ = ["StagedPartition", "StagedWrite", "abort_staged", "remove_quietly"]
+__all__ = ["StagedPartition", "StagedWrite", "abort_staged"]

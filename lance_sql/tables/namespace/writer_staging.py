@@ -17,7 +17,7 @@ from typing import Any
 
 from lance_sql.errors import CommitConflictError
 from lance_sql.tables.namespace import bounds as col_bounds
-from lance_sql.tables.namespace.layout import data_dir_uri
+from lance_sql.tables.namespace.layout import data_dir_uri, remove_quietly
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
 from lance_sql.tables.namespace.partition_rows import _key
 from lance_sql.tables.namespace.spec import PartitionSpec
@@ -27,7 +27,6 @@ from lance_sql.tables.namespace.staging import (
     _check_stages,
     _fragment_paths,
     _move_files,
-    remove_quietly,
 )
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget
