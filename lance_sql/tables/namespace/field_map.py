@@ -24,7 +24,7 @@ those to the namespace's canonical type (:func:`canonical_schema`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
@@ -128,11 +128,23 @@ def evolved_type(a: pa.DataType, b: pa.DataType) -> bool:
             for i in range(a.num_fields)
             if a.field(i).name in theirs
         )
-    lists = (pa.types.is_fixed_size_list, pa.types.is_large_list, pa.types.is_list)
-    kind = next((k for k in lists if k(a)), None)
-    if kind is not None and kind(b) and getattr(a, "list_size", 0) == getattr(b, "list_size", 0):
+    if same_list_kind(a, b) and getattr(a, "list_size", 0) == getattr(b, "list_size", 0):
         return evolved_type(a.value_type, b.value_type)
     return False
+
+
+_LISTS = (pa.types.is_fixed_size_list, pa.types.is_large_list, pa.types.is_list)
+
+
+def list_kind(t: pa.DataType) -> Callable[[pa.DataType], bool] | None:
+    """The ``pa.types`` test of ``t``'s list kind (fixed-size, large, plain); None: no list."""
+    return next((k for k in _LISTS if k(t)), None)
+
+
+def same_list_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    """``a`` and ``b`` are lists of one kind (their items may differ)."""
+    kind = list_kind(a)
+    return kind is not None and kind(b)
 
 
 def check_column_type(
@@ -197,7 +209,9 @@ __all__ = [
     "evolved_type",
     "is_marked",
     "last_field_id",
+    "list_kind",
     "marked_field",
+    "same_list_kind",
     "same_type",
     "shape",
     "table_schema_for",

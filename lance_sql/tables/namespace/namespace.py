@@ -53,7 +53,7 @@ from lance_sql.tables.namespace.reader import (
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.search_methods import SearchMethods
-from lance_sql.tables.namespace.spec import PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import build_spec
 from lance_sql.tables.namespace.write_methods import WriteMethods
 from lance_sql.tables.path_kind import prepare_root
@@ -217,11 +217,7 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
 
     def all_fields(self) -> list[PartitionField]:
         """Every partition field of every spec version (one per field id, first seen)."""
-        seen: dict[str, PartitionField] = {}
-        for n in sorted(self._specs):
-            for f in self._specs[n].fields:
-                seen.setdefault(f.field_id, f)
-        return list(seen.values())
+        return all_fields(self._specs)
 
     def tables(self) -> list[PartitionTable]:
         """The partition tables of this snapshot (locations checked against the root)."""
