@@ -181,9 +181,8 @@ def _table_values(
     from lance_sql.tables.namespace.partition_rows import partition_values
     from lance_sql.tables.namespace.reader import (
         PartitionTable,
-        PartitionTableUnit,
-        map_columns,
         open_partition_table,
+        partition_units,
     )
 
     if location is None:
@@ -192,14 +191,11 @@ def _table_values(
     entry = PartitionTable(object_id, location, uri, spec_version_of(object_id), None, None, None)
     ds = open_partition_table(entry, storage_options=storage_options)
     tschema = open_metadata(uri, ds.version, storage_options=storage_options).schema
-    mapping = map_columns(schema, tschema, object_id=object_id)
     sources = source_fields(schema)
     tops = sorted(
         {sources[s][0].split(".")[0] for f in spec.fields for s in f.source_ids if s in sources}
     )
-    unit = PartitionTableUnit(
-        entry, ds, [f.fragment_id for f in ds.get_fragments()], mapping, storage_options=None
-    )
+    (unit,) = partition_units(entry, (ds, tschema), schema, rows_per_unit=1 << 62)
     uniques: list[pa.Array | None] = [None] * len(spec.fields)
     for batch in unit.to_batches(tops or None):
         if not batch.num_rows:
