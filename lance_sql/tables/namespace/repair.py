@@ -200,8 +200,7 @@ def _table_values(
     for batch in unit.to_batches(tops or None):
         if not batch.num_rows:
             continue
-        full = _with_all_columns(batch, schema)
-        for j, arr in enumerate(partition_values(full, spec, schema)):
+        for j, arr in enumerate(partition_values(batch, spec, schema)):  # (sources by name)
             u = arr.unique()
             prev = uniques[j]
             uniques[j] = u if prev is None else pa.concat_arrays([prev, u]).unique()
@@ -216,16 +215,6 @@ def _table_values(
                 "cannot repair its __manifest row"
             )
     return int(ds.version), tuple(u[0].as_py() for u in uniques if u is not None)
-
-
-def _with_all_columns(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    arrays = [
-        batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.RecordBatch.from_arrays(
-        arrays, schema=pa.schema([f.with_nullable(True) for f in schema])
-    )
 
 
 __all__ = ["check_manifest", "missing_parts", "repair_manifest"]
