@@ -27,7 +27,7 @@ from lance_sql.spec.arrow_json import (
 )
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace import blobs, evolution
-from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
+from lance_sql.tables.namespace.layout import root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
@@ -152,23 +152,8 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         if file_version is not None:
             properties[DATA_STORAGE_VERSION_KEY] = file_version
         mschema = manifest_schema(parsed.fields)
-        rows = pa.Table.from_pylist(
-            [
-                {
-                    "object_id": parsed.namespace_name,
-                    "object_type": NAMESPACE,
-                    "metadata": "{}",
-                }
-            ],
-            schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
-        )
-        snap = create_manifest(
-            root_s,
-            mschema,
-            properties,
-            conform_rows(rows, mschema),
-            storage_options=storage_options,
-        )
+        rows = evolution.spec_row(parsed, mschema)
+        snap = create_manifest(root_s, mschema, properties, rows, storage_options=storage_options)
         return cls(root_s, snap, storage_options=storage_options)
 
     @classmethod
