@@ -327,12 +327,7 @@ def parse_metadata(text: str | None) -> dict[str, Any] | None:
 def bounds_of_metadata(text: str | None) -> TableBounds | None:
     """The bounds stored in a row's ``metadata`` text (None: none or malformed)."""
     obj = parse_metadata(text)
-    if not obj or not isinstance(obj.get(BOUNDS_KEY), str):
-        return None
-    try:
-        return from_json(json.loads(obj[BOUNDS_KEY]))
-    except ValueError:
-        return None
+    return from_staged_text(obj.get(BOUNDS_KEY)) if obj else None
 
 
 def with_bounds(text: str | None, bounds: TableBounds | None) -> str | None:
@@ -380,7 +375,8 @@ def staged_text(bounds: TableBounds | None) -> str | None:
 
 
 def from_staged_text(text: str | None) -> TableBounds | None:
-    """:func:`staged_text` back (None for None or anything malformed)."""
+    """:func:`staged_text` (or the text stored under :data:`BOUNDS_KEY`) back (None for
+    None or anything malformed)."""
     if not isinstance(text, str):
         return None
     try:

@@ -55,11 +55,7 @@ def add_spec(
     spec = build_spec(fields, spec_id=new_id, schema=ns._schema, previous=ns._specs)
     mschema = manifest_schema([*ns.all_fields(), *spec.fields])
     rows = conform_rows(ns._snapshot.rows, mschema)
-    row = pa.Table.from_pylist(
-        [{"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
-        schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
-    )
-    rows = pa.concat_tables([rows, conform_rows(row, mschema)])
+    rows = pa.concat_tables([rows, spec_row(spec, mschema)])
     snap = commit_rows(
         ns._snapshot,
         rows,
@@ -72,6 +68,13 @@ def add_spec(
     )
     ns._set_snapshot(snap)
     return spec
+
+
+def spec_row(spec: PartitionSpec, mschema: pa.Schema) -> pa.Table:
+    """The ``__manifest`` row (of schema ``mschema``) of ``spec``'s version namespace."""
+    row = {"object_id": spec.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}
+    loose = pa.schema([pa.field(f.name, f.type, True) for f in mschema])
+    return conform_rows(pa.Table.from_pylist([row], schema=loose), mschema)
 
 
 def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
@@ -195,4 +198,4 @@ def _commit_schema(ns: PartitionedNamespace, schema: pa.Schema) -> None:
     ns._set_snapshot(snap)
 
 
-__all__ = ["add_columns", "add_spec", "drop_columns", "rename_column"]
+__all__ = ["add_columns", "add_spec", "drop_columns", "rename_column", "spec_row"]

@@ -19,12 +19,12 @@ Types are compared exactly (after naming nested children alike): a partition
 table column whose type differs from the namespace column's is refused with
 :class:`PartitionSchemaError`, never cast. Input data may use the view and large
 variants of a namespace type (``string_view`` for ``utf8``, ...); writers cast
-those to the namespace's canonical type (:func:`canonical_type`).
+those to the namespace's canonical type (:func:`canonical_schema`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
@@ -101,19 +101,6 @@ def with_last_field_id(schema: pa.Schema, last: int) -> pa.Schema:
 # -- types ------------------------------------------------------------------------------------
 
 
-def canonical_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with view, large and dictionary variants replaced by the plain type."""
-    if pa.types.is_dictionary(t):
-        return canonical_type(t.value_type)
-    if t in (pa.string_view(), pa.large_string()):
-        return pa.utf8()
-    if t in (pa.binary_view(), pa.large_binary()):
-        return pa.binary()
-    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        t = pa.list_(t.value_field)
-    return map_child_fields(t, lambda f: pa.field("_", canonical_type(f.type), True))
-
-
 def shape(t: pa.DataType) -> pa.DataType:
     """``t`` with nested children named alike and nullable (what a stored type must equal)."""
 
@@ -141,11 +128,23 @@ def evolved_type(a: pa.DataType, b: pa.DataType) -> bool:
             for i in range(a.num_fields)
             if a.field(i).name in theirs
         )
-    lists = (pa.types.is_fixed_size_list, pa.types.is_large_list, pa.types.is_list)
-    kind = next((k for k in lists if k(a)), None)
-    if kind is not None and kind(b) and getattr(a, "list_size", 0) == getattr(b, "list_size", 0):
+    if same_list_kind(a, b) and getattr(a, "list_size", 0) == getattr(b, "list_size", 0):
         return evolved_type(a.value_type, b.value_type)
     return False
+
+
+_LISTS = (pa.types.is_fixed_size_list, pa.types.is_large_list, pa.types.is_list)
+
+
+def list_kind(t: pa.DataType) -> Callable[[pa.DataType], bool] | None:
+    """The ``pa.types`` test of ``t``'s list kind (fixed-size, large, plain); None: no list."""
+    return next((k for k in _LISTS if k(t)), None)
+
+
+def same_list_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    """``a`` and ``b`` are lists of one kind (their items may differ)."""
+    kind = list_kind(a)
+    return kind is not None and kind(b)
 
 
 def check_column_type(
@@ -205,13 +204,14 @@ __all__ = [
     "LAST_FIELD_ID_KEY",
     "NS_FIELD_ID_KEY",
     "canonical_schema",
-    "canonical_type",
     "check_column_type",
     "columns_by_namespace_id",
     "evolved_type",
     "is_marked",
     "last_field_id",
+    "list_kind",
     "marked_field",
+    "same_list_kind",
     "same_type",
     "shape",
     "table_schema_for",

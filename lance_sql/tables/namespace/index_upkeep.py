@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lance_sql.errors import CommitConflictError, LanceSqlError, SpecError
+from lance_sql.errors import LanceSqlError, SpecError
 from lance_sql.tables.namespace import index_kinds as kinds
 from lance_sql.tables.namespace.field_map import columns_by_namespace_id
 from lance_sql.tables.namespace.reader import (
@@ -23,7 +23,7 @@ from lance_sql.tables.namespace.reader import (
     open_partition_table,
     table_field_ids,
 )
-from lance_sql.tables.namespace.write_target import table_conflicts
+from lance_sql.tables.namespace.write_target import table_conflicts, written_concurrently
 
 INDEXES_KEY = "lance_sql.indexes"
 
@@ -112,10 +112,7 @@ def one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any
             ) from exc
     head = lance.dataset(entry.uri, storage_options=opts)
     if int(head.version) != before + 1:
-        raise CommitConflictError(
-            f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            "__manifest was not committed"
-        )
+        raise written_concurrently(entry, what)
     return head
 
 

@@ -111,13 +111,6 @@ def create_index(
     return run(ns, build)
 
 
-def create_scalar_index(
-    ns: PartitionedNamespace, column: str, index_type: str = "BTREE", **kwargs: Any
-) -> NamespaceIndex:
-    """:func:`create_index` with BTREE by default (kept for existing callers)."""
-    return create_index(ns, column, index_type, **kwargs)
-
-
 def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
     """Build the key filter of the newly indexed column in ``ds`` (see :mod:`.key_filters`)."""
     field = ds.schema.field(column)
@@ -253,7 +246,6 @@ __all__ = [
     "NamespaceIndex",
     "NamespaceIndexError",
     "create_index",
-    "create_scalar_index",
     "drop_index",
     "index_coverage",
     "optimize_indexes",

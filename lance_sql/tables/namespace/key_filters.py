@@ -398,11 +398,10 @@ def maintain(
         hashes = None if new_hashes is None else new_hashes.get(fid)
         base = None
         ref = None if old is None else old.get(fid)
-        room = ref is not None and ref.type == str(t) and hashes is not None
         if (
-            room
-            and ref is not None
+            ref is not None
             and hashes is not None
+            and ref.type == str(t)
             and ref.keys + len(hashes) <= ref.capacity
         ):
             try:

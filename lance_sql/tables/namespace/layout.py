@@ -15,13 +15,14 @@ import os
 import re
 import secrets
 import string
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import UnsafeLocationError
+from lance_sql.errors import LanceSqlError, UnsafeLocationError
 
 DELIMITER = "$"
 MANIFEST_NAME = "__manifest"
@@ -55,10 +56,6 @@ def derived_namespace_name(seed: str) -> str:
 
 def join_object_id(*parts: str) -> str:
     return DELIMITER.join(parts)
-
-
-def split_object_id(object_id: str) -> list[str]:
-    return object_id.split(DELIMITER)
 
 
 def spec_version_of(object_id: str) -> int | None:
@@ -145,6 +142,22 @@ def resolve_location(root: str, location: str | None, object_id: str) -> str:
     return child_uri(root, location)
 
 
+def remove_quietly(
+    uri: str, names: Iterable[str] | None, storage_options: Mapping[str, str] | None
+) -> None:
+    """Best-effort deletion of the files ``names`` (relative to ``uri``) or, with None,
+    of ``uri`` and everything below it (cleanup() finds what is left)."""
+    from lance_sql.format.storage import resolve
+
+    try:
+        loc = resolve(uri, storage_options)
+        for path in [loc.path] if names is None else [f"{loc.path}/{n}" for n in names]:
+            if loc.fs.exists(path):
+                loc.fs.rm(path, recursive=names is None)
+    except (OSError, LanceSqlError):
+        pass
+
+
 __all__ = [
     "DELIMITER",
     "MANIFEST_NAME",
@@ -157,10 +170,10 @@ __all__ = [
     "join_object_id",
     "manifest_uri",
     "random_namespace_name",
+    "remove_quietly",
     "resolve_location",
     "root_uri",
     "spec_ids_of",
     "spec_version_of",
-    "split_object_id",
     "table_dir_name",
 ]

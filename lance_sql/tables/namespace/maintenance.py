@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from lance_sql.tables.namespace.mutation import Mutation, run
-from lance_sql.tables.namespace.write_target import table_conflicts
+from lance_sql.tables.namespace.write_target import table_conflicts, written_concurrently
 
 
 @dataclass
@@ -80,12 +80,7 @@ def compact(ns: Any, *, target_rows_per_fragment: int = 1 << 20, **options: Any)
             # compaction commits more than one version (reserve fragments, rewrite); a
             # concurrent append in between would show as changed rows
             if new.count_rows() != rows:
-                from lance_sql.errors import CommitConflictError
-
-                raise CommitConflictError(
-                    f"partition table {entry.object_id!r} was written concurrently during "
-                    "compaction; __manifest was not committed"
-                )
+                raise written_concurrently(entry, "compaction")
             m.set_version(entry, new, same_rows=True)  # compaction keeps the rows
             report.compacted[entry.object_id] = (len(frags), len(new.get_fragments()))
         return report

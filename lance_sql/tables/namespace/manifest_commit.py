@@ -32,7 +32,7 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.namespace.layout import remove_quietly
 from lance_sql.tables.namespace.manifest_fragments import (
     ADDR,
     Committed,
@@ -88,24 +89,29 @@ def _same(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.nd
 
 @dataclass
 class Change:
-    """What one commit writes: rows to write, base rows kept, fragments removed."""
+    """What one commit writes: rows to write, base rows kept, fragments removed (object
+    ids are unique before and after: both planners refuse duplicate ids)."""
 
     keep: np.ndarray  # per base row: stays where it is
     write: pa.Table  # rows of the new fragment (rewritten, changed and new rows)
     top_level_add: bool
-    unique_after: bool = False  # object ids stay unique (known without a pass over them)
 
 
-def _unique(ids: pa.ChunkedArray | pa.Array) -> bool:
+def unique(ids: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pc.count_distinct(ids).as_py() == len(ids))
+
+
+def base_unique(base: Committed) -> bool:
+    """``base``'s object ids are unique (checked once per cached version, then carried)."""
+    if "unique" not in base.facts:
+        base.facts["unique"] = unique(base.rows.column("object_id"))
+    return bool(base.facts["unique"])
 
 
 def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
     """(matched, position in base) per row of ``new_ids``; None for duplicate ids."""
     old_ids = base.rows.column("object_id")
-    if "unique" not in base.facts:
-        base.facts["unique"] = _unique(old_ids)
-    if not base.facts["unique"]:
+    if not base_unique(base):
         return None
     nb = len(old_ids)
     if len(new_ids) >= nb and pc.all(pc.equal(new_ids.slice(0, nb), old_ids)).as_py() in (
@@ -113,12 +119,12 @@ def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.nd
         None,
     ):  # the usual shape: the rows read, in order, then new ones
         extra = new_ids.slice(nb)
-        if len(extra) and (not _unique(extra) or pc.any(pc.is_in(extra, old_ids)).as_py()):
+        if len(extra) and (not unique(extra) or pc.any(pc.is_in(extra, old_ids)).as_py()):
             return None
         matched = np.zeros(len(new_ids), bool)
         matched[:nb] = True
         return matched, np.concatenate([np.arange(nb), np.zeros(len(extra), np.int64)])
-    if not _unique(new_ids):
+    if not unique(new_ids):
         return None
     idx = pc.index_in(new_ids, value_set=old_ids)
     return np.asarray(pc.is_valid(idx)), np.asarray(pc.fill_null(idx, 0)).astype(np.int64)
@@ -127,7 +133,6 @@ def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.nd
 def plan_change(base: Committed, rows: pa.Table) -> Change | None:
     """The rows of ``rows`` (all rows of the next version) that differ from ``base``; None
     when the rows cannot be matched by object id (duplicate ids)."""
-    old_ids = base.rows.column("object_id")
     new_ids = rows.column("object_id")
     got = _match(base, new_ids)
     if got is None:
@@ -148,24 +153,34 @@ def plan_change(base: Committed, rows: pa.Table) -> Change | None:
         same[:] = False
     keep = np.zeros(base.rows.num_rows, bool)
     keep[pos[same]] = True
-    added = np.flatnonzero(~matched)
+    added = new_ids.filter(pa.array(~matched)).to_pylist()
+    return with_ancestors(base, keep, rows.filter(pa.array(~same)), added)
+
+
+def with_ancestors(base: Committed, keep: np.ndarray, write: pa.Table, added: list[str]) -> Change:
+    """The change writing ``write`` with ``keep`` of ``base``'s rows staying, plus the kept
+    existing ancestors of the ``added`` object ids, rewritten as they are (a commit must
+    touch them: see the module docstring)."""
+    ancestors: set[str] = set()
     top_level = False
-    touch: set[str] = set()
-    if len(added):
-        for oid in new_ids.take(pa.array(added)).to_pylist():
-            parts = oid.split("$")
-            if len(parts) == 1:
-                top_level = True
-            for i in range(1, len(parts)):
-                touch.add("$".join(parts[:i]))
-        at = pc.index_in(pa.array(sorted(touch), pa.utf8()), value_set=old_ids)
-        touched = [i for i in pc.drop_null(at).to_pylist() if keep[i]]
-        keep[touched] = False
-        rewrite = base.rows.take(pa.array(sorted(touched), pa.int64()))
-    else:
-        rewrite = rows.schema.empty_table()
-    write = pa.concat_tables([rewrite.cast(rows.schema), rows.filter(pa.array(~same))])
+    for oid in added:
+        parts = oid.split("$")
+        top_level = top_level or len(parts) == 1
+        ancestors.update("$".join(parts[:i]) for i in range(1, len(parts)))
+    up = [i for i in positions(base.rows.column("object_id"), sorted(ancestors)) if keep[i]]
+    if up:
+        keep[up] = False
+        touched = base.rows.take(pa.array(up, pa.int64()))
+        write = pa.concat_tables([touched.cast(write.schema), write])
     return Change(keep, write, top_level)
+
+
+def positions(ids: pa.ChunkedArray, wanted: list[str]) -> np.ndarray:
+    """Positions in ``ids`` of the values of ``wanted`` (a few), in row order."""
+    if not wanted:
+        return np.zeros(0, np.int64)
+    mask = pc.is_in(ids, value_set=pa.array(wanted, pa.utf8()))
+    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
 
 
 def fragment_plan(
@@ -214,17 +229,21 @@ def commit_update(
     rows: pa.Table,
     storage_options: Mapping[str, str] | None,
     properties: Mapping[str, str] | None = None,
+    *,
+    plan: Callable[[Committed, pa.Table], Change | None] = plan_change,
+    ds: Any = None,
 ) -> Any | None:
-    """Commit ``rows`` (the next version's rows, ``__manifest``'s own schema) as an ``Update``
-    of ``base_version`` writing only what changed (``properties``: the root properties the
-    result must have); returns the new dataset, or None when it must rewrite the table
-    (see the module docstring). Raises pylance's commit conflict when a concurrent commit
-    touched the same fragments."""
-    opened = open_base(uri, base_version, rows.schema, properties, storage_options)
+    """Commit ``rows`` (``__manifest``'s own schema: the next version's rows, or with
+    ``plan=``:func:`.manifest_delta.plan_delta` only the rows that change or are added)
+    as an ``Update`` of ``base_version`` writing only what changed (``properties``: the
+    root properties the result must have); returns the new dataset, or None when it must
+    rewrite the table (see the module docstring). Raises pylance's commit conflict when a
+    concurrent commit touched the same fragments (``ds``: the base dataset when open)."""
+    opened = open_base(uri, base_version, rows.schema, properties, storage_options, ds)
     if opened is None:
         return None
     base, ds = opened
-    change = plan_change(base, rows)
+    change = plan(base, rows)
     if change is None or change.top_level_add:
         return None
     if change.write.num_rows == 0 and change.keep.all():
@@ -314,8 +333,7 @@ def apply_change(
             state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
             replaced = base.rows.column("object_id").filter(pa.array(~stay))
             state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
-            if base.facts.get("unique") and change.unique_after:
-                state.facts["unique"] = True
+            state.facts["unique"] = True  # (the planners refuse duplicate ids)
             remember_state(uri, state)
     return out
 
@@ -407,19 +425,9 @@ def _commit_or_discard(
 
 
 def _discard(uri: str, written: list[Any], marked: list[Any], opts: Any) -> None:
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.format.storage import resolve
-
     paths = [f"data/{f.path}" for frag in written for f in frag.files]
     paths += [m.deletion_file.path(m.id) for m in marked if m.deletion_file is not None]
-    try:
-        loc = resolve(uri, opts)
-        for rel in paths:
-            path = f"{loc.path}/{rel}"
-            if loc.fs.exists(path):
-                loc.fs.rm(path)
-    except (OSError, LanceSqlError):
-        pass  # best effort: cleanup() finds what is left
+    remove_quietly(uri, paths, opts)
 
 
 __all__ = [
@@ -429,8 +437,11 @@ __all__ = [
     "MIN_FRAGMENTS",
     "Change",
     "apply_change",
+    "base_unique",
     "carry_entries",
     "commit_overwrite",
     "commit_update",
-    "open_base",
+    "plan_change",
+    "positions",
+    "with_ancestors",
 ]

@@ -1,4 +1,4 @@
-"""``__manifest`` commits given only the rows that change, and what they carry forward.
+"""``__manifest`` commits given only the rows that change.
 
 An append knows exactly which rows of ``__manifest`` it changes: the rows of
 the partition tables it re-pins and the rows it adds. :func:`commit_changed`
@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
-    _unique,
-    apply_change,
+    base_unique,
     carry_entries,
-    open_base,
+    commit_update,
+    positions,
+    unique,
+    with_ancestors,
 )
 from lance_sql.tables.namespace.manifest_fragments import Committed
 
@@ -45,44 +46,19 @@ class RowChanges:
 
 def plan_delta(base: Committed, changed: pa.Table, removed: Collection[str] = ()) -> Change | None:
     """The :class:`Change` that replaces or adds the rows of ``changed`` (by object id) in
-    ``base`` and removes the rows of ``removed``; None when ids are not unique (the
-    full-row path decides)."""
+    ``base`` and removes the rows of ``removed``, every other row kept; None when ids
+    are not unique (the full-row path decides)."""
     old_ids = base.rows.column("object_id")
-    if "unique" not in base.facts:
-        base.facts["unique"] = _unique(old_ids)  # once per cached version, then carried
     new_ids = changed.column("object_id")
-    if not base.facts["unique"] or not _unique(new_ids):
+    if not base_unique(base) or not unique(new_ids):
         return None
     ids = new_ids.to_pylist()
-    hit = _positions(old_ids, ids)
+    hit = positions(old_ids, ids)
     found = set(old_ids.take(pa.array(hit, pa.int64())).to_pylist())
-    top_level = False
-    ancestors: set[str] = set()
-    for oid in ids:
-        if oid in found:
-            continue
-        parts = oid.split("$")
-        top_level = top_level or len(parts) == 1
-        ancestors.update("$".join(parts[:i]) for i in range(1, len(parts)))
-    ancestors -= set(ids)  # (an ancestor written anyway, or added too)
     keep = np.ones(base.rows.num_rows, bool)
     keep[hit] = False
-    keep[_positions(old_ids, sorted(set(removed) - set(ids)))] = False
-    write = changed
-    if ancestors:  # existing ancestors of added rows: rewritten as they are
-        up = _positions(old_ids, sorted(ancestors))
-        keep[up] = False
-        touched = base.rows.take(pa.array(up, pa.int64()))
-        write = pa.concat_tables([touched.cast(changed.schema), changed])
-    return Change(keep, write, top_level, unique_after=True)
-
-
-def _positions(ids: pa.ChunkedArray, wanted: list[str]) -> np.ndarray:
-    """Positions in ``ids`` of the values of ``wanted`` (a few), in row order."""
-    if not wanted:
-        return np.zeros(0, np.int64)
-    mask = pc.is_in(ids, value_set=pa.array(wanted, pa.utf8()))
-    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    keep[positions(old_ids, sorted(set(removed) - set(ids)))] = False
+    return with_ancestors(base, keep, changed, [oid for oid in ids if oid not in found])
 
 
 def commit_changed(
@@ -105,23 +81,20 @@ def commit_changed(
 
     if not (changed.num_rows or removed) or not snapshot.identity:
         return None  # (no identity: rows changed in memory, e.g. a mutation's drops)
-    with _conflicts(snapshot.uri, snapshot.version):
+    uri, version = snapshot.uri, snapshot.version
+    with _conflicts(uri, version):
         changed = conform_rows(changed, snapshot.lance_schema)
-        opened = open_base(
-            snapshot.uri,
-            snapshot.version,
-            changed.schema,
-            snapshot.properties,
+        done = commit_update(
+            uri,
+            version,
+            changed,
             storage_options,
-            snapshot.derived.get(DATASET),
+            snapshot.properties,
+            plan=lambda base, rows: plan_delta(base, rows, removed),
+            ds=snapshot.derived.get(DATASET),
         )
-        if opened is None:
-            return None
-        base, ds = opened
-        change = plan_delta(base, changed, removed)
-        if change is None or change.top_level_add:
-            return None
-        done = apply_change(snapshot.uri, ds, base, snapshot.version, change, storage_options)
+    if done is None:
+        return None
     snap = _snapshot(snapshot.root, done, storage_options)
     carry_entries(snapshot, snap)
     return snap

@@ -53,7 +53,6 @@ READ_FIELDS = (
     pa.field("read_branch", pa.utf8()),
     pa.field("read_tag", pa.utf8()),
 )
-BASE_NAMES = tuple(f.name for f in BASE_FIELDS + READ_FIELDS)
 
 
 def manifest_schema(partition_fields: Iterable[PartitionField] = ()) -> pa.Schema:
@@ -427,7 +426,6 @@ def _conflicts(uri: str, read_version: int) -> Iterator[None]:
 
 __all__ = [
     "BASE_FIELDS",
-    "BASE_NAMES",
     "READ_FIELDS",
     "ManifestSnapshot",
     "commit_rows",

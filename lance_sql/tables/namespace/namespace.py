@@ -27,7 +27,7 @@ from lance_sql.spec.arrow_json import (
 )
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace import blobs, evolution
-from lance_sql.tables.namespace.layout import NAMESPACE, root_uri, spec_version_of
+from lance_sql.tables.namespace.layout import root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
@@ -54,7 +54,7 @@ from lance_sql.tables.namespace.reader import (
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.search_methods import SearchMethods
-from lance_sql.tables.namespace.spec import PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import spec_of
 from lance_sql.tables.namespace.write_methods import WriteMethods
 from lance_sql.tables.path_kind import prepare_root
@@ -81,14 +81,10 @@ def first_snapshot(
     if file_version is not None:
         properties[DATA_STORAGE_VERSION_KEY] = file_version
     mschema = manifest_schema(parsed.fields)
-    rows = pa.Table.from_pylist(
-        [{"object_id": parsed.namespace_name, "object_type": NAMESPACE, "metadata": "{}"}],
-        schema=pa.schema([pa.field(f.name, f.type, True) for f in mschema]),
-    )
     return ManifestSnapshot(
         root=root,
         version=0,
-        rows=conform_rows(rows, mschema),
+        rows=evolution.spec_row(parsed, mschema),
         properties=properties,
         lance_schema=with_properties(mschema, properties),
     )
@@ -208,11 +204,7 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
 
     def all_fields(self) -> list[PartitionField]:
         """Every partition field of every spec version (one per field id, first seen)."""
-        seen: dict[str, PartitionField] = {}
-        for n in sorted(self._specs):
-            for f in self._specs[n].fields:
-                seen.setdefault(f.field_id, f)
-        return list(seen.values())
+        return all_fields(self._specs)
 
     def tables(self) -> list[PartitionTable]:
         """The partition tables of this snapshot (locations checked against the root)."""

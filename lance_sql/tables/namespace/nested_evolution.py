@@ -22,21 +22,20 @@ top level a partition table's fields are matched to the namespace's by name
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
 from lance_sql.spec.arrow_json import assign_field_ids, field_ids, shift_ids
-from lance_sql.tables.namespace.field_map import canonical_schema, marked_field
+from lance_sql.tables.namespace.field_map import (
+    canonical_schema,
+    list_kind,
+    marked_field,
+    same_list_kind,
+)
 
 DROPPED_KEY = b"lance_sql:dropped_nested_paths"
 FORMER_KEY = b"lance_sql:former_names"
-_LISTS: tuple[Callable[[pa.DataType], bool], ...] = (
-    pa.types.is_fixed_size_list,
-    pa.types.is_large_list,
-    pa.types.is_list,
-)
 
 
 def dropped_paths(schema: pa.Schema) -> set[str]:
@@ -48,10 +47,6 @@ def with_dropped(schema: pa.Schema, paths: set[str]) -> pa.Schema:
     md = dict(schema.metadata or {})
     md[DROPPED_KEY] = json.dumps(sorted(paths)).encode()
     return pa.schema(list(schema), md)
-
-
-def _list_kind(t: pa.DataType) -> Callable[[pa.DataType], bool] | None:
-    return next((k for k in _LISTS if k(t)), None)
 
 
 def _rebuild_list(t: pa.DataType, value: pa.Field) -> pa.DataType:
@@ -99,8 +94,7 @@ def merge_field(
             index[c.name] = len(children) - 1
             count += 1
         return existing.with_type(pa.struct(children)), next_id, count
-    kind = _list_kind(et)
-    if kind is not None and kind(at):
+    if same_list_kind(et, at):
         value, next_id, n = merge_field(et.value_field, at.value_field, next_id, dropped, path)
         return existing.with_type(_rebuild_list(et, value)), next_id, n
     raise SpecError(
@@ -125,8 +119,7 @@ def _struct_child(t: pa.DataType, name: str, path: str) -> tuple[list[pa.Field],
 def drop_path(field: pa.Field, parts: list[str], path: str) -> pa.Field:
     """``field`` without the nested field ``parts`` names (list levels are stepped through)."""
     t = field.type
-    kind = _list_kind(t)
-    if kind is not None:
+    if list_kind(t) is not None:
         if parts[0] == t.value_field.name and not pa.types.is_struct(t.value_type):
             parts = parts[1:]
         return field.with_type(_rebuild_list(t, drop_path(t.value_field, parts, path)))
@@ -152,8 +145,7 @@ def rename_path(field: pa.Field, parts: list[str], new: str, path: str) -> pa.Fi
     """``field`` with the nested field ``parts`` names called ``new`` (same id; its old
     name recorded in :data:`FORMER_KEY`); list levels are stepped through."""
     t = field.type
-    kind = _list_kind(t)
-    if kind is not None:
+    if list_kind(t) is not None:
         value = t.value_field
         if parts[0] == value.name and not _has_child(value.type, parts[0]):
             parts = parts[1:]
@@ -198,8 +190,7 @@ def table_names(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType:
             out.append(tc if c is None else tc.with_name(c.name).with_type(
                 table_names(tc.type, c.type)))  # fmt: skip
         return pa.struct(out)
-    kind = _list_kind(table_t)
-    if kind is not None and kind(ns_t):
+    if same_list_kind(table_t, ns_t):
         value = table_t.value_field
         return _rebuild_list(table_t, value.with_type(table_names(value.type, ns_t.value_type)))
     return table_t
@@ -232,8 +223,7 @@ def table_renames(table_t: pa.DataType, ns_t: pa.DataType, path: str) -> list[di
             out += table_renames(tc.type, c.type, f"{path}.{tc.name}")
             if tc.name != c.name:
                 out.append({"path": f"{path}.{tc.name}", "name": c.name})
-    kind = _list_kind(table_t)
-    if kind is not None and kind(ns_t):
+    if same_list_kind(table_t, ns_t):
         out += table_renames(table_t.value_type, ns_t.value_type,
                              f"{path}.{table_t.value_field.name}")  # fmt: skip
     return out
@@ -254,8 +244,7 @@ def missing_in_table(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType | N
             if sub is not None:
                 out.append(pa.field(c.name, sub, True))
         return pa.struct(out) if out else None
-    kind = _list_kind(table_t)
-    if kind is not None and kind(ns_t):
+    if same_list_kind(table_t, ns_t):
         sub = missing_in_table(table_t.value_type, ns_t.value_type)
         return None if sub is None else _rebuild_list(table_t, pa.field("item", sub, True))
     return None

@@ -35,7 +35,7 @@ from lance_sql.tables.dataset_cache import (
     version_token,
 )
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-from lance_sql.tables.fragments_unit import LanceFragmentsUnit
+from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.nested_evolution import read_as, table_names
@@ -43,7 +43,6 @@ from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
     ScanMetrics,
     ScanUnit,
-    balanced_groups,
     conform,
     empty_batches,
     filter_table,
@@ -228,6 +227,11 @@ class ColumnMapping:
             for src, f in zip(self.sources, self.ns_schema, strict=True)
         )
 
+    @property
+    def read_schema(self) -> pa.Schema:
+        """The schema the table's fragments are read with."""
+        return self.ns_schema if self.identity else plain_read_schema(self.table_schema)
+
 
 def map_columns(ns_schema: pa.Schema, table_schema: pa.Schema, *, object_id: str) -> ColumnMapping:
     """Match namespace columns to table columns by namespace field id (top level).
@@ -250,36 +254,18 @@ def map_columns(ns_schema: pa.Schema, table_schema: pa.Schema, *, object_id: str
 
 
 class PartitionTableUnit(ScanUnit):
-    """Fragments of one partition table, presented with the namespace schema."""
+    """Fragments of one partition table (``inner``, read with ``mapping.read_schema``),
+    presented with the namespace schema."""
 
     def __init__(
-        self,
-        entry: PartitionTable,
-        dataset: Any,
-        fragment_ids: Sequence[int],
-        mapping: ColumnMapping,
-        *,
-        storage_options: Mapping[str, str] | None = None,
-        metrics: ScanMetrics | None = None,
-        estimated_rows: int | None = None,
-        scan_options: dict[str, Any] | None = None,
+        self, entry: PartitionTable, inner: LanceFragmentsUnit, mapping: ColumnMapping
     ) -> None:
         self.entry = entry
         self.mapping = mapping
         self._ns_schema = mapping.ns_schema
         self._src_of = dict(zip(self._ns_schema.names, mapping.sources, strict=True))
-        table_schema = plain_read_schema(mapping.table_schema)
-        if mapping.identity:
-            table_schema = mapping.ns_schema
-        self._inner = LanceFragmentsUnit(
-            dataset,
-            fragment_ids,
-            schema=table_schema,
-            storage_options=dict(storage_options) if storage_options else None,
-            metrics=metrics,
-            estimated_rows=estimated_rows,
-            scan_options=scan_options,
-        )
+        self._inner = inner
+        table_schema = inner.schema
         # The table schema with namespace names where mapped: the schema filters are
         # serialised against, so Substrait's positional references land on table columns.
         # Nested fields renamed since the table was written take their namespace names.
@@ -412,22 +398,16 @@ def partition_units(
     ds, tschema = opened
     mapping = map_columns(schema, tschema, object_id=entry.object_id)
     sizes = [(f.fragment_id, f.count_rows()) for f in ds.get_fragments()]
-    rows_of = dict(sizes)
-    k = max(1, -(-sum(rows_of.values()) // rows_per_unit))
-    groups = balanced_groups(sizes, k) if sizes else [[]]
-    return [
-        PartitionTableUnit(
-            entry,
-            ds,
-            group,
-            mapping,
-            storage_options=storage_options,
-            metrics=metrics,
-            estimated_rows=sum(rows_of.get(i, 0) for i in group),
-            scan_options=scan_options,
-        )
-        for group in groups
-    ]
+    inner = split_fragments(
+        ds,
+        max(1, -(-sum(n for _, n in sizes) // rows_per_unit)),
+        schema=mapping.read_schema,
+        storage_options=dict(storage_options) if storage_options else None,
+        metrics=metrics,
+        fragment_rows=sizes,
+        scan_options=scan_options,
+    )
+    return [PartitionTableUnit(entry, unit, mapping) for unit in inner]
 
 
 __all__ = [

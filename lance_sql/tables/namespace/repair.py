@@ -17,13 +17,12 @@ as schema metadata. Rows that are not partition tables are kept unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError, ManifestDamagedError
-from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace.layout import NAMESPACE, TABLE, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -34,23 +33,16 @@ from lance_sql.tables.namespace.manifest_table import (
     read_manifest,
 )
 from lance_sql.tables.namespace.properties import parse_properties
-from lance_sql.tables.namespace.spec import PartitionSpec
+from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 
 ROOT_KEYS_PREFIX = "partition_spec_v"
 _HISTORY_LIMIT = 64  # earlier __manifest versions looked at to tell "lost" from "never had"
 
 
-def _all_fields(specs: Mapping[int, PartitionSpec]) -> list[PartitionField]:
-    seen: dict[str, PartitionField] = {}
-    for n in sorted(specs):
-        for f in specs[n].fields:
-            seen.setdefault(f.field_id, f)
-    return list(seen.values())
-
-
-def _root_keys(md: Mapping[bytes, bytes] | None) -> set[str]:
-    keys = {k.decode("utf-8", "replace") for k in (md or {})}
-    return {k for k in keys if k == "schema" or k.startswith(ROOT_KEYS_PREFIX)}
+def _root_keys(keys: Iterable[str | bytes] | None) -> set[str]:
+    """The root property names among ``keys`` (schema metadata's bytes, or properties)."""
+    names = {k.decode("utf-8", "replace") if isinstance(k, bytes) else k for k in keys or ()}
+    return {k for k in names if k == "schema" or k.startswith(ROOT_KEYS_PREFIX)}
 
 
 def missing_parts(
@@ -68,7 +60,7 @@ def missing_parts(
     """
     names = set(snapshot.lance_schema.names)
     out = []
-    cols = [f.column_name for f in _all_fields(specs) if f.column_name not in names]
+    cols = [f.column_name for f in all_fields(specs) if f.column_name not in names]
     if cols:
         out.append(f"partition columns {cols}")
     no_pins = "read_version" not in names
@@ -128,7 +120,7 @@ def repair_manifest(
     """Rebuild partition columns, pins and root schema metadata in one ``__manifest`` commit."""
     snapshot = read_manifest(root, storage_options=storage_options)
     schema, specs = parse_properties(snapshot.properties)
-    fields = _all_fields(specs)
+    fields = all_fields(specs)
     mschema = manifest_schema(fields)
     rows = conform_rows(snapshot.rows, mschema)
     oids = rows.column("object_id").to_pylist()
@@ -166,15 +158,12 @@ def repair_manifest(
     for name, arr in arrays.items():
         idx = mschema.get_field_index(name)
         rows = rows.set_column(idx, mschema.field(idx), arr)
-    properties = {k: v for k, v in snapshot.properties.items() if k in _root_keys_of(snapshot)}
+    keys = _root_keys(snapshot.properties)
+    properties = {k: v for k, v in snapshot.properties.items() if k in keys}
     snap = commit_rows(
         snapshot, rows, schema=mschema, properties=properties, storage_options=storage_options
     )
     return mirror_properties(snap, properties, storage_options=storage_options)
-
-
-def _root_keys_of(snapshot: ManifestSnapshot) -> set[str]:
-    return {k for k in snapshot.properties if k == "schema" or k.startswith(ROOT_KEYS_PREFIX)}
 
 
 def _table_values(
@@ -192,9 +181,8 @@ def _table_values(
     from lance_sql.tables.namespace.partition_rows import partition_values
     from lance_sql.tables.namespace.reader import (
         PartitionTable,
-        PartitionTableUnit,
-        map_columns,
         open_partition_table,
+        partition_units,
     )
 
     if location is None:
@@ -203,20 +191,16 @@ def _table_values(
     entry = PartitionTable(object_id, location, uri, spec_version_of(object_id), None, None, None)
     ds = open_partition_table(entry, storage_options=storage_options)
     tschema = open_metadata(uri, ds.version, storage_options=storage_options).schema
-    mapping = map_columns(schema, tschema, object_id=object_id)
     sources = source_fields(schema)
     tops = sorted(
         {sources[s][0].split(".")[0] for f in spec.fields for s in f.source_ids if s in sources}
     )
-    unit = PartitionTableUnit(
-        entry, ds, [f.fragment_id for f in ds.get_fragments()], mapping, storage_options=None
-    )
+    (unit,) = partition_units(entry, (ds, tschema), schema, rows_per_unit=1 << 62)
     uniques: list[pa.Array | None] = [None] * len(spec.fields)
     for batch in unit.to_batches(tops or None):
         if not batch.num_rows:
             continue
-        full = _with_all_columns(batch, schema)
-        for j, arr in enumerate(partition_values(full, spec, schema)):
+        for j, arr in enumerate(partition_values(batch, spec, schema)):  # (sources by name)
             u = arr.unique()
             prev = uniques[j]
             uniques[j] = u if prev is None else pa.concat_arrays([prev, u]).unique()
@@ -231,16 +215,6 @@ def _table_values(
                 "cannot repair its __manifest row"
             )
     return int(ds.version), tuple(u[0].as_py() for u in uniques if u is not None)
-
-
-def _with_all_columns(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    arrays = [
-        batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.RecordBatch.from_arrays(
-        arrays, schema=pa.schema([f.with_nullable(True) for f in schema])
-    )
 
 
 __all__ = ["check_manifest", "missing_parts", "repair_manifest"]

@@ -52,7 +52,7 @@ class SearchMethods:
         Later writes keep it: new partitions get it built, appended ones get
         their new rows added, in the commit that publishes them.
         """
-        return indexes.create_scalar_index(
+        return indexes.create_index(
             self,  # type: ignore[arg-type]
             column,
             index_type,

@@ -310,6 +310,15 @@ def validate_evolution(specs: Mapping[int, PartitionSpec]) -> None:
             by_id[field.field_id] = (field, fkey)
 
 
+def all_fields(specs: Mapping[int, PartitionSpec]) -> list[PartitionField]:
+    """Every partition field of every spec version (one per field id, first seen)."""
+    seen: dict[str, PartitionField] = {}
+    for n in sorted(specs):
+        for f in specs[n].fields:
+            seen.setdefault(f.field_id, f)
+    return list(seen.values())
+
+
 def parse_spec_key(name: str) -> int | None:
     """N for a ``partition_spec_v{N}`` metadata key, else None."""
     m = _SPEC_KEY_RE.match(name)

@@ -23,6 +23,7 @@ from lance_sql.format.storage import resolve
 from lance_sql.tables.namespace.layout import (
     child_uri,
     data_dir_uri,
+    remove_quietly,
     resolve_location,
 )
 from lance_sql.tables.namespace.manifest_table import (
@@ -171,20 +172,6 @@ def _move_files(
         s.fs.mv(f"{s.path}/{name}", f"{d.path}/{name}")
 
 
-def _remove_files(
-    data_dir: str, fragments: Sequence[Any], storage_options: Mapping[str, str] | None
-) -> None:
-    """Best-effort deletion of fragments' data files from ``data_dir``."""
-    try:
-        loc = resolve(data_dir, storage_options)
-        for name in _fragment_paths(fragments):
-            path = f"{loc.path}/{name}"
-            if loc.fs.exists(path):
-                loc.fs.rm(path)
-    except (OSError, LanceSqlError):
-        pass
-
-
 def abort_staged(
     root: str,
     stages: Sequence[StagedWrite],
@@ -207,19 +194,15 @@ def abort_staged(
         for p in st.partitions:
             entry = live.get(p.location)
             if p.new and entry is None:
-                try:
-                    loc = resolve(child_uri(root, p.location), storage_options)
-                    if loc.fs.exists(loc.path):
-                        loc.fs.rm(loc.path, recursive=True)
-                except (OSError, LanceSqlError):
-                    pass
+                remove_quietly(child_uri(root, p.location), None, storage_options)
                 continue
             try:
                 used = _committed_paths(root, p, storage_options)
             except (OSError, ValueError, LanceSqlError):
                 continue  # cannot tell what is committed: keep everything
             stale = [f for f in p.fragments if not set(_fragment_paths([f])) & used]
-            _remove_files(data_dir_uri(root, p.location, p.branch), stale, storage_options)
+            where = data_dir_uri(root, p.location, p.branch)
+            remove_quietly(where, _fragment_paths(stale), storage_options)
 
 
 def _check_stages(root: str, stages: Sequence[StagedWrite]) -> None:

@@ -116,12 +116,23 @@ def prepare_target(
             )
         latest = ds.version
     at = base if staging else latest
+
+    def schema_at(version: int) -> pa.Schema:
+        return open_metadata(entry.uri, version, branch=branch, storage_options=opts).schema
+
+    def refuse_staged(problem: str, fix: str) -> None:
+        raise UnsupportedFeatureError(
+            f"partition table {entry.object_id!r} {problem}; a staged write cannot change its "
+            f"schema (append through PartitionedNamespace.append once, which {fix} them)",
+            path=entry.uri,
+        )
+
     opts = storage_options
-    tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+    tschema = schema_at(at)
     if not is_marked(tschema) and not staging and mode == "append":
         ds = _mark_legacy_columns(ds if branch else entry.uri, tschema, latest, opts)
         latest = at = ds.version
-        tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+        tschema = schema_at(at)
     by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
     if mode == "append":
         for f in schema:
@@ -131,12 +142,7 @@ def prepare_target(
     missing = [f for f in schema if by_id.get(field_id_of(f)) is None]
     if missing and mode == "append":
         if staging:
-            raise UnsupportedFeatureError(
-                f"partition table {entry.object_id!r} lacks namespace column(s) "
-                f"{[f.name for f in missing]}; a staged write cannot change its schema "
-                "(append through PartitionedNamespace.append once, which adds them)",
-                path=entry.uri,
-            )
+            refuse_staged(f"lacks namespace column(s) {[f.name for f in missing]}", "adds")
         taken = set(tschema.names)
         added = []
         for f in missing:
@@ -144,9 +150,8 @@ def prepare_target(
             taken.add(name)
             added.append(marked_field(name, f, nullable=True))
         ds.add_columns(added)
-        latest = ds.version
-        at = latest
-        tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+        latest = at = ds.version
+        tschema = schema_at(at)
         by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
     if mode == "append":
         t.names = {f.name: by_id[field_id_of(f)] for f in schema}
@@ -156,29 +161,20 @@ def prepare_target(
             for r in table_renames(tschema.field(t.names[f.name]).type, f.type, t.names[f.name])
         ]
         if renames and staging:
-            raise UnsupportedFeatureError(
-                f"partition table {entry.object_id!r} holds nested fields renamed since "
-                f"({[r['path'] for r in renames]}); a staged write cannot change its schema "
-                "(append through PartitionedNamespace.append once, which renames them)",
-                path=entry.uri,
-            )
+            paths = [r["path"] for r in renames]
+            refuse_staged(f"holds nested fields renamed since ({paths})", "renames")
         for r in renames:  # one at a time: each path names the table's fields as they are
             ds.alter_columns(r)
         if renames:
             latest = at = ds.version
-            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+            tschema = schema_at(at)
         widened = widen_structs(schema, tschema, t.names)
         if widened and staging:
-            raise UnsupportedFeatureError(
-                f"partition table {entry.object_id!r} lacks nested fields of {sorted(widened)}; "
-                "a staged write cannot change its schema (append through "
-                "PartitionedNamespace.append once, which adds them)",
-                path=entry.uri,
-            )
+            refuse_staged(f"lacks nested fields of {sorted(widened)}", "adds")
         if widened:
             ds.add_columns(pa.schema([pa.field(n, w) for n, w in widened.items()]))
             latest = at = ds.version
-            tschema = open_metadata(entry.uri, at, branch=branch, storage_options=opts).schema
+            tschema = schema_at(at)
         t.table_schema = pa.schema([table_field(f, tschema, t.names[f.name]) for f in schema])
     else:
         t.table_schema = table_schema
@@ -271,18 +267,29 @@ def table_conflicts(entry: PartitionTable | WriteTarget, what: str) -> Iterator[
     try:
         yield
     except LanceConflict as exc:
-        raise CommitConflictError(
-            f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            f"__manifest was not committed ({exc})"
-        ) from exc
+        raise written_concurrently(entry, what, f" ({exc})") from exc
     except OSError as exc:
         text = str(exc)
         if "ncompatible transaction" not in text and "onflict" not in text:
             raise
-        raise CommitConflictError(
-            f"partition table {entry.object_id!r} was written concurrently during {what}; "
-            f"__manifest was not committed ({first_line(exc)})"
-        ) from exc
+        raise written_concurrently(entry, what, f" ({first_line(exc)})") from exc
 
 
-__all__ = ["WriteTarget", "commit_target", "create_table", "prepare_target", "table_conflicts"]
+def written_concurrently(
+    entry: PartitionTable | WriteTarget, what: str, detail: str = ""
+) -> CommitConflictError:
+    """The error of a partition table another writer changed during ``what``."""
+    return CommitConflictError(
+        f"partition table {entry.object_id!r} was written concurrently during {what}; "
+        f"__manifest was not committed{detail}"
+    )
+
+
+__all__ = [
+    "WriteTarget",
+    "commit_target",
+    "create_table",
+    "prepare_target",
+    "table_conflicts",
+    "written_concurrently",
+]

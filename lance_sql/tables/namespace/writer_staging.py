@@ -15,10 +15,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lance_sql.errors import CommitConflictError, LanceSqlError
-from lance_sql.format.storage import resolve
+from lance_sql.errors import CommitConflictError
 from lance_sql.tables.namespace import bounds as col_bounds
-from lance_sql.tables.namespace.layout import data_dir_uri
+from lance_sql.tables.namespace.layout import data_dir_uri, remove_quietly
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
 from lance_sql.tables.namespace.partition_rows import _key
 from lance_sql.tables.namespace.spec import PartitionSpec
@@ -26,8 +25,8 @@ from lance_sql.tables.namespace.staging import (
     StagedPartition,
     StagedWrite,
     _check_stages,
+    _fragment_paths,
     _move_files,
-    _remove_files,
 )
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget
@@ -158,20 +157,12 @@ class DistributedStaging:
             return
         if self.staging:  # new-table directories may be shared with other tasks' files
             for t in self._targets.values():
-                _remove_files(
-                    data_dir_uri(self.snapshot.root, t.location, t.branch),
-                    t.fragments,
-                    self.storage_options,
-                )
+                where = data_dir_uri(self.snapshot.root, t.location, t.branch)
+                remove_quietly(where, _fragment_paths(t.fragments), self.storage_options)
             return
         for t in self._targets.values():
             if t.entry is None:
-                try:
-                    loc = resolve(t.uri, self.storage_options)
-                    if loc.fs.exists(loc.path):
-                        loc.fs.rm(loc.path, recursive=True)
-                except (OSError, LanceSqlError):
-                    pass
+                remove_quietly(t.uri, None, self.storage_options)
 
 
 __all__ = ["DistributedStaging"]
