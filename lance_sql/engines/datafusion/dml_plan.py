@@ -34,6 +34,7 @@ from substrait import plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
+from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.engines.datafusion.substrait_stand_ins import producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.spec.predicates import Predicate, Unsupported, and_
@@ -97,6 +98,32 @@ def row_condition(ctx: Any, source: Any, table: Any, name: str) -> RowCondition 
     rows = RowsPlan(name.split(".")[-1], (datafusion.col(ROW),), predicate)
     plan = EnginePlan(rows, columns, (ROW,), text)
     return RowCondition(_pruning(ctx, predicate, table, name, Unsupported(text, columns)), plan)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A stand-in table of ``schema`` whose filters prune with the predicate IR."""
+
+    schema: pa.Schema
+    prunes_with_planner: bool = True
+
+
+_STAND_IN = "__lance_sql_rows"
+
+
+def text_condition(ctx: Any, schema: pa.Schema, where: str) -> RowCondition:
+    """SQL filter text over ``schema`` as the :class:`RowCondition` a DELETE with that WHERE
+    gets: DataFusion plans ``SELECT * FROM <empty table of schema> WHERE <where>``."""
+    empty = pa.record_batch([pa.array([], f.type) for f in schema], schema=schema)
+    ctx.deregister_table(_STAND_IN)
+    ctx.register_record_batches(_STAND_IN, [[empty]])
+    try:
+        sql = dispatch_sql(ctx, f"SELECT * FROM {_STAND_IN} WHERE {where}")
+        found = row_condition(ctx, ctx.sql(sql).logical_plan(), _Rows(schema), _STAND_IN)
+    finally:
+        ctx.deregister_table(_STAND_IN)
+    assert found is not None  # the statement has a WHERE
+    return found
 
 
 def _pruning(ctx: Any, predicate: Any, table: Any, name: str, unknown: Predicate) -> Predicate:
@@ -173,4 +200,4 @@ def _is_column(expr: Any, column: str) -> bool:
     return expr.variant_name() == "Column" and str(expr.to_variant().name()) == column
 
 
-__all__ = ["RowsPlan", "row_condition", "update_values"]
+__all__ = ["RowsPlan", "row_condition", "text_condition", "update_values"]

@@ -114,17 +114,23 @@ def _mask(n: int, kept: pa.ChunkedArray) -> pa.Array:
     return pa.array(mask)
 
 
+def row_condition(schema: pa.Schema, filter: str | RowCondition) -> RowCondition:
+    """``filter`` (SQL text over ``schema``, the public form) as the engine plans it: the
+    same :class:`RowCondition` SQL ``DELETE ... WHERE`` gets."""
+    if isinstance(filter, RowCondition):
+        return filter
+    what = f"filter {filter!r}"
+    return _evaluated(lambda engine: engine.row_condition(schema, filter), what)
+
+
 def matching_mask(rows: pa.Table, filter: str | RowCondition) -> pa.Array:
     """Boolean mask: True where ``filter`` (SQL over ``rows``' columns, or a
     :class:`RowCondition`) is TRUE."""
     if rows.num_rows == 0:
         return pa.array([], pa.bool_())
-    if isinstance(filter, RowCondition):
-        out = filter.rows.run(rows, what=f"filter {filter.rows.text!r}")
-        return _mask(rows.num_rows, out.column(ROW))
-    t = _numbered(rows)
-    out = run_sql({"t": t}, f"SELECT {quote(ROW)} FROM t WHERE {filter}", what=f"filter {filter!r}")
-    return _mask(rows.num_rows, out.column(0))
+    filter = row_condition(rows.schema, filter)
+    out = filter.rows.run(rows, what=f"filter {filter.rows.text!r}")
+    return _mask(rows.num_rows, out.column(ROW))
 
 
 def project(rows: pa.Table, exprs: Sequence[tuple[str, str]], *, what: str) -> pa.Table:
@@ -142,5 +148,6 @@ __all__ = [
     "matching_mask",
     "project",
     "quote",
+    "row_condition",
     "run_sql",
 ]
