@@ -183,6 +183,13 @@ class DataFusionSqlEngine:
         :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`), as DataFusion plans it."""
         return _row_condition(schema, where)
 
+    def update_values(self, schema: pa.Schema, set: Mapping[str, str]) -> Any:
+        """SQL expressions of columns of ``schema`` as an UPDATE's new values (an
+        :class:`~lance_sql.tables.namespace.sql_eval.EnginePlan`; None: nothing changes)."""
+        from lance_sql.engines.datafusion.dml_plan import text_values
+
+        return _outside(lambda: text_values(_context(), schema, set))
+
     def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
         try:
             return _comparison_value(target, literal_sql)

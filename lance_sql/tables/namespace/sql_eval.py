@@ -14,7 +14,7 @@ the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -133,11 +133,10 @@ def matching_mask(rows: pa.Table, filter: str | RowCondition) -> pa.Array:
     return _mask(rows.num_rows, out.column(ROW))
 
 
-def project(rows: pa.Table, exprs: Sequence[tuple[str, str]], *, what: str) -> pa.Table:
-    """``SELECT expr AS name, ... FROM rows`` keeping row order."""
-    t = _numbered(rows)
-    select = ", ".join(f"({e}) AS {quote(n)}" for n, e in exprs)
-    return run_sql({"t": t}, f"SELECT {select} FROM t ORDER BY {quote(ROW)}", what=what)
+def update_plan(schema: pa.Schema, set: Mapping[str, str], *, what: str) -> EnginePlan | None:
+    """New values as SQL expressions of columns of ``schema`` (the public form of ``update``)
+    as the engine plans an ``UPDATE`` with that ``SET`` (None: nothing changes)."""
+    return _evaluated(lambda engine: engine.update_values(schema, set), what)
 
 
 __all__ = [
@@ -146,8 +145,8 @@ __all__ = [
     "RowCondition",
     "SqlExpressionError",
     "matching_mask",
-    "project",
     "quote",
     "row_condition",
     "run_sql",
+    "update_plan",
 ]
