@@ -2,13 +2,13 @@
 (the SQL engine service, :mod:`udfs.sql_engine`).
 
 Row operations of a namespace (``delete``, ``update``, ``merge``,
-``overwrite(where=)``) take either SQL text over the namespace schema (their
-public form) or an :class:`EnginePlan` the engine adapter built from a
-statement it planned (SQL ``DELETE`` / ``UPDATE``): a condition as a
-:class:`RowCondition` (its predicate IR for pruning, the engine's plan for the
-rows), new values as an :class:`EnginePlan`. Either way the engine itself
-evaluates them, so a filter means exactly what it means in a ``SELECT`` over
-the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
+``overwrite(where=)``) take a condition as a :class:`RowCondition` (its
+predicate IR for pruning, the engine's plan for the rows) and new values as an
+:class:`EnginePlan`. The engine adapter builds them from a statement it planned
+(SQL ``DELETE`` / ``UPDATE``); SQL text over the namespace schema (the public
+form) is planned by the engine the same way, once (:func:`row_condition`,
+:func:`update_plan`). So a filter means exactly what it means in a ``SELECT``
+over the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
 ``murmur3`` and ``murmur3_multi`` calls are dispatched as in queries.
 """
 
