@@ -28,6 +28,16 @@ class SqlEngine(Protocol):
         expressions) over the Arrow table ``rows``; one ``pyarrow.Table``."""
         ...
 
+    def row_condition(self, schema: Any, where: str) -> Any:
+        """SQL filter text over the Arrow ``schema`` as a row operation's condition
+        (``lance_sql.tables.namespace.sql_eval.RowCondition``), planned by the engine."""
+        ...
+
+    def update_values(self, schema: Any, set: Mapping[str, str]) -> Any:
+        """SQL expressions of columns of the Arrow ``schema`` as the new values an UPDATE
+        with that SET computes (``sql_eval.EnginePlan``; None: every column set to itself)."""
+        ...
+
     def partition_expression(self, expression: str, table: Any, result: str) -> Any:
         """Evaluate a spec partition expression over ``table``'s columns, checked to be
         deterministic and stateless; a one-column table named ``result``. Raises

@@ -441,6 +441,37 @@ def test_update_means_what_select_means(
     assert _bag(ctx.sql("SELECT * FROM t").to_arrow_table()) == _bag(want)
 
 
+@pytest.mark.parametrize("condition", _CONDITIONS[::2])
+def test_python_api_delete_means_what_select_means(
+    typed: lance_sql.SessionContext, tmp_path: Path, condition: str
+) -> None:
+    """``ns.delete(text)`` plans its text as SQL DELETE does: the same rows go."""
+    ctx = typed
+    hit = ctx.sql(f"SELECT * FROM t WHERE {condition}").to_arrow_table()
+    kept = ctx.sql(f"SELECT * FROM t WHERE ({condition}) IS NOT TRUE").to_arrow_table()
+    ns = lance_sql.PartitionedNamespace.open(tmp_path / "typed")
+    assert ns.delete(condition) == hit.num_rows
+    assert _bag(ns.to_table()) == _bag(kept)
+
+
+@pytest.mark.parametrize("assign", _SETS, ids=[a for a, _ in _SETS])
+def test_python_api_update_means_what_select_means(
+    typed: lance_sql.SessionContext, tmp_path: Path, assign: tuple[str, dict[str, str]]
+) -> None:
+    """``ns.update(set={...}, where=text)`` computes what SQL UPDATE computes."""
+    ctx = typed
+    condition = _CONDITIONS[0]
+    values = assign[1]
+    items = ", ".join(
+        "(" + values.get(f.name, '"' + f.name + '"') + ') AS "' + f.name + '"' for f in _TYPED
+    )
+    new = ctx.sql(f"SELECT {items} FROM t WHERE {condition}").to_arrow_table()
+    kept = ctx.sql(f"SELECT * FROM t WHERE ({condition}) IS NOT TRUE").to_arrow_table()
+    ns = lance_sql.PartitionedNamespace.open(tmp_path / "typed")
+    assert ns.update(set=values, where=condition) == new.num_rows
+    assert _bag(ns.to_table()) == _bag(pa.concat_tables([new.cast(kept.schema), kept]))
+
+
 # -- equal to the Python API ------------------------------------------------------------------
 def test_statements_equal_python_api(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path)

@@ -25,6 +25,8 @@ and the engine analyses them again over the rows where they run.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +36,12 @@ from substrait import plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
+from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.engines.datafusion.substrait_stand_ins import producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.spec.predicates import Predicate, Unsupported, and_
 from lance_sql.tables.namespace.schema_rule import extra_fields
-from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, RowCondition
+from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, RowCondition, quote
 
 _SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "InSubquery", "OuterReferenceColumn"})
 
@@ -97,6 +100,48 @@ def row_condition(ctx: Any, source: Any, table: Any, name: str) -> RowCondition 
     rows = RowsPlan(name.split(".")[-1], (datafusion.col(ROW),), predicate)
     plan = EnginePlan(rows, columns, (ROW,), text)
     return RowCondition(_pruning(ctx, predicate, table, name, Unsupported(text, columns)), plan)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A stand-in table of ``schema`` whose filters prune with the predicate IR."""
+
+    schema: pa.Schema
+    prunes_with_planner: bool = True
+
+
+_STAND_IN = "__lance_sql_rows"
+
+
+@contextlib.contextmanager
+def _stand_in(ctx: Any, schema: pa.Schema) -> Iterator[None]:
+    """An empty table of ``schema`` registered in ``ctx`` as :data:`_STAND_IN`."""
+    empty = pa.record_batch([pa.array([], f.type) for f in schema], schema=schema)
+    ctx.deregister_table(_STAND_IN)
+    ctx.register_record_batches(_STAND_IN, [[empty]])
+    try:
+        yield
+    finally:
+        ctx.deregister_table(_STAND_IN)
+
+
+def text_condition(ctx: Any, schema: pa.Schema, where: str) -> RowCondition:
+    """SQL filter text over ``schema`` as the :class:`RowCondition` a DELETE with that WHERE
+    gets: DataFusion plans ``SELECT * FROM <empty table of schema> WHERE <where>``."""
+    with _stand_in(ctx, schema):
+        sql = dispatch_sql(ctx, f"SELECT * FROM {_STAND_IN} WHERE {where}")
+        found = row_condition(ctx, ctx.sql(sql).logical_plan(), _Rows(schema), _STAND_IN)
+    assert found is not None  # the statement has a WHERE
+    return found
+
+
+def text_values(ctx: Any, schema: pa.Schema, set: Mapping[str, str]) -> EnginePlan | None:
+    """SQL expressions of columns of ``schema`` as the new values an UPDATE with that SET
+    computes (:func:`update_values`; None: every column set to itself)."""
+    with _stand_in(ctx, schema):
+        items = ", ".join(f"{quote(column)} = {value}" for column, value in set.items())
+        sql = dispatch_sql(ctx, f"UPDATE {_STAND_IN} SET {items}")
+        return update_values(ctx, ctx.sql(sql).logical_plan().inputs()[0], schema, _STAND_IN)[0]
 
 
 def _pruning(ctx: Any, predicate: Any, table: Any, name: str, unknown: Predicate) -> Predicate:
@@ -173,4 +218,4 @@ def _is_column(expr: Any, column: str) -> bool:
     return expr.variant_name() == "Column" and str(expr.to_variant().name()) == column
 
 
-__all__ = ["RowsPlan", "row_condition", "update_values"]
+__all__ = ["RowsPlan", "row_condition", "text_condition", "text_values", "update_values"]

@@ -19,16 +19,18 @@ model), which only prunes less.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.substrait_filter import Computed, decode_condition
 from lance_sql.spec.predicates import Predicate, Unsupported, and_, columns_of, conjuncts
+
+if TYPE_CHECKING:
+    from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 
 #: an input field of a relation: the read's column it is (its name, then the names of
 #: struct fields inside it), else the expression computing it

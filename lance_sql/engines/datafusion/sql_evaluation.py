@@ -179,6 +179,18 @@ class DataFusionSqlEngine:
         finally:
             ctx.deregister_table(plan.table)
 
+    def row_condition(self, schema: pa.Schema, where: str) -> Any:
+        """SQL filter text over ``schema`` as a row operation's condition (a
+        :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`), as DataFusion plans it."""
+        return _row_condition(schema, where)
+
+    def update_values(self, schema: pa.Schema, set: Mapping[str, str]) -> Any:
+        """SQL expressions of columns of ``schema`` as an UPDATE's new values (an
+        :class:`~lance_sql.tables.namespace.sql_eval.EnginePlan`; None: nothing changes)."""
+        from lance_sql.engines.datafusion.dml_plan import text_values
+
+        return _outside(lambda: text_values(_context(), schema, set))
+
     def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
         try:
             return _comparison_value(target, literal_sql)
@@ -187,6 +199,14 @@ class DataFusionSqlEngine:
 
 
 _TABLES: dict[str, str] = {}
+
+
+@lru_cache(maxsize=256)
+def _row_condition(schema: pa.Schema, where: str) -> Any:
+    """:func:`.dml_plan.text_condition`, cached (a filter is planned once, not per batch)."""
+    from lance_sql.engines.datafusion.dml_plan import text_condition
+
+    return _outside(lambda: text_condition(_context(), schema, where))
 
 
 @lru_cache(maxsize=8192)

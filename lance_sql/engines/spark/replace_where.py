@@ -43,12 +43,11 @@ def replace_where_option(options: Mapping[str, str]) -> str | None:
 
 
 def check_filter(root: str, where: str, schema: pa.Schema) -> None:
-    """Plan ``where`` over ``schema`` (no rows) with the row operations' SQL evaluator."""
-    from lance_sql.tables.namespace.sql_eval import SqlExpressionError, run_sql
+    """Plan ``where`` over ``schema`` as the row operations' condition (no rows read)."""
+    from lance_sql.tables.namespace.sql_eval import SqlExpressionError, row_condition
 
-    empty = pa.table({f.name: pa.array([], f.type) for f in schema}, schema=schema)
     try:
-        run_sql({"t": empty}, f"SELECT 1 FROM t WHERE {where}", what=f"filter {where!r}")
+        row_condition(schema, where)
     except SqlExpressionError as exc:
         raise LanceSqlError(f"lance_ns {root}: option {OPTION}: {exc}") from exc
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
-from lance_sql.tables.namespace.sql_eval import RowCondition, matching_mask
+from lance_sql.tables.namespace.sql_eval import RowCondition, matching_mask, row_condition
 
 READ_THREADS = 8  # partition tables read at once by a row operation
 _POOL: ThreadPoolExecutor | None = None
@@ -76,6 +76,8 @@ def matching_rows(
 ) -> list[Matched]:
     """Per partition table the rows ``filter`` matches (covered tables: read only with
     ``full_covered``, else ``rows`` is empty and ``whole`` True)."""
+    if isinstance(filter, str):
+        filter = row_condition(m.ns.schema, filter)
     planned = filter.predicate if isinstance(filter, RowCondition) else filter
     cls = filter_planner().classify(m.ns, planned)
     cols = None if columns is None else list(columns)
@@ -118,16 +120,11 @@ def delete_matching(m: Mutation, filter: Any) -> int:
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
     """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
+    if isinstance(filter, str):
+        filter = row_condition(m.ns.schema, filter)
     if isinstance(filter, RowCondition):
         return list(filter.rows.columns) or None
-    if not isinstance(filter, str):
-        return None
-    import re
-
-    words = set(re.findall(r'[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+"', filter))
-    names = {w.strip('"').replace('""', '"') for w in words}
-    cols = [n for n in m.ns.schema.names if n in names or n.lower() in {w.lower() for w in names}]
-    return cols or None
+    return None
 
 
 def delete(ns: Any, filter: Any) -> int:

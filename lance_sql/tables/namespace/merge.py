@@ -32,9 +32,9 @@ from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import (
     EnginePlan,
     SqlExpressionError,
-    project,
     quote,
     run_sql,
+    update_plan,
 )
 
 _ROW = "__lance_sql_row"
@@ -85,19 +85,15 @@ def update(ns: Any, set: Mapping[str, str] | EnginePlan, where: Any = None) -> i
     """Set columns to SQL expressions (or to the values an :class:`EnginePlan` computes) in
     the rows ``where`` matches; returns rows updated."""
     ns._check_writable()
-    if isinstance(set, EnginePlan):
-        plan = set
-
-        def values(old: pa.Table) -> pa.Table:
-            return plan.replace(old, what=f"UPDATE SET {plan.text}")
-    else:
+    what = f"UPDATE SET {set.text}" if isinstance(set, EnginePlan) else f"update SET {dict(set)!r}"
+    if not isinstance(set, EnginePlan):
         _check_set(ns, set)
         if not set:
             return 0
-        exprs = [(f.name, set.get(f.name, quote(f.name))) for f in ns.schema]
+    plan = set if isinstance(set, EnginePlan) else update_plan(ns.schema, set, what=what)
 
-        def values(old: pa.Table) -> pa.Table:
-            return project(old, exprs, what=f"update SET {dict(set)!r}")
+    def values(old: pa.Table) -> pa.Table:
+        return old if plan is None else plan.replace(old, what=what)
 
     def build(m: Mutation) -> int:
         total = 0

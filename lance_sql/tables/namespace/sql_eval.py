@@ -2,19 +2,19 @@
 (the SQL engine service, :mod:`udfs.sql_engine`).
 
 Row operations of a namespace (``delete``, ``update``, ``merge``,
-``overwrite(where=)``) take either SQL text over the namespace schema (their
-public form) or an :class:`EnginePlan` the engine adapter built from a
-statement it planned (SQL ``DELETE`` / ``UPDATE``): a condition as a
-:class:`RowCondition` (its predicate IR for pruning, the engine's plan for the
-rows), new values as an :class:`EnginePlan`. Either way the engine itself
-evaluates them, so a filter means exactly what it means in a ``SELECT`` over
-the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
+``overwrite(where=)``) take a condition as a :class:`RowCondition` (its
+predicate IR for pruning, the engine's plan for the rows) and new values as an
+:class:`EnginePlan`. The engine adapter builds them from a statement it planned
+(SQL ``DELETE`` / ``UPDATE``); SQL text over the namespace schema (the public
+form) is planned by the engine the same way, once (:func:`row_condition`,
+:func:`update_plan`). So a filter means exactly what it means in a ``SELECT``
+over the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
 ``murmur3`` and ``murmur3_multi`` calls are dispatched as in queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,24 +114,29 @@ def _mask(n: int, kept: pa.ChunkedArray) -> pa.Array:
     return pa.array(mask)
 
 
+def row_condition(schema: pa.Schema, filter: str | RowCondition) -> RowCondition:
+    """``filter`` (SQL text over ``schema``, the public form) as the engine plans it: the
+    same :class:`RowCondition` SQL ``DELETE ... WHERE`` gets."""
+    if isinstance(filter, RowCondition):
+        return filter
+    what = f"filter {filter!r}"
+    return _evaluated(lambda engine: engine.row_condition(schema, filter), what)
+
+
 def matching_mask(rows: pa.Table, filter: str | RowCondition) -> pa.Array:
     """Boolean mask: True where ``filter`` (SQL over ``rows``' columns, or a
     :class:`RowCondition`) is TRUE."""
     if rows.num_rows == 0:
         return pa.array([], pa.bool_())
-    if isinstance(filter, RowCondition):
-        out = filter.rows.run(rows, what=f"filter {filter.rows.text!r}")
-        return _mask(rows.num_rows, out.column(ROW))
-    t = _numbered(rows)
-    out = run_sql({"t": t}, f"SELECT {quote(ROW)} FROM t WHERE {filter}", what=f"filter {filter!r}")
-    return _mask(rows.num_rows, out.column(0))
+    filter = row_condition(rows.schema, filter)
+    out = filter.rows.run(rows, what=f"filter {filter.rows.text!r}")
+    return _mask(rows.num_rows, out.column(ROW))
 
 
-def project(rows: pa.Table, exprs: Sequence[tuple[str, str]], *, what: str) -> pa.Table:
-    """``SELECT expr AS name, ... FROM rows`` keeping row order."""
-    t = _numbered(rows)
-    select = ", ".join(f"({e}) AS {quote(n)}" for n, e in exprs)
-    return run_sql({"t": t}, f"SELECT {select} FROM t ORDER BY {quote(ROW)}", what=what)
+def update_plan(schema: pa.Schema, set: Mapping[str, str], *, what: str) -> EnginePlan | None:
+    """New values as SQL expressions of columns of ``schema`` (the public form of ``update``)
+    as the engine plans an ``UPDATE`` with that ``SET`` (None: nothing changes)."""
+    return _evaluated(lambda engine: engine.update_values(schema, set), what)
 
 
 __all__ = [
@@ -140,7 +145,8 @@ __all__ = [
     "RowCondition",
     "SqlExpressionError",
     "matching_mask",
-    "project",
     "quote",
+    "row_condition",
     "run_sql",
+    "update_plan",
 ]
