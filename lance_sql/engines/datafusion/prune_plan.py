@@ -84,7 +84,7 @@ def _nested_literal(message: Any) -> bool:
     for field, value in message.ListFields():
         if field.message_type is None:
             continue
-        values = value if field.label == field.LABEL_REPEATED else [value]
+        values = value if field.is_repeated else [value]
         for v in values:
             if field.message_type.name == "Literal" and v.WhichOneof("literal_type") in (
                 _NESTED_LITERALS
