@@ -19,7 +19,7 @@ Types are compared exactly (after naming nested children alike): a partition
 table column whose type differs from the namespace column's is refused with
 :class:`PartitionSchemaError`, never cast. Input data may use the view and large
 variants of a namespace type (``string_view`` for ``utf8``, ...); writers cast
-those to the namespace's canonical type (:func:`canonical_type`).
+those to the namespace's type (:func:`.schema_rule.conform`).
 """
 
 from __future__ import annotations
@@ -99,19 +99,6 @@ def with_last_field_id(schema: pa.Schema, last: int) -> pa.Schema:
 
 
 # -- types ------------------------------------------------------------------------------------
-
-
-def canonical_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with view, large and dictionary variants replaced by the plain type."""
-    if pa.types.is_dictionary(t):
-        return canonical_type(t.value_type)
-    if t in (pa.string_view(), pa.large_string()):
-        return pa.utf8()
-    if t in (pa.binary_view(), pa.large_binary()):
-        return pa.binary()
-    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        t = pa.list_(t.value_field)
-    return map_child_fields(t, lambda f: pa.field("_", canonical_type(f.type), True))
 
 
 def shape(t: pa.DataType) -> pa.DataType:
@@ -205,7 +192,6 @@ __all__ = [
     "LAST_FIELD_ID_KEY",
     "NS_FIELD_ID_KEY",
     "canonical_schema",
-    "canonical_type",
     "check_column_type",
     "columns_by_namespace_id",
     "evolved_type",
