@@ -136,6 +136,37 @@ def used_plan_pass(records: Iterable[Any]) -> bool:
     )
 
 
+def plan_passes_applied(ctx: Any, df: Any) -> bool:
+    """Whether lance-sql's plan passes edit ``df``'s plan before it runs in ``ctx``.
+
+    Any pass counts, including those no scan record shows: join statistics (which may
+    swap a join's inputs), the ``NOT IN`` expansion (which reads the subquery's table
+    again, at most one row), outer-join elimination, partition-wise aggregates.
+    """
+    from datafusion import DataFrame
+
+    from lance_sql.engines.datafusion.plan_rewrite import rewrite
+
+    inner = DataFrame(df.df)
+    return rewrite(ctx, inner).dataframe is not inner
+
+
+def vector_stops_passes(ctx: Any, df: Any) -> bool:
+    """Whether ``df``'s plan cannot enter the plan passes because it reads a vector column.
+
+    DataFusion 55's Substrait producer refuses a fixed-size list in a plan's output
+    ("Unsupported cast type ... FixedSizeList"), and lance-sql refuses a read that
+    projects or filters one (``substrait_stand_ins``); other refusals are not this case.
+    """
+    from lance_sql.engines.datafusion import substrait_plan as sp
+
+    try:
+        sp.to_substrait(ctx, df.optimized_logical_plan())
+    except Exception as exc:
+        return "FixedSizeList" in str(exc) or "fixed-size list column" in str(exc)
+    return False
+
+
 def assert_reads_like_scalar(
     ai_reads: list[tuple[Any, ...]],
     scalar_reads: list[tuple[Any, ...]],
@@ -177,6 +208,8 @@ __all__ = [
     "blob_field",
     "named_partition_reads",
     "partition_reads",
+    "plan_passes_applied",
     "tenant_rows",
     "used_plan_pass",
+    "vector_stops_passes",
 ]

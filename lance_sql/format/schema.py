@@ -259,11 +259,13 @@ def _child_fields(arrow_type: pa.DataType) -> list[pa.Field]:
 
 def map_child_fields(t: pa.DataType, fn: Callable[[pa.Field], pa.Field]) -> pa.DataType:
     """``t`` with each direct child field replaced by ``fn(child)``, in order (a map's key,
-    then its item); ``t`` itself when it has no child fields."""
+    then its item, the key kept non-nullable as Arrow requires); ``t`` itself when it has
+    no child fields."""
     if pa.types.is_struct(t):
         return pa.struct([fn(t.field(i)) for i in range(t.num_fields)])
     if pa.types.is_map(t):
-        return pa.map_(fn(t.key_field), fn(t.item_field), keys_sorted=t.keys_sorted)
+        key = fn(t.key_field).with_nullable(False)
+        return pa.map_(key, fn(t.item_field), keys_sorted=t.keys_sorted)
     if pa.types.is_fixed_size_list(t):
         return pa.list_(fn(t.value_field), t.list_size)
     for is_kind, make in _LISTS:

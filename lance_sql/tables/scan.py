@@ -266,13 +266,18 @@ def conform(batch: _Tabular, schema: pa.Schema) -> _Tabular:
 
     Field names, types, nullability and metadata: pylance returns the right
     types but may differ in field metadata or nullability flags; engines check
-    schemas strictly, so rebuild when needed (no data is copied).
+    schemas strictly, so rebuild when needed (no data is copied). Columns are
+    matched by name when ``batch`` holds ``schema``'s names in another order, else
+    by position (a caller may rename: a column read under its table's name).
     """
     if batch.schema.equals(schema, check_metadata=True):
         return batch
+    columns, names = batch.columns, batch.schema.names
+    if names != schema.names and sorted(names) == sorted(set(schema.names)):
+        columns = [batch.column(name) for name in schema.names]
     arrays = [
         col if col.type.equals(f.type) else col.cast(f.type)
-        for col, f in zip(batch.columns, schema, strict=True)
+        for col, f in zip(columns, schema, strict=True)
     ]
     return type(batch).from_arrays(arrays, schema=schema)
 

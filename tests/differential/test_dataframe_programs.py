@@ -182,7 +182,7 @@ def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None
     try:  # and the tables read are those of the scalar-only twin schema
         got = run_lance_twin_checked(
             c,
-            lambda ctx: run_program(ctx, table, steps).to_arrow_table(),
+            lambda ctx: run_program(ctx, table, steps),
             spj=spj,
             tables=[table, *(s[2] for s in steps if s[0] == "join")],
             vector_read=table == "docs",  # every column until a select

@@ -17,6 +17,13 @@ import re
 from typing import Any
 
 import pytest
+from ai_columns import (
+    assert_reads_like_scalar,
+    named_partition_reads,
+    plan_passes_applied,
+    used_plan_pass,
+    vector_stops_passes,
+)
 from diff_harness import (
     Contexts,
     assert_same,
@@ -31,6 +38,8 @@ from gen_predicates import COLUMNS, NAN_COLUMNS, ColRef, predicates, sql_col, to
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from known_failures import is_known_error
+
+from lance_sql.engines.datafusion.provider import capture_scans
 
 EXAMPLES = int(os.environ.get("LANCE_SQL_DIFF_EXAMPLES", "300"))
 SLOW_EXAMPLES = 12_000
@@ -197,7 +206,7 @@ def check_sql(c: Contexts, sql: str, spj: bool) -> None:
     try:  # and the tables read are those of the scalar-only twin schema
         got = run_lance_twin_checked(
             c,
-            lambda ctx: collect(ctx.sql(sql)),
+            lambda ctx: ctx.sql(sql),
             spj=spj,
             tables=re.findall(r"\w+", sql),
             vector_read=sql.startswith("SELECT * "),
@@ -278,3 +287,41 @@ def test_join_on_a_constant_null_keeps_nullable_columns(diff: Contexts) -> None:
         want_n = [f.nullable for f in want.schema]
         assert [i for i, (g, w) in enumerate(zip(got_n, want_n, strict=True)) if g != w] == [18]
         assert got.schema.field(18).name == "order_id" and got_n[18]
+
+
+#: the slow run's failure at d42997c: the scalar twin's plan goes through the plan passes
+#: (join statistics swap the anti join's inputs, so the NOT IN is expanded and ``orders`` is
+#: read once more, 0/42 tables), the AI plan outputs the vector ``emb`` and runs as built
+NOT_IN_TWIN = (
+    "SELECT * FROM customers t0, docs t1 WHERE t0.id = t1.customer_id AND t0.id NOT IN "
+    "(SELECT s.customer_id FROM orders s WHERE (NULL AND s.order_id = -129))"
+)
+
+
+@pytest.mark.parametrize("spj", [True, False])
+def test_not_in_with_vector_output_reads_like_scalar_twin(diff: Contexts, spj: bool) -> None:
+    check_sql(diff, NOT_IN_TWIN, spj)
+
+
+def test_not_in_with_vector_output_differs_from_twin_only_by_stopped_passes(
+    diff: Contexts,
+) -> None:
+    """The difference the twin check allows here is exactly the stopped plan passes."""
+    ai, twin = diff.lance_ctx(False), diff.twin_ctx(False)
+    with capture_scans() as ai_records:
+        ai_rows = collect(ai.sql(NOT_IN_TWIN))
+    with capture_scans() as twin_records:
+        collect(twin.sql(NOT_IN_TWIN))
+    ai_reads, twin_reads = named_partition_reads(ai_records), named_partition_reads(twin_records)
+    assert ai_reads != twin_reads and not used_plan_pass(twin_records)
+    # every scan reads the same tables; the twin's extra one is the NOT IN's NULL probe
+    assert set(ai_reads) == set(twin_reads) and len(twin_reads) == len(ai_reads) + 1
+    assert plan_passes_applied(twin, twin.sql(NOT_IN_TWIN))
+    assert vector_stops_passes(ai, ai.sql(NOT_IN_TWIN))
+    assert not vector_stops_passes(twin, twin.sql(NOT_IN_TWIN))
+    with pytest.raises(AssertionError, match="AI columns changed the tables read"):
+        assert_reads_like_scalar(ai_reads, twin_reads, vector_read=True, plan_pass=False, what="")
+    # EXPLAIN says why the AI plan kept DataFusion's join order
+    explain = "\n".join(ai.sql(f"EXPLAIN {NOT_IN_TWIN}").to_pydict()["plan"])
+    assert "join statistics: not used (the plan cannot be rewritten" in explain
+    assert_same(ai_rows, run_plain(diff, NOT_IN_TWIN))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import warnings
 from typing import Any
 
 import datafusion
@@ -128,3 +129,19 @@ def test_filters_with_nested_literals_equal_plain_datafusion(tmp_path: Any, wher
     assert ctx.sql(query).to_arrow_table().column(0).to_pylist() == (
         plain.sql(query).to_arrow_table().column(0).to_pylist()
     )
+
+
+def test_nested_literal_search_uses_no_deprecated_protobuf_api() -> None:
+    """The literal search reads protobuf's ``is_repeated``, not the deprecated ``label``
+    (whose warning a plan pass would otherwise print, or raise under ``-W error``)."""
+    from substrait import algebra_pb2
+
+    from lance_sql.engines.datafusion.prune_plan import _nested_literal
+
+    expr = algebra_pb2.Expression()
+    expr.scalar_function.arguments.add().value.literal.i64 = 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert not _nested_literal(expr)
+        expr.scalar_function.arguments.add().value.literal.list.values.add().i64 = 1
+        assert _nested_literal(expr)

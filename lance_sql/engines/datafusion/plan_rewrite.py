@@ -119,10 +119,13 @@ def rewrite(
     try:
         plan = sp.to_substrait(ctx, logical)
     except Exception as exc:  # DataFusion cannot express the plan in Substrait
+        why = f"the plan cannot be rewritten ({first_line(exc)[:200]})"
         if want_spj:
-            out.reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
+            out.reasons.append(why)
         if want_prune:
-            out.prune_reasons.append(f"the plan cannot be rewritten ({first_line(exc)[:200]})")
+            out.prune_reasons.append(why)
+        if want_stats:
+            out.join_stats.append(f"not used ({why})")
         return out
     shared: list[str] = []
     try:

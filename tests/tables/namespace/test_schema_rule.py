@@ -108,3 +108,36 @@ def test_struct_with_other_child_names_is_refused_not_nulled(tmp_path: object) -
     with pytest.raises(SchemaMismatchError, match="'st'"):
         ns.append(pa.table({"k": [1], "st": other}))
     assert ns.count_rows() == 0
+
+
+def test_map_columns_in_another_representation_are_written(tmp_path: object) -> None:
+    """A map column with large-string keys and values is written into a ``map<string,
+    string>`` namespace column as a large-string column is (it raised pyarrow's TypeError
+    'Map key field should be non-nullable' from the representation check)."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    attrs = pa.map_(pa.string(), pa.string())
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("m", attrs)])
+    ns = PartitionedNamespace.create(f"{tmp_path}/ns", schema, "bucket(2, k)")
+    ns.append(pa.table({"k": [1], "m": pa.array([[("a", "1")]], attrs)}))
+    large = pa.map_(pa.large_string(), pa.large_string())
+    ns.append(pa.table({"k": [2, 3], "m": pa.array([[("b", "2"), ("c", "3")], None], large)}))
+    got = ns.to_table().sort_by("k")
+    assert got.schema.field("m").type == attrs
+    assert got.column("m").to_pylist() == [[("a", "1")], [("b", "2"), ("c", "3")], None]
+    # a map of other values stays refused, naming the column
+    ints = pa.array([[("d", 4)]], pa.map_(pa.string(), pa.int64()))
+    with pytest.raises(SchemaMismatchError, match="'m'"):
+        ns.append(pa.table({"k": [4], "m": ints}))
+    assert ns.count_rows() == 3
+
+
+def test_map_types_compare_by_shape() -> None:
+    """Map children named otherwise are the same stored type; keys stay non-nullable."""
+    from lance_sql.tables.namespace.field_map import same_type, shape
+
+    named = pa.map_(pa.field("k", pa.string(), False), pa.field("v", pa.int32()))
+    assert same_type(named, pa.map_(pa.string(), pa.int32()))
+    assert not same_type(named, pa.map_(pa.string(), pa.int64()))
+    assert not shape(named).key_field.nullable
+    assert holds(named, pa.field("m", pa.map_(pa.string(), pa.int32())))
