@@ -15,24 +15,25 @@ evaluates them exactly after the scan).
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.predicates import (
-    And,
     Column,
     Compare,
     Const,
     InList,
     IsNull,
-    Not,
-    Or,
     Predicate,
     StartsWith,
     Term,
     Unsupported,
+    fold,
 )
 
 _OPS = {
@@ -56,21 +57,13 @@ def _term(term: Term) -> pc.Expression:
 
 def to_pyarrow(pred: Predicate) -> pc.Expression:
     """A pyarrow expression with the same filter semantics as ``pred``."""
+    both, either = (lambda *p: reduce(operator.and_, p)), (lambda *p: reduce(operator.or_, p))
+    return fold(pred, _leaf, both, either, operator.invert)
+
+
+def _leaf(pred: Predicate) -> pc.Expression:
     if isinstance(pred, Const):
         return pc.scalar(pred.value)
-    if isinstance(pred, And):
-        out = to_pyarrow(pred.children[0])
-        for child in pred.children[1:]:
-            out = out & to_pyarrow(child)
-        return out
-    if isinstance(pred, Or):
-        out = to_pyarrow(pred.children[0])
-        for child in pred.children[1:]:
-            out = out | to_pyarrow(child)
-        return out
-    if isinstance(pred, Not):
-        inner = to_pyarrow(pred.child)
-        return ~inner
     if isinstance(pred, Unsupported):
         raise PlanningError(f"cannot convert unsupported predicate to pyarrow: {pred.description}")
     term = _term(pred.term)
@@ -93,13 +86,6 @@ def to_pyarrow(pred: Predicate) -> pc.Expression:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def filter_table(table: pa.Table, pred: Predicate) -> pa.Table:
-    """Rows of ``table`` for which ``pred`` is TRUE."""
-    if isinstance(pred, Const):
-        return table if pred.value else table.slice(0, 0)
-    return table.filter(to_pyarrow(pred))
-
-
 def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Array:
     """A boolean mask: TRUE where ``pred`` is TRUE, FALSE where it is FALSE or NULL."""
     if isinstance(pred, Const):
@@ -113,4 +99,4 @@ def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Arra
     return pc.fill_null(projected.column("m"), False)
 
 
-__all__ = ["evaluate_mask", "filter_table", "to_pyarrow"]
+__all__ = ["evaluate_mask", "to_pyarrow"]

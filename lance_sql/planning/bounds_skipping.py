@@ -38,16 +38,15 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.spec.predicates import (
-    And,
     Column,
     Compare,
     Const,
     InList,
     IsNull,
     Literal,
-    Or,
     Predicate,
     StartsWith,
+    fold,
 )
 from lance_sql.tables.namespace.bounds import (
     ColumnBounds,
@@ -144,33 +143,32 @@ def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
 # -------------------------------------------------------------------- compiling
 
 
-def _always(_: TableBounds) -> bool:
-    return True
-
-
 def compile_skip(pred: Predicate) -> Skip | None:
     """The skip test of ``pred``, or None when it can never skip anything."""
+    return fold(pred, _compile_leaf, _skip_if_any, _skip_if_all)
+
+
+def _skip_if_any(*parts: Skip | None) -> Skip | None:
+    """AND: skipped when any child cannot be TRUE."""
+    tests = [p for p in parts if p is not None]
+    if len(tests) <= 1:
+        return tests[0] if tests else None
+    return lambda b: any(p(b) for p in tests)
+
+
+def _skip_if_all(*parts: Skip | None) -> Skip | None:
+    """OR: skipped when no child can be TRUE."""
+    if any(p is None for p in parts):
+        return None
+    return lambda b: all(p(b) for p in parts)  # type: ignore[misc]
+
+
+def _compile_leaf(pred: Predicate) -> Skip | None:
     if isinstance(pred, Const):
-        return None if pred.value else _always
-    if isinstance(pred, And):
-        parts = [p for p in (compile_skip(c) for c in pred.children) if p is not None]
-        if not parts:
-            return None
-        if len(parts) == 1:
-            return parts[0]
-        return lambda b: any(p(b) for p in parts)
-    if isinstance(pred, Or):
-        ors = [compile_skip(c) for c in pred.children]
-        if any(p is None for p in ors):
-            return None
-        all_parts = [p for p in ors if p is not None]
-        return lambda b: all(p(b) for p in all_parts)
-    if isinstance(pred, (Compare, InList, IsNull, StartsWith)) and isinstance(pred.term, Column):
-        return _compile_leaf(pred, pred.term)
-    return None  # NOT, Unsupported, transform terms: maybe
-
-
-def _compile_leaf(pred: Predicate, col: Column) -> Skip | None:
+        return None if pred.value else lambda _: True
+    col = getattr(pred, "term", None)
+    if not isinstance(col, Column):
+        return None  # NOT, Unsupported, transform terms: maybe
     test = _column_test(col)
     if test is None:
         return None

@@ -10,23 +10,23 @@ timestamps, by DataFusion itself (pyarrow refuses ambiguous local times).
 
 from __future__ import annotations
 
+from functools import partial, reduce
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.predicates import (
-    And,
     Column,
     Compare,
     Const,
     InList,
     IsNull,
-    Not,
-    Or,
     Predicate,
     StartsWith,
     Term,
     Unsupported,
+    fold,
 )
 
 _OPS = {
@@ -53,21 +53,13 @@ def term_values(term: Term, table: pa.Table) -> pa.Array:
 
 def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:
     """A boolean array (TRUE / FALSE / NULL) of ``pred`` for every row of ``table``."""
-    n = table.num_rows
+    both, either = (lambda *p: reduce(pc.and_kleene, p)), (lambda *p: reduce(pc.or_kleene, p))
+    return fold(pred, partial(_leaf, table=table), both, either, pc.invert)
+
+
+def _leaf(pred: Predicate, table: pa.Table) -> pa.Array:
     if isinstance(pred, Const):
-        return pa.array([pred.value] * n, pa.bool_())
-    if isinstance(pred, And):
-        out = evaluate(pred.children[0], table)
-        for child in pred.children[1:]:
-            out = pc.and_kleene(out, evaluate(child, table))
-        return out
-    if isinstance(pred, Or):
-        out = evaluate(pred.children[0], table)
-        for child in pred.children[1:]:
-            out = pc.or_kleene(out, evaluate(child, table))
-        return out
-    if isinstance(pred, Not):
-        return pc.invert(evaluate(pred.child, table))
+        return pa.array([pred.value] * table.num_rows, pa.bool_())
     if isinstance(pred, Unsupported):
         raise PlanningError(f"cannot evaluate unsupported predicate {pred.description}")
     values = term_values(pred.term, table)

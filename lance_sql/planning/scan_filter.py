@@ -30,13 +30,11 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.predicates import (
-    And,
     Const,
-    Not,
-    Or,
     Predicate,
     Unsupported,
     and_,
+    any_leaf,
     columns_of,
     conjuncts,
 )
@@ -44,13 +42,7 @@ from udfs.sql_engine import sql_engine
 
 
 def has_unsupported(pred: Predicate) -> bool:
-    if isinstance(pred, Unsupported):
-        return True
-    if isinstance(pred, (And, Or)):
-        return any(has_unsupported(c) for c in pred.children)
-    if isinstance(pred, Not):
-        return has_unsupported(pred.child)
-    return False
+    return any_leaf(pred, lambda leaf: isinstance(leaf, Unsupported))
 
 
 @dataclass(frozen=True)
@@ -171,9 +163,7 @@ class ScanFilter:
 
 
 def _is_predicate(obj: Any) -> bool:
-    from lance_sql.spec.predicates import Compare, InList, IsNull, StartsWith
-
-    return isinstance(obj, (Compare, InList, IsNull, StartsWith, And, Or, Not, Const))
+    return isinstance(obj, Predicate) and not isinstance(obj, Unsupported)
 
 
 def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:

@@ -13,13 +13,16 @@ NULL, and a filter keeps a row only when the predicate is TRUE.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
 if TYPE_CHECKING:
     from lance_sql.spec.transforms.base import TermForm
+
+R = TypeVar("R")
 
 # --------------------------------------------------------------------------- terms
 
@@ -249,6 +252,37 @@ def or_(*children: Predicate) -> Predicate:
     return Or(tuple(out))
 
 
+def fold(
+    pred: Predicate,
+    leaf: Callable[[Predicate], R],
+    both: Callable[..., R],
+    either: Callable[..., R],
+    negate: Callable[[R], R] | None = None,
+) -> R:
+    """Bottom-up over ``pred``: the one walk of the tree every converter shares.
+
+    ``both`` / ``either`` combine the results of an AND's / OR's children (passed as
+    arguments, so :func:`and_` / :func:`or_` rebuild the tree) and
+    ``negate`` a NOT's child's result; ``leaf`` maps every other node (a leaf or a
+    :class:`Const`, and a :class:`Not` when ``negate`` is None).
+    """
+    if isinstance(pred, (And, Or)):
+        parts = [fold(c, leaf, both, either, negate) for c in pred.children]
+        return both(*parts) if isinstance(pred, And) else either(*parts)
+    if isinstance(pred, Not) and negate is not None:
+        return negate(fold(pred.child, leaf, both, either, negate))
+    return leaf(pred)
+
+
+def any_leaf(pred: Predicate, test: Callable[[Predicate], bool]) -> bool:
+    """Whether ``test`` holds for some leaf of ``pred`` (under NOT too)."""
+    return fold(pred, test, _any, _any, bool)
+
+
+def _any(*parts: bool) -> bool:
+    return any(parts)
+
+
 def conjuncts(pred: Predicate) -> tuple[Predicate, ...]:
     """The top-level conjuncts of ``pred`` (``(pred,)`` when it is not an AND)."""
     if isinstance(pred, And):
@@ -260,19 +294,19 @@ def conjuncts(pred: Predicate) -> tuple[Predicate, ...]:
 
 def columns_of(pred: Predicate) -> set[str]:
     """Names of every column the predicate reads."""
-    out: set[str] = set()
-    if isinstance(pred, (And, Or)):
-        for child in pred.children:
-            out |= columns_of(child)
-    elif isinstance(pred, Not):
-        out |= columns_of(pred.child)
-    elif isinstance(pred, Unsupported):
-        out |= set(pred.columns)
-    elif isinstance(pred, (Compare, InList, IsNull, StartsWith)):
-        term = pred.term
-        cols = (term,) if isinstance(term, Column) else term.columns
-        out |= {c.top for c in cols}
-    return out
+
+    def leaf(p: Predicate) -> set[str]:
+        if isinstance(p, Unsupported):
+            return set(p.columns)
+        if isinstance(p, Const):
+            return set()
+        cols = (p.term,) if isinstance(p.term, Column) else p.term.columns
+        return {c.top for c in cols}
+
+    def union(*parts: set[str]) -> set[str]:
+        return set().union(*parts)
+
+    return fold(pred, leaf, union, union, set)
 
 
 # ------------------------------------------------------------------------- to SQL
