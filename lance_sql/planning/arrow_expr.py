@@ -18,7 +18,6 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -86,17 +85,4 @@ def _leaf(pred: Predicate) -> pc.Expression:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Array:
-    """A boolean mask: TRUE where ``pred`` is TRUE, FALSE where it is FALSE or NULL."""
-    if isinstance(pred, Const):
-        return pa.array(np.full(table.num_rows, bool(pred.value)), pa.bool_())
-    import pyarrow.dataset as ds
-
-    dataset = ds.dataset(table)
-    # small tables (partition rows): pyarrow's thread pool only adds latency, up to tens
-    # of ms when Lance's threads keep the cores busy
-    projected = dataset.to_table(columns={"m": to_pyarrow(pred)}, use_threads=False)
-    return pc.fill_null(projected.column("m"), False)
-
-
-__all__ = ["evaluate_mask", "to_pyarrow"]
+__all__ = ["to_pyarrow"]

@@ -307,17 +307,4 @@ def key_skip_mask(
     return _evaluate(test, banks, rows.num_rows)
 
 
-def skip_by_key_filters(
-    pred: Predicate,
-    rows: pa.Table,
-    root: str | None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> tuple[pa.Table, int]:
-    """``rows`` without the tables whose key filters rule ``pred`` out; and how many."""
-    mask = key_skip_mask(pred, rows, root, storage_options)
-    if mask is None or not mask.any():
-        return rows, 0
-    return rows.filter(pa.array(~mask)), int(mask.sum())
-
-
-__all__ = ["ENABLED", "LOAD_ERRORS", "compile_key_skip", "key_skip_mask", "skip_by_key_filters"]
+__all__ = ["ENABLED", "LOAD_ERRORS", "compile_key_skip", "key_skip_mask"]

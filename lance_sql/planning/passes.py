@@ -22,7 +22,7 @@ from functools import partial
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.format.schema import field_id_of
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.spec.literals import coerce_compare, coerce_in, in_pred
 from lance_sql.spec.predicates import (
     FALSE,

@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.arrow_expr import evaluate_mask, to_pyarrow
+from lance_sql.planning.arrow_expr import to_pyarrow
+from lance_sql.planning.evaluate import evaluate
 from lance_sql.planning.projection import SpecProjector
 from lance_sql.spec.predicates import (
     FALSE,
@@ -204,9 +205,11 @@ def fully_proven(proven: np.ndarray) -> np.ndarray:
 
 
 def _mask_numpy(table: pa.Table, pred: Predicate) -> np.ndarray:
-    mask = evaluate_mask(table, pred)
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks() if mask.num_chunks else pa.array([], pa.bool_())
+    """TRUE where ``pred`` is TRUE (compute kernels straight over the columns: a few
+    times faster than projecting a pyarrow expression through a dataset)."""
+    if table.num_rows == 0:
+        return np.zeros(0, bool)
+    mask = pc.fill_null(evaluate(pred, table), False)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 

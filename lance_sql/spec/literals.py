@@ -61,8 +61,9 @@ from lance_sql.spec.predicates import (
     Predicate,
     Term,
     Unsupported,
+    datafusion_type_name,
+    quote_str,
 )
-from lance_sql.spec.time_ranges import datafusion_type_name
 from udfs.sql_engine import sql_engine
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
@@ -104,10 +105,6 @@ def _float_sql(value: float, ltype: pa.DataType) -> str:
     if pa.types.is_float32(ltype):
         return f"arrow_cast({text}, 'Float32')"
     return f"arrow_cast({text}, 'Float64')"
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _int_range(t: pa.DataType) -> tuple[int, int]:
@@ -174,7 +171,7 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
                 raise PlanningError(f"cannot cast string literal {raw!r} to {target}") from exc
             if pa.types.is_decimal(target) and (q * 10**scale).denominator != 1:
                 # DataFusion casts the string to the column's type, rounding it
-                return datafusion_comparison_value(target, _sql_string(raw))
+                return datafusion_comparison_value(target, quote_str(raw))
             return q * 10**scale
         if text is not None or not (
             pa.types.is_integer(ltype) or pa.types.is_floating(ltype) or pa.types.is_decimal(ltype)
@@ -194,7 +191,7 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
         return q * 10**scale
     if pa.types.is_date32(target):
         if text is not None:
-            return datafusion_comparison_value(target, f"TIMESTAMP {_sql_string(text)}")
+            return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
         if pa.types.is_date32(ltype):
             return Fraction(int(lit.value))
         if pa.types.is_date64(ltype):
@@ -202,15 +199,15 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
         if pa.types.is_integer(ltype):
             return Fraction(int(lit.value))
         if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, _sql_string(str(lit.value)))
+            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_timestamp(ltype) and ltype.tz is None:
             return Fraction(int(lit.value), _PER_SECOND[ltype.unit] * 86_400)
         raise _Undecidable
     if pa.types.is_timestamp(target):
         if text is not None:
-            return datafusion_comparison_value(target, f"TIMESTAMP {_sql_string(text)}")
+            return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
         if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, _sql_string(str(lit.value)))
+            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_date32(ltype):
             return datafusion_comparison_value(target, f"arrow_cast({int(lit.value)}, 'Date32')")
         if pa.types.is_timestamp(ltype):
