@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 import sqlglot
@@ -170,54 +170,16 @@ def like_predicate(term: Term, pattern: str) -> Predicate | None:
     return IsNull(term, negated=True) if body == "" else StartsWith(term, body)
 
 
-class TermReader(NamedTuple):
-    """How a decoder reads its nodes for :func:`call_term` (each reader raises its
-    decoder's own error when a node is not what it asks for)."""
-
-    call: Callable[[Any], tuple[str, Sequence[Any]] | None]  # (lower-case name, arguments)
-    column: Callable[[Any], Column]
-    text: Callable[[Any], str]  # a string literal, lower-case
-    integer: Callable[[Any], int]  # a non-negative integer literal
-    widened: Callable[[Any], Any]  # without casts widening an int32 hash
-    timestamp_input: Callable[[Any], Any]  # what a cast to a timestamp casts (None: no cast)
-    term: Callable[[Any], Term]
-
-
-def call_term(node: Any, r: TermReader) -> TransformTerm | None:
-    """The transform term the call ``node`` is, in DataFusion's function names (a plan's,
-    or SQL's read as calls: ``x % n`` is ``modulus``): the hash, ``date_part``,
-    ``date_trunc``, ``left``, ``substr(s, 1, n)``, ``[abs(]murmur3(..)[)] % n``,
-    ``x - x % w``; None for another call or no call."""
-    found = r.call(node)
-    if found is None:
-        return None
-    name, args = found
+def call_term(
+    name: str, args: Sequence[Any], column: Callable[[Any], Column], text: Callable[[Any], str]
+) -> TransformTerm | None:
+    """The transform term of the call ``name(args)`` (lower-case ``name``): the hash or
+    ``date_part('unit', c)``; None for another call. ``column`` reads an argument as a
+    column and ``text`` as a lower-case string literal (either raises when it cannot)."""
     if args and is_hash_call(name):
-        return hash_term(name, tuple(r.column(a) for a in args))
-    if name in ("date_part", "datepart") and len(args) == 2 and r.text(args[0]) in _UNITS:
-        return TransformTerm(DATE_PARTS[r.text(args[0])], (r.column(args[1]),))
-    if name == DATE_TRUNC.name and len(args) == 2 and r.text(args[0]) in _UNITS:
-        unit, inner = r.text(args[0]), args[1]
-        source = r.timestamp_input(inner)
-        if source is not None:  # DataFusion's form of date_trunc over a date column
-            return TransformTerm(DATE_TRUNC, (r.column(source),), unit=unit, from_date=True)
-        return TransformTerm(DATE_TRUNC, (r.column(inner),), unit=unit)
-    if name == "left" and len(args) == 2:
-        return TransformTerm(TRUNCATE, (r.column(args[0]),), param=r.integer(args[1]))
-    if name in ("substr", "substring") and len(args) == 3 and r.integer(args[1]) == 1:
-        return TransformTerm(TRUNCATE, (r.column(args[0]),), param=r.integer(args[2]))
-    if name == "modulus" and len(args) == 2:
-        inner, absolute = r.widened(args[0]), False
-        wrapped = r.call(inner)
-        if wrapped is not None and wrapped[0] == "abs" and len(wrapped[1]) == 1:
-            inner, absolute = wrapped[1][0], True
-        return modulo_term(r.term(inner), r.integer(args[1]), absolute=absolute)
-    if name == "subtract" and len(args) == 2:  # x - x % w
-        col, right = r.column(args[0]), r.call(args[1])
-        if right is not None and right[0] == "modulus" and len(right[1]) == 2:
-            width = r.integer(right[1][1])
-            if r.column(right[1][0]) == col and width > 0:
-                return TransformTerm(TRUNCATE, (col,), param=width)
+        return hash_term(name, tuple(column(a) for a in args))
+    if name in ("date_part", "datepart") and len(args) == 2 and text(args[0]) in _UNITS:
+        return TransformTerm(DATE_PARTS[text(args[0])], (column(args[1]),))
     return None
 
 
@@ -348,6 +310,27 @@ def _term(node: exp.Expression) -> Term:
         return _column(node)
     if isinstance(node, exp.Bracket):
         return _struct_field(node)
+    if isinstance(node, (exp.Year, exp.Month, exp.Day)):
+        unit = type(node).__name__.lower()
+        return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
+    if isinstance(node, exp.Extract):
+        unit = node.this.name.lower()
+        if unit not in _UNITS:
+            raise _NotATerm
+        return TransformTerm(DATE_PARTS[unit], (_column_only(node.expression),))
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        unit_node = node.args.get("unit")
+        unit = unit_node.name.lower() if unit_node is not None else ""
+        if unit not in _UNITS:
+            raise _NotATerm
+        inner = node.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Cast) and inner.to.this == exp.DataType.Type.TIMESTAMP:
+            # DataFusion's form of date_trunc over a date column (binding checks the type)
+            col = _column_only(inner.this)
+            return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
+        return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit=unit)
     if isinstance(node, exp.Cast):
         hashed = _widened(node)
         if hashed is not node:  # CAST(murmur3(k) AS BIGINT): DataFusion's widening, same value
@@ -358,47 +341,41 @@ def _term(node: exp.Expression) -> Term:
         if node.to.this == exp.DataType.Type.DATE:
             return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit="day", as_date=True)
         raise _NotATerm
-    term = call_term(node, _READER)
-    if term is None:
+    if isinstance(node, exp.Anonymous):
+        # (year(c), month(c), day(c), hour(c) parse as exp.Year, ... above and below)
+        term = call_term(node.name.lower(), node.expressions, _column_only, _literal_text)
+        if term is None:
+            raise _NotATerm
+        return term
+    if isinstance(node, exp.Hour):
+        return TransformTerm(DATE_PARTS["hour"], (_column_only(node.this),))
+    if isinstance(node, exp.Left):
+        return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(node.expression))
+    if isinstance(node, exp.Substring):
+        start, length = node.args.get("start"), node.args.get("length")
+        if start is not None and length is not None and _int_arg(start) == 1:
+            return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(length))
         raise _NotATerm
-    return term
-
-
-_DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "hour"}
-_CALLS: dict[type, tuple[str, tuple[str, ...]]] = {
-    exp.Left: ("left", ("this", "expression")),
-    exp.Substring: ("substr", ("this", "start", "length")),
-    exp.Mod: ("modulus", ("this", "expression")),
-    exp.Sub: ("subtract", ("this", "expression")),
-    exp.Abs: ("abs", ("this",)),
-}
-
-
-def _call(node: exp.Expression) -> tuple[str, Sequence[Any]] | None:
-    """``node`` as a call in DataFusion's function names (see :func:`call_term`), or None."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.Anonymous) and node.name.lower() not in ("modulus", "subtract"):
-        return node.name.lower(), node.expressions
-    if type(node) in _DATE_PARTS:
-        return "date_part", [exp.Literal.string(_DATE_PARTS[type(node)]), node.this]
-    if isinstance(node, exp.Extract):
-        return "date_part", [exp.Literal.string(node.this.name), node.expression]
-    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
-        unit = node.args.get("unit")
-        return "date_trunc", [exp.Literal.string("" if unit is None else unit.name), node.this]
-    if type(node) in _CALLS:
-        name, keys = _CALLS[type(node)]
-        return name, [a for a in (node.args.get(k) for k in keys) if a is not None]
-    return None
-
-
-def _timestamp_input(node: exp.Expression) -> exp.Expression | None:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.TIMESTAMP:
-        return node.this
-    return None
+    if isinstance(node, exp.Mod):
+        n = _int_arg(node.expression)
+        inner = _widened(node.this)
+        absolute = isinstance(inner, exp.Abs)
+        term = modulo_term(_term(_widened(inner.this) if absolute else inner), n, absolute=absolute)
+        if term is None:
+            raise _NotATerm
+        return term
+    if isinstance(node, exp.Sub):
+        left, right = node.this, node.expression
+        while isinstance(right, exp.Paren):
+            right = right.this
+        if isinstance(left, exp.Column) and isinstance(right, exp.Mod):
+            inner = right.this
+            if isinstance(inner, exp.Column) and _column(inner) == _column(left):
+                width = _int_arg(right.expression)
+                if width > 0:
+                    return TransformTerm(TRUNCATE, (_column(left),), param=width)
+        raise _NotATerm
+    raise _NotATerm
 
 
 _WIDER_INTEGERS = (exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
@@ -437,9 +414,4 @@ def _column_names(node: exp.Expression) -> tuple[str, ...]:
     return tuple(sorted({c.name for c in node.find_all(exp.Column)}))
 
 
-_READER = TermReader(
-    _call, _column_only, _literal_text, _int_arg, _widened, _timestamp_input, _term
-)
-
-
-__all__ = ["TermReader", "call_term", "like_predicate", "parse_filter", "parse_filter_unbound"]
+__all__ = ["call_term", "like_predicate", "parse_filter", "parse_filter_unbound"]

@@ -35,10 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.sql_filter import TermReader, call_term, like_predicate
+from lance_sql.planning.sql_filter import call_term, like_predicate
 from lance_sql.spec.predicates import (
     FALSE,
-    FLIPPED_OP,
     NULL_BOOL,
     TRUE,
     Column,
@@ -55,11 +54,14 @@ from lance_sql.spec.predicates import (
     and_,
     or_,
 )
-from lance_sql.spec.transforms.bucket import is_hash_term
+from lance_sql.spec.transforms.bucket import is_hash_term, modulo_term
 from lance_sql.spec.transforms.time_fields import DATE_TRUNC
+from lance_sql.spec.transforms.truncate import TRUNCATE
 from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_UNITS = ("year", "month", "day", "hour")
 
 
 class Computed(NamedTuple):
@@ -134,15 +136,6 @@ class _Decoder:
         #: positions serialised with a stand-in type (:mod:`~lance_sql.tables.substrait_schema`):
         #: a leaf reading one is Unsupported, naming the column and its type
         self.stand_ins = stand_ins
-        self.reader = TermReader(
-            self._call,
-            self._column,
-            self._text,
-            self._int,
-            self._widened,
-            self._timestamp_input,
-            self._term,
-        )
 
     def pred(self, node) -> Predicate:
         kind = node.WhichOneof("rex_type")
@@ -187,9 +180,7 @@ class _Decoder:
             if right.WhichOneof("rex_type") == "literal":
                 return Compare(self._term(left), _CMP[name], self._literal(right.literal))
             if left.WhichOneof("rex_type") == "literal":
-                return Compare(
-                    self._term(right), FLIPPED_OP[_CMP[name]], self._literal(left.literal)
-                )
+                return Compare(self._term(right), _FLIP[_CMP[name]], self._literal(left.literal))
             raise _Opaque
         if name == "starts_with" and len(args) == 2:
             for opt in fn.options:
@@ -237,30 +228,48 @@ class _Decoder:
             if term is not None and is_hash_term(term):  # DataFusion widens the int32 hash
                 return term
             raise _Opaque
-        term = call_term(node, self.reader)
-        if term is None:
+        if kind != "scalar_function":
             raise _Opaque
-        return term
-
-    def _call(self, node) -> tuple[str, list] | None:
-        if node.WhichOneof("rex_type") != "scalar_function":
-            return None
         fn = node.scalar_function
         name = self.functions.get(fn.function_reference, "?").lower()
-        return name, [a.value for a in fn.arguments]
-
-    def _widened(self, node):
-        while node.WhichOneof("rex_type") == "cast" and self._widening(node):
-            node = node.cast.input
-        return node
-
-    @staticmethod
-    def _timestamp_input(node):
-        if node.WhichOneof("rex_type") != "cast":
-            return None
-        if node.cast.type.WhichOneof("kind") != "precision_timestamp":
-            raise _Opaque
-        return node.cast.input
+        args = [a.value for a in fn.arguments]
+        term = call_term(name, args, self._column, self._text)
+        if term is not None:
+            return term
+        if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in _UNITS:
+            unit, inner = self._text(args[0]), args[1]
+            if inner.WhichOneof("rex_type") == "cast":  # date_trunc over a date column
+                if inner.cast.type.WhichOneof("kind") != "precision_timestamp":
+                    raise _Opaque
+                col = self._column(inner.cast.input)
+                return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
+            return TransformTerm(DATE_TRUNC, (self._column(inner),), unit=unit)
+        if name == "left" and len(args) == 2:
+            return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[1]))
+        if name in ("substr", "substring") and len(args) == 3 and self._int(args[1]) == 1:
+            return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[2]))
+        if name == "modulus" and len(args) == 2:
+            inner, absolute = args[0], False
+            while inner.WhichOneof("rex_type") == "cast" and self._widening(inner):
+                inner = inner.cast.input
+            if inner.WhichOneof("rex_type") == "scalar_function":
+                f = inner.scalar_function
+                if self.functions.get(f.function_reference) == "abs" and len(f.arguments) == 1:
+                    inner, absolute = f.arguments[0].value, True
+            term = modulo_term(self._term(inner), self._int(args[1]), absolute=absolute)
+            if term is not None:
+                return term
+        if name == "subtract" and len(args) == 2:  # x - x % w
+            col = self._column(args[0])
+            right = args[1]
+            if right.WhichOneof("rex_type") == "scalar_function":
+                f = right.scalar_function
+                parts = [a.value for a in f.arguments]
+                if self.functions.get(f.function_reference) == "modulus" and len(parts) == 2:
+                    width = self._int(parts[1])
+                    if self._column(parts[0]) == col and width > 0:
+                        return TransformTerm(TRUNCATE, (col,), param=width)
+        raise _Opaque
 
     @staticmethod
     def _widening(node) -> bool:
