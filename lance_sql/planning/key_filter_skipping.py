@@ -94,12 +94,8 @@ def _compile_leaf(pred: Predicate, fields: Collection[int] | None) -> KeyTest | 
     return None
 
 
-def _equality_leaves(pred: Predicate) -> bool:
-    """Whether ``pred`` has a leaf key filters could test (no hashing, no row reading)."""
-    return any_leaf(pred, _is_equality)
-
-
 def _is_equality(pred: Predicate) -> bool:
+    """Whether ``pred`` is a leaf key filters could test (no hashing, no row reading)."""
     if isinstance(pred, Compare):
         return isinstance(pred.term, Column) and pred.op == "="
     return isinstance(pred, InList) and isinstance(pred.term, Column) and not pred.negated
@@ -288,7 +284,7 @@ def key_skip_mask(
     """Per ``__manifest`` table row, True where its key filters prove ``pred`` never TRUE."""
     if root is None or rows.num_rows == 0 or not ENABLED[0]:
         return None
-    if not _equality_leaves(pred):
+    if not any_leaf(pred, _is_equality):
         return None
     state = row_bounds(rows)
     if state is None or not state.any:

@@ -21,8 +21,10 @@ keeps; nothing is ever rendered as ``TRUE`` for want of a form.
 from __future__ import annotations
 
 import base64
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
@@ -111,18 +113,9 @@ class ScanFilter:
             return None, True
         if self.predicate == Const(False):
             return pc.scalar(False), True
-        done: list[pc.Expression] = []
-        exact = True
-        for part in conjuncts(self.predicate):
-            expr = _lance_form(part, schema)
-            if expr is None:
-                exact = False
-            else:
-                done.append(expr)
-        expr = None
-        for e in done:
-            expr = e if expr is None else expr & e
-        return expr, exact
+        forms = [_lance_form(part, schema) for part in conjuncts(self.predicate)]
+        done = [f for f in forms if f is not None]
+        return (reduce(operator.and_, done) if done else None), len(done) == len(forms)
 
     def residual(self, schema: pa.Schema) -> Predicate:
         """The conjuncts :meth:`pushdown` leaves out (TRUE when it is exact)."""
