@@ -1,22 +1,30 @@
-"""Edge: the predicate IR -> a ``pyarrow.compute.Expression``.
+"""Edge: the predicate IR over Arrow: a ``pyarrow.compute.Expression``, or evaluated on rows.
 
-Used to filter ``__manifest`` (pyarrow ``Table.filter`` or pylance's
-``scanner(filter=...)``) and to push residual filters into Lance scans. The
-expression keeps SQL's filter semantics: where a pyarrow kernel would turn a
-NULL into TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL
-never passes. ``date_part`` terms and ``CAST(ts AS DATE)`` have exact pyarrow
-forms (only the cast also runs inside a Lance scan: pyarrow 26 maps ``year`` ...
-``hour`` to no Substrait call, :mod:`.scan_filter` checks each conjunct);
-other transform terms have none (``murmur3`` is not a pyarrow function;
+:func:`to_pyarrow` builds the expression used to filter ``__manifest`` (pylance's
+``scanner(filter=...)``) and to push residual filters into Lance scans. It
+keeps SQL's filter semantics: where a pyarrow kernel would turn a NULL into
+TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL never
+passes. ``date_part`` terms and ``CAST(ts AS DATE)`` have exact pyarrow forms
+(only the cast also runs inside a Lance scan: pyarrow 26 maps ``year`` ...
+``hour`` to no Substrait call, :mod:`.scan_filter` checks each conjunct); other
+transform terms have none (``murmur3`` is not a pyarrow function;
 ``date_trunc`` is left out too), so converting them raises
 :class:`PlanningError`; callers fall back to :mod:`.scan_filter` (which
 evaluates them exactly after the scan).
+
+:func:`evaluate` is the IR's reference semantics on Arrow rows, under SQL's
+three-valued logic: the ``__manifest`` selection, the oracle tests check
+pruning against (itself cross-checked with DataFusion), and the exact rows of a
+small table (a residual on a handful of rows). Transform terms are computed
+with :mod:`udfs` (the code that computes stored partition values) or, for
+``date_trunc`` / ``CAST(ts AS DATE)`` on zoned timestamps, by DataFusion itself
+(pyarrow refuses ambiguous local times).
 """
 
 from __future__ import annotations
 
 import operator
-from functools import reduce
+from functools import partial, reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,14 +43,18 @@ from lance_sql.spec.predicates import (
     fold,
 )
 
+#: (pyarrow's compute functions take expressions as well as arrays)
 _OPS = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
 }
+
+
+# ----------------------------------------------------------------- expression
 
 
 def _term(term: Term) -> pc.Expression:
@@ -85,4 +97,55 @@ def _leaf(pred: Predicate) -> pc.Expression:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-__all__ = ["to_pyarrow"]
+# ----------------------------------------------------------------- evaluation
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def term_values(term: Term, table: pa.Table) -> pa.Array:
+    """The values of a term for every row of ``table``."""
+    if isinstance(term, Column):
+        return _column(table, term.name)
+    return term.transform.values(term, [_column(table, c.name) for c in term.columns])
+
+
+def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:
+    """A boolean array (TRUE / FALSE / NULL) of ``pred`` for every row of ``table``."""
+    both, either = (lambda *p: reduce(pc.and_kleene, p)), (lambda *p: reduce(pc.or_kleene, p))
+    return fold(pred, partial(_value_leaf, table=table), both, either, pc.invert)
+
+
+def _value_leaf(pred: Predicate, table: pa.Table) -> pa.Array:
+    if isinstance(pred, Const):
+        return pa.array([pred.value] * table.num_rows, pa.bool_())
+    if isinstance(pred, Unsupported):
+        raise PlanningError(f"cannot evaluate unsupported predicate {pred.description}")
+    values = term_values(pred.term, table)
+    if isinstance(pred, Compare):
+        return _OPS[pred.op](values, pred.literal.scalar().cast(values.type))
+    if isinstance(pred, InList):
+        value_set = pa.array([v.value for v in pred.values], type=pred.values[0].type)
+        value_set = value_set.cast(values.type)
+        if pa.types.is_floating(values.type):  # IN is `=`: -0.0 = 0.0 (is_in hashes bits)
+            zero = pa.scalar(0.0, values.type)
+            values, value_set = pc.add(values, zero), pc.add(value_set, zero)
+        found = pc.is_in(values, value_set=value_set)
+        found = pc.if_else(pc.is_null(values), pa.scalar(None, pa.bool_()), found)
+        return pc.invert(found) if pred.negated else found
+    if isinstance(pred, IsNull):
+        return pc.is_valid(values) if pred.negated else pc.is_null(values)
+    if isinstance(pred, StartsWith):
+        found = pc.starts_with(values, pattern=pred.prefix)
+        return pc.invert(found) if pred.negated else found
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def matching_rows(pred: Predicate, table: pa.Table) -> pa.Table:
+    """The rows of ``table`` where ``pred`` is TRUE."""
+    return table.filter(pc.fill_null(evaluate(pred, table), False))
+
+
+__all__ = ["evaluate", "matching_rows", "term_values", "to_pyarrow"]

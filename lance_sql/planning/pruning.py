@@ -27,8 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.arrow_expr import to_pyarrow
-from lance_sql.planning.evaluate import evaluate
+from lance_sql.planning.arrow_expr import evaluate, to_pyarrow
 from lance_sql.planning.projection import SpecProjector
 from lance_sql.spec.predicates import (
     FALSE,

@@ -133,7 +133,7 @@ class ScanFilter:
             return table.select(schema.names).filter(expr)
         if self.sql is not None and has_unsupported(self.predicate):
             return _datafusion_where(table, self.sql)
-        from lance_sql.planning.evaluate import matching_rows
+        from lance_sql.planning.arrow_expr import matching_rows
 
         rest = self.residual(schema) if residual is None else residual
         return matching_rows(rest, table) if rest != Const(True) else table
