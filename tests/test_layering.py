@@ -327,7 +327,7 @@ def test_planning_and_tables_import_and_evaluate_without_datafusion() -> None:
     code = """
 import sys
 import pyarrow as pa
-import lance_sql.planning.evaluate, lance_sql.spec.literals, lance_sql.planning.scan_filter
+import lance_sql.planning.arrow_expr, lance_sql.spec.literals, lance_sql.planning.scan_filter
 import lance_sql.planning.mutation_plan, lance_sql.tables.namespace.sql_eval
 assert "datafusion" not in sys.modules
 from udfs import sql_engine

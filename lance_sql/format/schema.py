@@ -199,7 +199,7 @@ def to_arrow_schema(
         raise LogicalTypeError("some fields are not reachable from a top-level field (cycle)")
     meta = {k.encode(): bytes(v) for k, v in (schema_metadata or {}).items()}
     schema = pa.schema(top, metadata=meta or None)
-    if _has_extension(top):
+    if _any_field(top, lambda meta: EXTENSION_NAME_KEY in meta):
         schema = _rebuild_extensions(schema)
     return schema
 
@@ -235,14 +235,9 @@ def _field_type(field: LanceField, kids: list[pa.Field]) -> pa.DataType:
     return leaf_type(logical)
 
 
-def _has_extension(fields: Iterable[pa.Field]) -> bool:
-    for field in fields:
-        meta = field.metadata or {}
-        if EXTENSION_NAME_KEY in meta:
-            return True
-        if _has_extension(_child_fields(field.type)):
-            return True
-    return False
+def _any_field(fields: Iterable[pa.Field], test: Callable[[Mapping[bytes, bytes]], bool]) -> bool:
+    """Whether ``test`` holds for the metadata of a field of ``fields`` or nested in one."""
+    return any(test(f.metadata or {}) or _any_field(_child_fields(f.type), test) for f in fields)
 
 
 def _child_fields(arrow_type: pa.DataType) -> list[pa.Field]:
@@ -291,7 +286,7 @@ def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:
     registered only when a schema needs them (without pandas: see
     :mod:`.extension_types`).
     """
-    if _mentions_lance_extension(schema):
+    if _any_field(schema, lambda meta: meta.get(EXTENSION_NAME_KEY, b"").startswith(b"lance.")):
         from lance_sql.format.extension_types import register_lance_extension_types
 
         register_lance_extension_types()
@@ -299,23 +294,6 @@ def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:
         return pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
     except Exception as exc:  # extension deserializers are arbitrary Python code
         raise LogicalTypeError(f"cannot rebuild extension types: {exc}") from exc
-
-
-def _mentions_lance_extension(schema: pa.Schema) -> bool:
-    def walk(fields: Iterable[pa.Field]) -> bool:
-        return any(
-            (f.metadata or {}).get(EXTENSION_NAME_KEY, b"").startswith(b"lance.")
-            or walk(_child_fields(f.type))
-            for f in fields
-        )
-
-    return walk(schema)
-
-
-def field_id_of(field: pa.Field) -> int | None:
-    """The Lance field id stored on an Arrow field built here (None when absent)."""
-    raw = (field.metadata or {}).get(FIELD_ID_KEY)
-    return int(raw) if raw is not None else None
 
 
 def as_format_error(exc: LogicalTypeError, path: str) -> FormatError:
@@ -328,7 +306,6 @@ __all__ = [
     "LanceField",
     "LogicalTypeError",
     "as_format_error",
-    "field_id_of",
     "leaf_type",
     "to_arrow_schema",
 ]

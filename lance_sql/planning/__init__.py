@@ -3,7 +3,8 @@
 Partition pruning (docs/pruning.md), one step per module:
 
 - :mod:`.predicates` — the IR; :mod:`.sql_filter`, :mod:`.substrait_filter` and
-  :mod:`.arrow_expr` convert SQL text / pyarrow expressions in and out;
+  :mod:`.arrow_expr` convert SQL text / pyarrow expressions in and out
+  (:mod:`.arrow_expr` also evaluates the IR on Arrow rows);
 - :mod:`.passes` — push NOT down, bind names and coerce literals exactly
   (:mod:`.literals`), simplify;
 - :mod:`.transforms` / :mod:`.time_ranges` / :mod:`.unwrap` — each transform's

@@ -1,49 +1,60 @@
-"""Edge: the predicate IR -> a ``pyarrow.compute.Expression``.
+"""Edge: the predicate IR over Arrow: a ``pyarrow.compute.Expression``, or evaluated on rows.
 
-Used to filter ``__manifest`` (pyarrow ``Table.filter`` or pylance's
-``scanner(filter=...)``) and to push residual filters into Lance scans. The
-expression keeps SQL's filter semantics: where a pyarrow kernel would turn a
-NULL into TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL
-never passes. ``date_part`` terms and ``CAST(ts AS DATE)`` have exact pyarrow
-forms (only the cast also runs inside a Lance scan: pyarrow 26 maps ``year`` ...
-``hour`` to no Substrait call, :mod:`.scan_filter` checks each conjunct);
-other transform terms have none (``murmur3`` is not a pyarrow function;
+:func:`to_pyarrow` builds the expression used to filter ``__manifest`` (pylance's
+``scanner(filter=...)``) and to push residual filters into Lance scans. It
+keeps SQL's filter semantics: where a pyarrow kernel would turn a NULL into
+TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL never
+passes. ``date_part`` terms and ``CAST(ts AS DATE)`` have exact pyarrow forms
+(only the cast also runs inside a Lance scan: pyarrow 26 maps ``year`` ...
+``hour`` to no Substrait call, :mod:`.scan_filter` checks each conjunct); other
+transform terms have none (``murmur3`` is not a pyarrow function;
 ``date_trunc`` is left out too), so converting them raises
 :class:`PlanningError`; callers fall back to :mod:`.scan_filter` (which
 evaluates them exactly after the scan).
+
+:func:`evaluate` is the IR's reference semantics on Arrow rows, under SQL's
+three-valued logic: the ``__manifest`` selection, the oracle tests check
+pruning against (itself cross-checked with DataFusion), and the exact rows of a
+small table (a residual on a handful of rows). Transform terms are computed
+with :mod:`udfs` (the code that computes stored partition values) or, for
+``date_trunc`` / ``CAST(ts AS DATE)`` on zoned timestamps, by DataFusion itself
+(pyarrow refuses ambiguous local times).
 """
 
 from __future__ import annotations
 
-import numpy as np
+import operator
+from functools import partial, reduce
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.predicates import (
-    And,
     Column,
     Compare,
     Const,
     InList,
     IsNull,
-    Not,
-    Or,
     Predicate,
     StartsWith,
     Term,
     Unsupported,
-    columns_of,
+    fold,
 )
 
+#: (pyarrow's compute functions take expressions as well as arrays)
 _OPS = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
 }
+
+
+# ----------------------------------------------------------------- expression
 
 
 def _term(term: Term) -> pc.Expression:
@@ -57,21 +68,13 @@ def _term(term: Term) -> pc.Expression:
 
 def to_pyarrow(pred: Predicate) -> pc.Expression:
     """A pyarrow expression with the same filter semantics as ``pred``."""
+    both, either = (lambda *p: reduce(operator.and_, p)), (lambda *p: reduce(operator.or_, p))
+    return fold(pred, _leaf, both, either, operator.invert)
+
+
+def _leaf(pred: Predicate) -> pc.Expression:
     if isinstance(pred, Const):
         return pc.scalar(pred.value)
-    if isinstance(pred, And):
-        out = to_pyarrow(pred.children[0])
-        for child in pred.children[1:]:
-            out = out & to_pyarrow(child)
-        return out
-    if isinstance(pred, Or):
-        out = to_pyarrow(pred.children[0])
-        for child in pred.children[1:]:
-            out = out | to_pyarrow(child)
-        return out
-    if isinstance(pred, Not):
-        inner = to_pyarrow(pred.child)
-        return ~inner
     if isinstance(pred, Unsupported):
         raise PlanningError(f"cannot convert unsupported predicate to pyarrow: {pred.description}")
     term = _term(pred.term)
@@ -94,69 +97,55 @@ def to_pyarrow(pred: Predicate) -> pc.Expression:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def filter_table(table: pa.Table, pred: Predicate) -> pa.Table:
-    """Rows of ``table`` for which ``pred`` is TRUE."""
+# ----------------------------------------------------------------- evaluation
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def term_values(term: Term, table: pa.Table) -> pa.Array:
+    """The values of a term for every row of ``table``."""
+    if isinstance(term, Column):
+        return _column(table, term.name)
+    return term.transform.values(term, [_column(table, c.name) for c in term.columns])
+
+
+def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:
+    """A boolean array (TRUE / FALSE / NULL) of ``pred`` for every row of ``table``."""
+    both, either = (lambda *p: reduce(pc.and_kleene, p)), (lambda *p: reduce(pc.or_kleene, p))
+    return fold(pred, partial(_value_leaf, table=table), both, either, pc.invert)
+
+
+def _value_leaf(pred: Predicate, table: pa.Table) -> pa.Array:
     if isinstance(pred, Const):
-        return table if pred.value else table.slice(0, 0)
-    return table.filter(to_pyarrow(pred))
-
-
-def evaluate_mask(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | pa.Array:
-    """A boolean mask: TRUE where ``pred`` is TRUE, FALSE where it is FALSE or NULL."""
-    if isinstance(pred, Const):
-        return pa.array(np.full(table.num_rows, bool(pred.value)), pa.bool_())
-    direct = _direct(table, pred)
-    if direct is not None:
-        return pc.fill_null(direct, False)
-    import pyarrow.acero as acero
-
-    # only the columns read, in one chunk, projected by Acero directly: a pyarrow dataset
-    # over a table costs a scan task per chunk (cached ``__manifest`` rows hold up to
-    # 256): 31-45 ms against 1 ms over 100,000 rows in 200 chunks
-    read = sorted(columns_of(pred))
-    if read:
-        table = table.select(read).combine_chunks()
-    plan = acero.Declaration.from_sequence(
-        [
-            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
-            acero.Declaration("project", acero.ProjectNodeOptions([to_pyarrow(pred)], ["m"])),
-        ]
-    )
-    # small tables (partition rows): pyarrow's thread pool only adds latency, up to tens
-    # of ms when Lance's threads keep the cores busy
-    return pc.fill_null(plan.to_table(use_threads=False).column("m"), False)
-
-
-_KERNELS = {"=": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal"}
-_KERNELS.update({">": "greater", ">=": "greater_equal"})
-
-
-def _direct(table: pa.Table, pred: Predicate) -> pa.ChunkedArray | None:
-    """``pred`` over ``table`` by calling the kernels :func:`to_pyarrow`'s expression
-    binds to (comparisons of a top-level column with a literal, IS NULL, AND/OR/NOT,
-    Kleene logic), or None for any other form: a ``__manifest`` selection per new
-    literal without building a pyarrow dataset (0.17 ms for 1,500 rows)."""
-    if isinstance(pred, (And, Or)):
-        parts = [_direct(table, c) for c in pred.children]
-        if any(p is None for p in parts):
-            return None
-        combine = pc.and_kleene if isinstance(pred, And) else pc.or_kleene
-        out = parts[0]
-        for part in parts[1:]:
-            out = combine(out, part)
-        return out
-    if isinstance(pred, Not):
-        inner = _direct(table, pred.child)
-        return None if inner is None else pc.invert(inner)
-    term = getattr(pred, "term", None)
-    if not isinstance(term, Column) or term.path or term.name not in table.column_names:
-        return None
-    column = table.column(term.name)
+        return pa.array([pred.value] * table.num_rows, pa.bool_())
+    if isinstance(pred, Unsupported):
+        raise PlanningError(f"cannot evaluate unsupported predicate {pred.description}")
+    values = term_values(pred.term, table)
     if isinstance(pred, Compare):
-        return pc.call_function(_KERNELS[pred.op], [column, pred.literal.scalar()])
+        return _OPS[pred.op](values, pred.literal.scalar().cast(values.type))
+    if isinstance(pred, InList):
+        value_set = pa.array([v.value for v in pred.values], type=pred.values[0].type)
+        value_set = value_set.cast(values.type)
+        if pa.types.is_floating(values.type):  # IN is `=`: -0.0 = 0.0 (is_in hashes bits)
+            zero = pa.scalar(0.0, values.type)
+            values, value_set = pc.add(values, zero), pc.add(value_set, zero)
+        found = pc.is_in(values, value_set=value_set)
+        found = pc.if_else(pc.is_null(values), pa.scalar(None, pa.bool_()), found)
+        return pc.invert(found) if pred.negated else found
     if isinstance(pred, IsNull):
-        return pc.is_valid(column) if pred.negated else pc.is_null(column)
-    return None
+        return pc.is_valid(values) if pred.negated else pc.is_null(values)
+    if isinstance(pred, StartsWith):
+        found = pc.starts_with(values, pattern=pred.prefix)
+        return pc.invert(found) if pred.negated else found
+    raise TypeError(f"not a predicate: {pred!r}")
 
 
-__all__ = ["evaluate_mask", "filter_table", "to_pyarrow"]
+def matching_rows(pred: Predicate, table: pa.Table) -> pa.Table:
+    """The rows of ``table`` where ``pred`` is TRUE."""
+    return table.filter(pc.fill_null(evaluate(pred, table), False))
+
+
+__all__ = ["evaluate", "matching_rows", "term_values", "to_pyarrow"]

@@ -38,17 +38,17 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.spec.predicates import (
-    And,
     Column,
     Compare,
     Const,
     InList,
     IsNull,
     Literal,
-    Or,
     Predicate,
     StartsWith,
+    fold,
 )
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace.bounds import (
     ColumnBounds,
     TableBounds,
@@ -144,33 +144,32 @@ def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
 # -------------------------------------------------------------------- compiling
 
 
-def _always(_: TableBounds) -> bool:
-    return True
-
-
 def compile_skip(pred: Predicate) -> Skip | None:
     """The skip test of ``pred``, or None when it can never skip anything."""
+    return fold(pred, _compile_leaf, _skip_if_any, _skip_if_all)
+
+
+def _skip_if_any(*parts: Skip | None) -> Skip | None:
+    """AND: skipped when any child cannot be TRUE."""
+    tests = [p for p in parts if p is not None]
+    if len(tests) <= 1:
+        return tests[0] if tests else None
+    return lambda b: any(p(b) for p in tests)
+
+
+def _skip_if_all(*parts: Skip | None) -> Skip | None:
+    """OR: skipped when no child can be TRUE."""
+    if any(p is None for p in parts):
+        return None
+    return lambda b: all(p(b) for p in parts)  # type: ignore[misc]
+
+
+def _compile_leaf(pred: Predicate) -> Skip | None:
     if isinstance(pred, Const):
-        return None if pred.value else _always
-    if isinstance(pred, And):
-        parts = [p for p in (compile_skip(c) for c in pred.children) if p is not None]
-        if not parts:
-            return None
-        if len(parts) == 1:
-            return parts[0]
-        return lambda b: any(p(b) for p in parts)
-    if isinstance(pred, Or):
-        ors = [compile_skip(c) for c in pred.children]
-        if any(p is None for p in ors):
-            return None
-        all_parts = [p for p in ors if p is not None]
-        return lambda b: all(p(b) for p in all_parts)
-    if isinstance(pred, (Compare, InList, IsNull, StartsWith)) and isinstance(pred.term, Column):
-        return _compile_leaf(pred, pred.term)
-    return None  # NOT, Unsupported, transform terms: maybe
-
-
-def _compile_leaf(pred: Predicate, col: Column) -> Skip | None:
+        return None if pred.value else lambda _: True
+    col = getattr(pred, "term", None)
+    if not isinstance(col, Column):
+        return None  # NOT, Unsupported, transform terms: maybe
     test = _column_test(col)
     if test is None:
         return None
@@ -240,25 +239,14 @@ def _compile_leaf(pred: Predicate, col: Column) -> Skip | None:
 
 # ---------------------------------------------------------------- manifest rows
 
-_CACHE: OrderedDict[str, TableBounds | None] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_CACHE_MAX = 50_000
+_DECODED: OpenCache[TableBounds] = OpenCache(50_000)
 
 
 def decoded(text: str | None) -> TableBounds | None:
     """The bounds of a ``metadata`` text, decoded once per distinct text (LRU)."""
     if text is None or "lance_sql.bounds" not in text:
         return None
-    with _CACHE_LOCK:
-        if text in _CACHE:
-            _CACHE.move_to_end(text)
-            return _CACHE[text]
-    b = bounds_of_metadata(text)
-    with _CACHE_LOCK:
-        _CACHE[text] = b
-        while len(_CACHE) > _CACHE_MAX:
-            _CACHE.popitem(last=False)
-    return b
+    return _DECODED.get_or_open(text, lambda: bounds_of_metadata(text))
 
 
 class RowBounds:
@@ -276,8 +264,10 @@ _ROWS: OrderedDict[tuple[Any, ...], RowBounds] = OrderedDict()
 _ROWS_MAX = 256  # candidate-row sets, and at most _ROWS_MAX_ROWS rows in all
 _ROWS_MAX_ROWS = 1_000_000
 _ROWS_SIZE = [0]
-_BY_ID_MAX = 16  # tables held alive by identity (a 100k-row __manifest is MBs)
-_BY_ID: OrderedDict[int, tuple[pa.Table, RowBounds]] = OrderedDict()
+#: by the identity of the rows object, holding it (so its ``id`` is not reused while
+#: cached): at most 16, as a 100k-row __manifest is MBs
+_BY_ID: OpenCache[tuple[pa.Table, RowBounds]] = OpenCache(16)
+_ROWS_LOCK = threading.Lock()
 
 
 def row_bounds(rows: pa.Table) -> RowBounds | None:
@@ -286,43 +276,33 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
     Cached by the exact values of the columns that decide usability (a plan over
     the same candidate rows, the common case of a service, decodes nothing again).
     """
-    with _CACHE_LOCK:
-        same = _BY_ID.get(id(rows))
-        if same is not None and same[0] is rows:  # the same (immutable) table object
-            return same[1]
+    same = _BY_ID.get(id(rows))
+    if same is not None:  # the same (immutable) table object
+        return same[1]
     if any(c not in rows.column_names for c in _ROW_COLUMNS):
         return None
     cols = [rows.column(c).to_pylist() for c in _ROW_COLUMNS]
     key = tuple(tuple(c) for c in cols)
-    with _CACHE_LOCK:
+    with _ROWS_LOCK:
         hit = _ROWS.get(key)
         if hit is not None:
             _ROWS.move_to_end(key)
-            _remember(rows, hit)
-            return hit
+    if hit is not None:
+        return _BY_ID.put(id(rows), (rows, hit))[1]
     meta, rv, rb, rt, loc = cols
     out: list[TableBounds | None] = []
     for i, text in enumerate(meta):
         b = decoded(text)
         out.append(b if b is not None and usable(b, rv[i], rb[i], rt[i], loc[i]) else None)
     state = RowBounds(out, loc)
-    with _CACHE_LOCK:
+    with _ROWS_LOCK:
         if key not in _ROWS:
             _ROWS[key] = state
             _ROWS_SIZE[0] += len(out)
         while len(_ROWS) > 1 and (len(_ROWS) > _ROWS_MAX or _ROWS_SIZE[0] > _ROWS_MAX_ROWS):
             _, old = _ROWS.popitem(last=False)
             _ROWS_SIZE[0] -= len(old.bounds)
-        _remember(rows, state)
-    return state
-
-
-def _remember(rows: pa.Table, state: RowBounds) -> None:
-    """Cache ``state`` by the identity of ``rows`` too (holding ``rows``, so the id
-    cannot be reused while cached); the caller holds ``_CACHE_LOCK``."""
-    _BY_ID[id(rows)] = (rows, state)
-    while len(_BY_ID) > _BY_ID_MAX:
-        _BY_ID.popitem(last=False)
+    return _BY_ID.put(id(rows), (rows, state))[1]
 
 
 def skip_mask(pred: Predicate, rows: pa.Table, done: np.ndarray | None = None) -> np.ndarray | None:

@@ -27,6 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import pyarrow as pa
 
 from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
 from lance_sql.spec.arrow_types import supports
-from lance_sql.spec.predicates import And, Column, Compare, InList, Or, Predicate
+from lance_sql.spec.predicates import Column, Compare, InList, Predicate, any_leaf, fold
 from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace import key_filters as kf
 
@@ -66,17 +67,23 @@ def compile_key_skip(pred: Predicate, fields: Collection[int] | None = None) -> 
     ``fields``: the field ids some table has key filters for (None: any); a
     leaf on another column is not compiled (its literal is never hashed).
     """
-    if isinstance(pred, And):
-        found = (compile_key_skip(c, fields) for c in pred.children)
-        parts = tuple(p for p in found if p is not None)
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else _Node("and", parts)
-    if isinstance(pred, Or):
-        ors = [compile_key_skip(c, fields) for c in pred.children]
-        if not ors or any(p is None for p in ors):
-            return None
-        return _Node("or", tuple(ors))
+    return fold(pred, partial(_compile_leaf, fields=fields), _skip_if_any, _skip_if_all)
+
+
+def _skip_if_any(*parts: KeyTest | None) -> KeyTest | None:
+    """AND: skipped when any child cannot be TRUE."""
+    tests = tuple(p for p in parts if p is not None)
+    if len(tests) <= 1:
+        return tests[0] if tests else None
+    return _Node("and", tests)
+
+
+def _skip_if_all(*parts: KeyTest | None) -> KeyTest | None:
+    """OR: skipped when no child can be TRUE."""
+    return None if any(p is None for p in parts) else _Node("or", parts)
+
+
+def _compile_leaf(pred: Predicate, fields: Collection[int] | None) -> KeyTest | None:
     on_column = isinstance(pred, (Compare, InList)) and isinstance(pred.term, Column)
     if on_column and fields is not None and pred.term.field_id not in fields:  # type: ignore[union-attr]
         return None
@@ -87,10 +94,8 @@ def compile_key_skip(pred: Predicate, fields: Collection[int] | None = None) -> 
     return None
 
 
-def _equality_leaves(pred: Predicate) -> bool:
-    """Whether ``pred`` has a leaf key filters could test (no hashing, no row reading)."""
-    if isinstance(pred, (And, Or)):
-        return any(_equality_leaves(c) for c in pred.children)
+def _is_equality(pred: Predicate) -> bool:
+    """Whether ``pred`` is a leaf key filters could test (no hashing, no row reading)."""
     if isinstance(pred, Compare):
         return isinstance(pred.term, Column) and pred.op == "="
     return isinstance(pred, InList) and isinstance(pred.term, Column) and not pred.negated
@@ -279,7 +284,7 @@ def key_skip_mask(
     """Per ``__manifest`` table row, True where its key filters prove ``pred`` never TRUE."""
     if root is None or rows.num_rows == 0 or not ENABLED[0]:
         return None
-    if not _equality_leaves(pred):
+    if not any_leaf(pred, _is_equality):
         return None
     state = row_bounds(rows)
     if state is None or not state.any:
@@ -298,17 +303,4 @@ def key_skip_mask(
     return _evaluate(test, banks, rows.num_rows)
 
 
-def skip_by_key_filters(
-    pred: Predicate,
-    rows: pa.Table,
-    root: str | None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> tuple[pa.Table, int]:
-    """``rows`` without the tables whose key filters rule ``pred`` out; and how many."""
-    mask = key_skip_mask(pred, rows, root, storage_options)
-    if mask is None or not mask.any():
-        return rows, 0
-    return rows.filter(pa.array(~mask)), int(mask.sum())
-
-
-__all__ = ["ENABLED", "LOAD_ERRORS", "compile_key_skip", "key_skip_mask", "skip_by_key_filters"]
+__all__ = ["ENABLED", "LOAD_ERRORS", "compile_key_skip", "key_skip_mask"]

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import LanceSqlError, PlanningError
-from lance_sql.planning.namespace_scan import plan_scan
+from lance_sql.errors import PlanningError
+from lance_sql.planning.namespace_scan import PLANNING_ERRORS, plan_scan
 from lance_sql.planning.planner import to_predicate
 from lance_sql.tables.namespace.filter_hook import (
     FilterClassification,
     register_filter_planner,
 )
-
-_PLAN_ERRORS = (LanceSqlError, NotImplementedError, ValueError, TypeError, pa.ArrowException)
 
 
 class PruningFilterPlanner:
@@ -36,7 +33,7 @@ class PruningFilterPlanner:
 
         try:
             return to_pyarrow(to_predicate(filter, ns.schema))
-        except _PLAN_ERRORS as exc:
+        except PLANNING_ERRORS as exc:
             raise PlanningError(f"filter {filter!s} has no pyarrow form: {exc}") from exc
 
     def classify(self, ns: Any, filter: Any) -> FilterClassification:

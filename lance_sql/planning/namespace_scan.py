@@ -67,7 +67,7 @@ def plan_scan(
     selects every table and keeps the filter as the scan filter.
     """
     if isinstance(ns, (str, os.PathLike)):
-        return _plan_at(ns, filter, version=version, storage_options=storage_options)
+        return plan_scan_at(ns, filter, version=version, storage_options=storage_options)
     schema = schema or ns.schema
     dropped: list[str] = []  # parts left out of pruning, and why (EXPLAIN)
     preds = []
@@ -122,18 +122,10 @@ def plan_scan_at(
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> ScanPlan:
-    """:func:`plan_scan` of the namespace at ``root``, reading only the rows it selects."""
-    return _plan_at(root, filter, version=version, storage_options=storage_options)
+    """:func:`plan_scan` of the namespace at ``root``, reading only the rows it selects.
 
-
-def _plan_at(
-    root: str | os.PathLike[str],
-    filter: Any,
-    *,
-    version: int | None,
-    storage_options: Mapping[str, str] | None,
-) -> ScanPlan:
-    """What a driver pays per query: one ``__manifest`` open, one pushed-down scan."""
+    What a driver pays per query: one ``__manifest`` open, one pushed-down scan.
+    """
     from lance_sql.tables.namespace.layout import root_uri
     from lance_sql.tables.namespace.manifest_fragments import root_properties
     from lance_sql.tables.namespace.namespace import parse_properties
@@ -191,27 +183,21 @@ def _from_selection(
 def _everything(ns: Any, scan_filter: ScanFilter | None, reason: str | None = None) -> ScanPlan:
     """Every partition table selected: no filter, or none the planner could use."""
 
+    @functools.cache
     def parts() -> tuple[PlannedPartition, ...]:
         return planned_partitions(ns.partitions(), partition_columns(ns.specs))
 
     def everything() -> tuple[SpecVersionReport, ...]:
-        versions = [p.spec_version for p in parts_memo()]
+        versions = [p.spec_version for p in parts()]
         return tuple(
             SpecVersionReport(v, "TRUE", versions.count(v), versions.count(v))
             for v in sorted(ns.specs)
         )
 
-    memo: list[tuple[PlannedPartition, ...]] = []
-
-    def parts_memo() -> tuple[PlannedPartition, ...]:
-        if not memo:
-            memo.append(parts())
-        return memo[0]
-
     return ScanPlan(
         root=str(ns.root),
         manifest_version=ns.manifest_version,
-        partitions=parts_memo,
+        partitions=parts,
         total_partitions=lambda: len(ns.tables()),
         specs=everything,
         pruned=reason is None,

@@ -17,10 +17,12 @@ Order matters and is fixed by :func:`prepare`:
 
 from __future__ import annotations
 
+from functools import partial
+
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.format.schema import field_id_of
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.spec.literals import coerce_compare, coerce_in, in_pred
 from lance_sql.spec.predicates import (
     FALSE,
@@ -39,6 +41,7 @@ from lance_sql.spec.predicates import (
     Term,
     Unsupported,
     and_,
+    fold,
     or_,
     to_sql,
 )
@@ -153,12 +156,10 @@ def _value_type(term: Term) -> pa.DataType:
 
 def bind(pred: Predicate, schema: pa.Schema) -> Predicate:
     """Resolve names and coerce literals; raises :class:`PlanningError` for unknown columns."""
-    if isinstance(pred, And):
-        return and_(*(bind(c, schema) for c in pred.children))
-    if isinstance(pred, Or):
-        return or_(*(bind(c, schema) for c in pred.children))
-    if isinstance(pred, Not):
-        return Not(bind(pred.child, schema))
+    return fold(pred, partial(_bind_leaf, schema=schema), and_, or_, Not)
+
+
+def _bind_leaf(pred: Predicate, schema: pa.Schema) -> Predicate:
     if isinstance(pred, (Const, Unsupported)):
         return pred
     try:
@@ -189,16 +190,13 @@ def simplify(pred: Predicate) -> Predicate:
     lists to a dataset provider as OR chains (``a != 1 AND a != 2`` likewise
     becomes ``a NOT IN (1, 2)``).
     """
-    if isinstance(pred, And):
-        return _merge(and_(*(simplify(c) for c in pred.children)), negated=True)
-    if isinstance(pred, Or):
-        return _merge(or_(*(simplify(c) for c in pred.children)), negated=False)
-    if isinstance(pred, Not):
-        inner = simplify(pred.child)
-        if isinstance(inner, Const):
-            return Const(not inner.value)
-        return Not(inner)
-    return pred
+    return fold(
+        pred,
+        lambda leaf: leaf,
+        lambda *parts: _merge(and_(*parts), negated=True),
+        lambda *parts: _merge(or_(*parts), negated=False),
+        lambda inner: Const(not inner.value) if isinstance(inner, Const) else Not(inner),
+    )
 
 
 def _merge(pred: Predicate, negated: bool) -> Predicate:

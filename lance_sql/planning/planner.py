@@ -8,8 +8,6 @@ partition table with that partition's residual filter.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +30,7 @@ from lance_sql.planning.pruning import (
     spec_ids,
 )
 from lance_sql.spec.predicates import TRUE, Predicate
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace.manifest_fragments import table_versions
 from lance_sql.tables.namespace.spec import PartitionSpec
 
@@ -107,38 +106,23 @@ def plan_partitions(
     return finish_plan(pred, mf, selected, versions, root=root, storage_options=storage_options)
 
 
-_SELECTIONS: OrderedDict[int, tuple[pa.Table, OrderedDict[str, Any]]] = OrderedDict()
-_SELECTIONS_LOCK = threading.Lock()
-_SELECTIONS_ROWS = 4  # __manifest rows objects held (a service's current snapshots)
-_SELECTIONS_MAX = 1024  # selections per rows object
+#: per ``__manifest`` rows object (a service's current snapshots; held, so its ``id`` is
+#: not reused while cached): the selection of each ``__manifest`` predicate
+_SELECTIONS: OpenCache[tuple[pa.Table, OpenCache[tuple[pa.Table, np.ndarray]]]] = OpenCache(4)
 
 
 def _selection(manifest_rows: pa.Table, mf: ManifestFilter) -> tuple[pa.Table, np.ndarray]:
     """(selected rows, spec version of every table row), cached per rows object and
-    ``__manifest`` predicate: a service plans the same snapshot's rows again and again
-    (the cache holds the rows, so their ``id`` is not reused while cached)."""
-    pkey = repr(mf.predicate)
-    with _SELECTIONS_LOCK:
-        slot = _SELECTIONS.get(id(manifest_rows))
-        if slot is not None and slot[0] is manifest_rows:
-            _SELECTIONS.move_to_end(id(manifest_rows))
-            hit = slot[1].get(pkey)
-            if hit is not None:
-                slot[1].move_to_end(pkey)
-                return hit  # type: ignore[no-any-return]
-    versions = table_versions(manifest_rows)  # (carried from the previous version's rows)
-    selected = manifest_rows.filter(pa.array(select_mask(manifest_rows, mf, versions)))
-    with _SELECTIONS_LOCK:
-        slot = _SELECTIONS.get(id(manifest_rows))
-        if slot is None or slot[0] is not manifest_rows:
-            slot = (manifest_rows, OrderedDict())
-            _SELECTIONS[id(manifest_rows)] = slot
-        slot[1][pkey] = (selected, versions)
-        while len(slot[1]) > _SELECTIONS_MAX:
-            slot[1].popitem(last=False)
-        while len(_SELECTIONS) > _SELECTIONS_ROWS:
-            _SELECTIONS.popitem(last=False)
-    return selected, versions
+    ``__manifest`` predicate: a service plans the same snapshot's rows again and again."""
+    _, by_predicate = _SELECTIONS.get_or_open(
+        id(manifest_rows), lambda: (manifest_rows, OpenCache(1024))
+    )
+
+    def select() -> tuple[pa.Table, np.ndarray]:
+        versions = table_versions(manifest_rows)  # (carried from the previous version's rows)
+        return manifest_rows.filter(pa.array(select_mask(manifest_rows, mf, versions))), versions
+
+    return by_predicate.get_or_open(repr(mf.predicate), select)
 
 
 def finish_plan(

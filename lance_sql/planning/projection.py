@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.format.schema import field_id_of
 from lance_sql.planning.passes import struct_field_columns
 from lance_sql.planning.unwrap import year_term_as_range
+from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,

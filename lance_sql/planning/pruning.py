@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.arrow_expr import evaluate_mask, to_pyarrow
+from lance_sql.planning.arrow_expr import evaluate, to_pyarrow
 from lance_sql.planning.projection import SpecProjector
 from lance_sql.spec.predicates import (
     FALSE,
@@ -204,9 +204,11 @@ def fully_proven(proven: np.ndarray) -> np.ndarray:
 
 
 def _mask_numpy(table: pa.Table, pred: Predicate) -> np.ndarray:
-    mask = evaluate_mask(table, pred)
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks() if mask.num_chunks else pa.array([], pa.bool_())
+    """TRUE where ``pred`` is TRUE (compute kernels straight over the columns: a few
+    times faster than projecting a pyarrow expression through a dataset)."""
+    if table.num_rows == 0:
+        return np.zeros(0, bool)
+    mask = pc.fill_null(evaluate(pred, table), False)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -275,33 +277,21 @@ class PruningReport:
 
 
 def report(
-    mf: ManifestFilter,
-    all_rows: pa.Table | np.ndarray,
-    selected: pa.Table | np.ndarray,
-    residual: list[Predicate] | np.ndarray,
+    mf: ManifestFilter, all_versions: np.ndarray, versions: np.ndarray, done: np.ndarray
 ) -> PruningReport:
-    """The report from table rows, or from their spec versions (:func:`spec_ids`) directly.
-
-    ``residual`` is the residual list, or a bool array telling which selected
-    rows need no re-check at all.
-    """
-    all_v = spec_ids(all_rows) if isinstance(all_rows, pa.Table) else all_rows
-    sel_v = spec_ids(selected) if isinstance(selected, pa.Table) else selected
-    if isinstance(residual, np.ndarray):
-        done = residual.astype(bool)
-    else:
-        done = np.array([r is TRUE or r == TRUE for r in residual], dtype=bool)
+    """The report from the spec version (:func:`spec_ids`) of every table row and of every
+    selected row, and which selected rows need no re-check at all (:func:`fully_proven`)."""
     specs = tuple(
         SpecReport(
             spec_id,
             functools.partial(mf.spec_sql, spec_id),
-            int((sel_v == spec_id).sum()),
-            int((all_v == spec_id).sum()),
-            int(((sel_v == spec_id) & done).sum()),
+            int((versions == spec_id).sum()),
+            int((all_versions == spec_id).sum()),
+            int(((versions == spec_id) & done).sum()),
         )
         for spec_id in sorted(mf.specs)
     )
-    return PruningReport(mf.to_sql, specs, len(sel_v), int((all_v >= 0).sum()))
+    return PruningReport(mf.to_sql, specs, len(versions), int((all_versions >= 0).sum()))
 
 
 __all__ = [

@@ -21,8 +21,10 @@ keeps; nothing is ever rendered as ``TRUE`` for want of a form.
 from __future__ import annotations
 
 import base64
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
@@ -30,13 +32,11 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.predicates import (
-    And,
     Const,
-    Not,
-    Or,
     Predicate,
     Unsupported,
     and_,
+    any_leaf,
     columns_of,
     conjuncts,
 )
@@ -44,13 +44,7 @@ from udfs.sql_engine import sql_engine
 
 
 def has_unsupported(pred: Predicate) -> bool:
-    if isinstance(pred, Unsupported):
-        return True
-    if isinstance(pred, (And, Or)):
-        return any(has_unsupported(c) for c in pred.children)
-    if isinstance(pred, Not):
-        return has_unsupported(pred.child)
-    return False
+    return any_leaf(pred, lambda leaf: isinstance(leaf, Unsupported))
 
 
 @dataclass(frozen=True)
@@ -119,18 +113,9 @@ class ScanFilter:
             return None, True
         if self.predicate == Const(False):
             return pc.scalar(False), True
-        done: list[pc.Expression] = []
-        exact = True
-        for part in conjuncts(self.predicate):
-            expr = _lance_form(part, schema)
-            if expr is None:
-                exact = False
-            else:
-                done.append(expr)
-        expr = None
-        for e in done:
-            expr = e if expr is None else expr & e
-        return expr, exact
+        forms = [_lance_form(part, schema) for part in conjuncts(self.predicate)]
+        done = [f for f in forms if f is not None]
+        return (reduce(operator.and_, done) if done else None), len(done) == len(forms)
 
     def residual(self, schema: pa.Schema) -> Predicate:
         """The conjuncts :meth:`pushdown` leaves out (TRUE when it is exact)."""
@@ -148,7 +133,7 @@ class ScanFilter:
             return table.select(schema.names).filter(expr)
         if self.sql is not None and has_unsupported(self.predicate):
             return _datafusion_where(table, self.sql)
-        from lance_sql.planning.evaluate import matching_rows
+        from lance_sql.planning.arrow_expr import matching_rows
 
         rest = self.residual(schema) if residual is None else residual
         return matching_rows(rest, table) if rest != Const(True) else table
@@ -171,9 +156,7 @@ class ScanFilter:
 
 
 def _is_predicate(obj: Any) -> bool:
-    from lance_sql.spec.predicates import Compare, InList, IsNull, StartsWith
-
-    return isinstance(obj, (Compare, InList, IsNull, StartsWith, And, Or, Not, Const))
+    return isinstance(obj, Predicate) and not isinstance(obj, Unsupported)
 
 
 def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:

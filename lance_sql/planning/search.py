@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.planning.search_table import (
@@ -38,7 +37,7 @@ from lance_sql.planning.search_table import (
     TableReport,
     as_query_vector,
     plan_table,
-    score_column,
+    top_k,
 )
 from lance_sql.tables.dataset_cache import OpenCache
 
@@ -243,7 +242,7 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=Tr
         return report, _with_part(empty) if row_ids else empty.drop_columns(["_rowid"])
     if len(parts) == 1:  # one table: already in pylance's order (ties: pylance's choice)
         return report, parts[0]
-    return report, merge_top_k(pa.concat_tables(parts), q.kind, q.k)
+    return report, top_k(pa.concat_tables(parts), q.kind, q.k)  # the global top k
 
 
 def _with_part(t: pa.Table) -> pa.Table:
@@ -259,13 +258,6 @@ def result_schema(target: Any, kind: str, columns: list[str] | None = None) -> p
     if kind == "hybrid":
         fields.append(pa.field("_hybrid_score", pa.float64()))
     return pa.schema(fields)
-
-
-def merge_top_k(candidates: pa.Table, kind: str, k: int) -> pa.Table:
-    """The global top ``k`` of per-table candidates (columns ``_part``, ``_rowid``, score)."""
-    order = "ascending" if kind == "vector" else "descending"
-    keys = [(score_column(kind), order), ("_part", "ascending"), ("_rowid", "ascending")]
-    return candidates.take(pc.sort_indices(candidates, keys)[:k])
 
 
 def rrf(vec: pa.Table, txt: pa.Table, k: int, rrf_k: int = 60) -> pa.Table:
@@ -382,4 +374,4 @@ def search(
     return (out, report) if return_report else out
 
 
-__all__ = ["SearchError", "SearchReport", "merge_top_k", "result_schema", "rrf", "search"]
+__all__ = ["SearchError", "SearchReport", "result_schema", "rrf", "search"]

@@ -228,7 +228,7 @@ class TableCall:
         result = _named(target, out, self.need, q, self.ids)
         if self.after is not None:
             result = _keep(self.after, result, target.schema)
-            result = _top(result, q.kind, q.k)
+            result = top_k(result, q.kind, q.k)
         return result if result.column_names == self.keep else result.select(self.keep)
 
 
@@ -240,11 +240,12 @@ def score_column(kind: str) -> str:
     return "_distance" if kind == "vector" else "_score"
 
 
-def _top(t: pa.Table, kind: str, k: int) -> pa.Table:
-    col = score_column(kind)
+def top_k(t: pa.Table, kind: str, k: int) -> pa.Table:
+    """The best ``k`` rows of ``t`` by score; ties by ``_part``, then ``_rowid`` (where present):
+    one table's candidates, or every table's when merged."""
     order = "ascending" if kind == "vector" else "descending"
-    idx = pc.sort_indices(t, [(col, order), ("_rowid", "ascending")])
-    return t.take(idx[:k])
+    ties = [(c, "ascending") for c in ("_part", "_rowid") if c in t.column_names]
+    return t.take(pc.sort_indices(t, [(score_column(kind), order), *ties])[:k])
 
 
 _FLOAT32 = pa.float32()
@@ -309,4 +310,5 @@ __all__ = [
     "as_query_vector",
     "plan_table",
     "score_column",
+    "top_k",
 ]

@@ -42,6 +42,7 @@ from lance_sql.spec.predicates import (
     Unsupported,
     and_,
     or_,
+    quote_str,
 )
 from lance_sql.spec.transforms.bucket import hash_term, is_hash_call, is_hash_term, modulo_term
 from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC
@@ -246,8 +247,7 @@ def _literal(node: exp.Expression) -> Literal:
         if _cast_kind(node) == "date":
             from lance_sql.spec.literals import datafusion_cast
 
-            sql = "'" + text.replace("'", "''") + "'"
-            return Literal(datafusion_cast(sql, pa.date32()), pa.date32())
+            return Literal(datafusion_cast(quote_str(text), pa.date32()), pa.date32())
         return Literal(None, pa.timestamp("ns"), text=text)
     if node.is_string:
         return Literal(node.this, pa.string())

@@ -15,6 +15,7 @@ import datetime
 
 import pyarrow as pa
 
+from lance_sql.spec.literals import PER_SECOND, int_range
 from lance_sql.spec.predicates import (
     Column,
     Compare,
@@ -29,9 +30,6 @@ from lance_sql.spec.predicates import (
 )
 from lance_sql.spec.transforms.time_fields import YEAR
 
-_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
-_INT64 = (-(2**63), 2**63 - 1)
-
 
 def _year_start(year: int, t: pa.DataType) -> Literal | None:
     """The first value of calendar ``year`` in ``t``'s storage units, if representable."""
@@ -40,8 +38,9 @@ def _year_start(year: int, t: pa.DataType) -> Literal | None:
     days = (datetime.date(year, 1, 1) - datetime.date(1970, 1, 1)).days
     if pa.types.is_date32(t):
         return Literal(days, t)
-    value = days * _PER_DAY[t.unit]
-    if not _INT64[0] <= value <= _INT64[1]:
+    value = days * 86_400 * PER_SECOND[t.unit]
+    lo, hi = int_range(pa.int64())
+    if not lo <= value <= hi:
         return None
     return Literal(value, t)
 

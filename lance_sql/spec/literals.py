@@ -61,11 +61,12 @@ from lance_sql.spec.predicates import (
     Predicate,
     Term,
     Unsupported,
+    datafusion_type_name,
+    quote_str,
 )
-from lance_sql.spec.time_ranges import datafusion_type_name
 from udfs.sql_engine import sql_engine
 
-_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 _ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")
@@ -106,11 +107,8 @@ def _float_sql(value: float, ltype: pa.DataType) -> str:
     return f"arrow_cast({text}, 'Float64')"
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _int_range(t: pa.DataType) -> tuple[int, int]:
+def int_range(t: pa.DataType) -> tuple[int, int]:
+    """The values an integer type holds: (min, max)."""
     if pa.types.is_signed_integer(t):
         return -(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1
     return 0, (1 << t.bit_width) - 1
@@ -119,14 +117,14 @@ def _int_range(t: pa.DataType) -> tuple[int, int]:
 def _domain(t: pa.DataType) -> tuple[int, int] | None:
     """The storage-integer range of an integer-like type, else None."""
     if pa.types.is_integer(t):
-        return _int_range(t)
+        return int_range(t)
     if pa.types.is_decimal(t):
         top = 10**t.precision - 1
         return -top, top
     if pa.types.is_date32(t):
-        return _int_range(pa.int32())
+        return int_range(pa.int32())
     if pa.types.is_timestamp(t):
-        return _int_range(pa.int64())
+        return int_range(pa.int64())
     return None
 
 
@@ -174,7 +172,7 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
                 raise PlanningError(f"cannot cast string literal {raw!r} to {target}") from exc
             if pa.types.is_decimal(target) and (q * 10**scale).denominator != 1:
                 # DataFusion casts the string to the column's type, rounding it
-                return datafusion_comparison_value(target, _sql_string(raw))
+                return datafusion_comparison_value(target, quote_str(raw))
             return q * 10**scale
         if text is not None or not (
             pa.types.is_integer(ltype) or pa.types.is_floating(ltype) or pa.types.is_decimal(ltype)
@@ -194,7 +192,7 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
         return q * 10**scale
     if pa.types.is_date32(target):
         if text is not None:
-            return datafusion_comparison_value(target, f"TIMESTAMP {_sql_string(text)}")
+            return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
         if pa.types.is_date32(ltype):
             return Fraction(int(lit.value))
         if pa.types.is_date64(ltype):
@@ -202,21 +200,21 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
         if pa.types.is_integer(ltype):
             return Fraction(int(lit.value))
         if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, _sql_string(str(lit.value)))
+            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_timestamp(ltype) and ltype.tz is None:
-            return Fraction(int(lit.value), _PER_SECOND[ltype.unit] * 86_400)
+            return Fraction(int(lit.value), PER_SECOND[ltype.unit] * 86_400)
         raise _Undecidable
     if pa.types.is_timestamp(target):
         if text is not None:
-            return datafusion_comparison_value(target, f"TIMESTAMP {_sql_string(text)}")
+            return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
         if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, _sql_string(str(lit.value)))
+            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_date32(ltype):
             return datafusion_comparison_value(target, f"arrow_cast({int(lit.value)}, 'Date32')")
         if pa.types.is_timestamp(ltype):
             if (ltype.tz is None) != (target.tz is None):
                 raise _Undecidable  # naive vs zoned instant: no exact common meaning
-            return Fraction(int(lit.value) * _PER_SECOND[target.unit], _PER_SECOND[ltype.unit])
+            return Fraction(int(lit.value) * PER_SECOND[target.unit], PER_SECOND[ltype.unit])
         if pa.types.is_integer(ltype):
             raise PlanningError(
                 f"cannot compare timestamp column with integer literal {lit.value}"
@@ -411,4 +409,5 @@ __all__ = [
     "datafusion_comparison_value",
     "datafusion_type_name",
     "in_pred",
+    "int_range",
 ]

@@ -13,13 +13,18 @@ NULL, and a filter keeps a row only when the predicate is TRUE.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
+from lance_sql.errors import PlanningError
+
 if TYPE_CHECKING:
     from lance_sql.spec.transforms.base import TermForm
+
+R = TypeVar("R")
 
 # --------------------------------------------------------------------------- terms
 
@@ -40,7 +45,7 @@ class Column:
     def sql(self) -> str:
         if self.path:
             head, *rest = self.path
-            return quote_ident(head) + "".join(f"[{_quote_str(p)}]" for p in rest)
+            return quote_ident(head) + "".join(f"[{quote_str(p)}]" for p in rest)
         return quote_ident(self.name)
 
     @property
@@ -249,6 +254,37 @@ def or_(*children: Predicate) -> Predicate:
     return Or(tuple(out))
 
 
+def fold(
+    pred: Predicate,
+    leaf: Callable[[Predicate], R],
+    both: Callable[..., R],
+    either: Callable[..., R],
+    negate: Callable[[R], R] | None = None,
+) -> R:
+    """Bottom-up over ``pred``: the one walk of the tree every converter shares.
+
+    ``both`` / ``either`` combine the results of an AND's / OR's children (passed as
+    arguments, so :func:`and_` / :func:`or_` rebuild the tree) and
+    ``negate`` a NOT's child's result; ``leaf`` maps every other node (a leaf or a
+    :class:`Const`, and a :class:`Not` when ``negate`` is None).
+    """
+    if isinstance(pred, (And, Or)):
+        parts = [fold(c, leaf, both, either, negate) for c in pred.children]
+        return both(*parts) if isinstance(pred, And) else either(*parts)
+    if isinstance(pred, Not) and negate is not None:
+        return negate(fold(pred.child, leaf, both, either, negate))
+    return leaf(pred)
+
+
+def any_leaf(pred: Predicate, test: Callable[[Predicate], bool]) -> bool:
+    """Whether ``test`` holds for some leaf of ``pred`` (under NOT too)."""
+    return fold(pred, test, _any, _any, bool)
+
+
+def _any(*parts: bool) -> bool:
+    return any(parts)
+
+
 def conjuncts(pred: Predicate) -> tuple[Predicate, ...]:
     """The top-level conjuncts of ``pred`` (``(pred,)`` when it is not an AND)."""
     if isinstance(pred, And):
@@ -260,19 +296,19 @@ def conjuncts(pred: Predicate) -> tuple[Predicate, ...]:
 
 def columns_of(pred: Predicate) -> set[str]:
     """Names of every column the predicate reads."""
-    out: set[str] = set()
-    if isinstance(pred, (And, Or)):
-        for child in pred.children:
-            out |= columns_of(child)
-    elif isinstance(pred, Not):
-        out |= columns_of(pred.child)
-    elif isinstance(pred, Unsupported):
-        out |= set(pred.columns)
-    elif isinstance(pred, (Compare, InList, IsNull, StartsWith)):
-        term = pred.term
-        cols = (term,) if isinstance(term, Column) else term.columns
-        out |= {c.top for c in cols}
-    return out
+
+    def leaf(p: Predicate) -> set[str]:
+        if isinstance(p, Unsupported):
+            return set(p.columns)
+        if isinstance(p, Const):
+            return set()
+        cols = (p.term,) if isinstance(p.term, Column) else p.term.columns
+        return {c.top for c in cols}
+
+    def union(*parts: set[str]) -> set[str]:
+        return set().union(*parts)
+
+    return fold(pred, leaf, union, union, set)
 
 
 # ------------------------------------------------------------------------- to SQL
@@ -289,21 +325,22 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _quote_str(text: str) -> str:
+def quote_str(text: str) -> str:
+    """A SQL string literal of ``text``."""
     return "'" + text.replace("'", "''") + "'"
 
 
 def literal_sql(lit: Literal) -> str:
     """DataFusion SQL text for a literal that keeps its exact type."""
     if lit.text is not None and lit.value is None:
-        return f"TIMESTAMP {_quote_str(lit.text)}"
+        return f"TIMESTAMP {quote_str(lit.text)}"
     if lit.value is None:
         return "NULL"
     t = lit.type
     if pa.types.is_boolean(t):
         return "TRUE" if lit.value else "FALSE"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _quote_str(str(lit.value))
+        return quote_str(str(lit.value))
     if pa.types.is_date(t):
         try:
             return f"DATE '{lit.scalar().as_py().isoformat()}'"
@@ -319,7 +356,7 @@ def literal_sql(lit: Literal) -> str:
         return repr(float(lit.value))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "X'" + bytes(lit.value).hex() + "'"
-    return _quote_str(str(lit.value))
+    return quote_str(str(lit.value))
 
 
 def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
@@ -338,13 +375,28 @@ def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
         if text is not None and t.tz is None:
             return f"TIMESTAMP '{text}'"
         if text is not None:  # a string with Z cast to the zoned type is that instant
-            return f"arrow_cast('{text}Z', 'Timestamp({_UNIT[t.unit]}, Some(\"{t.tz}\"))')"
-    tz = "None" if t.tz is None else f'Some("{t.tz}")'
-    return f"arrow_cast({value}, 'Timestamp({_UNIT[t.unit]}, {tz})')"
+            return f"arrow_cast('{text}Z', '{datafusion_type_name(t)}')"
+    return f"arrow_cast({value}, '{datafusion_type_name(t)}')"
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _UNIT = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
+
+
+def datafusion_type_name(t: pa.DataType) -> str:
+    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
+    if pa.types.is_timestamp(t):
+        tz = "None" if t.tz is None else f'Some("{t.tz}")'
+        return f"Timestamp({_UNIT[t.unit]}, {tz})"
+    if t == pa.date32():
+        return "Date32"
+    if pa.types.is_integer(t):  # int8 -> Int8, uint64 -> UInt64
+        return str(t).replace("uint", "UInt").replace("int", "Int")
+    if t == pa.float64():
+        return "Float64"
+    if isinstance(t, (pa.Decimal128Type, pa.Decimal256Type)):
+        return f"Decimal{t.bit_width}({t.precision}, {t.scale})"
+    raise PlanningError(f"no DataFusion cast target for type {t}")
 
 
 def to_sql(pred: Predicate) -> str:
@@ -371,7 +423,7 @@ def to_sql(pred: Predicate) -> str:
     if isinstance(pred, IsNull):
         return f"{term} IS {'NOT NULL' if pred.negated else 'NULL'}"
     if isinstance(pred, StartsWith):
-        call = f"starts_with({term}, {_quote_str(pred.prefix)})"
+        call = f"starts_with({term}, {quote_str(pred.prefix)})"
         return f"NOT {call}" if pred.negated else call
     raise TypeError(f"not a predicate: {pred!r}")
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lance_sql.errors import PlanningError
 from lance_sql.spec.predicates import Column, Compare, Literal, Predicate, and_, or_
+from lance_sql.spec.predicates import datafusion_type_name as datafusion_type_name
 
 US_PER_SECOND = 1_000_000
 US_PER_DAY = 86_400 * US_PER_SECOND
@@ -159,22 +159,3 @@ def lexicographic(fields: list[Column], values: tuple[int, ...], op: str) -> Pre
     for f, v in zip(reversed(fields[:-1]), reversed(lits[:-1]), strict=True):
         pred = or_(Compare(f, base, v), and_(Compare(f, "=", v), pred))
     return pred
-
-
-_UNIT_NAME = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
-
-
-def datafusion_type_name(t: pa.DataType) -> str:
-    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
-    if pa.types.is_timestamp(t):
-        tz = "None" if t.tz is None else f'Some("{t.tz}")'
-        return f"Timestamp({_UNIT_NAME[t.unit]}, {tz})"
-    if t == pa.date32():
-        return "Date32"
-    if pa.types.is_integer(t):  # int8 -> Int8, uint64 -> UInt64
-        return str(t).replace("uint", "UInt").replace("int", "Int")
-    if t == pa.float64():
-        return "Float64"
-    if isinstance(t, (pa.Decimal128Type, pa.Decimal256Type)):
-        return f"Decimal{t.bit_width}({t.precision}, {t.scale})"
-    raise PlanningError(f"no DataFusion cast target for type {t}")

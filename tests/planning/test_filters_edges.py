@@ -17,8 +17,7 @@ import pytest
 from planning_helpers import SCHEMA
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.arrow_expr import to_pyarrow
-from lance_sql.planning.evaluate import evaluate
+from lance_sql.planning.arrow_expr import evaluate, to_pyarrow
 from lance_sql.planning.sql_filter import parse_filter
 from lance_sql.planning.substrait_filter import from_pyarrow
 from lance_sql.spec.predicates import to_sql

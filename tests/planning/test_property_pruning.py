@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from planning_strategies import Example, examples, predicates
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.evaluate import evaluate
+from lance_sql.planning.arrow_expr import evaluate
 from lance_sql.planning.passes import prepare
 from lance_sql.planning.planner import plan_partitions
 from lance_sql.spec.predicates import (

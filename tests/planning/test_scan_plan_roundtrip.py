@@ -23,7 +23,7 @@ from planning_strategies import TIME_ANCHORS, Example, leaves
 
 import lance_sql
 from lance_sql.errors import PlanningError
-from lance_sql.planning.evaluate import matching_rows
+from lance_sql.planning.arrow_expr import matching_rows
 from lance_sql.planning.namespace_scan import plan_scan
 from lance_sql.planning.planner import to_predicate
 from lance_sql.planning.scan_filter import _datafusion_where

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import pytest
 from planning_helpers import SCHEMA, pfield, project
 
-from lance_sql.planning.evaluate import evaluate
+from lance_sql.planning.arrow_expr import evaluate
 from lance_sql.planning.planner import plan_partitions
 from lance_sql.planning.sql_filter import parse_filter
 from lance_sql.spec.time_ranges import offset_bounds

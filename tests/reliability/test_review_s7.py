@@ -48,7 +48,7 @@ FLOAT_IDENTITY = [{"field_id": "f", "source": "f", "transform": {"type": "identi
 def test_float_in_list_selects_the_negative_zero_partition(tmp_path: Path, where: str) -> None:
     """An identity partition on a float column holding -0.0 is selected by ``IN (0.0, ...)``.
 
-    Fixed in planning/arrow_expr.py and planning/evaluate.py: the ``__manifest``
+    Fixed in planning/arrow_expr.py (expression and evaluation): the ``__manifest``
     selection evaluated IN with pyarrow's ``is_in``, which hashes floats bitwise
     (-0.0 is not in [0.0]); SQL's IN is ``=``, where -0.0 = 0.0. The rows of the
     -0.0 partition were missing from SELECT and survived a DELETE.

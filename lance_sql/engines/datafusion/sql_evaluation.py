@@ -3,7 +3,7 @@
 Partition expressions (``udfs.evaluate_expression``), row-operation filters and
 SET values (``tables/namespace/sql_eval.py``: SQL text, or the expressions of the
 statements DataFusion planned, :meth:`DataFusionSqlEngine.run_plan`), scan residuals
-(``planning/scan_filter.py``), ``date_trunc`` terms (``planning/evaluate.py``) and
+(``planning/scan_filter.py``), ``date_trunc`` terms (``planning/arrow_expr.py``) and
 the coercion of comparison literals (``spec/literals.py``) are evaluated by
 DataFusion itself, so they mean what they mean in a query. Those layers never
 import DataFusion: they call :func:`udfs.sql_engine.sql_engine`, which the package

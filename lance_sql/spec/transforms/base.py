@@ -84,10 +84,6 @@ def literal_array(values: Sequence[Literal | None], arrow_type: pa.DataType) -> 
     return pa.array([None if v is None else v.value for v in values], type=arrow_type)
 
 
-def make_literal(value: object, arrow_type: pa.DataType) -> Literal:
-    return Literal(value, arrow_type)
-
-
 class NotThisTerm(Exception):
     """A term whose text fits a transform that its column's type does not."""
 
@@ -195,7 +191,7 @@ class FieldTransform:
         return out.to_pylist()
 
     def _value_literal(self, value: object) -> Literal:
-        return make_literal(value, self.result_type)
+        return Literal(value, self.result_type)
 
     # ---- projections
     def on_source(self, term: Term) -> bool:

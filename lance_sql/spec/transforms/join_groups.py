@@ -147,9 +147,7 @@ class TruncateGrouping(Grouping):
         if string_like:
             w = min(fixed)
         else:
-            w = 1
-            for x in fixed:
-                w = w * x // math.gcd(w, x)
+            w = math.lcm(*fixed)
             if w > _INT64_MAX:
                 return "truncate widths on {on} have a least common multiple beyond int64"
         chosen = [

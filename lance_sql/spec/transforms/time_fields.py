@@ -22,11 +22,11 @@ from lance_sql.spec.predicates import (
     Term,
     TransformTerm,
     and_,
+    datafusion_type_name,
     or_,
 )
 from lance_sql.spec.time_ranges import (
     TIME_CHAIN,
-    datafusion_type_name,
     lexicographic,
     naive_tuple,
     offset_bounds,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.literals import int_range
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -16,6 +17,7 @@ from lance_sql.spec.predicates import (
     Compare,
     IsNull,
     Leaf,
+    Literal,
     Predicate,
     StartsWith,
     TransformTerm,
@@ -25,7 +27,6 @@ from lance_sql.spec.transforms.base import (
     FieldTransform,
     TermForm,
     leaf_on_value,
-    make_literal,
     plain,
     same_column,
 )
@@ -70,7 +71,7 @@ TRUNCATE = TruncateForm()
 def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
     """The next (step=1) / previous (step=-1) representable integer-like value, or None."""
     if pa.types.is_integer(arrow_type):
-        lo, hi = _int_bounds(arrow_type)
+        lo, hi = int_range(arrow_type)
         nxt = int(value) + step
         return nxt if lo <= nxt <= hi else None
     if pa.types.is_decimal(arrow_type):
@@ -79,12 +80,6 @@ def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
             return None
         return decimal.Decimal(unscaled).scaleb(-arrow_type.scale)
     return None
-
-
-def _int_bounds(t: pa.DataType) -> tuple[int, int]:
-    if pa.types.is_signed_integer(t):
-        return -(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1
-    return 0, (1 << t.bit_width) - 1
 
 
 def monotonic_range(leaf: Compare, strict: bool, value_of, succ) -> tuple[str, object] | Predicate:
@@ -142,7 +137,7 @@ class TruncateTransform(FieldTransform):
         return other.width % self.width == 0
 
     def _one(self, value: object) -> object:
-        return self.values_of([make_literal(value, self.source.type)])[0]
+        return self.values_of([Literal(value, self.source.type)])[0]
 
     def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if isinstance(leaf, Compare) and leaf.op in RANGE_OPS:

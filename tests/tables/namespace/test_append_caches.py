@@ -167,11 +167,12 @@ def test_sql_unit_cache_drops_stale_pins_and_stays_right(
 def _old_selection(rows: pa.Table, mfilter) -> pa.Table:
     """The selection as it was computed before versions were carried: the whole
     ``__manifest`` predicate evaluated over every row, then every object id parsed."""
-    from lance_sql.planning.arrow_expr import evaluate_mask
+    from lance_sql.planning.arrow_expr import to_pyarrow
     from lance_sql.planning.pruning import spec_ids
 
-    mask = evaluate_mask(rows, mfilter.predicate)
-    return rows.filter(pc.and_(mask, pa.array(spec_ids(rows) >= 0)))
+    tagged = rows.append_column("_table", pa.array(spec_ids(rows) >= 0))
+    kept = tagged.filter(to_pyarrow(mfilter.predicate) & pc.field("_table"))
+    return kept.drop_columns(["_table"])
 
 
 def _check_selections(ns: PartitionedNamespace, carried: bool) -> None:
