@@ -125,23 +125,6 @@ def _nested_column(top: pa.Field, rest: str) -> Column | None:
     return Column(".".join(path), field_id_of(current), current.type, tuple(path))
 
 
-def struct_field_columns(schema: pa.Schema) -> list[Column]:
-    """Every field inside struct columns (not inside lists or maps), bound, with its path."""
-    out: list[Column] = []
-
-    def walk(f: pa.Field, path: tuple[str, ...]) -> None:
-        if not pa.types.is_struct(f.type):
-            return
-        for child in f.type:
-            sub = (*path, child.name)
-            out.append(Column(".".join(sub), field_id_of(child), child.type, sub))
-            walk(child, sub)
-
-    for f in schema:
-        walk(f, (f.name,))
-    return out
-
-
 def _bind_term(term: Term, schema: pa.Schema) -> Term:
     if isinstance(term, Column):
         return resolve_column(term.name, schema)

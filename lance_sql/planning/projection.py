@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lance_sql.planning.passes import struct_field_columns
 from lance_sql.planning.unwrap import year_term_as_range
 from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.spec.predicates import (
@@ -51,13 +50,17 @@ def schema_columns(schema: pa.Schema) -> dict[int, Column]:
     """Bound columns of the namespace schema keyed by Lance field id, fields inside
     struct columns (a partition source may be one) included."""
     out: dict[int, Column] = {}
-    for f in schema:
+
+    def walk(f: pa.Field, path: tuple[str, ...]) -> None:
         fid = field_id_of(f)
-        if fid is not None:
-            out[fid] = Column(f.name, fid, f.type)
-    for c in struct_field_columns(schema):
-        if c.field_id is not None:
-            out.setdefault(c.field_id, c)
+        if fid is not None:  # (a top-level column has no path)
+            out.setdefault(fid, Column(".".join(path), fid, f.type, path if len(path) > 1 else ()))
+        if pa.types.is_struct(f.type):  # not inside lists or maps
+            for child in f.type:
+                walk(child, (*path, child.name))
+
+    for f in schema:
+        walk(f, (f.name,))
     return out
 
 

@@ -3,6 +3,7 @@
 :func:`scalar_kind` names the kind of a flat Arrow type; each feature supports
 a set of kinds (:data:`SUPPORTED`), asked with :func:`supports`. A type of no
 kind (nested, dictionary, null, extension types) is supported by none.
+:func:`datafusion_type_name` is the name DataFusion's ``arrow_cast`` takes for a type.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pyarrow as pa
+
+from lance_sql.errors import PlanningError
 
 _KINDS: list[tuple[str, Callable[[pa.DataType], bool]]] = [
     ("int", pa.types.is_integer),
@@ -63,4 +66,23 @@ def supports(feature: str, t: pa.DataType) -> bool:
     return scalar_kind(t) in SUPPORTED[feature]
 
 
-__all__ = ["SUPPORTED", "scalar_kind", "supports"]
+_UNIT = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
+
+
+def datafusion_type_name(t: pa.DataType) -> str:
+    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
+    if pa.types.is_timestamp(t):
+        tz = "None" if t.tz is None else f'Some("{t.tz}")'
+        return f"Timestamp({_UNIT[t.unit]}, {tz})"
+    if t == pa.date32():
+        return "Date32"
+    if pa.types.is_integer(t):  # int8 -> Int8, uint64 -> UInt64
+        return str(t).replace("uint", "UInt").replace("int", "Int")
+    if t == pa.float64():
+        return "Float64"
+    if isinstance(t, (pa.Decimal128Type, pa.Decimal256Type)):
+        return f"Decimal{t.bit_width}({t.precision}, {t.scale})"
+    raise PlanningError(f"no DataFusion cast target for type {t}")
+
+
+__all__ = ["SUPPORTED", "datafusion_type_name", "scalar_kind", "supports"]

@@ -52,6 +52,7 @@ from functools import lru_cache
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.arrow_types import datafusion_type_name
 from lance_sql.spec.predicates import (
     FALSE,
     Compare,
@@ -61,7 +62,6 @@ from lance_sql.spec.predicates import (
     Predicate,
     Term,
     Unsupported,
-    datafusion_type_name,
     quote_str,
 )
 from udfs.sql_engine import sql_engine

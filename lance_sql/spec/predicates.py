@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from lance_sql.errors import PlanningError
+from lance_sql.spec.arrow_types import datafusion_type_name
 
 if TYPE_CHECKING:
     from lance_sql.spec.transforms.base import TermForm
@@ -380,23 +380,6 @@ def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
-_UNIT = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
-
-
-def datafusion_type_name(t: pa.DataType) -> str:
-    """The type name DataFusion's ``arrow_cast`` accepts for ``t``."""
-    if pa.types.is_timestamp(t):
-        tz = "None" if t.tz is None else f'Some("{t.tz}")'
-        return f"Timestamp({_UNIT[t.unit]}, {tz})"
-    if t == pa.date32():
-        return "Date32"
-    if pa.types.is_integer(t):  # int8 -> Int8, uint64 -> UInt64
-        return str(t).replace("uint", "UInt").replace("int", "Int")
-    if t == pa.float64():
-        return "Float64"
-    if isinstance(t, (pa.Decimal128Type, pa.Decimal256Type)):
-        return f"Decimal{t.bit_width}({t.precision}, {t.scale})"
-    raise PlanningError(f"no DataFusion cast target for type {t}")
 
 
 def to_sql(pred: Predicate) -> str:

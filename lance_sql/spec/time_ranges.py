@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from lance_sql.spec.arrow_types import datafusion_type_name as datafusion_type_name
 from lance_sql.spec.predicates import Column, Compare, Literal, Predicate, and_, or_
-from lance_sql.spec.predicates import datafusion_type_name as datafusion_type_name
 
 US_PER_SECOND = 1_000_000
 US_PER_DAY = 86_400 * US_PER_SECOND

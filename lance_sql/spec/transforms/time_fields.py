@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.arrow_types import datafusion_type_name
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -22,7 +23,6 @@ from lance_sql.spec.predicates import (
     Term,
     TransformTerm,
     and_,
-    datafusion_type_name,
     or_,
 )
 from lance_sql.spec.time_ranges import (
