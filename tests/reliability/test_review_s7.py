@@ -322,4 +322,4 @@ def test_explain_dml_shows_the_checked_text(tmp_path: Path) -> None:
     plan = ctx.sql("EXPLAIN DELETE FROM t WHERE s = 'it''s'").to_arrow_table()
     assert 'ns.delete(filter=t.s = Utf8("it\'s"))' in plan.column(1)[1].as_py()
     plan = ctx.sql("EXPLAIN DELETE FROM t WHERE s = 'a''''b'").to_arrow_table()
-    assert 'ns.delete(filter=t.s = Utf8("a\'\'b"))' in plan.column(1)[1].as_py()
+    assert "ns.delete(filter=t.s = Utf8(\"a''b\"))" in plan.column(1)[1].as_py()
