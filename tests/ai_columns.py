@@ -185,7 +185,10 @@ def assert_reads_like_scalar(
     where the scalar plan joined partition-wise. Returns True when it did.
     """
     if vector_read and plan_pass:
-        if len(ai_reads) == len(scalar_reads):
+        # scans pair one by one only when both plans scan the same tables in the same
+        # order; a pass that changed the plan's shape (a partition-wise join, a NOT IN
+        # expansion) leaves different scans, and the rows are compared after this
+        if [a[:-2] for a in ai_reads] == [s[:-2] for s in scalar_reads]:
             assert all(
                 a[:-2] == s[:-2] and a[-2] >= s[-2] and a[-1] == s[-1]
                 for a, s in zip(ai_reads, scalar_reads, strict=True)

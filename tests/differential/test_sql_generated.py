@@ -298,6 +298,21 @@ NOT_IN_TWIN = (
 )
 
 
+#: a storage-partitioned join and a NOT IN expansion on the scalar twin: its scans are
+#: other tables than the AI plan's, as many of them (the slow run's second shape)
+SPJ_NOT_IN_TWIN = (
+    "SELECT * FROM docs t0 LEFT JOIN customers t1 ON t0.customer_id = t1.id, customers t2 "
+    "WHERE t0.customer_id = t2.id AND t1.id NOT IN (SELECT s.customer_id FROM orders s WHERE true)"
+)
+
+
+@pytest.mark.parametrize("spj", [True, False])
+def test_spj_and_not_in_with_vector_output_equal_plain_datafusion(
+    diff: Contexts, spj: bool
+) -> None:
+    check_sql(diff, SPJ_NOT_IN_TWIN, spj)
+
+
 @pytest.mark.parametrize("spj", [True, False])
 def test_not_in_with_vector_output_reads_like_scalar_twin(diff: Contexts, spj: bool) -> None:
     check_sql(diff, NOT_IN_TWIN, spj)
