@@ -55,3 +55,20 @@ def test_a_name_select_cannot_find_is_not_found_for_dml_either(
         with pytest.raises(Exception, match="not found"):
             ctx.sql(statement).collect()
     assert len(_rows(ctx)) == 3
+
+
+def test_plan_passes_and_search_find_mixed_case_namespaces(tmp_path: Path) -> None:
+    """The storage-partitioned join and ``lance_search`` see a namespace registered
+    under a mixed-case name (they looked it up by the name as registered)."""
+    ctx = lance_sql.SessionContext()
+    for name in ("Left", "Right"):
+        ns = lance_sql.PartitionedNamespace.create(str(tmp_path / name), SCHEMA, "bucket(4, k)")
+        ns.append(pa.table({"k": list(range(40)), "v": list(range(40))}, schema=SCHEMA))
+        ctx.register_namespace(name, str(tmp_path / name))
+    assert sorted(ctx.registered_namespaces()) == ["left", "right"]
+    query = "SELECT count(*) AS n FROM Left l JOIN Right r ON l.k = r.k"
+    done = ctx.sql(query).lance_rewrite()
+    assert done.used, "bucket(4, k) on both sides is a storage-partitioned join"
+    assert ctx.sql(query).to_pylist() == [{"n": 40}]
+    with pytest.raises(lance_sql.LanceSqlError, match="column 'v' is int64"):  # found 'Left'
+        ctx.sql("SELECT * FROM lance_search('Left', 'v', [1.0, 2.0], 3)").collect()

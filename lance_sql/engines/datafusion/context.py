@@ -27,7 +27,11 @@ from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
 from lance_sql.engines.datafusion import dml, dml_create, functions, search_sql
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
-from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
+from lance_sql.engines.datafusion.lance_provider import (
+    LanceDatasetTable,
+    catalog_name,
+    find_registered,
+)
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.engines.datafusion.plan_rewrite import rewrite
@@ -112,7 +116,7 @@ class SessionContext(datafusion.SessionContext):
             if self.table_exist(name):
                 super().deregister_table(name)
             self.register_table(name, provider)
-            self._lance_tables[name] = provider
+            self._lance_tables[catalog_name(name)] = provider
 
     def register_namespace(
         self,
@@ -147,7 +151,7 @@ class SessionContext(datafusion.SessionContext):
         if isinstance(registered, NamespaceTable):
             registered.scan_options = options  # before any scan builds its units
             with self._lance_lock:
-                self._lance_namespaces[name] = registered
+                self._lance_namespaces[catalog_name(name)] = registered
         return registered
 
     def set_spj(self, enabled: bool) -> None:
@@ -159,32 +163,33 @@ class SessionContext(datafusion.SessionContext):
         self.spj_enabled = bool(enabled)
 
     def registered_namespaces(self) -> dict[str, NamespaceTable]:
-        """The partitioned namespaces registered here, by table name."""
+        """The partitioned namespaces registered here, by the name DataFusion's catalog
+        gives them (``"MyT"`` registered is ``myt``, as ``SELECT ... FROM MyT`` reads it)."""
         with self._lance_lock:
             return dict(self._lance_namespaces)
 
     def lance_table(self, name: str) -> LanceDatasetTable:
         """The registered Lance table ``name`` (its ``metrics`` count the rows scans read)."""
         with self._lance_lock:
-            try:
-                return self._lance_tables[name]
-            except KeyError:
-                raise KeyError(f"no Lance table named {name!r} is registered") from None
+            provider = find_registered(self._lance_tables, name)
+        if provider is None:
+            raise KeyError(f"no Lance table named {name!r} is registered")
+        return provider
 
     def register_table(self, name: str, table: Any) -> None:
         """DataFusion's ``register_table``; a Lance table of that name is forgotten."""
         with self._lance_lock:
-            self._lance_tables.pop(name, None)
+            self._lance_tables.pop(catalog_name(name), None)
             if getattr(self, "_lance_namespaces", None) is not None and not isinstance(
                 table, NamespaceTable
             ):
-                self._lance_namespaces.pop(name, None)
+                self._lance_namespaces.pop(catalog_name(name), None)
         super().register_table(name, table)
 
     def deregister_table(self, name: str) -> None:
         with self._lance_lock:
-            self._lance_tables.pop(name, None)
-            self._lance_namespaces.pop(name, None)
+            self._lance_tables.pop(catalog_name(name), None)
+            self._lance_namespaces.pop(catalog_name(name), None)
         super().deregister_table(name)
 
     def _partitions(self) -> int:

@@ -173,22 +173,13 @@ def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
     short = name.split(".")[-1]
     if name not in (short, f"public.{short}", f"datafusion.public.{short}"):
         return None
-    for kind, tables in (
-        ("namespace", ctx.registered_namespaces()),
-        ("lance", getattr(ctx, "_lance_tables", {})),
-    ):
-        for registered, table in tables.items():
-            if registered == short or _catalog_name(registered) == short:
-                return (kind, table)
+    namespaces = ctx.registered_namespaces()
+    if short in namespaces:
+        return ("namespace", namespaces[short])
+    lance_tables = getattr(ctx, "_lance_tables", {})
+    if short in lance_tables:
+        return ("lance", lance_tables[short])
     return None
-
-
-def _catalog_name(name: str) -> str:
-    """The name DataFusion's catalog holds for a table registered as ``name``: an
-    unquoted identifier is lower-cased, a double-quoted one kept as written."""
-    if len(name) > 1 and name[0] == name[-1] == '"':
-        return name[1:-1].replace('""', '"')
-    return name.lower()
 
 
 def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, plan: Any) -> Any:

@@ -12,8 +12,8 @@ see :mod:`lance_sql.tables.pylance_errors`), like a partition table's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -102,6 +102,24 @@ class LanceDatasetTable(ScanUnitDataset):
             except FILTER_REFUSED as exc:
                 self._pushable[key] = str(exc).split(",")[0][:120]
         return self._pushable[key]
+
+
+T = TypeVar("T")
+
+
+def catalog_name(name: str) -> str:
+    """The name DataFusion's catalog gives a table registered as ``name``: an unquoted
+    identifier is lower-cased, a double-quoted one kept as written."""
+    if len(name) > 1 and name[0] == name[-1] == '"':
+        return name[1:-1].replace('""', '"')
+    return name.lower()
+
+
+def find_registered(tables: Mapping[str, T], name: str) -> T | None:
+    """The table of ``tables`` (keyed by catalog name) that ``name`` means: a name read
+    from a plan as it is, a name a user wrote as DataFusion's catalog resolves it."""
+    found = tables.get(name)
+    return tables.get(catalog_name(name)) if found is None else found
 
 
 def lance_dataset(ctx: Any, name: str) -> LanceDatasetTable | None:

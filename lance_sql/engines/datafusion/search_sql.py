@@ -32,6 +32,7 @@ import pyarrow.dataset as pds
 from datafusion import Expr, udtf
 
 from lance_sql.engines.datafusion.errors import recording, typed_error
+from lance_sql.engines.datafusion.lance_provider import find_registered
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError
 from lance_sql.planning.search import result_schema, search
@@ -106,8 +107,9 @@ def _target(ctx: Any, fn: str, name: Any) -> Any:
     if not isinstance(name, str):
         raise SearchError(f"{fn}: the table is given as a string ('name')")
     namespaces = ctx.registered_namespaces()
-    if name in namespaces:
-        return namespaces[name]._current()
+    namespace = find_registered(namespaces, name)
+    if namespace is not None:
+        return namespace._current()
     try:
         return ctx.lance_table(name).table.snapshot().dataset
     except KeyError:
