@@ -25,6 +25,7 @@ class ReadMethods:
     """Mixed into :class:`~.namespace.PartitionedNamespace`."""
 
     _schema: pa.Schema
+    root: str
     schema: Any
     scan_units: Any
     tables: Any
@@ -34,6 +35,7 @@ class ReadMethods:
     ) -> list[ScanUnit]:
         """Scan units of the tables the scan planner selects for ``filter`` (within
         ``partitions`` when given): the same tables SQL, DataFrames and ``plan_scan`` read."""
+        filter = self._read_filter(filter)
         if filter is not None:
             plan = filter_planner().scan_plan(self, filter)
             if plan is not None and not plan.selects_all:
@@ -44,10 +46,22 @@ class ReadMethods:
                 partitions = sorted(chosen)
         return self.scan_units(partitions)
 
+    def _read_filter(self, filter: pc.Expression | str | None) -> pc.Expression | None:
+        """``filter`` as the pyarrow expression the scan units apply: SQL text (DataFusion's
+        dialect, as in ``ns.delete``) is converted by the planner."""
+        if filter is None or isinstance(filter, pc.Expression):
+            return filter
+        if isinstance(filter, str):
+            return filter_planner().expression(self, filter)
+        raise TypeError(
+            f"filter of namespace {self.root!r}: give a pyarrow.compute.Expression or SQL "
+            f"text, got {type(filter).__name__}"
+        )
+
     def to_batches(
         self,
         columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
+        filter: pc.Expression | str | None = None,
         *,
         partitions: Iterable[Any] | None = None,
     ) -> Iterator[pa.RecordBatch]:
@@ -56,13 +70,14 @@ class ReadMethods:
             missing = [c for c in columns if c not in self._schema.names]
             if missing:
                 raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
+        filter = self._read_filter(filter)
         for unit in self._units_for(filter, partitions):
             yield from unit.to_batches(columns, filter)
 
     def to_table(
         self,
         columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
+        filter: pc.Expression | str | None = None,
         *,
         partitions: Iterable[Any] | None = None,
     ) -> pa.Table:
@@ -77,8 +92,9 @@ class ReadMethods:
             return pa.table({"_": pa.nulls(n)}).select([])
         return pa.Table.from_batches(batches, schema=out_schema)
 
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
+    def count_rows(self, filter: pc.Expression | str | None = None) -> int:
         """Rows ``filter`` keeps, counted in the partition tables the scan planner selects."""
+        filter = self._read_filter(filter)
         return sum(u.count_rows(filter) for u in self._units_for(filter, None))
 
 
