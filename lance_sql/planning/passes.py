@@ -12,7 +12,8 @@ Order matters and is fixed by :func:`prepare`:
    another that keeps exactly the same rows *when used as a filter* (e.g.
    ``x IN (1, NULL)`` keeps the rows of ``x IN (1)``); that is only sound where
    no NOT sits above the leaf, which step 1 guarantees.
-3. :func:`simplify` folds constants and flattens AND/OR.
+3. :func:`simplify` folds constants, flattens AND/OR, merges ``=`` leaves of one term
+   into IN lists and intersects the ``=`` / ``IN`` conjuncts of one term.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def simplify(pred: Predicate) -> Predicate:
     return fold(
         pred,
         lambda leaf: leaf,
-        lambda *parts: _merge(and_(*parts), negated=True),
+        lambda *parts: _intersect(_merge(and_(*parts), negated=True)),
         lambda *parts: _merge(or_(*parts), negated=False),
         lambda inner: Const(not inner.value) if isinstance(inner, Const) else Not(inner),
     )
@@ -212,6 +213,32 @@ def _merge(pred: Predicate, negated: bool) -> Predicate:
         else:
             out.append(child)
     return and_(*out) if isinstance(pred, And) else or_(*out)
+
+
+def _intersect(pred: Predicate) -> Predicate:
+    """``a = 1 AND a IN (1, 2)`` -> ``a = 1``; ``a = 1 AND a = 2`` -> FALSE (as DataFusion
+    folds it before a table sees it). Not for floats: DataFusion compares them in total
+    order (``-0.0 <> 0.0``), Python's ``==`` does not."""
+    if not isinstance(pred, And):
+        return pred
+    sets: dict[object, list] = {}
+    for child in pred.children:
+        if isinstance(child, Compare) and child.op == "=":
+            sets.setdefault(child.term, []).append([child.literal])
+        elif isinstance(child, InList) and not child.negated:
+            sets.setdefault(child.term, []).append(list(child.values))
+    out: list[Predicate] = []
+    done: set[object] = set()
+    for child in pred.children:
+        term = getattr(child, "term", None)
+        lists = sets.get(term, ())
+        exact = all(not pa.types.is_floating(v.type) for values in lists for v in values)
+        if len(lists) < 2 or not exact or not isinstance(child, (Compare, InList)):
+            out.append(child)
+        elif term not in done:
+            done.add(term)
+            out.append(in_pred(term, [v for v in lists[0] if all(v in o for o in lists[1:])]))
+    return and_(*out)
 
 
 def prepare(pred: Predicate, schema: pa.Schema) -> Predicate:

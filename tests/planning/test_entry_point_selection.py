@@ -5,7 +5,7 @@ an int64, a date, a string and a non-partition int32 column) on random
 namespaces of three spec versions (identity, bucket, day, month and truncate
 fields) go through each way of reading a namespace:
 
-* ``ns.to_table(filter=)`` and ``ns.count_rows(filter=)`` (the tables they ask
+* ``ns.to_table(filter=)`` (an expression or SQL text) and ``ns.count_rows(filter=)`` (the tables they ask
   ``scan_units`` for);
 * ``lance_sql.plan_scan(ns, sql)``;
 * SQL ``SELECT ... WHERE`` and a ``ctx.table(...).filter(...)`` DataFrame (the
@@ -160,6 +160,8 @@ def test_every_entry_point_selects_the_same_partition_tables(
     assert by_to_table == planned, (sql, sorted(by_to_table), sorted(planned))
     by_count, count = _spied_tables(case, lambda ns: ns.count_rows(filter=expr))
     assert by_count == planned, (sql, sorted(by_count), sorted(planned))
+    by_text, table_by_text = _spied_tables(case, lambda ns: ns.to_table(filter=sql))
+    assert by_text == planned, (sql, sorted(by_text), sorted(planned))
     query = f"SELECT k, d, s, x FROM t WHERE {sql}"
     by_sql, got_sql = _engine_tables(case, lambda: case.ctx.sql(query).to_arrow_table())
     by_df, got_df = _engine_tables(
@@ -176,6 +178,7 @@ def test_every_entry_point_selects_the_same_partition_tables(
 
     want = _rows(case.plain.sql(query).to_arrow_table())
     assert _rows(table) == want, sql
+    assert _rows(table_by_text) == want, sql
     assert _rows(got_sql) == want, sql
     assert _rows(got_df) == want, sql
     assert count == len(want), sql

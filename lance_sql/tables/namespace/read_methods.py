@@ -31,11 +31,10 @@ class ReadMethods:
     tables: Any
 
     def _units_for(
-        self, filter: pc.Expression | None, partitions: Iterable[Any] | None
+        self, filter: pc.Expression | str | None, partitions: Iterable[Any] | None
     ) -> list[ScanUnit]:
         """Scan units of the tables the scan planner selects for ``filter`` (within
         ``partitions`` when given): the same tables SQL, DataFrames and ``plan_scan`` read."""
-        filter = self._read_filter(filter)
         if filter is not None:
             plan = filter_planner().scan_plan(self, filter)
             if plan is not None and not plan.selects_all:
@@ -48,7 +47,8 @@ class ReadMethods:
 
     def _read_filter(self, filter: pc.Expression | str | None) -> pc.Expression | None:
         """``filter`` as the pyarrow expression the scan units apply: SQL text (DataFusion's
-        dialect, as in ``ns.delete``) is converted by the planner."""
+        dialect, as in ``ns.delete``) is converted by the planner, which prunes for the
+        text itself (as ``plan_scan`` does)."""
         if filter is None or isinstance(filter, pc.Expression):
             return filter
         if isinstance(filter, str):
@@ -70,9 +70,9 @@ class ReadMethods:
             missing = [c for c in columns if c not in self._schema.names]
             if missing:
                 raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
-        filter = self._read_filter(filter)
+        rows = self._read_filter(filter)
         for unit in self._units_for(filter, partitions):
-            yield from unit.to_batches(columns, filter)
+            yield from unit.to_batches(columns, rows)
 
     def to_table(
         self,
@@ -94,8 +94,8 @@ class ReadMethods:
 
     def count_rows(self, filter: pc.Expression | str | None = None) -> int:
         """Rows ``filter`` keeps, counted in the partition tables the scan planner selects."""
-        filter = self._read_filter(filter)
-        return sum(u.count_rows(filter) for u in self._units_for(filter, None))
+        rows = self._read_filter(filter)
+        return sum(u.count_rows(rows) for u in self._units_for(filter, None))
 
 
 __all__ = ["ReadMethods"]
