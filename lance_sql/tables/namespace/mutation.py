@@ -47,11 +47,10 @@ from lance_sql.tables.namespace.nested_evolution import read_as
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     map_columns,
-    open_partition_table,
     table_field_ids,
 )
 from lance_sql.tables.namespace.write_layout import carry_namespaces
-from lance_sql.tables.namespace.write_target import table_conflicts
+from lance_sql.tables.namespace.write_target import table_conflicts, table_head
 from lance_sql.tables.namespace.writer import NamespaceWriter
 
 ROWID = "_rowid"
@@ -95,22 +94,8 @@ class Mutation:
         ds = self._heads.get(entry.object_id)
         if ds is not None:
             return ds
-        import lance
-
         _check_version_pin(entry)
-        opts = self.storage_options
-        latest = PartitionTable(entry.object_id, entry.location, entry.uri, None, None, None, None)
-        ds = open_partition_table(latest, storage_options=opts)
-        pinned = entry.read_version if entry.read_version is not None else ds.version
-        if ds.version != pinned:
-            with table_conflicts(entry, f"the restore of version {pinned}"):
-                ds = lance.LanceDataset.commit(
-                    entry.uri,
-                    lance.LanceOperation.Restore(pinned),
-                    read_version=ds.version,
-                    storage_options=opts,
-                    max_retries=0,
-                )
+        ds = table_head(entry, self.storage_options, max_retries=0)
         self._heads[entry.object_id] = ds
         return ds
 

@@ -83,10 +83,7 @@ def prepare_target(
     """
     if t.prepared:
         return
-    import lance
-
     from lance_sql.format.metadata import open_metadata
-    from lance_sql.tables.namespace.reader import open_partition_table
 
     entry = t.entry
     assert entry is not None
@@ -98,23 +95,11 @@ def prepare_target(
             path=entry.uri,
         )
     branch = entry.read_branch
-    head = PartitionTable(
-        entry.object_id, entry.location, entry.uri, entry.spec_version, None, branch, None
-    )
-    ds = open_partition_table(head, storage_options=storage_options)
+    # Versions after the pinned one were never part of the namespace (a failed
+    # write, or a direct pylance write): an append restores so they cannot leak in.
+    ds = table_head(entry, storage_options, restore=mode == "append" and not staging)
     latest = ds.version
     base = entry.read_version if entry.read_version is not None else latest
-    if mode == "append" and base != latest and not staging:
-        # Versions after the pinned one were never part of the namespace (a failed
-        # write, or a direct pylance write): restore so they cannot leak in.
-        with table_conflicts(entry, f"the restore of version {base}"):
-            ds = lance.LanceDataset.commit(
-                ds if branch else entry.uri,
-                lance.LanceOperation.Restore(base),
-                read_version=latest,
-                storage_options=storage_options,
-            )
-        latest = ds.version
     at = base if staging else latest
 
     def schema_at(version: int) -> pa.Schema:
@@ -181,6 +166,42 @@ def prepare_target(
     t.dataset = ds if branch else None
     t.base_version = latest
     t.prepared = True
+
+
+def table_head(
+    entry: PartitionTable,
+    storage_options: Mapping[str, str] | None,
+    *,
+    restore: bool = True,
+    max_retries: int = 20,
+) -> Any:
+    """The table's dataset at its newest version (on its pinned branch); with ``restore``,
+    versions after the pinned one are first undone by a ``Restore`` commit of it."""
+    import lance
+
+    from lance_sql.tables.namespace.reader import open_partition_table
+
+    head = PartitionTable(
+        entry.object_id,
+        entry.location,
+        entry.uri,
+        entry.spec_version,
+        None,
+        entry.read_branch,
+        None,
+    )
+    ds = open_partition_table(head, storage_options=storage_options)
+    pinned = entry.read_version
+    if restore and pinned is not None and ds.version != pinned:
+        with table_conflicts(entry, f"the restore of version {pinned}"):
+            ds = lance.LanceDataset.commit(
+                ds if entry.read_branch else entry.uri,
+                lance.LanceOperation.Restore(pinned),
+                read_version=ds.version,
+                storage_options=storage_options,
+                max_retries=max_retries,
+            )
+    return ds
 
 
 def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, str] | None) -> int:
@@ -291,5 +312,6 @@ __all__ = [
     "create_table",
     "prepare_target",
     "table_conflicts",
+    "table_head",
     "written_concurrently",
 ]
