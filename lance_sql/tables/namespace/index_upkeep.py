@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lance_sql.errors import LanceSqlError, SpecError
@@ -148,15 +148,7 @@ def maintain_indexes(
     if not indexes:
         return version
     opts = dict(storage_options) if storage_options else None
-    at = PartitionTable(
-        entry.object_id,
-        entry.location,
-        entry.uri,
-        entry.spec_version,
-        version,
-        entry.read_branch,
-        None,
-    )
+    at = replace(entry, read_version=version, read_tag=None)
     if entry.read_branch:
         return version  # branch-pinned tables are not indexed (see create_scalar_index)
     ds = open_partition_table(at, storage_options=opts)

@@ -9,6 +9,7 @@ The protocol around them is in :mod:`.writer`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -181,15 +182,7 @@ def table_head(
 
     from lance_sql.tables.namespace.reader import open_partition_table
 
-    head = PartitionTable(
-        entry.object_id,
-        entry.location,
-        entry.uri,
-        entry.spec_version,
-        None,
-        entry.read_branch,
-        None,
-    )
+    head = dataclasses.replace(entry, read_version=None, read_tag=None)  # the branch's latest
     ds = open_partition_table(head, storage_options=storage_options)
     pinned = entry.read_version
     if restore and pinned is not None and ds.version != pinned:
