@@ -88,6 +88,11 @@ class Mutation:
         fids = [f.field_id for f in self.ns.all_fields()]
         return {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
 
+    def version_pinned(self) -> list[PartitionTable]:
+        """The tables namespace-wide maintenance (compaction, indexes) writes: those pinned
+        to a version (a branch or tag pin is left as it is)."""
+        return [e for e in self.entries.values() if not (e.read_branch or e.read_tag)]
+
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
         """The table's dataset at its newest version, which is the pinned one (restored)."""
