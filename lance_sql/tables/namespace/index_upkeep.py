@@ -23,7 +23,7 @@ from lance_sql.tables.namespace.reader import (
     open_partition_table,
     table_field_ids,
 )
-from lance_sql.tables.namespace.write_target import table_conflicts, written_concurrently
+from lance_sql.tables.namespace.write_target import head_after, table_conflicts
 
 INDEXES_KEY = "lance_sql.indexes"
 
@@ -95,8 +95,6 @@ def one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any
     The new version must directly follow ``ds``: otherwise another writer
     committed in between, and pinning the result could publish its rows.
     """
-    import lance
-
     before = int(ds.version)
     with table_conflicts(entry, what):
         try:
@@ -110,10 +108,7 @@ def one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any
                 f"at location {entry.location!r}: {said}",
                 table=entry.object_id,
             ) from exc
-    head = lance.dataset(entry.uri, storage_options=opts)
-    if int(head.version) != before + 1:
-        raise written_concurrently(entry, what)
-    return head
+    return head_after(entry, before, what, opts)
 
 
 def create_in(entry: PartitionTable, ds: Any, index: NamespaceIndex, column: str, opts: Any) -> Any:

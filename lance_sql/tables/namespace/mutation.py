@@ -50,7 +50,7 @@ from lance_sql.tables.namespace.reader import (
     table_field_ids,
 )
 from lance_sql.tables.namespace.write_layout import carry_namespaces
-from lance_sql.tables.namespace.write_target import table_conflicts, table_head
+from lance_sql.tables.namespace.write_target import head_after, table_conflicts, table_head
 from lance_sql.tables.namespace.writer import NamespaceWriter
 
 ROWID = "_rowid"
@@ -188,12 +188,7 @@ class Mutation:
             before = ds.version
             with table_conflicts(entry, "a delete"):
                 ds.delete(f"{ROWID} IN ({','.join(map(str, chunk))})", conflict_retries=0)
-            ds = _latest(ds, self.storage_options)
-            if ds.version != before + 1:
-                raise CommitConflictError(
-                    f"partition table {entry.object_id!r} was written concurrently during a "
-                    "delete; __manifest was not committed"
-                )
+            ds = head_after(entry, before, "a delete", self.storage_options)
         self._heads[entry.object_id] = ds
         self.versions[entry.object_id] = ds.version
         self._subset.setdefault(entry.object_id, True)
@@ -305,12 +300,6 @@ def _check_version_pin(entry: PartitionTable) -> None:
             "compaction write only tables pinned to a version",
             path=entry.uri,
         )
-
-
-def _latest(ds: Any, storage_options: dict[str, str] | None) -> Any:
-    import lance
-
-    return lance.dataset(ds.uri, storage_options=storage_options)
 
 
 T = TypeVar("T")

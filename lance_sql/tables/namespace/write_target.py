@@ -289,6 +289,17 @@ def table_conflicts(entry: PartitionTable | WriteTarget, what: str) -> Iterator[
         raise written_concurrently(entry, what, f" ({first_line(exc)})") from exc
 
 
+def head_after(entry: PartitionTable, before: int, what: str, storage_options: Any) -> Any:
+    """The table's head after ``what``, one commit on top of version ``before``; an error
+    when another writer committed in between (pinning it could publish their rows)."""
+    import lance
+
+    head = lance.dataset(entry.uri, storage_options=storage_options)
+    if int(head.version) != before + 1:
+        raise written_concurrently(entry, what)
+    return head
+
+
 def written_concurrently(
     entry: PartitionTable | WriteTarget, what: str, detail: str = ""
 ) -> CommitConflictError:
@@ -303,6 +314,7 @@ __all__ = [
     "WriteTarget",
     "commit_target",
     "create_table",
+    "head_after",
     "prepare_target",
     "table_conflicts",
     "table_head",
