@@ -42,6 +42,13 @@ _DECIMALS = {
     "decimal128": pa.decimal128,
     "decimal256": pa.decimal256,
 }
+_NESTED = (
+    ("fixed_size_list", pa.types.is_fixed_size_list),
+    ("large_list", pa.types.is_large_list),
+    ("map", pa.types.is_map),
+    ("list", pa.types.is_list),
+    ("struct", pa.types.is_struct),
+)
 
 
 def data_type_to_json(data_type: pa.DataType) -> dict[str, Any]:
@@ -69,31 +76,14 @@ def data_type_to_json(data_type: pa.DataType) -> dict[str, Any]:
         }
     if pa.types.is_fixed_size_binary(data_type):
         return {"type": "fixed_size_binary", "length": data_type.byte_width}
-    if pa.types.is_fixed_size_list(data_type):
-        return {
-            "type": "fixed_size_list",
-            "fields": [field_to_json(data_type.value_field)],
-            "length": data_type.list_size,
-        }
-    if pa.types.is_large_list(data_type):
-        return {"type": "large_list", "fields": [field_to_json(data_type.value_field)]}
-    if pa.types.is_map(data_type):
-        entries = pa.field(
-            "entries",
-            pa.struct([data_type.key_field, data_type.item_field]),
-            nullable=False,
-        )
-        out = {"type": "map", "fields": [field_to_json(entries)]}
-        if data_type.keys_sorted:
-            out["keys_sorted"] = True
-        return out
-    if pa.types.is_list(data_type):
-        return {"type": "list", "fields": [field_to_json(data_type.value_field)]}
-    if pa.types.is_struct(data_type):
-        return {
-            "type": "struct",
-            "fields": [field_to_json(data_type.field(i)) for i in range(data_type.num_fields)],
-        }
+    for name, is_kind in _NESTED:
+        if is_kind(data_type):
+            out = {"type": name, "fields": [field_to_json(c) for c in _child_fields(data_type)]}
+            if name == "fixed_size_list":
+                out["length"] = data_type.list_size
+            if name == "map" and data_type.keys_sorted:
+                out["keys_sorted"] = True
+            return out
     if pa.types.is_dictionary(data_type):
         # Lance stores dictionaries by their value type; so does the JSON format.
         return data_type_to_json(data_type.value_type)

@@ -218,40 +218,29 @@ def is_leaf(pred: Predicate) -> bool:
 
 def and_(*children: Predicate) -> Predicate:
     """Conjunction with flattening and constant folding (TRUE dropped, FALSE absorbs)."""
-    out: list[Predicate] = []
-    for child in children:
-        parts = child.children if isinstance(child, And) else (child,)
-        for part in parts:
-            if part == TRUE:
-                continue
-            if part == FALSE:
-                return FALSE
-            if part not in out:
-                out.append(part)
-    if not out:
-        return TRUE
-    if len(out) == 1:
-        return out[0]
-    return And(tuple(out))
+    return _junction(And, TRUE, FALSE, children)
 
 
 def or_(*children: Predicate) -> Predicate:
     """Disjunction with flattening and constant folding (FALSE dropped, TRUE absorbs)."""
+    return _junction(Or, FALSE, TRUE, children)
+
+
+def _junction(
+    cls: type[And] | type[Or], unit: Predicate, absorbing: Predicate, children: tuple
+) -> Predicate:
+    """``cls`` of ``children``: nested ``cls`` flattened, repeats and ``unit`` dropped,
+    ``absorbing`` when any child is it."""
     out: list[Predicate] = []
     for child in children:
-        parts = child.children if isinstance(child, Or) else (child,)
-        for part in parts:
-            if part == FALSE:
-                continue
-            if part == TRUE:
-                return TRUE
-            if part not in out:
+        for part in child.children if isinstance(child, cls) else (child,):
+            if part == absorbing:
+                return absorbing
+            if part != unit and part not in out:
                 out.append(part)
     if not out:
-        return FALSE
-    if len(out) == 1:
-        return out[0]
-    return Or(tuple(out))
+        return unit
+    return out[0] if len(out) == 1 else cls(tuple(out))
 
 
 def fold(

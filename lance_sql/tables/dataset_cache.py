@@ -14,8 +14,8 @@ every new ``SessionContext``, every re-registration and every new
   by *pinned* version (uri, version, branch, storage options). A version is
   immutable, so a hit is always the right data; a table read at "latest" or
   at a tag (which can move) is never cached here.
-* :func:`open_all` opens many at once on a small thread pool: pylance opens
-  and scans release the GIL in Rust, so opens overlap their I/O.
+* :func:`open_all` opens (or reads) many at once on one process-wide thread
+  pool: pylance opens and scans release the GIL in Rust, so they overlap their I/O.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ INDEX_CACHE_BYTES = 1024 * 1024 * 1024
 #: Opened datasets kept across queries (each holds its manifest: a few KB to a few MB).
 OPEN_CACHE_ENTRIES = 4096
 
-#: Threads that open datasets concurrently.
-OPEN_THREADS = max(4, 2 * (os.cpu_count() or 1))
+#: Threads that open (or, for a row operation, read) datasets concurrently.
+OPEN_THREADS = max(8, 2 * (os.cpu_count() or 1))
 
 _session: Any = None
 _session_lock = threading.Lock()

@@ -121,8 +121,7 @@ class TruncateTransform(FieldTransform):
 
     @property
     def is_string(self) -> bool:
-        t = self.source.type if self.source else None
-        return t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t))
+        return _is_string(self.source.type if self.source else None)
 
     @property
     def is_discrete(self) -> bool:

@@ -11,32 +11,17 @@ commit (:class:`.mutation.Mutation`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.dataset_cache import open_all
 from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.sql_eval import RowCondition, matching_mask, row_condition
-
-READ_THREADS = 8  # partition tables read at once by a row operation
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _read_pool() -> ThreadPoolExecutor:
-    """The process-wide pool that reads partition tables for row operations (its tasks
-    only scan Lance tables: they never wait on the pool themselves)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="lance-sql-rowop")
-        return _POOL
 
 
 @dataclass(frozen=True)
@@ -90,13 +75,9 @@ def matching_rows(
     def read(oid: str) -> pa.Table:
         return m.rows(m.entries[oid], cols, pushdown=cls.expression)
 
-    # Partition scans overlap on threads (pylance releases the GIL): with the
-    # filter pushed into Lance, a point delete's cost is per-partition latency.
-    # The pool lives as long as the process (starting 8 threads took ~1 ms a call).
-    if len(cls.partial) > 1:
-        tables = list(_read_pool().map(read, cls.partial))
-    else:
-        tables = [read(oid) for oid in cls.partial]
+    # Partition scans overlap on the shared I/O threads (pylance releases the GIL):
+    # with the filter pushed into Lance, a point delete's cost is per-partition latency.
+    tables = open_all(cls.partial, read)
     for oid, rows in zip(cls.partial, tables, strict=True):
         if rows.num_rows:
             rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), filter))

@@ -168,21 +168,10 @@ def check_column_type(
 
 def canonical_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with view variants stored as their canonical types (metadata kept)."""
-    out = []
-    for f in schema:
-        t = f.type
-        if _has_view(t):
-            t = _replace_views(t)
-        out.append(pa.field(f.name, t, f.nullable, f.metadata))
-    return pa.schema(out, schema.metadata)
-
-
-def _has_view(t: pa.DataType) -> bool:
-    if t in (pa.string_view(), pa.binary_view()):
-        return True
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return True
-    return any(_has_view(t.field(i).type) for i in range(t.num_fields))
+    return pa.schema(
+        [pa.field(f.name, _replace_views(f.type), f.nullable, f.metadata) for f in schema],
+        schema.metadata,
+    )
 
 
 def _replace_views(t: pa.DataType) -> pa.DataType:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lance_sql.errors import LanceSqlError, SpecError
@@ -23,7 +23,7 @@ from lance_sql.tables.namespace.reader import (
     open_partition_table,
     table_field_ids,
 )
-from lance_sql.tables.namespace.write_target import table_conflicts, written_concurrently
+from lance_sql.tables.namespace.write_target import head_after, table_conflicts
 
 INDEXES_KEY = "lance_sql.indexes"
 
@@ -95,8 +95,6 @@ def one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any
     The new version must directly follow ``ds``: otherwise another writer
     committed in between, and pinning the result could publish its rows.
     """
-    import lance
-
     before = int(ds.version)
     with table_conflicts(entry, what):
         try:
@@ -110,10 +108,7 @@ def one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any
                 f"at location {entry.location!r}: {said}",
                 table=entry.object_id,
             ) from exc
-    head = lance.dataset(entry.uri, storage_options=opts)
-    if int(head.version) != before + 1:
-        raise written_concurrently(entry, what)
-    return head
+    return head_after(entry, before, what, opts)
 
 
 def create_in(entry: PartitionTable, ds: Any, index: NamespaceIndex, column: str, opts: Any) -> Any:
@@ -148,15 +143,7 @@ def maintain_indexes(
     if not indexes:
         return version
     opts = dict(storage_options) if storage_options else None
-    at = PartitionTable(
-        entry.object_id,
-        entry.location,
-        entry.uri,
-        entry.spec_version,
-        version,
-        entry.read_branch,
-        None,
-    )
+    at = replace(entry, read_version=version, read_tag=None)
     if entry.read_branch:
         return version  # branch-pinned tables are not indexed (see create_scalar_index)
     ds = open_partition_table(at, storage_options=opts)

@@ -93,9 +93,7 @@ def create_index(
             )
         current[index.name] = index
         m.properties.update(indexes_property(list(current.values())))
-        for entry in m.entries.values():
-            if entry.read_branch or entry.read_tag:
-                continue
+        for entry in m.version_pinned():
             ds = m.head(entry)
             col = table_column(entry, ds.version, fid, m.storage_options)
             if col is None:
@@ -141,9 +139,7 @@ def drop_index(ns: PartitionedNamespace, name: str) -> None:
             )
         del current[name]
         m.properties.update(indexes_property(list(current.values())))
-        for entry in m.entries.values():
-            if entry.read_branch or entry.read_tag:
-                continue
+        for entry in m.version_pinned():
             ds = m.head(entry)
             if name not in index_names(ds):
                 continue
@@ -169,9 +165,7 @@ def optimize_indexes(ns: PartitionedNamespace) -> int:
 
         current = read_indexes(m.snapshot.properties)
         changed = 0
-        for entry in m.entries.values() if current else []:
-            if entry.read_branch or entry.read_tag:
-                continue
+        for entry in m.version_pinned() if current else []:
             ds = m.head(entry)
             have = index_names(ds)
             todo = [

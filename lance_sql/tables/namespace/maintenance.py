@@ -56,11 +56,9 @@ def compact(ns: Any, *, target_rows_per_fragment: int = 1 << 20, **options: Any)
     ns._check_writable()
 
     def build(m: Mutation) -> CompactReport:
-        report = CompactReport(ns.manifest_version)
-        for entry in m.entries.values():
-            if entry.read_branch or entry.read_tag:
-                report.skipped += 1
-                continue
+        pinned = m.version_pinned()
+        report = CompactReport(ns.manifest_version, skipped=len(m.entries) - len(pinned))
+        for entry in pinned:
             ds = m.head(entry)
             frags = ds.get_fragments()
             if not _needs_compaction(frags, target_rows_per_fragment):

@@ -47,11 +47,10 @@ from lance_sql.tables.namespace.nested_evolution import read_as
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     map_columns,
-    open_partition_table,
     table_field_ids,
 )
 from lance_sql.tables.namespace.write_layout import carry_namespaces
-from lance_sql.tables.namespace.write_target import table_conflicts
+from lance_sql.tables.namespace.write_target import head_after, table_conflicts, table_head
 from lance_sql.tables.namespace.writer import NamespaceWriter
 
 ROWID = "_rowid"
@@ -89,28 +88,19 @@ class Mutation:
         fids = [f.field_id for f in self.ns.all_fields()]
         return {e.object_id: e for e in snapshot_entries(self.snapshot, fids)}
 
+    def version_pinned(self) -> list[PartitionTable]:
+        """The tables namespace-wide maintenance (compaction, indexes) writes: those pinned
+        to a version (a branch or tag pin is left as it is)."""
+        return [e for e in self.entries.values() if not (e.read_branch or e.read_tag)]
+
     # -- reading ----------------------------------------------------------------------------
     def head(self, entry: PartitionTable) -> Any:
         """The table's dataset at its newest version, which is the pinned one (restored)."""
         ds = self._heads.get(entry.object_id)
         if ds is not None:
             return ds
-        import lance
-
         _check_version_pin(entry)
-        opts = self.storage_options
-        latest = PartitionTable(entry.object_id, entry.location, entry.uri, None, None, None, None)
-        ds = open_partition_table(latest, storage_options=opts)
-        pinned = entry.read_version if entry.read_version is not None else ds.version
-        if ds.version != pinned:
-            with table_conflicts(entry, f"the restore of version {pinned}"):
-                ds = lance.LanceDataset.commit(
-                    entry.uri,
-                    lance.LanceOperation.Restore(pinned),
-                    read_version=ds.version,
-                    storage_options=opts,
-                    max_retries=0,
-                )
+        ds = table_head(entry, self.storage_options, max_retries=0)
         self._heads[entry.object_id] = ds
         return ds
 
@@ -198,12 +188,7 @@ class Mutation:
             before = ds.version
             with table_conflicts(entry, "a delete"):
                 ds.delete(f"{ROWID} IN ({','.join(map(str, chunk))})", conflict_retries=0)
-            ds = _latest(ds, self.storage_options)
-            if ds.version != before + 1:
-                raise CommitConflictError(
-                    f"partition table {entry.object_id!r} was written concurrently during a "
-                    "delete; __manifest was not committed"
-                )
+            ds = head_after(entry, before, "a delete", self.storage_options)
         self._heads[entry.object_id] = ds
         self.versions[entry.object_id] = ds.version
         self._subset.setdefault(entry.object_id, True)
@@ -315,12 +300,6 @@ def _check_version_pin(entry: PartitionTable) -> None:
             "compaction write only tables pinned to a version",
             path=entry.uri,
         )
-
-
-def _latest(ds: Any, storage_options: dict[str, str] | None) -> Any:
-    import lance
-
-    return lance.dataset(ds.uri, storage_options=storage_options)
 
 
 T = TypeVar("T")

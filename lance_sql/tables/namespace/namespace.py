@@ -13,7 +13,6 @@ See ``docs/namespaces.md`` for the model, on-disk layout and guarantees.
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -56,6 +55,7 @@ from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, f
 from lance_sql.tables.namespace.search_methods import SearchMethods
 from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import spec_of
+from lance_sql.tables.namespace.write_layout import find_entry
 from lance_sql.tables.namespace.write_methods import WriteMethods
 from lance_sql.tables.path_kind import prepare_root
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
@@ -218,9 +218,7 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         bisection: no pass over every table."""
         if self._entries is None:
             self.tables()
-        entries = self._entries or []
-        at = bisect.bisect_left(entries, object_id, key=lambda e: e.object_id)
-        return entries[at] if at < len(entries) and entries[at].object_id == object_id else None
+        return find_entry(self._entries or [], object_id)
 
     def foreign_tables(self) -> list[dict[str, Any]]:
         """``table`` rows of ``__manifest`` outside every ``v<N>``: not partition tables.

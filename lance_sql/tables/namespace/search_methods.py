@@ -52,14 +52,7 @@ class SearchMethods:
         Later writes keep it: new partitions get it built, appended ones get
         their new rows added, in the commit that publishes them.
         """
-        return indexes.create_index(
-            self,  # type: ignore[arg-type]
-            column,
-            index_type,
-            name=name,
-            replace=replace,
-            **params,
-        )
+        return self.create_index(column, index_type, name=name, replace=replace, **params)
 
     def list_indexes(self) -> list[indexes.NamespaceIndex]:
         """The namespace's scalar indexes (as of this snapshot)."""

@@ -89,9 +89,7 @@ class TableLookup:
         oid = self.ids.get(key)
         if oid is None or oid in self.changed:
             return None if oid is None else self.changed[oid]
-        at = bisect.bisect_left(self.entries, oid, key=_oid)
-        found = at < len(self.entries) and self.entries[at].object_id == oid
-        return self.entries[at] if found else None
+        return find_entry(self.entries, oid)
 
     def __contains__(self, key: tuple[Any, ...]) -> bool:
         return self.get(key) is not None
@@ -134,6 +132,12 @@ def _table_ids(
             values = entry.values
             out[keys_of([values.get(fid) for fid in fids])] = entry.object_id
     return out
+
+
+def find_entry(entries: Sequence[PartitionTable], object_id: str) -> PartitionTable | None:
+    """The entry ``object_id`` of ``entries`` (sorted by object id), found by bisection."""
+    at = bisect.bisect_left(entries, object_id, key=_oid)
+    return entries[at] if at < len(entries) and entries[at].object_id == object_id else None
 
 
 def _oid(entry: Any) -> str:
@@ -258,6 +262,7 @@ __all__ = [
     "MEMO",
     "TableLookup",
     "carry_namespaces",
+    "find_entry",
     "namespace_layout",
     "new_namespaces",
     "rebase_blocker",

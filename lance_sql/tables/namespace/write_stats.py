@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.tables.dataset_cache import open_all
 from lance_sql.tables.namespace import bounds as col_bounds
 from lance_sql.tables.namespace import bounds_rows, key_filters
 from lance_sql.tables.namespace.write_target import WriteTarget
-
-FILTER_THREADS = 8  # key-filter files written at once (I/O-bound; pylance drops the GIL)
 
 
 class WriteStats:
@@ -110,22 +108,19 @@ class WriteStats:
                 )
                 new = col_bounds.merge(old, new, 0) if ok and old is not None else None
             merged.append((new, old))
-        # key filter files of the tables (small reads and writes: on a pool, like commits)
+        # key filter files of the tables (small I/O-bound reads and writes: on the shared
+        # I/O pool; without key fields there is nothing to write)
         jobs = [
             (targets[o], versions[o], old)
             for o, (new, old) in zip(oids, merged, strict=True)
             if new is not None
         ]
-        if self.key_fields and len(jobs) > 1:
-            with ThreadPoolExecutor(min(FILTER_THREADS, len(jobs))) as pool:
-                refs = iter(list(pool.map(lambda j: self._key_filters(*j), jobs)))
-        else:
-            refs = iter([self._key_filters(*j) for j in jobs])
+        refs = iter(open_all(jobs if self.key_fields else [], lambda j: self._key_filters(*j)))
         for i, oid in enumerate(oids):
             t, (new, _) = targets[oid], merged[i]
             if new is not None:
                 new = col_bounds.TableBounds(
-                    versions[oid], t.branch, t.location, new.columns, next(refs)
+                    versions[oid], t.branch, t.location, new.columns, next(refs, {})
                 )
             meta[i] = col_bounds.with_bounds(meta[i], new)
         return bounds_rows.set_metadata(table, mask, meta)

@@ -9,6 +9,7 @@ The protocol around them is in :mod:`.writer`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -83,10 +84,7 @@ def prepare_target(
     """
     if t.prepared:
         return
-    import lance
-
     from lance_sql.format.metadata import open_metadata
-    from lance_sql.tables.namespace.reader import open_partition_table
 
     entry = t.entry
     assert entry is not None
@@ -98,23 +96,11 @@ def prepare_target(
             path=entry.uri,
         )
     branch = entry.read_branch
-    head = PartitionTable(
-        entry.object_id, entry.location, entry.uri, entry.spec_version, None, branch, None
-    )
-    ds = open_partition_table(head, storage_options=storage_options)
+    # Versions after the pinned one were never part of the namespace (a failed
+    # write, or a direct pylance write): an append restores so they cannot leak in.
+    ds = table_head(entry, storage_options, restore=mode == "append" and not staging)
     latest = ds.version
     base = entry.read_version if entry.read_version is not None else latest
-    if mode == "append" and base != latest and not staging:
-        # Versions after the pinned one were never part of the namespace (a failed
-        # write, or a direct pylance write): restore so they cannot leak in.
-        with table_conflicts(entry, f"the restore of version {base}"):
-            ds = lance.LanceDataset.commit(
-                ds if branch else entry.uri,
-                lance.LanceOperation.Restore(base),
-                read_version=latest,
-                storage_options=storage_options,
-            )
-        latest = ds.version
     at = base if staging else latest
 
     def schema_at(version: int) -> pa.Schema:
@@ -181,6 +167,34 @@ def prepare_target(
     t.dataset = ds if branch else None
     t.base_version = latest
     t.prepared = True
+
+
+def table_head(
+    entry: PartitionTable,
+    storage_options: Mapping[str, str] | None,
+    *,
+    restore: bool = True,
+    max_retries: int = 20,
+) -> Any:
+    """The table's dataset at its newest version (on its pinned branch); with ``restore``,
+    versions after the pinned one are first undone by a ``Restore`` commit of it."""
+    import lance
+
+    from lance_sql.tables.namespace.reader import open_partition_table
+
+    head = dataclasses.replace(entry, read_version=None, read_tag=None)  # the branch's latest
+    ds = open_partition_table(head, storage_options=storage_options)
+    pinned = entry.read_version
+    if restore and pinned is not None and ds.version != pinned:
+        with table_conflicts(entry, f"the restore of version {pinned}"):
+            ds = lance.LanceDataset.commit(
+                ds if entry.read_branch else entry.uri,
+                lance.LanceOperation.Restore(pinned),
+                read_version=ds.version,
+                storage_options=storage_options,
+                max_retries=max_retries,
+            )
+    return ds
 
 
 def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, str] | None) -> int:
@@ -275,6 +289,17 @@ def table_conflicts(entry: PartitionTable | WriteTarget, what: str) -> Iterator[
         raise written_concurrently(entry, what, f" ({first_line(exc)})") from exc
 
 
+def head_after(entry: PartitionTable, before: int, what: str, storage_options: Any) -> Any:
+    """The table's head after ``what``, one commit on top of version ``before``; an error
+    when another writer committed in between (pinning it could publish their rows)."""
+    import lance
+
+    head = lance.dataset(entry.uri, storage_options=storage_options)
+    if int(head.version) != before + 1:
+        raise written_concurrently(entry, what)
+    return head
+
+
 def written_concurrently(
     entry: PartitionTable | WriteTarget, what: str, detail: str = ""
 ) -> CommitConflictError:
@@ -289,7 +314,9 @@ __all__ = [
     "WriteTarget",
     "commit_target",
     "create_table",
+    "head_after",
     "prepare_target",
     "table_conflicts",
+    "table_head",
     "written_concurrently",
 ]

@@ -127,15 +127,15 @@ def test_row_operations_on_an_unchanged_namespace_agree_with_a_fresh_view(ns) ->
 
 
 def test_deletes_reuse_one_read_pool(ns) -> None:
-    from lance_sql.tables.namespace import delete as delete_module
+    from lance_sql.tables import dataset_cache
 
     assert delete(ns, "id = 10") == 1  # all 5 partitions are read: starts the pool
-    pool = delete_module._read_pool()
+    pool = dataset_cache._POOL
     for i in range(11, 16):
         assert delete(ns, f"id = {i}") == 1
-    assert delete_module._read_pool() is pool
-    readers = [t for t in threading.enumerate() if t.name.startswith("lance-sql-rowop")]
-    assert 0 < len(readers) <= delete_module.READ_THREADS
+    assert dataset_cache._POOL is pool
+    readers = [t for t in threading.enumerate() if t.name.startswith("lance-sql-open")]
+    assert 0 < len(readers) <= dataset_cache.OPEN_THREADS
 
 
 def test_overwrite_after_a_spec_change_sees_the_current_partitions(ns) -> None:
