@@ -67,20 +67,4 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
 
 
-def type_names(schema: pa.Schema) -> dict[str, str]:
-    """DataFusion's name of each column's type (``arrow_typeof``), for ``arrow_cast``.
-
-    Nested fields' metadata (field ids) is left out: ``arrow_cast`` cannot
-    parse it, and a value's type is the same without it.
-    """
-    from lance_sql.tables.namespace.sql_eval import quote, run_sql
-    from lance_sql.tables.substrait_schema import without_field_metadata
-
-    schema = pa.schema([pa.field(f.name, without_field_metadata(f.type)) for f in schema])
-    one = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
-    items = ", ".join(f"arrow_typeof({quote(f.name)}) AS {quote(f.name)}" for f in schema)
-    row = run_sql({"__lance_types": one}, f"SELECT {items} FROM __lance_types", what="types")
-    return {f.name: str(row.column(f.name)[0].as_py()) for f in schema}
-
-
-__all__ = ["plain_schema", "plain_type", "source_rows", "type_names", "writable_namespace"]
+__all__ = ["plain_schema", "plain_type", "source_rows", "writable_namespace"]

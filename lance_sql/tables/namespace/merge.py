@@ -7,16 +7,34 @@ into the partition of the current spec its new values belong to. So a row
 whose partition values change moves between partitions, in the same single
 ``__manifest`` commit as everything else (:class:`.mutation.Mutation`).
 
-SQL text (SET expressions, conditions) is evaluated by DataFusion
-(:mod:`.sql_eval`). In ``merge`` update expressions, qualify columns as
-``target.col`` and ``source.col``.
+SQL text (SET expressions, conditions) is planned once by the query engine
+(:mod:`.sql_eval`) and its plan runs over the rows. In ``merge`` update
+expressions, qualify columns as ``target.col`` and ``source.col``.
+
+MERGE has one implementation, here: ``ns.merge``, SQL ``MERGE INTO`` (which
+reads its clauses from the statement) and Spark's merge tasks (which run
+:func:`merge_table` per partition table and commit on the driver) all describe
+the statement as a :class:`MergeSql`, which the engine plans into a
+:class:`MergePlan` over the target's and the source's columns:
+
+* the ON condition joins the candidate rows of each partition table with the
+  source (its column equalities ``t.k = s.k`` prune the partitions read);
+* each matched pair takes the FIRST ``matched`` clause whose condition holds
+  (update or delete); each source row no target row matched takes the first
+  ``not_matched`` clause (insert) whose condition holds; each target row no
+  source row matched takes the first ``by_source`` clause (update or delete;
+  every partition table is then read);
+* a target row matched by two source rows is refused when there is a
+  ``matched`` clause (:class:`MergeKeyError`);
+* updated rows are deleted and re-inserted (a row whose partition values
+  change moves), all in ONE ``__manifest`` commit (:class:`.mutation.Mutation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -30,14 +48,13 @@ from lance_sql.tables.namespace.mutation import ROWID, Mutation, run
 from lance_sql.tables.namespace.partition_rows import conform_batch, iter_batches
 from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import (
+    ROW,
     EnginePlan,
     SqlExpressionError,
+    merge_plan,
     quote,
-    run_sql,
     update_plan,
 )
-
-_ROW = "__lance_sql_row"
 
 
 class MergeKeyError(LanceSqlError):
@@ -55,13 +72,18 @@ class MergeResult:
         return self.updated + self.deleted + self.inserted
 
 
-def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
+def _cast_to(ns: Any, table: pa.Table, what: str = "new values") -> pa.Table:
+    """``table``'s columns in the namespace's stored types (blob columns hold bytes); a
+    namespace column ``table`` lacks is NULL."""
     cols = []
     for f in ns._schema:  # the stored form: blob columns hold bytes here
+        if f.name not in table.column_names:
+            cols.append(pa.nulls(table.num_rows, f.type))
+            continue
         col = table.column(f.name)
         if extra := extra_fields(col.type, f.type):  # a cast would drop them
             raise SchemaMismatchError(
-                f"new values of column {f.name!r} ({col.type}) carry fields {extra} the "
+                f"{what} of column {f.name!r} ({col.type}) carry fields {extra} the "
                 f"namespace type {f.type} lacks; add them first (add_columns) or leave them out"
             )
         if not col.type.equals(f.type):
@@ -69,7 +91,7 @@ def _cast_to(ns: Any, table: pa.Table) -> pa.Table:
                 col = col.cast(f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise SchemaMismatchError(
-                    f"new values of column {f.name!r} ({col.type}) do not fit {f.type}: {exc}"
+                    f"{what} of column {f.name!r} ({col.type}) do not fit {f.type}: {exc}"
                 ) from exc
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=ns._schema)
@@ -114,6 +136,92 @@ def update(ns: Any, set: Mapping[str, str] | EnginePlan, where: Any = None) -> i
     return run(ns, build)
 
 
+
+When = Literal["matched", "not_matched", "by_source"]
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One WHEN clause, its SQL as the user wrote it. ``when``: ``matched`` (a target row
+    and a source row it matched), ``not_matched`` (a source row no target row matched) or
+    ``by_source`` (a target row no source row matched); ``action``: ``update``,
+    ``delete`` or ``insert``; ``values``: (column, SQL) pairs set or inserted (None: the
+    source row itself, with the target's other columns kept on update)."""
+
+    when: When
+    action: Literal["update", "delete", "insert"]
+    condition: str | None = None
+    values: tuple[tuple[str, str], ...] | None = None
+
+
+@dataclass(frozen=True)
+class MergeSql:
+    """A MERGE as written: SQL texts over the aliases ``target`` and ``source``."""
+
+    target: str
+    source: str
+    on: str
+    keys: tuple[tuple[str, str], ...]  # (target, source) column equalities of ON: they prune
+    clauses: tuple[MergeClause, ...]
+    what: str  # the statement, for messages
+
+    def of(self, when: When) -> list[MergeClause]:
+        return [c for c in self.clauses if c.when == when]
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """A :class:`MergeSql` as the engine planned it over the target's and the source's
+    columns (each table numbered in :data:`~.sql_eval.ROW`). ``pairs``: the target and
+    source rows ON joins -> (target ROW, source ROW, index of the ``matched`` clause that
+    applies or -1); ``lone_target`` / ``lone_source``: over the unmatched rows of one
+    side -> (index of the ``by_source`` / ``not_matched`` clause that applies or -1, ROW);
+    ``values``: per clause, the new values of its columns (then ROW) over the pairs
+    (joined on ROW) or the lone rows (None: nothing to compute)."""
+
+    sql: MergeSql
+    pairs: EnginePlan
+    lone_target: EnginePlan | None
+    lone_source: EnginePlan | None
+    values: tuple[EnginePlan | None, ...]
+
+
+def merge_sql(
+    ns: Any,
+    on: Sequence[str],
+    when_matched_update: bool | str | Mapping[str, str] | None,
+    when_matched_delete: bool | str,
+    when_not_matched_insert: bool,
+) -> MergeSql:
+    """``ns.merge``'s options as the MERGE statement they mean."""
+    if not on:
+        raise ValueError("merge needs at least one key column in 'on'")
+    clauses = []
+    if when_matched_delete:
+        cond = None if when_matched_delete is True else str(when_matched_delete)
+        clauses.append(MergeClause("matched", "delete", cond))
+    if when_matched_update:
+        values = None
+        if isinstance(when_matched_update, Mapping):
+            _check_set(ns, when_matched_update)
+            values = tuple(when_matched_update.items())
+        elif when_matched_update is not True and when_matched_update != "*":
+            raise SqlExpressionError(
+                "when_matched_update must be True, '*' or a mapping of column to SQL, "
+                f"got {when_matched_update!r}"
+            )
+        clauses.append(MergeClause("matched", "update", None, values))
+    if when_not_matched_insert:
+        clauses.append(MergeClause("not_matched", "insert"))
+    on_sql = " AND ".join(f"target.{quote(k)} = source.{quote(k)}" for k in on)
+    return MergeSql("target", "source", on_sql, tuple((k, k) for k in on), tuple(clauses), "merge")
+
+
+def plan_merge(ns: Any, src: pa.Table, sql: MergeSql) -> MergePlan:
+    """``sql`` planned by the engine over the namespace's columns and ``src``'s."""
+    return merge_plan(ns._schema, src.schema, sql, what=sql.what)
+
+
 def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
     if isinstance(source, pa.Table):
         table = source
@@ -138,16 +246,26 @@ def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:
     return table
 
 
-def _key_filter(source: pa.Table, on: Sequence[str]) -> pc.Expression:
-    """A superset filter over the target: every key column in the source's values."""
+def key_filter(ns: Any, src: pa.Table, keys: Sequence[tuple[str, str]]) -> pc.Expression | None:
+    """Target rows can match only where every ON key equality's column is a source value
+    (None: every row may match).
+
+    Floating-point keys are left out: SQL ``=`` holds for -0.0 and 0.0 and for
+    NaN and NaN, pyarrow's ``is_in`` does not.
+    """
     expr = None
-    for k in on:
-        if pa.types.is_floating(source.column(k).type):
-            continue  # is_in tells -0.0 from 0.0; SQL equality does not (the join decides)
-        values = pc.unique(source.column(k).drop_null())
-        term = pc.field(k).isin(values)
+    for tcol, scol in keys:
+        if tcol not in ns.schema.names or scol not in src.column_names:
+            continue
+        if pa.types.is_floating(ns.schema.field(tcol).type):
+            continue
+        try:
+            values = pc.unique(src.column(scol).drop_null()).cast(ns.schema.field(tcol).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        term = pc.field(tcol).isin(values)
         expr = term if expr is None else expr & term
-    return pc.scalar(True) if expr is None else expr
+    return expr
 
 
 def _match_keys(table: pa.Table, on: Sequence[str]) -> pa.Table:
@@ -180,54 +298,47 @@ def merge(
     """
     ns._check_writable()
     on = list(on)
-    if not on:
-        raise ValueError("merge needs at least one key column in 'on'")
+    sql = merge_sql(ns, on, when_matched_update, when_matched_delete, when_not_matched_insert)
     src = _source_table(ns, source, on)
     keyed = src.filter(pc.invert(_any_null(src, on))) if src.num_rows else src
     if keyed.num_rows and _match_keys(keyed, on).group_by(on).aggregate([]).num_rows != (
         keyed.num_rows
     ):
         raise MergeKeyError("the merge source holds some key more than once; nothing was written")
-    src = src.append_column(_ROW, pa.array(np.arange(src.num_rows), pa.int64()))
-    clauses = (when_matched_update, when_matched_delete, when_not_matched_insert)
-
-    def build(m: Mutation) -> MergeResult:
-        return _merge_into(m, ns, src, keyed, on, *clauses)
-
-    return run(ns, build)
+    src = src.append_column(ROW, pa.array(np.arange(src.num_rows), pa.int64()))
+    plan = plan_merge(ns, src, sql)
+    return run(ns, lambda m: merge_rows(m, ns, plan, src))
 
 
-def _merge_into(
-    m: Mutation,
-    ns: Any,
-    src: pa.Table,
-    keyed: pa.Table,
-    on: list[str],
-    when_matched_update: bool | str | Mapping[str, str] | None,
-    when_matched_delete: bool | str,
-    when_not_matched_insert: bool,
-) -> MergeResult:
-    matched_src: set[int] = set()
+def merge_rows(m: Mutation, ns: Any, plan: MergePlan, src: pa.Table) -> MergeResult:
+    """Stage the whole MERGE ``plan`` of ``src`` (numbered ``0..n-1`` in ROW) in ``m``."""
+    sql = plan.sql
+    by_source = bool(sql.of("by_source"))
+    seen = np.zeros(src.num_rows, dtype=bool)
     updated = deleted = 0
-    if keyed.num_rows:
-        for hit in matching_rows(m, _key_filter(keyed, on), full_covered=True):
-            target = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows)
-            tm = match_table(ns, target, src, on, when_matched_update, when_matched_delete)
-            matched_src.update(tm.matched.tolist())
+    if src.num_rows or by_source:
+        # BY SOURCE clauses need every target row; otherwise only those the ON keys may match
+        prefilter = None if by_source else key_filter(ns, src, sql.keys)
+        for hit in matching_rows(m, prefilter, full_covered=True):
+            entry = m.entries[hit.object_id]
+            tm = merge_table(ns, entry, plan, hit.rows, src)
+            seen[tm.matched] = True
             if len(tm.gone):
-                m.delete_rowids(m.entries[hit.object_id], tm.gone)
+                m.delete_rowids(entry, tm.gone)
             if tm.new is not None:
                 m.insert(tm.new)
             updated += tm.updated
             deleted += tm.deleted
     inserted = 0
-    if when_not_matched_insert:
-        rest = src.filter(pa.array(~np.isin(np.arange(src.num_rows), list(matched_src))))
-        rest = rest.drop_columns([_ROW])
-        if rest.num_rows:
-            rows = pa.Table.from_batches([conform_batch(b, ns._schema) for b in rest.to_batches()])
-            m.insert(rows)
-            inserted = rows.num_rows
+    rest = src.filter(pa.array(~seen))
+    if plan.lone_source is not None and rest.num_rows:
+        codes = _codes(plan.lone_source, {sql.source: rest}, src.num_rows, f"{sql.what} insert")
+        codes = codes[rest.column(ROW).to_numpy()]
+        for i, clause in enumerate(sql.of("not_matched")):
+            rows = rest.filter(pa.array(codes == i))
+            if rows.num_rows:
+                m.insert(_new_rows(ns, plan, clause, None, rows))
+                inserted += rows.num_rows
     return MergeResult(updated, deleted, inserted)
 
 
@@ -239,57 +350,107 @@ class TableMatch:
     new: pa.Table | None  # rewritten rows (namespace schema) to insert
     updated: int
     deleted: int
-    matched: np.ndarray  # ``_ROW`` numbers of the source rows some target row matched
+    matched: np.ndarray  # ROW numbers of the source rows some target row matched
 
 
-def match_table(
-    ns: Any,
-    target: pa.Table,
-    src: pa.Table,
-    on: list[str],
-    when_matched_update: bool | str | Mapping[str, str] | None,
-    when_matched_delete: bool | str,
+def merge_table(
+    ns: Any, entry: Any, plan: MergePlan, target: pa.Table, src: pa.Table
 ) -> TableMatch:
-    """Join one table's ``target`` rows (namespace columns + ``_rowid``) with ``src`` (+ ``_ROW``)
-    on the keys and apply the matched clauses (also what Spark merge tasks run per table)."""
-    none = TableMatch(pa.array([], pa.uint64()), None, 0, 0, np.array([], np.int64))
-    if not target.num_rows:
-        return none
-    target = target.append_column(_ROW, pa.array(np.arange(target.num_rows), pa.int64()))
-    pairs = (
-        _match_keys(target, on)
-        .append_column(_ROW, target.column(_ROW))
-        .join(
-            _match_keys(src, on).append_column(_ROW, pa.array(np.arange(src.num_rows))),
-            keys=on,
-            join_type="inner",
-            right_suffix="_s",
+    """The ``matched`` and ``by_source`` clauses of ``plan`` over the rows ``target`` of
+    partition table ``entry`` (namespace columns + ``_rowid``) and the source rows ``src``
+    (numbered in ROW: any distinct numbers). Also what Spark merge tasks run per table."""
+    sql = plan.sql
+    n = target.num_rows
+    if not n:
+        return TableMatch(pa.array([], pa.uint64()), None, 0, 0, np.array([], np.int64))
+    ids = src.column(ROW).to_numpy()
+    src = src.set_column(src.column_names.index(ROW), ROW, pa.array(np.arange(len(ids))))
+    numbered = target.drop_columns([ROWID]).append_column(ROW, pa.array(np.arange(n)))
+    pairs = plan.pairs.run({sql.target: numbered, sql.source: src}, what=f"{sql.what} ON")
+    tr, sr = pairs.column(0).to_numpy(), pairs.column(1).to_numpy()
+    matched = sql.of("matched")
+    if matched and len(np.unique(tr)) != len(tr):
+        raise MergeKeyError(
+            f"{sql.what}: a target row (partition table {entry.object_id!r}) matches more "
+            "than one source row; nothing was written"
         )
+    steps = [(matched, tr, sr, pairs.column(2).to_numpy())]
+    lone = np.setdiff1d(np.arange(n), tr)
+    if plan.lone_target is not None and len(lone):
+        alone = numbered.take(pa.array(lone))
+        codes = _codes(plan.lone_target, {sql.target: alone}, n, f"{sql.what} BY SOURCE")
+        steps.append((sql.of("by_source"), lone, None, codes[lone]))
+    gone, new = [], []
+    updated = deleted = 0
+    for clauses, rows, pair, codes in steps:
+        for i, clause in enumerate(clauses):
+            sel = codes == i
+            if not sel.any():
+                continue
+            gone.append(rows[sel])
+            if clause.action == "delete":
+                deleted += int(sel.sum())
+                continue
+            old = target.take(pa.array(rows[sel]))
+            paired = None if pair is None else src.take(pa.array(pair[sel]))
+            new.append(_new_rows(ns, plan, clause, with_blob_bytes(ns, entry, old), paired))
+            updated += int(sel.sum())
+    rows = np.concatenate(gone) if gone else np.array([], np.int64)
+    return TableMatch(
+        target.column(ROWID).take(pa.array(rows)).combine_chunks(),
+        pa.concat_tables(new) if new else None,
+        updated,
+        deleted,
+        ids[sr],
     )
-    if not pairs.num_rows:
-        return none
-    t_idx = pairs.column(_ROW).to_numpy()
-    s_idx = pairs.column(_ROW + "_s").to_numpy()  # positions in src (its _ROW: any numbers)
-    matched = src.column(_ROW).take(pa.array(s_idx)).to_numpy()
-    t_rows = target.take(t_idx).drop_columns([_ROW])
-    s_rows = src.take(s_idx).drop_columns([_ROW])
-    dele = _clause_mask(when_matched_delete, t_rows, s_rows)
-    upd = np.zeros(len(t_idx), dtype=bool)
-    if when_matched_update:
-        upd = ~dele
-    gone = dele | upd
-    if not gone.any():
-        return TableMatch(none.gone, None, 0, 0, matched)
-    new = None
-    if upd.any():
-        new = _updated_rows(
-            ns,
-            t_rows.filter(pa.array(upd)).drop_columns([ROWID]),
-            s_rows.filter(pa.array(upd)),
-            when_matched_update,
+
+
+def _codes(plan: EnginePlan, tables: Mapping[str, pa.Table], n: int, what: str) -> np.ndarray:
+    """The clause index (-1: none) of each row number ``0..n-1`` by a lone-rows plan."""
+    out = plan.run(tables, what=what)
+    codes = np.full(n, -1, dtype=np.int64)
+    codes[out.column(1).to_numpy()] = out.column(0).to_numpy()
+    return codes
+
+
+def _new_rows(
+    ns: Any, plan: MergePlan, clause: MergeClause, old: pa.Table | None, src: pa.Table | None
+) -> pa.Table:
+    """The rows an update (``old``: the target rows + ``_rowid``; ``src``: their source
+    rows, None for BY SOURCE) or an insert (``old`` None) writes, in the stored schema."""
+    sql = plan.sql
+    assert src is not None or old is not None
+    base = src.drop_columns([ROW]) if old is None else old.drop_columns([ROWID])
+    if clause.values is None:  # the source row itself (update: the target's other columns kept)
+        assert src is not None
+        for name in src.column_names:
+            if name in base.column_names:
+                base = base.set_column(base.column_names.index(name), name, src.column(name))
+        return pa.Table.from_batches(
+            [conform_batch(b, ns._schema) for b in base.to_batches()], schema=ns._schema
         )
-    ids = t_rows.column(ROWID).filter(pa.array(gone)).combine_chunks()
-    return TableMatch(ids, new, int(upd.sum()), int(dele.sum()), matched)
+    pair = pa.array(np.arange(base.num_rows), pa.int64())
+    tables = {}
+    if old is not None:
+        tables[sql.target] = old.drop_columns([ROWID]).append_column(ROW, pair)
+    if src is not None:
+        tables[sql.source] = src.drop_columns([ROW]).append_column(ROW, pair)
+    values = plan.values[plan.sql.clauses.index(clause)]
+    assert values is not None
+    try:
+        out = values.run(tables, what=f"{sql.what} values")
+    except SqlExpressionError as exc:
+        if "cast" not in str(exc).lower():
+            raise
+        raise SchemaMismatchError(
+            f"{sql.what}: a value does not fit its column {[c for c, _ in clause.values]}: {exc}"
+        ) from exc
+    out = out.take(pc.sort_indices(out.column(ROW)))
+    if old is not None:  # update: the columns not set keep their values
+        for name in base.column_names:
+            if name not in out.column_names:
+                out = out.append_column(name, base.column(name))
+    return _cast_to(ns, out.drop_columns([ROW]), f"{sql.what}: new values")
 
 
 def _any_null(table: pa.Table, on: Sequence[str]) -> pa.ChunkedArray | pa.Array:
@@ -300,59 +461,18 @@ def _any_null(table: pa.Table, on: Sequence[str]) -> pa.ChunkedArray | pa.Array:
     return mask
 
 
-def _pair_tables(t_rows: pa.Table, s_rows: pa.Table) -> dict[str, pa.Table]:
-    idx = pa.array(np.arange(t_rows.num_rows), pa.int64())
-    target = t_rows.drop_columns([c for c in (ROWID,) if c in t_rows.column_names])
-    return {
-        "target": target.append_column(_ROW, idx),
-        "source": s_rows.append_column(_ROW, idx),
-    }
-
-
-def _clause_mask(clause: bool | str, t_rows: pa.Table, s_rows: pa.Table) -> np.ndarray:
-    n = t_rows.num_rows
-    if clause is True:
-        return np.ones(n, dtype=bool)
-    if not clause:
-        return np.zeros(n, dtype=bool)
-    out = run_sql(
-        _pair_tables(t_rows, s_rows),
-        f"SELECT target.{quote(_ROW)} FROM target JOIN source "
-        f"ON target.{quote(_ROW)} = source.{quote(_ROW)} WHERE {clause}",
-        what=f"merge condition {clause!r}",
-    )
-    mask = np.zeros(n, dtype=bool)
-    mask[out.column(0).to_numpy()] = True
-    return mask
-
-
-def _updated_rows(
-    ns: Any, t_rows: pa.Table, s_rows: pa.Table, clause: bool | str | Mapping[str, str]
-) -> pa.Table:
-    if clause is True or clause == "*":
-        cols = [
-            s_rows.column(f.name) if f.name in s_rows.column_names else t_rows.column(f.name)
-            for f in ns.schema
-        ]
-        table = pa.Table.from_arrays(cols, names=ns.schema.names)
-        return pa.Table.from_batches(
-            [conform_batch(b, ns._schema) for b in table.to_batches()], schema=ns._schema
-        )
-    if not isinstance(clause, Mapping):
-        raise SqlExpressionError(
-            f"when_matched_update must be True, '*' or a mapping of column to SQL, got {clause!r}"
-        )
-    _check_set(ns, clause)
-    select = ", ".join(
-        f"({clause.get(f.name, 'target.' + quote(f.name))}) AS {quote(f.name)}" for f in ns.schema
-    )
-    out = run_sql(
-        _pair_tables(t_rows, s_rows),
-        f"SELECT {select} FROM target JOIN source ON target.{quote(_ROW)} = "
-        f"source.{quote(_ROW)} ORDER BY target.{quote(_ROW)}",
-        what=f"merge update {dict(clause)!r}",
-    )
-    return _cast_to(ns, out)
-
-
-__all__ = ["MergeKeyError", "MergeResult", "TableMatch", "match_table", "merge", "update"]
+__all__ = [
+    "MergeClause",
+    "MergeKeyError",
+    "MergePlan",
+    "MergeResult",
+    "MergeSql",
+    "TableMatch",
+    "key_filter",
+    "merge",
+    "merge_rows",
+    "merge_sql",
+    "merge_table",
+    "plan_merge",
+    "update",
+]
