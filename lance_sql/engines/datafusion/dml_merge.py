@@ -31,7 +31,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from lance_sql.errors import PlanningError, SchemaMismatchError
-from lance_sql.tables.namespace.merge import MergeClause, MergeSql, merge_rows, plan_merge
+from lance_sql.tables.namespace.merge_rows import MergeClause, MergeSql, merge_rows, plan_merge
 from lance_sql.tables.namespace.mutation import run
 from lance_sql.tables.namespace.sql_eval import ROW
 

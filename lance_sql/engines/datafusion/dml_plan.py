@@ -222,8 +222,6 @@ def _is_column(expr: Any, column: str) -> bool:
     return expr.variant_name() == "Column" and str(expr.to_variant().name()) == column
 
 
-
-
 _TARGET, _SOURCE = "__lance_sql_merge_target", "__lance_sql_merge_source"
 
 
@@ -234,7 +232,7 @@ def plan_merge(ctx: Any, target: pa.Schema, source: pa.Schema, merge: Any) -> An
     source's (``source``, numbered), under the statement's aliases; the expressions of
     those plans then run over each partition table's rows. New values are cast to their
     columns by DataFusion, as UPDATE and INSERT cast them."""
-    from lance_sql.tables.namespace.merge import MergePlan
+    from lance_sql.tables.namespace.merge_rows import MergePlan
 
     t, s = quote(merge.target), quote(merge.source)
     row_t, row_s = f"{t}.{quote(ROW)}", f"{s}.{quote(ROW)}"
