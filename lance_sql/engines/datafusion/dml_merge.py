@@ -173,9 +173,8 @@ def parse_merge(query: str, schema: pa.Schema, name: str) -> MergeSql:
     text = merge_text(query, name)
     if len(text.clauses) != len(clauses):
         raise PlanningError(f"MERGE INTO {name!r}: the WHEN clauses could not be read")
-    keys = tuple(_keys(on, talias, salias))
     verbatim = tuple(_verbatim(c, cut, name) for c, cut in zip(clauses, text.clauses, strict=True))
-    return MergeSql(talias, salias, text.on, keys, verbatim, f"MERGE INTO {name!r}")
+    return MergeSql(talias, salias, text.on, verbatim, f"MERGE INTO {name!r}")
 
 
 def _verbatim(clause: MergeClause, cut: ClauseText, name: str) -> MergeClause:
@@ -197,30 +196,6 @@ def _sql_name(node: exp.Expression) -> str:
     ident = alias.this if isinstance(alias, exp.TableAlias) else node.this
     if not isinstance(ident, exp.Identifier):
         return node.alias_or_name
-    return ident.name if ident.quoted else ident.name.lower()
-
-
-def _keys(on: exp.Expression, talias: str, salias: str) -> list[tuple[str, str]]:
-    conjuncts = on.flatten() if isinstance(on, exp.And) else [on]
-    out = []
-    for c in conjuncts:
-        if not isinstance(c, exp.EQ):
-            continue
-        a, b = c.this, c.expression
-        if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
-            continue
-        if _resolved(a, "table") == salias and _resolved(b, "table") == talias:
-            a, b = b, a
-        if _resolved(a, "table") == talias and _resolved(b, "table") == salias:
-            out.append((_resolved(a, "this"), _resolved(b, "this")))
-    return out
-
-
-def _resolved(col: exp.Column, part: str) -> str:
-    """A column's name or qualifier as DataFusion resolves it (unquoted: lower case)."""
-    ident = col.args.get(part)
-    if not isinstance(ident, exp.Identifier):
-        return ""
     return ident.name if ident.quoted else ident.name.lower()
 
 

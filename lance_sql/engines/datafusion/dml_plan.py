@@ -258,7 +258,23 @@ def plan_merge(ctx: Any, target: pa.Schema, source: pa.Schema, merge: Any) -> An
                 rows = joined + f"{row_t} = {row_s}"
             row = row_s if clause.action == "insert" else row_t
             values.append(_values_plan(ctx, clause.values, rows, row, target, merge))
-    return MergePlan(merge, pairs, lone_target, lone_source, tuple(values))
+    keys = _join_keys(pairs.plan.on, merge.target, merge.source)
+    return MergePlan(merge, keys, pairs, lone_target, lone_source, tuple(values))
+
+
+def _join_keys(on: Any, target: str, source: str) -> tuple[tuple[str, str], ...]:
+    """The (target column, source column) equalities among the conjuncts of ``on``."""
+    node = on.to_variant()
+    if type(node).__name__ != "BinaryExpr" or node.op() not in ("AND", "="):
+        return ()
+    sides = [datafusion.Expr(e) for e in (node.left(), node.right())]
+    if node.op() == "AND":
+        return tuple(k for side in sides for k in _join_keys(side, target, source))
+    sides = [side.to_variant() for side in sides]
+    if any(type(v).__name__ != "Column" for v in sides):
+        return ()
+    named = {str(v.relation()): str(v.name()) for v in sides}
+    return ((named[target], named[source]),) if set(named) == {target, source} else ()
 
 
 def _case(clauses: list[Any]) -> str:
@@ -285,6 +301,8 @@ def _planned(
         on = found[0]
         for term in found[1:]:
             on = on & term
+    if (on is None) == (" JOIN " in rows):
+        raise UnsupportedFeatureError(f"{merge.what}: DataFusion planned {rows} another way")
     _columns([*exprs, *([] if on is None else [on])], pa.schema([]), merge.what)  # no subquery
     outputs = tuple(f"__lance_sql_{i}" for i in range(len(exprs)))
     if types is not None:

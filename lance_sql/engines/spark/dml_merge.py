@@ -88,8 +88,9 @@ class MergeTasks(DeleteTasks):
         ns = reader.ns
         entry = reader.entries[oid]
         sql = merge_sql(ns, self.on, self.when_matched_update, self.when_matched_delete, False)
-        target = reader.rows(entry, None, pushdown=key_filter(ns, src, sql.keys))
-        tm = merge_table(ns, entry, plan_merge(ns, src, sql), target, src)
+        plan = plan_merge(ns, src, sql)
+        target = reader.rows(entry, None, pushdown=key_filter(ns, src, plan.keys))
+        tm = merge_table(ns, entry, plan, target, src)
         ids = tm.gone.to_numpy(zero_copy_only=False).astype(np.uint64)
         td = self.stage_deletes(reader, entry, ids, lease)
         staged = ""

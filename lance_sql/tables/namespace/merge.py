@@ -112,7 +112,7 @@ def merge_sql(
     if when_not_matched_insert:
         clauses.append(MergeClause("not_matched", "insert"))
     on_sql = " AND ".join(f"target.{quote(k)} = source.{quote(k)}" for k in on)
-    return MergeSql("target", "source", on_sql, tuple((k, k) for k in on), tuple(clauses), "merge")
+    return MergeSql("target", "source", on_sql, tuple(clauses), "merge")
 
 
 def _source_table(ns: Any, source: Any, on: Sequence[str]) -> pa.Table:

@@ -102,7 +102,6 @@ class MergeSql:
     target: str
     source: str
     on: str
-    keys: tuple[tuple[str, str], ...]  # (target, source) column equalities of ON: they prune
     clauses: tuple[MergeClause, ...]
     what: str  # the statement, for messages
 
@@ -118,9 +117,11 @@ class MergePlan:
     applies or -1); ``lone_target`` / ``lone_source``: over the unmatched rows of one
     side -> (index of the ``by_source`` / ``not_matched`` clause that applies or -1, ROW);
     ``values``: per clause, the new values of its columns (then ROW) over the pairs
-    (joined on ROW) or the lone rows (None: nothing to compute)."""
+    (joined on ROW) or the lone rows (None: nothing to compute); ``keys``: the (target,
+    source) column equalities of ON, which prune."""
 
     sql: MergeSql
+    keys: tuple[tuple[str, str], ...]
     pairs: EnginePlan
     lone_target: EnginePlan | None
     lone_source: EnginePlan | None
@@ -162,7 +163,7 @@ def merge_rows(m: Mutation, ns: Any, plan: MergePlan, src: pa.Table) -> MergeRes
     updated = deleted = 0
     if src.num_rows or by_source:
         # BY SOURCE clauses need every target row; otherwise only those the ON keys may match
-        prefilter = None if by_source else key_filter(ns, src, sql.keys)
+        prefilter = None if by_source else key_filter(ns, src, plan.keys)
         for hit in matching_rows(m, prefilter, full_covered=True):
             entry = m.entries[hit.object_id]
             tm = merge_table(ns, entry, plan, hit.rows, src)
