@@ -31,6 +31,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from lance_sql.errors import PlanningError, SchemaMismatchError
+from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.merge_rows import MergeClause, MergeSql, merge_rows, plan_merge
 from lance_sql.tables.namespace.mutation import run
 from lance_sql.tables.namespace.sql_eval import ROW
@@ -143,51 +144,33 @@ def _clause_text(
     return ClauseText(condition, set_values, insert_values)
 
 
-def _sql(e: exp.Expression) -> str:
-    return e.sql(dialect="postgres")
-
-
 def parse_merge(query: str, schema: pa.Schema, name: str) -> MergeSql:
-    """The parts of a MERGE statement (sqlglot), checked against the namespace schema."""
+    """The parts of a MERGE statement (sqlglot reads the structure, :func:`merge_text` cuts
+    the expressions' texts), checked against the namespace schema."""
     try:
         tree = sqlglot.parse_one(query)
     except sqlglot.errors.ParseError as exc:
         raise PlanningError(f"MERGE INTO {name!r} cannot be parsed: {exc}") from exc
     if not isinstance(tree, exp.Merge):
         raise PlanningError(f"MERGE INTO {name!r}: not a MERGE statement")
-    target = tree.this
-    talias = _sql_name(target)
-    using = tree.args["using"]
-    salias = _sql_name(using)
+    talias, salias = _sql_name(tree.this), _sql_name(tree.args["using"])
     if not salias:
         raise PlanningError(f"MERGE INTO {name!r}: give the source an alias (USING (...) AS s)")
     if talias == salias:
         raise PlanningError(f"MERGE INTO {name!r}: target and source need different names")
-    on = tree.args.get("on")
-    if on is None:
+    if tree.args.get("on") is None:
         raise PlanningError(f"MERGE INTO {name!r}: an ON condition is needed")
     whens = tree.args.get("whens")
-    clauses = [_clause(w, schema, name) for w in (whens.expressions if whens else [])]
-    if not clauses:
+    whens = whens.expressions if whens else []
+    if not whens:
         raise PlanningError(f"MERGE INTO {name!r}: no WHEN clause")
     text = merge_text(query, name)
-    if len(text.clauses) != len(clauses):
+    if len(text.clauses) != len(whens):
         raise PlanningError(f"MERGE INTO {name!r}: the WHEN clauses could not be read")
-    verbatim = tuple(_verbatim(c, cut, name) for c, cut in zip(clauses, text.clauses, strict=True))
-    return MergeSql(talias, salias, text.on, verbatim, f"MERGE INTO {name!r}")
-
-
-def _verbatim(clause: MergeClause, cut: ClauseText, name: str) -> MergeClause:
-    """``clause`` (sqlglot's reading) with its SQL texts as written in the statement."""
-    if (clause.condition is None) != (cut.condition is None):
-        raise PlanningError(f"MERGE INTO {name!r}: a WHEN condition could not be read")
-    written = cut.insert_values if clause.action == "insert" else cut.set_values
-    values = None
-    if clause.values is not None:
-        if len(written) != len(clause.values):
-            raise PlanningError(f"MERGE INTO {name!r}: the SET or INSERT values could not be read")
-        values = tuple((c, v) for (c, _), v in zip(clause.values, written, strict=True))
-    return MergeClause(clause.when, clause.action, cut.condition, values)
+    clauses = tuple(
+        _clause(w, cut, schema, name) for w, cut in zip(whens, text.clauses, strict=True)
+    )
+    return MergeSql(talias, salias, text.on, clauses, f"MERGE INTO {name!r}")
 
 
 def _sql_name(node: exp.Expression) -> str:
@@ -208,48 +191,48 @@ def _column(col: str, schema: pa.Schema, name: str) -> str:
     raise SchemaMismatchError(f"MERGE INTO {name!r}: no column {col!r} in the target")
 
 
-def _clause(w: exp.When, schema: pa.Schema, name: str) -> MergeClause:
-    """One WHEN clause as sqlglot reads it (its texts replaced by :func:`_verbatim`)."""
+def _clause(w: exp.When, cut: ClauseText, schema: pa.Schema, name: str) -> MergeClause:
+    """One WHEN clause: sqlglot's reading of its structure, with the texts ``cut`` from the
+    statement as written."""
     by_source = bool(w.args.get("source"))  # NOT MATCHED BY SOURCE: UPDATE / DELETE target rows
     matched = bool(w.args.get("matched")) or by_source
     when = "by_source" if by_source else "matched" if matched else "not_matched"
-    cond = w.args.get("condition")
-    condition = None if cond is None else _sql(cond)
+    if (w.args.get("condition") is None) != (cut.condition is None):
+        raise PlanningError(f"MERGE INTO {name!r}: a WHEN condition could not be read")
     then = w.args.get("then")
     if isinstance(then, exp.Var) and then.name.upper() == "DELETE" and matched:
-        return MergeClause(when, "delete", condition)
+        return MergeClause(when, "delete", cut.condition)
     if isinstance(then, exp.Update) and matched:
-        sets = []
+        cols = []
         for item in then.expressions:
             if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
                 raise PlanningError(f"MERGE INTO {name!r}: cannot read SET item {item.sql()}")
-            sets.append((_column(item.this.name, schema, name), _sql(item.expression)))
-        return MergeClause(when, "update", condition, tuple(sets))
+            cols.append(_column(item.this.name, schema, name))
+        return MergeClause(when, "update", cut.condition, _values(cols, cut.set_values, name))
     if isinstance(then, exp.Insert) and not matched:
-        cols_node = then.this
-        values = then.expression
-        if not isinstance(values, exp.Tuple):
+        if not isinstance(then.expression, exp.Tuple):
             raise PlanningError(f"MERGE INTO {name!r}: cannot read INSERT {then.sql()}")
-        vals = [_sql(v) for v in values.expressions]
-        if isinstance(cols_node, exp.Tuple):
-            cols = [_column(c.name, schema, name) for c in cols_node.expressions]
-        else:
-            cols = list(schema.names)
-        if len(cols) != len(vals):
+        cols = list(schema.names)
+        if isinstance(then.this, exp.Tuple):
+            cols = [_column(c.name, schema, name) for c in then.this.expressions]
+        if len(cols) != len(then.expression.expressions):
             raise SchemaMismatchError(
-                f"MERGE INTO {name!r}: INSERT gives {len(vals)} values for {len(cols)} columns"
+                f"MERGE INTO {name!r}: INSERT gives {len(then.expression.expressions)} values "
+                f"for {len(cols)} columns"
             )
-        return MergeClause(when, "insert", condition, tuple(zip(cols, vals, strict=True)))
+        return MergeClause(when, "insert", cut.condition, _values(cols, cut.insert_values, name))
     raise PlanningError(f"MERGE INTO {name!r}: unsupported clause {w.sql()}")
+
+
+def _values(columns: list[str], texts: list[str], name: str) -> tuple[tuple[str, str], ...]:
+    if len(texts) != len(columns):
+        raise PlanningError(f"MERGE INTO {name!r}: the SET or INSERT values could not be read")
+    return tuple(zip(columns, texts, strict=True))
 
 
 def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Callable[[], int]:
     """What runs when the MERGE statement's DataFrame is executed (returns rows affected)."""
-    from lance_sql.engines.datafusion.dml_target import (
-        plain_schema,
-        source_rows,
-        writable_namespace,
-    )
+    from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
 
     statement = parse_merge(query, table.schema, name)
     source_plan = plan.inputs()[0]
@@ -257,7 +240,7 @@ def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Call
     def action() -> int:
         ns = writable_namespace(table, name)
         src = source_rows(ctx, source_plan, f"MERGE INTO {name!r} USING")
-        src = src.cast(plain_schema(src.schema))  # no view types: pyarrow cannot take them
+        src = src.cast(canonical_schema(src.schema))  # no view types: pyarrow cannot take them
         src = src.append_column(ROW, pa.array(np.arange(src.num_rows), pa.int64()))
         merge = plan_merge(ns, src, statement)
         return run(ns, lambda m: merge_rows(m, ns, merge, src).rows)

@@ -35,12 +35,12 @@ import pyarrow as pa
 from substrait import plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.dml_struct_check import refuse_dropped_fields
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
 from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.engines.datafusion.substrait_stand_ins import producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.spec.predicates import Predicate, Unsupported, and_
-from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, RowCondition, quote
 from lance_sql.tables.substrait_schema import without_field_metadata
 
@@ -203,12 +203,8 @@ def update_values(
         if inner is None or inner.variant_name() != "Cast":
             continue
         bare = base.select(datafusion.Expr(inner.to_variant().expr()).alias(column))
-        extra = extra_fields(bare.schema().field(column).type, schema.field(column).type)
-        if extra:
-            raise SchemaMismatchError(
-                f"UPDATE of {name!r}: the new value of column {column!r} carries fields "
-                f"{extra} the column lacks; add them first (add_columns) or leave them out"
-            )
+        given = bare.schema().field(column).type
+        refuse_dropped_fields(given, schema.field(column), f"UPDATE of {name!r}")
     changed = list(values)
     rows = RowsPlan(name.split(".")[-1], (*values.values(), datafusion.col(ROW)))
     columns = _columns(list(values.values()), schema, name)
@@ -308,11 +304,7 @@ def _planned(
     if types is not None:
         bare = df.schema()
         for i, (column, want) in enumerate(types.items()):
-            if extra := extra_fields(bare.field(i).type, want):
-                raise SchemaMismatchError(
-                    f"{merge.what}: the new value of column {column!r} carries fields "
-                    f"{extra} the column lacks; add them first (add_columns) or leave them out"
-                )
+            refuse_dropped_fields(bare.field(i).type, pa.field(column, want), merge.what)
             inner = exprs[i]
             if inner.variant_name() == "Alias":
                 inner = datafusion.Expr(inner.to_variant().expr())

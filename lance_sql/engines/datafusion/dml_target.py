@@ -1,5 +1,5 @@
 """What every SQL DML statement on a namespace needs: the writable namespace behind a
-registered table, the statement's input rows, and their plain (non-view) Arrow types."""
+registered table and the statement's input rows."""
 
 from __future__ import annotations
 
@@ -48,23 +48,4 @@ def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
         raise
 
 
-def plain_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with DataFusion's view types as their plain forms (what namespaces store)."""
-    if t == pa.string_view():
-        return pa.string()
-    if t == pa.binary_view():
-        return pa.binary()
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return pa.list_(plain_type(t.value_type))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(plain_type(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(plain_type(f.type)) for f in t])
-    return t
-
-
-def plain_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
-
-
-__all__ = ["plain_schema", "plain_type", "source_rows", "writable_namespace"]
+__all__ = ["source_rows", "writable_namespace"]
