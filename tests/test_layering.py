@@ -332,11 +332,12 @@ import lance_sql.planning.mutation_plan, lance_sql.tables.namespace.sql_eval
 assert "datafusion" not in sys.modules
 from udfs import sql_engine
 class Echo:  # a stand-in engine: planning and tables are testable without DataFusion
-    def query(self, tables, sql):
-        return pa.table({"n": [len(tables)]})
+    def run_plan(self, plan, rows):
+        return pa.table({"n": [rows.num_rows]})
 sql_engine.register_sql_engine(Echo())
-from lance_sql.tables.namespace.sql_eval import run_sql
-assert run_sql({"t": pa.table({"a": [1]})}, "SELECT 1", what="x").column(0).to_pylist() == [1]
+from lance_sql.tables.namespace.sql_eval import EnginePlan
+plan = EnginePlan(None, ("a",), ("n",), "x")
+assert plan.run(pa.table({"a": [1]}), what="x").column(0).to_pylist() == [1]
 assert "datafusion" not in sys.modules
 print("ok")
 """

@@ -25,7 +25,8 @@ class SqlEngine(Protocol):
 
     def run_plan(self, plan: Any, rows: Any) -> Any:
         """Run a plan the engine made itself of a statement it planned (for DataFusion, its
-        expressions) over the Arrow table ``rows``; one ``pyarrow.Table``."""
+        expressions) over the Arrow table ``rows`` (a plan over a join: a mapping of the
+        joined tables by name); one ``pyarrow.Table``."""
         ...
 
     def row_condition(self, schema: Any, where: str) -> Any:
@@ -36,6 +37,12 @@ class SqlEngine(Protocol):
     def update_values(self, schema: Any, set: Mapping[str, str]) -> Any:
         """SQL expressions of columns of the Arrow ``schema`` as the new values an UPDATE
         with that SET computes (``sql_eval.EnginePlan``; None: every column set to itself)."""
+        ...
+
+    def merge_plan(self, target: Any, source: Any, merge: Any) -> Any:
+        """A MERGE's clauses (``lance_sql.tables.namespace.merge.MergeSql``: SQL texts) as
+        the engine plans them over the Arrow schemas of the target's and the source's rows
+        (a ``merge.MergePlan``, whose plans :meth:`run_plan` runs)."""
         ...
 
     def partition_expression(self, expression: str, table: Any, result: str) -> Any:

@@ -30,9 +30,9 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from lance_sql.engines.datafusion.ddl_maps import column_schema
-from lance_sql.engines.datafusion.dml_target import plain_schema
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError, first_line
 from lance_sql.spec.transforms.spec_text import spec_fields
+from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 
 _SET_WAREHOUSE = re.compile(
@@ -111,7 +111,7 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
                 f"CREATE TABLE {name!r}: give either a column list or AS SELECT, not both"
             )
         query_df = ctx.sql(_query_text(query, tokens, name))
-        schema = plain_schema(query_df.schema())
+        schema = canonical_schema(query_df.schema())
     else:
         schema = _column_schema(query, tokens, tree, name)
     fields = _partition_fields(tree, query, tokens, schema, name)
@@ -218,7 +218,7 @@ def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -
     except Exception as exc:
         first = first_line(exc)
         raise SpecError(f"CREATE TABLE {name!r}: column list {columns}: {first}") from exc
-    return plain_schema(planned)
+    return canonical_schema(planned)
 
 
 def _closing(tokens: list[Any], opening: int) -> int | None:

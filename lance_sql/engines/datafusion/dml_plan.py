@@ -35,13 +35,14 @@ import pyarrow as pa
 from substrait import plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.dml_struct_check import refuse_dropped_fields
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
 from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.engines.datafusion.substrait_stand_ins import producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.spec.predicates import Predicate, Unsupported, and_
-from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, RowCondition, quote
+from lance_sql.tables.substrait_schema import without_field_metadata
 
 _SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "InSubquery", "OuterReferenceColumn"})
 
@@ -49,12 +50,15 @@ _SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "InSubquery", "OuterReferen
 @dataclass(frozen=True)
 class RowsPlan:
     """DataFusion expressions over the rows of one table (``table``: the name they
-    qualify columns with), for :meth:`.sql_evaluation.DataFusionSqlEngine.run_plan`:
-    the rows where ``where`` is TRUE (None: all), as ``select``."""
+    qualify columns with), or of its inner join with table ``right`` on ``on``, for
+    :meth:`.sql_evaluation.DataFusionSqlEngine.run_plan`: the rows where ``where`` is
+    TRUE (None: all), as ``select``."""
 
     table: str
     select: tuple[Any, ...]
     where: Any = None
+    right: str | None = None
+    on: Any = None
 
 
 def _columns(exprs: list[Any], schema: pa.Schema, name: str) -> tuple[str, ...]:
@@ -67,7 +71,7 @@ def _columns(exprs: list[Any], schema: pa.Schema, name: str) -> tuple[str, ...]:
         kind = expr.variant_name()
         if kind in _SUBQUERIES:
             raise UnsupportedFeatureError(
-                f"a subquery in a DELETE or UPDATE of namespace {name!r} is not supported"
+                f"a subquery in a DELETE, UPDATE or MERGE of namespace {name!r} is not supported"
             )
         if kind == "Column":
             found.add(str(expr.to_variant().name()))
@@ -114,15 +118,15 @@ _STAND_IN = "__lance_sql_rows"
 
 
 @contextlib.contextmanager
-def _stand_in(ctx: Any, schema: pa.Schema) -> Iterator[None]:
-    """An empty table of ``schema`` registered in ``ctx`` as :data:`_STAND_IN`."""
+def _stand_in(ctx: Any, schema: pa.Schema, name: str = _STAND_IN) -> Iterator[None]:
+    """An empty table of ``schema`` registered in ``ctx`` as ``name``."""
     empty = pa.record_batch([pa.array([], f.type) for f in schema], schema=schema)
-    ctx.deregister_table(_STAND_IN)
-    ctx.register_record_batches(_STAND_IN, [[empty]])
+    ctx.deregister_table(name)
+    ctx.register_record_batches(name, [[empty]])
     try:
         yield
     finally:
-        ctx.deregister_table(_STAND_IN)
+        ctx.deregister_table(name)
 
 
 def text_condition(ctx: Any, schema: pa.Schema, where: str) -> RowCondition:
@@ -199,12 +203,8 @@ def update_values(
         if inner is None or inner.variant_name() != "Cast":
             continue
         bare = base.select(datafusion.Expr(inner.to_variant().expr()).alias(column))
-        extra = extra_fields(bare.schema().field(column).type, schema.field(column).type)
-        if extra:
-            raise SchemaMismatchError(
-                f"UPDATE of {name!r}: the new value of column {column!r} carries fields "
-                f"{extra} the column lacks; add them first (add_columns) or leave them out"
-            )
+        given = bare.schema().field(column).type
+        refuse_dropped_fields(given, schema.field(column), f"UPDATE of {name!r}")
     changed = list(values)
     rows = RowsPlan(name.split(".")[-1], (*values.values(), datafusion.col(ROW)))
     columns = _columns(list(values.values()), schema, name)
@@ -218,4 +218,120 @@ def _is_column(expr: Any, column: str) -> bool:
     return expr.variant_name() == "Column" and str(expr.to_variant().name()) == column
 
 
-__all__ = ["RowsPlan", "row_condition", "text_condition", "text_values", "update_values"]
+_TARGET, _SOURCE = "__lance_sql_merge_target", "__lance_sql_merge_source"
+
+
+def plan_merge(ctx: Any, target: pa.Schema, source: pa.Schema, merge: Any) -> Any:
+    """A MERGE's clauses (:class:`~lance_sql.tables.namespace.merge.MergeSql`: SQL texts) as
+    a :class:`~lance_sql.tables.namespace.merge.MergePlan`: DataFusion plans each part once
+    over empty tables of the target's columns (``target``, plus :data:`ROW`) and of the
+    source's (``source``, numbered), under the statement's aliases; the expressions of
+    those plans then run over each partition table's rows. New values are cast to their
+    columns by DataFusion, as UPDATE and INSERT cast them."""
+    from lance_sql.tables.namespace.merge_rows import MergePlan
+
+    t, s = quote(merge.target), quote(merge.source)
+    row_t, row_s = f"{t}.{quote(ROW)}", f"{s}.{quote(ROW)}"
+    numbered = pa.schema([*target, pa.field(ROW, pa.int64())])
+    with _stand_in(ctx, numbered, _TARGET), _stand_in(ctx, source, _SOURCE):
+        lone_t, lone_s = f"{_TARGET} AS {t}", f"{_SOURCE} AS {s}"
+        joined = f"{lone_t} JOIN {lone_s} ON "
+        matched = _case(merge.of("matched"))
+        pairs = _planned(ctx, f"{row_t}, {row_s}, {matched}", f"{joined}({merge.on})", merge)
+        by_source, inserts = merge.of("by_source"), merge.of("not_matched")
+        lone_target = lone_source = None
+        if by_source:
+            lone_target = _planned(ctx, f"{_case(by_source)}, {row_t}", lone_t, merge)
+        if inserts:
+            lone_source = _planned(ctx, f"{_case(inserts)}, {row_s}", lone_s, merge)
+        values = []
+        for clause in merge.clauses:
+            if clause.values is None:
+                values.append(None)
+                continue
+            rows = lone_s if clause.action == "insert" else lone_t
+            if clause.when == "matched":
+                rows = joined + f"{row_t} = {row_s}"
+            row = row_s if clause.action == "insert" else row_t
+            values.append(_values_plan(ctx, clause.values, rows, row, target, merge))
+    keys = _join_keys(pairs.plan.on, merge.target, merge.source)
+    return MergePlan(merge, keys, pairs, lone_target, lone_source, tuple(values))
+
+
+def _join_keys(on: Any, target: str, source: str) -> tuple[tuple[str, str], ...]:
+    """The (target column, source column) equalities among the conjuncts of ``on``."""
+    node = on.to_variant()
+    if type(node).__name__ != "BinaryExpr" or node.op() not in ("AND", "="):
+        return ()
+    sides = [datafusion.Expr(e) for e in (node.left(), node.right())]
+    if node.op() == "AND":
+        return tuple(k for side in sides for k in _join_keys(side, target, source))
+    sides = [side.to_variant() for side in sides]
+    if any(type(v).__name__ != "Column" for v in sides):
+        return ()
+    named = {str(v.relation()): str(v.name()) for v in sides}
+    return ((named[target], named[source]),) if set(named) == {target, source} else ()
+
+
+def _case(clauses: list[Any]) -> str:
+    """The index of the first of ``clauses`` whose condition holds (-1: none)."""
+    whens = " ".join(f"WHEN ({c.condition or 'TRUE'}) THEN {i}" for i, c in enumerate(clauses))
+    return f"CASE {whens} ELSE -1 END" if whens else "-1"
+
+
+def _planned(
+    ctx: Any, select: str, rows: str, merge: Any, types: Mapping[str, pa.DataType] | None = None
+) -> EnginePlan:
+    """``SELECT select FROM rows`` as DataFusion plans it: an :class:`EnginePlan` over the
+    rows of the tables by their aliases (a join: on its ON condition). With ``types``,
+    the leading outputs are new values of those columns, cast to them (then ROW)."""
+    df = ctx.sql(dispatch_sql(ctx, f"SELECT {select} FROM {rows}"))
+    plan = df.logical_plan()
+    exprs = [datafusion.Expr(e) for e in plan.to_variant().projections()]
+    node = plan.inputs()[0].to_variant()
+    on = None
+    if type(node).__name__ == "Join":
+        found = [datafusion.Expr(a) == datafusion.Expr(b) for a, b in node.on()]
+        if node.filter() is not None:
+            found.append(datafusion.Expr(node.filter()))
+        on = found[0]
+        for term in found[1:]:
+            on = on & term
+    if (on is None) == (" JOIN " in rows):
+        raise UnsupportedFeatureError(f"{merge.what}: DataFusion planned {rows} another way")
+    _columns([*exprs, *([] if on is None else [on])], pa.schema([]), merge.what)  # no subquery
+    outputs = tuple(f"__lance_sql_{i}" for i in range(len(exprs)))
+    if types is not None:
+        bare = df.schema()
+        for i, (column, want) in enumerate(types.items()):
+            refuse_dropped_fields(bare.field(i).type, pa.field(column, want), merge.what)
+            inner = exprs[i]
+            if inner.variant_name() == "Alias":
+                inner = datafusion.Expr(inner.to_variant().expr())
+            exprs[i] = inner.cast(without_field_metadata(want)).alias(column)
+        outputs = (*types, ROW)
+    table = merge.source if rows.startswith(_SOURCE) else merge.target
+    plan_rows = RowsPlan(table, tuple(exprs), right=None if on is None else merge.source, on=on)
+    return EnginePlan(plan_rows, (), outputs, select)
+
+
+def _values_plan(
+    ctx: Any, values: Any, rows: str, row: str, target: pa.Schema, merge: Any
+) -> EnginePlan:
+    """New values ((column, SQL) pairs) cast to their columns' types, then ROW."""
+    unknown = [c for c, _ in values if c not in target.names]
+    if unknown:
+        raise SchemaMismatchError(f"{merge.what}: no column(s) {unknown} in the target")
+    select = ", ".join(f"({sql}) AS {quote(c)}" for c, sql in values)
+    types = {c: target.field(c).type for c, _ in values}
+    return _planned(ctx, f"{select}, {row}", rows, merge, types)
+
+
+__all__ = [
+    "RowsPlan",
+    "plan_merge",
+    "row_condition",
+    "text_condition",
+    "text_values",
+    "update_values",
+]

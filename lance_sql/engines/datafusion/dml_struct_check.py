@@ -1,12 +1,12 @@
-"""SQL INSERT never drops struct fields the table lacks.
+"""SQL INSERT, UPDATE and MERGE never drop struct fields the table lacks.
 
-DataFusion plans ``INSERT INTO t SELECT ...`` as a projection casting each
-selected column to the table's type; a cast from one struct to a narrower one
-drops the fields the target lacks, without a word. ``ns.append`` refuses such
-data (:mod:`lance_sql.tables.namespace.schema_rule`); this check gives SQL the
-same refusal, before anything runs: it reads the types the SELECT produced
-(under the cast) and refuses a struct, at any depth (inside lists and maps
-too), carrying a field the target type does not have.
+DataFusion casts each value an INSERT, an UPDATE or a MERGE writes to its
+column's type; a cast from one struct to a narrower one drops the fields the
+target lacks, without a word. ``ns.append`` refuses such data
+(:mod:`lance_sql.tables.namespace.schema_rule`); :func:`refuse_dropped_fields`
+gives SQL the same refusal, before anything runs, from the type a value has
+under the cast: a struct, at any depth (inside lists and maps too), carrying a
+field the target type does not have.
 """
 
 from __future__ import annotations
@@ -43,14 +43,16 @@ def check_insert_structs(ctx: Any, source: Any, schema: pa.Schema, name: str) ->
         column = _cast_column(expr)
         if column is None or column not in given.names:
             continue
-        g = given.field(column).type
-        extra = extra_fields(g, f.type)
-        if extra:
-            raise SchemaMismatchError(
-                f"INSERT into {name!r}: column {f.name!r} has type {g}, the namespace has "
-                f"{f.type} (fields {extra} do not exist there); values are never converted "
-                "between types: add the fields first (add_columns) or leave them out"
-            )
+        refuse_dropped_fields(given.field(column).type, f, f"INSERT into {name!r}")
 
 
-__all__ = ["check_insert_structs"]
+def refuse_dropped_fields(given: pa.DataType, column: pa.Field, what: str) -> None:
+    """Refuse a value of type ``given`` for ``column`` whose cast would drop struct fields."""
+    if extra := extra_fields(given, column.type):
+        raise SchemaMismatchError(
+            f"{what}: the new value of column {column.name!r} ({given}) carries fields {extra} "
+            f"its type {column.type} lacks; add them first (add_columns) or leave them out"
+        )
+
+
+__all__ = ["check_insert_structs", "refuse_dropped_fields"]

@@ -1,5 +1,5 @@
 """What every SQL DML statement on a namespace needs: the writable namespace behind a
-registered table, the statement's input rows, and their plain (non-view) Arrow types."""
+registered table and the statement's input rows."""
 
 from __future__ import annotations
 
@@ -48,39 +48,4 @@ def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
         raise
 
 
-def plain_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with DataFusion's view types as their plain forms (what namespaces store)."""
-    if t == pa.string_view():
-        return pa.string()
-    if t == pa.binary_view():
-        return pa.binary()
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return pa.list_(plain_type(t.value_type))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(plain_type(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(plain_type(f.type)) for f in t])
-    return t
-
-
-def plain_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
-
-
-def type_names(schema: pa.Schema) -> dict[str, str]:
-    """DataFusion's name of each column's type (``arrow_typeof``), for ``arrow_cast``.
-
-    Nested fields' metadata (field ids) is left out: ``arrow_cast`` cannot
-    parse it, and a value's type is the same without it.
-    """
-    from lance_sql.tables.namespace.sql_eval import quote, run_sql
-    from lance_sql.tables.substrait_schema import without_field_metadata
-
-    schema = pa.schema([pa.field(f.name, without_field_metadata(f.type)) for f in schema])
-    one = pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
-    items = ", ".join(f"arrow_typeof({quote(f.name)}) AS {quote(f.name)}" for f in schema)
-    row = run_sql({"__lance_types": one}, f"SELECT {items} FROM __lance_types", what="types")
-    return {f.name: str(row.column(f.name)[0].as_py()) for f in schema}
-
-
-__all__ = ["plain_schema", "plain_type", "source_rows", "type_names", "writable_namespace"]
+__all__ = ["source_rows", "writable_namespace"]

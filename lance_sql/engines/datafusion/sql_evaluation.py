@@ -35,6 +35,7 @@ import pyarrow as pa
 from lance_sql.engines.datafusion.functions import FunctionArityError
 from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.errors import PlanningError, first_line
+from lance_sql.tables.namespace.sql_eval import quote
 from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
 from udfs.sql_engine import register_sql_engine
@@ -165,19 +166,28 @@ class DataFusionSqlEngine:
             raise ExpressionError(expression, first_line(exc)) from exc
 
     def run_plan(self, plan: Any, rows: pa.Table) -> pa.Table:
-        """Run a :class:`.dml_plan.RowsPlan` (DataFusion expressions) over ``rows``."""
+        """Run a :class:`.dml_plan.RowsPlan` (DataFusion expressions) over ``rows`` (a table,
+        or the tables of a join by their aliases)."""
         return _outside(self._run_plan, plan, rows)
 
-    def _run_plan(self, plan: Any, rows: pa.Table) -> pa.Table:
+    def _run_plan(self, plan: Any, rows: pa.Table | Mapping[str, pa.Table]) -> pa.Table:
         ctx = _context()
-        _register(ctx, plan.table, rows)
+        tables = {plan.table: rows} if isinstance(rows, pa.Table) else dict(rows)
+        names = {alias: f"__lance_sql_rows_{i}" for i, alias in enumerate(tables)}
         try:
-            df = ctx.table(plan.table)
+            frames = {}
+            for alias, table in tables.items():
+                _register(ctx, names[alias], table)
+                frames[alias] = ctx.table(names[alias]).alias(quote(alias))
+            df = frames[plan.table]
+            if plan.right is not None:
+                df = df.join_on(frames[plan.right], plan.on, how="inner")
             if plan.where is not None:
                 df = df.filter(plan.where)
             return df.select(*plan.select).to_arrow_table()
         finally:
-            ctx.deregister_table(plan.table)
+            for name in names.values():
+                ctx.deregister_table(name)
 
     def row_condition(self, schema: pa.Schema, where: str) -> Any:
         """SQL filter text over ``schema`` as a row operation's condition (a
@@ -190,6 +200,13 @@ class DataFusionSqlEngine:
         from lance_sql.engines.datafusion.dml_plan import text_values
 
         return _outside(lambda: text_values(_context(), schema, set))
+
+    def merge_plan(self, target: pa.Schema, source: pa.Schema, merge: Any) -> Any:
+        """A MERGE's clauses (``tables.namespace.merge.MergeSql``) as DataFusion plans them
+        over the target's and the source's rows (a ``MergePlan``)."""
+        from lance_sql.engines.datafusion.dml_plan import plan_merge
+
+        return _outside(lambda: plan_merge(_context(), target, source, merge))
 
     def comparison_value(self, target: pa.DataType, literal_sql: str) -> Fraction | None:
         try:

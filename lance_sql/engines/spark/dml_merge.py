@@ -11,9 +11,10 @@ The same options and answer as :func:`lance_sql.tables.namespace.merge.merge`
    per partition table (a cross join with the table list; the source is not
    collected on the driver). Each task reads its table at the planned
    ``__manifest`` version with the key filter pushed into Lance, runs
-   :func:`~lance_sql.tables.namespace.merge.match_table` (the Python API's
-   per-table join and clauses), writes Lance deletion files for the rows that
-   go (``LanceFragment.delete``, no commit) and stages the rewritten rows
+   :func:`~lance_sql.tables.namespace.merge_rows.merge_table` (the one MERGE's
+   per-table join and clauses, planned by DataFusion in the task), writes
+   Lance deletion files for the rows that go (``LanceFragment.delete``, no
+   commit) and stages the rewritten rows
    through a staging :class:`NamespaceWriter` (they go to the partition their
    new values belong to). It returns the row numbers of the source rows it
    matched;
@@ -81,16 +82,15 @@ class MergeTasks(DeleteTasks):
     def merge_one(
         self, reader: Any, oid: str, src: pa.Table, attempt: str, lease: Any
     ) -> dict[str, Any]:
-        from lance_sql.tables.namespace.blobs import with_blob_bytes
-        from lance_sql.tables.namespace.merge import _key_filter, match_table
+        from lance_sql.tables.namespace.merge import merge_sql
+        from lance_sql.tables.namespace.merge_rows import key_filter, merge_table, plan_merge
 
         ns = reader.ns
         entry = reader.entries[oid]
-        target = reader.rows(entry, None, pushdown=_key_filter(src, self.on))
-        target = with_blob_bytes(ns, entry, target)  # rewritten rows keep their blobs' bytes
-        tm = match_table(
-            ns, target, src, self.on, self.when_matched_update, self.when_matched_delete
-        )
+        sql = merge_sql(ns, self.on, self.when_matched_update, self.when_matched_delete, False)
+        plan = plan_merge(ns, src, sql)
+        target = reader.rows(entry, None, pushdown=key_filter(ns, src, plan.keys))
+        tm = merge_table(ns, entry, plan, target, src)
         ids = tm.gone.to_numpy(zero_copy_only=False).astype(np.uint64)
         td = self.stage_deletes(reader, entry, ids, lease)
         staged = ""
@@ -237,7 +237,7 @@ class MergeJob(DeleteJob):
         distinct keys (only they reach the driver), those the pruning planner keeps for
         the key filter ``ns.merge`` uses; else every table."""
         from lance_sql.tables.namespace.filter_hook import filter_planner
-        from lance_sql.tables.namespace.merge import _key_filter
+        from lance_sql.tables.namespace.merge_rows import key_filter
 
         oids = sorted(m.entries)
         keys = self.keyed.select(*self.on).distinct().limit(PRUNE_KEYS + 1).toArrow()
@@ -245,8 +245,9 @@ class MergeJob(DeleteJob):
             return []
         if keys.num_rows > PRUNE_KEYS:
             return oids
+        pairs = [(k, k) for k in self.on]
         cls = filter_planner().classify(
-            m.ns, _key_filter(source_rows(m.ns, keys, self.on), self.on)
+            m.ns, key_filter(m.ns, source_rows(m.ns, keys, self.on), pairs)
         )
         return sorted(set(cls.covered) | set(cls.partial))
 

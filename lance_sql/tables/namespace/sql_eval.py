@@ -4,11 +4,12 @@
 Row operations of a namespace (``delete``, ``update``, ``merge``,
 ``overwrite(where=)``) take a condition as a :class:`RowCondition` (its
 predicate IR for pruning, the engine's plan for the rows) and new values as an
-:class:`EnginePlan`. The engine adapter builds them from a statement it planned
-(SQL ``DELETE`` / ``UPDATE``); SQL text over the namespace schema (the public
-form) is planned by the engine the same way, once (:func:`row_condition`,
-:func:`update_plan`). So a filter means exactly what it means in a ``SELECT``
-over the namespace (NULL is not TRUE, the engine's float, cast and time-zone rules).
+:class:`EnginePlan`; a MERGE's clauses are planned together (:func:`merge_plan`).
+The engine adapter builds them from a statement it planned (SQL ``DELETE`` /
+``UPDATE``); SQL text over the namespace schema (the public form) is planned by
+the engine the same way, once (:func:`row_condition`, :func:`update_plan`). So a
+filter means exactly what it means in a ``SELECT`` over the namespace (NULL is not
+TRUE, the engine's float, cast and time-zone rules).
 ``murmur3`` and ``murmur3_multi`` calls are dispatched as in queries.
 """
 
@@ -51,10 +52,12 @@ class EnginePlan:
     outputs: tuple[str, ...]
     text: str
 
-    def run(self, rows: pa.Table, *, what: str) -> pa.Table:
-        """The plan's result over ``rows`` (a :class:`SqlExpressionError` if it fails)."""
-        numbered = _numbered(rows.select(list(self.columns)))
-        out = _evaluated(lambda engine: engine.run_plan(self.plan, numbered), what)
+    def run(self, rows: pa.Table | Mapping[str, pa.Table], *, what: str) -> pa.Table:
+        """The plan's result over ``rows`` (a :class:`SqlExpressionError` if it fails); the
+        rows of a plan over a join: each table by its name, already numbered."""
+        if isinstance(rows, pa.Table):
+            rows = _numbered(rows.select(list(self.columns)))
+        out = _evaluated(lambda engine: engine.run_plan(self.plan, rows), what)
         return out.rename_columns(list(self.outputs))
 
     def replace(self, rows: pa.Table, *, what: str) -> pa.Table:
@@ -85,11 +88,6 @@ class RowCondition:
 
 def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def run_sql(tables: Mapping[str, pa.Table], sql: str, *, what: str) -> pa.Table:
-    """Run ``sql`` with ``tables`` registered under their names; the result as one table."""
-    return _evaluated(lambda engine: engine.query(tables, sql), what)
 
 
 def _evaluated(call: Callable[[Any], pa.Table], what: str) -> pa.Table:
@@ -139,14 +137,20 @@ def update_plan(schema: pa.Schema, set: Mapping[str, str], *, what: str) -> Engi
     return _evaluated(lambda engine: engine.update_values(schema, set), what)
 
 
+def merge_plan(target: pa.Schema, source: pa.Schema, merge: Any, *, what: str) -> Any:
+    """A MERGE's clauses (``merge.MergeSql``) as the engine plans them over the target's
+    and the source's columns (a ``merge.MergePlan``)."""
+    return _evaluated(lambda engine: engine.merge_plan(target, source, merge), what)
+
+
 __all__ = [
     "ROW",
     "EnginePlan",
     "RowCondition",
     "SqlExpressionError",
     "matching_mask",
+    "merge_plan",
     "quote",
     "row_condition",
-    "run_sql",
     "update_plan",
 ]
