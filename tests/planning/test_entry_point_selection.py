@@ -5,8 +5,8 @@ an int64, a date, a string and a non-partition int32 column) on random
 namespaces of three spec versions (identity, bucket, day, month and truncate
 fields) go through each way of reading a namespace:
 
-* ``ns.to_table(filter=)`` (an expression or SQL text) and ``ns.count_rows(filter=)`` (the tables they ask
-  ``scan_units`` for);
+* ``ns.to_table(filter=)`` (an expression or SQL text) and ``ns.count_rows(filter=)``
+  (the tables they ask ``scan_units`` for);
 * ``lance_sql.plan_scan(ns, sql)``;
 * SQL ``SELECT ... WHERE`` and a ``ctx.table(...).filter(...)`` DataFrame (the
   ``LanceNamespaceScan`` each scan node planned, and its EXPLAIN count);
