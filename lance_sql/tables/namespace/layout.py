@@ -59,8 +59,15 @@ def join_object_id(*parts: str) -> str:
 
 
 def spec_version_of(object_id: str) -> int | None:
-    """N when ``object_id`` lies under the ``v{N}`` spec version namespace, else None."""
-    found = _HEAD_RE.fullmatch(object_id.split(DELIMITER, 1)[0])
+    """N when ``object_id`` lies under the ``v{N}`` spec version namespace (``v{N}$...``),
+    else None: a table at the root named ``v3`` is not under namespace ``v3``."""
+    head, under, _ = object_id.partition(DELIMITER)
+    return spec_namespace_version(head) if under else None
+
+
+def spec_namespace_version(name: str) -> int | None:
+    """N when ``name`` is the name of the ``v{N}`` spec version namespace itself."""
+    found = _HEAD_RE.fullmatch(name)
     return int(found.group(1)) if found else None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import NotFoundError, SpecError
-from lance_sql.tables.namespace.layout import NAMESPACE, spec_version_of
+from lance_sql.tables.namespace.layout import NAMESPACE, spec_namespace_version, spec_version_of
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 
@@ -33,8 +33,8 @@ def describe_namespace(
     parts = list(path)
     if not parts:
         raise SpecError("describe needs a namespace path such as ['v1']", key="path")
-    n = spec_version_of(parts[0])
-    if n is None or n not in specs or "$" in parts[0]:
+    n = spec_namespace_version(parts[0])
+    if n is None or n not in specs:
         raise NotFoundError(f"no spec version namespace {parts[0]!r} in {root}")
     spec = specs[n]
     if len(parts) == 1:

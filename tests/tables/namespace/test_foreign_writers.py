@@ -45,10 +45,11 @@ def _sql(root: str, query: str) -> list[dict]:
     return ctx.sql(query).to_arrow_table().to_pylist()
 
 
-def _add_foreign_table(ns: PartitionedNamespace) -> None:
+def _add_foreign_table(ns: PartitionedNamespace, name: str = "side") -> None:
     """A table ``side(a int64, b utf8)`` at the root, listed in __manifest (as lancedb does)."""
-    lance.write_dataset(pa.table({"a": [7], "b": ["zz"]}), os.path.join(ns.root, "side.lance"))
-    row = pa.table({"object_id": ["side"], "object_type": ["table"], "location": ["side.lance"]})
+    location = f"{name}.lance"
+    lance.write_dataset(pa.table({"a": [7], "b": ["zz"]}), os.path.join(ns.root, location))
+    row = pa.table({"object_id": [name], "object_type": ["table"], "location": [location]})
     rows = pa.concat_tables([ns.snapshot.rows, conform_rows(row, ns.snapshot.lance_schema)])
     commit_rows(ns.snapshot, rows)
     ns.refresh()
@@ -69,6 +70,19 @@ def test_tables_outside_spec_versions_are_not_partition_tables(root: str) -> Non
     assert _sql(root, "SELECT count(*) AS n FROM t WHERE id = 7") == [{"n": 0}]
     ns.append(pa.table({"id": [6], "country": ["US"], "k": [6]}))
     assert _sql(root, "SELECT count(*) AS n FROM t") == [{"n": 6}]
+
+
+def test_a_root_table_named_like_a_spec_version_is_not_a_partition_table(root: str) -> None:
+    """``v3`` (no ``$``) is a table at the root, not one under spec version namespace v3:
+    every read agrees, so the partition list, the scans and SQL see the same tables."""
+    ns = _namespace(root)
+    _add_foreign_table(ns, "v3")
+    assert "v3" not in {e.object_id for e in ns.tables()}
+    assert "v3" not in ns.partitions().column("object_id").to_pylist()
+    assert sorted(ns.to_table().column("id").to_pylist()) == [1, 2, 3, 4, 5]
+    assert ns.count_rows() == 5
+    assert ns.foreign_tables() == [{"object_id": "v3", "location": "v3.lance"}]
+    assert _sql(root, "SELECT count(*) AS n FROM t") == [{"n": 5}]
 
 
 def test_inspect_reports_foreign_tables(root: str, capsys: pytest.CaptureFixture[str]) -> None:

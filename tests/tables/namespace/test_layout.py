@@ -11,6 +11,7 @@ from lance_sql.tables.namespace.layout import (
     random_namespace_name,
     resolve_location,
     root_uri,
+    spec_namespace_version,
     spec_version_of,
     table_dir_name,
 )
@@ -31,7 +32,10 @@ def test_table_dir_names_are_8_hex_then_object_id() -> None:
 
 def test_spec_version_of_object_ids() -> None:
     assert spec_version_of("v2$abc$dataset") == 2
-    assert spec_version_of("v10") == 10
+    assert spec_version_of("v10$x") == 10
+    assert spec_version_of("v10") is None  # a table at the root named v10
+    assert spec_namespace_version("v10") == 10
+    assert spec_namespace_version("v10$x") is None
     assert spec_version_of("v0$x") is None
     assert spec_version_of("top") is None
 
