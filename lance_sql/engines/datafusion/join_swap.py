@@ -241,7 +241,7 @@ def _swap(rel: Rel, width: Callable[[Rel], int]) -> bool:
     return True
 
 
-# ---- ordering the inputs of trees DataFusion flattens ------------------------------------
+# ---- ordering the inputs of trees DataFusion flattens ----------------------------------------
 
 
 def reorder_flat_trees(
@@ -257,7 +257,7 @@ def reorder_flat_trees(
         if is_inner and not under_inner and _flat_tree(rel):
             try:
                 line = _reorder(plan, rel, names, estimate, width)
-            except jo._NotFlat:
+            except jo.NotFlat:
                 line = None
             if line is not None:
                 done.append(line)
@@ -272,19 +272,6 @@ def _flat_tree(rel: Rel) -> bool:
     )
 
 
-def _direct_leaves(rel: Rel, out: list[Rel]) -> None:
-    """The inputs of the directly nested inner joins under ``rel``, left to right."""
-    if (
-        sp.kind(rel) == "join"
-        and rel.join.type == INNER
-        and not rel.join.HasField("post_join_filter")
-    ):
-        _direct_leaves(rel.join.left, out)
-        _direct_leaves(rel.join.right, out)
-    else:
-        out.append(rel)
-
-
 def _reorder(
     plan: plan_pb2.Plan,
     rel: Rel,
@@ -292,20 +279,17 @@ def _reorder(
     estimate: Estimator,
     width: Callable[[Rel], int],
 ) -> str | None:
-    direct: list[Rel] = []
-    _direct_leaves(rel, direct)
-    tree = jo._Tree()
-    out = jo._flatten(rel, tree, width)
-    if len(tree.leaves) < 3 or len(tree.leaves) != len(direct):
+    tree, out, conds = jo.flat_tree(rel, names, width)
+    if len(tree.leaves) < 3 or tree.between:
         return None  # the tree holds filters or projections between its joins: not flattened
-    conds = [c for cond in tree.conds for c in sp.conjuncts(cond, names)]
-    keys = _equality_links(conds, names)
+    links = [{a[0], b[0]} for a, b in jo.equalities(conds, names)]
     rows = [estimate.rows(leaf) for leaf in tree.leaves]
     size = [_UNKNOWN if r is None else r for r in rows]
-    order = _greedy_order(size, keys)
-    if order is None or order == _greedy(list(range(len(size))), keys):
+    order = _greedy_order(size, links)
+    inputs = list(range(len(size)))
+    if order is None or order == jo.connected(inputs[:1], inputs, links):
         return None  # DataFusion's own rebuild gives this order already
-    b = jo._Builder(tree, conds, names, plan)
+    b = jo.TreeBuilder(tree, conds, names, plan)
     cur = b.leaf(order[0])
     for i in order[1:]:
         cur = b.join(cur, b.leaf(i))
@@ -317,40 +301,17 @@ def _reorder(
     return f"inner joins ordered by estimated rows: {shown}"
 
 
-def _equality_links(conds: list[Any], names: dict[int, str]) -> set[frozenset[int]]:
-    """Pairs of inputs joined by a column equality (what DataFusion's rebuild joins on)."""
-    links: set[frozenset[int]] = set()
-    for cond in conds:
-        pair = sp.equality_fields(cond, names)
-        if pair is None:
-            continue
-        a, b = (g // jo._SCALE for g in pair)
-        if a != b:
-            links.add(frozenset((a, b)))
-    return links
-
-
-def _greedy(order: list[int], links: set[frozenset[int]]) -> list[int] | None:
-    """DataFusion's rebuild of inputs listed in ``order``: next, the first one linked so far."""
-    out, rest = order[:1], order[1:]
-    while rest:
-        nxt = next((i for i in rest if any(frozenset((i, j)) in links for j in out)), None)
-        if nxt is None:
-            return None
-        out.append(nxt)
-        rest.remove(nxt)
-    return out
-
-
-def _greedy_order(size: list[float], links: set[frozenset[int]]) -> list[int] | None:
-    """The smallest input linked to the largest, the largest, then the others smallest first."""
+def _greedy_order(size: list[float], links: list[set[int]]) -> list[int] | None:
+    """The smallest input linked to the largest, the largest, then the others smallest first,
+    as DataFusion's greedy rebuild (:func:`connected`) joins them."""
     largest = max(range(len(size)), key=lambda i: size[i])
-    linked = [i for i in range(len(size)) if frozenset((i, largest)) in links]
+    linked = [i for i in range(len(size)) if {i, largest} in links]
     if not linked:
         return None
     first = min(linked, key=lambda i: size[i])
     rest = sorted((i for i in range(len(size)) if i not in (first, largest)), key=lambda i: size[i])
-    return _greedy([first, largest, *rest], links)
+    order = [first, largest, *rest]
+    return jo.connected(order[:1], order, links)
 
 
 def _leaf_name(rel: Rel) -> str:
