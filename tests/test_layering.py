@@ -57,7 +57,6 @@ ALLOWED_SAME_NAMES: dict[str, int] = {
 ARROW_TYPES = "lance_sql/spec/arrow_types.py"
 TYPE_LIST_MIN = 4
 ALLOWED_TYPE_LISTS: dict[str, int] = {
-    "lance_sql/planning/joins/keys.py": 1,  # join key classes (compatibility, not support)
     "lance_sql/spec/transforms/truncate.py": 1,  # truncate's source types
     "lance_sql/tables/scan.py": 1,  # types pylance's Substrait filter serializer refuses
 }

@@ -28,6 +28,7 @@ _KINDS: list[tuple[str, Callable[[pa.DataType], bool]]] = [
     ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
     ("string_view", pa.types.is_string_view),
     ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)),
+    ("binary_view", pa.types.is_binary_view),
     ("fixed_binary", pa.types.is_fixed_size_binary),
     ("bool", pa.types.is_boolean),
 ]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from substrait import algebra_pb2, plan_pb2, type_pb2
+from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 
@@ -31,7 +31,7 @@ Col = tuple[int, int]
 INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
 
 
-class _NotFlat(Exception):
+class NotFlat(Exception):
     """The subtree is not a tree of inner joins this pass can rebuild."""
 
 
@@ -40,7 +40,7 @@ class _Tree:
     leaves: list[Rel] = field(default_factory=list)
     widths: list[int] = field(default_factory=list)
     conds: list[Expr] = field(default_factory=list)  # field refs hold 1_000_000 * leaf + field
-    joins: int = 0
+    between: int = 0  # filters and projections with joins below them, flattened
 
 
 _SCALE = 1_000_000
@@ -68,7 +68,7 @@ def reorder_namespace_joins(
                 if _rebuild(plan, rel, names, is_pair, namespaces, width):
                     done += 1
                     continue
-            except _NotFlat:
+            except NotFlat:
                 pass
         pending.extend(sp.inputs(rel))
     return done
@@ -78,26 +78,51 @@ def _flatten(rel: Rel, tree: _Tree, width: Callable[[Rel], int]) -> list[Col]:
     """Add ``rel`` to ``tree``; the columns it outputs, in order."""
     k = sp.kind(rel)
     if k == "join" and rel.join.type == INNER and not rel.join.HasField("post_join_filter"):
-        tree.joins += 1
         cols = _flatten(rel.join.left, tree, width) + _flatten(rel.join.right, tree, width)
         if rel.join.HasField("expression"):
             tree.conds.append(_globalize(rel.join.expression, cols))
         return sp.emitted(rel, cols)
     if k == "filter" and _is_join_tree(rel.filter.input):
+        n = len(tree.leaves)
         cols = _flatten(rel.filter.input, tree, width)
+        tree.between += len(tree.leaves) - n > 1
         tree.conds.append(_globalize(rel.filter.condition, cols))
         return sp.emitted(rel, cols)
     if k == "project" and _is_join_tree(rel.project.input):
         if any(sp.field_ref(e) is None for e in rel.project.expressions):
-            raise _NotFlat("a computed projection between joins")
-        return sp.through(rel, _flatten(rel.project.input, tree, width))
+            raise NotFlat("a computed projection between joins")
+        n = len(tree.leaves)
+        cols = _flatten(rel.project.input, tree, width)
+        tree.between += len(tree.leaves) - n > 1
+        return sp.through(rel, cols)
     n = len(tree.leaves)
     tree.leaves.append(rel)
     try:
         tree.widths.append(width(rel))
     except Exception as exc:  # an input DataFusion cannot plan on its own
-        raise _NotFlat(f"width of an input: {exc}") from exc
+        raise NotFlat(f"width of an input: {exc}") from exc
     return [(n, j) for j in range(tree.widths[-1])]
+
+
+def flat_tree(
+    rel: Rel, names: dict[int, str], width: Callable[[Rel], int]
+) -> tuple[_Tree, list[Col], list[Expr]]:
+    """The flattened tree of ``rel``, the columns it outputs and its conditions' conjuncts."""
+    tree = _Tree()
+    out = _flatten(rel, tree, width)
+    return tree, out, [c for cond in tree.conds for c in sp.conjuncts(cond, names)]
+
+
+def equalities(conds: list[Expr], names: dict[int, str]) -> list[tuple[Col, Col]]:
+    """The column equalities between two inputs among ``conds`` (what joins them)."""
+    out = []
+    for cond in conds:
+        pair = sp.equality_fields(cond, names)
+        if pair is not None:
+            (la, ja), (lb, jb) = ((g // _SCALE, g % _SCALE) for g in pair)
+            if la != lb:
+                out.append(((la, ja), (lb, jb)))
+    return out
 
 
 def _is_join_tree(rel: Rel) -> bool:
@@ -112,7 +137,7 @@ def _refs(expr: Any) -> list[Any]:
     try:
         return sp.field_references(expr)
     except ValueError as exc:
-        raise _NotFlat(str(exc)) from exc
+        raise NotFlat(str(exc)) from exc
 
 
 def _globalize(expr: Expr, cols: list[Col]) -> Expr:
@@ -146,8 +171,7 @@ def _rebuild(
     namespaces: Mapping[str, Any],
     width: Callable[[Rel], int],
 ) -> bool:
-    tree = _Tree()
-    out = _flatten(rel, tree, width)
+    tree, out, conds = flat_tree(rel, names, width)
     if len(tree.leaves) < 3:
         return False
     chains = {
@@ -155,14 +179,13 @@ def _rebuild(
         for i, leaf in enumerate(tree.leaves)
         if (c := sp.scan_chain(leaf)) is not None and c.table in namespaces
     }
-    conds = [c for cond in tree.conds for c in sp.conjuncts(cond, names)]
     pair = _pick_pair(conds, chains, names, is_pair)
     if pair is None or _already_siblings(rel, pair, tree):
         return False
     linked = [_leaves_of(c) for c in conds]
     sides = _attach(pair, linked, tree, set(chains))
     first = [*sides[0], *sides[1]]
-    order = _connected(first, list(range(len(tree.leaves))), linked)
+    order = connected(first, list(range(len(tree.leaves))), linked)
     if order is None:  # an input joined to the others by no condition: leave the tree alone
         return False
     rest = order[len(first) :]
@@ -209,13 +232,15 @@ def _attach(
 
 def _filtered_scan(rel: Rel) -> bool:
     """A read of a named table under filters and projections, with at least one filter."""
-    if sp.scan_chain(rel) is None:
-        return False
-    for node in sp.walk(rel):
-        if sp.kind(node) == "filter":
-            return True
-        if sp.kind(node) == "read" and (
-            node.read.HasField("filter") or node.read.HasField("best_effort_filter")
+    return sp.scan_chain(rel) is not None and filters_rows(rel)
+
+
+def filters_rows(rel: Rel) -> bool:
+    """Whether ``rel`` filters rows anywhere: a filter, or a read with a (best-effort) filter."""
+    for r in sp.walk(rel):
+        k = sp.kind(r)
+        if k == "filter" or (
+            k == "read" and (r.read.HasField("filter") or r.read.HasField("best_effort_filter"))
         ):
             return True
     return False
@@ -228,12 +253,8 @@ def _pick_pair(
     is_pair: Callable[[sp.ScanChain, sp.ScanChain, list[tuple[str, str]]], bool],
 ) -> tuple[int, int] | None:
     keys: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for cond in conds:
-        pair = sp.equality_fields(cond, names)
-        if pair is None:
-            continue
-        (la, ja), (lb, jb) = ((g // _SCALE, g % _SCALE) for g in pair)
-        if la == lb or la not in chains or lb not in chains:
+    for (la, ja), (lb, jb) in equalities(conds, names):
+        if la not in chains or lb not in chains:
             continue
         if la > lb:
             (la, ja), (lb, jb) = (lb, jb), (la, ja)
@@ -257,7 +278,7 @@ def _already_siblings(rel: Rel, pair: tuple[int, int], tree: _Tree) -> bool:
     return False
 
 
-def _connected(first: list[int], inputs: list[int], linked: list[set[int]]) -> list[int] | None:
+def connected(first: list[int], inputs: list[int], linked: list[set[int]]) -> list[int] | None:
     """``first``, then every other of ``inputs``, each connected by a condition to those
     before it (the first such in ``inputs`` order); None when one is connected to none."""
     order = list(first)
@@ -274,7 +295,7 @@ def _connected(first: list[int], inputs: list[int], linked: list[set[int]]) -> l
     return order
 
 
-class _Builder:
+class TreeBuilder:
     """Joins inputs one by one, each condition on the lowest join that sees its inputs."""
 
     def __init__(
@@ -311,7 +332,7 @@ class _Builder:
     def emitting(self, out: list[Col]) -> Rel:
         """The tree joined last, emitting the original tree's columns ``out``."""
         if not all(self.placed):
-            raise _NotFlat("a condition refers to no input")
+            raise NotFlat("a condition refers to no input")
         assert self.cur is not None
         rebuilt, cols, _ = self.cur
         position = {c: i for i, c in enumerate(cols)}
@@ -335,8 +356,8 @@ def _build(
     conds: list[Expr],
     names: dict[int, str],
     plan: plan_pb2.Plan,
-) -> _Builder:
-    """The builder that joined the tree (:meth:`_Builder.emitting` gives it).
+) -> TreeBuilder:
+    """The builder that joined the tree (:meth:`TreeBuilder.emitting` gives it).
 
     The pair's two sides (each with the inputs it takes into the groups) are
     joined first, left input first as the original tree had it. Every further
@@ -347,7 +368,7 @@ def _build(
     build sides from Lance row estimates. The order of each side's inputs is
     the one ``_attach`` found, so each joins by a condition.
     """
-    b = _Builder(tree, conds, names, plan)
+    b = TreeBuilder(tree, conds, names, plan)
     side_a = _ordered(sides[0], conds)
     side_b = _ordered(sides[1], conds)
     cur = b.join(b.side(side_a), b.side(side_b))
@@ -359,27 +380,28 @@ def _build(
 def _ordered(leaves: list[int], conds: list[Expr]) -> list[int]:
     """``leaves`` (scan first) in an order where each joins by a condition to those before."""
     linked = [s for s in (_leaves_of(c) for c in conds) if s <= set(leaves)]
-    order = _connected(leaves[:1], leaves, linked)
+    order = connected(leaves[:1], leaves, linked)
     if order is None:
-        raise _NotFlat("a side's inputs are not connected")
+        raise NotFlat("a side's inputs are not connected")
     return order
 
 
 def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
-    if len(exprs) == 1:
-        return exprs[0]
     try:
-        anchor = sp.declare_function(plan, "and")
-    except ValueError as exc:
-        raise _NotFlat(str(exc)) from exc
-    names[anchor] = "and"
-    out = Expr()
-    fn = out.scalar_function
-    fn.function_reference = anchor
-    fn.output_type.bool.nullability = type_pb2.Type.NULLABILITY_NULLABLE
-    for e in exprs:
-        fn.arguments.add().value.CopyFrom(e)
+        out = sp.conjunction(plan, exprs)
+    except ValueError as exc:  # the plan declares no function to follow
+        raise NotFlat(str(exc)) from exc
+    if len(exprs) > 1:
+        names[out.scalar_function.function_reference] = "and"
     return out
 
 
-__all__ = ["reorder_namespace_joins"]
+__all__ = [
+    "NotFlat",
+    "TreeBuilder",
+    "connected",
+    "equalities",
+    "filters_rows",
+    "flat_tree",
+    "reorder_namespace_joins",
+]

@@ -52,6 +52,8 @@ from substrait import algebra_pb2, plan_pb2
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.join_swap import (
     Estimator,
+    RelationRows,
+    bare_table_name,
     output_width,
     reorder_flat_trees,
     swap_inner_joins,
@@ -59,7 +61,10 @@ from lance_sql.engines.datafusion.join_swap import (
 )
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable, lance_dataset
 from lance_sql.engines.datafusion.semi_reduce import reduce_aggregate_inputs
-from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.engines.datafusion.sql_rewrite import (
+    fresh_table_name,
+    register_query_table,
+)
 from lance_sql.tables.lance_table import LanceTable
 
 Rel = algebra_pb2.Rel
@@ -158,7 +163,7 @@ def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats, counts: _Bo
                 side = getattr(rel.join, side_name)
                 if sp.kind(side) in ("fetch", "sort"):
                     continue
-                bound = counts.bound(side)
+                bound = counts.rows(side)
                 if bound is None or not 1 <= bound <= limit:
                     continue
                 tables = _pin_reads(ctx, side, counts)
@@ -211,7 +216,7 @@ def subquery_rels(rel: Rel) -> list[Rel]:
     return out
 
 
-class _BoundCounter:
+class _BoundCounter(RelationRows):
     """Row upper bounds of relations, from the tables' metadata (each table counted once)."""
 
     def __init__(self, ctx: Any) -> None:
@@ -226,34 +231,19 @@ class _BoundCounter:
             self.tables[name] = _count(self.ctx, name)
         return self.tables[name]
 
-    def bound(self, rel: Rel) -> int | None:
-        k = sp.kind(rel)
-        if k == "read" and rel.read.HasField("virtual_table"):  # VALUES, SELECT without FROM
-            table = rel.read.virtual_table
-            return len(table.expressions)
-        if k == "read":
-            name = bare_table_name(rel)
-            count = None if name is None else self.table(self.aliases.get(name, name))
-            return None if count is None else count.rows
-        if k in ("filter", "project", "sort"):
-            return self.bound(getattr(rel, k).input)
-        if k == "fetch":
-            return _fetch_bound(rel.fetch, self.bound(rel.fetch.input))
-        if k == "aggregate":
-            return self._aggregate(rel.aggregate)
-        if k == "join":
-            return _join_bound(rel.join.type, self.bound(rel.join.left), self.bound(rel.join.right))
-        if k == "cross":
-            return _product(self.bound(rel.cross.left), self.bound(rel.cross.right))
-        if k == "set":
-            return self._set(rel.set)
-        return None
+    def read(self, rel: Rel) -> int | None:
+        name = bare_table_name(rel)
+        count = None if name is None else self.table(self.aliases.get(name, name))
+        return None if count is None else count.rows
 
-    def _aggregate(self, agg: algebra_pb2.AggregateRel) -> int | None:
+    def filter(self, below: int, condition: algebra_pb2.Expression) -> int:
+        return below  # a filter keeps at most all rows
+
+    def aggregate(self, agg: algebra_pb2.AggregateRel) -> int | None:
         if not agg.groupings or all(not g.expression_references for g in agg.groupings):
             # a global aggregate: one row (grouping sets of () only: one per set)
             return max(1, len(agg.groupings))
-        below = self.bound(agg.input)
+        below = self.rows(agg.input)
         if below is None:
             return None
         # each grouping set has at most one row per input row; an empty set has one row
@@ -261,56 +251,43 @@ class _BoundCounter:
         empty = sum(1 for g in agg.groupings if not g.expression_references)
         return below * len(agg.groupings) + empty
 
-    def _set(self, body: algebra_pb2.SetRel) -> int | None:
-        bounds = [self.bound(r) for r in body.inputs]
-        if not bounds or any(b is None for b in bounds):
+    def join(self, kind: int, left: int | None, right: int | None) -> int | None:
+        """The most rows a join of ``kind`` over inputs of at most ``left`` / ``right`` rows
+        returns."""
+        if kind in sp.LEFT_ONLY_JOINS:
+            return left
+        if kind in sp.RIGHT_ONLY_JOINS:
+            return right
+        if left is None or right is None:
             return None
-        known = [b for b in bounds if b is not None]
-        if body.op in (_SET.SET_OP_UNION_ALL, _SET.SET_OP_UNION_DISTINCT):
-            return sum(known)
-        if body.op in (
+        if kind == J.JOIN_TYPE_INNER:
+            return left * right
+        if kind == J.JOIN_TYPE_LEFT:
+            return left * max(right, 1)
+        if kind == J.JOIN_TYPE_RIGHT:
+            return right * max(left, 1)
+        if kind == J.JOIN_TYPE_OUTER:
+            return left * right + left + right
+        return None
+
+    def set(self, op: int, parts: list[int]) -> int | None:
+        if not parts:
+            return None
+        if op in (_SET.SET_OP_UNION_ALL, _SET.SET_OP_UNION_DISTINCT):
+            return sum(parts)
+        if op in (
             _SET.SET_OP_INTERSECTION_PRIMARY,
             _SET.SET_OP_INTERSECTION_MULTISET,
             _SET.SET_OP_INTERSECTION_MULTISET_ALL,
         ):
-            return min(known)
-        if body.op in (
+            return min(parts)
+        if op in (
             _SET.SET_OP_MINUS_PRIMARY,
             _SET.SET_OP_MINUS_PRIMARY_ALL,
             _SET.SET_OP_MINUS_MULTISET,
         ):
-            return known[0]
+            return parts[0]
         return None
-
-
-def _product(a: int | None, b: int | None) -> int | None:
-    return None if a is None or b is None else a * b
-
-
-def _join_bound(kind: int, left: int | None, right: int | None) -> int | None:
-    """The most rows a join of ``kind`` over inputs of at most ``left`` / ``right`` rows returns."""
-    if kind in sp.LEFT_ONLY_JOINS:
-        return left
-    if kind in sp.RIGHT_ONLY_JOINS:
-        return right
-    if left is None or right is None:
-        return None
-    if kind == J.JOIN_TYPE_INNER:
-        return left * right
-    if kind == J.JOIN_TYPE_LEFT:
-        return left * max(right, 1)
-    if kind == J.JOIN_TYPE_RIGHT:
-        return right * max(left, 1)
-    if kind == J.JOIN_TYPE_OUTER:
-        return left * right + left + right
-    return None
-
-
-def _fetch_bound(fetch: algebra_pb2.FetchRel, below: int | None) -> int | None:
-    count = sp.fetch_count(fetch)
-    if count is None:
-        return below
-    return count if below is None else min(count, below)
 
 
 def _count(ctx: Any, name: str) -> TableCount | None:
@@ -343,7 +320,10 @@ def _pinned(provider: LanceDatasetTable, snapshot: Any) -> LanceDatasetTable:
             return cached[2]
     source = provider.table
     table = LanceTable(
-        source.uri, snapshot.dataset, follow_latest=False, storage_options=source.storage_options
+        source.uri,
+        snapshot.dataset,
+        follow_latest=False,
+        storage_options=source.storage_options,
     )
     table.schema = source.schema
     table.metrics = source.metrics
@@ -378,19 +358,6 @@ def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
     return labels
 
 
-def bare_table_name(rel: Rel) -> str | None:
-    """The table a read names by a bare name (``t``), else None.
-
-    lance-sql's tables are registered by bare name in the default schema; a
-    qualified name (``s2.t``, ``datafusion.public.t``) may be another table
-    of the same last name, so it gets no bound (and is never repointed).
-    """
-    if sp.kind(rel) != "read" or not rel.read.HasField("named_table"):
-        return None
-    names = rel.read.named_table.names
-    return names[0] if len(names) == 1 else None
-
-
 def _wrap_in_fetch(rel: Rel, count: int) -> None:
     """Put ``rel`` under a ``LIMIT count`` (in place): the row-count hint."""
     inner = Rel()
@@ -412,4 +379,10 @@ def threshold_rows(ctx: Any) -> int:
         return DEFAULT_THRESHOLD_ROWS
 
 
-__all__ = ["DEFAULT_THRESHOLD_ROWS", "JoinStats", "TableCount", "plan_join_stats", "threshold_rows"]
+__all__ = [
+    "DEFAULT_THRESHOLD_ROWS",
+    "JoinStats",
+    "TableCount",
+    "plan_join_stats",
+    "threshold_rows",
+]

@@ -59,7 +59,44 @@ _UNKNOWN = 1e15  # an input with no estimate counts as very large
 TableRows = Callable[[str], "float | None"]
 
 
-class Estimator:
+class RelationRows:
+    """Rows of Substrait relations, walked from the reads up.
+
+    One walk for two counts: the estimates of :class:`Estimator` and the exact
+    upper bounds of :mod:`.join_stats`. A subclass says what a read of a named
+    table, a filter, an aggregate, a join and a set operation return (methods
+    ``read(rel)``, ``filter(below, condition)``, ``aggregate(agg)``,
+    ``join(kind, left, right)``, ``set(op, parts)``). None: unknown.
+    """
+
+    def rows(self, rel: Rel) -> Any:
+        k = sp.kind(rel)
+        body = getattr(rel, k, None)
+        if k == "read" and body.HasField("virtual_table"):  # VALUES, SELECT without FROM
+            return len(body.virtual_table.expressions)
+        if k == "read":
+            return self.read(rel)
+        if k in ("filter", "project", "sort", "fetch"):
+            below = self.rows(body.input)
+            if k == "filter" and below is not None:
+                return self.filter(below, body.condition)
+            if k == "fetch" and (n := sp.fetch_count(body)) is not None:
+                return n if below is None else min(n, below)
+            return below
+        if k == "aggregate":
+            return self.aggregate(body)
+        if k in ("join", "cross"):
+            left, right = self.rows(body.left), self.rows(body.right)
+            if k == "join":
+                return self.join(body.type, left, right)
+            return None if left is None or right is None else left * right
+        if k == "set":
+            parts = [self.rows(r) for r in body.inputs]
+            return None if any(p is None for p in parts) else self.set(body.op, parts)
+        return None
+
+
+class Estimator(RelationRows):
     """Estimated output rows of Substrait relations (see the module doc)."""
 
     def __init__(self, table_rows: TableRows, functions: Mapping[int, str] | None = None) -> None:
@@ -80,58 +117,46 @@ class Estimator:
         n = len(sp.conjuncts(condition, self.functions)) if self.functions else 1
         return FILTER_SELECTIVITY ** max(1, min(n, MAX_FILTER_CONJUNCTS))
 
-    def rows(self, rel: Rel) -> float | None:
-        k = sp.kind(rel)
-        if k == "read":
-            return self._read(rel.read)
-        if k == "filter":
-            below = self.rows(rel.filter.input)
-            return None if below is None else below * self.selectivity(rel.filter.condition)
-        if k in ("project", "sort"):
-            return self.rows(getattr(rel, k).input)
-        if k == "fetch":
-            below, n = self.rows(rel.fetch.input), sp.fetch_count(rel.fetch)
-            if n is None:
-                return below
-            return float(n) if below is None else min(float(n), below)
-        if k == "aggregate":
-            agg = rel.aggregate
-            if all(not g.expression_references for g in agg.groupings):
-                return 1.0
-            return self.rows(agg.input)
-        if k == "join":
-            return self._join(rel.join)
-        if k == "cross":
-            a, b = self.rows(rel.cross.left), self.rows(rel.cross.right)
-            return None if a is None or b is None else a * b
-        if k == "set":
-            parts = [self.rows(r) for r in rel.set.inputs]
-            return None if any(p is None for p in parts) else sum(p or 0.0 for p in parts)
-        return None
-
-    def _read(self, read: algebra_pb2.ReadRel) -> float | None:
-        if read.HasField("virtual_table"):
-            return float(len(read.virtual_table.expressions))
-        if not read.HasField("named_table") or len(read.named_table.names) != 1:
-            return None  # a qualified name may be another table than lance-sql's (bare) one
-        base = self.table_rows(read.named_table.names[0])
+    def read(self, rel: Rel) -> float | None:
+        name = bare_table_name(rel)  # a qualified name may be another table than lance-sql's
+        base = None if name is None else self.table_rows(name)
         if base is None:
             return None
-        if read.HasField("filter"):
-            return base * self.selectivity(read.filter)
-        if read.HasField("best_effort_filter"):
-            return base * self.selectivity(read.best_effort_filter)
+        for key in ("filter", "best_effort_filter"):
+            if rel.read.HasField(key):
+                return base * self.selectivity(getattr(rel.read, key))
         return base
 
-    def _join(self, join: algebra_pb2.JoinRel) -> float | None:
-        left, right = self.rows(join.left), self.rows(join.right)
-        if join.type in sp.LEFT_ONLY_JOINS:
+    def filter(self, below: float, condition: algebra_pb2.Expression) -> float:
+        return below * self.selectivity(condition)
+
+    def aggregate(self, agg: algebra_pb2.AggregateRel) -> float | None:
+        if all(not g.expression_references for g in agg.groupings):
+            return 1.0
+        return self.rows(agg.input)
+
+    def join(self, kind: int, left: float | None, right: float | None) -> float | None:
+        if kind in sp.LEFT_ONLY_JOINS:
             return None if left is None else left / 2
-        if join.type in sp.RIGHT_ONLY_JOINS:
+        if kind in sp.RIGHT_ONLY_JOINS:
             return None if right is None else right / 2
-        if left is None or right is None:
-            return None
-        return max(left, right)
+        return None if left is None or right is None else max(left, right)
+
+    def set(self, op: int, parts: list[float]) -> float:
+        return sum(parts, 0.0)
+
+
+def bare_table_name(rel: Rel) -> str | None:
+    """The table a read names by a bare name (``t``), else None.
+
+    lance-sql's tables are registered by bare name in the default schema; a
+    qualified name (``s2.t``, ``datafusion.public.t``) may be another table
+    of the same last name, so it gets no estimate nor bound (and is never repointed).
+    """
+    if sp.kind(rel) != "read" or not rel.read.HasField("named_table"):
+        return None
+    names = rel.read.named_table.names
+    return names[0] if len(names) == 1 else None
 
 
 _NS_LOCK = threading.Lock()
@@ -241,7 +266,7 @@ def _swap(rel: Rel, width: Callable[[Rel], int]) -> bool:
     return True
 
 
-# ---- ordering the inputs of trees DataFusion flattens ------------------------------------
+# ---- ordering the inputs of trees DataFusion flattens ----------------------------------------
 
 
 def reorder_flat_trees(
@@ -257,7 +282,7 @@ def reorder_flat_trees(
         if is_inner and not under_inner and _flat_tree(rel):
             try:
                 line = _reorder(plan, rel, names, estimate, width)
-            except jo._NotFlat:
+            except jo.NotFlat:
                 line = None
             if line is not None:
                 done.append(line)
@@ -272,19 +297,6 @@ def _flat_tree(rel: Rel) -> bool:
     )
 
 
-def _direct_leaves(rel: Rel, out: list[Rel]) -> None:
-    """The inputs of the directly nested inner joins under ``rel``, left to right."""
-    if (
-        sp.kind(rel) == "join"
-        and rel.join.type == INNER
-        and not rel.join.HasField("post_join_filter")
-    ):
-        _direct_leaves(rel.join.left, out)
-        _direct_leaves(rel.join.right, out)
-    else:
-        out.append(rel)
-
-
 def _reorder(
     plan: plan_pb2.Plan,
     rel: Rel,
@@ -292,20 +304,17 @@ def _reorder(
     estimate: Estimator,
     width: Callable[[Rel], int],
 ) -> str | None:
-    direct: list[Rel] = []
-    _direct_leaves(rel, direct)
-    tree = jo._Tree()
-    out = jo._flatten(rel, tree, width)
-    if len(tree.leaves) < 3 or len(tree.leaves) != len(direct):
+    tree, out, conds = jo.flat_tree(rel, names, width)
+    if len(tree.leaves) < 3 or tree.between:
         return None  # the tree holds filters or projections between its joins: not flattened
-    conds = [c for cond in tree.conds for c in sp.conjuncts(cond, names)]
-    keys = _equality_links(conds, names)
+    links = [{a[0], b[0]} for a, b in jo.equalities(conds, names)]
     rows = [estimate.rows(leaf) for leaf in tree.leaves]
     size = [_UNKNOWN if r is None else r for r in rows]
-    order = _greedy_order(size, keys)
-    if order is None or order == _greedy(list(range(len(size))), keys):
+    order = _greedy_order(size, links)
+    inputs = list(range(len(size)))
+    if order is None or order == jo.connected(inputs[:1], inputs, links):
         return None  # DataFusion's own rebuild gives this order already
-    b = jo._Builder(tree, conds, names, plan)
+    b = jo.TreeBuilder(tree, conds, names, plan)
     cur = b.leaf(order[0])
     for i in order[1:]:
         cur = b.join(cur, b.leaf(i))
@@ -317,40 +326,20 @@ def _reorder(
     return f"inner joins ordered by estimated rows: {shown}"
 
 
-def _equality_links(conds: list[Any], names: dict[int, str]) -> set[frozenset[int]]:
-    """Pairs of inputs joined by a column equality (what DataFusion's rebuild joins on)."""
-    links: set[frozenset[int]] = set()
-    for cond in conds:
-        pair = sp.equality_fields(cond, names)
-        if pair is None:
-            continue
-        a, b = (g // jo._SCALE for g in pair)
-        if a != b:
-            links.add(frozenset((a, b)))
-    return links
-
-
-def _greedy(order: list[int], links: set[frozenset[int]]) -> list[int] | None:
-    """DataFusion's rebuild of inputs listed in ``order``: next, the first one linked so far."""
-    out, rest = order[:1], order[1:]
-    while rest:
-        nxt = next((i for i in rest if any(frozenset((i, j)) in links for j in out)), None)
-        if nxt is None:
-            return None
-        out.append(nxt)
-        rest.remove(nxt)
-    return out
-
-
-def _greedy_order(size: list[float], links: set[frozenset[int]]) -> list[int] | None:
-    """The smallest input linked to the largest, the largest, then the others smallest first."""
+def _greedy_order(size: list[float], links: list[set[int]]) -> list[int] | None:
+    """The smallest input linked to the largest, the largest, then the others smallest first,
+    as DataFusion's greedy rebuild (:func:`connected`) joins them."""
     largest = max(range(len(size)), key=lambda i: size[i])
-    linked = [i for i in range(len(size)) if frozenset((i, largest)) in links]
+    linked = [i for i in range(len(size)) if {i, largest} in links]
     if not linked:
         return None
     first = min(linked, key=lambda i: size[i])
-    rest = sorted((i for i in range(len(size)) if i not in (first, largest)), key=lambda i: size[i])
-    return _greedy([first, largest, *rest], links)
+    rest = sorted(
+        (i for i in range(len(size)) if i not in (first, largest)),
+        key=lambda i: size[i],
+    )
+    order = [first, largest, *rest]
+    return jo.connected(order[:1], order, links)
 
 
 def _leaf_name(rel: Rel) -> str:
@@ -427,6 +416,8 @@ __all__ = [
     "MAX_FILTER_CONJUNCTS",
     "SWAP_FACTOR",
     "Estimator",
+    "RelationRows",
+    "bare_table_name",
     "namespace_rows",
     "native_width",
     "output_width",

@@ -29,10 +29,12 @@ cheap. Measured at TPC-H SF1: q17 0.46x the time without it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_order import filters_rows
 from lance_sql.engines.datafusion.join_swap import Estimator
 
 Rel = algebra_pb2.Rel
@@ -108,42 +110,26 @@ def _reduce(
     if reducer is None:
         return None
     small, small_fields = reducer
-    if _volatile(small, sp.function_names(plan)):
+    if calls_volatile(small, sp.function_names(plan)):
         return None  # computed twice, it could keep other rows the second time
     x_rows, s_rows = estimate.rows(x), estimate.rows(small)
     if x_rows is None or s_rows is None or s_rows * MIN_REDUCTION > x_rows:
         return None
     wx = width(x)
-    equal = sp.declare_function(plan, "equal")
-    conds = []
-    for c, s in zip(columns, small_fields, strict=True):
-        e = algebra_pb2.Expression()
-        fn = e.scalar_function
-        fn.function_reference = equal
-        fn.output_type.bool.nullability = 1  # NULLABILITY_NULLABLE
-        fn.arguments.add().value.CopyFrom(sp.field_reference(c))
-        fn.arguments.add().value.CopyFrom(sp.field_reference(wx + s))
-        conds.append(e)
+    conds = [
+        sp.boolean_call(plan, "equal", [sp.field_reference(c), sp.field_reference(wx + s)])
+        for c, s in zip(columns, small_fields, strict=True)
+    ]
     semi = Rel()
     semi.join.type = J.JOIN_TYPE_LEFT_SEMI
     semi.join.left.CopyFrom(x)
     semi.join.right.CopyFrom(small)
-    semi.join.expression.CopyFrom(conds[0] if len(conds) == 1 else _and(plan, conds))
+    semi.join.expression.CopyFrom(sp.conjunction(plan, conds))
     agg.aggregate.input.CopyFrom(semi)
     return (
         f"aggregate input semi-join reduced: only groups the join can match are aggregated "
         f"(~{s_rows:,.0f} rows reduce ~{x_rows:,.0f} estimated)"
     )
-
-
-def _and(plan: plan_pb2.Plan, conds: list[algebra_pb2.Expression]) -> algebra_pb2.Expression:
-    e = algebra_pb2.Expression()
-    fn = e.scalar_function
-    fn.function_reference = sp.declare_function(plan, "and")
-    fn.output_type.bool.nullability = 1
-    for c in conds:
-        fn.arguments.add().value.CopyFrom(c)
-    return e
 
 
 def _natural(body: object, field: int) -> int:
@@ -198,7 +184,7 @@ def _smallest_source(
     best_rows: float | None = None
     for below, at in _descend(rel, fields, width, reducer=True):
         rows = estimate.rows(below)
-        if rows is not None and (best_rows is None or rows < best_rows) and _filtered(below):
+        if rows is not None and (best_rows is None or rows < best_rows) and filters_rows(below):
             best, best_rows = (below, list(at)), rows
     return best
 
@@ -247,30 +233,15 @@ def _descend(
 _LEFT_OUTPUT = (*sp.LEFT_ONLY_JOINS, J.JOIN_TYPE_LEFT_MARK)
 
 
-def _filtered(rel: Rel) -> bool:
-    """Whether ``rel`` filters its rows anywhere (an unfiltered table's keys are all its
-    keys: TPC-H q18's orders hold every order lineitem does, reducing nothing)."""
-    for r in sp.walk(rel):
-        k = sp.kind(r)
-        if k == "filter" or (
-            k == "read" and (r.read.HasField("filter") or r.read.HasField("best_effort_filter"))
-        ):
-            return True
-    return False
+#: functions whose value may differ between two evaluations of one relation
+VOLATILE = frozenset({"random", "rand", "uuid", "now", "current_time", "current_timestamp"})
 
 
-#: functions whose value differs between two evaluations of one relation
-_VOLATILE = frozenset({"random", "rand", "uuid", "now", "current_time", "current_timestamp"})
-
-
-def _volatile(rel: Rel, names: dict[int, str]) -> bool:
-    """Whether ``rel`` calls a function :data:`_VOLATILE` holds (or an unknown one)."""
-    for msg in sp.messages(rel):
-        if isinstance(msg, algebra_pb2.Expression.ScalarFunction):
-            name = names.get(msg.function_reference)
-            if name is None or name in _VOLATILE:
-                return True
-    return False
+def calls_volatile(rel: Any, names: dict[int, str]) -> bool:
+    """Whether ``rel`` calls a :data:`VOLATILE` function (scalar, aggregate or window), or
+    one ``names`` does not know: computed twice, it could return other rows the second time."""
+    calls = [m.function_reference for m in sp.messages(rel) if hasattr(m, "function_reference")]
+    return any(names.get(f) in (None, *VOLATILE) for f in calls)
 
 
 def _grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
@@ -287,4 +258,4 @@ def _grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
     return n if n and refs == list(range(n)) else None
 
 
-__all__ = ["MIN_REDUCTION", "reduce_aggregate_inputs"]
+__all__ = ["MIN_REDUCTION", "VOLATILE", "calls_volatile", "reduce_aggregate_inputs"]

@@ -20,11 +20,10 @@ from typing import Any
 import datafusion
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.semi_reduce import calls_volatile
 
 #: most rows of a shared aggregate held in memory
 MAX_ROWS = 1_000_000
-#: functions whose two calls may differ: their aggregates are never shared
-_VOLATILE = ("random", "uuid")
 _NAMES = itertools.count(1)
 
 
@@ -74,12 +73,7 @@ def _materialize(
     reads = [sp.table_name(m) for m in sp.messages(rel) if isinstance(m, sp.Rel)]
     if not any(n is not None and is_lance(n) for n in reads):
         return None
-    called = {
-        functions.get(m.function_reference, "")
-        for m in sp.messages(rel)
-        if hasattr(m, "function_reference")
-    }
-    if called & set(_VOLATILE):
+    if calls_volatile(rel, functions):
         return None
     sub = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, sp.subplan(plan, rel)))
     batches = sub.limit(MAX_ROWS + 1).collect()

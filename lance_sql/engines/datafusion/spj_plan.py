@@ -161,10 +161,10 @@ def _replace(
     how = JOIN_HOW.get(join.type)
     if how is None:
         return f"{where}: {algebra_pb2.JoinRel.JoinType.Name(join.type)} joins are not supported"
-    keys = _keys(join, left.columns, right.columns, names)
+    keys, one_sided = _keys(join, left.columns, right.columns, names)
     if not keys:
         return f"{where}: no equality of plain columns between the two sides"
-    if _one_sided_equality(join, len(left.columns), names):
+    if one_sided:
         # DataFusion 55's Substrait consumer reads every column equality of a join
         # condition as a join key, even one between two columns of one side, and the
         # group query then fails to plan: leave such a join to DataFusion.
@@ -252,38 +252,33 @@ def _prefixed(schema: pa.Schema, prefix: str) -> pa.Schema:
     return pa.schema([f.with_name(prefix + f.name) for f in schema], metadata=schema.metadata)
 
 
-def _one_sided_equality(join: algebra_pb2.JoinRel, n_left: int, names: dict[int, str]) -> bool:
-    if not join.HasField("expression"):
-        return False
-    for conj in sp.conjuncts(join.expression, names):
-        pair = sp.equality_fields(conj, names)
-        if pair is not None and (pair[0] < n_left) == (pair[1] < n_left):
-            return True
-    return False
-
-
 def _keys(
     join: algebra_pb2.JoinRel,
     lcols: tuple[str | None, ...],
     rcols: tuple[str | None, ...],
     names: dict[int, str],
-) -> list[tuple[str, str]]:
-    """The join's ``left column = right column`` equalities, as namespace column names."""
+) -> tuple[list[tuple[str, str]], bool]:
+    """The join's ``left column = right column`` equalities, as namespace column names, and
+    whether it also has an equality of two columns of one side."""
     if not join.HasField("expression"):
-        return []
+        return [], False
     n = len(lcols)
     keys: list[tuple[str, str]] = []
+    one_sided = False
     for conj in sp.conjuncts(join.expression, names):
         pair = sp.equality_fields(conj, names)
         if pair is None:
             continue
         a, b = sorted(pair)
-        if a >= n or b < n or b - n >= len(rcols):
+        if a >= n or b < n:
+            one_sided = True
+            continue
+        if b - n >= len(rcols):
             continue
         lc, rc = lcols[a], rcols[b - n]
         if lc is not None and rc is not None and (lc, rc) not in keys:
             keys.append((lc, rc))
-    return keys
+    return keys, one_sided
 
 
 def other_tables(ctx: Any, *rels: algebra_pb2.Rel) -> tuple[tuple[str, Any], ...]:

@@ -41,14 +41,14 @@ from lance_sql.engines.datafusion.spj_sides import (
     GroupQuery,
     SideRead,
     SpjSide,
-    group_side,
+    group_context,
     plan_side_reads,
-    private_context,
 )
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
+    empty_batches,
     matches_nothing,
     projected_schema,
     with_sql_semantics,
@@ -77,13 +77,7 @@ def group_pool() -> ThreadPoolExecutor:
 
 def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
     """One group's query, collected (called on a :func:`group_pool` thread)."""
-    ctx = private_context()
-    reads = table.side_reads
-    for name, side, refs in (
-        (LEFT_TABLE, table.left, group.left),
-        (RIGHT_TABLE, table.right, group.right),
-    ):
-        ctx.register_table(name, group_side(side, refs, None if reads is None else reads[name]))
+    ctx = group_context(table.left, table.right, group, table.side_reads)
     return [b for b in table.group.dataframe(ctx).collect() if b.num_rows]
 
 
@@ -123,7 +117,7 @@ class GroupJoinUnit(ScanUnit):
                 if b.num_rows == 0:
                     continue
                 if columns is not None and not columns:
-                    yield _rows_only(b.num_rows)
+                    yield from empty_batches(b.num_rows, None)
                     continue
                 b = conform(b, self.schema)
                 yield b.select(list(out_schema.names)) if columns else b
@@ -140,10 +134,6 @@ class GroupJoinUnit(ScanUnit):
                 pending = pool.submit(run_group, self._table, self.groups[i + 1])
             yield from batches
             del batches
-
-
-def _rows_only(n: int) -> pa.RecordBatch:
-    return pa.table({"_": pa.nulls(n)}).select([]).to_batches()[0]
 
 
 class SpjTable(ScanUnitDataset):

@@ -76,8 +76,14 @@ def private_context() -> Any:
     return ctx
 
 
-def group_context(left: SpjSide, right: SpjSide, group: JoinGroup | None) -> Any:
-    """A private context with both sides as scans, restricted to ``group`` (all when None).
+def group_context(
+    left: SpjSide,
+    right: SpjSide,
+    group: JoinGroup | None,
+    reads: dict[str, SideRead] | None = None,
+) -> Any:
+    """A private context with both sides as scans, restricted to ``group`` (all when None),
+    read as ``reads`` plans them (:func:`group_side`; streamed when None).
 
     Each side prunes with the planner too (the group query's WHERE conditions
     on one side arrive as that side's scan filter), and is one partition.
@@ -87,7 +93,7 @@ def group_context(left: SpjSide, right: SpjSide, group: JoinGroup | None) -> Any
         (LEFT_TABLE, left, None if group is None else group.left),
         (RIGHT_TABLE, right, None if group is None else group.right),
     ):
-        ctx.register_table(table, side_table(side, refs))
+        ctx.register_table(table, group_side(side, refs, None if reads is None else reads[table]))
     return ctx
 
 
@@ -199,9 +205,9 @@ def side_table(side: SpjSide, refs: Sequence[Any] | None) -> NamespaceTable:
     return table
 
 
-def group_side(side: SpjSide, refs: Sequence[Any], read: SideRead | None) -> ScanUnitDataset:
+def group_side(side: SpjSide, refs: Sequence[Any] | None, read: SideRead | None) -> ScanUnitDataset:
     """One side of a group: read into memory, or streamed when unplanned or too large."""
-    if read is None:
+    if read is None or refs is None:
         return side_table(side, refs)
     kept = read.partitions
     ids = [r.object_id for r in refs if kept is None or r.object_id in kept]

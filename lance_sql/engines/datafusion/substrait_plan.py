@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datafusion import substrait as ss
-from substrait import algebra_pb2, plan_pb2
+from substrait import algebra_pb2, plan_pb2, type_pb2
 
 from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
 from lance_sql.tables.substrait_schema import messages, nested_names
@@ -320,6 +320,24 @@ def declare_function(plan: plan_pb2.Plan, name: str) -> int:
     return anchor
 
 
+def boolean_call(
+    plan: plan_pb2.Plan, name: str, args: list[algebra_pb2.Expression]
+) -> algebra_pb2.Expression:
+    """``name(*args)`` returning a nullable boolean (``name`` declared in ``plan`` if new)."""
+    expr = algebra_pb2.Expression()
+    fn = expr.scalar_function
+    fn.function_reference = declare_function(plan, name)
+    fn.output_type.bool.nullability = type_pb2.Type.NULLABILITY_NULLABLE
+    for arg in args:
+        fn.arguments.add().value.CopyFrom(arg)
+    return expr
+
+
+def conjunction(plan: plan_pb2.Plan, exprs: list[algebra_pb2.Expression]) -> algebra_pb2.Expression:
+    """``exprs`` AND-ed together (one expression: itself)."""
+    return exprs[0] if len(exprs) == 1 else boolean_call(plan, "and", exprs)
+
+
 def field_reference(index: int) -> algebra_pb2.Expression:
     """A plain reference to input field ``index``."""
     expr = algebra_pb2.Expression()
@@ -384,6 +402,8 @@ def rename_tables(rel: Rel, old: str, new: str) -> None:
 __all__ = [
     "ROW_WISE",
     "ScanChain",
+    "boolean_call",
+    "conjunction",
     "conjuncts",
     "declare_function",
     "equality_fields",

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.arrow_json import source_fields
+from lance_sql.spec.arrow_types import scalar_kind
 
 _MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": None}
 
@@ -52,35 +53,22 @@ def _base(t: pa.DataType) -> pa.DataType:
     return t.value_type if pa.types.is_dictionary(t) else t
 
 
+#: the kinds of key (:func:`~lance_sql.spec.arrow_types.scalar_kind`) whose values compare
+#: by one canonical form (:func:`canonical_values`), each with the family it compares in
+_FAMILIES = {
+    **{k: k for k in ("bool", "int", "float", "decimal", "string", "binary", "timestamp")},
+    **{"time": "time", "duration": "duration", "float16": "float", "fixed_binary": "binary"},
+    **{"string_view": "string", "binary_view": "binary", "date32": "date", "date64": "date"},
+}
+
+
 def value_family(t: pa.DataType) -> tuple[Any, ...] | None:
     """Types whose values compare by one canonical form; None when not supported."""
     t = _base(t)
-    if pa.types.is_boolean(t):
-        return ("bool",)
-    if pa.types.is_integer(t):
-        return ("int",)
-    if pa.types.is_floating(t):
-        return ("float",)
-    if pa.types.is_decimal(t):
-        return ("decimal",)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return ("string",)
-    if (
-        pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_binary_view(t)
-        or pa.types.is_fixed_size_binary(t)
-    ):
-        return ("binary",)
-    if pa.types.is_date(t):
-        return ("date",)
-    if pa.types.is_timestamp(t):
-        return ("timestamp", t.tz is not None)
-    if pa.types.is_time(t):
-        return ("time",)
-    if pa.types.is_duration(t):
-        return ("duration",)
-    return None
+    family = _FAMILIES.get(scalar_kind(t) or "")
+    if family is None:
+        return None
+    return ("timestamp", t.tz is not None) if family == "timestamp" else (family,)
 
 
 def hash_family(t: pa.DataType) -> tuple[Any, ...] | None:

@@ -31,6 +31,7 @@ from lance_sql.planning.joins.grouping import (
 )
 from lance_sql.planning.joins.keys import resolve_key
 from lance_sql.planning.joins.serde import decode, encode
+from lance_sql.tables.namespace.layout import spec_ids_of
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 # how -> (left rows preserved when unmatched, right rows preserved when unmatched)
@@ -242,8 +243,8 @@ def _with_versions(partitions: pa.Table, specs: Mapping[int, PartitionSpec], sid
     if "object_id" not in partitions.column_names:
         raise PlanningError(f"{side} partitions table lacks the 'object_id' column")
     if "spec_version" not in partitions.column_names:
-        found = pc.extract_regex(partitions.column("object_id"), r"^v(?P<v>[0-9]{1,9})\$")
-        versions = pc.struct_field(found, "v").cast(pa.int32())
+        ids = spec_ids_of(partitions.column("object_id"))  # -1: under no spec version
+        versions = pa.array(ids, pa.int32(), mask=ids < 0)
         partitions = partitions.append_column("spec_version", versions)
     col = partitions.column("spec_version")
     for i, (oid, v) in enumerate(
