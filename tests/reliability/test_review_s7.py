@@ -180,11 +180,11 @@ _AFTER = {
 def test_dml_string_literal_with_two_quotes_never_hits_other_rows(
     tmp_path: Path, statement: str
 ) -> None:
-    """Fixed in engines/datafusion/dml_text.py (check_round_trip): DataFusion 55's
-    unparser prints the value a''b as 'a''b' (the value a'b), so DELETE ... WHERE
-    s = 'a''''b' deleted the row a'b (the wrong row) and UPDATE SET s = 'a''''b'
-    wrote a'b. The printed text is now planned again and compared; a statement it
-    cannot print faithfully is refused with UnsupportedFeatureError, nothing written."""
+    """DataFusion 55's unparser prints the value a''b as 'a''b' (the value a'b), so
+    DELETE ... WHERE s = 'a''''b' once deleted the row a'b (the wrong row) and UPDATE
+    SET s = 'a''''b' wrote a'b. Conditions and SET values are now DataFusion's planned
+    expressions (engines/datafusion/dml_plan.py), never printed text; a statement
+    refused with UnsupportedFeatureError writes nothing."""
     from lance_sql.errors import UnsupportedFeatureError
 
     schema = pa.schema([("k", pa.int64()), ("s", pa.string())])
@@ -256,9 +256,9 @@ def test_cli_script_block_comment_with_semicolon(tmp_path: Path) -> None:
 
 
 def test_delete_similar_to_is_not_run_as_like(tmp_path: Path) -> None:
-    """Fixed by the same round-trip check (engines/datafusion/dml_text.py): DataFusion
-    55's unparser prints ``s SIMILAR TO p`` as ``s LIKE p``, so DELETE ... WHERE s
-    SIMILAR TO '(a|b)%' deleted the row '(a|b)q', which SIMILAR TO does not match."""
+    """DataFusion 55's unparser prints ``s SIMILAR TO p`` as ``s LIKE p``, so DELETE
+    ... WHERE s SIMILAR TO '(a|b)%' once deleted the row '(a|b)q', which SIMILAR TO does
+    not match (conditions are now planned expressions, engines/datafusion/dml_plan.py)."""
     from lance_sql.errors import UnsupportedFeatureError
 
     schema = pa.schema([("k", pa.int64()), ("s", pa.string())])
@@ -292,8 +292,8 @@ def test_long_float_in_list_select_and_delete_agree(tmp_path: Path, where: str) 
 
 def test_update_set_similar_to_is_not_run_as_like(tmp_path: Path) -> None:
     """UPDATE t SET b = (s SIMILAR TO '(a|b)%'): the unparser prints the value as
-    s LIKE '(a|b)%', which wrote TRUE for '(a|b)q' (fixed in
-    engines/datafusion/dml_text.py: such a statement is refused, nothing written)."""
+    s LIKE '(a|b)%', which once wrote TRUE for '(a|b)q' (SET values are now planned
+    expressions, engines/datafusion/dml_plan.py)."""
     from lance_sql.errors import UnsupportedFeatureError
 
     schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("b", pa.bool_())])
