@@ -152,10 +152,22 @@ def run_side(
     lock = threading.Lock()
     barrier = threading.Barrier(len(work.plans) + 1)
 
+    client_cpu: list[float] = []
+    probe_waits: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        """How long a thread that sleeps 0.5 ms waits for the GIL once woken."""
+        while not done.is_set():
+            t0 = time.perf_counter()
+            time.sleep(0.0005)
+            probe_waits.append(time.perf_counter() - t0 - 0.0005)
+
     def worker(i: int) -> None:
         run = runner_for(i)
         mine = []
         barrier.wait()
+        c0 = time.thread_time()
         try:
             for sql, expected in work.plans[i]:
                 t0 = time.perf_counter()
@@ -166,16 +178,21 @@ def run_side(
             errors.append(exc)
         with lock:
             latencies.extend(mine)
+            client_cpu.append(time.thread_time() - c0)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(work.plans))]
+    prober = threading.Thread(target=probe)
     for t in threads:
         t.start()
     barrier.wait()
     start, cpu0 = time.perf_counter(), time.process_time() + extra_cpu()
+    prober.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
     cpu = time.process_time() + extra_cpu() - cpu0
+    done.set()
+    prober.join()
     if errors:
         raise errors[0]
     latencies.sort()
@@ -185,6 +202,11 @@ def run_side(
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
         "cores": cpu / wall,  # CPU the side used (its processes), in cores
         "cpu_ms": 1000 * cpu / len(latencies),  # CPU per query
+        # CPU of the client threads (in cores): they run every Python part of a query
+        # (parsing, planning, scanner setup; DataFusion also runs scans on the calling
+        # thread), so it bounds the share of the wall time the GIL was held by them
+        "client_cores": sum(client_cpu) / wall,
+        "gil_wait_ms": 1000 * statistics.median(probe_waits or [0.0]),
     }
 
 
@@ -344,7 +366,7 @@ def main() -> None:
                     res = run_side(fn, work)
                 rows.append({"round": r, "side": name, **res})
                 print(rows[-1], flush=True)
-        for key in ("qps", "p50_ms", "p99_ms", "cores", "cpu_ms"):
+        for key in ("qps", "p50_ms", "p99_ms", "cores", "cpu_ms", "client_cores", "gil_wait_ms"):
             a = statistics.median(x[key] for x in rows if x["side"] == "lance-sql")
             b = statistics.median(x[key] for x in rows if x["side"] == "duckdb")
             print(f"{key}: lance-sql {a:.1f}, duckdb {b:.1f}, ratio {a / b:.2f}")

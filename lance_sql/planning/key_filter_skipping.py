@@ -118,11 +118,74 @@ def _leaf(col: Column, literals: Sequence[Any]) -> _Leaf | None:
     hashes = []
     for lit in literals:
         value = _literal_value(lit, col)
-        h = None if value is None else kf.literal_hash(value, col.type)
+        h = None if value is None else literal_hash(value, col.type)
         if h is None:
             return None
         hashes.append(h)
     return _Leaf(col.field_id, str(col.type), np.array(hashes, np.uint64))
+
+
+_M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
+
+
+def _murmur3_32(data: bytes) -> int:
+    """MurmurHash3 x86_32 of ``data`` with seed 0, unsigned (``udfs.murmur3``'s hash)."""
+    h, n, c1, c2 = 0, len(data), 0xCC9E2D51, 0x1B873593
+    body = n - n % 4
+    for i in range(0, body, 4):
+        k = int.from_bytes(data[i : i + 4], "little") * c1 & _M32
+        k = ((k << 15) | (k >> 17)) & _M32
+        h ^= k * c2 & _M32
+        h = ((h << 13) | (h >> 19)) & _M32
+        h = (h * 5 + 0xE6546B64) & _M32
+    if n % 4:
+        k = int.from_bytes(data[body:], "little") * c1 & _M32
+        k = ((k << 15) | (k >> 17)) & _M32
+        h ^= k * c2 & _M32
+    h ^= n
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & _M32
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & _M32
+    return h ^ (h >> 16)
+
+
+def _splitmix(h: int) -> int:
+    z = (h + 0x9E3779B97F4A7C15) & _M64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _M64
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _M64
+    return z ^ (z >> 31)
+
+
+def _key_bytes(value: Any, t: pa.DataType) -> bytes | None:
+    """The bytes :func:`~lance_sql.tables.namespace.key_filters.literal_hash` hashes for
+    ``value``, where that is plain (None: let it decide, including "cannot hash")."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        # (timestamps of other units are hashed as microseconds, like Iceberg's)
+        if pa.types.is_integer(t) or (pa.types.is_timestamp(t) and t.unit == "us"):
+            if -(1 << 63) <= value < (1 << 63):
+                return value.to_bytes(8, "little", signed=True)
+            if pa.types.is_integer(t) and 0 <= value < (1 << 64):
+                return value.to_bytes(8, "little")
+        elif pa.types.is_date32(t) and -(1 << 31) <= value < (1 << 31):
+            return value.to_bytes(8, "little", signed=True)  # hashed as a long, like the column
+        return None
+    plain_string = pa.types.is_string(t) or pa.types.is_large_string(t)
+    if isinstance(value, str) and len(value) <= 64 and plain_string:
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    return None
+
+
+def literal_hash(value: Any, t: pa.DataType) -> np.uint64 | None:
+    """:func:`~lance_sql.tables.namespace.key_filters.literal_hash` of one literal, in
+    plain Python for integers, dates, timestamps and short strings (a point lookup's
+    key: one Arrow array, one kernel call and seven one-element numpy operations cost
+    about 20 times more); the same bits (``tests/planning/test_key_filter_hash.py``)."""
+    data = _key_bytes(value, t)
+    if data is None:
+        return kf.literal_hash(value, t)
+    return np.uint64(_splitmix(_murmur3_32(data)))
 
 
 def _leaves(test: KeyTest) -> list[_Leaf]:

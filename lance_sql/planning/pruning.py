@@ -220,7 +220,7 @@ def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predic
     n, k = proven.shape
     if n == 0 or k == 0:  # no conjunct: the filter is TRUE
         return [mf.filter] * n
-    patterns, inverse = np.unique(proven, axis=0, return_inverse=True)
+    patterns, inverse = _distinct_rows(proven)
     preds = np.empty(len(patterns), dtype=object)
     for i, pattern in enumerate(patterns):
         if not pattern.any():
@@ -228,6 +228,24 @@ def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predic
         else:
             preds[i] = and_(*(c for c, done in zip(mf.conjuncts, pattern, strict=True) if not done))
     return list(preds[np.asarray(inverse).reshape(-1)])
+
+
+def _distinct_rows(proven: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows of a bool matrix, each row's index among them).
+
+    Rows of up to 62 columns are packed into one integer each: ``np.unique`` over
+    integers is several times faster than over matrix rows (``axis=0``), which a
+    point lookup pays on every query.
+    """
+    n, k = proven.shape
+    if n == 1:
+        return proven, np.zeros(1, np.int64)
+    if k > 62:
+        patterns, inverse = np.unique(proven, axis=0, return_inverse=True)
+        return patterns, np.asarray(inverse).reshape(-1)
+    bits = np.arange(k, dtype=np.int64)
+    codes, inverse = np.unique(proven.astype(np.int64) @ (1 << bits), return_inverse=True)
+    return ((codes[:, None] >> bits) & 1).astype(bool), inverse
 
 
 def _text(source: str | Callable[[], str]) -> str:

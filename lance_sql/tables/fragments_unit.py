@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -297,17 +297,28 @@ class LanceFragmentsUnit(ScanUnit):
             fragments=fragments, batch_size=batch_size, scan_in_order=False
         )
         with scanner.to_reader() as reader:
-            for batch in reader:
-                self.metrics.add(batch.num_rows)
-                kept = filter_table(pa.Table.from_batches([batch]), filter)
-                if not kept.num_rows:
-                    continue
-                if not columns:
-                    yield from empty_batches(kept.num_rows, None)
-                    continue
-                for b in kept.select(columns).to_batches():
-                    if b.num_rows:
-                        yield conform(b, out_schema)
+            yield from filtered_batches(reader, filter, out_schema, self.metrics.add)
+
+
+def filtered_batches(
+    batches: Iterable[pa.RecordBatch],
+    filter: pc.Expression,
+    out_schema: pa.Schema,
+    read: Callable[[int], None] = lambda rows: None,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` that ``filter`` keeps (applied by pyarrow, exactly), as
+    ``out_schema``'s columns; ``read`` is told every batch's row count before filtering."""
+    for batch in batches:
+        read(batch.num_rows)
+        kept = filter_table(pa.Table.from_batches([batch]), filter)
+        if not kept.num_rows:
+            continue
+        if not out_schema.names:
+            yield from empty_batches(kept.num_rows, None)
+            continue
+        for b in kept.select(out_schema.names).to_batches():
+            if b.num_rows:
+                yield conform(b, out_schema)
 
 
 def split_fragments(
@@ -346,4 +357,4 @@ def split_fragments(
     ]
 
 
-__all__ = ["READ_TABLE_BATCH_ROWS", "LanceFragmentsUnit", "split_fragments"]
+__all__ = ["READ_TABLE_BATCH_ROWS", "LanceFragmentsUnit", "filtered_batches", "split_fragments"]

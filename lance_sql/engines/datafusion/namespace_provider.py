@@ -117,12 +117,19 @@ class NamespaceTable(ScanUnitDataset):
             return self._namespace
         import lance
 
+        manifest_ds = self._manifest_ds
+        if manifest_ds is None:
+            with self._lock:
+                if self._manifest_ds is None:
+                    self._manifest_ds = lance.dataset(
+                        self._namespace.snapshot.uri, storage_options=self.storage_options
+                    )
+                manifest_ds = self._manifest_ds
+        # the check itself outside the lock: concurrent queries do not queue behind its I/O
+        if manifest_ds.latest_version == self._namespace.manifest_version:
+            return self._namespace
         with self._lock:
-            if self._manifest_ds is None:
-                self._manifest_ds = lance.dataset(
-                    self._namespace.snapshot.uri, storage_options=self.storage_options
-                )
-            latest = self._manifest_ds.latest_version
+            latest = manifest_ds.latest_version
             if latest != self._namespace.manifest_version:
                 ns = PartitionedNamespace.open(
                     self.root, version=latest, storage_options=self.storage_options

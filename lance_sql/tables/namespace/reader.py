@@ -35,7 +35,7 @@ from lance_sql.tables.dataset_cache import (
     version_token,
 )
 from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
+from lance_sql.tables.fragments_unit import LanceFragmentsUnit, filtered_batches, split_fragments
 from lance_sql.tables.namespace.field_map import check_column_type, columns_by_namespace_id
 from lance_sql.tables.namespace.layout import resolve_location, spec_version_of
 from lance_sql.tables.namespace.nested_evolution import read_as, table_names
@@ -43,9 +43,6 @@ from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import (
     ScanMetrics,
     ScanUnit,
-    conform,
-    empty_batches,
-    filter_table,
     projected_schema,
     with_sql_semantics,
 )
@@ -366,17 +363,9 @@ class PartitionTableUnit(ScanUnit):
         src_of = self._src_of
         present = list(dict.fromkeys(s for s in self.mapping.sources if s is not None))
         exact = with_sql_semantics(filter, self._ns_schema)
-        for batch in self._inner.to_batches(present, None, batch_size):
-            full = self._assemble(batch, self._ns_schema, src_of)
-            kept = filter_table(pa.Table.from_batches([full]), exact)
-            if not kept.num_rows:
-                continue
-            if not out_schema.names:
-                yield from empty_batches(kept.num_rows, None)
-                continue
-            for b in kept.select(out_schema.names).to_batches():
-                if b.num_rows:
-                    yield conform(b, out_schema)
+        batches = self._inner.to_batches(present, None, batch_size)
+        full = (self._assemble(b, self._ns_schema, src_of) for b in batches)
+        yield from filtered_batches(full, exact, out_schema)
 
 
 def partition_units(
