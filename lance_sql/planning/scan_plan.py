@@ -159,7 +159,8 @@ class ScanPlan:
             "partitions": partitions,
             "specs": specs,
             "manifest_filter": manifest_filter,
-            "filter_sql": self._filter_text if filter_sql is _UNSET else filter_sql,
+            "filter_sql": filter_sql,  # _UNSET: the scan filter's text (no bound method
+            # here: a plan referring to itself lives until the cyclic collector runs)
             "description": description,
             "object_ids": object_ids,
             "scan_filter": scan_filter,
@@ -168,7 +169,10 @@ class ScanPlan:
 
     def _get(self, name: str) -> Any:
         value = self._lazy[name]
-        if callable(value):
+        if value is _UNSET:  # filter_sql
+            sf = self.scan_filter
+            value = self._lazy[name] = None if sf is None else to_sql(sf.predicate)
+        elif callable(value):
             value = self._lazy[name] = value()
         return value
 
@@ -181,10 +185,6 @@ class ScanPlan:
     scan_filter = property(lambda self: self._get("scan_filter"))
     #: EXPLAIN's text of an engine scan node (computed on first use).
     description = property(lambda self: self._get("description"))
-
-    def _filter_text(self) -> str | None:
-        sf = self.scan_filter
-        return None if sf is None else to_sql(sf.predicate)
 
     @classmethod
     def of_units(cls, units: Sequence[Any], description: str | Callable[[], str] = "") -> ScanPlan:
