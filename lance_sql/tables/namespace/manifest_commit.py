@@ -333,7 +333,8 @@ def apply_change(
             state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
             replaced = base.rows.column("object_id").filter(pa.array(~stay))
             state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
-            state.facts["unique"] = True  # (the planners refuse duplicate ids)
+            if base.facts.get("unique"):  # (the planners add no duplicate id)
+                state.facts["unique"] = True
             remember_state(uri, state)
     return out
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
-    base_unique,
     carry_entries,
     commit_update,
     positions,
@@ -46,18 +46,22 @@ class RowChanges:
 
 def plan_delta(base: Committed, changed: pa.Table, removed: Collection[str] = ()) -> Change | None:
     """The :class:`Change` that replaces or adds the rows of ``changed`` (by object id) in
-    ``base`` and removes the rows of ``removed``, every other row kept; None when ids
-    are not unique (the full-row path decides)."""
+    ``base`` and removes the rows of ``removed``, every other row kept; None when the ids
+    changed or removed are not unique in either (the full-row path decides). Only the
+    rows of those ids are looked at: the cost follows the change."""
     old_ids = base.rows.column("object_id")
     new_ids = changed.column("object_id")
-    if not base_unique(base) or not unique(new_ids):
+    if not unique(new_ids):
         return None
     ids = new_ids.to_pylist()
     hit = positions(old_ids, ids)
     found = set(old_ids.take(pa.array(hit, pa.int64())).to_pylist())
+    gone = positions(old_ids, sorted(set(removed) - set(ids)))
+    if len(hit) != len(found) or len(gone) != pc.count_distinct(old_ids.take(gone)).as_py():
+        return None  # an id on several rows
     keep = np.ones(base.rows.num_rows, bool)
     keep[hit] = False
-    keep[positions(old_ids, sorted(set(removed) - set(ids)))] = False
+    keep[gone] = False
     return with_ancestors(base, keep, changed, [oid for oid in ids if oid not in found])
 
 
