@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
+    ancestors_of,
     carry_entries,
     commit_update,
-    positions,
     unique,
     with_ancestors,
 )
@@ -49,20 +49,23 @@ def plan_delta(base: Committed, changed: pa.Table, removed: Collection[str] = ()
     ``base`` and removes the rows of ``removed``, every other row kept; None when the ids
     changed or removed are not unique in either (the full-row path decides). Only the
     rows of those ids are looked at: the cost follows the change."""
-    old_ids = base.rows.column("object_id")
     new_ids = changed.column("object_id")
     if not unique(new_ids):
         return None
     ids = new_ids.to_pylist()
-    hit = positions(old_ids, ids)
-    found = set(old_ids.take(pa.array(hit, pa.int64())).to_pylist())
-    gone = positions(old_ids, sorted(set(removed) - set(ids)))
-    if len(hit) != len(found) or len(gone) != pc.count_distinct(old_ids.take(gone)).as_py():
+    gone = sorted(set(removed) - set(ids))
+    wanted = [*ids, *gone, *sorted(ancestors_of(ids) - set(ids) - set(gone))]
+    # one pass over the ids of base: the rows of those ids, in row order
+    old_ids = base.rows.column("object_id")
+    mask = pc.is_in(old_ids, value_set=pa.array(wanted, pa.utf8()))
+    at = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    found = dict(zip(old_ids.filter(mask).to_pylist(), at.tolist(), strict=True))
+    if len(found) != len(at):
         return None  # an id on several rows
     keep = np.ones(base.rows.num_rows, bool)
-    keep[hit] = False
-    keep[gone] = False
-    return with_ancestors(base, keep, changed, [oid for oid in ids if oid not in found])
+    keep[[found[oid] for oid in (*ids, *gone) if oid in found]] = False
+    added = [oid for oid in ids if oid not in found]
+    return with_ancestors(base, keep, changed, added, found)
 
 
 def commit_changed(

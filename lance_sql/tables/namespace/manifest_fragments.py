@@ -79,6 +79,13 @@ def find_state(uri: str, version: int | None = None) -> Committed | None:
         return per.get(version)
 
 
+def slices_of(state: Committed) -> dict[int, tuple[int, int]]:
+    """:func:`row_slices` of ``state`` (computed once per state, or given by its commit)."""
+    if "slices" not in state.facts:
+        state.facts["slices"] = row_slices(state.addresses)
+    return state.facts["slices"]  # type: ignore[no-any-return]
+
+
 def row_slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
     """fragment id -> (start, stop) of its rows (rows are stored in fragment order)."""
     if not len(addresses):
@@ -97,13 +104,14 @@ def kept_rows(rows: pa.Table, keep: np.ndarray) -> pa.Table:
     """The rows of ``rows`` where ``keep``: zero-copy slices around the few rows dropped
     (a commit replaces a handful of rows of a ``__manifest`` holding 100,000s), one copy
     when the runs or the chunks they make grow many."""
-    if keep.all():
+    dropped = np.flatnonzero(~keep)
+    if not len(dropped):
         return rows
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
-    starts, stops = edges[0::2], edges[1::2]
-    if len(starts) > 64:
+    if len(dropped) > 64:
         return rows.filter(pa.array(keep))
-    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, stops, strict=True)]
+    starts = np.concatenate([[0], dropped + 1])
+    stops = np.concatenate([dropped, [len(keep)]])
+    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, stops, strict=True) if b > a]
     return pa.concat_tables(pieces) if pieces else rows.slice(0, 0)
 
 
@@ -124,7 +132,7 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
     if prev is not None and prev.version == ds.version and prev.frags == keys:
         return prev.rows
     known = {k[0]: k for k in prev.frags} if prev is not None else {}
-    where = row_slices(prev.addresses) if prev is not None else {}
+    where = slices_of(prev) if prev is not None else {}
     pieces: list[tuple[pa.Table, np.ndarray, np.ndarray | None] | Any] = []
     missing = []
     prev_v = _VERSIONS.get(id(prev.rows)) if prev is not None else None
@@ -313,6 +321,7 @@ __all__ = [
     "repinned",
     "root_properties",
     "seed_overwrite",
+    "slices_of",
     "table_versions",
     "table_versions_of",
 ]

@@ -151,15 +151,22 @@ def keyed_layout(
     col = rows.column(column)
     if not any(is_type(col.type) for is_type in _BY_VALUE):
         return None
+    firsts = {r[0] for r in raws}
+    memo = ("keyed", prefix, tuple(fids))  # (the last lookup: a mutation's, then its writer's)
+    last = snapshot.derived.get(memo)
+    if last is not None and last[0] == firsts:
+        return last[1]  # type: ignore[no-any-return]
     try:
-        values = pa.array(list({r[0] for r in raws}), col.type)
+        values = pa.array(list(firsts), col.type)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     sub = rows.filter(pc.is_in(col, value_set=values, skip_nulls=False))
     from lance_sql.tables.namespace.reader import table_entries
 
     entries = table_entries(sub, snapshot.root, list(fids))
-    return _derive(sub, prefix, fids)[0], TableLookup(_table_ids(entries, prefix, fids), entries)
+    found = _derive(sub, prefix, fids)[0], TableLookup(_table_ids(entries, prefix, fids), entries)
+    snapshot.derived[memo] = (firsts, found)
+    return found
 
 
 def tables_by_key(

@@ -17,7 +17,13 @@ import pyarrow as pa
 import pytest
 
 from lance_sql.errors import CommitConflictError
-from lance_sql.tables.namespace import manifest_fragments, reader, staging, write_layout
+from lance_sql.tables.namespace import (
+    manifest_commit,
+    manifest_fragments,
+    reader,
+    staging,
+    write_layout,
+)
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SPEC = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
@@ -180,3 +186,31 @@ def test_abort_staged_without_stages_reads_nothing(tmp_path, monkeypatch) -> Non
     ns.abort_staged([])
     empty = ns.stage(_rows([], 0))
     ns.abort_staged([empty])
+
+
+def test_consecutive_commits_carry_fragment_slices(tmp_path, monkeypatch) -> None:
+    """Each commit hands the next one where every fragment's rows are: no commit after
+    the first slices all rows of ``__manifest`` by fragment again."""
+    ns = _namespace(tmp_path / "ns", 300)
+    ns.append(_rows([1], 1000))
+    calls: list[int] = []
+    real = manifest_fragments.row_slices
+
+    def counting(addresses):
+        calls.append(len(addresses))
+        return real(addresses)
+
+    monkeypatch.setattr(manifest_fragments, "row_slices", counting)
+    monkeypatch.setattr(manifest_commit, "row_slices", counting, raising=False)
+    for i in range(12):  # appends, overwrites, new partitions: folds happen on the way
+        data = _rows([(i * 37) % 300, 300 + i], 2000 + 10 * i)
+        if i % 3:
+            ns.append(data)
+        else:
+            ns.overwrite(data, partitions="dynamic")
+    assert calls == [], calls
+    monkeypatch.undo()
+    got = PartitionedNamespace.open(ns.root).to_table().column("id").to_pylist()
+    assert len(got) == len(set(got))
+    rows = manifest_fragments.find_state(ns._snapshot.uri).rows
+    assert rows.equals(ns._snapshot.rows)
