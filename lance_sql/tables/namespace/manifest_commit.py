@@ -101,17 +101,12 @@ def unique(ids: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pc.count_distinct(ids).as_py() == len(ids))
 
 
-def base_unique(base: Committed) -> bool:
-    """``base``'s object ids are unique (checked once per cached version, then carried)."""
-    if "unique" not in base.facts:
-        base.facts["unique"] = unique(base.rows.column("object_id"))
-    return bool(base.facts["unique"])
-
-
 def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
     """(matched, position in base) per row of ``new_ids``; None for duplicate ids."""
     old_ids = base.rows.column("object_id")
-    if not base_unique(base):
+    if "unique" not in base.facts:  # (checked once per cached version, then carried)
+        base.facts["unique"] = unique(old_ids)
+    if not base.facts["unique"]:
         return None
     nb = len(old_ids)
     if len(new_ids) >= nb and pc.all(pc.equal(new_ids.slice(0, nb), old_ids)).as_py() in (
@@ -461,7 +456,6 @@ __all__ = [
     "Change",
     "ancestors_of",
     "apply_change",
-    "base_unique",
     "carry_entries",
     "commit_overwrite",
     "commit_update",

@@ -2,13 +2,15 @@
 
 A write needs, for every partition it touches, the object id of the partition
 namespace at each level (to put a new table under it, or to create it) and
-the partition table's entry. The mappings are derived from all rows, once per
+the partition table's entry. While the partitions it touches are few, it finds
+them by key (:func:`keyed_layout`: one Arrow filter over the rows, then only
+their rows in Python), so the first write after opening a namespace costs what
+it changes. Otherwise the mappings are derived from all rows, once per
 snapshot (:attr:`ManifestSnapshot.derived`); a writer that has just committed
 hands its own, updated mappings to the snapshot it made
-(:func:`remember_namespaces`, :func:`remember_tables`), so the next write on
-that snapshot does not derive them again: an append into one partition costs
-the same at any number of partitions. The mappings are shared, never changed
-in place (a writer copies one before adding to it).
+(:meth:`WriteLayout.remember`), so the next write on that snapshot does not
+derive them again. The mappings are shared, never changed in place (a writer
+copies one before adding to it).
 """
 
 from __future__ import annotations
@@ -58,18 +60,6 @@ def namespace_layout(
     return done[0], done[1]
 
 
-def remember_namespaces(
-    snapshot: ManifestSnapshot,
-    prefix: str,
-    fids: Sequence[str],
-    namespaces: Mapping[tuple[Any, ...], str],
-    has_spec_row: bool,
-) -> None:
-    """Record the layout of ``snapshot`` when the caller knows it (a writer whose commit
-    made ``snapshot`` from the rows it read plus its own, none removed)."""
-    snapshot.derived[_memo_key(prefix, fids)] = (namespaces, has_spec_row)
-
-
 class TableLookup:
     """Partition tables of one spec version by partition values: the object id from a
     mapping kept per snapshot, the entry by bisection in the snapshot's sorted entries
@@ -108,14 +98,6 @@ def table_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -
     if ids is None:
         ids = snapshot.derived[memo] = _table_ids(entries, prefix, fids)
     return TableLookup(ids, entries)
-
-
-def has_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -> bool:
-    """Whether the whole layout of spec namespace ``prefix`` is already derived for
-    ``snapshot`` (a later write on it costs nothing to look up)."""
-    return _memo_key(prefix, fids) in snapshot.derived and (TABLES, prefix, tuple(fids)) in (
-        snapshot.derived
-    )
 
 
 FEW = 16  # partitions are looked up by key while at most 1/FEW of the __manifest rows
@@ -205,7 +187,8 @@ class WriteLayout:
         changed: Mapping[str, PartitionTable | None] | None = None,
     ):
         self.snapshot, self.prefix, self.fids, self.changed = snapshot, prefix, list(fids), changed
-        self.keyed = bool(fids) and not has_layout(snapshot, prefix, fids)
+        self._memo = (_memo_key(prefix, fids), (TABLES, prefix, tuple(fids)))
+        self.keyed = bool(fids) and not all(k in snapshot.derived for k in self._memo)
         self.created: Namespaces = {}
         self._looked: set[Any] = set()  # first partition values looked up by key
         self._calls = 0
@@ -264,23 +247,10 @@ class WriteLayout:
         """Record the layout of ``snapshot``, made by this write's commit from the rows it
         read plus the tables ``added`` (when the whole layout was read)."""
         if not self.keyed:
-            remember_namespaces(
-                snapshot, self.prefix, self.fids, self.namespaces, self.has_spec_row
-            )
-            remember_tables(snapshot, self.prefix, self.fids, self.tables.ids, added)
-
-
-def remember_tables(
-    snapshot: ManifestSnapshot,
-    prefix: str,
-    fids: Sequence[str],
-    ids: Mapping[tuple[Any, ...], str],
-    added: Mapping[tuple[Any, ...], str],
-) -> None:
-    """Record the table ids of ``snapshot`` (made by a writer from the rows it read, whose
-    tables had ``ids``, plus the tables ``added``; none removed)."""
-    new = any(ids.get(key) != oid for key, oid in added.items())  # (a copy: 8 ms at 100,000)
-    snapshot.derived[(TABLES, prefix, tuple(fids))] = {**ids, **added} if new else ids
+            ids = self.tables.ids
+            new = any(ids.get(key) != oid for key, oid in added.items())  # (a copy: 8 ms)
+            snapshot.derived[self._memo[0]] = (self.namespaces, self.has_spec_row)
+            snapshot.derived[self._memo[1]] = {**ids, **added} if new else ids
 
 
 def _table_ids(
@@ -419,14 +389,11 @@ __all__ = [
     "TableLookup",
     "WriteLayout",
     "carry_namespaces",
-    "has_layout",
     "has_row",
     "keyed_layout",
     "namespace_layout",
     "new_namespaces",
     "rebase_blocker",
-    "remember_namespaces",
-    "remember_tables",
     "table_layout",
     "tables_by_key",
 ]
