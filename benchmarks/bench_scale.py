@@ -103,16 +103,18 @@ def build(root: Path, p: int, per: int) -> Any:
     return ns
 
 
-def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int]:
-    times, written = [], []
+def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int, float]:
+    """Medians of (wall seconds, __manifest bytes written, process CPU seconds)."""
+    times, written, cpu = [], [], []
     manifest = root / "__manifest"
     for i in range(repeat):
         before = tree_bytes(manifest)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ns.append(rows(np.full(10, (i * 7919) % p, np.int32), start=10**9 + i * 10))
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         written.append(tree_bytes(manifest) - before)
-    return statistics.median(times), int(statistics.median(written))
+    return statistics.median(times), int(statistics.median(written)), statistics.median(cpu)
 
 
 def bench_overwrite(ns: Any, p: int, n: int, repeat: int) -> dict[str, float]:
@@ -342,8 +344,8 @@ def main() -> None:
         made = time.perf_counter() - t0
         steps = set(args.steps.split(","))
         nan = float("nan")
-        append_s, append_bytes = (
-            bench_append(ns, root, p, args.repeat) if "append" in steps else (nan, 0)
+        append_s, append_bytes, append_cpu_s = (
+            bench_append(ns, root, p, args.repeat) if "append" in steps else (nan, 0, nan)
         )
         first = bench_first(root, p, args.repeat) if "first" in steps else {}
         point_s = bench_point(root, p, args.repeat) if "point" in steps else nan
@@ -377,6 +379,7 @@ def main() -> None:
             "build_s": made,
             "append_s": append_s,
             "append_bytes": append_bytes,
+            "append_cpu_s": append_cpu_s,
             **first,
             "point_s": point_s,
             "bounds_s": bounds_s,
@@ -400,6 +403,9 @@ def main() -> None:
     ps = sorted(results)
     lo, hi = ps[0], ps[-1]
     print(f"append ratio P={hi}/P={lo}: {results[hi]['append_s'] / results[lo]['append_s']:.2f}")
+    for key in ("append_cpu_s", "first_write_s", "first_write_cpu_s"):
+        if key in results[hi]:
+            print(f"{key} ratio P={hi}/P={lo}: {results[hi][key] / results[lo][key]:.2f}")
     print(f"point ratio P={hi}/P={lo}: {results[hi]['point_s'] / results[lo]['point_s']:.2f}")
     print(
         f"bounds / pylance read at P={hi}: {results[hi]['bounds_s'] / results[hi]['pylance_s']:.2f}"

@@ -212,5 +212,6 @@ def test_consecutive_commits_carry_fragment_slices(tmp_path, monkeypatch) -> Non
     monkeypatch.undo()
     got = PartitionedNamespace.open(ns.root).to_table().column("id").to_pylist()
     assert len(got) == len(set(got))
-    rows = manifest_fragments.find_state(ns._snapshot.uri).rows
-    assert rows.equals(ns._snapshot.rows)
+    state = manifest_fragments.find_state(ns._snapshot.uri)
+    assert state.rows.equals(ns._snapshot.rows)
+    assert manifest_fragments.slices_of(state) == real(state.addresses)
