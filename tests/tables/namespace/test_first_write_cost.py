@@ -10,7 +10,6 @@ of partitions, and the result equals what the whole-layout path gives.
 from __future__ import annotations
 
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,30 +24,12 @@ from lance_sql.tables.namespace import (
     write_layout,
 )
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
+from tests.tables.namespace.test_overwrite_cost import _namespace, _rows
 
-SPEC = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
 SPEC2 = [
     {"field_id": "a", "source": "a", "transform": {"type": "identity"}},
     {"field_id": "b", "source": "b", "transform": {"type": "identity"}},
 ]
-
-
-def _rows(keys: list[int], start: int) -> pa.Table:
-    n = len(keys)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + n), pa.int64()),
-            "k": pa.array(keys, pa.int32()),
-            "s": pa.array([f"v{i}" for i in range(n)], pa.string()),
-        }
-    )
-
-
-def _namespace(root: Path, partitions: int) -> PartitionedNamespace:
-    data = _rows(list(range(partitions)), 0)
-    ns = PartitionedNamespace.create(root, data.schema, SPEC)
-    ns.append(data)
-    return ns
 
 
 def _open(root: Any, monkeypatch) -> PartitionedNamespace:
@@ -215,3 +196,20 @@ def test_consecutive_commits_carry_fragment_slices(tmp_path, monkeypatch) -> Non
     state = manifest_fragments.find_state(ns._snapshot.uri)
     assert state.rows.equals(ns._snapshot.rows)
     assert manifest_fragments.slices_of(state) == real(state.addresses)
+
+
+def test_staged_commit_looks_up_all_its_partitions_at_once(tmp_path, monkeypatch) -> None:
+    """A distributed commit of 20 partitions (existing and new) after opening finds them
+    by key in one lookup, not one per partition (which would end in the whole layout)."""
+    root = _namespace(tmp_path / "ns", 400).root
+    keys = [*range(0, 200, 20), *range(400, 410)]
+    stages = [
+        PartitionedNamespace.open(root).stage(_rows(keys[i::2], 5000 + 100 * i), write_id="job")
+        for i in range(2)
+    ]
+    ns = _open(root, monkeypatch)
+    with monkeypatch.context() as m:
+        _no_whole_layout(m)
+        ns.commit_staged(stages)
+    want = [*range(400), *range(5000, 5010), *range(5100, 5110)]
+    assert _ids(root) == sorted(want)
