@@ -31,7 +31,6 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -356,42 +355,6 @@ def apply_change(
     return out
 
 
-def carry_entries(before: Any, after: Any) -> None:
-    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
-    table entries ``before`` had, changed only where the commit wrote rows."""
-    state = find_state(after.uri, after.version)
-    delta = state.facts.get("delta") if state is not None else None
-    if delta is None or delta[0] != before.version or not before.identity:
-        return
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.reader import table_entries
-
-    _, replaced, write = delta
-    tables = write.filter(pc.equal(write.column("object_type"), "table"))
-    for key, old in list(before.derived.items()):
-        if isinstance(key, tuple) and key and key[0] == "entries":
-            try:
-                fresh = table_entries(tables, after.root, list(key[1]))
-            except LanceSqlError:
-                continue  # (an unsafe location...: the readers of ``after`` report it)
-            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
-                out = [e for e in old if e.object_id not in replaced] + fresh
-                out.sort(key=_oid)
-            else:  # sorted by object id: remove and insert the few by bisection
-                out = list(old)
-                for oid in replaced:
-                    at = bisect.bisect_left(out, oid, key=_oid)
-                    if at < len(out) and out[at].object_id == oid:
-                        del out[at]
-                for e in fresh:
-                    bisect.insort(out, e, key=_oid)
-            after.derived.setdefault(key, tuple(out))
-
-
-def _oid(entry: Any) -> str:
-    return str(entry.object_id)
-
-
 def commit_overwrite(
     uri: str,
     schema: pa.Schema,
@@ -456,7 +419,6 @@ __all__ = [
     "Change",
     "ancestors_of",
     "apply_change",
-    "carry_entries",
     "commit_overwrite",
     "commit_update",
     "plan_change",

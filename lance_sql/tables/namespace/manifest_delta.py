@@ -8,7 +8,6 @@ row of the next version, so its cost does not grow with the number of
 partitions. It returns None when the commit needs the whole table (nothing
 cached for the version written on, a top-level row, duplicate ids); the
 caller then commits the full rows with :func:`.manifest_table.commit_rows`.
-
 """
 
 from __future__ import annotations
@@ -24,12 +23,11 @@ import pyarrow.compute as pc
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
     ancestors_of,
-    carry_entries,
     commit_update,
     unique,
     with_ancestors,
 )
-from lance_sql.tables.namespace.manifest_fragments import Committed
+from lance_sql.tables.namespace.manifest_fragments import Committed, carry_entries
 
 
 @dataclass

@@ -5,10 +5,13 @@ last few versions), with the address of each row (fragment id << 32 | offset).
 Reading a newer version reuses the rows of every fragment it shares with the
 newest kept one (same id, same data files); a fragment whose deletion vector
 changed is filtered by its live row addresses; only new fragments are read.
+A snapshot committed on a kept one inherits its partition table entries,
+re-derived only for the rows the commit wrote (:func:`carry_entries`).
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
 from collections import OrderedDict
@@ -308,9 +311,46 @@ def root_properties(ds: Any) -> dict[str, str]:
     return properties
 
 
+def carry_entries(before: Any, after: Any) -> None:
+    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
+    table entries ``before`` had, changed only where the commit wrote rows."""
+    state = find_state(after.uri, after.version)
+    delta = state.facts.get("delta") if state is not None else None
+    if delta is None or delta[0] != before.version or not before.identity:
+        return
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.reader import table_entries
+
+    _, replaced, write = delta
+    tables = write.filter(pc.equal(write.column("object_type"), "table"))
+    for key, old in list(before.derived.items()):
+        if isinstance(key, tuple) and key and key[0] == "entries":
+            try:
+                fresh = table_entries(tables, after.root, list(key[1]))
+            except LanceSqlError:
+                continue  # (an unsafe location...: the readers of ``after`` report it)
+            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
+                out = [e for e in old if e.object_id not in replaced] + fresh
+                out.sort(key=_oid)
+            else:  # sorted by object id: remove and insert the few by bisection
+                out = list(old)
+                for oid in replaced:
+                    at = bisect.bisect_left(out, oid, key=_oid)
+                    if at < len(out) and out[at].object_id == oid:
+                        del out[at]
+                for e in fresh:
+                    bisect.insort(out, e, key=_oid)
+            after.derived.setdefault(key, tuple(out))
+
+
+def _oid(entry: Any) -> str:
+    return str(entry.object_id)
+
+
 __all__ = [
     "ADDR",
     "Committed",
+    "carry_entries",
     "carry_versions",
     "few_chunks",
     "fragment_keys",
