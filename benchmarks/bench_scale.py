@@ -5,6 +5,8 @@ A namespace partitioned by ``identity(pid)`` (int32) with P partitions of
 
 * ``append``: median time of a 10-row append into one existing partition and
   the bytes it adds under ``__manifest`` (data, deletion and version files);
+* ``first``: in fresh processes, the first 10-row append after opening the namespace
+  and the second one (wall and process CPU);
 * ``point``: the first SQL ``WHERE pid = k`` query on a registered namespace
   after another object's write (the session refreshes ``__manifest``);
 * ``bounds``: ``plan_scan(ns, "pid = k")`` with column bounds on a freshly
@@ -101,16 +103,18 @@ def build(root: Path, p: int, per: int) -> Any:
     return ns
 
 
-def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int]:
-    times, written = [], []
+def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int, float]:
+    """Medians of (wall seconds, __manifest bytes written, process CPU seconds)."""
+    times, written, cpu = [], [], []
     manifest = root / "__manifest"
     for i in range(repeat):
         before = tree_bytes(manifest)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ns.append(rows(np.full(10, (i * 7919) % p, np.int32), start=10**9 + i * 10))
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         written.append(tree_bytes(manifest) - before)
-    return statistics.median(times), int(statistics.median(written))
+    return statistics.median(times), int(statistics.median(written)), statistics.median(cpu)
 
 
 def bench_overwrite(ns: Any, p: int, n: int, repeat: int) -> dict[str, float]:
@@ -204,6 +208,48 @@ def bench_bounds_memory(root: Path, warm: Path | None = None) -> tuple[float, fl
     return float(took), float(mb)
 
 
+# a fresh process: open the namespace, then one 10-row append into partition argv[2]
+# (the first write after opening), then a second one; process CPU and wall of each
+_FIRST_CHILD = """
+import sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[3])
+from bench_scale import rows
+from lance_sql.tables.namespace.namespace import PartitionedNamespace
+ns = PartitionedNamespace.open(sys.argv[1])
+k, start = int(sys.argv[2]), 5 * 10**9 + int(sys.argv[2]) * 20
+out = []
+for i in range(2):
+    w, c = time.perf_counter(), time.process_time()
+    ns.append(rows(np.full(10, k, np.int32), start=start + 10 * i))
+    out += [time.perf_counter() - w, time.process_time() - c]
+print(*out)
+"""
+
+
+def bench_first(root: Path, p: int, repeat: int) -> dict[str, float]:
+    """Medians over ``repeat`` fresh processes: the first and second 10-row append after
+    opening the namespace (wall and process CPU seconds)."""
+    import subprocess
+    import sys
+
+    got = []
+    for i in range(repeat):
+        k = (i * 7907 + 13) % p
+        here = str(Path(__file__).resolve().parent)
+        cmd = [sys.executable, "-c", _FIRST_CHILD, str(root), str(k), here]
+        got.append(
+            [
+                float(x)
+                for x in subprocess.run(
+                    cmd, capture_output=True, text=True, check=True
+                ).stdout.split()
+            ]
+        )
+    names = ("first_write_s", "first_write_cpu_s", "second_write_s", "second_write_cpu_s")
+    return {n: statistics.median(g[j] for g in got) for j, n in enumerate(names)}
+
+
 def bench_scan(root: Path, p: int, per: int, repeat: int) -> dict[str, float]:
     """Full scan of the namespace vs one dataset of the same rows, warm, alternating."""
     import lance_sql
@@ -277,7 +323,7 @@ def main() -> None:
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="open namespaces left in --dir")
     ap.add_argument(
-        "--steps", default="append,point,bounds,scan,expire,overwrite", help="which to run"
+        "--steps", default="append,first,point,bounds,scan,expire,overwrite", help="which to run"
     )
     ap.add_argument("--overwrite-rows", type=int, default=10_000)
     args = ap.parse_args()
@@ -298,9 +344,10 @@ def main() -> None:
         made = time.perf_counter() - t0
         steps = set(args.steps.split(","))
         nan = float("nan")
-        append_s, append_bytes = (
-            bench_append(ns, root, p, args.repeat) if "append" in steps else (nan, 0)
+        append_s, append_bytes, append_cpu_s = (
+            bench_append(ns, root, p, args.repeat) if "append" in steps else (nan, 0, nan)
         )
+        first = bench_first(root, p, args.repeat) if "first" in steps else {}
         point_s = bench_point(root, p, args.repeat) if "point" in steps else nan
         bounds_s, pylance_s, bounds_mb = nan, nan, nan
         if "bounds" in steps:
@@ -332,6 +379,8 @@ def main() -> None:
             "build_s": made,
             "append_s": append_s,
             "append_bytes": append_bytes,
+            "append_cpu_s": append_cpu_s,
+            **first,
             "point_s": point_s,
             "bounds_s": bounds_s,
             "pylance_s": pylance_s,
@@ -354,6 +403,9 @@ def main() -> None:
     ps = sorted(results)
     lo, hi = ps[0], ps[-1]
     print(f"append ratio P={hi}/P={lo}: {results[hi]['append_s'] / results[lo]['append_s']:.2f}")
+    for key in ("append_cpu_s", "first_write_s", "first_write_cpu_s"):
+        if key in results[hi]:
+            print(f"{key} ratio P={hi}/P={lo}: {results[hi][key] / results[lo][key]:.2f}")
     print(f"point ratio P={hi}/P={lo}: {results[hi]['point_s'] / results[lo]['point_s']:.2f}")
     print(
         f"bounds / pylance read at P={hi}: {results[hi]['bounds_s'] / results[hi]['pylance_s']:.2f}"

@@ -31,7 +31,6 @@ Reads go by fragment (:mod:`.manifest_fragments`).
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,8 +49,8 @@ from lance_sql.tables.namespace.manifest_fragments import (
     fragment_keys,
     kept_rows,
     remember_state,
-    row_slices,
     seed_overwrite,
+    slices_of,
 )
 
 MIN_FRAGMENTS = 16  # a fold stops at this many fragments
@@ -101,17 +100,12 @@ def unique(ids: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pc.count_distinct(ids).as_py() == len(ids))
 
 
-def base_unique(base: Committed) -> bool:
-    """``base``'s object ids are unique (checked once per cached version, then carried)."""
-    if "unique" not in base.facts:
-        base.facts["unique"] = unique(base.rows.column("object_id"))
-    return bool(base.facts["unique"])
-
-
 def _match(base: Committed, new_ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
     """(matched, position in base) per row of ``new_ids``; None for duplicate ids."""
     old_ids = base.rows.column("object_id")
-    if not base_unique(base):
+    if "unique" not in base.facts:  # (checked once per cached version, then carried)
+        base.facts["unique"] = unique(old_ids)
+    if not base.facts["unique"]:
         return None
     nb = len(old_ids)
     if len(new_ids) >= nb and pc.all(pc.equal(new_ids.slice(0, nb), old_ids)).as_py() in (
@@ -157,17 +151,30 @@ def plan_change(base: Committed, rows: pa.Table) -> Change | None:
     return with_ancestors(base, keep, rows.filter(pa.array(~same)), added)
 
 
-def with_ancestors(base: Committed, keep: np.ndarray, write: pa.Table, added: list[str]) -> Change:
+def ancestors_of(object_ids: list[str]) -> set[str]:
+    return {
+        "$".join(p[:i]) for oid in object_ids for p in [oid.split("$")] for i in range(1, len(p))
+    }
+
+
+def with_ancestors(
+    base: Committed,
+    keep: np.ndarray,
+    write: pa.Table,
+    added: list[str],
+    known: dict[str, int] | None = None,
+) -> Change:
     """The change writing ``write`` with ``keep`` of ``base``'s rows staying, plus the kept
     existing ancestors of the ``added`` object ids, rewritten as they are (a commit must
-    touch them: see the module docstring)."""
-    ancestors: set[str] = set()
-    top_level = False
-    for oid in added:
-        parts = oid.split("$")
-        top_level = top_level or len(parts) == 1
-        ancestors.update("$".join(parts[:i]) for i in range(1, len(parts)))
-    up = [i for i in positions(base.rows.column("object_id"), sorted(ancestors)) if keep[i]]
+    touch them: see the module docstring). ``known``: the position of each of those
+    ancestors that ``base`` has (looked up by the caller), else they are found here."""
+    ancestors = sorted(ancestors_of(added))
+    top_level = any("$" not in oid for oid in added)
+    if known is None:
+        at = positions(base.rows.column("object_id"), ancestors)
+    else:
+        at = np.array([known[a] for a in ancestors if a in known], np.int64)
+    up = [int(i) for i in at if keep[i]]
     if up:
         keep[up] = False
         touched = base.rows.take(pa.array(up, pa.int64()))
@@ -188,7 +195,7 @@ def fragment_plan(
 ) -> tuple[list[int], dict[int, np.ndarray], np.ndarray]:
     """(fragments removed, base addresses to mark deleted per kept fragment, base rows
     rewritten into the new fragment) under the compaction policy of the module."""
-    where = row_slices(base.addresses)
+    where = slices_of(base)
     order = [k[0] for k in base.frags if k[0] in where]
     removed: list[int] = []
     rewrite = np.zeros(len(change.keep), bool)
@@ -315,63 +322,37 @@ def apply_change(
     if int(out.version) == base_version + 1:
         stay = change.keep & ~rewrite
         gone = set(removed)
-        for fid, (a, b) in row_slices(base.addresses).items():
+        slices: dict[int, tuple[int, int]] = {}  # (the new state's row_slices)
+        for fid, (a, b) in slices_of(base).items():
             if fid in gone:
                 stay[a:b] = False
+            n = int(np.count_nonzero(stay[a:b]))
+            if n:
+                at = len(slices) and next(reversed(slices.values()))[1]
+                slices[fid] = (at, at + n)
         old = {k[0] for k in base.frags}
         new_ids = [f for f in out.get_fragments() if f.fragment_id not in old]
-        arrays = [base.addresses[stay]] + [
-            (np.uint64(f.fragment_id) << np.uint64(32))
-            + np.arange(f.metadata.physical_rows, dtype=np.uint64)
-            for f in new_ids
-        ]
+        arrays = [base.addresses[stay]]
+        for f in new_ids:
+            n = f.metadata.physical_rows
+            at = len(slices) and next(reversed(slices.values()))[1]
+            slices[f.fragment_id] = (at, at + n)
+            arrays.append(
+                (np.uint64(f.fragment_id) << np.uint64(32)) + np.arange(n, dtype=np.uint64)
+            )
         kept = kept_rows(base.rows, stay)
         all_rows = few_chunks(pa.concat_tables([kept, write.cast(kept.schema)]))
         carry_versions(base.rows, all_rows, stay)
         addresses = np.concatenate(arrays)
         if len(addresses) == all_rows.num_rows:
             state = Committed(int(out.version), fragment_keys(out), all_rows, addresses)
+            state.facts["slices"] = slices
             replaced = base.rows.column("object_id").filter(pa.array(~stay))
             state.facts["delta"] = (base_version, set(replaced.to_pylist()), write)
-            state.facts["unique"] = True  # (the planners refuse duplicate ids)
+            if base.facts.get("unique"):  # (the planners add no duplicate id)
+                state.facts["unique"] = True
             remember_state(uri, state)
     return out
-
-
-def carry_entries(before: Any, after: Any) -> None:
-    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
-    table entries ``before`` had, changed only where the commit wrote rows."""
-    state = find_state(after.uri, after.version)
-    delta = state.facts.get("delta") if state is not None else None
-    if delta is None or delta[0] != before.version or not before.identity:
-        return
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.reader import table_entries
-
-    _, replaced, write = delta
-    tables = write.filter(pc.equal(write.column("object_type"), "table"))
-    for key, old in list(before.derived.items()):
-        if isinstance(key, tuple) and key and key[0] == "entries":
-            try:
-                fresh = table_entries(tables, after.root, list(key[1]))
-            except LanceSqlError:
-                continue  # (an unsafe location...: the readers of ``after`` report it)
-            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
-                out = [e for e in old if e.object_id not in replaced] + fresh
-                out.sort(key=_oid)
-            else:  # sorted by object id: remove and insert the few by bisection
-                out = list(old)
-                for oid in replaced:
-                    at = bisect.bisect_left(out, oid, key=_oid)
-                    if at < len(out) and out[at].object_id == oid:
-                        del out[at]
-                for e in fresh:
-                    bisect.insort(out, e, key=_oid)
-            after.derived.setdefault(key, tuple(out))
-
-
-def _oid(entry: Any) -> str:
-    return str(entry.object_id)
 
 
 def commit_overwrite(
@@ -436,9 +417,8 @@ __all__ = [
     "MAX_MARKED",
     "MIN_FRAGMENTS",
     "Change",
+    "ancestors_of",
     "apply_change",
-    "base_unique",
-    "carry_entries",
     "commit_overwrite",
     "commit_update",
     "plan_change",

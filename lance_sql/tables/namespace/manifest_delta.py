@@ -8,7 +8,6 @@ row of the next version, so its cost does not grow with the number of
 partitions. It returns None when the commit needs the whole table (nothing
 cached for the version written on, a top-level row, duplicate ids); the
 caller then commits the full rows with :func:`.manifest_table.commit_rows`.
-
 """
 
 from __future__ import annotations
@@ -19,17 +18,16 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
-    base_unique,
-    carry_entries,
+    ancestors_of,
     commit_update,
-    positions,
     unique,
     with_ancestors,
 )
-from lance_sql.tables.namespace.manifest_fragments import Committed
+from lance_sql.tables.namespace.manifest_fragments import Committed, carry_entries
 
 
 @dataclass
@@ -46,19 +44,26 @@ class RowChanges:
 
 def plan_delta(base: Committed, changed: pa.Table, removed: Collection[str] = ()) -> Change | None:
     """The :class:`Change` that replaces or adds the rows of ``changed`` (by object id) in
-    ``base`` and removes the rows of ``removed``, every other row kept; None when ids
-    are not unique (the full-row path decides)."""
-    old_ids = base.rows.column("object_id")
+    ``base`` and removes the rows of ``removed``, every other row kept; None when the ids
+    changed or removed are not unique in either (the full-row path decides). Only the
+    rows of those ids are looked at: the cost follows the change."""
     new_ids = changed.column("object_id")
-    if not base_unique(base) or not unique(new_ids):
+    if not unique(new_ids):
         return None
     ids = new_ids.to_pylist()
-    hit = positions(old_ids, ids)
-    found = set(old_ids.take(pa.array(hit, pa.int64())).to_pylist())
+    gone = sorted(set(removed) - set(ids))
+    wanted = [*ids, *gone, *sorted(ancestors_of(ids) - set(ids) - set(gone))]
+    # one pass over the ids of base: the rows of those ids, in row order
+    old_ids = base.rows.column("object_id")
+    mask = pc.is_in(old_ids, value_set=pa.array(wanted, pa.utf8()))
+    at = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    found = dict(zip(old_ids.filter(mask).to_pylist(), at.tolist(), strict=True))
+    if len(found) != len(at):
+        return None  # an id on several rows
     keep = np.ones(base.rows.num_rows, bool)
-    keep[hit] = False
-    keep[positions(old_ids, sorted(set(removed) - set(ids)))] = False
-    return with_ancestors(base, keep, changed, [oid for oid in ids if oid not in found])
+    keep[[found[oid] for oid in (*ids, *gone) if oid in found]] = False
+    added = [oid for oid in ids if oid not in found]
+    return with_ancestors(base, keep, changed, added, found)
 
 
 def commit_changed(

@@ -5,10 +5,13 @@ last few versions), with the address of each row (fragment id << 32 | offset).
 Reading a newer version reuses the rows of every fragment it shares with the
 newest kept one (same id, same data files); a fragment whose deletion vector
 changed is filtered by its live row addresses; only new fragments are read.
+A snapshot committed on a kept one inherits its partition table entries,
+re-derived only for the rows the commit wrote (:func:`carry_entries`).
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
 from collections import OrderedDict
@@ -79,6 +82,13 @@ def find_state(uri: str, version: int | None = None) -> Committed | None:
         return per.get(version)
 
 
+def slices_of(state: Committed) -> dict[int, tuple[int, int]]:
+    """:func:`row_slices` of ``state`` (computed once per state, or given by its commit)."""
+    if "slices" not in state.facts:
+        state.facts["slices"] = row_slices(state.addresses)
+    return state.facts["slices"]  # type: ignore[no-any-return]
+
+
 def row_slices(addresses: np.ndarray) -> dict[int, tuple[int, int]]:
     """fragment id -> (start, stop) of its rows (rows are stored in fragment order)."""
     if not len(addresses):
@@ -97,13 +107,14 @@ def kept_rows(rows: pa.Table, keep: np.ndarray) -> pa.Table:
     """The rows of ``rows`` where ``keep``: zero-copy slices around the few rows dropped
     (a commit replaces a handful of rows of a ``__manifest`` holding 100,000s), one copy
     when the runs or the chunks they make grow many."""
-    if keep.all():
+    dropped = np.flatnonzero(~keep)
+    if not len(dropped):
         return rows
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
-    starts, stops = edges[0::2], edges[1::2]
-    if len(starts) > 64:
+    if len(dropped) > 64:
         return rows.filter(pa.array(keep))
-    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, stops, strict=True)]
+    starts = np.concatenate([[0], dropped + 1])
+    stops = np.concatenate([dropped, [len(keep)]])
+    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, stops, strict=True) if b > a]
     return pa.concat_tables(pieces) if pieces else rows.slice(0, 0)
 
 
@@ -124,7 +135,7 @@ def load_rows(uri: str, ds: Any) -> pa.Table:
     if prev is not None and prev.version == ds.version and prev.frags == keys:
         return prev.rows
     known = {k[0]: k for k in prev.frags} if prev is not None else {}
-    where = row_slices(prev.addresses) if prev is not None else {}
+    where = slices_of(prev) if prev is not None else {}
     pieces: list[tuple[pa.Table, np.ndarray, np.ndarray | None] | Any] = []
     missing = []
     prev_v = _VERSIONS.get(id(prev.rows)) if prev is not None else None
@@ -300,9 +311,46 @@ def root_properties(ds: Any) -> dict[str, str]:
     return properties
 
 
+def carry_entries(before: Any, after: Any) -> None:
+    """Give snapshot ``after`` (committed by :func:`.apply_change` on ``before``) the partition
+    table entries ``before`` had, changed only where the commit wrote rows."""
+    state = find_state(after.uri, after.version)
+    delta = state.facts.get("delta") if state is not None else None
+    if delta is None or delta[0] != before.version or not before.identity:
+        return
+    from lance_sql.errors import LanceSqlError
+    from lance_sql.tables.namespace.reader import table_entries
+
+    _, replaced, write = delta
+    tables = write.filter(pc.equal(write.column("object_type"), "table"))
+    for key, old in list(before.derived.items()):
+        if isinstance(key, tuple) and key and key[0] == "entries":
+            try:
+                fresh = table_entries(tables, after.root, list(key[1]))
+            except LanceSqlError:
+                continue  # (an unsafe location...: the readers of ``after`` report it)
+            if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
+                out = [e for e in old if e.object_id not in replaced] + fresh
+                out.sort(key=_oid)
+            else:  # sorted by object id: remove and insert the few by bisection
+                out = list(old)
+                for oid in replaced:
+                    at = bisect.bisect_left(out, oid, key=_oid)
+                    if at < len(out) and out[at].object_id == oid:
+                        del out[at]
+                for e in fresh:
+                    bisect.insort(out, e, key=_oid)
+            after.derived.setdefault(key, tuple(out))
+
+
+def _oid(entry: Any) -> str:
+    return str(entry.object_id)
+
+
 __all__ = [
     "ADDR",
     "Committed",
+    "carry_entries",
     "carry_versions",
     "few_chunks",
     "fragment_keys",
@@ -313,6 +361,7 @@ __all__ = [
     "repinned",
     "root_properties",
     "seed_overwrite",
+    "slices_of",
     "table_versions",
     "table_versions_of",
 ]

@@ -370,7 +370,7 @@ def commit_rows(
             done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
         if done is not None:
             snap = _snapshot(snapshot.root, done, storage_options)
-            mc.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+            fragments.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
             return snap
     schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)

@@ -108,7 +108,11 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         self._set_snapshot(snapshot)
 
     def _set_snapshot(self, snapshot: ManifestSnapshot) -> None:
-        schema, specs = parse_properties(snapshot.properties)
+        old = getattr(self, "_snapshot", None)
+        if old is not None and old.properties == snapshot.properties:  # (a commit of rows)
+            schema, specs = self._schema, self._specs
+        else:
+            schema, specs = parse_properties(snapshot.properties)
         check_manifest(snapshot, specs, storage_options=self.storage_options)
         self._snapshot, self._schema, self._specs = snapshot, schema, specs  # stored form
         self._read_schema = blobs.namespace_read_schema(schema, snapshot.properties)

@@ -28,7 +28,7 @@ from lance_sql.tables.namespace.partition_rows import (
     partition_keys,
     partition_values,
 )
-from lance_sql.tables.namespace.write_layout import table_layout
+from lance_sql.tables.namespace.write_layout import tables_by_key
 
 
 class RowsOutsideFilterError(LanceSqlError):
@@ -55,7 +55,8 @@ def overwrite_dynamic(ns: Any, data: Any) -> int:
         if not spec.fields and table.num_rows:
             keys.add(())
         # the tables of those partitions, found by their keys (not by visiting every table)
-        tables = table_layout(m.snapshot, spec.namespace_name, [f.field_id for f in spec.fields])
+        fids = [f.field_id for f in spec.fields]
+        tables = tables_by_key(m.snapshot, spec.namespace_name, fids, keys)
         for entry in filter(None, map(tables.get, keys)):
             m.drop(entry)
         m.insert(table)

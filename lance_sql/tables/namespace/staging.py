@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_sql.errors import (
     LanceSqlError,
@@ -184,9 +185,14 @@ def abort_staged(
     a successful commit must not corrupt it); a new table's directory goes
     entirely unless ``__manifest`` lists it.
     """
+    locations = sorted({p.location for st in stages for p in st.partitions})
+    if not locations:
+        _check_stages(root, stages)
+        return  # (nothing staged: __manifest is not read)
     try:
         snap = read_manifest(root, storage_options=storage_options)
-        live = {e.location: e for e in table_entries(snap.rows, snap.root, [])}
+        rows = snap.rows.filter(pc.is_in(snap.rows.column("location"), pa.array(locations)))
+        live = {e.location: e for e in table_entries(rows, snap.root, [])}
     except LanceSqlError:
         return  # cannot tell which tables are live: deleting anything could lose data
     _check_stages(root, stages)

@@ -2,13 +2,15 @@
 
 A write needs, for every partition it touches, the object id of the partition
 namespace at each level (to put a new table under it, or to create it) and
-the partition table's entry. The mappings are derived from all rows, once per
+the partition table's entry. While the partitions it touches are few, it finds
+them by key (:func:`keyed_layout`: one Arrow filter over the rows, then only
+their rows in Python), so the first write after opening a namespace costs what
+it changes. Otherwise the mappings are derived from all rows, once per
 snapshot (:attr:`ManifestSnapshot.derived`); a writer that has just committed
 hands its own, updated mappings to the snapshot it made
-(:func:`remember_namespaces`, :func:`remember_tables`), so the next write on
-that snapshot does not derive them again: an append into one partition costs
-the same at any number of partitions. The mappings are shared, never changed
-in place (a writer copies one before adding to it).
+(:meth:`WriteLayout.remember`), so the next write on that snapshot does not
+derive them again. The mappings are shared, never changed in place (a writer
+copies one before adding to it).
 """
 
 from __future__ import annotations
@@ -58,18 +60,6 @@ def namespace_layout(
     return done[0], done[1]
 
 
-def remember_namespaces(
-    snapshot: ManifestSnapshot,
-    prefix: str,
-    fids: Sequence[str],
-    namespaces: Mapping[tuple[Any, ...], str],
-    has_spec_row: bool,
-) -> None:
-    """Record the layout of ``snapshot`` when the caller knows it (a writer whose commit
-    made ``snapshot`` from the rows it read plus its own, none removed)."""
-    snapshot.derived[_memo_key(prefix, fids)] = (namespaces, has_spec_row)
-
-
 class TableLookup:
     """Partition tables of one spec version by partition values: the object id from a
     mapping kept per snapshot, the entry by bisection in the snapshot's sorted entries
@@ -108,17 +98,157 @@ def table_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -
     return TableLookup(ids, entries)
 
 
-def remember_tables(
-    snapshot: ManifestSnapshot,
-    prefix: str,
-    fids: Sequence[str],
-    ids: Mapping[tuple[Any, ...], str],
-    added: Mapping[tuple[Any, ...], str],
-) -> None:
-    """Record the table ids of ``snapshot`` (made by a writer from the rows it read, whose
-    tables had ``ids``, plus the tables ``added``; none removed)."""
-    new = any(ids.get(key) != oid for key, oid in added.items())  # (a copy: 8 ms at 100,000)
-    snapshot.derived[(TABLES, prefix, tuple(fids))] = {**ids, **added} if new else ids
+FEW = 16  # partitions are looked up by key while at most 1/FEW of the __manifest rows
+MAX_LOOKS = 8  # and in at most this many lookups (each filters all rows) per write
+
+# Partition value types whose Arrow equality is :func:`.partition_rows._key`'s equality
+# (floats are not: NaN, -0.0; nor nested or dictionary values)
+_BY_VALUE = (
+    pa.types.is_integer,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_boolean,
+    pa.types.is_date,
+)
+
+
+def keyed_layout(
+    snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str], raws: Sequence[tuple[Any, ...]]
+) -> tuple[Namespaces, TableLookup] | None:
+    """The namespaces and tables of spec namespace ``prefix`` that partitions with partition
+    values ``raws`` go into, or None when they cannot be found by value (then
+    :func:`namespace_layout` and :func:`table_layout` find them).
+
+    Only the rows sharing a first partition value with ``raws`` are read (one Arrow
+    filter; every partition namespace and table row carries the values of its levels),
+    so looking up a few partitions costs the same at any number of partitions.
+    """
+    rows = snapshot.rows
+    column = f"partition_field_{fids[0]}" if fids else ""
+    if column not in rows.column_names:
+        return None
+    col = rows.column(column)
+    if not any(is_type(col.type) for is_type in _BY_VALUE):
+        return None
+    firsts = {r[0] for r in raws}
+    memo = ("keyed", prefix, tuple(fids))  # (the last lookup: a mutation's, then its writer's)
+    last = snapshot.derived.get(memo)
+    if last is not None and last[0] == firsts:
+        return last[1]  # type: ignore[no-any-return]
+    try:
+        values = pa.array(list(firsts), col.type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    sub = rows.filter(pc.is_in(col, value_set=values, skip_nulls=False))
+    from lance_sql.tables.namespace.reader import table_entries
+
+    entries = table_entries(sub, snapshot.root, list(fids))
+    found = _derive(sub, prefix, fids)[0], TableLookup(_table_ids(entries, prefix, fids), entries)
+    snapshot.derived[memo] = (firsts, found)
+    return found
+
+
+def tables_by_key(
+    snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str], keys: Collection[tuple[Any, ...]]
+) -> TableLookup:
+    """A lookup of the partition tables of ``keys`` (by key when they are few)."""
+    found = None
+    if (TABLES, prefix, tuple(fids)) not in snapshot.derived and FEW * len(keys) <= len(
+        snapshot.rows
+    ):
+        found = keyed_layout(snapshot, prefix, fids, list(keys))
+    return table_layout(snapshot, prefix, fids) if found is None else found[1]
+
+
+def has_row(snapshot: ManifestSnapshot, object_id: str) -> bool:
+    """Whether ``snapshot`` has a row of ``object_id``."""
+    ids = snapshot.rows.column("object_id")
+    return bool(pc.any(pc.equal(ids, object_id)).as_py()) if len(ids) else False
+
+
+class WriteLayout:
+    """The namespaces and tables one write's spec version has in the snapshot it read.
+
+    The partitions a write touches are looked up by key (:func:`keyed_layout`) while
+    they are few; then, or when the snapshot already has it, the whole layout is used
+    (derived once per ``__manifest`` version). ``changed``: a mutation's tables (object
+    id -> entry now, None: dropped). ``namespaces`` is shared with the snapshot until
+    :meth:`add_namespace` copies it; ``created``: the namespaces the write adds.
+    """
+
+    def __init__(
+        self,
+        snapshot: ManifestSnapshot,
+        prefix: str,
+        fids: Sequence[str],
+        changed: Mapping[str, PartitionTable | None] | None = None,
+    ):
+        self.snapshot, self.prefix, self.fids, self.changed = snapshot, prefix, list(fids), changed
+        self._memo = (_memo_key(prefix, fids), (TABLES, prefix, tuple(fids)))
+        self.keyed = bool(fids) and not all(k in snapshot.derived for k in self._memo)
+        self.created: Namespaces = {}
+        self._looked: set[Any] = set()  # first partition values looked up by key
+        self._calls = 0
+        self._own = False
+        if self.keyed:
+            self.namespaces: Namespaces = {}
+            self.tables = TableLookup({}, [], changed)
+            self.has_spec_row = has_row(snapshot, prefix)
+        else:
+            self.namespaces, self.tables, self.has_spec_row = self.of(snapshot)
+
+    def of(
+        self, snapshot: ManifestSnapshot, raws: Sequence[tuple[Any, ...]] | None = None
+    ) -> tuple[Namespaces, TableLookup, bool]:
+        """(namespaces, tables, whether the spec namespace row exists) of ``snapshot``; with
+        ``raws`` (partition values) only those partitions need to be found."""
+        found = None if raws is None else keyed_layout(snapshot, self.prefix, self.fids, raws)
+        if found is None:
+            namespaces, has_spec_row = namespace_layout(snapshot, self.prefix, self.fids)
+            tables = table_layout(snapshot, self.prefix, self.fids)
+        else:
+            (namespaces, tables), has_spec_row = found, has_row(snapshot, self.prefix)
+        return namespaces, TableLookup(tables.ids, tables.entries, self.changed), has_spec_row
+
+    def look(self, keys: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> None:
+        """Make sure the partitions of ``keys`` ((key, partition values) each) are known."""
+        if not self.keyed:
+            return
+        fresh = {key[0]: raw for key, raw in keys if key[0] not in self._looked}
+        if not fresh:
+            return
+        self._looked.update(fresh)
+        self._calls += 1
+        found = None
+        if FEW * len(self._looked) <= len(self.snapshot.rows) and self._calls <= MAX_LOOKS:
+            found = keyed_layout(self.snapshot, self.prefix, self.fids, list(fresh.values()))
+        if found is None:  # many partitions: the whole layout
+            self.keyed = False
+            self.namespaces, self.tables, _ = self.of(self.snapshot)
+            self._own = False
+        else:
+            by_oid = {e.object_id: e for e in (*self.tables.entries, *found[1].entries)}
+            entries = sorted(by_oid.values(), key=_oid)
+            ids = {**self.tables.ids, **found[1].ids}
+            self.tables = TableLookup(ids, entries, self.changed)
+            self.namespaces, self._own = {**self.namespaces, **found[0]}, True
+        for prefix, oid in self.created.items():
+            self.add_namespace(prefix, oid)
+
+    def add_namespace(self, prefix: tuple[Any, ...], oid: str) -> None:
+        if not self._own:
+            self.namespaces, self._own = dict(self.namespaces), True
+        self.namespaces[prefix] = self.created[prefix] = oid
+
+    def remember(self, snapshot: ManifestSnapshot, added: Mapping[tuple[Any, ...], str]) -> None:
+        """Record the layout of ``snapshot``, made by this write's commit from the rows it
+        read plus the tables ``added`` (when the whole layout was read)."""
+        if not self.keyed:
+            ids = self.tables.ids
+            new = any(ids.get(key) != oid for key, oid in added.items())  # (a copy: 8 ms)
+            snapshot.derived[self._memo[0]] = (self.namespaces, self.has_spec_row)
+            snapshot.derived[self._memo[1]] = {**ids, **added} if new else ids
 
 
 def _table_ids(
@@ -261,12 +391,14 @@ def _pin(e: PartitionTable) -> tuple[Any, ...]:
 __all__ = [
     "MEMO",
     "TableLookup",
+    "WriteLayout",
     "carry_namespaces",
     "find_entry",
+    "has_row",
+    "keyed_layout",
     "namespace_layout",
     "new_namespaces",
     "rebase_blocker",
-    "remember_namespaces",
-    "remember_tables",
     "table_layout",
+    "tables_by_key",
 ]

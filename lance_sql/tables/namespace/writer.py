@@ -69,15 +69,7 @@ from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
 from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.staging import StagedWrite
-from lance_sql.tables.namespace.write_layout import (
-    TableLookup,
-    namespace_layout,
-    new_namespaces,
-    rebase_blocker,
-    remember_namespaces,
-    remember_tables,
-    table_layout,
-)
+from lance_sql.tables.namespace.write_layout import WriteLayout, new_namespaces, rebase_blocker
 from lance_sql.tables.namespace.write_rows import commit_write
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import (
@@ -151,22 +143,12 @@ class NamespaceWriter(DistributedStaging):
         self._stats = WriteStats(schema, snapshot.properties, self.storage_options)
         # Lance file format of the tables this write creates (None: pylance's default)
         self._file_version = snapshot.properties.get(DATA_STORAGE_VERSION_KEY)
-        # the existing layout
-        self._namespaces, self._tables, self._has_spec_row = self._layout(self.snapshot)
-        self._own_namespaces = False  # (the layout's dict is shared: copied before a change)
-        self._new_ns_keys: list[tuple[Any, ...]] = []
+        # the existing layout (the partitions written, by key while few)
+        fids = [f.field_id for f in spec.fields]
+        self._layout = WriteLayout(
+            snapshot, self._prefix, fids, changes.entries if changes is not None else None
+        )
         self._new_table_keys: list[tuple[Any, ...]] = []
-
-    def _layout(
-        self, snapshot: ManifestSnapshot
-    ) -> tuple[dict[tuple[Any, ...], str], TableLookup, bool]:
-        """Namespaces and tables of this write's spec version, keyed by partition values."""
-        fids = [f.field_id for f in self.spec.fields]
-        namespaces, has_spec_row = namespace_layout(snapshot, self._prefix, fids)
-        tables = table_layout(snapshot, self._prefix, fids)
-        if self.changes is not None:
-            tables = TableLookup(tables.ids, tables.entries, self.changes.entries)
-        return namespaces, tables, has_spec_row
 
     # -- staging ----------------------------------------------------------------------------
     def write(self, data: Any) -> None:
@@ -186,7 +168,9 @@ class NamespaceWriter(DistributedStaging):
             return
         values = partition_values(batch, self.spec, self.schema)
         total = batch.nbytes
-        for key, raw, rows in split_batch(batch, values, threads=self.threads):
+        groups = list(split_batch(batch, values, threads=self.threads))
+        self._layout.look([(key, raw) for key, raw, _ in groups if key not in self._targets])
+        for key, raw, rows in groups:
             target = self._target(key, raw)
             target.buffers.append((rows, None))
             size = total * rows.num_rows // batch.num_rows
@@ -276,7 +260,8 @@ class NamespaceWriter(DistributedStaging):
         target = self._targets.get(key)
         if target is not None:
             return target
-        entry = self._tables.get(key)
+        self._layout.look([(key, raw)])
+        entry = self._layout.tables.get(key)
         if entry is not None:
             target = WriteTarget(key, raw, entry.object_id, entry.location, entry.uri, entry)
         else:
@@ -294,16 +279,14 @@ class NamespaceWriter(DistributedStaging):
 
     def _new_object_ids(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> str:
         """Find or create the namespace at every level of ``key``; return the table's id."""
-        if not self._has_spec_row:
+        layout = self._layout
+        if not layout.has_spec_row:
             self._new_rows.append(self._row(self._prefix, NAMESPACE, ()))
-            self._has_spec_row = True
-        parent, created = new_namespaces(self._namespaces, self._prefix, key, raw, self.write_id)
-        if created and not self._own_namespaces:
-            self._namespaces, self._own_namespaces = dict(self._namespaces), True
+            layout.has_spec_row = True
+        parent, created = new_namespaces(layout.namespaces, self._prefix, key, raw, self.write_id)
         for prefix, oid in created:
-            self._namespaces[prefix] = oid
+            layout.add_namespace(prefix, oid)
             self._new_rows.append(self._row(oid, NAMESPACE, raw[: len(prefix)]))
-            self._new_ns_keys.append(prefix)
         return join_object_id(parent, TABLE_NAME)
 
     def _row(
@@ -402,10 +385,7 @@ class NamespaceWriter(DistributedStaging):
                 and not self.rebased
                 and (self.mode == "append" or self.keep_untouched)
             ):  # the rows read plus this write's (else concurrent writes' are in too)
-                fids = [f.field_id for f in self.spec.fields]
-                remember_namespaces(snap, self._prefix, fids, self._namespaces, self._has_spec_row)
-                added = {t.key: t.object_id for t in self.new_tables()}
-                remember_tables(snap, self._prefix, fids, self._tables.ids, added)
+                self._layout.remember(snap, {t.key: t.object_id for t in self.new_tables()})
             return snap
         raise AssertionError("unreachable")
 
@@ -415,14 +395,14 @@ class NamespaceWriter(DistributedStaging):
 
     def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
         """Why this append cannot be replayed onto ``latest`` (None when it can)."""
-        layout = self._layout(latest)
+        layout = self._layout.of(latest, [t.values for t in self._targets.values()])
         blocker = rebase_blocker(
             self.snapshot,
             latest,
             layout,
-            self._namespaces,
+            self._layout.namespaces,
             self._targets.values(),
-            self._new_ns_keys,
+            list(self._layout.created),
             self._new_table_keys,
             self.changes.entries if self.changes is not None else (),
         )

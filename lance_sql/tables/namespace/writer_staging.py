@@ -28,6 +28,7 @@ from lance_sql.tables.namespace.staging import (
     _fragment_paths,
     _move_files,
 )
+from lance_sql.tables.namespace.write_layout import WriteLayout
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import WriteTarget
 
@@ -44,6 +45,7 @@ class DistributedStaging:
     _targets: dict[tuple[Any, ...], WriteTarget]
     _stats: WriteStats
     _may_be_committed: bool
+    _layout: WriteLayout
 
     def _flush(self, targets: Sequence[WriteTarget]) -> None:
         raise NotImplementedError
@@ -126,6 +128,12 @@ class DistributedStaging:
                     f"partition spec changed since (now spec v{self.spec.id}): stage again"
                 )
         moves: list[tuple[StagedPartition, WriteTarget, list[Any]]] = []
+        parts = [
+            (tuple(_key(v) for v in p.values), tuple(p.values))
+            for st in stages
+            for p in st.partitions
+        ]
+        self._layout.look(parts)  # (one lookup for all, not one per partition)
         for st in stages:
             self.write_id = st.write_id or None
             for part in st.partitions:
