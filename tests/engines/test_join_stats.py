@@ -565,3 +565,18 @@ def test_joins_inside_a_scalar_subquery_are_hinted(
     lines = ctx.sql(sql).lance_rewrite().join_stats
     assert any("tiny v1" in line for line in lines), lines  # tiny is only in the subquery
     assert _rows(ctx.sql(sql).to_arrow_table()) == _duck(tables, sql)
+
+
+def test_the_threshold_is_read_once_and_again_after_a_set(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """The join threshold is read with SHOW once per context (not per rewrite), and again
+    after a statement sets it: the hints follow the new value."""
+    ctx = _context(tables, stats=True)
+    sql = QUERIES["inner_small_right"]
+    assert len(ctx.sql(sql).lance_rewrite().join_stats) == 1  # dim: 300 <= 500 < fact's 3000
+    assert ctx._join_threshold_rows == THRESHOLD  # read once, kept
+    ctx.sql("SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 1")
+    assert not any("hint" in line for line in ctx.sql(sql).lance_rewrite().join_stats)
+    ctx.sql("SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 1000000")
+    assert len(ctx.sql(sql).lance_rewrite().join_stats) == 2

@@ -27,6 +27,7 @@ from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
 from lance_sql.engines.datafusion import dml, dml_create, functions, search_sql
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
+from lance_sql.engines.datafusion.join_stats import THRESHOLD_KEY
 from lance_sql.engines.datafusion.lance_provider import (
     LanceDatasetTable,
     catalog_name,
@@ -239,6 +240,8 @@ class SessionContext(datafusion.SessionContext):
             return statement
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
+        if THRESHOLD_KEY in query.lower():  # SET of the join threshold: read it again
+            self._join_threshold_rows = None
         if _EXPLAIN.match(query):
             return self._explain(df, query)
         return LanceDataFrame(df, self)

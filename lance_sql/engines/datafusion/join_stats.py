@@ -41,6 +41,7 @@ input that will be collected anyway, costly for a large one.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Mapping
@@ -369,14 +370,21 @@ def _wrap_in_fetch(rel: Rel, count: int) -> None:
 
 
 def threshold_rows(ctx: Any) -> int:
-    """The context's ``hash_join_single_partition_threshold_rows`` (read with ``SHOW``)."""
+    """The context's ``hash_join_single_partition_threshold_rows`` (read with ``SHOW`` once;
+    ``lance_sql.SessionContext.sql`` forgets it when a statement names the key)."""
+    cached = getattr(ctx, "_join_threshold_rows", None)
+    if cached is not None:
+        return int(cached)
     try:
         import datafusion
 
         table = datafusion.SessionContext.sql(ctx, f"SHOW {THRESHOLD_KEY}").to_pydict()
-        return int(table["value"][0])
+        value = int(table["value"][0])
     except Exception:  # a context that refuses SHOW: DataFusion's default
         return DEFAULT_THRESHOLD_ROWS
+    with contextlib.suppress(AttributeError):  # (a context without a __dict__: each time)
+        ctx._join_threshold_rows = value
+    return value
 
 
 __all__ = [
