@@ -577,6 +577,21 @@ def test_the_threshold_is_read_once_and_again_after_a_set(
     assert len(ctx.sql(sql).lance_rewrite().join_stats) == 1  # dim: 300 <= 500 < fact's 3000
     assert ctx._join_threshold_rows == THRESHOLD  # read once, kept
     ctx.sql("SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 1")
-    assert not any("hint" in line for line in ctx.sql(sql).lance_rewrite().join_stats)
+    assert not any("CollectLeft" in line for line in ctx.sql(sql).lance_rewrite().join_stats)
     ctx.sql("SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 1000000")
     assert len(ctx.sql(sql).lance_rewrite().join_stats) == 2
+
+
+def test_default_threshold_is_kept_until_show_works(
+    tables: dict[str, tuple[str, pa.Table]],
+) -> None:
+    """Without the information schema SHOW fails once and the default is kept; turning the
+    schema on (a SET) makes the next rewrite read the context's value."""
+    ctx = lance_sql.SessionContext()
+    ctx.sql("SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 1")
+    for name, (uri, _) in tables.items():
+        ctx.register_lance(name, uri)
+    sql = QUERIES["inner_small_right"]
+    assert len(ctx.sql(sql).lance_rewrite().join_stats) == 2  # the default, 131,072
+    ctx.sql("SET datafusion.catalog.information_schema = true")
+    assert not any("CollectLeft" in line for line in ctx.sql(sql).lance_rewrite().join_stats)

@@ -27,7 +27,6 @@ from datafusion import DataFrame, RuntimeEnvBuilder, SessionConfig, SQLOptions
 
 from lance_sql.engines.datafusion import dml, dml_create, functions, search_sql
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
-from lance_sql.engines.datafusion.join_stats import THRESHOLD_KEY
 from lance_sql.engines.datafusion.lance_provider import (
     LanceDatasetTable,
     catalog_name,
@@ -57,6 +56,7 @@ _SET_SPJ = re.compile(
     r"^\s*set\s+lance\.spj\s*(?:=|\bto\b)\s*(\S+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL
 )
 _SET_PARTITIONS = re.compile(r"^\s*set\b.*target_partitions", re.IGNORECASE | re.DOTALL)
+_SET = re.compile(r"^\s*set\b", re.IGNORECASE)
 
 
 class SessionContext(datafusion.SessionContext):
@@ -240,7 +240,7 @@ class SessionContext(datafusion.SessionContext):
             return statement
         if _SET_PARTITIONS.match(query):
             self._refresh_partitions()
-        if THRESHOLD_KEY in query.lower():  # SET of the join threshold: read it again
+        if _SET.match(query):  # (the join threshold, or SHOW turned on): read it again
             self._join_threshold_rows = None
         if _EXPLAIN.match(query):
             return self._explain(df, query)

@@ -371,7 +371,7 @@ def _wrap_in_fetch(rel: Rel, count: int) -> None:
 
 def threshold_rows(ctx: Any) -> int:
     """The context's ``hash_join_single_partition_threshold_rows`` (read with ``SHOW`` once;
-    ``lance_sql.SessionContext.sql`` forgets it when a statement names the key)."""
+    ``lance_sql.SessionContext.sql`` forgets it at a ``SET`` statement)."""
     cached = getattr(ctx, "_join_threshold_rows", None)
     if cached is not None:
         return int(cached)
@@ -381,7 +381,7 @@ def threshold_rows(ctx: Any) -> int:
         table = datafusion.SessionContext.sql(ctx, f"SHOW {THRESHOLD_KEY}").to_pydict()
         value = int(table["value"][0])
     except Exception:  # a context that refuses SHOW: DataFusion's default
-        return DEFAULT_THRESHOLD_ROWS
+        value = DEFAULT_THRESHOLD_ROWS
     with contextlib.suppress(AttributeError):  # (a context without a __dict__: each time)
         ctx._join_threshold_rows = value
     return value
