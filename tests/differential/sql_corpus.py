@@ -473,6 +473,19 @@ JOINS = [
         "SELECT c.id FROM orders o RIGHT JOIN customers c "
         "ON o.customer_id = c.id WHERE o.order_id IS NULL",
     ),
+    Q(  # LIKE's NULL escape argument once made the OR look null-rejecting: the RIGHT
+        # JOIN became inner and its NULL-padded rows were lost (generated SQL, slow run)
+        "right_join_where_or_like_on_kept_side",
+        "SELECT DISTINCT t0.customer_id FROM docs t0 JOIN customers t1 ON t0.customer_id = t1.id "
+        "RIGHT JOIN customers t2 ON t0.customer_id = t2.id "
+        "WHERE t2.id <> -129 AND (t0.doc_id = -129 OR t2.name LIKE 'a%')",
+    ),
+    Q(
+        "right_join_where_or_ilike_not_exists",
+        "SELECT DISTINCT t0.customer_id FROM docs t0 RIGHT JOIN customers t2 "
+        "ON t0.customer_id = t2.id WHERE (t0.doc_id = -129 OR t2.name ILIKE 'A%') "
+        "AND NOT EXISTS (SELECT 1 FROM customers s WHERE s.id = t0.customer_id AND true)",
+    ),
     Q(
         "full_join_where_left",
         "SELECT o.order_id, c.id FROM orders o FULL JOIN customers c "

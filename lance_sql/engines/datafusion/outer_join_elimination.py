@@ -134,7 +134,10 @@ def _values(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> 
         return ANY
     fn = expr.scalar_function
     name = names.get(fn.function_reference, "")
-    args = [_values(a.value, origins, side, names) for a in fn.arguments]
+    arguments = list(fn.arguments)
+    if name in ("like", "ilike"):  # (value, pattern, escape): a NULL escape means none
+        arguments = arguments[:2]
+    args = [_values(a.value, origins, side, names) for a in arguments]
     if name in ("and", "or") and args:
         out = _truth(args[0])
         for arg in args[1:]:
