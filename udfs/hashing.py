@@ -96,27 +96,23 @@ def _warm(kernel: Any, *args: np.ndarray) -> None:
 _PYTHON_MAX_ROWS = 16
 
 
-def _murmur3_bytes(data: bytes) -> int:
+def murmur3_bytes(data: bytes) -> int:
     """MurmurHash3 x86 32-bit, seed 0, of ``data``, as uint32 (the kernels' result)."""
-    h, n, m = 0, len(data), 0xFFFFFFFF
-
-    def mix_k(k: int) -> int:
-        k = (k * 0xCC9E2D51) & m
+    m, h, n, c1, c2 = 0xFFFFFFFF, 0, len(data), 0xCC9E2D51, 0x1B873593
+    body = n - n % 4
+    for i in range(0, body, 4):
+        k = int.from_bytes(data[i : i + 4], "little") * c1 & m
         k = ((k << 15) | (k >> 17)) & m
-        return (k * 0x1B873593) & m
-
-    stop = n & ~3
-    for p in range(0, stop, 4):
-        h ^= mix_k(int.from_bytes(data[p : p + 4], "little"))
+        h ^= k * c2 & m
         h = ((h << 13) | (h >> 19)) & m
         h = (h * 5 + 0xE6546B64) & m
-    if n > stop:
-        h ^= mix_k(int.from_bytes(data[stop:], "little"))
-    h ^= n & m
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & m
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & m
+    if n % 4:
+        k = int.from_bytes(data[body:], "little") * c1 & m
+        k = ((k << 15) | (k >> 17)) & m
+        h ^= k * c2 & m
+    h ^= n
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & m
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & m
     return h ^ (h >> 16)
 
 
@@ -127,7 +123,7 @@ def _hash_range_python(form: Words | Bytes, out: np.ndarray, start: int, stop: i
             data = (int(form.values[i]) & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
         else:
             data = form.data[int(form.offsets[i]) : int(form.offsets[i + 1])].tobytes()
-        out[i] = _murmur3_bytes(data)
+        out[i] = murmur3_bytes(data)
 
 
 def _hash_range(form: Words | Bytes, out: np.ndarray, start: int, stop: int) -> None:

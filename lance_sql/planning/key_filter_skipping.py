@@ -38,6 +38,7 @@ from lance_sql.spec.arrow_types import supports
 from lance_sql.spec.predicates import Column, Compare, InList, Predicate, any_leaf, fold
 from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace import key_filters as kf
+from udfs.hashing import murmur3_bytes
 
 #: Filter files that could not be read or were damaged (they never skip anything).
 LOAD_ERRORS = [0]
@@ -125,27 +126,7 @@ def _leaf(col: Column, literals: Sequence[Any]) -> _Leaf | None:
     return _Leaf(col.field_id, str(col.type), np.array(hashes, np.uint64))
 
 
-_M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
-
-
-def _murmur3_32(data: bytes) -> int:
-    """MurmurHash3 x86_32 of ``data`` with seed 0, unsigned (``udfs.murmur3``'s hash)."""
-    h, n, c1, c2 = 0, len(data), 0xCC9E2D51, 0x1B873593
-    body = n - n % 4
-    for i in range(0, body, 4):
-        k = int.from_bytes(data[i : i + 4], "little") * c1 & _M32
-        k = ((k << 15) | (k >> 17)) & _M32
-        h ^= k * c2 & _M32
-        h = ((h << 13) | (h >> 19)) & _M32
-        h = (h * 5 + 0xE6546B64) & _M32
-    if n % 4:
-        k = int.from_bytes(data[body:], "little") * c1 & _M32
-        k = ((k << 15) | (k >> 17)) & _M32
-        h ^= k * c2 & _M32
-    h ^= n
-    h = (h ^ (h >> 16)) * 0x85EBCA6B & _M32
-    h = (h ^ (h >> 13)) * 0xC2B2AE35 & _M32
-    return h ^ (h >> 16)
+_M64 = (1 << 64) - 1
 
 
 def _splitmix(h: int) -> int:
@@ -185,7 +166,7 @@ def literal_hash(value: Any, t: pa.DataType) -> np.uint64 | None:
     data = _key_bytes(value, t)
     if data is None:
         return kf.literal_hash(value, t)
-    return np.uint64(_splitmix(_murmur3_32(data)))
+    return np.uint64(_splitmix(murmur3_bytes(data)))
 
 
 def _leaves(test: KeyTest) -> list[_Leaf]:

@@ -8,7 +8,7 @@ single dataset or a join group carries its units in the same class
 (:meth:`ScanPlan.of_units`).
 
 A Spark driver (or any coordinator) plans once and sends the plan to workers
-as JSON or as an Arrow table. Workers turn their share back into scan units
+as JSON. Workers turn their share back into scan units
 with :meth:`ScanPlan.scan_units`; the plan carries the exact filter each scan
 must still apply, so pruning never changes results.
 """
@@ -29,7 +29,6 @@ from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.spec.predicates import to_sql
 
 FORMAT = "lance-sql.scan-plan/1"
-_ARROW_META = b"lance_sql:scan_plan"
 _BASE = ("object_id", "location", "spec_version", "read_version", "read_branch", "read_tag")
 #: Columns a scan plan needs besides the partition columns.
 PLAN_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_branch", "read_tag")
@@ -340,41 +339,6 @@ class ScanPlan:
         except ValueError as e:
             raise PlanningError(f"scan plan JSON does not parse: {e}") from e
         return cls.from_dict(obj)
-
-    # -- Arrow -----------------------------------------------------------------------------
-    def to_arrow(self) -> pa.Table:
-        """One row per partition; plan-level fields in the schema metadata.
-
-        Partition values travel as JSON text so every spec version's columns fit one table.
-        """
-        d = self.to_dict()
-        parts = d.pop("partitions")
-        table = pa.table(
-            {
-                "object_id": pa.array([p["object_id"] for p in parts], pa.string()),
-                "location": pa.array([p["location"] for p in parts], pa.string()),
-                "spec_version": pa.array([p["spec_version"] for p in parts], pa.int32()),
-                "read_version": pa.array([p["read_version"] for p in parts], pa.uint64()),
-                "read_branch": pa.array([p["read_branch"] for p in parts], pa.string()),
-                "read_tag": pa.array([p["read_tag"] for p in parts], pa.string()),
-                "values": pa.array(
-                    [json.dumps(p["values"], default=_json_default) for p in parts], pa.string()
-                ),
-            }
-        )
-        return table.replace_schema_metadata({_ARROW_META: json.dumps(d).encode()})
-
-    @classmethod
-    def from_arrow(cls, table: pa.Table) -> ScanPlan:
-        meta = (table.schema.metadata or {}).get(_ARROW_META)
-        if meta is None:
-            raise PlanningError("Arrow table has no scan plan metadata (lance_sql:scan_plan)")
-        d = json.loads(meta)
-        d["partitions"] = [
-            {**{k: row[k] for k in _BASE}, "values": json.loads(row["values"])}
-            for row in table.to_pylist()
-        ]
-        return cls.from_dict(d)
 
 
 def _json_default(v: Any) -> Any:

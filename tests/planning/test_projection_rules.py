@@ -228,27 +228,3 @@ def test_identity_on_floats_prunes_equality_only() -> None:
     ]:
         pred = parse_filter(sql, schema)
         assert (to_sql(proj.inclusive(pred)), to_sql(proj.strict(pred))) == (inclusive, strict)
-
-
-def test_order_properties_for_joins() -> None:
-    from planning_helpers import SCHEMA
-
-    from lance_sql.planning.projection import schema_columns
-    from lance_sql.spec.transforms import make_transform
-
-    cols = schema_columns(SCHEMA)
-
-    def t(source: str, kind: str, **kw):
-        f = pfield(source, kind, name=f"{kind}{kw}", **kw)
-        return make_transform(f, tuple(cols.get(i) for i in f.source_ids))
-
-    day, month, year = t("d", "day"), t("d", "month"), t("d", "year")
-    assert day.satisfies_order_of(month) and day.satisfies_order_of(year)
-    assert not year.satisfies_order_of(day)
-    assert t("d", "identity").satisfies_order_of(year)
-    b16, b8 = t("i", "bucket", num_buckets=16), t("i", "bucket", num_buckets=8)
-    assert b16.satisfies_order_of(b8) and not b8.satisfies_order_of(b16)
-    assert not b16.satisfies_order_of(t("k", "bucket", num_buckets=8))  # another source
-    assert t("i", "truncate", width=10).satisfies_order_of(t("i", "truncate", width=20))
-    assert year.preserves_order and not month.preserves_order
-    assert t("i", "truncate", width=5).preserves_order and not b8.preserves_order

@@ -36,7 +36,6 @@ def test_plan_prunes_and_round_trips(ns: PartitionedNamespace) -> None:
         assert "partition_field" in plan.specs[0].manifest_filter
         assert plan.partitions[0].values and plan.partitions[0].spec_version == 1
         assert ScanPlan.from_json(plan.to_json()) == plan
-        assert ScanPlan.from_arrow(plan.to_arrow()) == plan
         assert _rows(plan, ns) == 1
         assert "1/8" in plan.explain()
 
@@ -54,8 +53,6 @@ def test_bad_inputs_name_the_culprit(ns: PartitionedNamespace) -> None:
         plan_scan(ns, "nosuch = 1")
     with pytest.raises(PlanningError, match="format"):
         ScanPlan.from_json('{"format": "x"}')
-    with pytest.raises(PlanningError, match="scan_plan"):
-        ScanPlan.from_arrow(pa.table({"a": [1]}))
 
 
 def test_per_spec_version_reports_round_trip(ns: PartitionedNamespace) -> None:
@@ -74,7 +71,6 @@ def test_per_spec_version_reports_round_trip(ns: PartitionedNamespace) -> None:
     assert plan_scan(ns, "s = '1'").specs[1].fully_matching == 1
     for p in (full, plan):
         assert ScanPlan.from_json(p.to_json()) == p
-        assert ScanPlan.from_arrow(p.to_arrow()) == p
     text = plan.explain()
     assert "v1: 8/8 selected" in text and "v2: 1/2 selected (0 without re-check)" in text
     # plans serialised before the field existed still load

@@ -47,7 +47,6 @@ PRESERVED: dict[str, tuple[bool, bool]] = {
 }
 _ALIASES = {"left_semi": "semi", "left_anti": "anti", "outer": "full", "full_outer": "full"}
 FORMAT = "lance-sql.join-plan/1"
-_ARROW_META = b"lance_sql:join_plan"
 
 
 @dataclass(frozen=True)
@@ -137,41 +136,6 @@ class JoinPlan:
             raise PlanningError(f"join plan: not valid JSON ({exc})") from exc
         return cls.from_dict(obj)
 
-    # -- Arrow: one row per (group, side, partition) ---------------------------------------
-    def to_arrow(self) -> pa.Table:
-        cols: dict[str, list[Any]] = {name: [] for name in ARROW_SCHEMA.names}
-        for i, g in enumerate(self.groups):
-            key = None if g.key is None else json.dumps(encode(g.key))
-            for side, refs in (("left", g.left), ("right", g.right)):
-                for r in refs:
-                    d = _ref_to_dict(r)
-                    d["values"] = json.dumps(d["values"])
-                    for name, value in (("group", i), ("group_key", key), ("side", side)):
-                        cols[name].append(value)
-                    for name in _REF_KEYS:
-                        cols[name].append(d[name])
-        meta = {k: v for k, v in self.to_dict().items() if k != "groups"}
-        meta["num_groups"] = len(self.groups)
-        schema = ARROW_SCHEMA.with_metadata({_ARROW_META: json.dumps(meta)})
-        return pa.table(cols, schema=schema)
-
-    @classmethod
-    def from_arrow(cls, table: pa.Table) -> JoinPlan:
-        raw = (table.schema.metadata or {}).get(_ARROW_META)
-        if raw is None:
-            raise PlanningError(f"join plan table lacks schema metadata {_ARROW_META.decode()!r}")
-        meta = json.loads(raw)
-        groups: list[dict[str, Any]] = [
-            {"key": None, "left": [], "right": []} for _ in range(meta.pop("num_groups"))
-        ]
-        for row in table.to_pylist():
-            g = groups[row["group"]]
-            g["key"] = None if row["group_key"] is None else json.loads(row["group_key"])
-            d = {k: row[k] for k in _REF_KEYS if k != "values"}
-            d["values"] = json.loads(row["values"])
-            g[row["side"]].append(d)
-        return cls.from_dict({**meta, "groups": groups})
-
     # -- reading ---------------------------------------------------------------------------
     def explain(self) -> str:
         """A few lines for EXPLAIN: applied or not, why, and how partitions were grouped."""
@@ -184,23 +148,6 @@ class JoinPlan:
             f"{', '.join(f'{a} = {b}' for a, b in self.on)}; {len(self.groups)} groups "
             f"({nl} left / {nr} right partitions); {self.regrouping}"
         )
-
-
-_REF_KEYS = (*REF_COLUMNS, "values")
-ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("group", pa.int32(), nullable=False),
-        pa.field("group_key", pa.string()),
-        pa.field("side", pa.string(), nullable=False),
-        pa.field("object_id", pa.string(), nullable=False),
-        pa.field("location", pa.string()),
-        pa.field("spec_version", pa.int32()),
-        pa.field("read_version", pa.uint64()),
-        pa.field("read_branch", pa.string()),
-        pa.field("read_tag", pa.string()),
-        pa.field("values", pa.string()),
-    ]
-)
 
 
 def _ref_to_dict(r: PartitionRef) -> dict[str, Any]:

@@ -125,8 +125,6 @@ def plain(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 class FieldTransform:
     """Base class: a partition field bound to its source columns (None = column missing)."""
 
-    preserves_order = False
-
     def __init__(self, field: PartitionField, sources: tuple[Column | None, ...]) -> None:
         self.field = field
         self.sources = sources
@@ -164,23 +162,6 @@ class FieldTransform:
     @property
     def source(self) -> Column | None:
         return self.sources[0] if len(self.sources) == 1 else None
-
-    def satisfies_order_of(self, other: FieldTransform) -> bool:
-        """Whether partitions of ``self`` are each inside one partition of ``other``.
-
-        (day satisfies month and year; bucket[16] satisfies bucket[8]; identity
-        satisfies every transform on the same source.)
-        """
-        if [s.field_id if s else None for s in self.sources] != [
-            s.field_id if s else None for s in other.sources
-        ]:
-            return False
-        return self._refines(other)
-
-    def _refines(self, other: FieldTransform) -> bool:
-        return self.field.transform == other.field.transform and self.field.expression == (
-            other.field.expression
-        )
 
     # ---- values
     def values_of(self, literals: Sequence[Literal | None]) -> list[object]:

@@ -124,9 +124,6 @@ class BucketTransform(FieldTransform):
         self.num_buckets = int(field.transform.num_buckets)
         self._null_preserving = len(sources) == 1
 
-    def _refines(self, other: FieldTransform) -> bool:
-        return isinstance(other, BucketTransform) and self.num_buckets % other.num_buckets == 0
-
     def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if len(self.sources) != 1:
             return FALSE if strict else TRUE

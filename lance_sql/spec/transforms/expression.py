@@ -21,9 +21,6 @@ class ExpressionTransform(FieldTransform):
 
     _null_preserving = False
 
-    def _refines(self, other: FieldTransform) -> bool:
-        return self.field.expression == other.field.expression
-
     def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         # inclusive: handled by project_conjunction (it also covers one source);
         # strict: f(NULL) may equal f(v), nothing is provable per row

@@ -24,8 +24,6 @@ from lance_sql.spec.transforms.base import (
 class IdentityTransform(FieldTransform):
     """identity: every leaf on the source maps to the same leaf on the partition column."""
 
-    preserves_order = True
-
     @classmethod
     def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
         return not is_nested(t)
@@ -37,9 +35,6 @@ class IdentityTransform(FieldTransform):
     @classmethod
     def default_name(cls, transform: Transform, columns: str, taken: set[str]) -> str:
         return columns
-
-    def _refines(self, other: FieldTransform) -> bool:
-        return True  # one value per partition refines any function of that value
 
     def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
         if self._float_order_differs(leaf):

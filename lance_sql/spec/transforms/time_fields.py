@@ -159,18 +159,6 @@ class TimeTransform(FieldTransform):
     def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
         return pa.types.is_timestamp(t) or (pa.types.is_date(t) and transform.type != "hour")
 
-    @property
-    def preserves_order(self) -> bool:  # type: ignore[override]
-        return self.kind == "year"
-
-    def _refines(self, other: FieldTransform) -> bool:
-        if not isinstance(other, TimeTransform):
-            return False
-        mine, theirs = TIME_CHAIN.index(self.kind), TIME_CHAIN.index(other.kind)
-        # a finer field identifies a coarser one only together with its parents;
-        # as a sort/grouping order, day refines month refines year.
-        return mine >= theirs
-
     def equals_term(self, term: TransformTerm) -> bool:
         return term.transform == DATE_PARTS.get(self.kind) and same_column(term.column, self.source)
 

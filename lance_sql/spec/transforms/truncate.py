@@ -113,8 +113,6 @@ def monotonic_range(leaf: Compare, strict: bool, value_of, succ) -> tuple[str, o
 class TruncateTransform(FieldTransform):
     """truncate[W]: monotonic (toward zero for numbers, a prefix for strings)."""
 
-    preserves_order = True
-
     @property
     def width(self) -> int:
         return int(self.field.transform.width)
@@ -127,13 +125,6 @@ class TruncateTransform(FieldTransform):
     def is_discrete(self) -> bool:
         t = self.source.type if self.source else None
         return t is not None and (pa.types.is_integer(t) or pa.types.is_decimal(t))
-
-    def _refines(self, other: FieldTransform) -> bool:
-        if not isinstance(other, TruncateTransform):
-            return False
-        if self.is_string:
-            return self.width >= other.width
-        return other.width % self.width == 0
 
     def _one(self, value: object) -> object:
         return self.values_of([Literal(value, self.source.type)])[0]

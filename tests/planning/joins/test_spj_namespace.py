@@ -68,7 +68,7 @@ def test_appendix_f_on_real_namespaces(tmp_path: Path) -> None:
         start=reference_join([], [], plan.on, "inner"),
     )
     assert sum(got.values()) == 200
-    assert JoinPlan.from_arrow(plan.to_arrow()) == plan
+    assert JoinPlan.from_json(plan.to_json()) == plan
 
 
 def test_filters_prune_each_side_first(tmp_path: Path) -> None:
