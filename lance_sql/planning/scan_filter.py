@@ -124,13 +124,15 @@ class ScanFilter:
     def apply(
         self, table: pa.Table, schema: pa.Schema, residual: Predicate | None = None
     ) -> pa.Table:
-        """The rows of ``table`` (read with :meth:`columns` and :meth:`pushdown`) where it is TRUE.
+        """The rows of ``table`` (read with :meth:`columns` and :meth:`pushdown`, maybe with
+        extra columns) where it is TRUE.
 
         ``residual``: :meth:`residual`, when the caller computed it once for many batches.
         """
-        if self.substrait is not None:
+        if self.substrait is not None:  # field positions are those of ``schema``
             expr = pc.Expression.from_substrait(base64.b64decode(self.substrait))
-            return table.select(schema.names).filter(expr)
+            probe = table.select(schema.names).append_column("__pos", pa.array(range(len(table))))
+            return table.take(probe.filter(expr).column("__pos"))
         if self.sql is not None and has_unsupported(self.predicate):
             return _datafusion_where(table, self.sql)
         from lance_sql.planning.arrow_expr import matching_rows

@@ -19,7 +19,6 @@ How the ``where`` filter is applied (the route is reported per table):
 
 from __future__ import annotations
 
-import base64
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -155,15 +154,6 @@ def plan_table(
     return TableReport(target.object_id, rows, mode, ix and ix[0], ix and ix[1], route)
 
 
-def _keep(sf: ScanFilter, table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The rows of ``table`` (namespace-named, with extra columns) where ``sf`` is TRUE."""
-    if sf.substrait is None:
-        return sf.apply(table, schema, sf.predicate)
-    expr = pc.Expression.from_substrait(base64.b64decode(sf.substrait))
-    probe = table.select(schema.names).append_column("__pos", pa.array(range(table.num_rows)))
-    return table.take(probe.filter(expr).column("__pos"))
-
-
 class TableCall:
     """One table's pylance search call with everything but the query vector or text prepared.
 
@@ -227,7 +217,7 @@ class TableCall:
             out = target.dataset.to_table(full_text_query=MatchQuery(query, self.src), **self.kw)
         result = _named(target, out, self.need, q, self.ids)
         if self.after is not None:
-            result = _keep(self.after, result, target.schema)
+            result = self.after.apply(result, target.schema, self.after.predicate)
             result = top_k(result, q.kind, q.k)
         return result if result.column_names == self.keep else result.select(self.keep)
 

@@ -44,12 +44,12 @@ from lance_sql.spec.predicates import (
     or_,
     quote_str,
 )
+from lance_sql.spec.time_ranges import TIME_CHAIN
 from lance_sql.spec.transforms.bucket import hash_term, is_hash_call, is_hash_term, modulo_term
 from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC
 from lance_sql.spec.transforms.truncate import TRUNCATE
 
 _CMP = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-_UNITS = ("year", "month", "day", "hour")
 
 
 class _NotATerm(Exception):
@@ -178,7 +178,7 @@ def call_term(
     column and ``text`` as a lower-case string literal (either raises when it cannot)."""
     if args and is_hash_call(name):
         return hash_term(name, tuple(column(a) for a in args))
-    if name in ("date_part", "datepart") and len(args) == 2 and text(args[0]) in _UNITS:
+    if name in ("date_part", "datepart") and len(args) == 2 and text(args[0]) in TIME_CHAIN:
         return TransformTerm(DATE_PARTS[text(args[0])], (column(args[1]),))
     return None
 
@@ -315,13 +315,13 @@ def _term(node: exp.Expression) -> Term:
         return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
     if isinstance(node, exp.Extract):
         unit = node.this.name.lower()
-        if unit not in _UNITS:
+        if unit not in TIME_CHAIN:
             raise _NotATerm
         return TransformTerm(DATE_PARTS[unit], (_column_only(node.expression),))
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
         unit_node = node.args.get("unit")
         unit = unit_node.name.lower() if unit_node is not None else ""
-        if unit not in _UNITS:
+        if unit not in TIME_CHAIN:
             raise _NotATerm
         inner = node.this
         while isinstance(inner, exp.Paren):

@@ -38,6 +38,7 @@ from lance_sql.planning.passes import prepare
 from lance_sql.planning.sql_filter import call_term, like_predicate
 from lance_sql.spec.predicates import (
     FALSE,
+    FLIPPED_OP,
     NULL_BOOL,
     TRUE,
     Column,
@@ -54,14 +55,13 @@ from lance_sql.spec.predicates import (
     and_,
     or_,
 )
+from lance_sql.spec.time_ranges import TIME_CHAIN
 from lance_sql.spec.transforms.bucket import is_hash_term, modulo_term
 from lance_sql.spec.transforms.time_fields import DATE_TRUNC
 from lance_sql.spec.transforms.truncate import TRUNCATE
 from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
-_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_UNITS = ("year", "month", "day", "hour")
 
 
 class Computed(NamedTuple):
@@ -180,7 +180,9 @@ class _Decoder:
             if right.WhichOneof("rex_type") == "literal":
                 return Compare(self._term(left), _CMP[name], self._literal(right.literal))
             if left.WhichOneof("rex_type") == "literal":
-                return Compare(self._term(right), _FLIP[_CMP[name]], self._literal(left.literal))
+                return Compare(
+                    self._term(right), FLIPPED_OP[_CMP[name]], self._literal(left.literal)
+                )
             raise _Opaque
         if name == "starts_with" and len(args) == 2:
             for opt in fn.options:
@@ -236,7 +238,7 @@ class _Decoder:
         term = call_term(name, args, self._column, self._text)
         if term is not None:
             return term
-        if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in _UNITS:
+        if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in TIME_CHAIN:
             unit, inner = self._text(args[0]), args[1]
             if inner.WhichOneof("rex_type") == "cast":  # date_trunc over a date column
                 if inner.cast.type.WhichOneof("kind") != "precision_timestamp":
