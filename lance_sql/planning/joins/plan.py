@@ -297,7 +297,7 @@ def plan_join(
     WHERE condition on the preserved side); they prune partitions first. They
     only remove partitions: the scans must still apply them to rows, exactly as
     the plan's ``left_filter`` / ``right_filter`` (``ScanFilter``, shipped in
-    the JSON and Arrow forms) do.
+    the JSON form) do.
     """
     lparts = _pruned(left, left_filter)
     rparts = _pruned(right, right_filter)
