@@ -73,6 +73,13 @@ def partition_columns(specs: Mapping[int, Any]) -> list[str]:
     return list(out)
 
 
+def column_values(rows: pa.Table, name: str) -> list[Any]:
+    """The values of column ``name`` of ``rows`` as Python values (NULLs when it is absent)."""
+    if name in rows.column_names:
+        return rows.column(name).to_pylist()
+    return [None] * rows.num_rows
+
+
 def planned_partitions(selected: pa.Table, value_columns: Sequence[str]) -> tuple[Any, ...]:
     """``PlannedPartition`` objects for ``selected`` manifest rows, sorted by ``object_id``.
 
@@ -81,17 +88,12 @@ def planned_partitions(selected: pa.Table, value_columns: Sequence[str]) -> tupl
     if selected.num_rows == 0:
         return ()
     rows = selected.sort_by("object_id")
-    n = rows.num_rows
-
-    def col(name: str) -> list[Any]:
-        return rows.column(name).to_pylist() if name in rows.column_names else [None] * n
-
     versions = [None if v < 0 else int(v) for v in spec_ids(rows)]
     present = [c for c in value_columns if c in rows.column_names]
     values = [rows.column(c).to_pylist() for c in present]
-    oid, loc, rv, rb, rt = (col(c) for c in PLAN_COLUMNS if c != "object_type")
+    oid, loc, rv, rb, rt = (column_values(rows, c) for c in PLAN_COLUMNS if c != "object_type")
     out = []
-    for i in range(n):
+    for i in range(rows.num_rows):
         vals = tuple((c, v[i]) for c, v in zip(present, values, strict=True) if v[i] is not None)
         out.append(PlannedPartition(oid[i], loc[i], versions[i], rv[i], rb[i], rt[i], vals))
     return tuple(out)

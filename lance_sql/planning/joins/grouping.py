@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from lance_sql.errors import PlanningError
 from lance_sql.planning.joins.compatibility import Component, Offer
 from lance_sql.planning.joins.keys import canonical_values
+from lance_sql.planning.scan_plan import column_values
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,8 @@ def component_values(comp: Component, offer: Offer, rows: pa.Table, side: str) -
 
 def partition_refs(rows: pa.Table, spec_fields: Sequence[str]) -> list[PartitionRef]:
     """PartitionRefs for ``rows`` (all of one spec version, whose field ids are given)."""
-
-    def col(name: str) -> list[Any]:
-        if name in rows.column_names:
-            return rows.column(name).to_pylist()
-        return [None] * rows.num_rows
-
-    values = {f: col(f"partition_field_{f}") for f in spec_fields}
-    columns = [col(name) for name in REF_COLUMNS]
+    values = {f: column_values(rows, f"partition_field_{f}") for f in spec_fields}
+    columns = [column_values(rows, name) for name in REF_COLUMNS]
     return [
         PartitionRef(*(c[i] for c in columns), tuple((f, values[f][i]) for f in spec_fields))
         for i in range(rows.num_rows)
