@@ -144,15 +144,10 @@ def _leaf(node: exp.Expression) -> Predicate:
         if pred is None:
             raise _NotATerm
         return Not(pred) if node.args.get("negate") else pred
-    if isinstance(node, exp.StartsWith):  # sqlglot >= 26 parses starts_with(s, 'p') to this
+    if isinstance(node, exp.StartsWith):  # sqlglot (>= 26) parses starts_with(s, 'p') to this
         prefix = node.expression
         if isinstance(prefix, exp.Literal) and prefix.is_string:
             return StartsWith(_term(node.this), prefix.this)
-        raise _NotATerm
-    if isinstance(node, exp.Anonymous) and node.name.lower() == "starts_with":
-        args = node.expressions
-        if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].is_string:
-            return StartsWith(_term(args[0]), args[1].this)
         raise _NotATerm
     if isinstance(node, exp.Column):
         return Compare(_column(node), "=", Literal(True, pa.bool_()))
