@@ -67,6 +67,8 @@ class Rewrite:
     join_stats: list[str] = field(default_factory=list)
     #: why filters DataFusion did not push could not prune (the prune pass did not run)
     prune_reasons: list[str] = field(default_factory=list)
+    #: outer joins a WHERE made inner (:mod:`.outer_join_elimination`): ``RIGHT -> INNER``
+    outer_joins: list[str] = field(default_factory=list)
 
 
 def _scans(plan: Any) -> list[str]:
@@ -280,10 +282,10 @@ def _rewrite_plan(
             out.used += pagg
             changed = changed or bool(pagg)
         if want_outer:  # after SPJ: a join SPJ ran is a read now, its columns named apart
-            made_inner = eliminate_outer_joins(
+            out.outer_joins = eliminate_outer_joins(
                 plan, lambda rel: output_width(ctx, plan, rel), lambda p: _same_types(ctx, p, df)
             )
-            changed = changed or bool(made_inner)
+            changed = changed or bool(out.outer_joins)
         if want_stats:
             stats = plan_join_stats(
                 ctx,
@@ -367,7 +369,7 @@ def _unchanged(out: Rewrite, why: str, spj: bool = False) -> Rewrite:
     reasons = [why] if spj else []
     reasons += [f"{t.left.name} x {t.right.name}: {why}" for t in out.used]
     out.reasons = [*out.reasons, *reasons]
-    out.used, out.pruned, out.names, out.join_stats = [], {}, None, []
+    out.used, out.pruned, out.names, out.join_stats, out.outer_joins = [], {}, None, [], []
     return out
 
 
