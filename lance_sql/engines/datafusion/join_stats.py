@@ -168,7 +168,7 @@ def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats, counts: _Bo
                 if bound is None or not 1 <= bound <= limit:
                     continue
                 tables = _pin_reads(ctx, side, counts)
-                _wrap_in_fetch(side, bound)
+                sp.wrap_in_fetch(side, bound)
                 what = ", ".join(tables) or "input"
                 out.lines.append(
                     f"{side_name} input ({what}): at most {bound} rows (Lance metadata) <= "
@@ -357,16 +357,6 @@ def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
             register_query_table(ctx, copy, count.pinned)
         sp.rename_tables(node, original, copy)
     return labels
-
-
-def _wrap_in_fetch(rel: Rel, count: int) -> None:
-    """Put ``rel`` under a ``LIMIT count`` (in place): the row-count hint."""
-    inner = Rel()
-    inner.CopyFrom(rel)
-    rel.Clear()
-    rel.fetch.input.CopyFrom(inner)
-    rel.fetch.offset_expr.literal.i64 = 0
-    rel.fetch.count_expr.literal.i64 = count
 
 
 def threshold_rows(ctx: Any) -> int:

@@ -271,6 +271,16 @@ def fetch_count(fetch: algebra_pb2.FetchRel) -> int | None:
     return value if value >= 0 else None
 
 
+def wrap_in_fetch(rel: Rel, count: int) -> None:
+    """Put ``rel`` under a ``LIMIT count`` (in place)."""
+    inner = Rel()
+    inner.CopyFrom(rel)
+    rel.Clear()
+    rel.fetch.input.CopyFrom(inner)
+    rel.fetch.offset_expr.literal.i64 = 0
+    rel.fetch.count_expr.literal.i64 = count
+
+
 def function_names(plan: plan_pb2.Plan) -> dict[int, str]:
     """Function anchor -> name (without its signature suffix) of the plan's extensions."""
     out: dict[int, str] = {}
@@ -427,4 +437,5 @@ __all__ = [
     "through",
     "to_substrait",
     "walk",
+    "wrap_in_fetch",
 ]
