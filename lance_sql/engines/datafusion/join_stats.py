@@ -58,7 +58,6 @@ from lance_sql.engines.datafusion.join_swap import (
     output_width,
     reorder_flat_trees,
     swap_inner_joins,
-    table_rows_for,
 )
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable, lance_dataset
 from lance_sql.engines.datafusion.semi_reduce import reduce_aggregate_inputs
@@ -134,10 +133,7 @@ def plan_join_stats(
             count = counts.table(counts.aliases.get(name, name))
             return None if count is None else count.rows
 
-        estimate = Estimator(
-            table_rows_for(lance_rows, namespaces or {}, extra_rows or {}),
-            sp.function_names(plan),
-        )
+        estimate = Estimator(sp.function_names(plan), namespaces or {}, lance_rows, extra_rows)
 
         def width(rel: Rel) -> int:
             return output_width(ctx, plan, rel)

@@ -40,7 +40,7 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
+from lance_sql.engines.datafusion.join_swap import Estimator
 from lance_sql.engines.datafusion.spj_provider import SpjTable
 from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, SpjSide, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
@@ -70,7 +70,7 @@ def partition_wise_aggregates(
     from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery, other_tables, user_udfs
 
     names = sp.function_names(plan)
-    estimate = Estimator(table_rows_for(lambda _name: None, namespaces, {}), names)
+    estimate = Estimator(names, namespaces)
     out: list[PartitionAggTable] = []
     pending = [sp.root_rel(plan)]
     while pending:
@@ -82,8 +82,8 @@ def partition_wise_aggregates(
         agg, chain, jp = found
         ns = namespaces[chain.table]
         snap = ns._current()
-        rows = _rows(estimate, agg.aggregate.input)
-        output_rows = _rows(estimate, rel)
+        rows = estimate.guess(agg.aggregate.input)
+        output_rows = estimate.guess(rel)
         tables = sum(len(g.left) for g in jp.groups)
         if tables < 2 or rows is None or rows < MIN_INPUT_ROWS:
             pending.extend(reversed(sp.inputs(rel)))
@@ -106,13 +106,6 @@ def partition_wise_aggregates(
         rel.CopyFrom(read)
         out.append(table)
     return out
-
-
-def _rows(estimate: Estimator, rel: algebra_pb2.Rel) -> float | None:
-    try:
-        return estimate.rows(rel)
-    except Exception:  # an estimate is a hint only: no estimate, no rewrite
-        return None
 
 
 def _candidate(

@@ -28,14 +28,13 @@ storage-partitioned, as before) and ``spj_large_side_rows``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from substrait import algebra_pb2
 
-from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
-from lance_sql.engines.datafusion.lance_provider import lance_dataset
+from lance_sql.engines.datafusion.join_swap import Estimator, lance_live_rows
 
 #: a join whose smaller input is estimated at most this many rows ...
 SMALL_SIDE_ROWS = 500_000
@@ -69,19 +68,6 @@ class SpjDecision:
 
 def _fmt(rows: float | None) -> str:
     return "?" if rows is None else f"{round(rows):,}"
-
-
-def _lance_rows(ctx: Any) -> Callable[[str], int | None]:
-    """Live rows of registered Lance datasets by name (a dimension table joined into a side)."""
-
-    def rows(name: str) -> int | None:
-        try:
-            provider = lance_dataset(ctx, name)
-            return None if provider is None else provider.live_rows()
-        except Exception:  # unreadable: no estimate
-            return None
-
-    return rows
 
 
 def decide(
@@ -127,19 +113,13 @@ def decide_inputs(
     """
     small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
     large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-    estimate = Estimator(table_rows_for(_lance_rows(ctx), namespaces, {}), functions)
-    try:
-        lr, rr = estimate.rows(left), estimate.rows(right)
-    except Exception:  # an estimate is a hint only: SPJ as before
-        lr = rr = None
+    estimate = Estimator(functions, namespaces, lance_live_rows(ctx))
+    lr, rr = estimate.guess(left), estimate.guess(right)
     use = True
     if small > 0 and lr is not None and rr is not None:
         lo, hi = min(lr, rr), max(lr, rr)
         use = not (lo <= small and hi >= large)
-    try:
-        output = None if join is None else estimate.rows(join)
-    except Exception:
-        output = None
+    output = None if join is None else estimate.guess(join)
     return SpjDecision(use, lr, rr, small, large, output)
 
 
