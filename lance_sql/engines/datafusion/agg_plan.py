@@ -61,7 +61,6 @@ def push_partial_aggregates(
             inside += f" + {eager} side aggregated before the join"
         group = SubstraitGroupQuery(group_plan, table.group.udfs, inside, table.group.tables)
         schema = group_schema(table.left, table.right, group)
-        schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
         name = fresh_table_name("__lance_spj_agg")
         partial = SpjTable(
             table.plan, table.left, table.right, name=name, group=group, schema=schema

@@ -97,13 +97,11 @@ def partition_wise_aggregates(
         side = SpjSide(snap, ns.schema, chain.table, ns.name)
         schema = group_schema(side, side, group)
         name = fresh_table_name("__lance_pagg")
-        schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
         table = PartitionAggTable(jp, side, side, name=name, group=group, schema=schema)
         table.estimate = f"~{round(rows):,} input rows estimated"
         table.output_rows = output_rows  # the join statistics' estimate of this table
         register_query_table(ctx, name, table)
-        read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
-        rel.CopyFrom(read)
+        rel.CopyFrom(sp.table_read(ctx, name))
         out.append(table)
     return out
 

@@ -194,20 +194,14 @@ def _replace(
     )
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
-    out = group_schema(lside, rside, group)
-    schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(out)])
     name = fresh_table_name("__lance_spj")
+    schema = group_schema(lside, rside, group)
     table = SpjTable(jp, lside, rside, name=name, group=group, schema=schema)
-    table.estimate = decision.explain()
+    table.estimate, table.output_rows, table.where = decision.explain(), decision.output_rows, where
     register_query_table(ctx, name, table)
-    read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
-    if sp.kind(read) != "read":
-        raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
     # the group query is the join *with* its output mapping (``common.emit``): the
     # table's columns are already the join's output columns
-    table.output_rows = decision.output_rows
-    table.where = where
-    rel.CopyFrom(read)
+    rel.CopyFrom(sp.table_read(ctx, name))
     outcome.used.append(table)
     return None
 

@@ -291,9 +291,10 @@ class GroupQuery(Protocol):
 
 
 def group_schema(left: SpjSide, right: SpjSide, group: GroupQuery) -> pa.Schema:
-    """The output schema of ``group`` (logical planning only: nothing is read)."""
-    ctx = group_context(left, right, None)
-    return group.dataframe(ctx).schema()
+    """The output schema of ``group``, its columns named ``c0``, ``c1``, ... (logical
+    planning only: nothing is read)."""
+    schema = group.dataframe(group_context(left, right, None)).schema()
+    return pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import datafusion
 from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
@@ -70,6 +71,15 @@ def from_substrait(ctx: Any, plan: plan_pb2.Plan) -> Any:
         if type(exc).__name__ != "PanicException":
             raise
         raise ValueError(f"DataFusion's Substrait consumer panicked: {exc}") from exc
+
+
+def table_read(ctx: Any, name: str) -> Rel:
+    """A read of table ``name`` of ``ctx``, as a relation to put in a plan in place of another."""
+    table = datafusion.SessionContext.table(ctx, name)
+    read = root_rel(to_substrait(ctx, table.logical_plan()))
+    if kind(read) != "read":
+        raise AssertionError(f"expected a read of {name}, got {kind(read)}")
+    return read
 
 
 def root_rel(plan: plan_pb2.Plan) -> Rel:
@@ -434,6 +444,7 @@ __all__ = [
     "side_chain",
     "subplan",
     "table_name",
+    "table_read",
     "through",
     "to_substrait",
     "walk",
