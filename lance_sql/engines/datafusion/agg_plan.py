@@ -19,6 +19,7 @@ place of the original aggregate.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -39,8 +40,6 @@ def push_partial_aggregates(
     ctx: Any, plan: plan_pb2.Plan, used: Sequence[SpjTable]
 ) -> list[SpjTable]:
     """Move each decomposable aggregate over an SPJ table into its groups (in place)."""
-    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery
-
     tables = {t.name: t for t in used}
     names = sp.function_names(plan)
     out: list[SpjTable] = []
@@ -59,7 +58,7 @@ def push_partial_aggregates(
         eager = eager_aggregate(group_plan, (_side_rows(table, "left"), _side_rows(table, "right")))
         if eager is not None:
             inside += f" + {eager} side aggregated before the join"
-        group = SubstraitGroupQuery(group_plan, table.group.udfs, inside, table.group.tables)
+        group = replace(table.group, plan=group_plan, inside=inside)
         schema = group_schema(table.left, table.right, group)
         name = fresh_table_name("__lance_spj_agg")
         partial = SpjTable(

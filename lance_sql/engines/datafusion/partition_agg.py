@@ -42,7 +42,7 @@ from substrait import algebra_pb2, plan_pb2
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.join_swap import Estimator
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, SpjSide, group_schema
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, GroupQuery, SpjSide, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan, plan_join
 
@@ -67,8 +67,6 @@ def partition_wise_aggregates(
     ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, Any]
 ) -> list[PartitionAggTable]:
     """Run every aggregate grouped by its namespace's partition source per table (in place)."""
-    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery, other_tables, user_udfs
-
     names = sp.function_names(plan)
     estimate = Estimator(names, namespaces)
     out: list[PartitionAggTable] = []
@@ -91,9 +89,7 @@ def partition_wise_aggregates(
         jp = replace(jp, groups=tuple(JoinGroup(g.key, g.left, ()) for g in jp.groups if g.left))
         group_plan = sp.subplan(plan, rel)
         sp.rename_tables(sp.root_rel(group_plan), chain.table, LEFT_TABLE)
-        group = SubstraitGroupQuery(
-            group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, sp.root_rel(group_plan))
-        )
+        group = GroupQuery.of(ctx, group_plan)
         side = SpjSide(snap, ns.schema, chain.table, ns.name)
         schema = group_schema(side, side, group)
         name = fresh_table_name("__lance_pagg")

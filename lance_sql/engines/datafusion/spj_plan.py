@@ -17,7 +17,6 @@ get a reason (EXPLAIN prints it).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +33,13 @@ from lance_sql.engines.datafusion.spj_decision import (
     keep_unaggregated,
 )
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, RIGHT_TABLE, SpjSide, group_schema
+from lance_sql.engines.datafusion.spj_sides import (
+    LEFT_TABLE,
+    RIGHT_TABLE,
+    GroupQuery,
+    SpjSide,
+    group_schema,
+)
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
 
@@ -51,32 +56,6 @@ JOIN_HOW = {
     algebra_pb2.JoinRel.JOIN_TYPE_RIGHT_SEMI: "right_semi",
     algebra_pb2.JoinRel.JOIN_TYPE_RIGHT_ANTI: "right_anti",
 }
-
-
-@dataclass(frozen=True)
-class SubstraitGroupQuery:
-    """A join subtree over :data:`LEFT_TABLE` / :data:`RIGHT_TABLE`, run in each group.
-
-    ``udfs``: the user's scalar UDFs the subtree calls, registered into each
-    private group context (DataFusion resolves functions by name).
-    """
-
-    plan: plan_pb2.Plan
-    udfs: tuple[Any, ...] = ()
-    inside: str = ""
-    #: the other tables the join's inputs read (dimension tables joined in every group)
-    tables: tuple[tuple[str, Any], ...] = ()
-
-    def dataframe(self, ctx: Any) -> Any:
-        for udf in self.udfs:
-            ctx.register_udf(udf)
-        for name, table in self.tables:
-            if not ctx.table_exist(name):
-                ctx.register_table(name, table)
-        return ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, self.plan))
-
-    def describe(self) -> str:
-        return self.inside
 
 
 @dataclass
@@ -189,9 +168,7 @@ def _replace(
     # whose sides share a column name (apache/datafusion#21246; a self-join always does).
     sp.prefix_read_columns(body.left, LEFT_TABLE, LEFT_PREFIX)
     sp.prefix_read_columns(body.right, RIGHT_TABLE, RIGHT_PREFIX)
-    group = SubstraitGroupQuery(
-        group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, body.left, body.right)
-    )
+    group = GroupQuery.of(ctx, group_plan)
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
     name = fresh_table_name("__lance_spj")
@@ -275,43 +252,9 @@ def _keys(
     return keys, one_sided
 
 
-def other_tables(ctx: Any, *rels: algebra_pb2.Rel) -> tuple[tuple[str, Any], ...]:
-    """The providers of the tables ``rels`` read besides the two sides' namespaces."""
-    names = {
-        t
-        for rel in rels
-        for r in sp.walk(rel)
-        if (t := sp.table_name(r)) is not None and t not in (LEFT_TABLE, RIGHT_TABLE)
-    }
-    return tuple((name, ctx.table_provider(name)) for name in sorted(names))
-
-
-@functools.cache
-def _builtin_functions() -> frozenset[str]:
-    """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
-    from lance_sql.engines.datafusion.spj_sides import private_context
-
-    return frozenset(private_context().udfs())
-
-
-def user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
-    """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
-    builtin = _builtin_functions()
-    out = []
-    for name in sorted(set(sp.function_names(plan).values())):
-        if name in builtin:
-            continue
-        try:
-            out.append(ctx.udf(name))
-        except (KeyError, Exception):  # an aggregate or a built-in of another kind
-            continue
-    return tuple(out)
-
-
 __all__ = [
     "JOIN_HOW",
     "SpjOutcome",
-    "SubstraitGroupQuery",
     "compatible_pair",
     "pair_key",
     "storage_partitioned_joins",

@@ -222,7 +222,7 @@ class SpjTable(ScanUnitDataset):
         groups = self.live_groups()
         nl = sum(len(g.left) for g in groups)
         nr = sum(len(g.right) for g in groups)
-        inside = self.group.describe()
+        inside = self.group.inside
         pushed = f", in each group: {inside}" if inside else ""
         estimate = f", {self.estimate}" if self.estimate else ""
         return (
