@@ -103,27 +103,25 @@ class JoinStats:
 def plan_join_stats(
     ctx: Any,
     plan: plan_pb2.Plan,
-    threshold: int | None = None,
     *,
     namespaces: Mapping[str, Any] | None = None,
     extra_rows: Mapping[str, float] | None = None,
-    reduce_aggregates: bool = True,
 ) -> JoinStats:
     """Order, hint and swap joins by Lance metadata (in place).
 
     Inner-join trees DataFusion would rebuild from their left-most input are
     ordered by estimate (:func:`.join_swap.reorder_flat_trees`); every join
-    input whose row bound is at most ``threshold`` rows (default: the
-    context's ``hash_join_single_partition_threshold_rows``) gets its hint;
+    input whose row bound is at most the context's
+    ``hash_join_single_partition_threshold_rows`` gets its hint;
     inner joins with no hinted input are swapped when the right input is
     estimated much smaller (:func:`.join_swap.swap_inner_joins`).
     ``namespaces`` (registered namespace tables by name) and ``extra_rows``
     (estimated rows of other tables, e.g. storage-partitioned joins) feed the
-    estimates. ``reduce_aggregates``: aggregates joined on their grouping keys
-    first aggregate only the groups the join can match (:mod:`.semi_reduce`).
+    estimates. Aggregates joined on their grouping keys first aggregate only
+    the groups the join can match (:mod:`.semi_reduce`).
     """
     out = JoinStats()
-    limit = threshold_rows(ctx) if threshold is None else threshold
+    limit = threshold_rows(ctx)
     backup = plan_pb2.Plan()
     backup.CopyFrom(plan)
     try:
@@ -139,8 +137,7 @@ def plan_join_stats(
             return output_width(ctx, plan, rel)
 
         out.lines += reorder_flat_trees(plan, estimate, width)
-        if reduce_aggregates:
-            out.lines += reduce_aggregate_inputs(plan, estimate, width)
+        out.lines += reduce_aggregate_inputs(plan, estimate, width)
         if limit >= 1:  # a threshold of 0 turns DataFusion's broadcast off: no hints
             _hint(ctx, plan, limit, out, counts)
         out.lines += swap_inner_joins(plan, estimate, width)

@@ -153,7 +153,6 @@ class SpjTable(ScanUnitDataset):
         name: str,
         group: GroupQuery,
         schema: pa.Schema,
-        max_units: int = MAX_UNITS,
     ) -> None:
         if not plan.compatible:
             raise ValueError(f"{name}: the join plan is not compatible ({plan.reason})")
@@ -161,7 +160,6 @@ class SpjTable(ScanUnitDataset):
         self.left = left
         self.right = right
         self.group = group
-        self.max_units = max_units
         self.side_reads: dict[str, SideRead] | None = None
         #: the estimates the decision to storage-partition was taken on (:mod:`.spj_decision`)
         self.estimate = ""
@@ -208,7 +206,7 @@ class SpjTable(ScanUnitDataset):
 
     def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
         groups = self.live_groups()
-        k = min(len(groups), self.max_units)
+        k = min(len(groups), MAX_UNITS)
         units: list[ScanUnit] = (
             [GroupJoinUnit(self, groups[i::k]) for i in range(k)]
             if groups
