@@ -149,65 +149,26 @@ def plan_join_stats(
 
 
 def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats, counts: _BoundCounter) -> None:
-    pending = [sp.root_rel(plan)]
-    while pending:
-        rel = pending.pop()
-        if sp.kind(rel) == "join":
-            for side_name in ("left", "right"):
-                side = getattr(rel.join, side_name)
-                if sp.kind(side) in ("fetch", "sort"):
-                    continue
-                bound = counts.rows(side)
-                if bound is None or not 1 <= bound <= limit:
-                    continue
-                tables = _pin_reads(ctx, side, counts)
-                sp.wrap_in_fetch(side, bound)
-                what = ", ".join(tables) or "input"
-                out.lines.append(
-                    f"{side_name} input ({what}): at most {bound} rows (Lance metadata) <= "
-                    f"{limit}: DataFusion may collect and broadcast it (CollectLeft)"
-                )
-        pending.extend(sp.inputs(rel))
-        pending.extend(subquery_rels(rel))
-
-
-_INPUT_FIELDS = ("input", "left", "right", "inputs", "common")
-#: the Rel field of each kind of subquery expression
-_SUBQUERY_RELS = {
-    "scalar": "input",
-    "in_predicate": "haystack",
-    "set_predicate": "tuples",
-    "set_comparison": "right",
-}
-
-
-def subquery_rels(rel: Rel) -> list[Rel]:
-    """The plans of the subqueries in ``rel``'s own expressions (not in its inputs' ones).
-
-    TPC-H q11's ``HAVING sum(...) > (SELECT sum(...) FROM partsupp, supplier, nation ...)``
-    stays a scalar subquery expression in DataFusion 55's plan, with joins of its own.
-    """
-    body = getattr(rel, sp.kind(rel), None)
-    if body is None:
-        return []
-    out: list[Rel] = []
-    stack: list[Any] = []
-    for desc, value in body.ListFields():
-        if desc.message_type is not None and desc.name not in _INPUT_FIELDS:
-            stack.extend(value if desc.is_repeated else [value])
-    while stack:
-        item = stack.pop()
-        if isinstance(item, algebra_pb2.Rel):
-            continue  # an input under another name: walked as an input
-        if isinstance(item, algebra_pb2.Expression.Subquery):
-            kind = item.WhichOneof("subquery_type")
-            if kind in _SUBQUERY_RELS:
-                out.append(getattr(getattr(item, kind), _SUBQUERY_RELS[kind]))
-            continue  # subqueries nested in this one are found when it is walked
-        for desc, value in item.ListFields():
-            if desc.message_type is not None:
-                stack.extend(value if desc.is_repeated else [value])
-    return out
+    """Hint every join input whose bound is at most ``limit``, also of joins inside subquery
+    expressions (TPC-H q11's ``HAVING sum(...) > (SELECT ... FROM partsupp, supplier, ...)``
+    keeps its own joins). Innermost first: a hint moves its input under a new relation,
+    so no join still to be hinted may lie under it."""
+    joins = [m for m in sp.messages(plan) if isinstance(m, Rel) and sp.kind(m) == "join"]
+    for rel in reversed(joins):
+        for side_name in ("left", "right"):
+            side = getattr(rel.join, side_name)
+            if sp.kind(side) in ("fetch", "sort"):
+                continue
+            bound = counts.rows(side)
+            if bound is None or not 1 <= bound <= limit:
+                continue
+            tables = _pin_reads(ctx, side, counts)
+            sp.wrap_in_fetch(side, bound)
+            what = ", ".join(tables) or "input"
+            out.lines.append(
+                f"{side_name} input ({what}): at most {bound} rows (Lance metadata) <= "
+                f"{limit}: DataFusion may collect and broadcast it (CollectLeft)"
+            )
 
 
 class _BoundCounter(RelationRows):
