@@ -149,23 +149,7 @@ def _final_rel(
 
 def _adopt_functions(plan: plan_pb2.Plan, other: plan_pb2.Plan, rel: algebra_pb2.Rel) -> None:
     """Re-point ``rel``'s function references (from ``other``) at ``plan``'s declarations."""
-    mine = {
-        e.extension_function.name: e.extension_function.function_anchor
-        for e in plan.extensions
-        if e.HasField("extension_function")
-    }
-    mapping: dict[int, int] = {}
-    for ext in other.extensions:
-        if not ext.HasField("extension_function"):
-            continue
-        fn = ext.extension_function
-        if fn.name not in mine:
-            anchor = max([*mine.values(), -1]) + 1
-            new = plan.extensions.add()
-            new.CopyFrom(ext)
-            new.extension_function.function_anchor = anchor
-            mine[fn.name] = anchor
-        mapping[fn.function_anchor] = mine[fn.name]
+    mapping = {a: sp.declare_function(plan, n) for a, n in sp.function_names(other).items()}
     for msg in sp.messages(rel):
         if "function_reference" in msg.DESCRIPTOR.fields_by_name:  # 0 is "unset" in proto3
             msg.function_reference = mapping.get(msg.function_reference, msg.function_reference)

@@ -70,18 +70,8 @@ def _fmt(rows: float | None) -> str:
     return "?" if rows is None else f"{round(rows):,}"
 
 
-def decide(
-    ctx: Any,
-    rel: algebra_pb2.Rel,
-    namespaces: Mapping[str, Any],
-    functions: Mapping[int, str],
-) -> SpjDecision:
-    """Whether to storage-partition join ``rel`` (whose two inputs are namespace scan chains)."""
-    return decide_inputs(ctx, rel.join.left, rel.join.right, namespaces, functions, join=rel)
-
-
-def keep_unaggregated(ctx: Any, output_rows: float | None) -> bool:
-    """Whether an SPJ whose output leaves its groups unaggregated is still worth it.
+def unaggregated_cost(ctx: Any, output_rows: float | None) -> str | None:
+    """Why an SPJ whose output leaves its groups unaggregated is not worth it (None: it is).
 
     Every row a group outputs goes from the group's nested query through
     Python into the outer query (:class:`.spj_provider.GroupJoinUnit`); where
@@ -92,10 +82,16 @@ def keep_unaggregated(ctx: Any, output_rows: float | None) -> bool:
     """
     small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
     large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-    return small <= 0 or output_rows is None or output_rows < large
+    if small <= 0 or output_rows is None or output_rows < large:
+        return None
+    return (
+        f"~{round(output_rows):,} output rows estimated and no aggregate inside the groups "
+        f"(>= {large:,}): every row would cross from the groups into the query, the plain "
+        "join streams them"
+    )
 
 
-def decide_inputs(
+def decide(
     ctx: Any,
     left: algebra_pb2.Rel,
     right: algebra_pb2.Rel,
@@ -128,6 +124,5 @@ __all__ = [
     "SMALL_SIDE_ROWS",
     "SpjDecision",
     "decide",
-    "decide_inputs",
-    "keep_unaggregated",
+    "unaggregated_cost",
 ]

@@ -26,12 +26,7 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
-from lance_sql.engines.datafusion.spj_decision import (
-    LARGE_SIDE_ROWS,
-    decide,
-    decide_inputs,
-    keep_unaggregated,
-)
+from lance_sql.engines.datafusion.spj_decision import decide, unaggregated_cost
 from lance_sql.engines.datafusion.spj_provider import SpjTable
 from lance_sql.engines.datafusion.spj_sides import (
     LEFT_TABLE,
@@ -97,22 +92,18 @@ def compatible_pair(
     right: sp.ScanChain,
     keys: list[tuple[str, str]],
     *,
-    ctx: Any = None,
-    functions: Mapping[int, str] | None = None,
-    skip: Mapping[frozenset[str], str] | None = None,
+    ctx: Any,
+    functions: Mapping[int, str],
+    skip: Mapping[frozenset[str], str],
 ) -> bool:
-    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned.
-
-    With ``ctx``, also whether it is worth it (:func:`.spj_decision.decide_inputs`).
-    """
+    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned,
+    and whether it is worth it (:func:`.spj_decision.decide`)."""
     lt, rt = namespaces[left.table], namespaces[right.table]
     if not plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible:
         return False
-    if skip and pair_key(namespaces, left.table, right.table) in skip:
+    if pair_key(namespaces, left.table, right.table) in skip:
         return False
-    if ctx is None:
-        return True
-    return decide_inputs(ctx, left.read, right.read, namespaces, functions or {}).use
+    return decide(ctx, left.read, right.read, namespaces, functions).use
 
 
 def _namespaces_under(rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]) -> list[str]:
@@ -156,7 +147,7 @@ def _replace(
     skipped = skip.get(pair_key(namespaces, left.table, right.table))
     if skipped is not None:
         return skipped
-    decision = decide(ctx, rel, namespaces, names)
+    decision = decide(ctx, join.left, join.right, namespaces, names, join=rel)
     if not decision.use:
         return f"{where}: {decision.explain()}"
     group_plan = sp.subplan(plan, rel)
@@ -196,7 +187,7 @@ def unaggregated_pairs(
     Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
     as such in ``plan`` has no aggregate inside its groups, so all its rows
     cross from the groups into the outer query
-    (:func:`.spj_decision.keep_unaggregated`). The caller plans the query
+    (:func:`.spj_decision.unaggregated_cost`). The caller plans the query
     again with these pairs left to DataFusion (``skip`` of
     :func:`storage_partitioned_joins` and :func:`compatible_pair`): putting
     the plain join back into this plan is not enough, because the join
@@ -206,15 +197,9 @@ def unaggregated_pairs(
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
     out: dict[frozenset[str], str] = {}
     for table in used:
-        rows = getattr(table, "output_rows", None)
-        if table.name not in read or keep_unaggregated(ctx, rows):
-            continue
-        large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-        out[frozenset((table.left.name, table.right.name))] = (
-            f"{table.where}: ~{round(rows or 0):,} output rows estimated and no aggregate "
-            f"inside the groups (>= {large:,}): every row would cross from the groups "
-            "into the query, the plain join streams them"
-        )
+        why = unaggregated_cost(ctx, getattr(table, "output_rows", None))
+        if table.name in read and why is not None:
+            out[frozenset((table.left.name, table.right.name))] = f"{table.where}: {why}"
     return out
 
 
