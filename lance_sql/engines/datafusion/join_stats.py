@@ -95,10 +95,6 @@ class JoinStats:
     lines: list[str] = field(default_factory=list)
     error: str | None = None  # why no hint was given (the plan is left as it was)
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.lines)
-
 
 def plan_join_stats(
     ctx: Any,

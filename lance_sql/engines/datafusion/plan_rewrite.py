@@ -294,7 +294,7 @@ def _rewrite_plan(
                 extra_rows=_spj_rows(out.used),
             )
             out.join_stats = stats.lines or ([f"not used ({stats.error})"] if stats.error else [])
-            changed = changed or stats.changed
+            changed = changed or bool(stats.lines)
         if not changed:
             return out
         out.names = _unique_output_names(plan, df.schema())
