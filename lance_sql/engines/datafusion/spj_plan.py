@@ -125,7 +125,7 @@ def _replace(
     if not lns or not rns or join.common.hint.alias == sp.NOT_IN_HINT:
         return ""
     where = f"{'/'.join(lns)} x {'/'.join(rns)}"
-    left, right = sp.side_chain(join.left, namespaces), sp.side_chain(join.right, namespaces)
+    left, right = side_chain(join.left, namespaces), side_chain(join.right, namespaces)
     if left is None or right is None:
         return f"{where}: an input of the join is not a plain scan of a namespace"
     how = JOIN_HOW.get(join.type)
@@ -172,6 +172,45 @@ def _replace(
     rel.CopyFrom(sp.table_read(ctx, name))
     outcome.used.append(table)
     return None
+
+
+def side_chain(rel: algebra_pb2.Rel, namespaces: Any) -> sp.ScanChain | None:
+    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
+
+    Like :func:`.substrait_plan.scan_chain`, and also through inner joins in which exactly one
+    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
+    read's, and the other tables' columns map to None. None when the input
+    holds no namespace read, two of them, or anything else than reads,
+    filters, projections and inner joins.
+    """
+    k = sp.kind(rel)
+    if k == "join":
+        join = rel.join
+        if join.type != algebra_pb2.JoinRel.JOIN_TYPE_INNER or join.HasField("post_join_filter"):
+            return None
+        left, right = _any_chain(join.left, namespaces), _any_chain(join.right, namespaces)
+        if left is None or right is None or (left.table is None) == (right.table is None):
+            return None
+        main = left if left.table is not None else right
+        return sp.ScanChain(
+            main.read, main.table, tuple(sp.emitted(rel, [*left.columns, *right.columns]))
+        )
+    if k in sp.ROW_WISE and sp.kind(getattr(rel, k).input) == "join":
+        below = side_chain(getattr(rel, k).input, namespaces)
+        return None if below is None else sp.above(rel, below)
+    chain = sp.scan_chain(rel)
+    return chain if chain is not None and chain.table in namespaces else None
+
+
+def _any_chain(rel: algebra_pb2.Rel, namespaces: Any) -> sp.ScanChain | None:
+    """:func:`side_chain`, or a scan of another table (its columns all None, table None)."""
+    chain = side_chain(rel, namespaces)
+    if chain is not None:
+        return chain
+    other = sp.scan_chain(rel)
+    if other is None or other.table in namespaces:
+        return None
+    return sp.ScanChain(other.read, None, tuple(None for _ in other.columns))  # type: ignore[arg-type]
 
 
 def pair_key(namespaces: Mapping[str, NamespaceTable], left: str, right: str) -> frozenset[str]:

@@ -31,6 +31,7 @@ from lance_sql.engines.datafusion import functions
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
+from lance_sql.engines.datafusion.prune_plan import preorder
 from lance_sql.planning.joins.plan import JoinGroup
 from lance_sql.tables.chain import ChainedUnit
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -140,10 +141,7 @@ def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, t
         ctx.register_record_batches(name, [[_empty_batch(side.schema)]])
     used: dict[str, set[str]] = {name: set() for name in sides}
     seen: set[str] = set()
-    pending = [group.dataframe(ctx).optimized_logical_plan()]
-    while pending:
-        node = pending.pop()
-        pending.extend(node.inputs())
+    for node in preorder(group.dataframe(ctx).optimized_logical_plan()):
         scan = node.to_variant()
         if type(scan).__name__ == "TableScan" and scan.table_name() in used:
             seen.add(scan.table_name())

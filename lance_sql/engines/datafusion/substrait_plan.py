@@ -188,49 +188,10 @@ def scan_chain(rel: Rel) -> ScanChain | None:
     if k not in ROW_WISE:
         return None
     below = scan_chain(getattr(rel, k).input)
-    return None if below is None else _above(rel, below)
+    return None if below is None else above(rel, below)
 
 
-def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
-    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
-
-    Like :func:`scan_chain`, and also through inner joins in which exactly one
-    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
-    read's, and the other tables' columns map to None. None when the input
-    holds no namespace read, two of them, or anything else than reads,
-    filters, projections and inner joins.
-    """
-    k = kind(rel)
-    if k == "join":
-        join = rel.join
-        if join.type != algebra_pb2.JoinRel.JOIN_TYPE_INNER or join.HasField("post_join_filter"):
-            return None
-        left, right = _any_chain(join.left, namespaces), _any_chain(join.right, namespaces)
-        if left is None or right is None or (left.table is None) == (right.table is None):
-            return None
-        main = left if left.table is not None else right
-        return ScanChain(
-            main.read, main.table, tuple(emitted(rel, [*left.columns, *right.columns]))
-        )
-    if k in ROW_WISE and kind(getattr(rel, k).input) == "join":
-        below = side_chain(getattr(rel, k).input, namespaces)
-        return None if below is None else _above(rel, below)
-    chain = scan_chain(rel)
-    return chain if chain is not None and chain.table in namespaces else None
-
-
-def _any_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
-    """:func:`side_chain`, or a scan of another table (its columns all None, table None)."""
-    chain = side_chain(rel, namespaces)
-    if chain is not None:
-        return chain
-    other = scan_chain(rel)
-    if other is None or other.table in namespaces:
-        return None
-    return ScanChain(other.read, None, tuple(None for _ in other.columns))  # type: ignore[arg-type]
-
-
-def _above(rel: Rel, below: ScanChain) -> ScanChain:
+def above(rel: Rel, below: ScanChain) -> ScanChain:
     """``below`` seen through the filter or projection ``rel``."""
     return ScanChain(below.read, below.table, tuple(through(rel, list(below.columns))))
 
@@ -422,6 +383,7 @@ def rename_tables(rel: Rel, old: str, new: str) -> None:
 __all__ = [
     "ROW_WISE",
     "ScanChain",
+    "above",
     "boolean_call",
     "conjunction",
     "conjuncts",
@@ -441,7 +403,6 @@ __all__ = [
     "rename_tables",
     "root_rel",
     "scan_chain",
-    "side_chain",
     "subplan",
     "table_name",
     "table_read",
