@@ -81,11 +81,11 @@ _SET = algebra_pb2.SetRel
 class TableCount:
     """The live rows of one registered Lance dataset at the version the query will read."""
 
-    name: str  # the table name in the query
     rows: int
-    version: int
-    follow_latest: bool  # registered without a version: read through ``pinned`` once hinted
-    pinned: Any  # the provider that reads exactly ``version``
+    #: a provider registered without a version (``table.follow_latest``) is read through
+    #: a copy pinned at ``snapshot`` once hinted
+    provider: LanceDatasetTable
+    snapshot: Any
 
 
 @dataclass
@@ -179,7 +179,7 @@ class _BoundCounter(RelationRows):
 
     def table(self, name: str) -> TableCount | None:
         if name not in self.tables:
-            self.tables[name] = _count(self.ctx, name)
+            self.tables[name] = table_count(self.ctx, name)
         return self.tables[name]
 
     def read(self, rel: Rel) -> int | None:
@@ -241,16 +241,13 @@ class _BoundCounter(RelationRows):
         return None
 
 
-def _count(ctx: Any, name: str) -> TableCount | None:
+def table_count(ctx: Any, name: str) -> TableCount | None:
     """The live rows of Lance dataset ``name`` at the version a scan now reads, else None."""
     provider = lance_dataset(ctx, name)
     if provider is None:
         return None
     snapshot = provider.table.snapshot()
-    rows = provider.live_rows(snapshot)
-    latest = provider.table.follow_latest
-    pinned = _pinned(provider, snapshot) if latest else provider
-    return TableCount(name, rows, snapshot.version, latest, pinned)
+    return TableCount(provider.live_rows(snapshot), provider, snapshot)
 
 
 _PINNED_LOCK = threading.Lock()
@@ -295,16 +292,16 @@ def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
         count = counts.table(original)
         if count is None:
             continue
-        label = f"{original} v{count.version}"
+        label = f"{original} v{count.snapshot.version}"
         if label not in labels:
             labels.append(label)
-        if name != original or not count.follow_latest:
+        if name != original or not count.provider.table.follow_latest:
             continue  # read through its pinned copy already, or pinned when registered
         copy = counts.copies.get(original)
         if copy is None:
             copy = counts.copies[original] = fresh_table_name("__lance_pinned")
             counts.aliases[copy] = original
-            register_query_table(ctx, copy, count.pinned)
+            register_query_table(ctx, copy, _pinned(count.provider, count.snapshot))
         sp.rename_tables(node, original, copy)
     return labels
 
@@ -332,5 +329,6 @@ __all__ = [
     "JoinStats",
     "TableCount",
     "plan_join_stats",
+    "table_count",
     "threshold_rows",
 ]

@@ -40,7 +40,6 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import join_order as jo
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.lance_provider import lance_dataset
 from lance_sql.format.metadata import open_metadata
 
 Rel = algebra_pb2.Rel
@@ -416,19 +415,6 @@ def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:
     return len(ctx.create_dataframe_from_logical_plan(logical).schema())
 
 
-def lance_live_rows(ctx: Any) -> Callable[[str], int | None]:
-    """Live rows of registered Lance datasets by name (None: not one, or unreadable)."""
-
-    def rows(name: str) -> int | None:
-        try:
-            provider = lance_dataset(ctx, name)
-            return None if provider is None else provider.live_rows()
-        except Exception:  # unreadable: no estimate
-            return None
-
-    return rows
-
-
 __all__ = [
     "FILTER_SELECTIVITY",
     "MAX_FILTER_CONJUNCTS",
@@ -436,7 +422,6 @@ __all__ = [
     "Estimator",
     "RelationRows",
     "bare_table_name",
-    "lance_live_rows",
     "namespace_rows",
     "native_width",
     "output_width",

@@ -34,7 +34,8 @@ from typing import Any
 
 from substrait import algebra_pb2
 
-from lance_sql.engines.datafusion.join_swap import Estimator, lance_live_rows
+from lance_sql.engines.datafusion.join_stats import table_count
+from lance_sql.engines.datafusion.join_swap import Estimator
 
 #: a join whose smaller input is estimated at most this many rows ...
 SMALL_SIDE_ROWS = 500_000
@@ -109,7 +110,10 @@ def decide(
     """
     small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
     large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-    estimate = Estimator(functions, namespaces, lance_live_rows(ctx))
+    # a dimension table joined into a side: its live rows
+    estimate = Estimator(
+        functions, namespaces, lambda n: getattr(table_count(ctx, n), "rows", None)
+    )
     lr, rr = estimate.guess(left), estimate.guess(right)
     use = True
     if small > 0 and lr is not None and rr is not None:

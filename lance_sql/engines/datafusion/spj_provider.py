@@ -106,21 +106,17 @@ class GroupJoinUnit(ScanUnit):
             return
         out_schema = projected_schema(self.schema, columns)
         sql_filter = None if filter is None else with_sql_semantics(filter, self.schema)
-        for batch in self._stream():
-            batch = batch.rename_columns(self.schema.names)  # group output -> c0, c1, ...
+        for b in self._stream():
+            b = b.rename_columns(self.schema.names)  # group output -> c0, c1, ...
             if sql_filter is not None:
-                batch = pa.Table.from_batches([batch]).filter(sql_filter).combine_chunks()
-                batches = batch.to_batches() or []
-            else:
-                batches = [batch]
-            for b in batches:
-                if b.num_rows == 0:
-                    continue
-                if columns is not None and not columns:
-                    yield from empty_batches(b.num_rows, None)
-                    continue
-                b = conform(b, self.schema)
-                yield b.select(list(out_schema.names)) if columns else b
+                b = b.filter(sql_filter)
+            if b.num_rows == 0:
+                continue
+            if columns is not None and not columns:
+                yield from empty_batches(b.num_rows, None)
+                continue
+            b = conform(b, self.schema)
+            yield b.select(list(out_schema.names)) if columns else b
 
     def _stream(self) -> Iterator[pa.RecordBatch]:
         """Run the groups one after the other; the next group starts while this one is consumed."""
