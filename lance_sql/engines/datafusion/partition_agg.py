@@ -70,12 +70,9 @@ def partition_wise_aggregates(
     names = sp.function_names(plan)
     estimate = Estimator(names, namespaces)
     out: list[PartitionAggTable] = []
-    pending = [sp.root_rel(plan)]
-    while pending:
-        rel = pending.pop()
+    for rel in sp.walk(sp.root_rel(plan)):  # a replaced subtree is a read: not walked
         found = _candidate(rel, namespaces)
         if found is None:
-            pending.extend(reversed(sp.inputs(rel)))
             continue
         agg, chain, jp = found
         ns = namespaces[chain.table]
@@ -84,7 +81,6 @@ def partition_wise_aggregates(
         output_rows = estimate.guess(rel)
         tables = sum(len(g.left) for g in jp.groups)
         if tables < 2 or rows is None or rows < MIN_INPUT_ROWS:
-            pending.extend(reversed(sp.inputs(rel)))
             continue
         jp = replace(jp, groups=tuple(JoinGroup(g.key, g.left, ()) for g in jp.groups if g.left))
         group_plan = sp.subplan(plan, rel)
@@ -119,10 +115,7 @@ def _candidate(
     chain = sp.scan_chain(agg.input)
     if chain is None or chain.table not in namespaces or sp.has_subquery(agg):
         return None
-    n = len(agg.grouping_expressions)
-    if len(agg.groupings) != 1 or not n:
-        return None
-    if list(agg.groupings[0].expression_references) != list(range(n)):
+    if sp.grouping_keys(agg) is None:
         return None
     table = namespaces[chain.table]
     snap = table._current()

@@ -73,16 +73,11 @@ def storage_partitioned_joins(
     """
     outcome = SpjOutcome()
     names = sp.function_names(plan)
-    pending = [sp.root_rel(plan)]
-    while pending:
-        rel = pending.pop()
+    for rel in sp.walk(sp.root_rel(plan)):  # a replaced join is a read: its inputs not walked
         if sp.kind(rel) == "join":
             why = _replace(ctx, plan, rel, namespaces, names, outcome, skip or {})
-            if why is None:
-                continue  # replaced: its inputs now live inside the groups
             if why:
                 outcome.reasons.append(why)
-        pending.extend(reversed(sp.inputs(rel)))
     return outcome
 
 

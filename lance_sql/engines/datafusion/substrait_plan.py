@@ -111,7 +111,8 @@ def walk(rel: Rel) -> Iterator[Rel]:
     """Every relation under ``rel`` (itself first), depth first, left to right.
 
     Relations inside expressions (subqueries) are not visited: a plan holding
-    one is never rewritten (see :func:`has_subquery`).
+    one is never rewritten (see :func:`has_subquery`). A relation the caller
+    replaces (``CopyFrom``) when it is yielded is walked as replaced.
     """
     yield rel
     for child in inputs(rel):
@@ -250,6 +251,20 @@ def wrap_in_fetch(rel: Rel, count: int) -> None:
     rel.fetch.input.CopyFrom(inner)
     rel.fetch.offset_expr.literal.i64 = 0
     rel.fetch.count_expr.literal.i64 = count
+
+
+def grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
+    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set).
+
+    The output is the grouping expressions in order, then the measures; with
+    more than one grouping set a grouping-id column follows the keys, and a key
+    may be NULL in a set without it, so only a single set of every expression counts.
+    """
+    if len(agg.groupings) != 1:
+        return None
+    refs = list(agg.groupings[0].expression_references)
+    n = len(agg.grouping_expressions)
+    return n if n and refs == list(range(n)) else None
 
 
 def function_names(plan: plan_pb2.Plan) -> dict[int, str]:
@@ -395,6 +410,7 @@ __all__ = [
     "field_references",
     "from_substrait",
     "function_names",
+    "grouping_keys",
     "has_subquery",
     "inputs",
     "kind",
