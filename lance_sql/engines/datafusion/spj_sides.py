@@ -138,7 +138,7 @@ def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, t
     """
     ctx = private_context()
     for name, side in sides.items():
-        ctx.register_record_batches(name, [[_empty_batch(side.schema)]])
+        ctx.register_record_batches(name, [[pa.RecordBatch.from_pylist([], schema=side.schema)]])
     used: dict[str, set[str]] = {name: set() for name in sides}
     seen: set[str] = set()
     for node in preorder(group.dataframe(ctx).optimized_logical_plan()):
@@ -183,10 +183,6 @@ def _pushed_filters(
 
 def _same(a: pc.Expression | None, b: pc.Expression | None) -> bool:
     return a is None if b is None else a is not None and a.equals(b)
-
-
-def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def side_table(side: SpjSide, refs: Sequence[Any] | None) -> NamespaceTable:
