@@ -122,16 +122,8 @@ def plan_join_stats(
     backup.CopyFrom(plan)
     try:
         counts = _BoundCounter(ctx)
-
-        def lance_rows(name: str) -> int | None:
-            count = counts.table(counts.aliases.get(name, name))
-            return None if count is None else count.rows
-
-        estimate = Estimator(sp.function_names(plan), namespaces or {}, lance_rows, extra_rows)
-
-        def width(rel: Rel) -> int:
-            return output_width(ctx, plan, rel)
-
+        estimate = Estimator(sp.function_names(plan), namespaces or {}, counts.rows_of, extra_rows)
+        width = lambda rel: output_width(ctx, plan, rel)  # noqa: E731
         out.lines += reorder_flat_trees(plan, estimate, width)
         out.lines += reduce_aggregate_inputs(plan, estimate, width)
         if limit >= 1:  # a threshold of 0 turns DataFusion's broadcast off: no hints
@@ -182,10 +174,13 @@ class _BoundCounter(RelationRows):
             self.tables[name] = table_count(self.ctx, name)
         return self.tables[name]
 
-    def read(self, rel: Rel) -> int | None:
-        name = bare_table_name(rel)
+    def rows_of(self, name: str | None) -> int | None:
+        """The live rows of table ``name`` (of a pinned copy: its table's); None: not Lance."""
         count = None if name is None else self.table(self.aliases.get(name, name))
         return None if count is None else count.rows
+
+    def read(self, rel: Rel) -> int | None:
+        return self.rows_of(bare_table_name(rel))
 
     def filter(self, below: int, condition: algebra_pb2.Expression) -> int:
         return below  # a filter keeps at most all rows
