@@ -294,9 +294,10 @@ class GroupQuery:
     @classmethod
     def of(cls, ctx: Any, plan: plan_pb2.Plan) -> GroupQuery:
         """The query of ``plan`` with the UDFs and other tables of ``ctx`` it reads."""
-        names = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan))}
-        names -= {None, LEFT_TABLE, RIGHT_TABLE}
-        tables = tuple((n, ctx.table_provider(n)) for n in sorted(names))  # type: ignore[type-var]
+        reads = {t for r in sp.walk(sp.root_rel(plan)) if (t := sp.table_name(r)) is not None}
+        tables = tuple(
+            (n, ctx.table_provider(n)) for n in sorted(reads - {LEFT_TABLE, RIGHT_TABLE})
+        )
         return cls(plan, _user_udfs(ctx, plan), "", tables)
 
     def dataframe(self, ctx: Any) -> Any:
