@@ -50,7 +50,8 @@ def push_partial_aggregates(
         functions = _measures(rel.aggregate, names)
         if table is None or functions is None or rel.aggregate.common.HasField("emit"):
             continue
-        original = _schema(ctx, plan, rel)
+        sub = sp.from_substrait(ctx, sp.subplan(plan, rel))
+        original = ctx.create_dataframe_from_logical_plan(sub).schema()
         group_plan = sp.subplan(plan, rel)
         join = sp.root_rel(table.group.plan)
         _replace_read(sp.root_rel(group_plan), table.name, join)
@@ -109,11 +110,6 @@ def _measures(agg: algebra_pb2.AggregateRel, names: dict[int, str]) -> list[str]
             return None
         out.append(name)
     return out
-
-
-def _schema(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> pa.Schema:
-    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
-    return ctx.create_dataframe_from_logical_plan(logical).schema()
 
 
 def _replace_read(rel: algebra_pb2.Rel, table: str, join: algebra_pb2.Rel) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.tables.substrait_schema import referenced_positions
 
 Rel = algebra_pb2.Rel
 INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
@@ -126,10 +127,6 @@ def _choose(sides: set[int], rows: tuple[int, int]) -> int | None:
     return None
 
 
-def _join_refs(join: algebra_pb2.JoinRel) -> list[int]:
-    return [r.direct_reference.struct_field.field for r in sp.field_references(join.expression)]
-
-
 def _rewrite(
     plan: plan_pb2.Plan,
     root: Rel,
@@ -146,7 +143,7 @@ def _rewrite(
     def mine(f: int) -> bool:
         return base <= f < base + width
 
-    need = sorted({f - base for f in [*_join_refs(join), *keys] if mine(f)})
+    need = sorted({f - base for f in [*referenced_positions(join.expression), *keys] if mine(f)})
     agg = root.aggregate
     # the pre-aggregate of side P: group by the needed columns, the measures over P
     pre = Rel()
