@@ -167,7 +167,7 @@ def test_aggregate_runs_inside_the_groups(contexts) -> None:
         "JOIN customers c ON o.customer_id = c.id GROUP BY c.segment"
     )
     done = on.sql(sql).lance_rewrite()
-    assert [t.group.describe() for t in done.used] == [
+    assert [t.group.inside for t in done.used] == [
         "partial aggregate + left side aggregated before the join"
     ]
     _check(contexts, sql)
@@ -179,7 +179,7 @@ def test_outer_join_aggregate_is_partial_only(contexts) -> None:
         "SELECT c.segment, sum(o.amount) FROM orders o "
         "LEFT JOIN customers c ON o.customer_id = c.id GROUP BY c.segment"
     )
-    assert [t.group.describe() for t in on.sql(sql).lance_rewrite().used] == ["partial aggregate"]
+    assert [t.group.inside for t in on.sql(sql).lance_rewrite().used] == ["partial aggregate"]
     _check(contexts, sql)
 
 

@@ -140,6 +140,42 @@ def test_outer_join_where_on_padded_side(minimal: dict[str, str], sql: str, spj:
     assert _lance(minimal, sql, spj=spj) == _duck(_tables(), sql)
 
 
+@pytest.mark.parametrize(
+    ("sql", "made"),
+    [
+        (ROWS_QUERY, ["RIGHT JOIN -> INNER JOIN"]),
+        (
+            "SELECT a.id AS x, b.c0 AS y FROM n0 b LEFT JOIN n1 a ON a.c0 = b.c0 "
+            "WHERE upper(a.c0) >= 'A'",
+            ["LEFT JOIN -> INNER JOIN"],
+        ),
+        # padded rows pass the WHERE: the join stays outer and nothing is reported
+        (
+            "SELECT a.id AS x, b.c0 AS y FROM n1 a RIGHT JOIN n0 b ON a.c0 = b.c0 "
+            "WHERE a.c0 IS NULL OR nullif(a.c0, 'é') < '日本'",
+            [],
+        ),
+        (
+            "SELECT a.id AS x, b.c0 AS y FROM n1 a RIGHT JOIN n0 b ON a.c0 = b.c0 "
+            "WHERE a.id = 1 OR b.c0 LIKE 'a%'",
+            [],
+        ),
+    ],
+)
+def test_outer_join_elimination_is_reported(
+    minimal: dict[str, str], sql: str, made: list[str]
+) -> None:
+    """The pass lists the joins it made inner in ``lance_rewrite()`` and EXPLAIN."""
+    ctx = lance_sql.SessionContext(spj=False)
+    for name, uri in minimal.items():
+        ctx.register_namespace(name, uri)
+    assert ctx.sql(sql).lance_rewrite().outer_joins == made
+    explain = "\n".join(ctx.sql(f"EXPLAIN {sql}").to_pydict()["plan"])
+    lines = [f"outer join made inner by the WHERE: {m}" for m in made]
+    assert [x for x in explain.splitlines() if x.startswith("outer join")] == lines
+    assert _lance(minimal, sql, spj=False) == _duck(_tables(), sql)
+
+
 def test_inner_join_only_where_the_schema_stays(tmp_path: Path) -> None:
     """A padded side with a NOT NULL column would change the output's nullability: the
     join stays outer (the answer and schema are plain DataFusion's)."""

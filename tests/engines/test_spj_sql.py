@@ -350,7 +350,6 @@ def test_group_sides_read_only_needed_columns_and_rows(roots) -> None:
     """Each group reads the columns its query needs, with the side's pushable WHERE."""
     from lance_sql.engines.datafusion import spj_sides
     from lance_sql.engines.datafusion import substrait_plan as sp
-    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery
     from lance_sql.tables.namespace.namespace import PartitionedNamespace as NS
 
     left, right = (
@@ -358,10 +357,10 @@ def test_group_sides_read_only_needed_columns_and_rows(roots) -> None:
         for r, alias, name in ((roots[0], "o", "orders"), (roots[1], "c", "customers"))
     )
 
-    def group(sql: str) -> SubstraitGroupQuery:
+    def group(sql: str) -> spj_sides.GroupQuery:
         """The group query of ``sql`` as the SPJ pass builds it (optimized plan, Substrait)."""
         gctx = spj_sides.group_context(left, right, None)
-        return SubstraitGroupQuery(sp.to_substrait(gctx, gctx.sql(sql).optimized_logical_plan()))
+        return spj_sides.GroupQuery(sp.to_substrait(gctx, gctx.sql(sql).optimized_logical_plan()))
 
     sql = (
         f"SELECT c.segment, o.order_id FROM {spj_sides.LEFT_TABLE} o "

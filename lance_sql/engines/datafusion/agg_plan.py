@@ -19,6 +19,7 @@ place of the original aggregate.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -39,8 +40,6 @@ def push_partial_aggregates(
     ctx: Any, plan: plan_pb2.Plan, used: Sequence[SpjTable]
 ) -> list[SpjTable]:
     """Move each decomposable aggregate over an SPJ table into its groups (in place)."""
-    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery
-
     tables = {t.name: t for t in used}
     names = sp.function_names(plan)
     out: list[SpjTable] = []
@@ -51,7 +50,8 @@ def push_partial_aggregates(
         functions = _measures(rel.aggregate, names)
         if table is None or functions is None or rel.aggregate.common.HasField("emit"):
             continue
-        original = _schema(ctx, plan, rel)
+        sub = sp.from_substrait(ctx, sp.subplan(plan, rel))
+        original = ctx.create_dataframe_from_logical_plan(sub).schema()
         group_plan = sp.subplan(plan, rel)
         join = sp.root_rel(table.group.plan)
         _replace_read(sp.root_rel(group_plan), table.name, join)
@@ -59,9 +59,8 @@ def push_partial_aggregates(
         eager = eager_aggregate(group_plan, (_side_rows(table, "left"), _side_rows(table, "right")))
         if eager is not None:
             inside += f" + {eager} side aggregated before the join"
-        group = SubstraitGroupQuery(group_plan, table.group.udfs, inside, table.group.tables)
+        group = replace(table.group, plan=group_plan, inside=inside)
         schema = group_schema(table.left, table.right, group)
-        schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
         name = fresh_table_name("__lance_spj_agg")
         partial = SpjTable(
             table.plan, table.left, table.right, name=name, group=group, schema=schema
@@ -113,11 +112,6 @@ def _measures(agg: algebra_pb2.AggregateRel, names: dict[int, str]) -> list[str]
     return out
 
 
-def _schema(ctx: Any, plan: plan_pb2.Plan, rel: algebra_pb2.Rel) -> pa.Schema:
-    logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
-    return ctx.create_dataframe_from_logical_plan(logical).schema()
-
-
 def _replace_read(rel: algebra_pb2.Rel, table: str, join: algebra_pb2.Rel) -> None:
     for node in sp.walk(rel):
         if sp.table_name(node) == table:  # the read has no output mapping; the join its own
@@ -151,23 +145,7 @@ def _final_rel(
 
 def _adopt_functions(plan: plan_pb2.Plan, other: plan_pb2.Plan, rel: algebra_pb2.Rel) -> None:
     """Re-point ``rel``'s function references (from ``other``) at ``plan``'s declarations."""
-    mine = {
-        e.extension_function.name: e.extension_function.function_anchor
-        for e in plan.extensions
-        if e.HasField("extension_function")
-    }
-    mapping: dict[int, int] = {}
-    for ext in other.extensions:
-        if not ext.HasField("extension_function"):
-            continue
-        fn = ext.extension_function
-        if fn.name not in mine:
-            anchor = max([*mine.values(), -1]) + 1
-            new = plan.extensions.add()
-            new.CopyFrom(ext)
-            new.extension_function.function_anchor = anchor
-            mine[fn.name] = anchor
-        mapping[fn.function_anchor] = mine[fn.name]
+    mapping = {a: sp.declare_function(plan, n) for a, n in sp.function_names(other).items()}
     for msg in sp.messages(rel):
         if "function_reference" in msg.DESCRIPTOR.fields_by_name:  # 0 is "unset" in proto3
             msg.function_reference = mapping.get(msg.function_reference, msg.function_reference)

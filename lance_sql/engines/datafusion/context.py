@@ -305,6 +305,7 @@ class SessionContext(datafusion.SessionContext):
         lines = "\n".join(
             [f"storage-partitioned join: not used ({r})" for r in done.reasons]
             + [f"join statistics: {line}" for line in done.join_stats]
+            + [f"outer join made inner by the WHERE: {line}" for line in done.outer_joins]
             + [f"transform-term pruning: not used ({r})" for r in done.prune_reasons]
             + search_sql.explain_lines()
         )

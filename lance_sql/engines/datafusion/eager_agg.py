@@ -21,6 +21,7 @@ from __future__ import annotations
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.tables.substrait_schema import referenced_positions
 
 Rel = algebra_pb2.Rel
 INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
@@ -42,13 +43,10 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     found = _join_below(agg.input)
     if found is None:
         return None
-    join, to_join = found
+    join, to_join, widths = found
     try:  # positions are rewritten below: a subquery or outer reference cannot be
         sp.field_references(join.expression)
     except ValueError:
-        return None
-    widths = _widths(join)
-    if widths is None:
         return None
     names = sp.function_names(plan)
     measure_sides = _measure_sides(agg, to_join, widths[0], names)
@@ -64,8 +62,11 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     return "left" if side == 0 else "right"
 
 
-def _join_below(rel: Rel) -> tuple[algebra_pb2.JoinRel, list[int]] | None:
-    """The inner join under plain projections, and aggregate-input field -> join-input field."""
+def _join_below(
+    rel: Rel,
+) -> tuple[algebra_pb2.JoinRel, list[int], tuple[int, int]] | None:
+    """The inner join under plain projections, aggregate-input field -> join-input field,
+    and the widths of the join's inputs."""
     chain: list[Rel] = []
     while sp.kind(rel) == "project":
         chain.append(rel)
@@ -83,7 +84,7 @@ def _join_below(rel: Rel) -> tuple[algebra_pb2.JoinRel, list[int]] | None:
         if any(sp.field_ref(e) is None for e in proj.project.expressions):
             return None
         fields = sp.through(proj, fields)
-    return join, fields
+    return join, fields, widths
 
 
 def _widths(join: algebra_pb2.JoinRel) -> tuple[int, int] | None:
@@ -126,10 +127,6 @@ def _choose(sides: set[int], rows: tuple[int, int]) -> int | None:
     return None
 
 
-def _join_refs(join: algebra_pb2.JoinRel) -> list[int]:
-    return [r.direct_reference.struct_field.field for r in sp.field_references(join.expression)]
-
-
 def _rewrite(
     plan: plan_pb2.Plan,
     root: Rel,
@@ -146,7 +143,7 @@ def _rewrite(
     def mine(f: int) -> bool:
         return base <= f < base + width
 
-    need = sorted({f - base for f in [*_join_refs(join), *keys] if mine(f)})
+    need = sorted({f - base for f in [*referenced_positions(join.expression), *keys] if mine(f)})
     agg = root.aggregate
     # the pre-aggregate of side P: group by the needed columns, the measures over P
     pre = Rel()

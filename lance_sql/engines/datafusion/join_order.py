@@ -211,7 +211,7 @@ def _attach(
     candidates = [
         i
         for i, leaf in enumerate(tree.leaves)
-        if i not in namespaces and i not in pair and _filtered_scan(leaf)
+        if i not in namespaces and i not in pair and sp.scan_chain(leaf) and filters_rows(leaf)
     ]
     changed = True
     while changed:
@@ -228,11 +228,6 @@ def _attach(
                 touch[0].append(leaf)
                 changed = True
     return sides
-
-
-def _filtered_scan(rel: Rel) -> bool:
-    """A read of a named table under filters and projections, with at least one filter."""
-    return sp.scan_chain(rel) is not None and filters_rows(rel)
 
 
 def filters_rows(rel: Rel) -> bool:

@@ -58,7 +58,6 @@ from lance_sql.engines.datafusion.join_swap import (
     output_width,
     reorder_flat_trees,
     swap_inner_joins,
-    table_rows_for,
 )
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable, lance_dataset
 from lance_sql.engines.datafusion.semi_reduce import reduce_aggregate_inputs
@@ -82,11 +81,11 @@ _SET = algebra_pb2.SetRel
 class TableCount:
     """The live rows of one registered Lance dataset at the version the query will read."""
 
-    name: str  # the table name in the query
     rows: int
-    version: int
-    follow_latest: bool  # registered without a version: read through ``pinned`` once hinted
-    pinned: Any  # the provider that reads exactly ``version``
+    #: a provider registered without a version (``table.follow_latest``) is read through
+    #: a copy pinned at ``snapshot`` once hinted
+    provider: LanceDatasetTable
+    snapshot: Any
 
 
 @dataclass
@@ -96,55 +95,37 @@ class JoinStats:
     lines: list[str] = field(default_factory=list)
     error: str | None = None  # why no hint was given (the plan is left as it was)
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.lines)
-
 
 def plan_join_stats(
     ctx: Any,
     plan: plan_pb2.Plan,
-    threshold: int | None = None,
     *,
     namespaces: Mapping[str, Any] | None = None,
     extra_rows: Mapping[str, float] | None = None,
-    reduce_aggregates: bool = True,
 ) -> JoinStats:
     """Order, hint and swap joins by Lance metadata (in place).
 
     Inner-join trees DataFusion would rebuild from their left-most input are
     ordered by estimate (:func:`.join_swap.reorder_flat_trees`); every join
-    input whose row bound is at most ``threshold`` rows (default: the
-    context's ``hash_join_single_partition_threshold_rows``) gets its hint;
+    input whose row bound is at most the context's
+    ``hash_join_single_partition_threshold_rows`` gets its hint;
     inner joins with no hinted input are swapped when the right input is
     estimated much smaller (:func:`.join_swap.swap_inner_joins`).
     ``namespaces`` (registered namespace tables by name) and ``extra_rows``
     (estimated rows of other tables, e.g. storage-partitioned joins) feed the
-    estimates. ``reduce_aggregates``: aggregates joined on their grouping keys
-    first aggregate only the groups the join can match (:mod:`.semi_reduce`).
+    estimates. Aggregates joined on their grouping keys first aggregate only
+    the groups the join can match (:mod:`.semi_reduce`).
     """
     out = JoinStats()
-    limit = threshold_rows(ctx) if threshold is None else threshold
+    limit = threshold_rows(ctx)
     backup = plan_pb2.Plan()
     backup.CopyFrom(plan)
     try:
         counts = _BoundCounter(ctx)
-
-        def lance_rows(name: str) -> int | None:
-            count = counts.table(counts.aliases.get(name, name))
-            return None if count is None else count.rows
-
-        estimate = Estimator(
-            table_rows_for(lance_rows, namespaces or {}, extra_rows or {}),
-            sp.function_names(plan),
-        )
-
-        def width(rel: Rel) -> int:
-            return output_width(ctx, plan, rel)
-
+        estimate = Estimator(sp.function_names(plan), namespaces or {}, counts.rows_of, extra_rows)
+        width = lambda rel: output_width(ctx, plan, rel)  # noqa: E731
         out.lines += reorder_flat_trees(plan, estimate, width)
-        if reduce_aggregates:
-            out.lines += reduce_aggregate_inputs(plan, estimate, width)
+        out.lines += reduce_aggregate_inputs(plan, estimate, width)
         if limit >= 1:  # a threshold of 0 turns DataFusion's broadcast off: no hints
             _hint(ctx, plan, limit, out, counts)
         out.lines += swap_inner_joins(plan, estimate, width)
@@ -156,65 +137,26 @@ def plan_join_stats(
 
 
 def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats, counts: _BoundCounter) -> None:
-    pending = [sp.root_rel(plan)]
-    while pending:
-        rel = pending.pop()
-        if sp.kind(rel) == "join":
-            for side_name in ("left", "right"):
-                side = getattr(rel.join, side_name)
-                if sp.kind(side) in ("fetch", "sort"):
-                    continue
-                bound = counts.rows(side)
-                if bound is None or not 1 <= bound <= limit:
-                    continue
-                tables = _pin_reads(ctx, side, counts)
-                _wrap_in_fetch(side, bound)
-                what = ", ".join(tables) or "input"
-                out.lines.append(
-                    f"{side_name} input ({what}): at most {bound} rows (Lance metadata) <= "
-                    f"{limit}: DataFusion may collect and broadcast it (CollectLeft)"
-                )
-        pending.extend(sp.inputs(rel))
-        pending.extend(subquery_rels(rel))
-
-
-_INPUT_FIELDS = ("input", "left", "right", "inputs", "common")
-#: the Rel field of each kind of subquery expression
-_SUBQUERY_RELS = {
-    "scalar": "input",
-    "in_predicate": "haystack",
-    "set_predicate": "tuples",
-    "set_comparison": "right",
-}
-
-
-def subquery_rels(rel: Rel) -> list[Rel]:
-    """The plans of the subqueries in ``rel``'s own expressions (not in its inputs' ones).
-
-    TPC-H q11's ``HAVING sum(...) > (SELECT sum(...) FROM partsupp, supplier, nation ...)``
-    stays a scalar subquery expression in DataFusion 55's plan, with joins of its own.
-    """
-    body = getattr(rel, sp.kind(rel), None)
-    if body is None:
-        return []
-    out: list[Rel] = []
-    stack: list[Any] = []
-    for desc, value in body.ListFields():
-        if desc.message_type is not None and desc.name not in _INPUT_FIELDS:
-            stack.extend(value if desc.is_repeated else [value])
-    while stack:
-        item = stack.pop()
-        if isinstance(item, algebra_pb2.Rel):
-            continue  # an input under another name: walked as an input
-        if isinstance(item, algebra_pb2.Expression.Subquery):
-            kind = item.WhichOneof("subquery_type")
-            if kind in _SUBQUERY_RELS:
-                out.append(getattr(getattr(item, kind), _SUBQUERY_RELS[kind]))
-            continue  # subqueries nested in this one are found when it is walked
-        for desc, value in item.ListFields():
-            if desc.message_type is not None:
-                stack.extend(value if desc.is_repeated else [value])
-    return out
+    """Hint every join input whose bound is at most ``limit``, also of joins inside subquery
+    expressions (TPC-H q11's ``HAVING sum(...) > (SELECT ... FROM partsupp, supplier, ...)``
+    keeps its own joins). Innermost first: a hint moves its input under a new relation,
+    so no join still to be hinted may lie under it."""
+    joins = [m for m in sp.messages(plan) if isinstance(m, Rel) and sp.kind(m) == "join"]
+    for rel in reversed(joins):
+        for side_name in ("left", "right"):
+            side = getattr(rel.join, side_name)
+            if sp.kind(side) in ("fetch", "sort"):
+                continue
+            bound = counts.rows(side)
+            if bound is None or not 1 <= bound <= limit:
+                continue
+            tables = _pin_reads(ctx, side, counts)
+            sp.wrap_in_fetch(side, bound)
+            what = ", ".join(tables) or "input"
+            out.lines.append(
+                f"{side_name} input ({what}): at most {bound} rows (Lance metadata) <= "
+                f"{limit}: DataFusion may collect and broadcast it (CollectLeft)"
+            )
 
 
 class _BoundCounter(RelationRows):
@@ -229,13 +171,16 @@ class _BoundCounter(RelationRows):
 
     def table(self, name: str) -> TableCount | None:
         if name not in self.tables:
-            self.tables[name] = _count(self.ctx, name)
+            self.tables[name] = table_count(self.ctx, name)
         return self.tables[name]
 
-    def read(self, rel: Rel) -> int | None:
-        name = bare_table_name(rel)
+    def rows_of(self, name: str | None) -> int | None:
+        """The live rows of table ``name`` (of a pinned copy: its table's); None: not Lance."""
         count = None if name is None else self.table(self.aliases.get(name, name))
         return None if count is None else count.rows
+
+    def read(self, rel: Rel) -> int | None:
+        return self.rows_of(bare_table_name(rel))
 
     def filter(self, below: int, condition: algebra_pb2.Expression) -> int:
         return below  # a filter keeps at most all rows
@@ -291,16 +236,13 @@ class _BoundCounter(RelationRows):
         return None
 
 
-def _count(ctx: Any, name: str) -> TableCount | None:
+def table_count(ctx: Any, name: str) -> TableCount | None:
     """The live rows of Lance dataset ``name`` at the version a scan now reads, else None."""
     provider = lance_dataset(ctx, name)
     if provider is None:
         return None
     snapshot = provider.table.snapshot()
-    rows = provider.live_rows(snapshot)
-    latest = provider.table.follow_latest
-    pinned = _pinned(provider, snapshot) if latest else provider
-    return TableCount(name, rows, snapshot.version, latest, pinned)
+    return TableCount(provider.live_rows(snapshot), provider, snapshot)
 
 
 _PINNED_LOCK = threading.Lock()
@@ -345,28 +287,18 @@ def _pin_reads(ctx: Any, rel: Rel, counts: _BoundCounter) -> list[str]:
         count = counts.table(original)
         if count is None:
             continue
-        label = f"{original} v{count.version}"
+        label = f"{original} v{count.snapshot.version}"
         if label not in labels:
             labels.append(label)
-        if name != original or not count.follow_latest:
+        if name != original or not count.provider.table.follow_latest:
             continue  # read through its pinned copy already, or pinned when registered
         copy = counts.copies.get(original)
         if copy is None:
             copy = counts.copies[original] = fresh_table_name("__lance_pinned")
             counts.aliases[copy] = original
-            register_query_table(ctx, copy, count.pinned)
+            register_query_table(ctx, copy, _pinned(count.provider, count.snapshot))
         sp.rename_tables(node, original, copy)
     return labels
-
-
-def _wrap_in_fetch(rel: Rel, count: int) -> None:
-    """Put ``rel`` under a ``LIMIT count`` (in place): the row-count hint."""
-    inner = Rel()
-    inner.CopyFrom(rel)
-    rel.Clear()
-    rel.fetch.input.CopyFrom(inner)
-    rel.fetch.offset_expr.literal.i64 = 0
-    rel.fetch.count_expr.literal.i64 = count
 
 
 def threshold_rows(ctx: Any) -> int:
@@ -392,5 +324,6 @@ __all__ = [
     "JoinStats",
     "TableCount",
     "plan_join_stats",
+    "table_count",
     "threshold_rows",
 ]

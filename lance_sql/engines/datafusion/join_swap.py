@@ -56,9 +56,6 @@ SWAP_FACTOR = 2.0
 _UNKNOWN = 1e15  # an input with no estimate counts as very large
 
 
-TableRows = Callable[[str], "float | None"]
-
-
 class RelationRows:
     """Rows of Substrait relations, walked from the reads up.
 
@@ -97,13 +94,42 @@ class RelationRows:
 
 
 class Estimator(RelationRows):
-    """Estimated output rows of Substrait relations (see the module doc)."""
+    """Estimated output rows of Substrait relations (see the module doc).
 
-    def __init__(self, table_rows: TableRows, functions: Mapping[int, str] | None = None) -> None:
-        self.table_rows = table_rows
-        #: function anchor -> name of the plan (:func:`.substrait_plan.function_names`);
-        #: without it every filter counts as one conjunct
-        self.functions = dict(functions or {})
+    Tables: ``extra`` (estimated rows by name, e.g. storage-partitioned joins),
+    then ``namespaces`` (registered namespace tables by name), then
+    ``lance_rows(name)`` (live rows of a Lance dataset, None: not one).
+    """
+
+    def __init__(
+        self,
+        functions: Mapping[int, str],
+        namespaces: Mapping[str, Any],
+        lance_rows: Callable[[str], int | None] = lambda _name: None,
+        extra: Mapping[str, float] | None = None,
+    ) -> None:
+        #: function anchor -> name of the plan (:func:`.substrait_plan.function_names`)
+        self.functions = dict(functions)
+        self.namespaces, self.lance_rows, self.extra = namespaces, lance_rows, extra or {}
+
+    def table_rows(self, name: str) -> float | None:
+        if name in self.extra:
+            return self.extra[name]
+        table = self.namespaces.get(name)
+        if table is not None:
+            try:
+                return namespace_rows(table.namespace)
+            except Exception:
+                return None
+        n = self.lance_rows(name)
+        return None if n is None else float(n)
+
+    def guess(self, rel: Rel) -> float | None:
+        """:meth:`rows`, None where it cannot estimate (an estimate is a hint only)."""
+        try:
+            return self.rows(rel)  # type: ignore[no-any-return]
+        except Exception:
+            return None
 
     def selectivity(self, condition: algebra_pb2.Expression) -> float:
         """The share of rows ``condition`` keeps: :data:`FILTER_SELECTIVITY` per conjunct.
@@ -114,7 +140,7 @@ class Estimator(RelationRows):
         orders stayed the hash join's build side (Parquet statistics put the
         filtered lineitem there).
         """
-        n = len(sp.conjuncts(condition, self.functions)) if self.functions else 1
+        n = len(sp.conjuncts(condition, self.functions))
         return FILTER_SELECTIVITY ** max(1, min(n, MAX_FILTER_CONJUNCTS))
 
     def read(self, rel: Rel) -> float | None:
@@ -389,28 +415,6 @@ def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:
     return len(ctx.create_dataframe_from_logical_plan(logical).schema())
 
 
-def table_rows_for(
-    lance_rows: Callable[[str], int | None],
-    namespaces: Mapping[str, Any],
-    extra: Mapping[str, float],
-) -> TableRows:
-    """A table-name -> estimated rows function over Lance datasets, namespaces and ``extra``."""
-
-    def rows(name: str) -> float | None:
-        if name in extra:
-            return extra[name]
-        table = namespaces.get(name)
-        if table is not None:
-            try:
-                return namespace_rows(table.namespace)
-            except Exception:
-                return None
-        n = lance_rows(name)
-        return None if n is None else float(n)
-
-    return rows
-
-
 __all__ = [
     "FILTER_SELECTIVITY",
     "MAX_FILTER_CONJUNCTS",
@@ -423,5 +427,4 @@ __all__ = [
     "output_width",
     "reorder_flat_trees",
     "swap_inner_joins",
-    "table_rows_for",
 ]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from substrait import algebra_pb2, plan_pb2, type_pb2
+from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.join_swap import output_width
@@ -84,13 +84,12 @@ def _expand(
     left_key, right_key = sorted(keys)
     if not left_key < width <= right_key:
         return "whose key equality does not compare its two sides"
-    is_null = sp.declare_function(plan, "is_null")
     plain = algebra_pb2.Rel()
     plain.CopyFrom(rel)
-    nulls = _first_row(join.right, _is_null(is_null, right_key - width))
+    nulls = _first_row(join.right, _is_null(plan, right_key - width))
     anyone = _first_row(join.right, None)
-    no_nulls = _anti(plain, nulls, _is_null(is_null, right_key))
-    rel.CopyFrom(_anti(no_nulls, anyone, _is_null(is_null, left_key)))
+    no_nulls = _anti(plain, nulls, _is_null(plan, right_key))
+    rel.CopyFrom(_anti(no_nulls, anyone, _is_null(plan, left_key)))
     return None
 
 
@@ -112,22 +111,16 @@ def _first_row(
     """``input_rel`` [filtered by ``condition``], at most one row."""
     rel = algebra_pb2.Rel()
     if condition is None:
-        rel.fetch.input.CopyFrom(input_rel)
+        rel.CopyFrom(input_rel)
     else:
-        rel.fetch.input.filter.input.CopyFrom(input_rel)
-        rel.fetch.input.filter.condition.CopyFrom(condition)
-    rel.fetch.offset_expr.literal.i64 = 0
-    rel.fetch.count_expr.literal.i64 = 1
+        rel.filter.input.CopyFrom(input_rel)
+        rel.filter.condition.CopyFrom(condition)
+    sp.wrap_in_fetch(rel, 1)
     return rel
 
 
-def _is_null(anchor: int, index: int) -> algebra_pb2.Expression:
-    expr = algebra_pb2.Expression()
-    fn = expr.scalar_function
-    fn.function_reference = anchor
-    fn.output_type.bool.nullability = type_pb2.Type.NULLABILITY_REQUIRED
-    fn.arguments.add().value.CopyFrom(sp.field_reference(index))
-    return expr
+def _is_null(plan: plan_pb2.Plan, index: int) -> algebra_pb2.Expression:
+    return sp.boolean_call(plan, "is_null", [sp.field_reference(index)])
 
 
 __all__ = ["expand_not_in", "null_aware_flags"]

@@ -38,11 +38,13 @@ JT = algebra_pb2.JoinRel.JoinType
 #: possible values of an expression: True, False, None (NULL) and ``VALUE`` (any other)
 VALUE = "value"
 ANY = frozenset({True, False, None, VALUE})
-#: functions whose result is NULL whenever one of their arguments is NULL
+#: functions whose result is NULL whenever one of their arguments is NULL ...
 _STRICT_NAMES = """equal not_equal lt lte gt gte add subtract multiply divide modulus negate abs
-like ilike upper lower left right substring substr character_length length octet_length btrim
+upper lower left right substring substr character_length length octet_length btrim
 ltrim rtrim trim starts_with ends_with strpos date_part date_trunc floor ceil round sqrt"""
-STRICT = frozenset(_STRICT_NAMES.split())
+#: ... and those NULL when one of their first n arguments is: function -> n (None: all).
+#: LIKE's third argument is its escape character, a NULL literal when there is none.
+STRICT = dict.fromkeys(_STRICT_NAMES.split()) | {"like": 2, "ilike": 2, "nullif": 1}
 #: what a join type becomes when its left / right padded side is rejected
 _LEFT_PADDED = {JT.JOIN_TYPE_RIGHT: JT.JOIN_TYPE_INNER, JT.JOIN_TYPE_OUTER: JT.JOIN_TYPE_LEFT}
 _RIGHT_PADDED = {JT.JOIN_TYPE_LEFT: JT.JOIN_TYPE_INNER, JT.JOIN_TYPE_OUTER: JT.JOIN_TYPE_RIGHT}
@@ -75,10 +77,14 @@ def eliminate_outer_joins(
             continue
         old, join.type = join.type, new
         if same_schema(plan):
-            done.append(f"{JT.Name(old)} -> {JT.Name(new)}")
+            done.append(f"{_sql_name(old)} JOIN -> {_sql_name(new)} JOIN")
         else:
             join.type = old
     return done
+
+
+def _sql_name(join_type: int) -> str:
+    return JT.Name(join_type).removeprefix("JOIN_TYPE_").replace("OUTER", "FULL")
 
 
 def _join_below(rel: Rel, width: Callable[[Rel], int]) -> tuple[Any, list[Any]] | None:
@@ -134,10 +140,7 @@ def _values(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> 
         return ANY
     fn = expr.scalar_function
     name = names.get(fn.function_reference, "")
-    arguments = list(fn.arguments)
-    if name in ("like", "ilike"):  # (value, pattern, escape): a NULL escape means none
-        arguments = arguments[:2]
-    args = [_values(a.value, origins, side, names) for a in arguments]
+    args = [_values(a.value, origins, side, names) for a in fn.arguments]
     if name in ("and", "or") and args:
         out = _truth(args[0])
         for arg in args[1:]:
@@ -147,9 +150,7 @@ def _values(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> 
         return frozenset(None if v is None else not v for v in _truth(args[0]))
     if name in ("is_null", "is_not_null") and len(args) == 1:
         return frozenset((v is None) == (name == "is_null") for v in args[0])
-    if (name in STRICT and any(a == {None} for a in args)) or (
-        name == "nullif" and args and args[0] == {None}
-    ):
+    if name in STRICT and any(a == {None} for a in args[: STRICT[name]]):
         return frozenset({None})
     return ANY
 

@@ -40,9 +40,9 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
+from lance_sql.engines.datafusion.join_swap import Estimator
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, SpjSide, group_schema
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, GroupQuery, SpjSide, group_schema
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan, plan_join
 
@@ -67,52 +67,35 @@ def partition_wise_aggregates(
     ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, Any]
 ) -> list[PartitionAggTable]:
     """Run every aggregate grouped by its namespace's partition source per table (in place)."""
-    from lance_sql.engines.datafusion.spj_plan import SubstraitGroupQuery, other_tables, user_udfs
-
     names = sp.function_names(plan)
-    estimate = Estimator(table_rows_for(lambda _name: None, namespaces, {}), names)
+    estimate = Estimator(names, namespaces)
     out: list[PartitionAggTable] = []
-    pending = [sp.root_rel(plan)]
-    while pending:
-        rel = pending.pop()
+    for rel in sp.walk(sp.root_rel(plan)):  # a replaced subtree is a read: not walked
         found = _candidate(rel, namespaces)
         if found is None:
-            pending.extend(reversed(sp.inputs(rel)))
             continue
         agg, chain, jp = found
         ns = namespaces[chain.table]
         snap = ns._current()
-        rows = _rows(estimate, agg.aggregate.input)
-        output_rows = _rows(estimate, rel)
+        rows = estimate.guess(agg.aggregate.input)
+        output_rows = estimate.guess(rel)
         tables = sum(len(g.left) for g in jp.groups)
         if tables < 2 or rows is None or rows < MIN_INPUT_ROWS:
-            pending.extend(reversed(sp.inputs(rel)))
             continue
         jp = replace(jp, groups=tuple(JoinGroup(g.key, g.left, ()) for g in jp.groups if g.left))
         group_plan = sp.subplan(plan, rel)
         sp.rename_tables(sp.root_rel(group_plan), chain.table, LEFT_TABLE)
-        group = SubstraitGroupQuery(
-            group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, sp.root_rel(group_plan))
-        )
+        group = GroupQuery.of(ctx, group_plan)
         side = SpjSide(snap, ns.schema, chain.table, ns.name)
         schema = group_schema(side, side, group)
         name = fresh_table_name("__lance_pagg")
-        schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
         table = PartitionAggTable(jp, side, side, name=name, group=group, schema=schema)
         table.estimate = f"~{round(rows):,} input rows estimated"
         table.output_rows = output_rows  # the join statistics' estimate of this table
         register_query_table(ctx, name, table)
-        read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
-        rel.CopyFrom(read)
+        rel.CopyFrom(sp.table_read(ctx, name))
         out.append(table)
     return out
-
-
-def _rows(estimate: Estimator, rel: algebra_pb2.Rel) -> float | None:
-    try:
-        return estimate.rows(rel)
-    except Exception:  # an estimate is a hint only: no estimate, no rewrite
-        return None
 
 
 def _candidate(
@@ -132,10 +115,7 @@ def _candidate(
     chain = sp.scan_chain(agg.input)
     if chain is None or chain.table not in namespaces or sp.has_subquery(agg):
         return None
-    n = len(agg.grouping_expressions)
-    if len(agg.groupings) != 1 or not n:
-        return None
-    if list(agg.groupings[0].expression_references) != list(range(n)):
+    if sp.grouping_keys(agg) is None:
         return None
     table = namespaces[chain.table]
     snap = table._current()

@@ -67,6 +67,8 @@ class Rewrite:
     join_stats: list[str] = field(default_factory=list)
     #: why filters DataFusion did not push could not prune (the prune pass did not run)
     prune_reasons: list[str] = field(default_factory=list)
+    #: outer joins a WHERE made inner (:mod:`.outer_join_elimination`): ``RIGHT -> INNER``
+    outer_joins: list[str] = field(default_factory=list)
 
 
 def _scans(plan: Any) -> list[str]:
@@ -253,19 +255,19 @@ def _rewrite_plan(
         why = expand_not_in(ctx, plan, logical) if null_aware else None
         if why is not None:
             return _unchanged(out, why, spj=want_spj)
+        tables = {**namespaces, **out.pruned}
+        width = lambda rel: output_width(ctx, plan, rel)  # noqa: E731
         if want_shared:  # before the passes that annotate one copy (join statistics)
-            tables = {**namespaces, **out.pruned}
             is_lance = lambda n: n in tables or lance_dataset(ctx, n) is not None  # noqa: E731
             changed = bool(share_repeated_aggregates(ctx, plan, is_lance, shared)) or changed
         if want_spj:
-            tables = {**namespaces, **out.pruned}
             reorder_namespace_joins(
                 plan,
                 lambda a, b, keys: compatible_pair(
                     tables, a, b, keys, ctx=ctx, functions=sp.function_names(plan), skip=skip
                 ),
                 tables,
-                lambda rel: output_width(ctx, plan, rel),
+                width,
             )
             spj = storage_partitioned_joins(ctx, plan, tables, skip)
             out.used, out.reasons = list(spj.used), [*out.reasons, *spj.reasons]
@@ -276,23 +278,17 @@ def _rewrite_plan(
             if unaggregated:  # plan again, those pairs left to DataFusion (spj_plan)
                 return rewrite(ctx, df, aggregates=aggregates, skip={**skip, **unaggregated})
         if ctx.spj_enabled and aggregates and "Aggregate:" in logical.display_indent():
-            pagg = partition_wise_aggregates(ctx, plan, {**namespaces, **out.pruned})
+            pagg = partition_wise_aggregates(ctx, plan, tables)
             out.used += pagg
             changed = changed or bool(pagg)
         if want_outer:  # after SPJ: a join SPJ ran is a read now, its columns named apart
-            made_inner = eliminate_outer_joins(
-                plan, lambda rel: output_width(ctx, plan, rel), lambda p: _same_types(ctx, p, df)
-            )
-            changed = changed or bool(made_inner)
+            same_types = lambda p: _same_types(ctx, p, df)  # noqa: E731
+            out.outer_joins = eliminate_outer_joins(plan, width, same_types)
+            changed = changed or bool(out.outer_joins)
         if want_stats:
-            stats = plan_join_stats(
-                ctx,
-                plan,
-                namespaces={**namespaces, **out.pruned},
-                extra_rows=_spj_rows(out.used),
-            )
+            stats = plan_join_stats(ctx, plan, namespaces=tables, extra_rows=_spj_rows(out.used))
             out.join_stats = stats.lines or ([f"not used ({stats.error})"] if stats.error else [])
-            changed = changed or stats.changed
+            changed = changed or bool(stats.lines)
         if not changed:
             return out
         out.names = _unique_output_names(plan, df.schema())
@@ -367,7 +363,7 @@ def _unchanged(out: Rewrite, why: str, spj: bool = False) -> Rewrite:
     reasons = [why] if spj else []
     reasons += [f"{t.left.name} x {t.right.name}: {why}" for t in out.used]
     out.reasons = [*out.reasons, *reasons]
-    out.used, out.pruned, out.names, out.join_stats = [], {}, None, []
+    out.used, out.pruned, out.names, out.join_stats, out.outer_joins = [], {}, None, [], []
     return out
 
 

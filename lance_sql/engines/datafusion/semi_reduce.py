@@ -149,7 +149,7 @@ def _aggregate_columns(
     for below, at in _descend(rel, fields, width, reducer=False):
         if sp.kind(below) == "aggregate":
             body = below.aggregate
-            n = _grouping_keys(body)
+            n = sp.grouping_keys(body)
             at = [_natural(body, f) for f in at]
             if n is None or any(f >= n for f in at):
                 return None  # several grouping sets, or a measure rather than a grouping key
@@ -220,7 +220,7 @@ def _descend(
                 rel, fields = body.right, [f - n for f in fields]
             else:
                 return
-        elif k == "aggregate" and (n := _grouping_keys(body)) is not None:
+        elif k == "aggregate" and (n := sp.grouping_keys(body)) is not None:
             cols = [sp.field_ref(body.grouping_expressions[f]) if f < n else None for f in fields]
             if any(c is None for c in cols):
                 return
@@ -242,20 +242,6 @@ def calls_volatile(rel: Any, names: dict[int, str]) -> bool:
     one ``names`` does not know: computed twice, it could return other rows the second time."""
     calls = [m.function_reference for m in sp.messages(rel) if hasattr(m, "function_reference")]
     return any(names.get(f) in (None, *VOLATILE) for f in calls)
-
-
-def _grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
-    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set).
-
-    The output is the grouping expressions in order, then the measures; with
-    more than one grouping set a grouping-id column follows the keys, and a key
-    may be NULL in a set without it, so only a single set of every expression counts.
-    """
-    if len(agg.groupings) != 1:
-        return None
-    refs = list(agg.groupings[0].expression_references)
-    n = len(agg.grouping_expressions)
-    return n if n and refs == list(range(n)) else None
 
 
 __all__ = ["MIN_REDUCTION", "VOLATILE", "calls_volatile", "reduce_aggregate_inputs"]

@@ -60,8 +60,7 @@ def share_repeated_aggregates(
             refused.add(key)
             continue
         names.append(name)
-        table = datafusion.SessionContext.table(ctx, name)
-        read = sp.root_rel(sp.to_substrait(ctx, table.logical_plan()))
+        read = sp.table_read(ctx, name)
         for rel in group:
             rel.CopyFrom(read)
 

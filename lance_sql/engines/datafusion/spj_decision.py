@@ -28,14 +28,14 @@ storage-partitioned, as before) and ``spj_large_side_rows``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from substrait import algebra_pb2
 
-from lance_sql.engines.datafusion.join_swap import Estimator, table_rows_for
-from lance_sql.engines.datafusion.lance_provider import lance_dataset
+from lance_sql.engines.datafusion.join_stats import table_count
+from lance_sql.engines.datafusion.join_swap import Estimator
 
 #: a join whose smaller input is estimated at most this many rows ...
 SMALL_SIDE_ROWS = 500_000
@@ -71,31 +71,8 @@ def _fmt(rows: float | None) -> str:
     return "?" if rows is None else f"{round(rows):,}"
 
 
-def _lance_rows(ctx: Any) -> Callable[[str], int | None]:
-    """Live rows of registered Lance datasets by name (a dimension table joined into a side)."""
-
-    def rows(name: str) -> int | None:
-        try:
-            provider = lance_dataset(ctx, name)
-            return None if provider is None else provider.live_rows()
-        except Exception:  # unreadable: no estimate
-            return None
-
-    return rows
-
-
-def decide(
-    ctx: Any,
-    rel: algebra_pb2.Rel,
-    namespaces: Mapping[str, Any],
-    functions: Mapping[int, str],
-) -> SpjDecision:
-    """Whether to storage-partition join ``rel`` (whose two inputs are namespace scan chains)."""
-    return decide_inputs(ctx, rel.join.left, rel.join.right, namespaces, functions, join=rel)
-
-
-def keep_unaggregated(ctx: Any, output_rows: float | None) -> bool:
-    """Whether an SPJ whose output leaves its groups unaggregated is still worth it.
+def unaggregated_cost(ctx: Any, output_rows: float | None) -> str | None:
+    """Why an SPJ whose output leaves its groups unaggregated is not worth it (None: it is).
 
     Every row a group outputs goes from the group's nested query through
     Python into the outer query (:class:`.spj_provider.GroupJoinUnit`); where
@@ -106,10 +83,16 @@ def keep_unaggregated(ctx: Any, output_rows: float | None) -> bool:
     """
     small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
     large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-    return small <= 0 or output_rows is None or output_rows < large
+    if small <= 0 or output_rows is None or output_rows < large:
+        return None
+    return (
+        f"~{round(output_rows):,} output rows estimated and no aggregate inside the groups "
+        f"(>= {large:,}): every row would cross from the groups into the query, the plain "
+        "join streams them"
+    )
 
 
-def decide_inputs(
+def decide(
     ctx: Any,
     left: algebra_pb2.Rel,
     right: algebra_pb2.Rel,
@@ -127,19 +110,16 @@ def decide_inputs(
     """
     small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
     large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-    estimate = Estimator(table_rows_for(_lance_rows(ctx), namespaces, {}), functions)
-    try:
-        lr, rr = estimate.rows(left), estimate.rows(right)
-    except Exception:  # an estimate is a hint only: SPJ as before
-        lr = rr = None
+    # a dimension table joined into a side: its live rows
+    estimate = Estimator(
+        functions, namespaces, lambda n: getattr(table_count(ctx, n), "rows", None)
+    )
+    lr, rr = estimate.guess(left), estimate.guess(right)
     use = True
     if small > 0 and lr is not None and rr is not None:
         lo, hi = min(lr, rr), max(lr, rr)
         use = not (lo <= small and hi >= large)
-    try:
-        output = None if join is None else estimate.rows(join)
-    except Exception:
-        output = None
+    output = None if join is None else estimate.guess(join)
     return SpjDecision(use, lr, rr, small, large, output)
 
 
@@ -148,6 +128,5 @@ __all__ = [
     "SMALL_SIDE_ROWS",
     "SpjDecision",
     "decide",
-    "decide_inputs",
-    "keep_unaggregated",
+    "unaggregated_cost",
 ]

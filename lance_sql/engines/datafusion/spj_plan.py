@@ -17,7 +17,6 @@ get a reason (EXPLAIN prints it).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,14 +26,15 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
-from lance_sql.engines.datafusion.spj_decision import (
-    LARGE_SIDE_ROWS,
-    decide,
-    decide_inputs,
-    keep_unaggregated,
-)
+from lance_sql.engines.datafusion.spj_decision import decide, unaggregated_cost
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, RIGHT_TABLE, SpjSide, group_schema
+from lance_sql.engines.datafusion.spj_sides import (
+    LEFT_TABLE,
+    RIGHT_TABLE,
+    GroupQuery,
+    SpjSide,
+    group_schema,
+)
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
 
@@ -51,32 +51,6 @@ JOIN_HOW = {
     algebra_pb2.JoinRel.JOIN_TYPE_RIGHT_SEMI: "right_semi",
     algebra_pb2.JoinRel.JOIN_TYPE_RIGHT_ANTI: "right_anti",
 }
-
-
-@dataclass(frozen=True)
-class SubstraitGroupQuery:
-    """A join subtree over :data:`LEFT_TABLE` / :data:`RIGHT_TABLE`, run in each group.
-
-    ``udfs``: the user's scalar UDFs the subtree calls, registered into each
-    private group context (DataFusion resolves functions by name).
-    """
-
-    plan: plan_pb2.Plan
-    udfs: tuple[Any, ...] = ()
-    inside: str = ""
-    #: the other tables the join's inputs read (dimension tables joined in every group)
-    tables: tuple[tuple[str, Any], ...] = ()
-
-    def dataframe(self, ctx: Any) -> Any:
-        for udf in self.udfs:
-            ctx.register_udf(udf)
-        for name, table in self.tables:
-            if not ctx.table_exist(name):
-                ctx.register_table(name, table)
-        return ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, self.plan))
-
-    def describe(self) -> str:
-        return self.inside
 
 
 @dataclass
@@ -99,16 +73,11 @@ def storage_partitioned_joins(
     """
     outcome = SpjOutcome()
     names = sp.function_names(plan)
-    pending = [sp.root_rel(plan)]
-    while pending:
-        rel = pending.pop()
+    for rel in sp.walk(sp.root_rel(plan)):  # a replaced join is a read: its inputs not walked
         if sp.kind(rel) == "join":
             why = _replace(ctx, plan, rel, namespaces, names, outcome, skip or {})
-            if why is None:
-                continue  # replaced: its inputs now live inside the groups
             if why:
                 outcome.reasons.append(why)
-        pending.extend(reversed(sp.inputs(rel)))
     return outcome
 
 
@@ -118,22 +87,18 @@ def compatible_pair(
     right: sp.ScanChain,
     keys: list[tuple[str, str]],
     *,
-    ctx: Any = None,
-    functions: Mapping[int, str] | None = None,
-    skip: Mapping[frozenset[str], str] | None = None,
+    ctx: Any,
+    functions: Mapping[int, str],
+    skip: Mapping[frozenset[str], str],
 ) -> bool:
-    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned.
-
-    With ``ctx``, also whether it is worth it (:func:`.spj_decision.decide_inputs`).
-    """
+    """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned,
+    and whether it is worth it (:func:`.spj_decision.decide`)."""
     lt, rt = namespaces[left.table], namespaces[right.table]
     if not plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible:
         return False
-    if skip and pair_key(namespaces, left.table, right.table) in skip:
+    if pair_key(namespaces, left.table, right.table) in skip:
         return False
-    if ctx is None:
-        return True
-    return decide_inputs(ctx, left.read, right.read, namespaces, functions or {}).use
+    return decide(ctx, left.read, right.read, namespaces, functions).use
 
 
 def _namespaces_under(rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]) -> list[str]:
@@ -155,7 +120,7 @@ def _replace(
     if not lns or not rns or join.common.hint.alias == sp.NOT_IN_HINT:
         return ""
     where = f"{'/'.join(lns)} x {'/'.join(rns)}"
-    left, right = sp.side_chain(join.left, namespaces), sp.side_chain(join.right, namespaces)
+    left, right = side_chain(join.left, namespaces), side_chain(join.right, namespaces)
     if left is None or right is None:
         return f"{where}: an input of the join is not a plain scan of a namespace"
     how = JOIN_HOW.get(join.type)
@@ -177,7 +142,7 @@ def _replace(
     skipped = skip.get(pair_key(namespaces, left.table, right.table))
     if skipped is not None:
         return skipped
-    decision = decide(ctx, rel, namespaces, names)
+    decision = decide(ctx, join.left, join.right, namespaces, names, join=rel)
     if not decision.use:
         return f"{where}: {decision.explain()}"
     group_plan = sp.subplan(plan, rel)
@@ -189,27 +154,58 @@ def _replace(
     # whose sides share a column name (apache/datafusion#21246; a self-join always does).
     sp.prefix_read_columns(body.left, LEFT_TABLE, LEFT_PREFIX)
     sp.prefix_read_columns(body.right, RIGHT_TABLE, RIGHT_PREFIX)
-    group = SubstraitGroupQuery(
-        group_plan, user_udfs(ctx, group_plan), "", other_tables(ctx, body.left, body.right)
-    )
+    group = GroupQuery.of(ctx, group_plan)
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
-    out = group_schema(lside, rside, group)
-    schema = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(out)])
     name = fresh_table_name("__lance_spj")
+    schema = group_schema(lside, rside, group)
     table = SpjTable(jp, lside, rside, name=name, group=group, schema=schema)
-    table.estimate = decision.explain()
+    table.estimate, table.output_rows, table.where = decision.explain(), decision.output_rows, where
     register_query_table(ctx, name, table)
-    read = sp.root_rel(sp.to_substrait(ctx, ctx.table(name).logical_plan()))
-    if sp.kind(read) != "read":
-        raise AssertionError(f"expected a read of {name}, got {sp.kind(read)}")
     # the group query is the join *with* its output mapping (``common.emit``): the
     # table's columns are already the join's output columns
-    table.output_rows = decision.output_rows
-    table.where = where
-    rel.CopyFrom(read)
+    rel.CopyFrom(sp.table_read(ctx, name))
     outcome.used.append(table)
     return None
+
+
+def side_chain(rel: algebra_pb2.Rel, namespaces: Any) -> sp.ScanChain | None:
+    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
+
+    Like :func:`.substrait_plan.scan_chain`, and also through inner joins in which exactly one
+    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
+    read's, and the other tables' columns map to None. None when the input
+    holds no namespace read, two of them, or anything else than reads,
+    filters, projections and inner joins.
+    """
+    k = sp.kind(rel)
+    if k == "join":
+        join = rel.join
+        if join.type != algebra_pb2.JoinRel.JOIN_TYPE_INNER or join.HasField("post_join_filter"):
+            return None
+        left, right = _any_chain(join.left, namespaces), _any_chain(join.right, namespaces)
+        if left is None or right is None or (left.table is None) == (right.table is None):
+            return None
+        main = left if left.table is not None else right
+        return sp.ScanChain(
+            main.read, main.table, tuple(sp.emitted(rel, [*left.columns, *right.columns]))
+        )
+    if k in sp.ROW_WISE and sp.kind(getattr(rel, k).input) == "join":
+        below = side_chain(getattr(rel, k).input, namespaces)
+        return None if below is None else sp.above(rel, below)
+    chain = sp.scan_chain(rel)
+    return chain if chain is not None and chain.table in namespaces else None
+
+
+def _any_chain(rel: algebra_pb2.Rel, namespaces: Any) -> sp.ScanChain | None:
+    """:func:`side_chain`, or a scan of another table (its columns all None, table None)."""
+    chain = side_chain(rel, namespaces)
+    if chain is not None:
+        return chain
+    other = sp.scan_chain(rel)
+    if other is None or other.table in namespaces:
+        return None
+    return sp.ScanChain(other.read, None, tuple(None for _ in other.columns))  # type: ignore[arg-type]
 
 
 def pair_key(namespaces: Mapping[str, NamespaceTable], left: str, right: str) -> frozenset[str]:
@@ -225,7 +221,7 @@ def unaggregated_pairs(
     Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
     as such in ``plan`` has no aggregate inside its groups, so all its rows
     cross from the groups into the outer query
-    (:func:`.spj_decision.keep_unaggregated`). The caller plans the query
+    (:func:`.spj_decision.unaggregated_cost`). The caller plans the query
     again with these pairs left to DataFusion (``skip`` of
     :func:`storage_partitioned_joins` and :func:`compatible_pair`): putting
     the plain join back into this plan is not enough, because the join
@@ -235,15 +231,9 @@ def unaggregated_pairs(
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
     out: dict[frozenset[str], str] = {}
     for table in used:
-        rows = getattr(table, "output_rows", None)
-        if table.name not in read or keep_unaggregated(ctx, rows):
-            continue
-        large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
-        out[frozenset((table.left.name, table.right.name))] = (
-            f"{table.where}: ~{round(rows or 0):,} output rows estimated and no aggregate "
-            f"inside the groups (>= {large:,}): every row would cross from the groups "
-            "into the query, the plain join streams them"
-        )
+        why = unaggregated_cost(ctx, getattr(table, "output_rows", None))
+        if table.name in read and why is not None:
+            out[frozenset((table.left.name, table.right.name))] = f"{table.where}: {why}"
     return out
 
 
@@ -281,43 +271,9 @@ def _keys(
     return keys, one_sided
 
 
-def other_tables(ctx: Any, *rels: algebra_pb2.Rel) -> tuple[tuple[str, Any], ...]:
-    """The providers of the tables ``rels`` read besides the two sides' namespaces."""
-    names = {
-        t
-        for rel in rels
-        for r in sp.walk(rel)
-        if (t := sp.table_name(r)) is not None and t not in (LEFT_TABLE, RIGHT_TABLE)
-    }
-    return tuple((name, ctx.table_provider(name)) for name in sorted(names))
-
-
-@functools.cache
-def _builtin_functions() -> frozenset[str]:
-    """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
-    from lance_sql.engines.datafusion.spj_sides import private_context
-
-    return frozenset(private_context().udfs())
-
-
-def user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
-    """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
-    builtin = _builtin_functions()
-    out = []
-    for name in sorted(set(sp.function_names(plan).values())):
-        if name in builtin:
-            continue
-        try:
-            out.append(ctx.udf(name))
-        except (KeyError, Exception):  # an aggregate or a built-in of another kind
-            continue
-    return tuple(out)
-
-
 __all__ = [
     "JOIN_HOW",
     "SpjOutcome",
-    "SubstraitGroupQuery",
     "compatible_pair",
     "pair_key",
     "storage_partitioned_joins",

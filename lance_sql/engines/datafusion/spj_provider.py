@@ -106,21 +106,17 @@ class GroupJoinUnit(ScanUnit):
             return
         out_schema = projected_schema(self.schema, columns)
         sql_filter = None if filter is None else with_sql_semantics(filter, self.schema)
-        for batch in self._stream():
-            batch = batch.rename_columns(self.schema.names)  # group output -> c0, c1, ...
+        for b in self._stream():
+            b = b.rename_columns(self.schema.names)  # group output -> c0, c1, ...
             if sql_filter is not None:
-                batch = pa.Table.from_batches([batch]).filter(sql_filter).combine_chunks()
-                batches = batch.to_batches() or []
-            else:
-                batches = [batch]
-            for b in batches:
-                if b.num_rows == 0:
-                    continue
-                if columns is not None and not columns:
-                    yield from empty_batches(b.num_rows, None)
-                    continue
-                b = conform(b, self.schema)
-                yield b.select(list(out_schema.names)) if columns else b
+                b = b.filter(sql_filter)
+            if b.num_rows == 0:
+                continue
+            if columns is not None and not columns:
+                yield from empty_batches(b.num_rows, None)
+                continue
+            b = conform(b, self.schema)
+            yield b.select(list(out_schema.names)) if columns else b
 
     def _stream(self) -> Iterator[pa.RecordBatch]:
         """Run the groups one after the other; the next group starts while this one is consumed."""
@@ -153,7 +149,6 @@ class SpjTable(ScanUnitDataset):
         name: str,
         group: GroupQuery,
         schema: pa.Schema,
-        max_units: int = MAX_UNITS,
     ) -> None:
         if not plan.compatible:
             raise ValueError(f"{name}: the join plan is not compatible ({plan.reason})")
@@ -161,7 +156,6 @@ class SpjTable(ScanUnitDataset):
         self.left = left
         self.right = right
         self.group = group
-        self.max_units = max_units
         self.side_reads: dict[str, SideRead] | None = None
         #: the estimates the decision to storage-partition was taken on (:mod:`.spj_decision`)
         self.estimate = ""
@@ -208,7 +202,7 @@ class SpjTable(ScanUnitDataset):
 
     def _plan_units(self, _filter: pc.Expression | None) -> ScanPlan:
         groups = self.live_groups()
-        k = min(len(groups), self.max_units)
+        k = min(len(groups), MAX_UNITS)
         units: list[ScanUnit] = (
             [GroupJoinUnit(self, groups[i::k]) for i in range(k)]
             if groups
@@ -222,7 +216,7 @@ class SpjTable(ScanUnitDataset):
         groups = self.live_groups()
         nl = sum(len(g.left) for g in groups)
         nr = sum(len(g.right) for g in groups)
-        inside = self.group.describe()
+        inside = self.group.inside
         pushed = f", in each group: {inside}" if inside else ""
         estimate = f", {self.estimate}" if self.estimate else ""
         return (

@@ -17,17 +17,21 @@ the sides into memory took SPJ from 1.08 to 0.97 of the plain join's time,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import datafusion
 import pyarrow as pa
 import pyarrow.compute as pc
+from substrait import plan_pb2
 
 from lance_sql.engines.datafusion import functions
+from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
+from lance_sql.engines.datafusion.prune_plan import preorder
 from lance_sql.planning.joins.plan import JoinGroup
 from lance_sql.tables.chain import ChainedUnit
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -134,13 +138,10 @@ def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, t
     """
     ctx = private_context()
     for name, side in sides.items():
-        ctx.register_record_batches(name, [[_empty_batch(side.schema)]])
+        ctx.register_record_batches(name, [[pa.RecordBatch.from_pylist([], schema=side.schema)]])
     used: dict[str, set[str]] = {name: set() for name in sides}
     seen: set[str] = set()
-    pending = [group.dataframe(ctx).optimized_logical_plan()]
-    while pending:
-        node = pending.pop()
-        pending.extend(node.inputs())
+    for node in preorder(group.dataframe(ctx).optimized_logical_plan()):
         scan = node.to_variant()
         if type(scan).__name__ == "TableScan" and scan.table_name() in used:
             seen.add(scan.table_name())
@@ -182,10 +183,6 @@ def _pushed_filters(
 
 def _same(a: pc.Expression | None, b: pc.Expression | None) -> bool:
     return a is None if b is None else a is not None and a.equals(b)
-
-
-def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def side_table(side: SpjSide, refs: Sequence[Any] | None) -> NamespaceTable:
@@ -278,22 +275,66 @@ class InMemorySideUnit(ScanUnit):
         return (b for b in self._table.select(wanted).to_batches(chunk) if b.num_rows)
 
 
-class GroupQuery(Protocol):
-    """The query every group runs over :data:`LEFT_TABLE` and :data:`RIGHT_TABLE`."""
+@dataclass(frozen=True)
+class GroupQuery:
+    """The query every group runs: a join subtree (Substrait) over :data:`LEFT_TABLE` and
+    :data:`RIGHT_TABLE`.
+
+    ``udfs``: the user's scalar UDFs the subtree calls, registered into each
+    private group context (DataFusion resolves functions by name); ``inside``:
+    what runs inside each group besides the join, for EXPLAIN; ``tables``: the
+    other tables the join's inputs read (dimension tables joined in every group).
+    """
+
+    plan: plan_pb2.Plan
+    udfs: tuple[Any, ...] = ()
+    inside: str = ""
+    tables: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, ctx: Any, plan: plan_pb2.Plan) -> GroupQuery:
+        """The query of ``plan`` with the UDFs and other tables of ``ctx`` it reads."""
+        reads = {t for r in sp.walk(sp.root_rel(plan)) if (t := sp.table_name(r)) is not None}
+        tables = tuple(
+            (n, ctx.table_provider(n)) for n in sorted(reads - {LEFT_TABLE, RIGHT_TABLE})
+        )
+        return cls(plan, _user_udfs(ctx, plan), "", tables)
 
     def dataframe(self, ctx: Any) -> Any:
         """The query planned in ``ctx`` (a :func:`private_context` holding both side tables)."""
-        ...
+        for udf in self.udfs:
+            ctx.register_udf(udf)
+        for name, table in self.tables:
+            if not ctx.table_exist(name):
+                ctx.register_table(name, table)
+        return ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, self.plan))
 
-    def describe(self) -> str:
-        """What runs inside each group besides the join, for EXPLAIN ("" for nothing)."""
-        ...
+
+@functools.cache
+def _builtin_functions() -> frozenset[str]:
+    """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
+    return frozenset(private_context().udfs())
+
+
+def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
+    """The plan's functions that are registered UDFs of ``ctx`` but not DataFusion built-ins."""
+    builtin = _builtin_functions()
+    out = []
+    for name in sorted(set(sp.function_names(plan).values())):
+        if name in builtin:
+            continue
+        try:
+            out.append(ctx.udf(name))
+        except (KeyError, Exception):  # an aggregate or a built-in of another kind
+            continue
+    return tuple(out)
 
 
 def group_schema(left: SpjSide, right: SpjSide, group: GroupQuery) -> pa.Schema:
-    """The output schema of ``group`` (logical planning only: nothing is read)."""
-    ctx = group_context(left, right, None)
-    return group.dataframe(ctx).schema()
+    """The output schema of ``group``, its columns named ``c0``, ``c1``, ... (logical
+    planning only: nothing is read)."""
+    schema = group.dataframe(group_context(left, right, None)).schema()
+    return pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import datafusion
 from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
@@ -72,6 +73,15 @@ def from_substrait(ctx: Any, plan: plan_pb2.Plan) -> Any:
         raise ValueError(f"DataFusion's Substrait consumer panicked: {exc}") from exc
 
 
+def table_read(ctx: Any, name: str) -> Rel:
+    """A read of table ``name`` of ``ctx``, as a relation to put in a plan in place of another."""
+    table = datafusion.SessionContext.table(ctx, name)
+    read = root_rel(to_substrait(ctx, table.logical_plan()))
+    if kind(read) != "read":
+        raise AssertionError(f"expected a read of {name}, got {kind(read)}")
+    return read
+
+
 def root_rel(plan: plan_pb2.Plan) -> Rel:
     """The input of the plan's (single) root relation."""
     for rel in plan.relations:
@@ -101,7 +111,8 @@ def walk(rel: Rel) -> Iterator[Rel]:
     """Every relation under ``rel`` (itself first), depth first, left to right.
 
     Relations inside expressions (subqueries) are not visited: a plan holding
-    one is never rewritten (see :func:`has_subquery`).
+    one is never rewritten (see :func:`has_subquery`). A relation the caller
+    replaces (``CopyFrom``) when it is yielded is walked as replaced.
     """
     yield rel
     for child in inputs(rel):
@@ -178,49 +189,10 @@ def scan_chain(rel: Rel) -> ScanChain | None:
     if k not in ROW_WISE:
         return None
     below = scan_chain(getattr(rel, k).input)
-    return None if below is None else _above(rel, below)
+    return None if below is None else above(rel, below)
 
 
-def side_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
-    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
-
-    Like :func:`scan_chain`, and also through inner joins in which exactly one
-    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
-    read's, and the other tables' columns map to None. None when the input
-    holds no namespace read, two of them, or anything else than reads,
-    filters, projections and inner joins.
-    """
-    k = kind(rel)
-    if k == "join":
-        join = rel.join
-        if join.type != algebra_pb2.JoinRel.JOIN_TYPE_INNER or join.HasField("post_join_filter"):
-            return None
-        left, right = _any_chain(join.left, namespaces), _any_chain(join.right, namespaces)
-        if left is None or right is None or (left.table is None) == (right.table is None):
-            return None
-        main = left if left.table is not None else right
-        return ScanChain(
-            main.read, main.table, tuple(emitted(rel, [*left.columns, *right.columns]))
-        )
-    if k in ROW_WISE and kind(getattr(rel, k).input) == "join":
-        below = side_chain(getattr(rel, k).input, namespaces)
-        return None if below is None else _above(rel, below)
-    chain = scan_chain(rel)
-    return chain if chain is not None and chain.table in namespaces else None
-
-
-def _any_chain(rel: Rel, namespaces: Any) -> ScanChain | None:
-    """:func:`side_chain`, or a scan of another table (its columns all None, table None)."""
-    chain = side_chain(rel, namespaces)
-    if chain is not None:
-        return chain
-    other = scan_chain(rel)
-    if other is None or other.table in namespaces:
-        return None
-    return ScanChain(other.read, None, tuple(None for _ in other.columns))  # type: ignore[arg-type]
-
-
-def _above(rel: Rel, below: ScanChain) -> ScanChain:
+def above(rel: Rel, below: ScanChain) -> ScanChain:
     """``below`` seen through the filter or projection ``rel``."""
     return ScanChain(below.read, below.table, tuple(through(rel, list(below.columns))))
 
@@ -269,6 +241,30 @@ def fetch_count(fetch: algebra_pb2.FetchRel) -> int | None:
     else:
         value = fetch.count if fetch.WhichOneof("count_mode") == "count" else -1
     return value if value >= 0 else None
+
+
+def wrap_in_fetch(rel: Rel, count: int) -> None:
+    """Put ``rel`` under a ``LIMIT count`` (in place)."""
+    inner = Rel()
+    inner.CopyFrom(rel)
+    rel.Clear()
+    rel.fetch.input.CopyFrom(inner)
+    rel.fetch.offset_expr.literal.i64 = 0
+    rel.fetch.count_expr.literal.i64 = count
+
+
+def grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
+    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set).
+
+    The output is the grouping expressions in order, then the measures; with
+    more than one grouping set a grouping-id column follows the keys, and a key
+    may be NULL in a set without it, so only a single set of every expression counts.
+    """
+    if len(agg.groupings) != 1:
+        return None
+    refs = list(agg.groupings[0].expression_references)
+    n = len(agg.grouping_expressions)
+    return n if n and refs == list(range(n)) else None
 
 
 def function_names(plan: plan_pb2.Plan) -> dict[int, str]:
@@ -402,6 +398,7 @@ def rename_tables(rel: Rel, old: str, new: str) -> None:
 __all__ = [
     "ROW_WISE",
     "ScanChain",
+    "above",
     "boolean_call",
     "conjunction",
     "conjuncts",
@@ -413,6 +410,7 @@ __all__ = [
     "field_references",
     "from_substrait",
     "function_names",
+    "grouping_keys",
     "has_subquery",
     "inputs",
     "kind",
@@ -421,10 +419,11 @@ __all__ = [
     "rename_tables",
     "root_rel",
     "scan_chain",
-    "side_chain",
     "subplan",
     "table_name",
+    "table_read",
     "through",
     "to_substrait",
     "walk",
+    "wrap_in_fetch",
 ]
