@@ -78,8 +78,9 @@ def spec_row(spec: PartitionSpec, mschema: pa.Schema) -> pa.Table:
 
 
 def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
-    """Rename a namespace column, or a nested field ``"s.a"`` (same field id either way;
-    partition tables untouched: older ones are read through the field's former name)."""
+    """Rename a namespace column, or a field inside a struct column (``"s.a"``, new name
+    ``"b"``). The field keeps its id; partition tables are not rewritten (older ones are
+    read through the field's former name, which no other field may take)."""
     ns.refresh()
     names = ns._schema.names
     if not new:

@@ -57,6 +57,8 @@ def create_index(
 ) -> NamespaceIndex:
     """Build ``index_type`` on ``column`` in every partition table; one ``__manifest`` commit.
 
+    Later writes keep it: new partitions get it built, appended ones get their
+    new rows added, in the commit that publishes them (docs/search.md).
     ``index_type``: any type pylance builds (:mod:`.index_kinds`; default by the
     column's type). ``params`` go to pylance's ``create_index`` (vector) or
     ``create_scalar_index`` (scalar and text); ``min_rows`` (vector only) is
@@ -156,7 +158,9 @@ def drop_index(ns: PartitionedNamespace, name: str) -> None:
 def optimize_indexes(ns: PartitionedNamespace) -> int:
     """Build each missing index and index unindexed fragments in every table; one commit.
 
-    Returns how many partition tables got a new version.
+    Returns how many partition tables got a new version. Writes already do this
+    in their own commit; this catches up tables a vector index skipped while
+    they were small (``min_rows``) or written by other tools.
     """
     ns._check_writable()
 

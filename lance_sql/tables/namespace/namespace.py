@@ -25,7 +25,8 @@ from lance_sql.spec.arrow_json import (
     schema_to_json,
 )
 from lance_sql.spec.partition_field import PartitionField
-from lance_sql.tables.namespace import blobs, evolution
+from lance_sql.tables.namespace import blobs, evolution, indexes
+from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.layout import root_uri, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
@@ -52,7 +53,6 @@ from lance_sql.tables.namespace.reader import (
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
-from lance_sql.tables.namespace.search_methods import SearchMethods
 from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import spec_of
 from lance_sql.tables.namespace.write_layout import find_entry
@@ -90,7 +90,7 @@ def first_snapshot(
     )
 
 
-class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
+class PartitionedNamespace(ReadMethods, WriteMethods):
     """A partitioned namespace at ``root``, viewed at one ``__manifest`` version."""
 
     def __init__(
@@ -279,29 +279,40 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
 
         return evolution.add_spec(self, spec_fields(fields))
 
-    def rename_column(self, old: str, new: str) -> None:
-        """Rename a column, or a field inside a struct column (``"s.a"``, new name ``"b"``).
+    rename_column = evolution.rename_column
+    add_columns = evolution.add_columns
+    drop_columns = evolution.drop_columns
 
-        The field keeps its id; partition tables are not rewritten (older ones are
-        read through the field's former name, which no other field may take).
+    # -- indexes and search (:mod:`.indexes`; the search planner: :mod:`.filter_hook`) --------
+    create_index = indexes.create_index
+    drop_index = indexes.drop_index
+    index_coverage = indexes.index_coverage
+    optimize_indexes = indexes.optimize_indexes
+
+    def create_scalar_index(
+        self,
+        column: str,
+        index_type: str = "BTREE",
+        *,
+        name: str | None = None,
+        replace: bool = False,
+        **params: Any,
+    ) -> indexes.NamespaceIndex:
+        """Build a Lance scalar index on ``column`` in every partition table (one commit)."""
+        return self.create_index(column, index_type, name=name, replace=replace, **params)
+
+    def list_indexes(self) -> list[indexes.NamespaceIndex]:
+        """The namespace's scalar indexes (as of this snapshot)."""
+        return indexes.read_indexes(self._snapshot.properties)
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        """Vector, full-text or hybrid search: see :func:`lance_sql.search` (docs/search.md).
+
+        The search plans with the pruning planner, a layer above this one,
+        reached through the planner the planning layer registers, as the row
+        operations do.
         """
-        evolution.rename_column(self, old, new)
-
-    def add_columns(self, fields: Sequence[pa.Field]) -> None:
-        """Add nullable top-level columns (new ids); existing partitions read them as NULL.
-
-        New ids follow the highest id ever assigned (recorded in the schema
-        metadata), so a dropped column's id is never given to another column.
-        """
-        evolution.add_columns(self, fields)
-
-    def drop_columns(self, names: Sequence[str]) -> None:
-        """Remove top-level columns from the namespace schema (partition tables untouched).
-
-        Their field ids are never reused; a partition field whose source was
-        dropped computes NULL for new rows, and pruning treats it as unknown.
-        """
-        evolution.drop_columns(self, names)
+        return filter_planner().search(self, *args, **kwargs)
 
     # -- reading ----------------------------------------------------------------------------
     def _open(self, entry: PartitionTable) -> tuple[Any, pa.Schema]:
