@@ -171,7 +171,7 @@ def merge(
     on = list(on)
     sql = merge_sql(ns, on, when_matched_update, when_matched_delete, when_not_matched_insert)
     src = _source_table(ns, source, on)
-    keyed = src.filter(pc.invert(_any_null(src, on))) if src.num_rows else src
+    keyed = src.select(on).drop_null()  # NULL keys never match
     if keyed.num_rows and _match_keys(keyed, on).group_by(on).aggregate([]).num_rows != (
         keyed.num_rows
     ):
@@ -179,14 +179,6 @@ def merge(
     src = src.append_column(ROW, pa.array(np.arange(src.num_rows), pa.int64()))
     plan = plan_merge(ns, src, sql)
     return run(ns, lambda m: merge_rows(m, ns, plan, src))
-
-
-def _any_null(table: pa.Table, on: Sequence[str]) -> pa.ChunkedArray | pa.Array:
-    mask = None
-    for k in on:
-        isnull = pc.is_null(table.column(k))
-        mask = isnull if mask is None else pc.or_(mask, isnull)
-    return mask
 
 
 __all__ = ["MergeKeyError", "MergeResult", "merge", "merge_sql", "update"]

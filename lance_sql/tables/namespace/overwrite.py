@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError
-from lance_sql.tables.namespace.delete import delete_matching, filter_mask
+from lance_sql.tables.namespace.delete import delete_matching
 from lance_sql.tables.namespace.mutation import Mutation, run
 from lance_sql.tables.namespace.partition_rows import (
     conform_batch,
@@ -28,6 +28,7 @@ from lance_sql.tables.namespace.partition_rows import (
     partition_keys,
     partition_values,
 )
+from lance_sql.tables.namespace.sql_eval import matching_mask
 from lance_sql.tables.namespace.write_layout import tables_by_key
 
 
@@ -70,7 +71,7 @@ def overwrite_where(ns: Any, data: Any, where: Any) -> int:
     ns._check_writable()
     table = collect(ns, data)
     if table.num_rows:
-        mask = filter_mask(table, where)
+        mask = matching_mask(table, where)
         outside = table.num_rows - int(mask.true_count)
         if outside:
             raise RowsOutsideFilterError(
