@@ -27,7 +27,8 @@ from lance_sql.spec.arrow_json import (
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace import blobs, evolution, indexes
 from lance_sql.tables.namespace.filter_hook import filter_planner
-from lance_sql.tables.namespace.layout import root_uri, spec_version_of
+from lance_sql.tables.namespace.layout import root_uri
+from lance_sql.tables.namespace.manifest_fragments import table_versions
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
@@ -244,22 +245,13 @@ class PartitionedNamespace(ReadMethods, WriteMethods):
     def partitions(self) -> pa.Table:
         """One row per partition table: ids, location, pins, and every partition column."""
         rows = self._snapshot.rows
-        is_partition = [
-            t == "table" and spec_version_of(o) is not None
-            for o, t in zip(
-                rows.column("object_id").to_pylist(),
-                rows.column("object_type").to_pylist(),
-                strict=True,
-            )
-        ]
-        tables = rows.filter(pa.array(is_partition, pa.bool_()))
-        mschema = manifest_schema(self.all_fields())
-        tables = conform_rows(tables, mschema)
-        specs = [spec_version_of(o) for o in tables.column("object_id").to_pylist()]
+        versions = table_versions(rows)  # (the spec version of each partition table row)
+        keep = versions >= 0
+        tables = conform_rows(rows.filter(pa.array(keep)), manifest_schema(self.all_fields()))
         cols = {
             "object_id": tables.column("object_id"),
             "location": tables.column("location"),
-            "spec_version": pa.array(specs, pa.int32()),
+            "spec_version": pa.array(versions[keep], pa.int32()),
             "read_version": tables.column("read_version"),
             "read_branch": tables.column("read_branch"),
             "read_tag": tables.column("read_tag"),
