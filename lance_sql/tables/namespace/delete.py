@@ -64,15 +64,18 @@ def matching_rows(
 
 def delete_matching(m: Mutation, filter: Any) -> int:
     """Stage the deletion of every row ``filter`` matches into ``m``; returns the count."""
-    deleted = 0
-    for hit in matching_rows(m, filter, columns=_filter_columns(m, filter)):
-        entry = m.entries[hit.object_id]
-        if hit.whole:
-            deleted += m.count(entry)
-            m.drop(entry)
-        else:
-            deleted += m.delete_rowids(entry, hit.rows.column(ROWID))
-    return deleted
+    return sum(
+        remove(m, hit) for hit in matching_rows(m, filter, columns=_filter_columns(m, filter))
+    )
+
+
+def remove(m: Mutation, hit: Matched) -> int:
+    """Stage the deletion of ``hit``'s rows (its whole table when covered); the count."""
+    entry = m.entries[hit.object_id]
+    if hit.whole:
+        m.drop(entry)
+        return m.count(entry)
+    return m.delete_rowids(entry, hit.rows.column(ROWID))
 
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
@@ -90,4 +93,4 @@ def delete(ns: Any, filter: Any) -> int:
     return run(ns, lambda m: delete_matching(m, filter))
 
 
-__all__ = ["Matched", "delete", "delete_matching", "matching_rows"]
+__all__ = ["Matched", "delete", "delete_matching", "matching_rows", "remove"]

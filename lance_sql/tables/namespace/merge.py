@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import SchemaMismatchError
 from lance_sql.tables.namespace.blobs import with_blob_bytes
-from lance_sql.tables.namespace.delete import matching_rows
+from lance_sql.tables.namespace.delete import matching_rows, remove
 from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.merge_rows import (
     MergeClause,
@@ -68,15 +68,11 @@ def update(ns: Any, set: Mapping[str, str] | EnginePlan, where: Any = None) -> i
     def build(m: Mutation) -> int:
         total = 0
         for hit in matching_rows(m, where, full_covered=True):
-            entry = m.entries[hit.object_id]
             if not hit.rows.num_rows:
                 continue
             old = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows).drop_columns([ROWID])
             new = cast_to_stored(ns, values(old))
-            if hit.whole:
-                m.drop(entry)
-            else:
-                m.delete_rowids(entry, hit.rows.column(ROWID))
+            remove(m, hit)
             m.insert(new)
             total += old.num_rows
         return total
