@@ -25,7 +25,7 @@ from lance_sql.spec.arrow_json import (
     schema_to_json,
 )
 from lance_sql.spec.partition_field import PartitionField
-from lance_sql.tables.namespace import blobs, evolution, indexes
+from lance_sql.tables.namespace import blobs, evolution, indexes, runtime
 from lance_sql.tables.namespace.filter_hook import filter_planner
 from lance_sql.tables.namespace.layout import root_uri
 from lance_sql.tables.namespace.manifest_fragments import table_versions
@@ -53,7 +53,6 @@ from lance_sql.tables.namespace.reader import (
     partition_units,
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
-from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
 from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import spec_of
 from lance_sql.tables.namespace.write_layout import find_entry
@@ -176,7 +175,7 @@ class PartitionedNamespace(ReadMethods, WriteMethods):
         snap = read_manifest(root_s, version, storage_options=storage_options)
         return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
 
-    repair = RootOrSelf(_repair_root)
+    repair = runtime.RootOrSelf(_repair_root)
     blob_rows, take_blobs, read_blobs = blobs.blob_rows, blobs.take_blobs, blobs.read_blobs
 
     def refresh(self) -> PartitionedNamespace:
@@ -225,22 +224,8 @@ class PartitionedNamespace(ReadMethods, WriteMethods):
             self.tables()
         return find_entry(self._entries or [], object_id)
 
-    def foreign_tables(self) -> list[dict[str, Any]]:
-        """``table`` rows of ``__manifest`` outside every ``v<N>``: not partition tables.
-
-        Another writer (pylance, lancedb) may create tables at the namespace
-        root; reads ignore them, ``lance-sql inspect`` lists them.
-        """
-        return foreign_tables(self._snapshot.rows)
-
-    def describe(self, path: Sequence[str]) -> dict[str, Any]:
-        """A namespace's runtime properties (the spec's appendix E), by path of names.
-
-        ``["v1"]`` gives ``{"properties": {"partition_spec": <spec JSON>}}``;
-        ``["v1", "<name>", ...]`` gives the ``partition.<field_id>`` entry for the
-        partition value that namespace level adds (as a string).
-        """
-        return describe_namespace(self._snapshot.rows, self._specs, path, root=self.root)
+    foreign_tables = runtime.foreign_tables
+    describe = runtime.describe
 
     def partitions(self) -> pa.Table:
         """One row per partition table: ids, location, pins, and every partition column."""
@@ -262,15 +247,7 @@ class PartitionedNamespace(ReadMethods, WriteMethods):
         return out.sort_by("object_id") if out.num_rows else out
 
     # -- evolution (:mod:`.evolution`) ---------------------------------------------------------
-    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField] | str) -> PartitionSpec:
-        """Create spec version N+1 (field ids reused per the spec); new data goes under it.
-
-        ``fields``: field dicts or spec text, as :meth:`create` takes them.
-        """
-        from lance_sql.spec.transforms.spec_text import spec_fields
-
-        return evolution.add_spec(self, spec_fields(fields))
-
+    add_spec = evolution.add_spec
     rename_column = evolution.rename_column
     add_columns = evolution.add_columns
     drop_columns = evolution.drop_columns
