@@ -136,27 +136,20 @@ def with_blob_bytes(ns: Any, entry: Any, rows: pa.Table) -> pa.Table:
     """``rows`` of partition table ``entry`` (namespace columns + ``_rowid``) with each
     blob column's descriptors replaced by the bytes (what an update or a merge rewrites)."""
     names = [n for n in blob_columns(ns.schema) if n in rows.column_names]
-    if not names or not rows.num_rows:
-        return rows if not names else _bytes_columns(rows, names, {})
-    ds, tschema = ns._open(entry)
-    mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
-    row_ids = rows.column(ROWID).to_pylist()
-    found = {}
-    for name in names:
-        source = mapping.sources[ns.schema.names.index(name)]
-        if source is None:
-            found[name] = [None] * len(row_ids)
-            continue
-        data = dict(ds.read_blobs(source, ids=row_ids, preserve_order=True))
-        found[name] = [data.get(r) for r in row_ids]
-    return _bytes_columns(rows, names, found)
-
-
-def _bytes_columns(rows: pa.Table, names: list[str], found: dict[str, list[Any]]) -> pa.Table:
-    for name in names:
-        i = rows.column_names.index(name)
-        values = pa.array(found.get(name, []), pa.large_binary())
-        rows = rows.set_column(i, name, values)
+    row_ids = rows.column(ROWID).to_pylist() if names else []
+    sources: list[str | None] = [None] * len(names)
+    if row_ids:
+        ds, tschema = ns._open(entry)
+        mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
+        sources = [mapping.sources[ns.schema.names.index(n)] for n in names]
+    for name, source in zip(names, sources, strict=True):
+        values = [None] * len(row_ids)
+        if source is not None:
+            data = dict(ds.read_blobs(source, ids=row_ids, preserve_order=True))
+            values = [data.get(r) for r in row_ids]
+        rows = rows.set_column(
+            rows.column_names.index(name), name, pa.array(values, pa.large_binary())
+        )
     return rows
 
 
