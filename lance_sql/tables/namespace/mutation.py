@@ -306,18 +306,18 @@ T = TypeVar("T")
 RETRIES = 4
 
 
-def run(ns: Any, build: Callable[[Mutation], T]) -> T:
+def run(ns: Any, build: Callable[[Mutation], T], *, retries: int = RETRIES) -> T:
     """Plan an operation (``build`` stages it into a fresh :class:`Mutation` of the latest
     snapshot) and commit it; on a conflict, plan it again on the newer snapshot.
 
     Nothing of a failed attempt is visible (its table versions stay unreferenced
     and are restored over), so replaying the whole operation on the latest
-    ``__manifest`` is always safe; after :data:`RETRIES` the conflict is raised.
+    ``__manifest`` is always safe; after ``retries`` the conflict is raised.
     """
     import random
     import time
 
-    for attempt in range(RETRIES + 1):
+    for attempt in range(retries + 1):
         try:
             m = Mutation(ns)
             result = build(m)
@@ -325,7 +325,7 @@ def run(ns: Any, build: Callable[[Mutation], T]) -> T:
                 ns._set_snapshot(m.commit())
             return result
         except CommitConflictError:
-            if attempt == RETRIES:
+            if attempt == retries:
                 raise
             time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
     raise AssertionError("unreachable")
