@@ -167,10 +167,8 @@ def merge(
     on = list(on)
     sql = merge_sql(ns, on, when_matched_update, when_matched_delete, when_not_matched_insert)
     src = _source_table(ns, source, on)
-    keyed = src.select(on).drop_null()  # NULL keys never match
-    if keyed.num_rows and _match_keys(keyed, on).group_by(on).aggregate([]).num_rows != (
-        keyed.num_rows
-    ):
+    keyed = _match_keys(src, on).drop_null()  # NULL keys never match
+    if keyed.group_by(on).aggregate([]).num_rows != keyed.num_rows:
         raise MergeKeyError("the merge source holds some key more than once; nothing was written")
     src = src.append_column(ROW, pa.array(np.arange(src.num_rows), pa.int64()))
     plan = plan_merge(ns, src, sql)
