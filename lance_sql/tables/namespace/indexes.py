@@ -38,7 +38,6 @@ from lance_sql.tables.namespace.index_upkeep import (
     table_column,
 )
 from lance_sql.tables.namespace.mutation import Mutation, run
-from lance_sql.tables.namespace.reader import PartitionTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -104,28 +103,17 @@ def create_index(
             if new is None:
                 continue
             m.set_version(entry, new, same_rows=True)  # an index changes no row
-            if kinds.kind(index.index_type) == "scalar":
-                _add_key_filter(m, entry, new, fid, col)
+            t = new.schema.field(col).type
+            if kinds.kind(index.index_type) == "scalar" and supports("key_filter", t):
+                # the key filter of the newly indexed column (see :mod:`.key_filters`)
+                version, opts = int(new.version), m.storage_options
+                refs = kf.maintain(
+                    entry.uri, version, [(fid, col, t)], None, None, storage_options=opts
+                )
+                m.key_filters.setdefault(entry.object_id, (version, {}))[1].update(refs)
         return index
 
     return run(ns, build)
-
-
-def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
-    """Build the key filter of the newly indexed column in ``ds`` (see :mod:`.key_filters`)."""
-    field = ds.schema.field(column)
-    if not supports("key_filter", field.type):
-        return
-    version = int(ds.version)
-    ref = kf.write_filter(
-        entry.uri,
-        version,
-        fid,
-        field.type,
-        kf.column_hashes(ds, column),
-        storage_options=m.storage_options,
-    )
-    m.key_filters.setdefault(entry.object_id, (version, {}))[1][fid] = ref
 
 
 def drop_index(ns: PartitionedNamespace, name: str) -> None:
