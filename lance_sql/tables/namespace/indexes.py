@@ -118,7 +118,6 @@ def create_index(
 
 def drop_index(ns: PartitionedNamespace, name: str) -> None:
     """Drop the namespace index ``name`` from every partition table; one ``__manifest`` commit."""
-    ns._check_writable()
 
     def build(m: Mutation) -> None:
         current = {i.name: i for i in read_indexes(m.snapshot.properties)}
@@ -150,7 +149,6 @@ def optimize_indexes(ns: PartitionedNamespace) -> int:
     in their own commit; this catches up tables a vector index skipped while
     they were small (``min_rows``) or written by other tools.
     """
-    ns._check_writable()
 
     def build(m: Mutation) -> int:
         import lance
