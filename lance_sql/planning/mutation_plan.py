@@ -24,7 +24,8 @@ from lance_sql.tables.namespace.filter_hook import (
 
 
 class PruningFilterPlanner:
-    """:class:`~lance_sql.tables.namespace.filter_hook.FilterPlanner` over the pruning planner."""
+    """A filter planner (:class:`~lance_sql.tables.namespace.filter_hook.NoPruning`'s methods)
+    over the pruning planner."""
 
     def expression(self, ns: Any, filter: Any) -> pc.Expression:
         if isinstance(filter, pc.Expression):

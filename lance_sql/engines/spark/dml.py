@@ -119,9 +119,10 @@ class DeleteTasks:
             yield lease, ns
 
     def delete_one(self, reader: Any, oid: str, attempt: str, lease: Any) -> TableDelete:
-        from lance_sql.tables.namespace.delete import _filter_columns, filter_mask
+        from lance_sql.tables.namespace.delete import _filter_columns
         from lance_sql.tables.namespace.filter_hook import filter_planner
         from lance_sql.tables.namespace.mutation import ROWID
+        from lance_sql.tables.namespace.sql_eval import matching_mask
 
         entry = reader.entries[oid]
         try:
@@ -130,7 +131,7 @@ class DeleteTasks:
             expr = None
         rows = reader.rows(entry, _filter_columns(reader, self.where), pushdown=expr)
         if rows.num_rows:
-            rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), self.where))
+            rows = rows.filter(matching_mask(rows.drop_columns([ROWID]), self.where))
         ids = rows.column(ROWID).to_numpy() if rows.num_rows else np.array([], np.uint64)
         return self.stage_deletes(reader, entry, ids, lease)
 

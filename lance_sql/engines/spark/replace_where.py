@@ -54,12 +54,12 @@ def check_filter(root: str, where: str, schema: pa.Schema) -> None:
 
 def checked(batches: Iterable[pa.RecordBatch], root: str, where: str) -> Iterator[pa.RecordBatch]:
     """``batches`` (namespace schema), refusing the first one with a row outside ``where``."""
-    from lance_sql.tables.namespace.delete import filter_mask
     from lance_sql.tables.namespace.overwrite import RowsOutsideFilterError
+    from lance_sql.tables.namespace.sql_eval import matching_mask
 
     for batch in batches:
         if batch.num_rows:
-            mask = filter_mask(pa.Table.from_batches([batch]), where)
+            mask = matching_mask(pa.Table.from_batches([batch]), where)
             outside = batch.num_rows - int(mask.true_count)
             if outside:
                 raise RowsOutsideFilterError(

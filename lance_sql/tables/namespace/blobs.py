@@ -81,10 +81,9 @@ def blob_rows(
     return pa.concat_tables(out)
 
 
-_Groups = list[tuple[str, Any, str, list[int]]]
-
-
-def _grouped(ns: PartitionedNamespace, column: str, ids: Any) -> tuple[list[Any], _Groups]:
+def _blobs(ns: PartitionedNamespace, column: str, ids: Any, *, read: bool) -> list[Any]:
+    """pylance's ``read_blobs`` (``read``) or ``take_blobs`` of ``column`` for ``ids``, one
+    call per partition table, the results in the order of ``ids``."""
     if column not in blob_columns(ns.schema):
         raise SpecError(
             f"{column!r} is not a blob column of this namespace (blob columns: "
@@ -102,18 +101,21 @@ def _grouped(ns: PartitionedNamespace, column: str, ids: Any) -> tuple[list[Any]
         if object_id not in entries:
             raise SpecError(f"{object_id!r} is not a partition table of this namespace", key="ids")
         groups.setdefault(object_id, []).append(int(row_id))
-    out = []
+    found: dict[tuple[str, int], Any] = {}
     for object_id, rows in groups.items():
-        entry = entries[object_id]
-        ds, tschema = ns._open(entry)
+        ds, tschema = ns._open(entries[object_id])
         mapping = map_columns(ns.schema, tschema, object_id=object_id)
         source = mapping.sources[ns.schema.names.index(column)]
         if source is None:
             raise SchemaMismatchError(
                 f"partition table {object_id!r} has no data for blob column {column!r}"
             )
-        out.append((object_id, ds, source, rows))
-    return pairs, out
+        if read:
+            got = ds.read_blobs(source, ids=rows, preserve_order=True)
+        else:
+            got = zip(rows, ds.take_blobs(source, ids=rows), strict=True)
+        found.update({(object_id, int(r)): value for r, value in got})
+    return [found[(o, int(r))] for o, r in pairs]
 
 
 def take_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[Any]:
@@ -122,49 +124,32 @@ def take_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[Any]:
     ``ids``: ``(partition_table, row_id)`` pairs, or a table with those two
     columns (what :func:`blob_rows` returns). A NULL blob gives None.
     """
-    pairs, groups = _grouped(ns, column, ids)
-    found: dict[tuple[str, int], Any] = {}
-    for object_id, ds, source, rows in groups:
-        handles = ds.take_blobs(source, ids=rows)
-        found.update({(object_id, r): h for r, h in zip(rows, handles, strict=True)})
-    return [found[(o, int(r))] for o, r in pairs]
+    return _blobs(ns, column, ids, read=False)
 
 
 def read_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[bytes | None]:
     """The bytes of ``ids``' blobs (see :func:`take_blobs`), read in full, in their order."""
-    pairs, groups = _grouped(ns, column, ids)
-    found: dict[tuple[str, int], Any] = {}
-    for object_id, ds, source, rows in groups:
-        for row_id, data in ds.read_blobs(source, ids=rows, preserve_order=True):
-            found[(object_id, int(row_id))] = data
-    return [found[(o, int(r))] for o, r in pairs]
+    return _blobs(ns, column, ids, read=True)
 
 
 def with_blob_bytes(ns: Any, entry: Any, rows: pa.Table) -> pa.Table:
     """``rows`` of partition table ``entry`` (namespace columns + ``_rowid``) with each
     blob column's descriptors replaced by the bytes (what an update or a merge rewrites)."""
     names = [n for n in blob_columns(ns.schema) if n in rows.column_names]
-    if not names or not rows.num_rows:
-        return rows if not names else _bytes_columns(rows, names, {})
-    ds, tschema = ns._open(entry)
-    mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
-    row_ids = rows.column(ROWID).to_pylist()
-    found = {}
-    for name in names:
-        source = mapping.sources[ns.schema.names.index(name)]
-        if source is None:
-            found[name] = [None] * len(row_ids)
-            continue
-        data = dict(ds.read_blobs(source, ids=row_ids, preserve_order=True))
-        found[name] = [data.get(r) for r in row_ids]
-    return _bytes_columns(rows, names, found)
-
-
-def _bytes_columns(rows: pa.Table, names: list[str], found: dict[str, list[Any]]) -> pa.Table:
-    for name in names:
-        i = rows.column_names.index(name)
-        values = pa.array(found.get(name, []), pa.large_binary())
-        rows = rows.set_column(i, name, values)
+    row_ids = rows.column(ROWID).to_pylist() if names else []
+    sources: list[str | None] = [None] * len(names)
+    if row_ids:
+        ds, tschema = ns._open(entry)
+        mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
+        sources = [mapping.sources[ns.schema.names.index(n)] for n in names]
+    for name, source in zip(names, sources, strict=True):
+        values = [None] * len(row_ids)
+        if source is not None:
+            data = dict(ds.read_blobs(source, ids=row_ids, preserve_order=True))
+            values = [data.get(r) for r in row_ids]
+        rows = rows.set_column(
+            rows.column_names.index(name), name, pa.array(values, pa.large_binary())
+        )
     return rows
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lance_sql.tables.dataset_cache import open_all
 from lance_sql.tables.namespace.filter_hook import filter_planner
@@ -31,29 +30,6 @@ class Matched:
     object_id: str
     rows: pa.Table
     whole: bool  # the partition is covered: every row matches, ``rows`` may be empty
-
-
-def filter_mask(rows: pa.Table, filter: Any) -> pa.Array:
-    """True where ``filter`` (SQL text, a :class:`RowCondition` or a pyarrow expression) is
-    TRUE on ``rows``."""
-    if filter is None:
-        return pa.array([True] * rows.num_rows, pa.bool_())
-    if isinstance(filter, pc.Expression):
-        return _expr_mask(rows, filter)
-    return matching_mask(rows, filter)
-
-
-def _expr_mask(rows: pa.Table, filter: pc.Expression) -> pa.Array:
-    import numpy as np
-    import pyarrow.dataset as pads
-
-    idx = "__lance_sql_row"
-    t = rows.append_column(idx, pa.array(range(rows.num_rows), pa.int64()))
-    kept = pads.dataset(t).to_table(columns=[idx], filter=filter, use_threads=False)
-    kept = kept.column(0).to_numpy()
-    mask = np.zeros(rows.num_rows, dtype=bool)
-    mask[kept] = True
-    return pa.array(mask)
 
 
 def matching_rows(
@@ -80,7 +56,7 @@ def matching_rows(
     tables = open_all(cls.partial, read)
     for oid, rows in zip(cls.partial, tables, strict=True):
         if rows.num_rows:
-            rows = rows.filter(filter_mask(rows.drop_columns([ROWID]), filter))
+            rows = rows.filter(matching_mask(rows.drop_columns([ROWID]), filter))
         if rows.num_rows:
             out.append(Matched(oid, rows, False))
     return out
@@ -88,15 +64,18 @@ def matching_rows(
 
 def delete_matching(m: Mutation, filter: Any) -> int:
     """Stage the deletion of every row ``filter`` matches into ``m``; returns the count."""
-    deleted = 0
-    for hit in matching_rows(m, filter, columns=_filter_columns(m, filter)):
-        entry = m.entries[hit.object_id]
-        if hit.whole:
-            deleted += m.count(entry)
-            m.drop(entry)
-        else:
-            deleted += m.delete_rowids(entry, hit.rows.column(ROWID))
-    return deleted
+    return sum(
+        remove(m, hit) for hit in matching_rows(m, filter, columns=_filter_columns(m, filter))
+    )
+
+
+def remove(m: Mutation, hit: Matched) -> int:
+    """Stage the deletion of ``hit``'s rows (its whole table when covered); the count."""
+    entry = m.entries[hit.object_id]
+    if hit.whole:
+        m.drop(entry)
+        return m.count(entry)
+    return m.delete_rowids(entry, hit.rows.column(ROWID))
 
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
@@ -110,8 +89,7 @@ def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
 
 def delete(ns: Any, filter: Any) -> int:
     """Delete the rows ``filter`` matches (see the module docstring); returns rows deleted."""
-    ns._check_writable()
-    return run(ns, lambda m: delete_matching(m, filter))
+    return run(ns, lambda m: delete_matching(m, filter))  # (Mutation refuses a read-only ns)
 
 
-__all__ = ["Matched", "delete", "delete_matching", "filter_mask", "matching_rows"]
+__all__ = ["Matched", "delete", "delete_matching", "matching_rows", "remove"]

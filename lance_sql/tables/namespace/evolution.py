@@ -47,12 +47,17 @@ if TYPE_CHECKING:
 
 
 def add_spec(
-    ns: PartitionedNamespace, fields: Iterable[Mapping[str, Any] | PartitionField]
+    ns: PartitionedNamespace, fields: Iterable[Mapping[str, Any] | PartitionField] | str
 ) -> PartitionSpec:
-    """Create spec version N+1 (field ids reused per the spec); new data goes under it."""
+    """Create spec version N+1 (field ids reused per the spec); new data goes under it.
+
+    ``fields``: field dicts or spec text, as ``PartitionedNamespace.create`` takes them.
+    """
+    from lance_sql.spec.transforms.spec_text import spec_fields
+
     ns.refresh()
     new_id = max(ns._specs) + 1
-    spec = build_spec(fields, spec_id=new_id, schema=ns._schema, previous=ns._specs)
+    spec = build_spec(spec_fields(fields), spec_id=new_id, schema=ns._schema, previous=ns._specs)
     mschema = manifest_schema([*ns.all_fields(), *spec.fields])
     rows = conform_rows(ns._snapshot.rows, mschema)
     rows = pa.concat_tables([rows, spec_row(spec, mschema)])
@@ -78,8 +83,9 @@ def spec_row(spec: PartitionSpec, mschema: pa.Schema) -> pa.Table:
 
 
 def rename_column(ns: PartitionedNamespace, old: str, new: str) -> None:
-    """Rename a namespace column, or a nested field ``"s.a"`` (same field id either way;
-    partition tables untouched: older ones are read through the field's former name)."""
+    """Rename a namespace column, or a field inside a struct column (``"s.a"``, new name
+    ``"b"``). The field keeps its id; partition tables are not rewritten (older ones are
+    read through the field's former name, which no other field may take)."""
     ns.refresh()
     names = ns._schema.names
     if not new:

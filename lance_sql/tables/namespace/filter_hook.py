@@ -17,7 +17,7 @@ heavy, so the root can register at import.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lance_sql.errors import LanceSqlError
 
@@ -37,26 +37,41 @@ class FilterClassification(NamedTuple):
     partial: tuple[str, ...]
 
 
-class FilterPlanner(Protocol):
+class NoPruning:
+    """The protocol a filter planner implements (these four methods), and the planner used
+    until the pruning planner is registered: every partition is a candidate and none is
+    covered. Results are the same (filters are evaluated on the rows), only slower:
+    ``lance_sql.PartitionedNamespace`` and ``lance_sql.planning`` register the real
+    planner on import."""
+
     def expression(self, ns: Any, filter: Any) -> pc.Expression:
         """``filter`` (SQL text or pyarrow expression) as an expression over ``ns.schema``."""
-        ...
+        import pyarrow.compute as pc
+
+        if isinstance(filter, pc.Expression):
+            return filter
+        raise LanceSqlError("no filter planner registered to convert SQL text")
 
     def classify(self, ns: Any, filter: Any) -> FilterClassification:
         """Prune ``ns``'s partition tables for ``filter`` (strict and inclusive projections)."""
-        ...
+        import pyarrow.compute as pc
+
+        expr = filter if isinstance(filter, pc.Expression) else None
+        return FilterClassification(expr, (), tuple(e.object_id for e in ns.tables()))
 
     def scan_plan(self, ns: Any, filter: Any) -> Any:
         """The scan planner's plan of ``ns`` for ``filter``: ``selects_all`` (every table),
         ``object_ids`` (the selected tables) and ``proven`` (tables whose partition
-        values prove the whole filter)."""
-        ...
+        values prove the whole filter); None: every table."""
+        return None
 
     def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
         """Vector, full-text or hybrid search of ``ns``, pruned for its ``where``."""
-        ...
+        raise LanceSqlError("search needs the planning layer: import lance_sql first")
 
 
+#: a planner: :class:`NoPruning`'s four methods
+FilterPlanner = Any
 _PLANNER: FilterPlanner | None = None
 _LOADER: Callable[[], object] | None = None
 
@@ -70,32 +85,6 @@ def register_filter_planner_loader(loader: Callable[[], object]) -> None:
     """``loader`` imports the planner (which registers itself); called on first need."""
     global _LOADER
     _LOADER = loader
-
-
-class NoPruning:
-    """Used until the pruning planner is registered: every partition is a candidate and
-    none is covered. Results are the same (filters are evaluated on the rows), only
-    slower: ``lance_sql.PartitionedNamespace`` and ``lance_sql.planning`` register
-    the real planner on import."""
-
-    def expression(self, ns: Any, filter: Any) -> pc.Expression:
-        import pyarrow.compute as pc
-
-        if isinstance(filter, pc.Expression):
-            return filter
-        raise LanceSqlError("no filter planner registered to convert SQL text")
-
-    def classify(self, ns: Any, filter: Any) -> FilterClassification:
-        import pyarrow.compute as pc
-
-        expr = filter if isinstance(filter, pc.Expression) else None
-        return FilterClassification(expr, (), tuple(e.object_id for e in ns.tables()))
-
-    def scan_plan(self, ns: Any, filter: Any) -> Any:
-        return None  # every table
-
-    def search(self, ns: Any, *args: Any, **kwargs: Any) -> Any:
-        raise LanceSqlError("search needs the planning layer: import lance_sql first")
 
 
 def filter_planner() -> FilterPlanner:

@@ -38,7 +38,6 @@ from lance_sql.tables.namespace.index_upkeep import (
     table_column,
 )
 from lance_sql.tables.namespace.mutation import Mutation, run
-from lance_sql.tables.namespace.reader import PartitionTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,6 +56,8 @@ def create_index(
 ) -> NamespaceIndex:
     """Build ``index_type`` on ``column`` in every partition table; one ``__manifest`` commit.
 
+    Later writes keep it: new partitions get it built, appended ones get their
+    new rows added, in the commit that publishes them (docs/search.md).
     ``index_type``: any type pylance builds (:mod:`.index_kinds`; default by the
     column's type). ``params`` go to pylance's ``create_index`` (vector) or
     ``create_scalar_index`` (scalar and text); ``min_rows`` (vector only) is
@@ -102,33 +103,21 @@ def create_index(
             if new is None:
                 continue
             m.set_version(entry, new, same_rows=True)  # an index changes no row
-            if kinds.kind(index.index_type) == "scalar":
-                _add_key_filter(m, entry, new, fid, col)
+            t = new.schema.field(col).type
+            if kinds.kind(index.index_type) == "scalar" and supports("key_filter", t):
+                # the key filter of the newly indexed column (see :mod:`.key_filters`)
+                version, opts = int(new.version), m.storage_options
+                refs = kf.maintain(
+                    entry.uri, version, [(fid, col, t)], None, None, storage_options=opts
+                )
+                m.key_filters.setdefault(entry.object_id, (version, {}))[1].update(refs)
         return index
 
     return run(ns, build)
 
 
-def _add_key_filter(m: Mutation, entry: PartitionTable, ds: Any, fid: int, column: str) -> None:
-    """Build the key filter of the newly indexed column in ``ds`` (see :mod:`.key_filters`)."""
-    field = ds.schema.field(column)
-    if not supports("key_filter", field.type):
-        return
-    version = int(ds.version)
-    ref = kf.write_filter(
-        entry.uri,
-        version,
-        fid,
-        field.type,
-        kf.column_hashes(ds, column),
-        storage_options=m.storage_options,
-    )
-    m.key_filters.setdefault(entry.object_id, (version, {}))[1][fid] = ref
-
-
 def drop_index(ns: PartitionedNamespace, name: str) -> None:
     """Drop the namespace index ``name`` from every partition table; one ``__manifest`` commit."""
-    ns._check_writable()
 
     def build(m: Mutation) -> None:
         current = {i.name: i for i in read_indexes(m.snapshot.properties)}
@@ -156,9 +145,10 @@ def drop_index(ns: PartitionedNamespace, name: str) -> None:
 def optimize_indexes(ns: PartitionedNamespace) -> int:
     """Build each missing index and index unindexed fragments in every table; one commit.
 
-    Returns how many partition tables got a new version.
+    Returns how many partition tables got a new version. Writes already do this
+    in their own commit; this catches up tables a vector index skipped while
+    they were small (``min_rows``) or written by other tools.
     """
-    ns._check_writable()
 
     def build(m: Mutation) -> int:
         import lance

@@ -29,6 +29,7 @@ u64 bits, u64 keys, u32 crc32 of the bit bytes, then ``bits / 8`` bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 import threading
@@ -77,15 +78,9 @@ class KeyFilterRef:
     crc: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "file": self.file,
-            "type": self.type,
-            "bits": self.bits,
-            "k": self.k,
-            "keys": self.keys,
-        }
-        if self.crc is not None:
-            out["crc"] = self.crc
+        out = dataclasses.asdict(self)
+        if self.crc is None:
+            del out["crc"]
         return out
 
     @staticmethod

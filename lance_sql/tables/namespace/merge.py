@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import SchemaMismatchError
 from lance_sql.tables.namespace.blobs import with_blob_bytes
-from lance_sql.tables.namespace.delete import matching_rows
+from lance_sql.tables.namespace.delete import matching_rows, remove
 from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.merge_rows import (
     MergeClause,
@@ -68,15 +68,11 @@ def update(ns: Any, set: Mapping[str, str] | EnginePlan, where: Any = None) -> i
     def build(m: Mutation) -> int:
         total = 0
         for hit in matching_rows(m, where, full_covered=True):
-            entry = m.entries[hit.object_id]
             if not hit.rows.num_rows:
                 continue
             old = with_blob_bytes(ns, m.entries[hit.object_id], hit.rows).drop_columns([ROWID])
             new = cast_to_stored(ns, values(old))
-            if hit.whole:
-                m.drop(entry)
-            else:
-                m.delete_rowids(entry, hit.rows.column(ROWID))
+            remove(m, hit)
             m.insert(new)
             total += old.num_rows
         return total
@@ -171,22 +167,12 @@ def merge(
     on = list(on)
     sql = merge_sql(ns, on, when_matched_update, when_matched_delete, when_not_matched_insert)
     src = _source_table(ns, source, on)
-    keyed = src.filter(pc.invert(_any_null(src, on))) if src.num_rows else src
-    if keyed.num_rows and _match_keys(keyed, on).group_by(on).aggregate([]).num_rows != (
-        keyed.num_rows
-    ):
+    keyed = _match_keys(src, on).drop_null()  # NULL keys never match
+    if keyed.group_by(on).aggregate([]).num_rows != keyed.num_rows:
         raise MergeKeyError("the merge source holds some key more than once; nothing was written")
     src = src.append_column(ROW, pa.array(np.arange(src.num_rows), pa.int64()))
     plan = plan_merge(ns, src, sql)
     return run(ns, lambda m: merge_rows(m, ns, plan, src))
-
-
-def _any_null(table: pa.Table, on: Sequence[str]) -> pa.ChunkedArray | pa.Array:
-    mask = None
-    for k in on:
-        isnull = pc.is_null(table.column(k))
-        mask = isnull if mask is None else pc.or_(mask, isnull)
-    return mask
 
 
 __all__ = ["MergeKeyError", "MergeResult", "merge", "merge_sql", "update"]

@@ -33,7 +33,7 @@ from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.namespace.blobs import with_blob_bytes
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.mutation import ROWID, Mutation
-from lance_sql.tables.namespace.partition_rows import conform_batch
+from lance_sql.tables.namespace.schema_rule import conform as conform_batch
 from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, SqlExpressionError, merge_plan
 

@@ -322,7 +322,7 @@ def run(ns: Any, build: Callable[[Mutation], T], *, retries: int = RETRIES) -> T
             m = Mutation(ns)
             result = build(m)
             if m.changed:
-                finish(ns, m)
+                ns._set_snapshot(m.commit())
             return result
         except CommitConflictError:
             if attempt == retries:
@@ -331,16 +331,8 @@ def run(ns: Any, build: Callable[[Mutation], T], *, retries: int = RETRIES) -> T
     raise AssertionError("unreachable")
 
 
-def finish(ns: Any, mutation: Mutation) -> int:
-    """Commit ``mutation`` and move ``ns`` to the new snapshot; returns its version."""
-    snap = mutation.commit()
-    ns._set_snapshot(snap)
-    return snap.version
-
-
 __all__ = [
     "ROWID",
     "Mutation",
-    "finish",
     "run",
 ]

@@ -14,19 +14,22 @@ See ``docs/namespaces.md`` for the model, on-disk layout and guarantees.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lance_sql.errors import LanceSqlError
+from lance_sql.errors import LanceSqlError, SpecError
 from lance_sql.spec.arrow_json import (
     dumps,
     schema_to_json,
 )
 from lance_sql.spec.partition_field import PartitionField
-from lance_sql.tables.namespace import blobs, evolution
-from lance_sql.tables.namespace.layout import root_uri, spec_version_of
+from lance_sql.tables.namespace import blobs, evolution, indexes, runtime
+from lance_sql.tables.namespace.filter_hook import filter_planner
+from lance_sql.tables.namespace.layout import root_uri
+from lance_sql.tables.namespace.manifest_fragments import table_versions
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     conform_rows,
@@ -44,15 +47,12 @@ from lance_sql.tables.namespace.properties import (
     normalize_schema,
     parse_properties,
 )
-from lance_sql.tables.namespace.read_methods import ReadMethods
 from lance_sql.tables.namespace.reader import (
     PartitionTable,
     open_for_read,
     partition_units,
 )
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
-from lance_sql.tables.namespace.runtime import RootOrSelf, describe_namespace, foreign_tables
-from lance_sql.tables.namespace.search_methods import SearchMethods
 from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import spec_of
 from lance_sql.tables.namespace.write_layout import find_entry
@@ -90,7 +90,7 @@ def first_snapshot(
     )
 
 
-class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
+class PartitionedNamespace(WriteMethods):
     """A partitioned namespace at ``root``, viewed at one ``__manifest`` version."""
 
     def __init__(
@@ -175,7 +175,7 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         snap = read_manifest(root_s, version, storage_options=storage_options)
         return cls(root_s, snap, storage_options=storage_options, read_only=version is not None)
 
-    repair = RootOrSelf(_repair_root)
+    repair = runtime.RootOrSelf(_repair_root)
     blob_rows, take_blobs, read_blobs = blobs.blob_rows, blobs.take_blobs, blobs.read_blobs
 
     def refresh(self) -> PartitionedNamespace:
@@ -224,42 +224,19 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
             self.tables()
         return find_entry(self._entries or [], object_id)
 
-    def foreign_tables(self) -> list[dict[str, Any]]:
-        """``table`` rows of ``__manifest`` outside every ``v<N>``: not partition tables.
-
-        Another writer (pylance, lancedb) may create tables at the namespace
-        root; reads ignore them, ``lance-sql inspect`` lists them.
-        """
-        return foreign_tables(self._snapshot.rows)
-
-    def describe(self, path: Sequence[str]) -> dict[str, Any]:
-        """A namespace's runtime properties (the spec's appendix E), by path of names.
-
-        ``["v1"]`` gives ``{"properties": {"partition_spec": <spec JSON>}}``;
-        ``["v1", "<name>", ...]`` gives the ``partition.<field_id>`` entry for the
-        partition value that namespace level adds (as a string).
-        """
-        return describe_namespace(self._snapshot.rows, self._specs, path, root=self.root)
+    foreign_tables = runtime.foreign_tables
+    describe = runtime.describe
 
     def partitions(self) -> pa.Table:
         """One row per partition table: ids, location, pins, and every partition column."""
         rows = self._snapshot.rows
-        is_partition = [
-            t == "table" and spec_version_of(o) is not None
-            for o, t in zip(
-                rows.column("object_id").to_pylist(),
-                rows.column("object_type").to_pylist(),
-                strict=True,
-            )
-        ]
-        tables = rows.filter(pa.array(is_partition, pa.bool_()))
-        mschema = manifest_schema(self.all_fields())
-        tables = conform_rows(tables, mschema)
-        specs = [spec_version_of(o) for o in tables.column("object_id").to_pylist()]
+        versions = table_versions(rows)  # (the spec version of each partition table row)
+        keep = versions >= 0
+        tables = conform_rows(rows.filter(pa.array(keep)), manifest_schema(self.all_fields()))
         cols = {
             "object_id": tables.column("object_id"),
             "location": tables.column("location"),
-            "spec_version": pa.array(specs, pa.int32()),
+            "spec_version": pa.array(versions[keep], pa.int32()),
             "read_version": tables.column("read_version"),
             "read_branch": tables.column("read_branch"),
             "read_tag": tables.column("read_tag"),
@@ -270,38 +247,41 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
         return out.sort_by("object_id") if out.num_rows else out
 
     # -- evolution (:mod:`.evolution`) ---------------------------------------------------------
-    def add_spec(self, fields: Iterable[Mapping[str, Any] | PartitionField] | str) -> PartitionSpec:
-        """Create spec version N+1 (field ids reused per the spec); new data goes under it.
+    add_spec = evolution.add_spec
+    rename_column = evolution.rename_column
+    add_columns = evolution.add_columns
+    drop_columns = evolution.drop_columns
 
-        ``fields``: field dicts or spec text, as :meth:`create` takes them.
+    # -- indexes and search (:mod:`.indexes`; the search planner: :mod:`.filter_hook`) --------
+    create_index = indexes.create_index
+    drop_index = indexes.drop_index
+    index_coverage = indexes.index_coverage
+    optimize_indexes = indexes.optimize_indexes
+
+    def create_scalar_index(
+        self,
+        column: str,
+        index_type: str = "BTREE",
+        *,
+        name: str | None = None,
+        replace: bool = False,
+        **params: Any,
+    ) -> indexes.NamespaceIndex:
+        """Build a Lance scalar index on ``column`` in every partition table (one commit)."""
+        return self.create_index(column, index_type, name=name, replace=replace, **params)
+
+    def list_indexes(self) -> list[indexes.NamespaceIndex]:
+        """The namespace's scalar indexes (as of this snapshot)."""
+        return indexes.read_indexes(self._snapshot.properties)
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        """Vector, full-text or hybrid search: see :func:`lance_sql.search` (docs/search.md).
+
+        The search plans with the pruning planner, a layer above this one,
+        reached through the planner the planning layer registers, as the row
+        operations do.
         """
-        from lance_sql.spec.transforms.spec_text import spec_fields
-
-        return evolution.add_spec(self, spec_fields(fields))
-
-    def rename_column(self, old: str, new: str) -> None:
-        """Rename a column, or a field inside a struct column (``"s.a"``, new name ``"b"``).
-
-        The field keeps its id; partition tables are not rewritten (older ones are
-        read through the field's former name, which no other field may take).
-        """
-        evolution.rename_column(self, old, new)
-
-    def add_columns(self, fields: Sequence[pa.Field]) -> None:
-        """Add nullable top-level columns (new ids); existing partitions read them as NULL.
-
-        New ids follow the highest id ever assigned (recorded in the schema
-        metadata), so a dropped column's id is never given to another column.
-        """
-        evolution.add_columns(self, fields)
-
-    def drop_columns(self, names: Sequence[str]) -> None:
-        """Remove top-level columns from the namespace schema (partition tables untouched).
-
-        Their field ids are never reused; a partition field whose source was
-        dropped computes NULL for new rows, and pruning treats it as unknown.
-        """
-        evolution.drop_columns(self, names)
+        return filter_planner().search(self, *args, **kwargs)
 
     # -- reading ----------------------------------------------------------------------------
     def _open(self, entry: PartitionTable) -> tuple[Any, pa.Schema]:
@@ -357,6 +337,78 @@ class PartitionedNamespace(ReadMethods, SearchMethods, WriteMethods):
                 )
             )
         return units
+
+    # A filtered read (to_table, to_batches, count_rows) scans only the partition tables the
+    # scan planner selects: the same planner, and so the same tables, as SQL, DataFrames,
+    # plan_scan and the Spark reader. It lives a layer above this one and is reached through
+    # the planner the planning layer registers (:mod:`.filter_hook`), as the row operations
+    # do; without it every table is read (same rows).
+    def _units_for(
+        self, filter: pc.Expression | str | None, partitions: Iterable[Any] | None
+    ) -> list[ScanUnit]:
+        """Scan units of the tables the scan planner selects for ``filter`` (within
+        ``partitions`` when given): the same tables SQL, DataFrames and ``plan_scan`` read."""
+        if filter is not None:
+            plan = filter_planner().scan_plan(self, filter)
+            if plan is not None and not plan.selects_all:
+                chosen = set(plan.object_ids)
+                if partitions is not None:  # unknown ids stay: scan_units names them
+                    given = {p if isinstance(p, str) else p.object_id for p in partitions}
+                    chosen = (chosen & given) | (given - {e.object_id for e in self.tables()})
+                partitions = sorted(chosen)
+        return self.scan_units(partitions)
+
+    def _read_filter(self, filter: pc.Expression | str | None) -> pc.Expression | None:
+        """``filter`` as the pyarrow expression the scan units apply: SQL text (DataFusion's
+        dialect, as in ``ns.delete``) is converted by the planner, which prunes for the
+        text itself (as ``plan_scan`` does)."""
+        if filter is None or isinstance(filter, pc.Expression):
+            return filter
+        if isinstance(filter, str):
+            return filter_planner().expression(self, filter)
+        raise TypeError(
+            f"filter of namespace {self.root!r}: give a pyarrow.compute.Expression or SQL "
+            f"text, got {type(filter).__name__}"
+        )
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        partitions: Iterable[Any] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of the rows ``filter`` keeps, read from the partition tables it selects."""
+        if columns is not None:
+            missing = [c for c in columns if c not in self._schema.names]
+            if missing:
+                raise SpecError(f"no namespace column(s) {missing}", key=SCHEMA_KEY)
+        rows = self._read_filter(filter)
+        for unit in self._units_for(filter, partitions):
+            yield from unit.to_batches(columns, rows)
+
+    def to_table(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        partitions: Iterable[Any] | None = None,
+    ) -> pa.Table:
+        """All rows (of ``partitions``) with the namespace schema, projected and filtered;
+        only the partition tables the scan planner selects for ``filter`` are read."""
+        batches = list(self.to_batches(columns, filter, partitions=partitions))
+        out_schema = (
+            self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        )
+        if not out_schema.names:
+            n = sum(b.num_rows for b in batches)
+            return pa.table({"_": pa.nulls(n)}).select([])
+        return pa.Table.from_batches(batches, schema=out_schema)
+
+    def count_rows(self, filter: pc.Expression | str | None = None) -> int:
+        """Rows ``filter`` keeps, counted in the partition tables the scan planner selects."""
+        rows = self._read_filter(filter)
+        return sum(u.count_rows(rows) for u in self._units_for(filter, None))
 
     def __repr__(self) -> str:
         return (

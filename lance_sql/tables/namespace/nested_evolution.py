@@ -26,6 +26,7 @@ import json
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
+from lance_sql.format.schema import map_child_fields
 from lance_sql.spec.arrow_json import assign_field_ids, field_ids, shift_ids
 from lance_sql.tables.namespace.field_map import (
     canonical_schema,
@@ -50,9 +51,7 @@ def with_dropped(schema: pa.Schema, paths: set[str]) -> pa.Schema:
 
 
 def _rebuild_list(t: pa.DataType, value: pa.Field) -> pa.DataType:
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(value, t.list_size)
-    return pa.large_list(value) if pa.types.is_large_list(t) else pa.list_(value)
+    return map_child_fields(t, lambda _: value)  # (the same kind of list, of ``value``)
 
 
 def _new_field(f: pa.Field, next_id: int) -> tuple[pa.Field, int]:

@@ -20,14 +20,15 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError
-from lance_sql.tables.namespace.delete import delete_matching, filter_mask
+from lance_sql.tables.namespace.delete import delete_matching
 from lance_sql.tables.namespace.mutation import Mutation, run
 from lance_sql.tables.namespace.partition_rows import (
-    conform_batch,
     iter_batches,
     partition_keys,
     partition_values,
 )
+from lance_sql.tables.namespace.schema_rule import conform
+from lance_sql.tables.namespace.sql_eval import matching_mask
 from lance_sql.tables.namespace.write_layout import tables_by_key
 
 
@@ -37,7 +38,7 @@ class RowsOutsideFilterError(LanceSqlError):
 
 def collect(ns: Any, data: Any) -> pa.Table:
     """``data`` (any writable form) as one table with exactly the namespace schema."""
-    batches = [conform_batch(b, ns._schema) for b in iter_batches(data)]  # blobs: bytes
+    batches = [conform(b, ns._schema) for b in iter_batches(data)]  # blobs: bytes
     return pa.Table.from_batches(batches, schema=ns._schema)
 
 
@@ -70,7 +71,7 @@ def overwrite_where(ns: Any, data: Any, where: Any) -> int:
     ns._check_writable()
     table = collect(ns, data)
     if table.num_rows:
-        mask = filter_mask(table, where)
+        mask = matching_mask(table, where)
         outside = table.num_rows - int(mask.true_count)
         if outside:
             raise RowsOutsideFilterError(

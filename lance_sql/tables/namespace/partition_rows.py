@@ -49,18 +49,6 @@ def iter_batches(data: Any) -> Iterator[pa.RecordBatch]:
         )
 
 
-def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly the namespace ``schema``, or SchemaMismatchError naming a column.
-
-    The one schema rule of every write path (:mod:`.schema_rule`): columns by
-    name in any order, a missing nullable column written as NULL, extra
-    columns, other types and NULLs in non-nullable columns refused.
-    """
-    from lance_sql.tables.namespace.schema_rule import conform
-
-    return conform(batch, schema)
-
-
 # ---------------------------------------------------------------------------
 # Partition values and grouping
 
@@ -223,7 +211,6 @@ def unsliced(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 __all__ = [
-    "conform_batch",
     "iter_batches",
     "keys_of",
     "partition_keys",

@@ -33,16 +33,15 @@ from lance_sql.tables.namespace.manifest_table import (
     read_manifest,
 )
 from lance_sql.tables.namespace.properties import parse_properties
-from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
+from lance_sql.tables.namespace.spec import SPEC_KEY_PREFIX, PartitionSpec, all_fields
 
-ROOT_KEYS_PREFIX = "partition_spec_v"
 _HISTORY_LIMIT = 64  # earlier __manifest versions looked at to tell "lost" from "never had"
 
 
 def _root_keys(keys: Iterable[str | bytes] | None) -> set[str]:
     """The root property names among ``keys`` (schema metadata's bytes, or properties)."""
     names = {k.decode("utf-8", "replace") if isinstance(k, bytes) else k for k in keys or ()}
-    return {k for k in names if k == "schema" or k.startswith(ROOT_KEYS_PREFIX)}
+    return {k for k in names if k == "schema" or k.startswith(SPEC_KEY_PREFIX)}
 
 
 def missing_parts(

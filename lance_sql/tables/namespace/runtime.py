@@ -6,18 +6,21 @@ Kept apart from :mod:`.namespace` so that the namespace class stays one job
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-
-import pyarrow as pa
 
 from lance_sql.errors import NotFoundError, SpecError
 from lance_sql.tables.namespace.layout import NAMESPACE, spec_namespace_version, spec_version_of
-from lance_sql.tables.namespace.spec import PartitionSpec
 
 
-def foreign_tables(rows: pa.Table) -> list[dict[str, Any]]:
-    """``table`` rows outside every ``v<N>`` spec version: ``{object_id, location}`` each."""
+def foreign_tables(ns: Any) -> list[dict[str, Any]]:
+    """``table`` rows of ``__manifest`` outside every ``v<N>``: not partition tables,
+    ``{object_id, location}`` each.
+
+    Another writer (pylance, lancedb) may create tables at the namespace
+    root; reads ignore them, ``lance-sql inspect`` lists them.
+    """
+    rows = ns.snapshot.rows
     cols = {n: rows.column(n).to_pylist() for n in ("object_id", "object_type", "location")}
     return [
         {"object_id": o, "location": loc}
@@ -26,16 +29,20 @@ def foreign_tables(rows: pa.Table) -> list[dict[str, Any]]:
     ]
 
 
-def describe_namespace(
-    rows: pa.Table, specs: Mapping[int, PartitionSpec], path: Sequence[str], *, root: str
-) -> dict[str, Any]:
-    """The spec's appendix E runtime properties of the namespace at ``path``."""
+def describe(ns: Any, path: Sequence[str]) -> dict[str, Any]:
+    """A namespace's runtime properties (the spec's appendix E), by path of names.
+
+    ``["v1"]`` gives ``{"properties": {"partition_spec": <spec JSON>}}``;
+    ``["v1", "<name>", ...]`` gives the ``partition.<field_id>`` entry for the
+    partition value that namespace level adds (as a string).
+    """
+    rows, specs = ns.snapshot.rows, ns.specs
     parts = list(path)
     if not parts:
         raise SpecError("describe needs a namespace path such as ['v1']", key="path")
     n = spec_namespace_version(parts[0])
     if n is None or n not in specs:
-        raise NotFoundError(f"no spec version namespace {parts[0]!r} in {root}")
+        raise NotFoundError(f"no spec version namespace {parts[0]!r} in {ns.root}")
     spec = specs[n]
     if len(parts) == 1:
         return {"properties": {"partition_spec": spec.to_json_string()}}
@@ -44,7 +51,7 @@ def describe_namespace(
     kinds = rows.column("object_type").to_pylist()
     hit = [i for i, (o, t) in enumerate(zip(oids, kinds, strict=True)) if o == oid]
     if not hit or kinds[hit[0]] != NAMESPACE or len(parts) - 1 > len(spec.fields):
-        raise NotFoundError(f"no partition namespace {parts!r} in {root}")
+        raise NotFoundError(f"no partition namespace {parts!r} in {ns.root}")
     pf = spec.fields[len(parts) - 2]
     column = rows.column(pf.column_name) if pf.column_name in rows.column_names else None
     value = None if column is None else column[hit[0]].as_py()
@@ -82,4 +89,4 @@ class RootOrSelf:
         return on_self
 
 
-__all__ = ["RootOrSelf", "describe_namespace", "foreign_tables", "property_text"]
+__all__ = ["RootOrSelf", "describe", "foreign_tables", "property_text"]

@@ -121,11 +121,19 @@ def row_condition(schema: pa.Schema, filter: str | RowCondition) -> RowCondition
     return _evaluated(lambda engine: engine.row_condition(schema, filter), what)
 
 
-def matching_mask(rows: pa.Table, filter: str | RowCondition) -> pa.Array:
-    """Boolean mask: True where ``filter`` (SQL over ``rows``' columns, or a
-    :class:`RowCondition`) is TRUE."""
+def matching_mask(rows: pa.Table, filter: str | RowCondition | pc.Expression | None) -> pa.Array:
+    """Boolean mask: True where ``filter`` (SQL over ``rows``' columns, a
+    :class:`RowCondition` or a pyarrow expression; None: every row) is TRUE."""
+    if filter is None:
+        return pa.array(np.ones(rows.num_rows, dtype=bool))
     if rows.num_rows == 0:
         return pa.array([], pa.bool_())
+    if isinstance(filter, pc.Expression):
+        import pyarrow.dataset as pads
+
+        dataset = pads.dataset(_numbered(rows))
+        kept = dataset.to_table(columns=[ROW], filter=filter, use_threads=False)
+        return _mask(rows.num_rows, kept.column(0))
     filter = row_condition(rows.schema, filter)
     out = filter.rows.run(rows, what=f"filter {filter.rows.text!r}")
     return _mask(rows.num_rows, out.column(ROW))

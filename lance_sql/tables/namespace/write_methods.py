@@ -6,12 +6,14 @@ to the version it commits (the protocol: :mod:`.writer`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Iterable
 from typing import Any
 
 from lance_sql.errors import LanceSqlError
-from lance_sql.tables.namespace.cleanup import CleanupReport, cleanup_namespace
+from lance_sql.tables.namespace import delete as delete_op
+from lance_sql.tables.namespace import maintenance
+from lance_sql.tables.namespace import merge as merge_op
+from lance_sql.tables.namespace.cleanup import cleanup_namespace
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter, commit_staged
 
@@ -66,39 +68,13 @@ class WriteMethods:
             return ow.overwrite_where(self, data, where)
         return self._write(data, "overwrite", buffer_bytes)
 
-    def delete(self, filter: Any) -> int:
-        """Delete the rows ``filter`` (SQL text over the namespace) matches; returns the count.
-
-        Partitions the filter covers entirely leave ``__manifest`` without any
-        data file being touched; others get Lance row deletes (:mod:`.delete`).
-        """
-        from lance_sql.tables.namespace.delete import delete
-
-        return delete(self, filter)
-
-    def update(self, set: Mapping[str, str], where: Any = None) -> int:
-        """``UPDATE ns SET col = <sql>, ... WHERE <where>``; returns rows updated."""
-        from lance_sql.tables.namespace.merge import update
-
-        return update(self, set, where)
-
-    def merge(self, source: Any, on: Sequence[str], **clauses: Any) -> Any:
-        """``MERGE INTO ns USING source ON ...``; returns a :class:`.merge.MergeResult`."""
-        from lance_sql.tables.namespace.merge import merge
-
-        return merge(self, source, on, **clauses)
-
-    def compact(self, *, target_rows_per_fragment: int = 1 << 20, **options: Any) -> Any:
-        """Compact partition tables that need it; one ``__manifest`` commit."""
-        from lance_sql.tables.namespace.maintenance import compact
-
-        return compact(self, target_rows_per_fragment=target_rows_per_fragment, **options)
-
-    def expire_versions(self, *, older_than: timedelta) -> Any:
-        """Remove old versions of ``__manifest`` and partition tables no live pin needs."""
-        from lance_sql.tables.namespace.maintenance import expire_versions
-
-        return expire_versions(self, older_than=older_than)
+    # row operations and maintenance: the functions themselves, ``ns`` as their first argument
+    delete = delete_op.delete
+    update = merge_op.update
+    merge = merge_op.merge
+    compact = maintenance.compact
+    expire_versions = maintenance.expire_versions
+    cleanup = cleanup_namespace
 
     def _writer(self, mode: str, buffer_bytes: int | None, **options: Any) -> NamespaceWriter:
         """A writer against this object's snapshot, schema and current spec."""
@@ -182,12 +158,3 @@ class WriteMethods:
     def abort_staged(self, staged: Iterable[StagedWrite]) -> None:
         """Delete staged files (best effort); ``__manifest`` is not touched."""
         abort_staged(self.root, list(staged), storage_options=self.storage_options)
-
-    def cleanup(self, *, older_than: timedelta, dry_run: bool = True) -> CleanupReport:
-        """Remove files of failed or killed writers that no ``__manifest`` version references.
-
-        Dry-run by default: the report lists what would go. ``older_than``
-        protects writers still in flight (their files are recent); see
-        :func:`~lance_sql.tables.namespace.cleanup.cleanup_namespace`.
-        """
-        return cleanup_namespace(self, older_than=older_than, dry_run=dry_run)

@@ -59,7 +59,6 @@ from lance_sql.tables.namespace.manifest_table import (
 )
 from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
-    conform_batch,
     iter_batches,
     partition_values,
     split_batch,
@@ -67,6 +66,7 @@ from lance_sql.tables.namespace.partition_rows import (
 )
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import PartitionTable
+from lance_sql.tables.namespace.schema_rule import conform as conform_batch
 from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.staging import StagedWrite
 from lance_sql.tables.namespace.write_layout import WriteLayout, new_namespaces, rebase_blocker
