@@ -240,32 +240,13 @@ class _Bank:
 _BANKS: OpenCache[_Bank] = OpenCache(16)
 
 
-class _FilesKey:
-    """The filter files of a bank as a cache key, hashed once: a bank of 731 tables
-    is looked up twice per planned query, and hashing its pairs cost ~10 us each time."""
-
-    __slots__ = ("_hash", "files")
-
-    def __init__(self, files: tuple[tuple[str, str], ...]) -> None:
-        self.files = files
-        self._hash = hash(files)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return self is other or (
-            isinstance(other, _FilesKey) and self._hash == other._hash and self.files == other.files
-        )
-
-
 def _bank(
     refs: list[tuple[int, str, kf.KeyFilterRef]],
     opts: Mapping[str, Any] | None,
-    key: _FilesKey | None = None,
+    key: tuple[Any, ...] | None = None,
 ) -> _Bank | None:
     if key is None:
-        key = _FilesKey(tuple((uri, r.file) for _, uri, r in refs))
+        key = tuple((uri, r.file) for _, uri, r in refs)
     hit = _BANKS.get(key)
     if hit is not None:
         return hit
@@ -349,7 +330,7 @@ def _bank_of(
                 continue
             refs.append((i, uri, ref))
         rows = np.array([i for i, _, _ in refs], np.int64)
-        derived = (refs, _FilesKey(tuple((uri, r.file) for _, uri, r in refs)), rows)
+        derived = (refs, tuple((uri, r.file) for _, uri, r in refs), rows)
         state.derived[key] = derived
     refs, bank_key, rows = derived
     bank = _bank(refs, storage_options, bank_key) if refs else None

@@ -108,7 +108,6 @@ def _plan_namespace(
             ns.snapshot.rows,
             root=str(ns.root),
             storage_options=ns.storage_options,
-            prepared=len(preds) == 1,  # one filter: prepared above, not prepared twice
         )
     except PLANNING_ERRORS as e:
         dropped.append(f"the planner failed: {first_line(e)}")

@@ -89,7 +89,6 @@ def plan_partitions(
     *,
     root: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    prepared: bool = False,
 ) -> PartitionPlan:
     """Prune ``manifest_rows`` (``__manifest`` rows: object_id, object_type, partition columns).
 
@@ -97,12 +96,11 @@ def plan_partitions(
     predicate per selected row (TRUE where the partition's values prove the
     whole filter), and a :class:`PruningReport`. With the namespace ``root``, key
     filters of the tables may skip them too (reading the filter files, cached).
-    ``prepared``: ``filter`` is a predicate :func:`to_predicate` already returned.
     """
     for name in ("object_id", "object_type"):
         if name not in manifest_rows.column_names:
             raise PlanningError(f"__manifest rows lack the {name!r} column")
-    pred = filter if prepared and isinstance(filter, Predicate) else to_predicate(filter, schema)
+    pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, specs, schema)
     selected, versions = _selection(manifest_rows, mf)
     return finish_plan(pred, mf, selected, versions, root=root, storage_options=storage_options)

@@ -87,13 +87,12 @@ class LanceFragmentsUnit(ScanUnit):
         #: data files read without a scanner (:mod:`.file_read`); None: scan; unset: not known
         self._direct: list[DataFileRead] | object | None = _UNKNOWN
         self._direct_checked = False
-        self._fragment_objects: list[Any] | None = None  # of the open dataset
-        self._physical: int | None = None
+        self._physical: int | None = None  # stored rows of the fragments (see _late)
 
     # -- pickling: never ship the open dataset -------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_dataset"] = state["_fragment_objects"] = None
+        state["_dataset"] = None
         del state["_lock"], state["_direct"], state["_direct_checked"]
         return state
 
@@ -148,12 +147,8 @@ class LanceFragmentsUnit(ScanUnit):
         return filter is not None or bool(self.scan_options) or not isinstance(self._direct, list)
 
     def _fragments(self) -> list[Any]:
-        """pylance's fragment objects of this unit (opened once: the version is pinned)."""
-        frags = self._fragment_objects
-        if frags is None:
-            ds = self.dataset
-            frags = self._fragment_objects = [ds.get_fragment(i) for i in self.fragment_ids]
-        return list(frags)
+        ds = self.dataset
+        return [ds.get_fragment(i) for i in self.fragment_ids]
 
     def describe(self) -> str:
         ids = ", ".join(str(i) for i in self.fragment_ids[:8])
