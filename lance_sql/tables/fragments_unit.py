@@ -29,7 +29,7 @@ from lance_sql.tables.dataset_cache import open_pinned
 from lance_sql.tables.file_read import DataFileRead, direct_files, read_direct
 from lance_sql.tables.float_filters import FloatRewriteError
 from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner
-from lance_sql.tables.materialization import late_materialization
+from lance_sql.tables.materialization import MIN_ROWS, late_materialization
 from lance_sql.tables.scan import (
     ScanMetrics,
     ScanUnit,
@@ -87,6 +87,7 @@ class LanceFragmentsUnit(ScanUnit):
         #: data files read without a scanner (:mod:`.file_read`); None: scan; unset: not known
         self._direct: list[DataFileRead] | object | None = _UNKNOWN
         self._direct_checked = False
+        self._physical: int | None = None  # stored rows of the fragments (see _late)
 
     # -- pickling: never ship the open dataset -------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -129,7 +130,17 @@ class LanceFragmentsUnit(ScanUnit):
         """Late materialization: the table's scan option, else sampled (None: Lance's)."""
         if self.scan_options and "late_materialization" in self.scan_options:
             return None  # the option is the dataset's default (see _scan_dataset)
+        if filter is None or columns is None or self._physical_rows(fragments) < MIN_ROWS:
+            return None  # too few rows to sample: no filter text, schema or metadata read
         return late_materialization(ds, fragments, columns, filter)
+
+    def _physical_rows(self, fragments: list[Any]) -> int:
+        """Rows stored in this unit's fragments, deleted ones included (read once: a
+        pinned version's fragments do not change)."""
+        rows = self._physical
+        if rows is None:
+            rows = self._physical = sum(int(f.metadata.physical_rows or 0) for f in fragments)
+        return rows
 
     def starts_ahead(self, filter: pc.Expression | None) -> bool:
         """A read from the data files (no scanner) is over sooner than a thread hop."""

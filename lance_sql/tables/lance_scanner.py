@@ -123,34 +123,21 @@ def lance_scanner(
     """
     # ``dataset.schema`` is converted from Lance's on every access: only when needed
     payload = None if filter is None else _PREPARED.payload(filter, dataset.schema)
-    try:
-        from lance_sql.tables.native_scanner import ScannerBuilder, to_scanner
+    from lance_sql.tables.native_scanner import ScannerBuilder, to_scanner
 
-        builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
-        if columns is not None:
-            builder.columns(columns)
-        if fragments is not None:
-            builder.with_fragments(fragments)
-        if batch_size is not None:
-            builder.batch_size(batch_size)
-        builder.with_row_id(with_row_id)
-        builder.scan_in_order(False)
-        if late_materialization is not None:
-            builder.late_materialization(late_materialization)
-        builder._substrait_filter = payload
-        return to_scanner(builder)
-    except (ImportError, AttributeError):  # pylance internals moved: the public path
-        if filter is not None:
-            filter = _float_semantics(filter, dataset.schema)
-        return dataset.scanner(
-            columns=columns,
-            filter=filter,
-            fragments=fragments,
-            batch_size=batch_size,
-            with_row_id=with_row_id,
-            scan_in_order=False,
-            late_materialization=late_materialization,
-        )
+    builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
+    if columns is not None:
+        builder.columns(columns)
+    if fragments is not None:
+        builder.with_fragments(fragments)
+    if batch_size is not None:
+        builder.batch_size(batch_size)
+    builder.with_row_id(with_row_id)
+    builder.scan_in_order(False)
+    if late_materialization is not None:
+        builder.late_materialization(late_materialization)
+    builder._substrait_filter = payload
+    return to_scanner(builder)
 
 
 __all__ = ["FILTER_REFUSED", "lance_scanner"]

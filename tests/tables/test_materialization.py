@@ -103,3 +103,27 @@ def _canon(t: pa.Table) -> list[tuple[object, ...]]:
     """Rows with floats as text (NaN equals NaN), in query order."""
     cols = [pc.cast(c, pa.string()) if pa.types.is_floating(c.type) else c for c in t.columns]
     return list(zip(*(c.to_pylist() for c in cols), strict=True))
+
+
+def test_a_small_unit_decides_without_sampling_or_caching(
+    ds: lance.LanceDataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan unit below ``MIN_ROWS`` keeps Lance's default without reading its fragments'
+    metadata again per query, and leaves no estimate per filter (a service's point
+    lookups, each a new filter, would otherwise fill the cache); same rows as pyarrow."""
+    from lance_sql.tables.fragments_unit import LanceFragmentsUnit
+
+    last = ds.get_fragments()[-1]  # 10,000 rows
+    unit = LanceFragmentsUnit(ds, [last.fragment_id])
+    sampled: list[object] = []
+    monkeypatch.setattr(M, "estimate_spread", lambda *a: sampled.append(a))
+    ref = last.to_table(columns=["k", "s"])
+    for k in (90_000, 95_555, 99_999, -1):
+        batches = list(unit.to_batches(["k", "s"], pc.field("k") == k))
+        got = pa.Table.from_batches(batches, ref.schema)
+        assert got.equals(ref.filter(pc.field("k") == k))
+    assert sampled == [] and len(M._cache) == 0
+    reads: list[int] = []
+    monkeypatch.setattr(type(last), "metadata", property(lambda f: reads.append(1)))
+    list(unit.to_batches(["k", "s"], pc.field("k") == 91_000))
+    assert reads == []  # the stored row count was read once, with the first query
