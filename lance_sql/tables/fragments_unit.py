@@ -135,6 +135,19 @@ class LanceFragmentsUnit(ScanUnit):
         """A read from the data files (no scanner) is over sooner than a thread hop."""
         return filter is not None or bool(self.scan_options) or not isinstance(self._direct, list)
 
+    def read_small(self, columns: list[str]) -> list[pa.Table] | None:
+        """The rows from the data files once this unit is known to read that way
+        (a first read through :meth:`to_batches` checked the files; see :mod:`.file_read`)."""
+        if not columns or self.scan_options or not self._direct_checked:
+            return None
+        if not isinstance(self._direct, list):
+            return None
+        tables = self._read_direct(columns)
+        if tables is not None:
+            self.metrics.started()
+            self.metrics.add(sum(t.num_rows for t in tables))
+        return tables
+
     def _fragments(self) -> list[Any]:
         ds = self.dataset
         return [ds.get_fragment(i) for i in self.fragment_ids]
