@@ -14,9 +14,9 @@ metadata) costs about four times reading a tiny file through it. Data files
 never change once written (every write makes a new file), so opened readers
 are kept per (file, columns), as a Lance dataset's session keeps its files'
 metadata (a file whose size or modification time changed since, e.g. replaced
-by hand, is opened again): at most :data:`READERS_MAX` of them (about 12-17 KB each), one chosen
-at random making room for a new one, so a repeated scan of more files than that
-still finds most of them.
+by hand, is opened again): at most :data:`READERS_MAX` of them (about 20 KB
+each, so about 170 MB when full), one chosen at random making room for a new
+one, so a repeated scan of more files than that still finds most of them.
 
 Only fragments the file reader reads exactly as the dataset would are taken:
 one local data file of format 2.x holding every column (no column added, no
