@@ -15,8 +15,7 @@ never change once written (every write makes a new file), so opened readers
 are kept per (file, columns), as a Lance dataset's session keeps its files'
 metadata (a file whose size or modification time changed since, e.g. replaced
 by hand, is opened again): at most :data:`READERS_MAX` of them (about 20 KB
-each, so about 170 MB when full), one chosen at random making room for a new
-one, so a repeated scan of more files than that still finds most of them.
+each, so about 170 MB when full).
 
 Only fragments the file reader reads exactly as the dataset would are taken:
 one local data file of format 2.x holding every column (no column added, no
@@ -29,7 +28,6 @@ caller scans with pylance.
 from __future__ import annotations
 
 import os
-import random
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -69,42 +67,31 @@ _Key = tuple[str, tuple[str, ...], int, int]  # path, columns, size, modificatio
 
 
 class _Readers:
-    """Opened file readers by (path, columns), at most :data:`READERS_MAX` (module doc).
+    """Opened file readers by :data:`_Key`, at most :data:`READERS_MAX` (module doc).
 
     A reader reads for one thread at a time (pylance refuses a second with "Already
     borrowed"), so :meth:`take` removes it and :meth:`give` puts it back; a thread
-    finding none opens another one.
+    finding none opens another one. When full, the reader given back last makes room:
+    a repeated scan of more files than fit keeps finding the others.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._at: dict[_Key, int] = {}  # key -> index in _items
-        self._items: list[tuple[_Key, Any]] = []
+        self._kept: dict[_Key, Any] = {}
 
     def take(self, key: _Key) -> Any:
         with self._lock:
-            at = self._at.get(key)
-            if at is not None:
-                return self._remove(at)
-        return _file_session().open_reader(key[0].lstrip("/"), columns=list(key[1]))
+            reader = self._kept.pop(key, None)
+        if reader is None:
+            reader = _file_session().open_reader(key[0].lstrip("/"), columns=list(key[1]))
+        return reader
 
     def give(self, key: _Key, reader: Any) -> None:
         with self._lock:
-            if key in self._at:
-                return  # another thread's copy came back first
-            if len(self._items) >= READERS_MAX:
-                self._remove(random.randrange(len(self._items)))
-            self._at[key] = len(self._items)
-            self._items.append((key, reader))
-
-    def _remove(self, at: int) -> Any:
-        key, reader = self._items[at]
-        last = self._items.pop()
-        if at < len(self._items):
-            self._items[at] = last
-            self._at[last[0]] = at
-        del self._at[key]
-        return reader
+            if key not in self._kept:  # (else another thread's copy came back first)
+                if len(self._kept) >= READERS_MAX:
+                    self._kept.popitem()
+                self._kept[key] = reader
 
 
 _readers = _Readers()
