@@ -136,11 +136,9 @@ class LanceFragmentsUnit(ScanUnit):
         return filter is not None or bool(self.scan_options) or not isinstance(self._direct, list)
 
     def read_small(self, columns: list[str]) -> list[pa.Table] | None:
-        """The rows from the data files once this unit is known to read that way
-        (a first read through :meth:`to_batches` checked the files; see :mod:`.file_read`)."""
-        if not columns or self.scan_options or not self._direct_checked:
-            return None
-        if not isinstance(self._direct, list):
+        """The rows from the data files when this unit reads that way (:mod:`.file_read`;
+        its first read checks the files, and a unit found unfit is scanned from then on)."""
+        if not columns or self.scan_options or self._direct is None:
             return None
         tables = self._read_direct(columns)
         if tables is not None:
@@ -221,16 +219,13 @@ class LanceFragmentsUnit(ScanUnit):
             self.metrics.started()
             yield from empty_batches(self.count_rows(), batch_size)
             return
-        if filter is None and not self.scan_options:
-            tables = self._read_direct(columns)
-            if tables is not None:
-                self.metrics.started()
-                for table in tables:
-                    self.metrics.add(table.num_rows)
-                    for batch in table.to_batches(max_chunksize=batch_size):
-                        if batch.num_rows:
-                            yield conform(batch, out_schema)
-                return
+        tables = self.read_small(columns) if filter is None else None
+        if tables is not None:
+            for table in tables:
+                for batch in table.to_batches(max_chunksize=batch_size):
+                    if batch.num_rows:
+                        yield conform(batch, out_schema)
+            return
         ds = self.dataset
         fragments = self._fragments()
         batch_size = storage_batch_size(batch_size)
