@@ -97,6 +97,15 @@ class _Readers:
 _readers = _Readers()
 
 
+def _after_fork() -> None:
+    """A forked child opens its own: pylance's readers and session are not fork-safe."""
+    global _session, _readers, _session_lock
+    _session, _readers, _session_lock = None, _Readers(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 @dataclass(frozen=True)
 class DataFileRead:
     """One fragment's only data file, and which of its rows are live (None: all)."""

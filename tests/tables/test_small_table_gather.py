@@ -194,3 +194,27 @@ def test_kept_readers_stay_within_their_bound(tmp_path, monkeypatch):
             got = read_direct([DataFileRead(path, None)], schema, ["a"])
             assert got is not None and got[0].column("a").to_pylist() == [i, 10 * i]
             assert len(file_read._readers._kept) <= 3
+
+
+def _read_in_child(path: str, out) -> None:  # type: ignore[no-untyped-def]
+    kept = len(file_read._readers._kept)
+    got = read_direct([DataFileRead(path, None)], pa.schema([("a", pa.int64())]), ["a"])
+    out.put((kept, got[0].column("a").to_pylist() if got else None))
+
+
+@pytest.mark.filterwarnings("ignore:lance is not fork-safe")
+def test_a_forked_child_opens_its_own_readers(tmp_path):
+    """Readers kept by the parent are not used in a forked child (pylance's are not
+    fork-safe): the child starts with none and reads the file itself."""
+    import multiprocessing
+
+    path = str(tmp_path / "f.lance")
+    _write_file(path, [4, 5])
+    assert read_direct([DataFileRead(path, None)], pa.schema([("a", pa.int64())]), ["a"])
+    assert file_read._readers._kept
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_read_in_child, args=(path, out))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and out.get(timeout=5) == (0, [4, 5])
