@@ -10,6 +10,14 @@ with the GIL released), so :class:`ChainedUnit` starts the next
 is read (:func:`prefetched`); not when every unit reads without a scanner
 (:meth:`~.scan.ScanUnit.starts_ahead`: the thread hop would cost more).
 
+Once at least half the units of a chain are known to be read from their data
+files without a scanner (:meth:`~.scan.ScanUnit.read_small`: tiny partition
+tables), an unfiltered read gathers them (the others are read in their place,
+without starting ahead): groups of up to :data:`GATHER` units (and about
+:data:`GATHER_ROWS` rows) are read as one pool task each, the next ones ahead
+of the consumer (the file reads release the GIL), and each group's rows reach
+the engine as one batch instead of one generator and batch per table.
+
 ``SELECT count(*)`` with no filter (``columns=[]``, no filter) reads no data
 at all: the chain's row count comes from metadata (live rows: physical rows
 minus deletions, of the pinned versions) and is emitted as zero-column
@@ -28,13 +36,23 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.tables.scan import ScanUnit, balanced_groups, empty_batches, normalize_filter
+from lance_sql.tables.scan import (
+    ScanUnit,
+    balanced_groups,
+    empty_batches,
+    normalize_filter,
+    projected_schema,
+)
 
 #: Batches pulled from one unit's scan at a time (read-ahead per unit).
 BURST = 16
 
 #: Units of a chain whose scans run ahead of the one being read.
 PREFETCH_UNITS = 2
+
+#: Small units read by one task of the gathered route, and the rows that end a group sooner.
+GATHER = 64
+GATHER_ROWS = 16384
 
 _POOL = concurrent.futures.ThreadPoolExecutor(
     max_workers=max(4, 4 * (os.cpu_count() or 1)), thread_name_prefix="lance-sql-prefetch"
@@ -123,9 +141,29 @@ class ChainedUnit(ScanUnit):
         if columns is not None and not columns and normalize_filter(filter) is None:
             return self._counted(batch_size)
         filter = normalize_filter(filter)
+        if filter is None and columns:
+            small = sum(not u.starts_ahead(None) for u in self.units)
+            if small and 2 * small >= len(self.units):
+                return self._gathered(list(columns), batch_size)
         batches = (u.to_batches(columns, filter, batch_size) for u in self.units)
         ahead = PREFETCH_UNITS if any(u.starts_ahead(filter) for u in self.units) else 0
         return prefetched(batches, ahead)
+
+    def _gathered(self, columns: list[str], batch_size: int | None) -> Iterator[pa.RecordBatch]:
+        """Small units read in groups on the pool, each group's rows as one batch (module
+        doc); a unit that no longer reads that way is streamed in its place."""
+        schema = projected_schema(self._schema, columns)
+        reads = (_read_group(g, columns) for g in _groups(self.units))
+        for parts in prefetched(reads):
+            tables: list[pa.Table] = []
+            for part in parts:
+                if isinstance(part, ScanUnit):
+                    yield from _combined(tables, schema, batch_size)
+                    tables = []
+                    yield from part.to_batches(columns, None, batch_size)
+                else:
+                    tables.extend(part)
+            yield from _combined(tables, schema, batch_size)
 
     def _counted(self, batch_size: int | None) -> Iterator[pa.RecordBatch]:
         """``count(*)`` without a filter: live rows from metadata, no page read."""
@@ -138,10 +176,50 @@ class ChainedUnit(ScanUnit):
         return "; ".join(u.describe() for u in self.units)
 
 
+def _groups(units: Sequence[ScanUnit]) -> Iterator[Sequence[ScanUnit]]:
+    start = rows = 0
+    for i, u in enumerate(units):
+        rows += u.estimated_rows or 0
+        if i + 1 - start >= GATHER or rows >= GATHER_ROWS:
+            yield units[start : i + 1]
+            start, rows = i + 1, 0
+    if start < len(units):
+        yield units[start:]
+
+
+def _read_group(
+    units: Sequence[ScanUnit], columns: list[str]
+) -> Iterator[list[list[pa.Table] | ScanUnit]]:
+    """One item: each unit's tables (:meth:`~.scan.ScanUnit.read_small`), or the unit."""
+    yield [u if (t := u.read_small(columns)) is None else t for u in units]
+
+
+def _combined(
+    tables: list[pa.Table], schema: pa.Schema, batch_size: int | None
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``tables`` (``schema``'s names and types) as few batches."""
+    if not any(t.num_rows for t in tables):
+        return
+    arrays = [
+        pa.chunked_array([c for t in tables for c in t.column(f.name).chunks], type=f.type)
+        for f in schema
+    ]
+    table = pa.Table.from_arrays(arrays, schema=schema).combine_chunks()
+    yield from (b for b in table.to_batches(max_chunksize=batch_size) if b.num_rows)
+
+
 def chain_units(units: Sequence[ScanUnit], k: int, schema: pa.Schema) -> list[ScanUnit]:
     """``units`` as at most ``k`` chains balanced by estimated rows."""
     groups = balanced_groups([(i, u.estimated_rows or 0) for i, u in enumerate(units)], k)
     return [ChainedUnit([units[i] for i in g], schema) for g in groups]
 
 
-__all__ = ["BURST", "PREFETCH_UNITS", "ChainedUnit", "chain_units", "prefetched"]
+__all__ = [
+    "BURST",
+    "GATHER",
+    "GATHER_ROWS",
+    "PREFETCH_UNITS",
+    "ChainedUnit",
+    "chain_units",
+    "prefetched",
+]

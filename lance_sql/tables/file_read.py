@@ -9,6 +9,14 @@ with pylance's file reader (``lance.file.LanceFileReader``, about half the
 cost) and drops the rows of the fragment's deletion file
 (:mod:`lance_sql.format.deletions`).
 
+Opening a file reader (reading and parsing the file's footer and column
+metadata) costs about four times reading a tiny file through it. Data files
+never change once written (every write makes a new file), so opened readers
+are kept per (file, columns), as a Lance dataset's session keeps its files'
+metadata (a file whose size or modification time changed since, e.g. replaced
+by hand, is opened again): at most :data:`READERS_MAX` of them (about 20 KB
+each, so about 170 MB when full).
+
 Only fragments the file reader reads exactly as the dataset would are taken:
 one local data file of format 2.x holding every column (no column added, no
 data in another base, no overlay), every field id of the dataset in the file,
@@ -36,6 +44,9 @@ DIRECT_MAX_BYTES = 4 * 1024 * 1024
 
 _DELETION_TYPES = {"array": "arrow", "bitmap": "bitmap"}
 
+#: Opened file readers kept for the next read of the same file and columns.
+READERS_MAX = 8192
+
 _session: Any = None
 _session_lock = threading.Lock()
 
@@ -50,6 +61,49 @@ def _file_session() -> Any:
 
             _session = LanceFileSession("/")
         return _session
+
+
+_Key = tuple[str, tuple[str, ...], int, int]  # path, columns, size, modification time
+
+
+class _Readers:
+    """Opened file readers by :data:`_Key`, at most :data:`READERS_MAX` (module doc).
+
+    A reader reads for one thread at a time (pylance refuses a second with "Already
+    borrowed"), so :meth:`take` removes it and :meth:`give` puts it back; a thread
+    finding none opens another one. When full, the reader given back last makes room:
+    a repeated scan of more files than fit keeps finding the others.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[_Key, Any] = {}
+
+    def take(self, key: _Key) -> Any:
+        with self._lock:
+            reader = self._kept.pop(key, None)
+        if reader is None:
+            reader = _file_session().open_reader(key[0].lstrip("/"), columns=list(key[1]))
+        return reader
+
+    def give(self, key: _Key, reader: Any) -> None:
+        with self._lock:
+            if key not in self._kept:  # (else another thread's copy came back first)
+                if len(self._kept) >= READERS_MAX:
+                    self._kept.popitem()
+                self._kept[key] = reader
+
+
+_readers = _Readers()
+
+
+def _after_fork() -> None:
+    """A forked child opens its own: pylance's readers and session are not fork-safe."""
+    global _session, _readers, _session_lock
+    _session, _readers, _session_lock = None, _Readers(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 @dataclass(frozen=True)
@@ -146,11 +200,17 @@ def read_direct(
     ``schema``: None when it differs (read with a scanner; see module doc).
     The caller checks once per table with ``columns=None`` before projecting.
     """
-    session = _file_session()
     out = []
     for f in files:
-        reader = session.open_reader(f.path.lstrip("/"), columns=columns)
-        table = reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
+        if columns is None:  # once per table (the check): not kept
+            reader = _file_session().open_reader(f.path.lstrip("/"))
+            table = reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
+        else:
+            st = os.stat(f.path)
+            key = (f.path, tuple(columns), st.st_size, st.st_mtime_ns)
+            reader = _readers.take(key)
+            table = reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
+            _readers.give(key, reader)
         if columns is None and not _same_columns(table.schema, schema):
             return None
         if f.live is not None:
@@ -161,4 +221,11 @@ def read_direct(
     return out
 
 
-__all__ = ["DIRECT_MAX_BYTES", "DIRECT_MAX_ROWS", "DataFileRead", "direct_files", "read_direct"]
+__all__ = [
+    "DIRECT_MAX_BYTES",
+    "DIRECT_MAX_ROWS",
+    "READERS_MAX",
+    "DataFileRead",
+    "direct_files",
+    "read_direct",
+]

@@ -146,6 +146,17 @@ class LanceFragmentsUnit(ScanUnit):
         """A read from the data files (no scanner) is over sooner than a thread hop."""
         return filter is not None or bool(self.scan_options) or not isinstance(self._direct, list)
 
+    def read_small(self, columns: list[str]) -> list[pa.Table] | None:
+        """The rows from the data files when this unit reads that way (:mod:`.file_read`;
+        its first read checks the files, and a unit found unfit is scanned from then on)."""
+        if not columns or self.scan_options or self._direct is None:
+            return None
+        tables = self._read_direct(columns)
+        if tables is not None:
+            self.metrics.started()
+            self.metrics.add(sum(t.num_rows for t in tables))
+        return tables
+
     def _fragments(self) -> list[Any]:
         ds = self.dataset
         return [ds.get_fragment(i) for i in self.fragment_ids]
@@ -219,16 +230,13 @@ class LanceFragmentsUnit(ScanUnit):
             self.metrics.started()
             yield from empty_batches(self.count_rows(), batch_size)
             return
-        if filter is None and not self.scan_options:
-            tables = self._read_direct(columns)
-            if tables is not None:
-                self.metrics.started()
-                for table in tables:
-                    self.metrics.add(table.num_rows)
-                    for batch in table.to_batches(max_chunksize=batch_size):
-                        if batch.num_rows:
-                            yield conform(batch, out_schema)
-                return
+        tables = self.read_small(columns) if filter is None else None
+        if tables is not None:
+            for table in tables:
+                for batch in table.to_batches(max_chunksize=batch_size):
+                    if batch.num_rows:
+                        yield conform(batch, out_schema)
+            return
         ds = self.dataset
         fragments = self._fragments()
         batch_size = storage_batch_size(batch_size)

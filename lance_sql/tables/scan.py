@@ -145,6 +145,16 @@ class ScanUnit(ABC):
         (:class:`~.chain.ChainedUnit`): True unless the read holds the GIL throughout."""
         return True
 
+    def read_small(self, columns: list[str]) -> list[pa.Table] | None:
+        """Every row of ``columns`` (no filter) as a few tables, when this unit is small
+        and read without a scanner; else None (read it with :meth:`to_batches`).
+
+        Called from any thread (:class:`~.chain.ChainedUnit` gathers the tables of
+        many small units into few batches); tables have exactly the projected schema's
+        column types.
+        """
+        return None
+
 
 class ForwardingUnit(ScanUnit):
     """A unit that scans ``inner`` with the filter :meth:`inner_filter` gives; every

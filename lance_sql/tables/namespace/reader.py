@@ -309,6 +309,12 @@ class PartitionTableUnit(ScanUnit):
         out_schema = projected_schema(self._ns_schema, columns)
         return self._typed_errors(self._mapped(out_schema, filter, batch_size))
 
+    def read_small(self, columns: list[str]) -> list[pa.Table] | None:
+        if not self.mapping.identity:
+            return None
+        with self._pylance_errors():
+            return self._inner.read_small(columns)
+
     def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
         if not self.mapping.identity or not columns:
             return super().read_table(columns, filter)
