@@ -219,19 +219,13 @@ def _update(
     where: Any,
     source: Any,
 ) -> int:
-    from lance_sql.tables.namespace.sql_eval import SqlExpressionError
+    from lance_sql.tables.namespace.sql_eval import values_fit
 
     if values is None:  # every column set to itself: nothing changes, the matched rows count
         writable_namespace(table, name)  # refuse pinned registrations as for any UPDATE
         return int(LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).count())
-    try:
+    with values_fit(f"UPDATE of {name!r}", sorted(changed)):
         return int(writable_namespace(table, name).update(values, where))
-    except SqlExpressionError as exc:
-        if "cast" not in str(exc).lower():
-            raise
-        raise SchemaMismatchError(
-            f"UPDATE of {name!r}: a SET value does not fit its column {sorted(changed)}: {exc}"
-        ) from exc
 
 
 # -- INSERT -----------------------------------------------------------------------------------
