@@ -170,7 +170,7 @@ def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
     ]
     if not candidates:
         return sql
-    query = query_text(sql, tokens, depths_of(tokens), select)
+    query = query_text(sql, tokens, depths_of(t.kind for t in tokens), select)
     if query is None:
         return sql
     try:
@@ -211,7 +211,7 @@ def with_readable_names(ctx: Any, sql: str) -> str:
     tokens = tokens_of(sql)
     if not tokens or tokens[0].kind not in ("SELECT", "WITH", "CREATE"):
         return sql
-    depths = depths_of(tokens)
+    depths = depths_of(t.kind for t in tokens)
     selects = [(depths[i], i) for i, t in enumerate(tokens) if t.kind == "SELECT"]
     order = sorted(range(len(selects)), key=lambda k: (-selects[k][0], -selects[k][1]))
     for ordinal in order:  # aliases add no SELECT token: ordinals stay valid

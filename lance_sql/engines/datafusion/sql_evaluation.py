@@ -40,7 +40,8 @@ from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
 from udfs.sql_engine import register_sql_engine
 
-_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+#: units per second of Arrow's (and DataFusion's display of) time units
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "µs": 1_000_000, "ns": 1_000_000_000}
 _local = threading.local()
 _LOCK = threading.RLock()  # the shared coercion SessionContext: register + plan under a lock
 
@@ -276,7 +277,7 @@ def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     if dtype.startswith("Timestamp"):
         raw, _tz = lit.value_timestamp()
         unit = dtype.split("(")[1].split(",")[0].split(")")[0].strip()
-        per_second = {"s": 1, "ms": 1_000, "µs": 1_000_000, "us": 1_000_000, "ns": 10**9}[unit]
+        per_second = _PER_SECOND[unit]
     elif dtype == "Date32":
         raw, per_second = lit.value_date32(), None
     elif dtype.startswith("Decimal128") and pa.types.is_decimal(target):
