@@ -215,11 +215,7 @@ def query_text(sql: str, tokens: list[Token], depths: list[int], select: int) ->
             if (
                 depths[i] == 0
                 and tokens[i - 1].kind == "ALIAS"
-                and tokens[i].kind
-                in (
-                    "SELECT",
-                    "WITH",
-                )
+                and tokens[i].kind in ("SELECT", "WITH")
             ):
                 return sql[tokens[i].start :]
         return None
