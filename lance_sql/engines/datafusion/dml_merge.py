@@ -30,7 +30,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from lance_sql.engines.datafusion.dml_target import resolved_name, schema_column
+from lance_sql.engines.datafusion.dml_target import (
+    resolved_name,
+    schema_column,
+    source_rows,
+    writable_namespace,
+)
 from lance_sql.engines.datafusion.sql_tokens import closing_of, depths_of
 from lance_sql.errors import PlanningError, SchemaMismatchError
 from lance_sql.tables.namespace.field_map import canonical_schema
@@ -214,8 +219,6 @@ def _values(columns: list[str], texts: list[str], name: str) -> tuple[tuple[str,
 
 def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Callable[[], int]:
     """What runs when the MERGE statement's DataFrame is executed (returns rows affected)."""
-    from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
-
     statement = parse_merge(query, table.schema, name)
     source_plan = plan.inputs()[0]
 
