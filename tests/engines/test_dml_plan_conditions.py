@@ -18,65 +18,43 @@ import datafusion
 import pyarrow as pa
 import pytest
 
-import lance_sql
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
+from tests.engines.dml_condition_rows import namespace, norm, plain, rows
 
-NAN = float("nan")
-PARIS = pa.timestamp("us", "Europe/Paris")
 ITEM = pa.struct([("k", pa.string()), ("w", pa.float64())])
-SCHEMA = pa.schema(
+ROWS = rows(
     [
-        ("k", pa.int64()),
-        ("s", pa.string()),
-        ("f", pa.float64()),
-        ("tz", PARIS),
-        ("st", pa.struct([("a", pa.int32()), ("b", pa.string())])),
-        ("e", pa.list_(ITEM)),
-    ]
-)
-ROWS = pa.table(
-    {
-        "k": [0, 1, 2, 3, 4, 5],
-        "s": ["a''b", "a'b", "''", None, "(a|b)q", "ab"],
-        "f": [1.0, NAN, None, -0.0, 0.0, 2.5],
-        "tz": pa.array([0, 3_600_000_000, None, 7_200_000_000, -3_600_000_000, 1], PARIS),
-        "st": [
-            {"a": 1, "b": "x"},
-            {"a": 2, "b": None},
-            None,
-            {"a": None, "b": "y"},
-            {"a": 5, "b": "x"},
-            {"a": 2, "b": "z"},
-        ],
-        "e": [
+        {"a": 1, "b": "x"},
+        {"a": 2, "b": None},
+        None,
+        {"a": None, "b": "y"},
+        {"a": 5, "b": "x"},
+        {"a": 2, "b": "z"},
+    ],
+    e=pa.array(
+        [
             [{"k": "1", "w": 1.0}],
             [],
             None,
             [{"k": "1", "w": 1.0}, {"k": "2", "w": 2.0}],
-            [{"k": "1", "w": NAN}],
+            [{"k": "1", "w": float("nan")}],
             [{"k": "1", "w": 1.0}],
         ],
-    },
-    schema=SCHEMA,
+        pa.list_(ITEM),
+    ),
 )
-IDENTITY_K = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+SCHEMA = ROWS.schema
 
 
 def _namespace(tmp: Path) -> Any:
-    root = str(tmp / "ns")
-    PartitionedNamespace.create(root, SCHEMA, IDENTITY_K).append(ROWS)
-    ctx = lance_sql.SessionContext()
-    ctx.register_namespace("t", root)
-    return ctx, root
+    return namespace(tmp, ROWS)
 
 
 def _plain(sql: str) -> pa.Table:
     """``sql`` by plain DataFusion over the rows as a namespace returns them (a NULL
     struct's fields are NULL there; plain DataFusion's ``get_field`` returns whatever
     a memory table's child array holds)."""
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches("t", [_stored().to_batches()])
-    return ctx.sql(sql).to_arrow_table()
+    return plain(sql, t=_stored())
 
 
 def _stored() -> pa.Table:
@@ -84,10 +62,6 @@ def _stored() -> pa.Table:
     fields = [pa.array(f.to_pylist(), f.type) for f in st.flatten()]
     rebuilt = pa.StructArray.from_arrays(fields, fields=list(st.type), mask=st.is_null())
     return ROWS.set_column(SCHEMA.get_field_index("st"), "st", rebuilt)
-
-
-def _norm(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted(repr(r) for r in rows)  # NaN compares equal through its repr
 
 
 def _all(ctx: Any) -> list[dict[str, Any]]:
@@ -127,7 +101,7 @@ def test_delete_equals_plain_datafusion(tmp_path: Path, where: str) -> None:
         keep = _plain(f"SELECT * FROM t WHERE NOT ({where}) OR ({where}) IS NULL").to_pylist()
     count = ctx.sql(f"DELETE FROM t WHERE {where}").to_arrow_table().column(0)[0].as_py()
     assert count == ROWS.num_rows - len(keep)
-    assert _norm(_all(ctx)) == _norm(keep)
+    assert norm(_all(ctx)) == norm(keep)
 
 
 def test_delete_of_a_covered_partition_drops_it_without_rewriting(tmp_path: Path) -> None:
@@ -170,7 +144,7 @@ def test_update_equals_plain_datafusion(
     matched = len(_plain(f"SELECT k FROM t WHERE {where}"))
     count = ctx.sql(f"UPDATE t SET {column} = {value} WHERE {where}").to_arrow_table()
     assert count.column(0)[0].as_py() == matched
-    assert _norm(_all(ctx)) == _norm(want)
+    assert norm(_all(ctx)) == norm(want)
 
 
 def test_condition_travels_as_ir_and_an_engine_plan(tmp_path: Path) -> None:
@@ -210,13 +184,10 @@ def test_delete_on_partition_columns_equals_plain_datafusion(
 ) -> None:
     """The condition's IR decides which partitions are dropped unread and which are read;
     the rows are DataFusion's."""
-    root = str(tmp_path / "ns")
-    PartitionedNamespace.create(root, SCHEMA, spec).append(ROWS)
-    ctx = lance_sql.SessionContext()
-    ctx.register_namespace("t", root)
+    ctx, _ = namespace(tmp_path, ROWS, spec)
     keep = _plain(f"SELECT * FROM t WHERE NOT ({where}) OR ({where}) IS NULL").to_pylist()
     ctx.sql(f"DELETE FROM t WHERE {where}").collect()
-    assert _norm(_all(ctx)) == _norm(keep)
+    assert norm(_all(ctx)) == norm(keep)
 
 
 VECTORS = pa.table(
@@ -243,17 +214,13 @@ def test_conditions_on_vector_columns_equal_plain_datafusion(
 ) -> None:
     """A fixed-size list column (which DataFusion 55's Substrait producer refuses) in a
     condition: the rows are DataFusion's (its expressions run on them)."""
-    root = str(tmp_path / "ns")
-    PartitionedNamespace.create(root, VECTORS.schema, IDENTITY_K).append(VECTORS)
-    ctx = lance_sql.SessionContext()
-    ctx.register_namespace("t", root)
-    plain = datafusion.SessionContext()
-    plain.register_record_batches("t", [VECTORS.to_batches()])
+    ctx, _ = namespace(tmp_path, VECTORS)
     where = statement.split(" WHERE ", 1)[1]
     if statement.startswith("DELETE"):
-        want = plain.sql(f"SELECT k FROM t WHERE NOT ({where}) OR ({where}) IS NULL")
+        want = plain(f"SELECT k FROM t WHERE NOT ({where}) OR ({where}) IS NULL", t=VECTORS)
     else:
-        want = plain.sql(f"SELECT CASE WHEN ({where}) IS TRUE THEN k + 10 ELSE k END AS k FROM t")
+        case = f"CASE WHEN ({where}) IS TRUE THEN k + 10 ELSE k END AS k"
+        want = plain(f"SELECT {case} FROM t", t=VECTORS)
     ctx.sql(statement).collect()
     got = ctx.sql("SELECT k FROM t").to_arrow_table().column(0).to_pylist()
-    assert sorted(got) == sorted(want.to_arrow_table().column(0).to_pylist())
+    assert sorted(got) == sorted(want.column(0).to_pylist())

@@ -19,37 +19,20 @@ import datafusion
 import pyarrow as pa
 import pytest
 
-import lance_sql
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
+from tests.engines.dml_condition_rows import NAN, namespace, norm, plain, rows
 
-NAN = float("nan")
-PARIS = pa.timestamp("us", "Europe/Paris")
-SCHEMA = pa.schema(
+ROWS = rows(
     [
-        ("k", pa.int64()),
-        ("s", pa.string()),
-        ("f", pa.float64()),
-        ("tz", PARIS),
-        ("st", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        {"a": 1, "b": "x"},
+        {"a": 2, "b": "q"},
+        {"a": None, "b": None},
+        {"a": None, "b": "y"},
+        {"a": 5, "b": "x"},
+        {"a": 2, "b": "z"},
     ]
 )
-ROWS = pa.table(
-    {
-        "k": [0, 1, 2, 3, 4, 5],
-        "s": ["a''b", "a'b", "''", None, "(a|b)q", "ab"],
-        "f": [1.0, NAN, None, -0.0, 0.0, 2.5],
-        "tz": pa.array([0, 3_600_000_000, None, 7_200_000_000, -3_600_000_000, 1], PARIS),
-        "st": [
-            {"a": 1, "b": "x"},
-            {"a": 2, "b": "q"},
-            {"a": None, "b": None},
-            {"a": None, "b": "y"},
-            {"a": 5, "b": "x"},
-            {"a": 2, "b": "z"},
-        ],
-    },
-    schema=SCHEMA,
-)
+SCHEMA = ROWS.schema
 SOURCE = pa.table(
     {
         "k": [0, 1, 2, 3, 4, 6, 7, 8],
@@ -57,7 +40,6 @@ SOURCE = pa.table(
         "g": [NAN, 1.0, -0.0, None, 2.0, 0.0, NAN, None],
     }
 )
-IDENTITY_K = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
 
 #: conditions over the joined row; {t} and {s} are the target's and the source's names
 CONDITIONS = [
@@ -90,23 +72,11 @@ VALUES = [
 
 
 def _namespace(tmp: Path) -> tuple[Any, str]:
-    root = str(tmp / "ns")
-    PartitionedNamespace.create(root, SCHEMA, IDENTITY_K).append(ROWS)
-    ctx = lance_sql.SessionContext()
-    ctx.register_namespace("t", root)
-    ctx.register_record_batches("src", [SOURCE.to_batches()])
-    return ctx, root
+    return namespace(tmp, ROWS, src=SOURCE)
 
 
 def _plain(sql: str) -> pa.Table:
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches("t", [ROWS.to_batches()])
-    ctx.register_record_batches("src", [SOURCE.to_batches()])
-    return ctx.sql(sql).to_arrow_table()
-
-
-def _norm(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted(repr(r) for r in rows)  # NaN compares equal through its repr
+    return plain(sql, t=ROWS, src=SOURCE)
 
 
 def _rows(root: str) -> list[dict[str, Any]]:
@@ -146,7 +116,7 @@ def test_sql_merge_delete_equals_plain_datafusion(tmp_path: Path, cond: str) -> 
     )
     count = ctx.sql(sql).to_arrow_table().column(0)[0].as_py()
     assert count == ROWS.num_rows - len(want)
-    assert _norm(_rows(root)) == _norm(want)
+    assert norm(_rows(root)) == norm(want)
 
 
 @pytest.mark.parametrize("cond", CONDITIONS)
@@ -156,7 +126,7 @@ def test_python_merge_delete_equals_plain_datafusion(tmp_path: Path, cond: str) 
     ns = PartitionedNamespace.open(root)
     out = ns.merge(SOURCE, on=["k"], when_matched_delete=cond.format(t="target", s="source"))
     assert out.deleted == ROWS.num_rows - len(want)
-    assert _norm(_rows(root)) == _norm(want)
+    assert norm(_rows(root)) == norm(want)
 
 
 @pytest.mark.parametrize(("column", "value"), VALUES)
@@ -171,7 +141,7 @@ def test_sql_merge_update_equals_plain_datafusion(
         f"{cond.format(t='t', s='s')} THEN UPDATE SET {column} = {value.format(t='t', s='s')}"
     )
     ctx.sql(sql).collect()
-    assert _norm(_rows(root)) == _norm(want)
+    assert norm(_rows(root)) == norm(want)
 
 
 @pytest.mark.parametrize(("column", "value"), VALUES)
@@ -182,7 +152,7 @@ def test_python_merge_update_equals_plain_datafusion(
     want = _want_update(column, value, "TRUE")
     ns = PartitionedNamespace.open(root)
     ns.merge(SOURCE, on=["k"], when_matched_update={column: value.format(t="target", s="source")})
-    assert _norm(_rows(root)) == _norm(want)
+    assert norm(_rows(root)) == norm(want)
 
 
 @pytest.mark.parametrize(
@@ -205,7 +175,7 @@ def test_sql_merge_insert_equals_plain_datafusion(tmp_path: Path, cond: str) -> 
     )
     count = ctx.sql(sql).to_arrow_table().column(0)[0].as_py()
     assert count == len(added)
-    assert _norm(_rows(root)) == _norm(want)
+    assert norm(_rows(root)) == norm(want)
 
 
 def test_merge_clauses_reach_the_engine_as_plans(tmp_path: Path) -> None:

@@ -219,25 +219,25 @@ def test_scan_planning_stays_on_the_calling_thread(tmp_path: Path) -> None:
     """A cache-missing point lookup plans without handing the work to another thread."""
     import threading
 
-    from lance_sql.engines.datafusion import namespace_pruning
+    from lance_sql.engines.datafusion import namespace_plans
 
     root = make_namespace(tmp_path)
     ctx = lance_sql.SessionContext()
     ctx.register_namespace("t", root)
     threads: set[str] = set()
-    plan = namespace_pruning._plan_pruning
+    plan = namespace_plans._plan_pruning
 
     def spy(*args: object, **kwargs: object) -> object:
         threads.add(threading.current_thread().name)
         return plan(*args, **kwargs)  # type: ignore[arg-type]
 
-    namespace_pruning._plan_pruning = spy  # type: ignore[assignment]
+    namespace_plans._plan_pruning = spy  # type: ignore[assignment]
     try:
         for k in (5, 23, 41):
             sql = f"SELECT id, day, x FROM t WHERE id = {k}"
             assert answer(ctx, sql) == expected(rows(0, 60), sql)
     finally:
-        namespace_pruning._plan_pruning = plan  # type: ignore[assignment]
+        namespace_plans._plan_pruning = plan  # type: ignore[assignment]
     assert threads and not any(name.startswith("lance-sql") for name in threads), threads
 
 

@@ -35,7 +35,7 @@ from lance_sql.engines.datafusion.lance_provider import (
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.engines.datafusion.namespace_register import register_namespace
 from lance_sql.engines.datafusion.plan_rewrite import rewrite
-from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans
+from lance_sql.engines.datafusion.provider import ExplainAnnotation, capture_scans, explain_rows
 from lance_sql.engines.datafusion.session_defaults import default_config
 from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
@@ -342,13 +342,8 @@ class SessionContext(datafusion.SessionContext):
 
 def _explain_table(df: DataFrame) -> pa.Table:
     """DataFusion's EXPLAIN output (``plan_type``, ``plan``) for ``df``'s plan."""
-    logical = df.optimized_logical_plan().display_indent()
-    physical = df.execution_plan().display_indent()
-    return pa.table(
-        {
-            "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
-            "plan": pa.array([logical, physical], pa.string()),
-        }
+    return explain_rows(
+        df.optimized_logical_plan().display_indent(), df.execution_plan().display_indent()
     )
 
 

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import sqlglot
 from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
@@ -46,6 +45,8 @@ from lance_sql.engines.datafusion.dml_plan import row_condition, update_values
 from lance_sql.engines.datafusion.dml_struct_check import check_insert_structs
 from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
 from lance_sql.engines.datafusion.errors import typed_errors
+from lance_sql.engines.datafusion.provider import explain_rows
+from lance_sql.engines.datafusion.sql_tokens import sqlglot_tokens
 from lance_sql.errors import (
     LanceSqlError,
     NotFoundError,
@@ -219,19 +220,13 @@ def _update(
     where: Any,
     source: Any,
 ) -> int:
-    from lance_sql.tables.namespace.sql_eval import SqlExpressionError
+    from lance_sql.tables.namespace.sql_eval import values_fit
 
     if values is None:  # every column set to itself: nothing changes, the matched rows count
         writable_namespace(table, name)  # refuse pinned registrations as for any UPDATE
         return int(LanceDataFrame(ctx.create_dataframe_from_logical_plan(source), ctx).count())
-    try:
+    with values_fit(f"UPDATE of {name!r}", sorted(changed)):
         return int(writable_namespace(table, name).update(values, where))
-    except SqlExpressionError as exc:
-        if "cast" not in str(exc).lower():
-            raise
-        raise SchemaMismatchError(
-            f"UPDATE of {name!r}: a SET value does not fit its column {sorted(changed)}: {exc}"
-        ) from exc
 
 
 # -- INSERT -----------------------------------------------------------------------------------
@@ -277,12 +272,7 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
         _plain_lance(ctx, df, name, op, table, plan)  # refuses what does not run
         mode = "overwrite" if op == "overwrite" else "append"
         line = f"LanceDml: op={op} table={name} uri={table.table.uri} route=write {mode}"
-        return pa.table(
-            {
-                "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
-                "plan": pa.array([plan.display_indent(), line], pa.string()),
-            }
-        )
+        return explain_rows(plan.display_indent(), line)
     source = plan.inputs()[0]
     if op in ("delete", "update"):
         where = row_condition(ctx, source, table, name)
@@ -298,22 +288,13 @@ def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
     else:
         route = "ns.append(<input rows>)"
     line = f"LanceDml: op={op} table={name} namespace={table.root} route={route}"
-    logical = plan.display_indent()
-    return pa.table(
-        {
-            "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
-            "plan": pa.array([logical, line], pa.string()),
-        }
-    )
+    return explain_rows(plan.display_indent(), line)
 
 
 # -- errors DataFusion raises while planning a DML statement ----------------------------------
 def statement_keyword(query: str) -> str | None:
     """The first keyword of ``query`` (upper case), comments skipped; None if unparseable."""
-    try:
-        tokens = sqlglot.tokenize(query)
-    except Exception:
-        return None
+    tokens = sqlglot_tokens(query)
     return tokens[0].text.upper() if tokens else None
 
 
@@ -321,10 +302,7 @@ def _target_name(query: str) -> str | None:
     """The table a DML statement writes: its first name token (keywords have their own)."""
     from sqlglot.tokens import TokenType
 
-    try:
-        tokens = sqlglot.tokenize(query)
-    except Exception:
-        return None
+    tokens = sqlglot_tokens(query)
     names = [t.text for t in tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)]
     return names[0] if names else None
 

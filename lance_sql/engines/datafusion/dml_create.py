@@ -30,6 +30,8 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from lance_sql.engines.datafusion.ddl_maps import column_schema
+from lance_sql.engines.datafusion.dml_target import resolved_name, schema_column
+from lance_sql.engines.datafusion.sql_tokens import closing_of, depths_of, sqlglot_tokens
 from lance_sql.errors import PlanningError, SpecError, UnsupportedFeatureError, first_line
 from lance_sql.spec.transforms.spec_text import spec_fields
 from lance_sql.tables.namespace.field_map import canonical_schema
@@ -59,7 +61,7 @@ def create_statement(ctx: Any, query: str) -> Any | None:
         return ctx._frame(pa.table({}))
     if not _CREATE.match(query):
         return None
-    tokens = _tokens(query)
+    tokens = sqlglot_tokens(query)
     if not _is_namespace_create(tokens):
         return None
     try:
@@ -70,13 +72,6 @@ def create_statement(ctx: Any, query: str) -> Any | None:
         return None
     _create(ctx, tree, query, tokens)
     return ctx._frame(pa.table({}))
-
-
-def _tokens(query: str) -> list[Any]:
-    try:
-        return list(sqlglot.tokenize(query))
-    except Exception:
-        return []
 
 
 def _is_namespace_create(tokens: list[Any]) -> bool:
@@ -96,7 +91,7 @@ def _create(ctx: Any, tree: exp.Create, query: str, tokens: list[Any]) -> None:
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
     if not isinstance(target, exp.Table) or target.args.get("db"):
         raise PlanningError(f"CREATE TABLE: expected a plain table name, got {target.sql()}")
-    name = _resolved(target.this)
+    name = resolved_name(target.this)
     if tree.args.get("replace"):
         raise UnsupportedFeatureError(f"CREATE OR REPLACE TABLE {name!r} is not supported")
     if ctx.table_exist(name):
@@ -159,13 +154,6 @@ def _table_properties(tree: exp.Create, name: str) -> dict[str, str]:
     return out
 
 
-def _resolved(ident: Any) -> str:
-    """An identifier as DataFusion resolves it: unquoted means lower case."""
-    if not isinstance(ident, exp.Identifier):
-        return str(ident.name if hasattr(ident, "name") else ident)
-    return ident.name if ident.quoted else ident.name.lower()
-
-
 def _location(ctx: Any, tree: exp.Create, name: str) -> str:
     prop = tree.find(exp.LocationProperty)
     if prop is not None:
@@ -180,13 +168,8 @@ def _location(ctx: Any, tree: exp.Create, name: str) -> str:
 
 def _query_text(query: str, tokens: list[Any], name: str) -> str:
     """The text after the top-level ``AS`` that starts the query of a CTAS."""
-    depth = 0
-    for i, t in enumerate(tokens):
-        if t.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif t.token_type == TokenType.R_PAREN:
-            depth -= 1
-        elif depth == 0 and t.token_type == TokenType.ALIAS and i + 1 < len(tokens):
+    for i, depth in enumerate(_depths(tokens)):
+        if depth == 0 and tokens[i].token_type == TokenType.ALIAS and i + 1 < len(tokens):
             return query[tokens[i + 1].start :].rstrip().rstrip(";")
     raise PlanningError(f"CREATE TABLE {name!r} AS: the query was not found")
 
@@ -203,7 +186,7 @@ def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -
     if not isinstance(tree.this, exp.Schema) or not tree.this.expressions:
         raise PlanningError(f"CREATE TABLE {name!r}: no columns (give a column list or AS SELECT)")
     opening = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), None)
-    closing = _closing(tokens, opening) if opening is not None else None
+    closing = closing_of(_depths(tokens), opening) if opening is not None else None
     if opening is None or closing is None:
         raise PlanningError(f"CREATE TABLE {name!r}: the column list was not found")
     columns = query[tokens[opening].start : tokens[closing].end + 1]
@@ -221,16 +204,8 @@ def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -
     return canonical_schema(planned)
 
 
-def _closing(tokens: list[Any], opening: int) -> int | None:
-    depth = 0
-    for i in range(opening, len(tokens)):
-        if tokens[i].token_type == TokenType.L_PAREN:
-            depth += 1
-        elif tokens[i].token_type == TokenType.R_PAREN:
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
+def _depths(tokens: list[Any]) -> list[int]:
+    return depths_of((t.token_type.name for t in tokens), ("L_PAREN",), ("R_PAREN",))
 
 
 def _partition_fields(
@@ -245,7 +220,7 @@ def _partition_fields(
     opening = at + 1 if at is not None and at + 1 < len(tokens) else None
     if opening is None or tokens[opening].token_type != TokenType.L_PAREN:
         raise SpecError(f"CREATE TABLE {name!r}: write PARTITIONED BY (term, ...)")
-    closing = _closing(tokens, opening)
+    closing = closing_of(_depths(tokens), opening)
     if closing is None:
         raise SpecError(f"CREATE TABLE {name!r}: PARTITIONED BY ( is never closed")
     text = query[tokens[opening].end + 1 : tokens[closing].start]
@@ -253,22 +228,17 @@ def _partition_fields(
         fields = spec_fields(text)
     except SpecError as exc:
         raise SpecError(f"CREATE TABLE {name!r}: PARTITIONED BY ({text}): {exc}") from exc
+
+    def column(col: str) -> str:
+        missing = f"CREATE TABLE {name!r}: PARTITIONED BY names no column {col!r}"
+        return schema_column(col, schema, lambda: SpecError(missing))
+
     for f in fields:
         if "sources" in f:
-            f["sources"] = [_column(c, schema, name) for c in f["sources"]]
+            f["sources"] = [column(c) for c in f["sources"]]
         else:
-            f["source"] = _column(f["source"], schema, name)
+            f["source"] = column(f["source"])
     return fields
-
-
-def _column(col: str, schema: pa.Schema, name: str) -> str:
-    """A partition source as written, or the one column it names case-insensitively."""
-    if col in schema.names:
-        return col
-    folded = [n for n in schema.names if n.lower() == col.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    raise SpecError(f"CREATE TABLE {name!r}: PARTITIONED BY names no column {col!r}")
 
 
 __all__ = ["create_statement", "warehouse"]

@@ -30,6 +30,13 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from lance_sql.engines.datafusion.dml_target import (
+    resolved_name,
+    schema_column,
+    source_rows,
+    writable_namespace,
+)
+from lance_sql.engines.datafusion.sql_tokens import closing_of, depths_of
 from lance_sql.errors import PlanningError, SchemaMismatchError
 from lance_sql.tables.namespace.field_map import canonical_schema
 from lance_sql.tables.namespace.merge_rows import MergeClause, MergeSql, merge_rows, plan_merge
@@ -50,19 +57,6 @@ class MergeText:
     clauses: list[ClauseText]
 
 
-def _depths(tokens: list[Token]) -> list[int]:
-    """Nesting depth of each token (parentheses and CASE ... END); an opening or closing
-    token gets the depth outside it."""
-    out, depth = [], 0
-    for t in tokens:
-        if t.token_type in (TokenType.R_PAREN, TokenType.END):
-            depth -= 1
-        out.append(depth)
-        if t.token_type in (TokenType.L_PAREN, TokenType.CASE):
-            depth += 1
-    return out
-
-
 def merge_text(query: str, name: str) -> MergeText:
     """The ON condition and each WHEN clause's condition and values of a MERGE, as written.
 
@@ -71,7 +65,8 @@ def merge_text(query: str, name: str) -> MergeText:
     dialect changes them (``a / b`` of integers became a float division).
     """
     tokens = [t for t in sqlglot.tokenize(query) if t.token_type != TokenType.SEMICOLON]
-    depth = _depths(tokens)
+    # CASE ... END nests as brackets do: its WHEN and THEN are not the clauses'
+    depth = depths_of((t.token_type.name for t in tokens), ("L_PAREN", "CASE"), ("R_PAREN", "END"))
     top = [i for i, d in enumerate(depth) if d == 0]
     kinds = [tokens[i].token_type for i in top]
 
@@ -129,11 +124,9 @@ def _clause_text(
         if values is None or tokens[values + 1].token_type != TokenType.L_PAREN:
             raise PlanningError(f"MERGE INTO {name!r}: INSERT without VALUES (...)")
         inner = depth[values + 1] + 1
-        close = next(
-            i
-            for i in range(values + 2, end)
-            if tokens[i].token_type == TokenType.R_PAREN and depth[i] == inner - 1
-        )
+        close = closing_of(depth, values + 1)
+        if close is None or close >= end:
+            raise PlanningError(f"MERGE INTO {name!r}: INSERT VALUES ( is never closed")
         commas = [
             i
             for i in range(values + 2, close)
@@ -177,18 +170,12 @@ def _sql_name(node: exp.Expression) -> str:
     """A table's alias (else name) as DataFusion resolves it: unquoted means lower case."""
     alias = node.args.get("alias")
     ident = alias.this if isinstance(alias, exp.TableAlias) else node.this
-    if not isinstance(ident, exp.Identifier):
-        return node.alias_or_name
-    return ident.name if ident.quoted else ident.name.lower()
+    return resolved_name(ident) if isinstance(ident, exp.Identifier) else node.alias_or_name
 
 
 def _column(col: str, schema: pa.Schema, name: str) -> str:
-    if col in schema.names:
-        return col
-    folded = [n for n in schema.names if n.lower() == col.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    raise SchemaMismatchError(f"MERGE INTO {name!r}: no column {col!r} in the target")
+    missing = f"MERGE INTO {name!r}: no column {col!r} in the target"
+    return schema_column(col, schema, lambda: SchemaMismatchError(missing))
 
 
 def _clause(w: exp.When, cut: ClauseText, schema: pa.Schema, name: str) -> MergeClause:
@@ -232,8 +219,6 @@ def _values(columns: list[str], texts: list[str], name: str) -> tuple[tuple[str,
 
 def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Callable[[], int]:
     """What runs when the MERGE statement's DataFrame is executed (returns rows affected)."""
-    from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
-
     statement = parse_merge(query, table.schema, name)
     source_plan = plan.inputs()[0]
 

@@ -25,8 +25,7 @@ and the engine analyses them again over the rows where they run.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +37,7 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.dml_struct_check import refuse_dropped_fields
 from lance_sql.engines.datafusion.prune_plan import condition_predicate, filter_predicate
 from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
+from lance_sql.engines.datafusion.sql_rewrite import registered
 from lance_sql.engines.datafusion.substrait_stand_ins import producing
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
 from lance_sql.spec.predicates import Predicate, Unsupported, and_
@@ -117,22 +117,10 @@ class _Rows:
 _STAND_IN = "__lance_sql_rows"
 
 
-@contextlib.contextmanager
-def _stand_in(ctx: Any, schema: pa.Schema, name: str = _STAND_IN) -> Iterator[None]:
-    """An empty table of ``schema`` registered in ``ctx`` as ``name``."""
-    empty = pa.record_batch([pa.array([], f.type) for f in schema], schema=schema)
-    ctx.deregister_table(name)
-    ctx.register_record_batches(name, [[empty]])
-    try:
-        yield
-    finally:
-        ctx.deregister_table(name)
-
-
 def text_condition(ctx: Any, schema: pa.Schema, where: str) -> RowCondition:
     """SQL filter text over ``schema`` as the :class:`RowCondition` a DELETE with that WHERE
     gets: DataFusion plans ``SELECT * FROM <empty table of schema> WHERE <where>``."""
-    with _stand_in(ctx, schema):
+    with registered(ctx, {_STAND_IN: schema.empty_table()}):
         sql = dispatch_sql(ctx, f"SELECT * FROM {_STAND_IN} WHERE {where}")
         found = row_condition(ctx, ctx.sql(sql).logical_plan(), _Rows(schema), _STAND_IN)
     assert found is not None  # the statement has a WHERE
@@ -142,7 +130,7 @@ def text_condition(ctx: Any, schema: pa.Schema, where: str) -> RowCondition:
 def text_values(ctx: Any, schema: pa.Schema, set: Mapping[str, str]) -> EnginePlan | None:
     """SQL expressions of columns of ``schema`` as the new values an UPDATE with that SET
     computes (:func:`update_values`; None: every column set to itself)."""
-    with _stand_in(ctx, schema):
+    with registered(ctx, {_STAND_IN: schema.empty_table()}):
         items = ", ".join(f"{quote(column)} = {value}" for column, value in set.items())
         sql = dispatch_sql(ctx, f"UPDATE {_STAND_IN} SET {items}")
         return update_values(ctx, ctx.sql(sql).logical_plan().inputs()[0], schema, _STAND_IN)[0]
@@ -233,7 +221,7 @@ def plan_merge(ctx: Any, target: pa.Schema, source: pa.Schema, merge: Any) -> An
     t, s = quote(merge.target), quote(merge.source)
     row_t, row_s = f"{t}.{quote(ROW)}", f"{s}.{quote(ROW)}"
     numbered = pa.schema([*target, pa.field(ROW, pa.int64())])
-    with _stand_in(ctx, numbered, _TARGET), _stand_in(ctx, source, _SOURCE):
+    with registered(ctx, {_TARGET: numbered.empty_table(), _SOURCE: source.empty_table()}):
         lone_t, lone_s = f"{_TARGET} AS {t}", f"{_SOURCE} AS {s}"
         joined = f"{lone_t} JOIN {lone_s} ON "
         matched = _case(merge.of("matched"))

@@ -3,9 +3,11 @@ registered table and the statement's input rows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
 from lance_sql.errors import LanceSqlError, SchemaMismatchError, UnsupportedFeatureError
@@ -48,4 +50,22 @@ def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
         raise
 
 
-__all__ = ["source_rows", "writable_namespace"]
+def resolved_name(ident: Any) -> str:
+    """A sqlglot identifier as DataFusion resolves it: unquoted means lower case."""
+    if not isinstance(ident, exp.Identifier):
+        return str(ident.name if hasattr(ident, "name") else ident)
+    return ident.name if ident.quoted else ident.name.lower()
+
+
+def schema_column(col: str, schema: pa.Schema, missing: Callable[[], Exception]) -> str:
+    """A column as written, or the one column of ``schema`` it names case-insensitively;
+    else ``missing()`` is raised."""
+    if col in schema.names:
+        return col
+    folded = [n for n in schema.names if n.lower() == col.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    raise missing()
+
+
+__all__ = ["resolved_name", "schema_column", "source_rows", "writable_namespace"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,10 +38,7 @@ def _version_totals(ns: PartitionedNamespace) -> dict[int | None, int]:
         hit = _TOTALS.get(ns)
     if hit is not None:
         return hit
-    totals: dict[int | None, int] = {}
-    for t in ns.tables():
-        v = spec_version_of(t.object_id)
-        totals[v] = totals.get(v, 0) + 1
+    totals = Counter(spec_version_of(t.object_id) for t in ns.tables())
     with _TOTALS_LOCK:
         _TOTALS[ns] = totals
     return totals
@@ -66,15 +64,12 @@ def spec_version_lines(
     """
     from lance_sql.tables.namespace.layout import spec_version_of
 
-    chosen: dict[int | None, int] = {}
-    for object_id in selected:
-        v = spec_version_of(object_id)
-        chosen[v] = chosen.get(v, 0) + 1
+    chosen = Counter(spec_version_of(object_id) for object_id in selected)
     out = []
     for version in sorted(totals, key=lambda v: (v is None, v or 0)):
         label = "other" if version is None else f"v{version}"
         mf = manifest_filters.get(version, "TRUE") if version is not None else "TRUE"
-        out.append(f"{label}: {chosen.get(version, 0)}/{totals[version]}, manifest_filter={mf}")
+        out.append(f"{label}: {chosen[version]}/{totals[version]}, manifest_filter={mf}")
     return out
 
 

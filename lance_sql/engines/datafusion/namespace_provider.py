@@ -24,14 +24,12 @@ import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.namespace_explain import scan_line, spec_version_lines
 from lance_sql.engines.datafusion.namespace_plans import (
-    proven_tables,
-    without_proven_filter,
-)
-from lance_sql.engines.datafusion.namespace_pruning import (
     PlannerPrune,
     PruneHook,
     plan_pruning,
     planner_prune,
+    proven_tables,
+    without_proven_filter,
 )
 from lance_sql.engines.datafusion.namespace_unit_cache import _UnitCache
 from lance_sql.engines.datafusion.provider import ScanUnitDataset

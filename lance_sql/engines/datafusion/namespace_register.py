@@ -8,18 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from lance_sql.engines.datafusion.lance_provider import LanceDatasetTable
-from lance_sql.engines.datafusion.namespace_provider import (
-    NamespaceTable,
-)
-from lance_sql.engines.datafusion.namespace_pruning import PlannerPrune, PruneHook
+from lance_sql.engines.datafusion.namespace_plans import PlannerPrune, PruneHook
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
 from lance_sql.tables.lance_table import LanceTable
 from lance_sql.tables.namespace.layout import root_uri
 from lance_sql.tables.namespace.manifest_table import read_manifest
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.properties import NotPartitionedError, parse_properties
-from lance_sql.tables.namespace.reader import (
-    table_entries,
-)
+from lance_sql.tables.namespace.reader import table_entries
 
 
 def register_namespace(

@@ -115,11 +115,14 @@ Planner = Callable[["pc.Expression | None"], ScanPlan]
 
 
 class _Scanner:
-    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches."""
+    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches.
+
+    ``units(filter)`` gives the units to read, called only if batches are requested
+    (a whole table's scanner plans then)."""
 
     def __init__(
         self,
-        units: Sequence[ScanUnit],
+        units: Callable[[pc.Expression | None], Sequence[ScanUnit]],
         schema: pa.Schema,
         columns: Sequence[str] | None,
         filter: pc.Expression | None,
@@ -135,7 +138,7 @@ class _Scanner:
         return guarded(recorded_iter(self._batches()))
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        for unit in self._units:
+        for unit in self._units(self._filter):
             yield from unit.to_batches(self._columns, self._filter, self._batch_size)
 
     def to_reader(self) -> pa.RecordBatchReader:
@@ -161,7 +164,7 @@ class UnitFragment:
         batch_size: int | None = None,
         **_: Any,
     ) -> _Scanner:
-        return _Scanner([self.unit], self._schema, columns, filter, batch_size)
+        return _Scanner(lambda _: [self.unit], self._schema, columns, filter, batch_size)
 
     def __repr__(self) -> str:
         return f"UnitFragment({self.unit.describe()})"
@@ -200,7 +203,7 @@ class ScanUnitDataset(pads.Dataset):
     ) -> _Scanner:
         """A lazy scanner over the whole table (DataFusion reads only ``projected_schema``)."""
         self._last_columns.value = None if columns is None else list(columns)
-        return _LazyScanner(self, columns, filter, batch_size)
+        return _Scanner(lambda f: self.plan(f).units, self.schema, columns, filter, batch_size)
 
     @recording()
     def get_fragments(self, filter: pc.Expression | None = None) -> list[UnitFragment]:  # type: ignore[override]
@@ -228,24 +231,6 @@ class ScanUnitDataset(pads.Dataset):
         return f"{type(self).__name__}({self.name!r})"
 
 
-class _LazyScanner(_Scanner):
-    """``ScanUnitDataset.scanner``: plans only if batches are actually requested."""
-
-    def __init__(
-        self,
-        dataset: ScanUnitDataset,
-        columns: Sequence[str] | None,
-        filter: pc.Expression | None,
-        batch_size: int | None,
-    ) -> None:
-        super().__init__((), dataset.schema, columns, filter, batch_size)
-        self._dataset = dataset
-
-    def _batches(self) -> Iterator[pa.RecordBatch]:
-        for unit in self._dataset.plan(self._filter).units:
-            yield from unit.to_batches(self._columns, self._filter, self._batch_size)
-
-
 @dataclass
 class ExplainAnnotation:
     """Lines to add under each ``DatasetExec`` of an EXPLAIN output."""
@@ -269,6 +254,16 @@ class ExplainAnnotation:
             # a plan drawn without ``DatasetExec:`` lines (FORMAT tree): the lines go below it
             out.extend(f"{r.plan.description}, columns={_columns(r)}" for r in remaining)
         return "\n".join(out)
+
+
+def explain_rows(logical: str, physical: str) -> pa.Table:
+    """An EXPLAIN result as DataFusion gives it: columns ``plan_type`` and ``plan``."""
+    return pa.table(
+        {
+            "plan_type": pa.array(["logical_plan", "physical_plan"], pa.string()),
+            "plan": pa.array([logical, physical], pa.string()),
+        }
+    )
 
 
 def _columns(record: ScanRecord) -> str:
@@ -297,4 +292,5 @@ __all__ = [
     "UnitFragment",
     "capture_scans",
     "capturing",
+    "explain_rows",
 ]

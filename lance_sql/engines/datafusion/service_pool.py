@@ -40,8 +40,6 @@ import pyarrow as pa
 #: (kind, name, location, keyword arguments) of each registration, in order
 Registration = tuple[str, str, str, tuple[tuple[str, Any], ...]]
 
-_KINDS = ("namespace", "lance")
-
 
 class ServicePool:
     """Run SQL on ``processes`` worker processes sharing the registered tables.
@@ -154,9 +152,7 @@ class ServicePool:
 
 
 def _check_registration(entry: Registration) -> None:
-    kind, name, _, options = entry
-    if kind not in _KINDS:
-        raise ValueError(f"unknown registration kind {kind!r}")
+    _, name, _, options = entry
     try:
         pickle.dumps(options)
     except Exception as exc:

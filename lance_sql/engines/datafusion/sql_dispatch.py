@@ -28,6 +28,7 @@ names are deterministic (one name, one definition) and shared state is locked.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -74,8 +75,6 @@ class _ContextState:
 
 _STATES: weakref.WeakKeyDictionary[Any, _ContextState] = weakref.WeakKeyDictionary()
 _STATES_LOCK = threading.Lock()
-_TYPE_CACHE: dict[str, pa.DataType] = {}
-_TYPE_CTX: list[Any] = []
 
 
 def _state(ctx: Any) -> _ContextState:
@@ -170,7 +169,7 @@ def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
     ]
     if not candidates:
         return sql
-    query = query_text(sql, tokens, depths_of(tokens), select)
+    query = query_text(sql, tokens, depths_of(t.kind for t in tokens), select)
     if query is None:
         return sql
     try:
@@ -211,7 +210,7 @@ def with_readable_names(ctx: Any, sql: str) -> str:
     tokens = tokens_of(sql)
     if not tokens or tokens[0].kind not in ("SELECT", "WITH", "CREATE"):
         return sql
-    depths = depths_of(tokens)
+    depths = depths_of(t.kind for t in tokens)
     selects = [(depths[i], i) for i, t in enumerate(tokens) if t.kind == "SELECT"]
     order = sorted(range(len(selects)), key=lambda k: (-selects[k][0], -selects[k][1]))
     for ordinal in order:  # aliases add no SELECT token: ordinals stay valid
@@ -245,23 +244,22 @@ def _split_types(text: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=1)
+def _type_context() -> Any:
+    return datafusion.SessionContext()
+
+
+@functools.cache
 def _arrow_type(type_text: str, function: str) -> pa.DataType:
     """DataFusion's display of a type -> pyarrow, by DataFusion parsing it (``arrow_cast``)."""
-    cached = _TYPE_CACHE.get(type_text)
-    if cached is not None:
-        return cached
-    if not _TYPE_CTX:
-        _TYPE_CTX.append(datafusion.SessionContext())
     literal = type_text.replace("'", "''")
     try:
         df = datafusion.SessionContext.sql(
-            _TYPE_CTX[0], f"SELECT arrow_cast(NULL, '{literal}') AS v"
+            _type_context(), f"SELECT arrow_cast(NULL, '{literal}') AS v"
         )
-        arrow_type = df.schema().field(0).type
+        return df.schema().field(0).type
     except Exception as exc:
         raise UnsupportedFunctionArgumentError(function, type_text) from exc
-    _TYPE_CACHE[type_text] = arrow_type
-    return arrow_type
 
 
 def _planning_error(ctx: Any, sql: str) -> str | None:

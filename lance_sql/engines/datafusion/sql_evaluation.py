@@ -34,13 +34,15 @@ import pyarrow as pa
 
 from lance_sql.engines.datafusion.functions import FunctionArityError
 from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
+from lance_sql.engines.datafusion.sql_rewrite import register_rows, registered
 from lance_sql.errors import PlanningError, first_line
 from lance_sql.tables.namespace.sql_eval import quote
 from udfs.errors import ExpressionError, UnsupportedTypeError
 from udfs.expression import ALLOWED_FUNCTIONS
 from udfs.sql_engine import register_sql_engine
 
-_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+#: units per second of Arrow's (and DataFusion's display of) time units
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "µs": 1_000_000, "ns": 1_000_000_000}
 _local = threading.local()
 _LOCK = threading.RLock()  # the shared coercion SessionContext: register + plan under a lock
 
@@ -117,14 +119,6 @@ def _check_tree(expr: Any, expression: str) -> None:
         _check_tree(child, expression)
 
 
-def _register(ctx: Any, name: str, table: pa.Table) -> None:
-    ctx.deregister_table(name)
-    batches = table.to_batches() or [
-        pa.record_batch([pa.array([], f.type) for f in table.schema], schema=table.schema)
-    ]
-    ctx.register_record_batches(name, [batches])
-
-
 class DataFusionSqlEngine:
     """:class:`udfs.sql_engine.SqlEngine` over DataFusion."""
 
@@ -133,20 +127,15 @@ class DataFusionSqlEngine:
 
     def _query(self, tables: Mapping[str, pa.Table], sql: str) -> pa.Table:
         ctx = _context()
-        for name, table in tables.items():
-            _register(ctx, name, table)
-        try:
+        with registered(ctx, tables):
             return ctx.sql(dispatch_sql(ctx, sql)).to_arrow_table()
-        finally:
-            for name in tables:
-                ctx.deregister_table(name)
 
     def partition_expression(self, expression: str, table: pa.Table, result: str) -> pa.Table:
         return _outside(self._partition_expression, expression, table, result)
 
     def _partition_expression(self, expression: str, table: pa.Table, result: str) -> pa.Table:
         ctx = _context()
-        _register(ctx, _TABLE, table)
+        register_rows(ctx, _TABLE, table)
         prefix = "SELECT "
         suffix = f"\nAS {result} FROM {_TABLE}"
         try:
@@ -174,20 +163,14 @@ class DataFusionSqlEngine:
         ctx = _context()
         tables = {plan.table: rows} if isinstance(rows, pa.Table) else dict(rows)
         names = {alias: f"__lance_sql_rows_{i}" for i, alias in enumerate(tables)}
-        try:
-            frames = {}
-            for alias, table in tables.items():
-                _register(ctx, names[alias], table)
-                frames[alias] = ctx.table(names[alias]).alias(quote(alias))
+        with registered(ctx, {names[alias]: table for alias, table in tables.items()}):
+            frames = {alias: ctx.table(names[alias]).alias(quote(alias)) for alias in tables}
             df = frames[plan.table]
             if plan.right is not None:
                 df = df.join_on(frames[plan.right], plan.on, how="inner")
             if plan.where is not None:
                 df = df.filter(plan.where)
             return df.select(*plan.select).to_arrow_table()
-        finally:
-            for name in names.values():
-                ctx.deregister_table(name)
 
     def row_condition(self, schema: pa.Schema, where: str) -> Any:
         """SQL filter text over ``schema`` as a row operation's condition (a
@@ -276,7 +259,7 @@ def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     if dtype.startswith("Timestamp"):
         raw, _tz = lit.value_timestamp()
         unit = dtype.split("(")[1].split(",")[0].split(")")[0].strip()
-        per_second = {"s": 1, "ms": 1_000, "µs": 1_000_000, "us": 1_000_000, "ns": 10**9}[unit]
+        per_second = _PER_SECOND[unit]
     elif dtype == "Date32":
         raw, per_second = lit.value_date32(), None
     elif dtype.startswith("Decimal128") and pa.types.is_decimal(target):
@@ -320,4 +303,4 @@ def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) ->
 ENGINE = DataFusionSqlEngine()
 register_sql_engine(ENGINE)
 
-__all__ = ["ENGINE", "DataFusionSqlEngine"]
+__all__ = ["ENGINE", "DataFusionSqlEngine", "inside_datafusion"]

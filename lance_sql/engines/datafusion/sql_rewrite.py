@@ -1,4 +1,5 @@
-"""Query-scoped temporary tables for the plan passes (:mod:`.plan_rewrite`).
+"""Temporary tables: query-scoped ones for the plan passes (:mod:`.plan_rewrite`), and
+Arrow rows registered for one block (:func:`registered`).
 
 :func:`query_scope` / :func:`register_query_table` give the passes temporary
 tables that are dropped once the plan holding them is built. The one edit of
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 if TYPE_CHECKING:
     import datafusion
@@ -39,6 +42,28 @@ def query_scope(ctx: datafusion.SessionContext) -> Iterator[None]:
         for name in names:
             if ctx.table_exist(name):
                 ctx.deregister_table(name)
+
+
+def register_rows(ctx: datafusion.SessionContext, name: str, table: pa.Table) -> None:
+    """``table`` registered in ``ctx`` as ``name`` (in place of any table of that name)."""
+    ctx.deregister_table(name)
+    batches = table.to_batches() or [
+        pa.record_batch([pa.array([], f.type) for f in table.schema], schema=table.schema)
+    ]
+    ctx.register_record_batches(name, [batches])
+
+
+@contextmanager
+def registered(ctx: datafusion.SessionContext, tables: Mapping[str, pa.Table]) -> Iterator[None]:
+    """``tables`` registered in ``ctx`` by their names while the block runs (an empty
+    table keeps its schema)."""
+    try:
+        for name, table in tables.items():
+            register_rows(ctx, name, table)
+        yield
+    finally:
+        for name in tables:
+            ctx.deregister_table(name)
 
 
 def fresh_table_name(prefix: str) -> str:

@@ -9,8 +9,9 @@ is kept as the user wrote it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,16 @@ def tokens_of(sql: str, offset: int = 0) -> list[Token]:
     return out
 
 
+def sqlglot_tokens(sql: str) -> list[Any]:
+    """sqlglot's (default dialect) tokens of ``sql``; none when it cannot tokenize it."""
+    import sqlglot
+
+    try:
+        return list(sqlglot.tokenize(sql))
+    except Exception:
+        return []
+
+
 def select_scopes(tokens: list[Token]) -> list[int]:
     """For each token, the id of the SELECT it belongs to (subqueries and set operations
     each get their own): same-text calls are only grouped within one SELECT."""
@@ -75,7 +86,7 @@ def find_calls(sql: str, functions: Container[str]) -> tuple[list[Call], set[str
     of ours.
     """
     tokens = tokens_of(sql)
-    depths = depths_of(tokens)
+    depths = depths_of(t.kind for t in tokens)
     names: set[str] = set()
     calls: list[Call] = []
     scopes = select_scopes(tokens)
@@ -90,8 +101,9 @@ def find_calls(sql: str, functions: Container[str]) -> tuple[list[Call], set[str
             continue
         if i > 0 and tokens[i - 1].kind == "DOT":
             continue
-        level = depths[i + 1]  # the closing bracket stands at its opening's depth
-        end = next((j for j in range(i + 2, len(tokens)) if depths[j] == level), len(tokens))
+        level = depths[i + 1]
+        end = closing_of(depths, i + 1)
+        end = len(tokens) if end is None else end
         commas = sum(
             t.kind == "COMMA" and d == level + 1
             for t, d in zip(tokens[i + 2 : end], depths[i + 2 : end], strict=True)
@@ -127,42 +139,44 @@ OPEN = ("L_PAREN", "L_BRACKET", "L_BRACE")
 CLOSE = ("R_PAREN", "R_BRACKET", "R_BRACE")
 
 
-def depths_of(tokens: list[Token]) -> list[int]:
-    """The bracket depth each token stands at."""
+def depths_of(
+    kinds: Iterable[str], opening: Container[str] = OPEN, closing: Container[str] = CLOSE
+) -> list[int]:
+    """The bracket depth each token (by its kind, sqlglot's TokenType name) stands at; an
+    opening or closing token stands at the depth outside it. ``opening`` / ``closing``: the
+    kinds that count as brackets (``CASE`` ... ``END`` may)."""
     out = []
     depth = 0
-    for tok in tokens:
-        if tok.kind in CLOSE:
+    for kind in kinds:
+        if kind in closing:
             depth -= 1
         out.append(depth)
-        if tok.kind in OPEN:
+        if kind in opening:
             depth += 1
     return out
 
 
+def closing_of(depths: Sequence[int], opening: int) -> int | None:
+    """The token closing the bracket opened at token ``opening`` (None: never closed)."""
+    level = depths[opening]
+    return next((j for j in range(opening + 1, len(depths)) if depths[j] == level), None)
+
+
 def select_items(tokens: list[Token], select: int) -> list[list[Token]]:
     """The items of the select list that starts after token ``select`` (a SELECT)."""
+    depths = depths_of(t.kind for t in tokens)
     start = select + 1
     if start < len(tokens) and tokens[start].kind in ("DISTINCT", "ALL"):
         start += 1
-        if start < len(tokens) and tokens[start].kind == "ON":  # DISTINCT ON (...)
-            depth = 0
-            for j in range(start + 1, len(tokens)):
-                depth += tokens[j].kind == "L_PAREN"
-                depth -= tokens[j].kind == "R_PAREN"
-                if depth == 0:
-                    start = j + 1
-                    break
+        if start + 1 < len(tokens) and tokens[start].kind == "ON":  # DISTINCT ON (...)
+            close = closing_of(depths, start + 1)
+            start = len(tokens) if close is None else close + 1
+    level = depths[select]
     items: list[list[Token]] = [[]]
-    depth = 0
-    for tok in tokens[start:]:
-        if depth == 0 and (tok.kind in SELECT_LIST_END or tok.kind in CLOSE):
+    for tok, depth in zip(tokens[start:], depths[start:], strict=True):
+        if depth < level or (depth == level and tok.kind in SELECT_LIST_END):
             break
-        if tok.kind in OPEN:
-            depth += 1
-        elif tok.kind in CLOSE:
-            depth -= 1
-        elif tok.kind == "COMMA" and depth == 0:
+        if tok.kind == "COMMA" and depth == level:
             items.append([])
             continue
         items[-1].append(tok)
@@ -201,11 +215,7 @@ def query_text(sql: str, tokens: list[Token], depths: list[int], select: int) ->
             if (
                 depths[i] == 0
                 and tokens[i - 1].kind == "ALIAS"
-                and tokens[i].kind
-                in (
-                    "SELECT",
-                    "WITH",
-                )
+                and tokens[i].kind in ("SELECT", "WITH")
             ):
                 return sql[tokens[i].start :]
         return None

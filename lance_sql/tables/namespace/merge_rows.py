@@ -35,7 +35,7 @@ from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.mutation import ROWID, Mutation
 from lance_sql.tables.namespace.schema_rule import conform as conform_batch
 from lance_sql.tables.namespace.schema_rule import extra_fields
-from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, SqlExpressionError, merge_plan
+from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, merge_plan, values_fit
 
 
 class MergeKeyError(LanceSqlError):
@@ -282,14 +282,8 @@ def _new_rows(
         tables[sql.source] = src.drop_columns([ROW]).append_column(ROW, pair)
     values = plan.values[plan.sql.clauses.index(clause)]
     assert values is not None
-    try:
+    with values_fit(sql.what, [c for c, _ in clause.values]):
         out = values.run(tables, what=f"{sql.what} values")
-    except SqlExpressionError as exc:
-        if "cast" not in str(exc).lower():
-            raise
-        raise SchemaMismatchError(
-            f"{sql.what}: a value does not fit its column {[c for c, _ in clause.values]}: {exc}"
-        ) from exc
     out = out.take(pc.sort_indices(out.column(ROW)))
     if old is not None:  # update: the columns not set keep their values
         for name in base.column_names:

@@ -15,7 +15,8 @@ TRUE, the engine's float, cast and time-zone rules).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import LanceSqlError, first_line
+from lance_sql.errors import LanceSqlError, SchemaMismatchError, first_line
 from udfs.sql_engine import sql_engine
 
 if TYPE_CHECKING:
@@ -35,6 +36,19 @@ ROW = "__lance_sql_row"
 
 class SqlExpressionError(LanceSqlError):
     """A filter or expression given to a row operation does not plan or run."""
+
+
+@contextmanager
+def values_fit(what: str, columns: list[str]) -> Iterator[None]:
+    """Run new values of ``columns``: the engine's cast error (a value that does not fit
+    its column) becomes a :class:`SchemaMismatchError` naming ``what`` and the columns."""
+    try:
+        yield
+    except SqlExpressionError as exc:
+        if "cast" not in str(exc).lower():
+            raise
+        message = f"{what}: a value does not fit its column {columns}: {exc}"
+        raise SchemaMismatchError(message) from exc
 
 
 @dataclass(frozen=True)
@@ -161,4 +175,5 @@ __all__ = [
     "quote",
     "row_condition",
     "update_plan",
+    "values_fit",
 ]
