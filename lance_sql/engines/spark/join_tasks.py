@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lance_sql.engines.spark.read_packing import Packing, first_fit, unit_bytes
+from lance_sql.tables.scan import balanced_groups
 
 
 def group_bytes(left: Sequence[Any], right: Sequence[Any]) -> int:
@@ -25,15 +26,9 @@ def group_bytes(left: Sequence[Any], right: Sequence[Any]) -> int:
 
 
 def spread(weights: Sequence[int], tasks: int) -> list[list[int]]:
-    """Indexes of ``weights`` in ``min(tasks, len(weights))`` bins, heaviest into the lightest."""
-    n = max(1, min(tasks, len(weights)))
-    bins: list[list[int]] = [[] for _ in range(n)]
-    load = [0] * n
-    for i in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
-        b = min(range(n), key=lambda j: (load[j], j))
-        bins[b].append(i)
-        load[b] += weights[i]
-    return sorted((sorted(b) for b in bins if b), key=min)
+    """Indexes of ``weights`` in ``min(tasks, len(weights))`` bins, heaviest into the lightest
+    (:func:`~lance_sql.tables.scan.balanced_groups`), bins ordered by their first index."""
+    return sorted(balanced_groups(list(enumerate(weights)), tasks), key=min)
 
 
 def pack_groups(
