@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.engines.spark.options import open_at
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema
 
 #: Rows per Spark task reading blobs (a task holds its rows' bytes in memory at once).
@@ -38,9 +39,7 @@ def read_blob_bytes(
     ``filter``: a pyarrow expression over non-blob namespace columns. The bytes
     are read in tasks of ``rows_per_task`` rows (one Spark partition each).
     """
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-    ns = PartitionedNamespace.open(root, storage_options=storage_options)
+    ns = open_at(root, None, storage_options)
     ids = ns.blob_rows(filter, columns=columns)
     ids = ids.set_column(
         ids.column_names.index("row_id"), "row_id", ids.column("row_id").cast(pa.int64())
@@ -64,16 +63,12 @@ class _BlobTask:
         self.target = target  # the exact Arrow schema Spark checks the batches against
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
         ns = None
         for batch in batches:
             if not batch.num_rows:
                 continue
             if ns is None:
-                ns = PartitionedNamespace.open(
-                    self.root, version=self.version, storage_options=self.options or None
-                )
+                ns = open_at(self.root, self.version, self.options)
             pairs = list(
                 zip(
                     batch.column("partition_table").to_pylist(),

@@ -163,22 +163,17 @@ def partitioned_join(
     files (:mod:`.join_tasks`); a task joins one group at a time, so packing
     does not raise a task's peak memory. Ignored by the fallback.
     """
-    from lance_sql.engines.spark.paths import normalize_root
+    from lance_sql.engines.spark.options import open_at
     from lance_sql.planning.joins import plan_join
     from lance_sql.planning.joins.plan import normalize_how
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
         raise LanceSqlError(f"partitioned_join: tasks={tasks!r} is not a positive integer")
-    left_root, right_root = normalize_root(left_root), normalize_root(right_root)
     pairs = _on_pairs(on)
     how = normalize_how(how)
-    lns = PartitionedNamespace.open(
-        left_root, version=left_version, storage_options=storage_options
-    )
-    rns = PartitionedNamespace.open(
-        right_root, version=right_version, storage_options=storage_options
-    )
+    lns = open_at(left_root, left_version, storage_options)
+    rns = open_at(right_root, right_version, storage_options)
+    left_root, right_root = str(lns.root), str(rns.root)
     plan = plan_join(lns, rns, pairs, how, left_filter=left_filter, right_filter=right_filter)
     lschema, rschema = lns.schema, rns.schema
     if not plan.compatible:

@@ -70,16 +70,21 @@ def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
-    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
+def open_at(
+    root: str, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> Any:
+    """The namespace at ``root`` (any form Spark writes, :mod:`.paths`) at ``version``."""
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
-    root = _root(options)
+    opts = dict(storage_options) if storage_options else None
+    return PartitionedNamespace.open(normalize_root(root), version=version, storage_options=opts)
+
+
+def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
+    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
     if version is None:
         version = int_option(options, "version")
-    return PartitionedNamespace.open(
-        root, version=version, storage_options=storage_options(options)
-    )
+    return open_at(_root(options), version, storage_options(options))
 
 
-__all__ = ["int_option", "open_namespace", "storage_options"]
+__all__ = ["int_option", "open_at", "open_namespace", "storage_options"]
