@@ -48,7 +48,7 @@ def open_namespace(root: str, *, repair: bool = False) -> Any:
     return PartitionedNamespace.repair(root) if repair else PartitionedNamespace.open(root)
 
 
-def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: Any = "planner"):
+def make_context(ns: Sequence[str] = (), lance: Sequence[str] = ()) -> Any:
     """A session with every ``--ns`` namespace and ``--lance`` dataset registered."""
     from lance_sql.engines.datafusion.context import SessionContext
 
@@ -56,7 +56,7 @@ def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: An
     for item in ns:
         name, root = parse_binding(item, "--ns")
         check_local_root(root, "namespace")
-        ctx.register_namespace(name, root, prune=prune)
+        ctx.register_namespace(name, root)
     for item in lance:
         name, uri = parse_binding(item, "--lance")
         check_local_root(uri, "Lance dataset")
