@@ -51,6 +51,13 @@ def int_option(
     return value
 
 
+def text_option(options: Mapping[str, str], key: str) -> str | None:
+    """The option ``key`` matched in any case (Spark lower-cases option keys), stripped;
+    None when absent or blank."""
+    lower = {str(k).lower(): str(v) for k, v in options.items()}
+    return lower.get(key.lower(), "").strip() or None
+
+
 def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     """The ``storage_options`` option (a JSON object of strings), or None."""
     raw = options.get("storage_options")
@@ -87,4 +94,4 @@ def open_namespace(options: Mapping[str, str], version: int | None = None) -> An
     return open_at(_root(options), version, storage_options(options))
 
 
-__all__ = ["int_option", "open_at", "open_namespace", "storage_options"]
+__all__ = ["int_option", "open_at", "open_namespace", "storage_options", "text_option"]
