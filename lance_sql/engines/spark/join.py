@@ -3,7 +3,7 @@
 A Python data source cannot report its partitioning to Spark, so Spark's own
 SPJ never applies. Instead the driver plans the join with
 :func:`lance_sql.planning.joins.plan_join`, packs the join groups into ``n``
-Spark tasks by bytes (:mod:`.join_tasks`), and ``spark.range(0, n, 1, n)``
+Spark tasks by bytes (:func:`.read_packing.pack_groups`), and ``spark.range(0, n, 1, n)``
 gives exactly those tasks; ``mapInArrow`` then joins each of a task's groups'
 partition tables locally, one group after another: with Arrow's hash join over row numbers
 (:mod:`.join_arrow`: only the columns the output needs are read, the side
@@ -27,8 +27,7 @@ import pyarrow as pa
 
 from lance_sql.engines.spark.join_arrow import arrow_join_supports, join_group, read_side
 from lance_sql.engines.spark.join_profile import profiled
-from lance_sql.engines.spark.join_tasks import group_bytes, pack_groups
-from lance_sql.engines.spark.read_packing import packing_from_spark
+from lance_sql.engines.spark.read_packing import pack_groups, packing_from_spark, unit_bytes
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 from lance_sql.errors import LanceSqlError
 
@@ -160,7 +159,7 @@ def partitioned_join(
     for ``on``, warns and returns Spark's own join of the two ``lance_ns``
     reads (same result, with a shuffle). ``tasks``: the number of Spark tasks
     (at most one per join group); default: groups packed by bytes as Spark packs
-    files (:mod:`.join_tasks`); a task joins one group at a time, so packing
+    files (:func:`.read_packing.pack_groups`); a task joins one group at a time, so packing
     does not raise a task's peak memory. Ignored by the fallback.
     """
     from lance_sql.engines.spark.options import open_at
@@ -217,7 +216,8 @@ def partitioned_join(
         right = read_side(ru, rfilter, rschema, rcols)
         return join_group(left, right, pairs, how, out, batch_rows)
 
-    bins = pack_groups([group_bytes(lu, ru) for lu, ru in groups], packing_from_spark(spark), tasks)
+    sizes = [sum(unit_bytes(u) for u in (*lu, *ru)) for lu, ru in groups]
+    bins = pack_groups(sizes, packing_from_spark(spark), tasks)
     task_groups = [[groups[i] for i in b] for b in bins]
 
     def joined(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
