@@ -94,11 +94,12 @@ def partitioned_join(
     also prune partitions). ``storage_options``: object-store options (as for
     pylance, e.g. ``aws_endpoint``) for both namespaces; the scan units carry
     them to the tasks. When the namespaces' partitionings are not compatible
-    for ``on``, warns and returns Spark's own join of the two ``lance_ns``
-    reads (same result, with a shuffle). ``tasks``: the number of Spark tasks
-    (at most one per join group); default: groups packed by bytes as Spark packs
-    files (:func:`.read_packing.pack_groups`); a task joins one group at a time, so packing
-    does not raise a task's peak memory. Ignored by the fallback.
+    for ``on`` (or Arrow's join does not compare the key types), warns and
+    returns Spark's own join of the two ``lance_ns`` reads (same result, with a
+    shuffle). ``tasks``: the number of Spark tasks (at most one per join group);
+    default: groups packed by bytes as Spark packs files
+    (:func:`.read_packing.pack_groups`); a task joins one group at a time, so
+    packing does not raise a task's peak memory. Ignored by the fallback.
     """
     from lance_sql.engines.spark.options import open_at
     from lance_sql.planning.joins import plan_join
