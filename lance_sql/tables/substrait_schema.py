@@ -19,28 +19,35 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.format.schema import map_child_fields
 
+R = TypeVar("R")
+
+
+def _cached_when_hashable(fn: Callable[[Any], R]) -> Callable[[Any], R]:
+    """``fn`` with an LRU cache by its argument; an unhashable (extension) type is not cached."""
+    cached = functools.lru_cache(maxsize=256)(fn)
+
+    def call(arg: Any) -> R:
+        try:
+            return cached(arg)
+        except TypeError:  # the argument does not hash
+            return fn(arg)
+
+    return call
+
 
 def substrait_schema(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
     """(``schema`` as Substrait can carry it, positions of the columns given a stand-in type)."""
-    plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
-    try:
-        return _cached(plain)
-    except TypeError:  # an unhashable (extension) type: not cached
-        return _build(plain)
+    return _build(pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema]))
 
 
-@functools.lru_cache(maxsize=256)
-def _cached(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
-    return _build(schema)
-
-
+@_cached_when_hashable
 def _build(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
     fields = []
     changed = set()
@@ -149,14 +156,6 @@ def _stand_in(t: pa.DataType) -> pa.DataType:
     return t if carried(t) else pa.null()
 
 
-def carried(t: pa.DataType) -> bool:
-    """Whether pyarrow's Substrait serialization carries columns of type ``t`` (probed once)."""
-    try:
-        return _carried_cached(t)
-    except TypeError:  # an unhashable (extension) type
-        return _probe(t)
-
-
 def holds(t: pa.DataType, check: Callable[[pa.DataType], bool]) -> bool:
     """Whether ``t`` or a type nested in it (struct fields, list items, map keys and items,
     dictionary values) satisfies ``check``."""
@@ -169,12 +168,9 @@ def holds(t: pa.DataType, check: Callable[[pa.DataType], bool]) -> bool:
     return hasattr(t, "value_type") and holds(t.value_type, check)  # lists, dictionaries
 
 
-@functools.lru_cache(maxsize=256)
-def _carried_cached(t: pa.DataType) -> bool:
-    return _probe(t)
-
-
-def _probe(t: pa.DataType) -> bool:
+@_cached_when_hashable
+def carried(t: pa.DataType) -> bool:
+    """Whether pyarrow's Substrait serialization carries columns of type ``t`` (probed once)."""
     try:
         pc.scalar(True).to_substrait(pa.schema([pa.field("x", t)]))
     except (pa.ArrowException, ValueError, TypeError):
