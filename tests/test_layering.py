@@ -58,7 +58,6 @@ ARROW_TYPES = "lance_sql/spec/arrow_types.py"
 TYPE_LIST_MIN = 4
 ALLOWED_TYPE_LISTS: dict[str, int] = {
     "lance_sql/spec/transforms/truncate.py": 1,  # truncate's source types
-    "lance_sql/tables/scan.py": 1,  # types pylance's Substrait filter serializer refuses
 }
 
 # Transform-name comparisons outside the transform tree: file -> most matches allowed.

@@ -6,6 +6,7 @@ the exit code; errors are raised and turned into one line by ``main``.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -139,9 +140,7 @@ def inspect_report(root: str) -> dict[str, Any]:
         rows.sort(key=order)
     except TypeError:  # values of one field that do not compare: by their text
         rows.sort(key=lambda r: (r["spec_version"], sorted(r["values"].items())))
-    per_spec: dict[int, int] = {}
-    for r in rows:
-        per_spec[r["spec_version"]] = per_spec.get(r["spec_version"], 0) + 1
+    per_spec = collections.Counter(r["spec_version"] for r in rows)
     return {
         "root": str(base.resolve()),
         "manifest_version": ns.manifest_version,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,21 +20,20 @@ DEMO_TABLES = ("events", "orders", "customers", "clicks")
 _COUNTRIES = np.array(["US", "DE", "FR", "JP", "BR"])
 
 
-def _events(root: Path) -> None:
+def _create(root: Path, rows: pa.Table, spec: str) -> Any:
+    """A namespace at ``root`` of ``rows``' columns (the first one NOT NULL) holding ``rows``."""
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
-    schema = pa.schema(
-        [
-            pa.field("id", pa.int64(), nullable=False),
-            ("event_date", pa.date32()),
-            ("country", pa.utf8()),
-            ("amount", pa.float64()),
-        ]
-    )
-    ns = PartitionedNamespace.create(root, schema, "identity(event_date)")
+    schema = rows.schema.set(0, rows.schema.field(0).with_nullable(False))
+    ns = PartitionedNamespace.create(root, schema, spec)
+    ns.append(rows.cast(schema))
+    return ns
+
+
+def _events(root: Path) -> None:
     rng = np.random.default_rng(11)
     # spec v1: December 1..14, partitioned by day (appendix A, partition_spec_v1)
-    ns.append(_event_rows(rng, 0, 2000, dt.date(2025, 12, 1), 14))
+    ns = _create(root, _event_rows(rng, 0, 2000, dt.date(2025, 12, 1), 14), "identity(event_date)")
     # spec v2: year(event_date) + identity(country), December 8..21 (overlaps v1)
     ns.add_spec(
         [
@@ -57,79 +57,36 @@ def _event_rows(rng: np.random.Generator, start: int, n: int, d0: dt.date, days:
 
 
 def _orders_customers(orders: Path, customers: Path) -> None:
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
     rng = np.random.default_rng(23)
     n_cust, n_orders = 500, 4000
-    c = PartitionedNamespace.create(
-        customers,
-        pa.schema(
-            [
-                pa.field("id", pa.int64(), nullable=False),
-                ("name", pa.utf8()),
-                ("country", pa.utf8()),
-            ]
-        ),
-        "bucket(8, id)",
-    )
-    c.append(
-        pa.table(
-            {
-                "id": pa.array(np.arange(n_cust), pa.int64()),
-                "name": [f"customer-{i:04d}" for i in range(n_cust)],
-                "country": rng.choice(_COUNTRIES, n_cust).tolist(),
-            }
-        )
-    )
-    o = PartitionedNamespace.create(
-        orders,
-        pa.schema(
-            [
-                pa.field("order_id", pa.int64(), nullable=False),
-                ("customer_id", pa.int64()),
-                ("total", pa.float64()),
-            ]
-        ),
-        "bucket(16, customer_id)",
-    )
-    o.append(
-        pa.table(
-            {
-                "order_id": pa.array(np.arange(n_orders), pa.int64()),
-                # a few ids beyond the customer range: orders of unknown customers
-                "customer_id": pa.array(rng.integers(0, n_cust + 20, n_orders), pa.int64()),
-                "total": np.round(rng.random(n_orders) * 250, 2),
-            }
-        )
-    )
+    customer_rows = {
+        "id": pa.array(np.arange(n_cust), pa.int64()),
+        "name": [f"customer-{i:04d}" for i in range(n_cust)],
+        "country": rng.choice(_COUNTRIES, n_cust).tolist(),
+    }
+    _create(customers, pa.table(customer_rows), "bucket(8, id)")
+    order_rows = {
+        "order_id": pa.array(np.arange(n_orders), pa.int64()),
+        # a few ids beyond the customer range: orders of unknown customers
+        "customer_id": pa.array(rng.integers(0, n_cust + 20, n_orders), pa.int64()),
+        "total": np.round(rng.random(n_orders) * 250, 2),
+    }
+    _create(orders, pa.table(order_rows), "bucket(16, customer_id)")
 
 
 def _clicks(root: Path) -> None:
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
     rng = np.random.default_rng(37)
     n = 3000
-    schema = pa.schema(
-        [
-            pa.field("click_id", pa.int64(), nullable=False),
-            ("ts", pa.timestamp("us")),
-            ("url", pa.utf8()),
-        ]
-    )
-    ns = PartitionedNamespace.create(root, schema, "year(ts), month(ts), day(ts)")
     start = np.datetime64("2025-11-20T00:00:00", "us")
     secs = rng.integers(0, 20 * 86400, n)  # 2025-11-20 .. 2025-12-09
     ts = start + secs.astype("timedelta64[s]").astype("timedelta64[us]")
     pages = np.array(["/", "/pricing", "/docs", "/blog", "/signup"])
-    ns.append(
-        pa.table(
-            {
-                "click_id": pa.array(np.arange(n), pa.int64()),
-                "ts": pa.array(ts, pa.timestamp("us")),
-                "url": rng.choice(pages, n).tolist(),
-            }
-        )
-    )
+    rows = {
+        "click_id": pa.array(np.arange(n), pa.int64()),
+        "ts": pa.array(ts, pa.timestamp("us")),
+        "url": rng.choice(pages, n).tolist(),
+    }
+    _create(root, pa.table(rows), "year(ts), month(ts), day(ts)")
 
 
 def demo_is_valid(folder: Path) -> bool:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from lance_sql.errors import SpecError
 
-__all__ = ["cmd_import", "open_batches", "read_json_file"]
+__all__ = ["cmd_import", "open_batches"]
 
 _FORMATS = {
     ".parquet": "parquet",
@@ -27,17 +27,6 @@ _FORMATS = {
     ".jsonl": "json",
     ".ndjson": "json",
 }
-
-
-def read_json_file(path: str, what: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise FileNotFoundError(f"cannot read {what} file {path!r}: {e.strerror}") from e
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{what} file {path!r} is not valid JSON: {e}") from e
 
 
 def open_batches(
@@ -210,6 +199,15 @@ class _Counter:
 
 
 def _load_schema(path: str) -> pa.Schema:
+    """``--schema``: a JSON file holding the namespace schema (JsonArrowSchema)."""
     from lance_sql.spec.arrow_json import schema_from_json
 
-    return schema_from_json(read_json_file(path, "schema"))
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise FileNotFoundError(f"cannot read schema file {path!r}: {e.strerror}") from e
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"schema file {path!r} is not valid JSON: {e}") from e
+    return schema_from_json(obj)

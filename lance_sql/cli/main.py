@@ -75,29 +75,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bindings(p)
     p.add_argument("--analyze", action="store_true", help="EXPLAIN ANALYZE (runs the query)")
 
-    p = sub.add_parser("inspect", help="specs, schema, partitions and sizes of a namespace")
-    p.add_argument("root", help="partitioned namespace root")
+    def on_root(name: str, help: str, root: str = "partitioned namespace root") -> Any:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("root", help=root)
+        return p
+
+    p = on_root("inspect", "specs, schema, partitions and sizes of a namespace")
     p.add_argument("--json", action="store_true", help="print JSON")
-
-    p = sub.add_parser(
-        "repair", help="rebuild partition columns and pins of a __manifest another writer damaged"
-    )
-    p.add_argument("root", help="partitioned namespace root")
-
-    p = sub.add_parser("compact", help="compact partition tables with many small fragments")
-    p.add_argument("root", help="partitioned namespace root")
+    on_root("repair", "rebuild partition columns and pins of a __manifest another writer damaged")
+    p = on_root("compact", "compact partition tables with many small fragments")
     p.add_argument("--target-rows-per-fragment", type=int, default=1 << 20)
-
-    p = sub.add_parser("expire", help="remove old versions no live __manifest version pins")
-    p.add_argument("root", help="partitioned namespace root")
+    p = on_root("expire", "remove old versions no live __manifest version pins")
     p.add_argument("--older-than", required=True, help="age to keep, e.g. 7d, 12h, 30m")
-
-    p = sub.add_parser("partitions", help="partition tables a filter selects, as JSON")
-    p.add_argument("root", help="partitioned namespace root")
+    p = on_root("partitions", "partition tables a filter selects, as JSON")
     p.add_argument("--where", help="SQL filter over the namespace columns")
-
-    p = sub.add_parser("import", help="create or append to a namespace from a data file")
-    p.add_argument("root", help="partitioned namespace root (created if missing)")
+    p = on_root(
+        "import",
+        "create or append to a namespace from a data file",
+        "partitioned namespace root (created if missing)",
+    )
     p.add_argument("--from", dest="source", required=True, help="data.parquet|csv|json")
     p.add_argument("--format", choices=("parquet", "csv", "json"), help="override the file format")
     p.add_argument("--spec", help="partition spec JSON (required to create)")

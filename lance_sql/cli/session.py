@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+from lance_sql.errors import NotFoundError
 
 __all__ = ["UsageError", "check_local_root", "make_context", "parse_binding"]
 
@@ -26,10 +29,6 @@ def check_local_root(root: str, what: str) -> None:
     pylance's own not-found message is several lines of Rust source locations;
     URIs with a scheme (``s3://``) are left to the engine.
     """
-    from pathlib import Path
-
-    from lance_sql.errors import NotFoundError
-
     if "://" not in root and not Path(root).exists():
         raise NotFoundError(f"{what} {root!r} does not exist")
 
@@ -37,9 +36,6 @@ def check_local_root(root: str, what: str) -> None:
 def open_namespace(root: str, *, repair: bool = False) -> Any:
     """The partitioned namespace at ``root`` (``repair``: its ``__manifest`` rebuilt first,
     :meth:`PartitionedNamespace.repair`); a one-line error when there is none."""
-    from pathlib import Path
-
-    from lance_sql.errors import NotFoundError
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     check_local_root(root, "namespace")
@@ -48,7 +44,7 @@ def open_namespace(root: str, *, repair: bool = False) -> Any:
     return PartitionedNamespace.repair(root) if repair else PartitionedNamespace.open(root)
 
 
-def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: Any = "planner"):
+def make_context(ns: Sequence[str] = (), lance: Sequence[str] = ()) -> Any:
     """A session with every ``--ns`` namespace and ``--lance`` dataset registered."""
     from lance_sql.engines.datafusion.context import SessionContext
 
@@ -56,7 +52,7 @@ def make_context(ns: Sequence[str] = (), lance: Sequence[str] = (), *, prune: An
     for item in ns:
         name, root = parse_binding(item, "--ns")
         check_local_root(root, "namespace")
-        ctx.register_namespace(name, root, prune=prune)
+        ctx.register_namespace(name, root)
     for item in lance:
         name, uri = parse_binding(item, "--lance")
         check_local_root(uri, "Lance dataset")

@@ -74,15 +74,12 @@ class OpenCache(Generic[V]):
         self.capacity = capacity
         self._items: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
 
     def get(self, key: Hashable) -> V | None:
         with self._lock:
             value = self._items.get(key)
             if value is not None:
                 self._items.move_to_end(key)
-                self.hits += 1
             return value
 
     def put(self, key: Hashable, value: V) -> V:
@@ -100,8 +97,6 @@ class OpenCache(Generic[V]):
         hit = self.get(key)
         if hit is not None:
             return hit
-        with self._lock:
-            self.misses += 1
         return self.put(key, opener())
 
     def discard(self, key: Hashable) -> None:
@@ -111,7 +106,6 @@ class OpenCache(Generic[V]):
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self.hits = self.misses = 0
 
     def __len__(self) -> int:
         with self._lock:

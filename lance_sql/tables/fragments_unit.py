@@ -117,22 +117,35 @@ class LanceFragmentsUnit(ScanUnit):
     def estimated_rows(self) -> int | None:
         return self._estimated_rows
 
-    def _scan_dataset(self) -> lance.LanceDataset:
-        """The dataset scanners are built from: with the table's scan options as its
-        defaults (pylance applies them first; arguments left None keep them)."""
-        if not self.scan_options:
-            return self.dataset
-        with_options = copy.copy(self.dataset)  # pylance's checkout_version does the same
-        with_options._default_scan_options = self.scan_options
-        return with_options
-
-    def _late(self, ds: Any, fragments: list[Any], columns: Any, filter: Any) -> bool | None:
-        """Late materialization: the table's scan option, else sampled (None: Lance's)."""
-        if self.scan_options and "late_materialization" in self.scan_options:
-            return None  # the option is the dataset's default (see _scan_dataset)
-        if filter is None or columns is None or self._physical_rows(fragments) < MIN_ROWS:
-            return None  # too few rows to sample: no filter text, schema or metadata read
-        return late_materialization(ds, fragments, columns, filter)
+    def _scanner(
+        self, columns: list[str], filter: Any, fragments: list[Any], batch_size: int | None
+    ) -> Any:
+        """pylance's scanner of ``fragments`` (:func:`~.lance_scanner.lance_scanner`), the
+        table's scan options its defaults (pylance applies them first; arguments left None
+        keep them); late materialization sampled unless those options set it or the unit is
+        too small to sample (no filter text, schema or metadata read)."""
+        ds = self.dataset
+        late = None  # Lance's default
+        sampled = not (self.scan_options and "late_materialization" in self.scan_options)
+        if (
+            sampled
+            and filter is not None
+            and columns
+            and self._physical_rows(fragments) >= MIN_ROWS
+        ):
+            late = late_materialization(ds, fragments, columns, filter)
+        if self.scan_options:
+            ds = copy.copy(ds)  # pylance's checkout_version does the same
+            ds._default_scan_options = self.scan_options
+        return lance_scanner(
+            ds,
+            columns=columns,
+            filter=filter,
+            fragments=fragments,
+            batch_size=batch_size,
+            with_row_id=not columns,
+            late_materialization=late,
+        )
 
     def _physical_rows(self, fragments: list[Any]) -> int:
         """Rows stored in this unit's fragments, deleted ones included (read once: a
@@ -198,15 +211,7 @@ class LanceFragmentsUnit(ScanUnit):
         if not columns:
             return super().read_table(columns, filter)
         try:
-            fragments = self._fragments()
-            scanner = lance_scanner(
-                self._scan_dataset(),
-                columns=list(columns),
-                filter=filter,
-                fragments=fragments,
-                batch_size=READ_TABLE_BATCH_ROWS,
-                late_materialization=self._late(self.dataset, fragments, columns, filter),
-            )
+            scanner = self._scanner(list(columns), filter, self._fragments(), READ_TABLE_BATCH_ROWS)
             table = scanner.to_table()
         except FILTER_REFUSED:
             if filter is None:
@@ -237,22 +242,12 @@ class LanceFragmentsUnit(ScanUnit):
                     if batch.num_rows:
                         yield conform(batch, out_schema)
             return
-        ds = self.dataset
         fragments = self._fragments()
         batch_size = storage_batch_size(batch_size)
         if self.scan_options and "batch_size" in self.scan_options:
             batch_size = None  # the table's own, from its scan options
         try:
-            scanner = lance_scanner(
-                self._scan_dataset(),
-                columns=columns,
-                filter=filter,
-                fragments=fragments,
-                batch_size=batch_size,
-                with_row_id=not columns,
-                late_materialization=self._late(ds, fragments, columns, filter),
-            )
-            reader = scanner.to_reader()
+            reader = self._scanner(columns, filter, fragments, batch_size).to_reader()
         except FILTER_REFUSED:
             if filter is None:
                 raise

@@ -84,10 +84,9 @@ class LanceTable:
             raise TypeError(f"{uri}: version must be an int, got {version!r}")
         _check_metadata(uri, version, tag, storage_options)
         ref: int | str | None = tag if tag is not None else version
+        opts = dict(storage_options) if storage_options else None
         try:
-            dataset = lance.dataset(
-                uri, version=ref, storage_options=_opts(storage_options), session=read_session()
-            )
+            dataset = lance.dataset(uri, version=ref, storage_options=opts, session=read_session())
         except (ValueError, OSError) as exc:
             raise _map_pylance_error(exc, uri, version, tag) from exc
         return cls(
@@ -157,10 +156,6 @@ class LanceTable:
     def __repr__(self) -> str:
         pin = "latest" if self.follow_latest else f"v{self.version}"
         return f"LanceTable({self.uri!r}, {pin})"
-
-
-def _opts(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
-    return dict(storage_options) if storage_options else None
 
 
 def _check_metadata(

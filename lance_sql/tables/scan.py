@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError, first_line
 from lance_sql.tables.float_filters import with_sql_float_semantics
+from lance_sql.tables.substrait_schema import carried, holds
 
 
 def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
@@ -296,29 +297,13 @@ def _needs_placeholder(t: pa.DataType) -> bool:
     """Types that break filter serialization even when the filter does not mention them.
 
     pylance serializes a filter to Substrait against the *whole* dataset schema
-    and only stubs out fixed-size lists and extension types; a decimal256,
-    duration, time or large_list column anywhere in the schema makes pyarrow
-    (or Lance, for times) refuse every filter. Found by probing pylance 14.
+    and only stubs out fixed-size lists and extension types; a column of a type
+    pyarrow's Substrait does not carry (:func:`~.substrait_schema.carried`: a
+    decimal256, duration, large_list, fixed-size list, extension type, a struct
+    whose fields carry metadata) or holding a time anywhere (Lance refuses
+    those) makes every filter fail. Found by probing pylance 14.
     """
-    if (
-        pa.types.is_decimal256(t)
-        or pa.types.is_duration(t)
-        or pa.types.is_time(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_fixed_size_list(t)
-        or isinstance(t, pa.BaseExtensionType)
-    ):
-        return True
-    if pa.types.is_struct(t):
-        return any(
-            t.field(i).metadata is not None or _needs_placeholder(t.field(i).type)
-            for i in range(t.num_fields)
-        )
-    if pa.types.is_list(t) or pa.types.is_list_view(t):
-        return _needs_placeholder(t.value_type)
-    if pa.types.is_map(t):
-        return _needs_placeholder(t.key_type) or _needs_placeholder(t.item_type)
-    return False
+    return not carried(t) or holds(t, pa.types.is_time)
 
 
 def stubbed_schema(schema: pa.Schema) -> pa.Schema:

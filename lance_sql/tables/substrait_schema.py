@@ -18,35 +18,42 @@ type; :func:`stand_in_reads` finds those that read a stand-in.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.format.schema import map_child_fields
 
+R = TypeVar("R")
+
+
+def _cached_when_hashable(fn: Callable[[Any], R]) -> Callable[[Any], R]:
+    """``fn`` with an LRU cache by its argument; an unhashable (extension) type is not cached."""
+    cached = functools.lru_cache(maxsize=256)(fn)
+
+    def call(arg: Any) -> R:
+        try:
+            return cached(arg)
+        except TypeError:  # the argument does not hash
+            return fn(arg)
+
+    return call
+
 
 def substrait_schema(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
     """(``schema`` as Substrait can carry it, positions of the columns given a stand-in type)."""
-    plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
-    try:
-        return _cached(plain)
-    except TypeError:  # an unhashable (extension) type: not cached
-        return _build(plain)
+    return _build(pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema]))
 
 
-@functools.lru_cache(maxsize=256)
-def _cached(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
-    return _build(schema)
-
-
+@_cached_when_hashable
 def _build(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
     fields = []
     changed = set()
     for i, f in enumerate(schema):
         plain = without_field_metadata(f.type)
-        if not _carried(plain):
+        if not carried(plain):
             plain = _stand_in(plain)
             changed.add(i)
         fields.append(pa.field(f.name, plain, f.nullable))
@@ -146,22 +153,24 @@ def _stand_in(t: pa.DataType) -> pa.DataType:
         t = without_field_metadata(t.storage_type)
     elif pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
         t = pa.list_(t.value_field)
-    return t if _carried(t) else pa.null()
+    return t if carried(t) else pa.null()
 
 
-def _carried(t: pa.DataType) -> bool:
-    try:
-        return _carried_cached(t)
-    except TypeError:  # an unhashable (extension) type
-        return _probe(t)
+def holds(t: pa.DataType, check: Callable[[pa.DataType], bool]) -> bool:
+    """Whether ``t`` or a type nested in it (struct fields, list items, map keys and items,
+    dictionary values) satisfies ``check``."""
+    if check(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(holds(t.field(i).type, check) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return holds(t.key_type, check) or holds(t.item_type, check)
+    return hasattr(t, "value_type") and holds(t.value_type, check)  # lists, dictionaries
 
 
-@functools.lru_cache(maxsize=256)
-def _carried_cached(t: pa.DataType) -> bool:
-    return _probe(t)
-
-
-def _probe(t: pa.DataType) -> bool:
+@_cached_when_hashable
+def carried(t: pa.DataType) -> bool:
+    """Whether pyarrow's Substrait serialization carries columns of type ``t`` (probed once)."""
     try:
         pc.scalar(True).to_substrait(pa.schema([pa.field("x", t)]))
     except (pa.ArrowException, ValueError, TypeError):
@@ -171,7 +180,9 @@ def _probe(t: pa.DataType) -> bool:
 
 __all__ = [
     "arrow_nested_names",
+    "carried",
     "field_references",
+    "holds",
     "messages",
     "nested_names",
     "referenced_positions",

@@ -116,8 +116,9 @@ def test_empty_sides(how: str) -> None:
         assert _sorted_rows(got) == _sorted_rows(want)
 
 
-def test_unsupported_key_pairs_go_to_datafusion() -> None:
-    """Keys whose types differ beyond integer/float width or string kind are not joined here."""
+def test_unsupported_key_pairs_go_to_sparks_join() -> None:
+    """Keys whose types differ beyond integer width and sign, float width or string kind are
+    not joined here (partitioned_join runs Spark's own join of the two reads instead)."""
     a = pa.schema(
         [("k", pa.timestamp("us", "UTC")), ("d", pa.decimal128(10, 2)), ("v", pa.string_view())]
     )
@@ -127,8 +128,21 @@ def test_unsupported_key_pairs_go_to_datafusion() -> None:
     assert arrow_join_supports(a, a, [("k", "k"), ("d", "d")], "full")
     u = pa.schema([("k", pa.uint64())])
     i = pa.schema([("k", pa.int64())])
-    assert not arrow_join_supports(u, i, [("k", "k")], "inner")
+    assert arrow_join_supports(u, i, [("k", "k")], "inner")  # as Spark: DECIMAL(20,0) = BIGINT
     assert arrow_join_supports(u, u, [("k", "k")], "inner")
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("rtype", [pa.int64(), pa.int8(), pa.uint32(), pa.uint64()])
+def test_uint64_keys_with_other_integers_equal_duckdb(how: str, rtype: pa.DataType) -> None:
+    """A uint64 key beyond int64's range never equals a negative key of the other side."""
+    left = pa.table({"k": pa.array([1, 2, 2, None, 5, 2**64 - 1, 2**63], pa.uint64())})
+    right = pa.table({"k": pa.array([2, None, 5, 9, 2, 1, 127], rtype), "m": range(7)})
+    if pa.types.is_signed_integer(rtype):
+        right = right.set_column(0, "k", pa.array([2, None, 5, 9, 2, -1, -128], rtype))
+    got = _ours(left, right, [("k", "k")], how, rows=3)
+    want = _duck(left, right.select(["k"]) if how in ("semi", "anti") else right, [("k", "k")], how)
+    assert _sorted_rows(got) == _sorted_rows(want)
 
 
 def test_semi_and_anti_read_only_the_right_keys() -> None:

@@ -40,7 +40,7 @@ CASES = {
     ),
     "string": (pa.utf8(), ["a", "b", None, "b", "", "é"], pa.utf8(), ["b", "x", None, "", "é"]),
     "int64 x int32": (pa.int64(), [1, 2, 2, None, 5], pa.int32(), [2, None, 5, 9, 2]),
-    # not joined by join_arrow: these groups run through DataFusion (run_group)
+    # compared as decimals, as Spark compares DECIMAL(20,0) with BIGINT
     "uint64 x int64": (pa.uint64(), [1, 2, 2, None, 5], pa.int64(), [2, None, 5, 9, 2]),
 }
 
@@ -53,9 +53,7 @@ def test_partitioned_join_keys_equal_spark_join(spark: Any, tmp_path: Any, case:
 
     ltype, lkeys, rtype, rkeys = CASES[case]
     lschema, rschema = pa.schema([("key", ltype)]), pa.schema([("key", rtype)])
-    assert arrow_join_supports(lschema, rschema, [("key", "key")], "inner") == (
-        case != "uint64 x int64"
-    )
+    assert arrow_join_supports(lschema, rschema, [("key", "key")], "inner")
     lroot, rroot = str(tmp_path / "l"), str(tmp_path / "r")
     _ns(lroot, ltype, lkeys)
     _ns(rroot, rtype, rkeys)
@@ -78,4 +76,22 @@ def test_partitioned_join_filters_on_both_sides(spark: Any, tmp_path: Any, make_
     for how in HOWS:
         df = partitioned_join(spark, lroot, rroot, on="k", how=how, **filters)
         want = _spark_join(spark, lroot, rroot, [("k", "k")], how, *filters.values())
+        assert _rows(df) == _rows(want), how
+
+
+def test_keys_arrow_does_not_compare_fall_back_to_sparks_join(spark: Any, tmp_path: Any) -> None:
+    """Partition-compatible layouts on time keys (not an Arrow join key): Spark's own join of
+    the two reads, with a warning, and its rows."""
+    from lance_sql.engines.spark import partitioned_join
+    from lance_sql.engines.spark.join import _spark_join
+
+    schema = pa.schema([pa.field("key", pa.time64("us")), pa.field("n", pa.int64())])
+    for root, keys in (("l", [1, 2, 2, None, 5]), ("r", [2, None, 5, 9])):
+        ns = PartitionedNamespace.create(str(tmp_path / root), schema, "identity(key)")
+        ns.append(pa.table({"key": keys, "n": list(range(len(keys)))}, schema=schema))
+    lroot, rroot = str(tmp_path / "l"), str(tmp_path / "r")
+    for how in HOWS:
+        with pytest.warns(UserWarning, match="Arrow's hash join"):
+            df = partitioned_join(spark, lroot, rroot, on="key", how=how)
+        want = _spark_join(spark, lroot, rroot, [("key", "key")], how, None, None)
         assert _rows(df) == _rows(want), how

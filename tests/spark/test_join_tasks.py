@@ -1,4 +1,4 @@
-"""partitioned_join's task packing (join_tasks) and opt-in task profile (join_profile)."""
+"""partitioned_join's task packing (read_packing.pack_groups) and opt-in task profile."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lance_sql.engines.spark.join_profile import ENV, profiled
-from lance_sql.engines.spark.join_tasks import pack_groups, spread
-from lance_sql.engines.spark.read_packing import Packing
+from lance_sql.engines.spark.read_packing import Packing, pack_groups
 
 MIB = 2**20
 
@@ -32,9 +31,9 @@ def test_large_groups_stay_alone_and_every_group_is_in_one_task() -> None:
 
 
 def test_explicit_task_count() -> None:
-    assert spread([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]
-    assert len(spread([1] * 10, 3)) == 3
-    assert spread([1, 2], 10) == [[0], [1]]  # at most one task per group
+    assert pack_groups([5, 1, 1, 1, 1, 1], Packing(), 2) == [[0], [1, 2, 3, 4, 5]]
+    assert len(pack_groups([1] * 10, Packing(), 3)) == 3
+    assert pack_groups([1, 2], Packing(), 10) == [[0], [1]]  # at most one task per group
     assert pack_groups([], Packing()) == [[]]  # an empty join still runs one task
     assert pack_groups([1, 2, 3], Packing(), tasks=1) == [[0, 1, 2]]
 

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.engines.spark.options import open_at
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema
 
 #: Rows per Spark task reading blobs (a task holds its rows' bytes in memory at once).
@@ -38,9 +39,7 @@ def read_blob_bytes(
     ``filter``: a pyarrow expression over non-blob namespace columns. The bytes
     are read in tasks of ``rows_per_task`` rows (one Spark partition each).
     """
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-    ns = PartitionedNamespace.open(root, storage_options=storage_options)
+    ns = open_at(root, None, storage_options)
     ids = ns.blob_rows(filter, columns=columns)
     ids = ids.set_column(
         ids.column_names.index("row_id"), "row_id", ids.column("row_id").cast(pa.int64())
@@ -49,43 +48,24 @@ def read_blob_bytes(
     n = max(1, -(-ids.num_rows // max(1, rows_per_task)))
     rows = spark.sparkContext.parallelize([tuple(r.values()) for r in ids.to_pylist()], n)
     df = spark.createDataFrame(rows, schema=spark_struct(ids.schema))  # n tasks, no shuffle
-    target = spark_target_schema(spark_struct(out))
-    reader = _BlobTask(root, ns.manifest_version, column, dict(storage_options or {}), target)
-    return df.mapInArrow(reader, spark_struct(out))
+    target = spark_target_schema(spark_struct(out))  # what Spark checks the batches against
+    version, opts = ns.manifest_version, dict(storage_options or {})
 
-
-class _BlobTask:
-    """The function each task runs (pickles: root, version, column, options)."""
-
-    def __init__(
-        self, root: str, version: int, column: str, options: dict[str, str], target: pa.Schema
-    ) -> None:
-        self.root, self.version, self.column, self.options = root, version, column, options
-        self.target = target  # the exact Arrow schema Spark checks the batches against
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-        ns = None
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Each task opens the namespace at the same version and reads its rows' blobs."""
+        task_ns = None
         for batch in batches:
             if not batch.num_rows:
                 continue
-            if ns is None:
-                ns = PartitionedNamespace.open(
-                    self.root, version=self.version, storage_options=self.options or None
-                )
-            pairs = list(
-                zip(
-                    batch.column("partition_table").to_pylist(),
-                    batch.column("row_id").to_pylist(),
-                    strict=True,
-                )
-            )
-            data = pa.array(ns.read_blobs(self.column, pairs), pa.binary())
-            out = pa.RecordBatch.from_arrays(
-                [*batch.columns, data], [*batch.schema.names, self.column]
-            )
-            yield out.cast(self.target)
+            if task_ns is None:
+                task_ns = open_at(root, version, opts)
+            tables = batch.column("partition_table").to_pylist()
+            pairs = list(zip(tables, batch.column("row_id").to_pylist(), strict=True))
+            data = pa.array(task_ns.read_blobs(column, pairs), pa.binary())
+            names = [*batch.schema.names, column]
+            yield pa.RecordBatch.from_arrays([*batch.columns, data], names).cast(target)
+
+    return df.mapInArrow(task, spark_struct(out))
 
 
 __all__ = ["ROWS_PER_TASK", "read_blob_bytes"]

@@ -110,13 +110,11 @@ class DeleteTasks:
     @contextmanager
     def attempt(self) -> Iterator[tuple[Any, Any]]:
         """This task attempt's lease, and the namespace at the planned ``__manifest`` version."""
+        from lance_sql.engines.spark.options import open_at
         from lance_sql.engines.spark.write_lease import AttemptLease
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
         with AttemptLease(self.root, self.write_id, None, self.storage_options) as lease:
-            opts = self.storage_options
-            ns = PartitionedNamespace.open(self.root, version=self.version, storage_options=opts)
-            yield lease, ns
+            yield lease, open_at(self.root, self.version, self.storage_options)
 
     def delete_one(self, reader: Any, oid: str, attempt: str, lease: Any) -> TableDelete:
         from lance_sql.tables.namespace.delete import _filter_columns
@@ -206,10 +204,10 @@ class DeleteJob:
     def __init__(
         self, spark: Any, root: str, where: str, storage_options: Mapping[str, str] | None
     ) -> None:
-        from lance_sql.tables.namespace.namespace import PartitionedNamespace
+        from lance_sql.engines.spark.options import open_at
 
         self.spark, self.where = spark, where
-        self.ns = PartitionedNamespace.open(root, storage_options=storage_options)
+        self.ns = open_at(root, None, storage_options)
         self.ns._check_writable()
         self.root = str(self.ns.root)
         self.storage_options = self.ns.storage_options

@@ -14,6 +14,8 @@ both. ``EqualNullSafe`` is handled as ``is_null`` / ``==`` on a non-null value.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,10 +93,7 @@ def split(filters: Sequence[Any], schema: pa.Schema) -> tuple[pc.Expression | No
             done.append(convert(f, schema))
         except Unsupported:
             rest.append(f)
-    expr = None
-    for e in done:
-        expr = e if expr is None else expr & e
-    return expr, rest
+    return (functools.reduce(operator.and_, done) if done else None), rest
 
 
 __all__ = ["Unsupported", "convert", "split"]

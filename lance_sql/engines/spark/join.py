@@ -3,13 +3,14 @@
 A Python data source cannot report its partitioning to Spark, so Spark's own
 SPJ never applies. Instead the driver plans the join with
 :func:`lance_sql.planning.joins.plan_join`, packs the join groups into ``n``
-Spark tasks by bytes (:mod:`.join_tasks`), and ``spark.range(0, n, 1, n)``
+Spark tasks by bytes (:func:`.read_packing.pack_groups`), and ``spark.range(0, n, 1, n)``
 gives exactly those tasks; ``mapInArrow`` then joins each of a task's groups'
-partition tables locally, one group after another: with Arrow's hash join over row numbers
+partition tables locally, one group after another, with Arrow's hash join over row numbers
 (:mod:`.join_arrow`: only the columns the output needs are read, the side
-filters applied exactly as a ``lance_ns`` read applies them), or, for key types
-that module does not join, with DataFusion (:func:`run_group`). ``range`` with
+filters applied exactly as a ``lance_ns`` read applies them). ``range`` with
 explicit slices needs no shuffle, so the physical plan has no ``Exchange``.
+Key types that module does not join are joined as incompatible layouts are:
+by Spark's own join of the two reads, with a warning.
 
 Output columns: the left columns, then the right columns; a right column whose
 name is also a left column is renamed ``<name>_right``. Semi and anti joins
@@ -27,19 +28,10 @@ import pyarrow as pa
 
 from lance_sql.engines.spark.join_arrow import arrow_join_supports, join_group, read_side
 from lance_sql.engines.spark.join_profile import profiled
-from lance_sql.engines.spark.join_tasks import group_bytes, pack_groups
-from lance_sql.engines.spark.read_packing import packing_from_spark
+from lance_sql.engines.spark.read_packing import pack_groups, packing_from_spark, unit_bytes
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 from lance_sql.errors import LanceSqlError
 
-_SQL_HOW = {
-    "inner": "INNER JOIN",
-    "left": "LEFT JOIN",
-    "right": "RIGHT JOIN",
-    "full": "FULL OUTER JOIN",
-    "semi": "LEFT SEMI JOIN",
-    "anti": "LEFT ANTI JOIN",
-}
 _SPARK_HOW = {"semi": "left_semi", "anti": "left_anti", "full": "full_outer"}
 
 
@@ -60,61 +52,6 @@ def output_schema(left: pa.Schema, right: pa.Schema, how: str) -> pa.Schema:
     if how in ("right", "full"):
         fields[: len(left)] = [pa.field(f.name, f.type, True) for f in left]
     return pa.schema(fields)
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def group_sql(
-    left: pa.Schema,
-    right: pa.Schema,
-    on: Sequence[tuple[str, str]],
-    how: str,
-    left_filter: str | None,
-    right_filter: str | None,
-) -> str:
-    """The DataFusion SQL one task runs over its group (tables ``l`` and ``r``)."""
-    lsrc = f"(SELECT * FROM l WHERE {left_filter})" if left_filter else "l"
-    rsrc = f"(SELECT * FROM r WHERE {right_filter})" if right_filter else "r"
-    cond = " AND ".join(f"a.{_quote(lk)} = b.{_quote(rk)}" for lk, rk in on)
-    if how in ("semi", "anti"):
-        cols = ", ".join(f"a.{_quote(c)}" for c in left.names)
-    else:
-        out = output_schema(left, right, how)
-        cols = ", ".join(
-            [f"a.{_quote(c)}" for c in left.names]
-            + [
-                f"b.{_quote(c)} AS {_quote(n)}"
-                for c, n in zip(right.names, out.names[len(left) :], strict=True)
-            ]
-        )
-    return f"SELECT {cols} FROM {lsrc} a {_SQL_HOW[how]} {rsrc} b ON {cond}"
-
-
-def run_group(
-    left_units: Sequence[Any],
-    right_units: Sequence[Any],
-    left: pa.Schema,
-    right: pa.Schema,
-    sql: str,
-) -> Iterator[pa.RecordBatch]:
-    """Join one group locally with DataFusion (runs inside a Spark task).
-
-    The result is streamed batch by batch (``execute_stream``), never collected:
-    a task holds the group's hash table and one output batch, not the whole
-    joined group.
-    """
-    from lance_sql.engines.datafusion.context import SessionContext
-    from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
-
-    ctx = SessionContext()
-    for name, units, schema in (("l", left_units, left), ("r", right_units, right)):
-        ctx.register_table(
-            name, ScanUnitDataset(schema, lambda _f, u=units: ScanPlan.of_units(list(u)), name=name)
-        )
-    for batch in ctx.sql(sql).execute_stream():
-        yield batch.to_pyarrow()
 
 
 def read_columns(
@@ -157,34 +94,33 @@ def partitioned_join(
     also prune partitions). ``storage_options``: object-store options (as for
     pylance, e.g. ``aws_endpoint``) for both namespaces; the scan units carry
     them to the tasks. When the namespaces' partitionings are not compatible
-    for ``on``, warns and returns Spark's own join of the two ``lance_ns``
-    reads (same result, with a shuffle). ``tasks``: the number of Spark tasks
-    (at most one per join group); default: groups packed by bytes as Spark packs
-    files (:mod:`.join_tasks`); a task joins one group at a time, so packing
-    does not raise a task's peak memory. Ignored by the fallback.
+    for ``on`` (or Arrow's join does not compare the key types), warns and
+    returns Spark's own join of the two ``lance_ns`` reads (same result, with a
+    shuffle). ``tasks``: the number of Spark tasks (at most one per join group);
+    default: groups packed by bytes as Spark packs files
+    (:func:`.read_packing.pack_groups`); a task joins one group at a time, so
+    packing does not raise a task's peak memory. Ignored by the fallback.
     """
-    from lance_sql.engines.spark.paths import normalize_root
+    from lance_sql.engines.spark.options import open_at
     from lance_sql.planning.joins import plan_join
     from lance_sql.planning.joins.plan import normalize_how
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
     if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
         raise LanceSqlError(f"partitioned_join: tasks={tasks!r} is not a positive integer")
-    left_root, right_root = normalize_root(left_root), normalize_root(right_root)
     pairs = _on_pairs(on)
     how = normalize_how(how)
-    lns = PartitionedNamespace.open(
-        left_root, version=left_version, storage_options=storage_options
-    )
-    rns = PartitionedNamespace.open(
-        right_root, version=right_version, storage_options=storage_options
-    )
+    lns = open_at(left_root, left_version, storage_options)
+    rns = open_at(right_root, right_version, storage_options)
+    left_root, right_root = str(lns.root), str(rns.root)
     plan = plan_join(lns, rns, pairs, how, left_filter=left_filter, right_filter=right_filter)
     lschema, rschema = lns.schema, rns.schema
-    if not plan.compatible:
+    reason = plan.reason if not plan.compatible else None
+    if reason is None and not arrow_join_supports(lschema, rschema, pairs, how):
+        reason = "key types Arrow's hash join does not compare"
+    if reason is not None:
         warnings.warn(
             f"partitioned_join {left_root} x {right_root}: not partition-compatible "
-            f"({plan.reason}); falling back to a Spark join with a shuffle",
+            f"({reason}); falling back to a Spark join with a shuffle",
             stacklevel=2,
         )
         return _spark_join(
@@ -199,7 +135,6 @@ def partitioned_join(
             right_version=rns.manifest_version,
             storage_options=storage_options,
         )
-    sql = group_sql(lschema, rschema, pairs, how, left_filter, right_filter)
     groups = [
         (
             lns.scan_units([p.object_id for p in g.left]) if g.left else [],
@@ -210,19 +145,17 @@ def partitioned_join(
     out = output_schema(lschema, rschema, how)
     struct = spark_struct(out)
     target = spark_target_schema(struct)
-    arrow = arrow_join_supports(lschema, rschema, pairs, how)
     lcols, rcols = read_columns(lschema, rschema, pairs, how)
     lfilter, rfilter = plan.left_filter, plan.right_filter
     batch_rows = _batch_rows(spark)
 
     def group_batches(lu: Sequence[Any], ru: Sequence[Any]) -> Iterator[pa.RecordBatch]:
-        if not arrow:
-            return run_group(lu, ru, lschema, rschema, sql)
         left = read_side(lu, lfilter, lschema, lcols)
         right = read_side(ru, rfilter, rschema, rcols)
         return join_group(left, right, pairs, how, out, batch_rows)
 
-    bins = pack_groups([group_bytes(lu, ru) for lu, ru in groups], packing_from_spark(spark), tasks)
+    sizes = [sum(unit_bytes(u) for u in (*lu, *ru)) for lu, ru in groups]
+    bins = pack_groups(sizes, packing_from_spark(spark), tasks)
     task_groups = [[groups[i] for i in b] for b in bins]
 
     def joined(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -280,4 +213,4 @@ def _spark_join(
     return ldf.join(rdf, cond, _SPARK_HOW.get(how, how))
 
 
-__all__ = ["group_sql", "output_schema", "partitioned_join", "read_columns", "run_group"]
+__all__ = ["output_schema", "partitioned_join", "read_columns"]

@@ -11,10 +11,11 @@ keeps one small index table, and the output is streamed slice by slice.
 
 Join semantics are Spark's own: a NULL key matches nothing; float keys are
 normalised first (``-0.0`` equals ``0.0``, every NaN equals every NaN, as
-Spark's ``NormalizeFloatingNumbers`` makes them). Key pairs whose types differ
-other than in integer width, and key types Acero cannot hash, are not handled
-here (:func:`arrow_join_supports`); the caller joins those groups with
-DataFusion instead.
+Spark's ``NormalizeFloatingNumbers`` makes them; integers of any width and
+sign compare as Spark compares them: a uint64 with a signed key as decimals).
+Key pairs whose types differ otherwise, and key types Acero cannot hash, are
+not handled here (:func:`arrow_join_supports`); the caller joins those with
+Spark's own join instead.
 
 Compared with DataFusion in the task (a ``SessionContext`` per group, SQL
 planning, a Python dataset provider per side), this path measured 4x less CPU
@@ -53,10 +54,10 @@ def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     if a.equals(b):
         return a
     if pa.types.is_integer(a) and pa.types.is_integer(b):
-        signed = pa.types.is_signed_integer(a) and pa.types.is_signed_integer(b)
-        if signed or not (pa.types.is_uint64(a) or pa.types.is_uint64(b)):
+        if not (pa.types.is_uint64(a) or pa.types.is_uint64(b)):
             return pa.int64()
-        return None
+        unsigned = pa.types.is_unsigned_integer(a) and pa.types.is_unsigned_integer(b)
+        return pa.uint64() if unsigned else pa.decimal128(20, 0)  # Spark: DECIMAL(20,0)
     if pa.types.is_floating(a) and pa.types.is_floating(b):
         return pa.float64()
     if {str(a), str(b)} <= {"string", "large_string"}:
@@ -69,7 +70,7 @@ def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
 def arrow_join_supports(
     left: pa.Schema, right: pa.Schema, on: Sequence[tuple[str, str]], how: str
 ) -> bool:
-    """Whether :func:`join_group` joins these keys (else the caller uses DataFusion)."""
+    """Whether :func:`join_group` joins these keys (else the caller uses Spark's join)."""
     if how not in _ACERO_HOW:
         return False
     return all(

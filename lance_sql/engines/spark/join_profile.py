@@ -6,29 +6,20 @@ task then runs under :mod:`cProfile` and writes, into that folder,
 ``join-task-<pid>-<n>.prof`` (``pstats`` input) and ``.json`` with the task's
 wall time, the time spent in this library's code (reading, joining, casting),
 the time Spark spent consuming the yielded batches, the rows produced and the
-worker's peak RSS (``VmHWM``). Unset, the task pays one environment lookup.
+worker's peak RSS (``VmHWM``, as ``getrusage`` reports it). Unset, the task pays
+one environment lookup.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from collections.abc import Iterator
 from typing import Any
 
 ENV = "LANCE_SQL_JOIN_PROFILE"
-
-
-def _vm_hwm_kib() -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def profiled(batches: Iterator[Any]) -> Iterator[Any]:
@@ -67,7 +58,7 @@ def profiled(batches: Iterator[Any]) -> Iterator[Any]:
                 "ours_s": ours,
                 "spark_consumer_s": wall - ours,
                 "rows": rows,
-                "vm_hwm_kib": _vm_hwm_kib(),
+                "vm_hwm_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # Linux: KiB
             },
             f,
         )

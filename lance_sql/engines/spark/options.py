@@ -51,6 +51,13 @@ def int_option(
     return value
 
 
+def text_option(options: Mapping[str, str], key: str) -> str | None:
+    """The option ``key`` matched in any case (Spark lower-cases option keys), stripped;
+    None when absent or blank."""
+    lower = {str(k).lower(): str(v) for k, v in options.items()}
+    return lower.get(key.lower(), "").strip() or None
+
+
 def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     """The ``storage_options`` option (a JSON object of strings), or None."""
     raw = options.get("storage_options")
@@ -70,16 +77,21 @@ def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
-    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
+def open_at(
+    root: str, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> Any:
+    """The namespace at ``root`` (any form Spark writes, :mod:`.paths`) at ``version``."""
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
-    root = _root(options)
+    opts = dict(storage_options) if storage_options else None
+    return PartitionedNamespace.open(normalize_root(root), version=version, storage_options=opts)
+
+
+def open_namespace(options: Mapping[str, str], version: int | None = None) -> Any:
+    """The namespace the options name, at ``version`` (else the ``version`` option, else latest)."""
     if version is None:
         version = int_option(options, "version")
-    return PartitionedNamespace.open(
-        root, version=version, storage_options=storage_options(options)
-    )
+    return open_at(_root(options), version, storage_options(options))
 
 
-__all__ = ["int_option", "open_namespace", "storage_options"]
+__all__ = ["int_option", "open_at", "open_namespace", "storage_options", "text_option"]

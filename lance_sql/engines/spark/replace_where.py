@@ -25,7 +25,7 @@ rows stay, in ONE ``__manifest`` commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -33,13 +33,6 @@ import pyarrow as pa
 from lance_sql.errors import LanceSqlError
 
 OPTION = "replaceWhere"
-
-
-def replace_where_option(options: Mapping[str, str]) -> str | None:
-    """The ``replaceWhere`` filter of the write options (Spark lower-cases keys), or None."""
-    lower = {str(k).lower(): str(v) for k, v in options.items()}
-    text = lower.get(OPTION.lower(), "").strip()
-    return text or None
 
 
 def check_filter(root: str, where: str, schema: pa.Schema) -> None:
@@ -98,5 +91,4 @@ __all__ = [
     "checked",
     "commit_replace_where",
     "commit_with_stages",
-    "replace_where_option",
 ]

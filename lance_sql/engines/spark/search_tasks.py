@@ -20,14 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-
-def _open(root: str, version: int | None, storage_options: Mapping[str, str] | None) -> Any:
-    from lance_sql.engines.spark.paths import normalize_root
-    from lance_sql.tables.namespace.namespace import PartitionedNamespace
-
-    return PartitionedNamespace.open(
-        normalize_root(root), version=version, storage_options=storage_options
-    )
+from lance_sql.engines.spark.options import open_at
 
 
 def search(
@@ -56,7 +49,7 @@ def search(
     from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
     from lance_sql.planning.search import search as run_search
 
-    ns = _open(root, version, storage_options)
+    ns = open_at(root, version, storage_options)
     pinned = ns.manifest_version
     if text is None:
         report = run_search(ns, column, query, k, where=where, explain=True, **options)
@@ -77,7 +70,7 @@ def search(
     rank = {oid: i for i, oid in enumerate(oids)}
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task_ns = _open(root, pinned, storage_options)
+        task_ns = open_at(root, pinned, storage_options)
         for b in batches:
             for t in b.column(0).to_pylist():
                 share = shares[t]
@@ -162,7 +155,7 @@ def search_batch(
     from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
     from lance_sql.planning.search import search as run_search
 
-    ns = _open(root, version, storage_options)
+    ns = open_at(root, version, storage_options)
     pinned = ns.manifest_version
     qid_field = pa.field(id_column, to_arrow_type(queries.schema[id_column].dataType))
     fields = [ns.schema.field(c) for c in (ns.schema.names if columns is None else columns)]
@@ -172,7 +165,7 @@ def search_batch(
     cols = None if columns is None else list(columns)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task_ns = _open(root, pinned, storage_options)
+        task_ns = open_at(root, pinned, storage_options)
         for b in batches:
             ids = b.column(id_column).to_pylist()
             for qid, vec in zip(ids, b.column(query_column).to_pylist(), strict=True):

@@ -55,24 +55,6 @@ from lance_sql.errors import LanceSqlError, SchemaMismatchError
 
 NAME = "lance_ns"
 
-#: Read options and what they do (also in the data source's docstring and docs/spark.md).
-OPTIONS = {
-    "version": "__manifest version to read (default: the latest at load())",
-    "storage_options": "JSON object of object-store options (passed to pylance and fsspec)",
-    "columns": "comma-separated columns to read (column pruning; default: all)",
-    "bytes_per_partition": "pack partition tables into Spark partitions of about this many "
-    "bytes (from metadata), as Spark packs files (default: spark.sql.files.maxPartitionBytes)",
-    "open_cost_bytes": "bytes a partition table counts for beyond its size when packing "
-    "(default: spark.sql.files.openCostInBytes)",
-    "min_partitions": "pack into at least this many Spark partitions when the data allows "
-    "(default: spark.sql.files.minPartitionNum, else the default parallelism)",
-    "rows_per_partition": "pack by rows instead: partition tables smaller than this many rows "
-    "share Spark partitions (1: one Spark partition per partition table)",
-    "pruning": "false reads every partition table (the filter is still applied)",
-    "where": "a filter in DataFusion SQL (as lance_sql.plan_scan takes): prunes partition "
-    "tables and is applied exactly in every scan, for every query of the DataFrame",
-}
-
 
 def schema_from_metadata(options: Mapping[str, str]) -> tuple[pa.Schema, int]:
     """(namespace schema, ``__manifest`` version) from ``__manifest``'s manifest alone.
@@ -246,12 +228,15 @@ class LanceNamespacePushdownReader(LanceNamespaceReader):
 class LanceNamespaceDataSource(DataSource):
     """``spark.read.format("lance_ns").load(root)`` / ``df.write.format("lance_ns").save(root)``.
 
-    Read options: ``version`` (``__manifest`` version; default the latest at
-    ``load()``), ``storage_options`` (JSON object), ``columns`` (comma-separated
-    columns to read), ``rows_per_partition`` (pack partition tables smaller than
-    this into shared Spark partitions), ``pruning`` (``false`` reads every
-    partition table; the filter is still applied), ``where`` (a DataFusion SQL
-    filter: prunes, and is applied exactly in every scan of every query). A user
+    Read options (each also in docs/spark.md): ``version`` (``__manifest``
+    version; default the latest at ``load()``), ``storage_options`` (JSON object
+    of object-store options), ``columns`` (comma-separated columns to read),
+    ``bytes_per_partition``, ``open_cost_bytes``, ``min_partitions`` (packing by
+    bytes as Spark packs files, :mod:`.read_packing`; defaults: the session's
+    ``spark.sql.files.*``), ``rows_per_partition`` (pack by rows instead: partition
+    tables smaller than this share Spark partitions), ``pruning`` (``false`` reads
+    every partition table; the filter is still applied), ``where`` (a DataFusion
+    SQL filter: prunes, and is applied exactly in every scan of every query). A user
     schema (``.schema("k long, v double")``) also selects columns; its types are
     cast to. The root may be any form Spark or Hadoop writes (``file:/p``,
     ``s3a://``, relative: see :mod:`.paths`).
@@ -326,7 +311,6 @@ def for_session(source: type[LanceNamespaceDataSource], packing: Packing) -> typ
 
 __all__ = [
     "NAME",
-    "OPTIONS",
     "LanceInputPartition",
     "LanceNamespaceDataSource",
     "LanceNamespacePushdownDataSource",

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import SchemaMismatchError, UnsupportedFeatureError
+from lance_sql.tables.substrait_schema import holds
 
 _SIMPLE = {
     pa.uint8(): pa.int16(),
@@ -135,20 +136,6 @@ def spark_target_schema(struct: Any) -> pa.Schema:
     return to_arrow_schema(struct, timezone="UTC")
 
 
-def _has(t: pa.DataType, check: Any) -> bool:
-    if check(t):
-        return True
-    if pa.types.is_struct(t):
-        return any(_has(t.field(i).type, check) for i in range(t.num_fields))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _has(t.value_type, check)
-    if pa.types.is_map(t):
-        return _has(t.key_type, check) or _has(t.item_type, check)
-    if pa.types.is_dictionary(t):
-        return _has(t.value_type, check)
-    return False
-
-
 def _truncates(t: pa.DataType) -> bool:
     return (pa.types.is_timestamp(t) or pa.types.is_duration(t)) and t.unit == "ns"
 
@@ -174,7 +161,7 @@ def cast_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
         return _time_to_us(arr).cast(target)
     # nanosecond timestamps/durations: truncation to microseconds is intended (Spark's
     # resolution); every other mapping widens, so a safe cast is used for them.
-    return arr.cast(target, safe=not _has(arr.type, _truncates))
+    return arr.cast(target, safe=not holds(arr.type, _truncates))
 
 
 def to_spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

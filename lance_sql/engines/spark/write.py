@@ -35,6 +35,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from lance_sql.engines.spark.options import text_option
+
 
 @dataclass
 class StagedCommit(WriterCommitMessage):
@@ -172,8 +174,7 @@ def _dynamic(options: dict[str, str]) -> bool:
     """Whether an overwrite replaces only the partitions it writes (``partitionOverwriteMode``)."""
     from lance_sql.errors import LanceSqlError
 
-    lower = {str(k).lower(): str(v) for k, v in options.items()}
-    mode = lower.get("partitionoverwritemode", "static").strip().lower()
+    mode = (text_option(options, "partitionOverwriteMode") or "static").lower()
     if mode not in ("static", "dynamic"):
         raise LanceSqlError(
             f"lance_ns {options.get('path')}: option partitionOverwriteMode={mode!r} is not "
@@ -184,10 +185,10 @@ def _dynamic(options: dict[str, str]) -> bool:
 
 def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> str | None:
     """The ``replaceWhere`` filter (overwrite only, not with dynamic partitions), or None."""
-    from lance_sql.engines.spark.replace_where import OPTION, replace_where_option
+    from lance_sql.engines.spark.replace_where import OPTION
     from lance_sql.errors import LanceSqlError
 
-    where = replace_where_option(options)
+    where = text_option(options, OPTION)
     if where is not None and (not overwrite or dynamic):
         raise LanceSqlError(
             f"lance_ns {options.get('path')}: option {OPTION} needs mode('overwrite') "

@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lance_sql.engines.spark.options import _root, open_namespace, storage_options, text_option
 from lance_sql.errors import LanceSqlError, NotFoundError, SpecError
 
 #: Write options that give the partition spec of a namespace the write creates.
@@ -43,8 +44,7 @@ class WritePlan:
 
 def spec_option(options: Mapping[str, str]) -> str | None:
     """The spec a write names (``spec`` or ``partitionBy``), None when none; both is an error."""
-    lower = {str(k).lower(): v for k, v in options.items()}  # Spark lower-cases option keys
-    given = {k: lower[k.lower()] for k in SPEC_OPTIONS if str(lower.get(k.lower(), "")).strip()}
+    given = {k: v for k in SPEC_OPTIONS if (v := text_option(options, k))}
     if len(given) > 1:
         raise LanceSqlError(
             f"lance_ns {options.get('path')}: give the partition spec once "
@@ -55,8 +55,6 @@ def spec_option(options: Mapping[str, str]) -> str | None:
 
 def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan:
     """The plan for writing a DataFrame of ``arrow_schema`` as the options say."""
-    from lance_sql.engines.spark.options import _root, open_namespace, storage_options
-
     root = _root(options)
     opts = storage_options(options)
     spec_text = spec_option(options)
