@@ -129,17 +129,11 @@ def rewrite(
         if want_stats:
             out.join_stats.append(f"not used ({why})")
         return out
-    shared: list[str] = []
     try:
         wants = (want_spj, want_prune, want_stats, " null_aware" in text, want_outer, want_shared)
-        return _rewrite_plan(
-            ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {}, shared
-        )
+        return _rewrite_plan(ctx, df, plan, logical, out, namespaces, wants, aggregates, skip or {})
     except Exception as exc:  # a pass that fails never fails the query: run it as built
         return _unchanged(out, f"the plan could not be rewritten ({first_line(exc)[:200]})")
-    finally:  # a consumed plan holds the shared results it reads
-        for name in shared:
-            ctx.deregister_table(name)
 
 
 #: what may hide a join or a subquery from the plan as built (they appear when optimized)
@@ -241,10 +235,8 @@ def _rewrite_plan(
     wants: tuple[bool, bool, bool, bool, bool, bool],
     aggregates: bool,
     skip: dict[frozenset[str], str],
-    shared: list[str],
 ) -> Rewrite:
-    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`);
-    ``shared`` gets the memory tables of repeated aggregates it registers."""
+    """The passes over ``plan`` (Substrait) and the checked result (see :func:`rewrite`)."""
     want_spj, want_prune, want_stats, null_aware, want_outer, want_shared = wants
     with query_scope(ctx):
         changed = False
@@ -259,7 +251,7 @@ def _rewrite_plan(
         width = lambda rel: output_width(ctx, plan, rel)  # noqa: E731
         if want_shared:  # before the passes that annotate one copy (join statistics)
             is_lance = lambda n: n in tables or lance_dataset(ctx, n) is not None  # noqa: E731
-            changed = bool(share_repeated_aggregates(ctx, plan, is_lance, shared)) or changed
+            changed = bool(share_repeated_aggregates(ctx, plan, is_lance)) or changed
         if want_spj:
             reorder_namespace_joins(
                 plan,

@@ -13,18 +13,17 @@ plan reads the result, shown as a memory table named ``__lance_shared_<n>``).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from typing import Any
 
-import datafusion
+import pyarrow as pa
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.semi_reduce import calls_volatile
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 
 #: most rows of a shared aggregate held in memory
 MAX_ROWS = 1_000_000
-_NAMES = itertools.count(1)
 
 
 def repeated_aggregate(plan_text: str) -> bool:
@@ -33,15 +32,12 @@ def repeated_aggregate(plan_text: str) -> bool:
     return len(lines) != len(set(lines))
 
 
-def share_repeated_aggregates(
-    ctx: Any, plan: Any, is_lance: Callable[[str], bool], registered: list[str]
-) -> list[str]:
+def share_repeated_aggregates(ctx: Any, plan: Any, is_lance: Callable[[str], bool]) -> list[str]:
     """Run each repeated aggregate of ``plan`` once and point its occurrences at the result
-    (in place). Appends the names of the memory tables it registers in ``ctx`` to
-    ``registered`` (also when it raises) and returns it: deregister them once the plan
-    is consumed (a consumed plan holds its tables)."""
+    (in place); the names of the memory tables it registers in ``ctx`` for the query
+    (:func:`~.sql_rewrite.register_query_table`: dropped once the plan is consumed)."""
     functions = sp.function_names(plan)
-    names = registered
+    names: list[str] = []
     refused: set[bytes] = set()
     while True:  # the largest first; then what is left (an inner one was replaced with it)
         groups: dict[bytes, list[Any]] = {}
@@ -78,8 +74,8 @@ def _materialize(
     batches = sub.limit(MAX_ROWS + 1).collect()
     if sum(b.num_rows for b in batches) > MAX_ROWS or not batches:
         return None
-    name = f"__lance_shared_{next(_NAMES)}"
-    datafusion.SessionContext.register_record_batches(ctx, name, [batches])
+    name = fresh_table_name("__lance_shared")
+    register_query_table(ctx, name, pa.Table.from_batches(batches))
     return name
 
 

@@ -32,6 +32,7 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
 from lance_sql.engines.datafusion.prune_plan import preorder
+from lance_sql.engines.datafusion.sql_rewrite import register_rows
 from lance_sql.planning.joins.plan import JoinGroup
 from lance_sql.tables.chain import ChainedUnit
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -138,7 +139,7 @@ def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, t
     """
     ctx = private_context()
     for name, side in sides.items():
-        ctx.register_record_batches(name, [[pa.RecordBatch.from_pylist([], schema=side.schema)]])
+        register_rows(ctx, name, side.schema.empty_table())
     used: dict[str, set[str]] = {name: set() for name in sides}
     seen: set[str] = set()
     for node in preorder(group.dataframe(ctx).optimized_logical_plan()):

@@ -76,8 +76,12 @@ def register_query_table(ctx: datafusion.SessionContext, name: str, table: objec
 
     Inside :func:`query_scope` the name is dropped once the query is planned;
     outside one (a pass called directly, e.g. in a test) it stays registered.
+    An Arrow table is registered as a memory table (:func:`register_rows`).
     """
-    ctx.register_table(name, table)
+    if isinstance(table, pa.Table):
+        register_rows(ctx, name, table)
+    else:
+        ctx.register_table(name, table)
     names = getattr(_SCOPE, "names", None)
     if names is not None:
         names.append(name)
