@@ -144,3 +144,43 @@ def test_add_a_blob_column_to_a_namespace(tmp_path, form):
     assert got.column("payload").to_pylist()[0] is None  # written before the column existed
     rows = ns.blob_rows(columns=["id"]).sort_by("id")
     assert ns.read_blobs("payload", rows) == [None, _payload(2), _payload(3)]
+
+
+def test_blob_rows_after_schema_evolution_read_old_and_new_tables(tmp_path):
+    # older partition tables lack an added column and hold a nested field's old name
+    up = pa.struct([pa.field("basic", pa.struct([pa.field("age", pa.int64())]))])
+    schema = pa.schema([*_v2_schema(), pa.field("user_profile", up)])
+    ns = PartitionedNamespace.create(tmp_path / "ns", schema, SPEC, data_storage_version="2.2")
+
+    def rows(ids: list[int], region: str, **extra: list) -> pa.Table:
+        t = _rows(_v2_schema(), ids, region)
+        up = ns.schema.field("user_profile").type  # its nested name: 'age' or 'years'
+        profile = [{"basic": {up.field(0).type.field(0).name: i}} for i in ids]
+        t = t.append_column("user_profile", pa.array(profile, up))
+        for name, values in extra.items():
+            t = t.append_column(name, pa.array(values, ns.schema.field(name).type))
+        return t
+
+    ns.append(rows([1, 2], "eu"))
+    ns.append(rows([3], "us"))
+    ns.add_columns([pa.field("score", pa.float64())])
+    ns.rename_column("user_profile.basic.age", "years")
+    ns.append(rows([4], "eu", score=[4.5]))  # an old table
+    ns.append(rows([5, 6], "jp", score=[5.5, 6.5]))  # a new one
+    ns.delete("id = 2")
+    expected = [
+        {"id": i, "score": s, "user_profile": {"basic": {"years": i}}}
+        for i, s in [(1, None), (3, None), (4, 4.5), (5, 5.5), (6, 6.5)]
+    ]
+    cols = ["id", "score", "user_profile"]
+    got = ns.blob_rows(columns=cols).sort_by("id")
+    assert got.select(cols).to_pylist() == expected
+    assert ns.read_blobs("payload", got) == [_payload(r["id"]) for r in expected]
+    assert [h.read() for h in ns.take_blobs("payload", got)] == ns.read_blobs("payload", got)
+    years = pc.field("user_profile", "basic", "years")
+    picked = ns.blob_rows((years >= 3) & (years <= 5), columns=["id"]).sort_by("id")
+    assert picked.column("id").to_pylist() == [3, 4, 5]
+    assert ns.read_blobs("payload", picked) == [_payload(i) for i in [3, 4, 5]]
+    scored = ns.blob_rows(pc.field("score").is_null(), columns=["id"]).sort_by("id")
+    assert scored.column("id").to_pylist() == [1, 3]
+    assert ns.read_blobs("payload", scored) == [_payload(1), _payload(3)]

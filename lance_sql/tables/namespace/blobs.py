@@ -20,11 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import SchemaMismatchError, SpecError
-from lance_sql.tables.blob_columns import blob_columns, is_blob_field, read_schema
+from lance_sql.tables.blob_columns import blob_columns, read_schema
+from lance_sql.tables.namespace.mutation import ROWID, table_rows
 from lance_sql.tables.namespace.properties import DATA_STORAGE_VERSION_KEY
 from lance_sql.tables.namespace.reader import map_columns
-
-ROWID = "_rowid"  # the row-id column of mutation candidate rows (.mutation.ROWID)
 
 if TYPE_CHECKING:
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -57,25 +56,19 @@ def blob_rows(
             f"blob_rows: {unknown} are not non-blob namespace columns (columns: {ns.schema.names})",
             key="columns",
         )
+    names = [n for n in ns.schema.names if n not in blob_columns(ns.schema)]
     out = []
     for entry in ns.tables():
         ds, tschema = ns._open(entry)
-        mapping = map_columns(ns.schema, tschema, object_id=entry.object_id)
-        src = dict(zip(ns.schema.names, mapping.sources, strict=True))
-        names = [n for n in ns.schema.names if src[n] and not is_blob_field(ns.schema.field(n))]
-        if filter is None:  # read only the columns asked for (a filter may need any)
-            names = [n for n in names if n in wanted]
-        raw = ds.to_table(columns=[src[n] for n in names], with_row_id=True)
-        table = pa.table(
-            {
-                **{n: raw.column(src[n]) for n in names},
-                TABLE_COLUMN: pa.array([entry.object_id] * raw.num_rows, pa.string()),
-                ROW_ID_COLUMN: raw.column("_rowid"),
-            }
+        # read only the columns asked for, unless a filter (which may need any) is given
+        table = table_rows(
+            ns.schema, entry.object_id, ds, tschema, wanted if filter is None else names
         )
         if filter is not None:
             table = table.filter(filter)
-        out.append(table.select([*[c for c in wanted if c in names], TABLE_COLUMN, ROW_ID_COLUMN]))
+        ids = pa.array([entry.object_id] * table.num_rows, pa.string())
+        picked = table.select(wanted).append_column(TABLE_COLUMN, ids)
+        out.append(picked.append_column(ROW_ID_COLUMN, table.column(ROWID)))
     if not out:
         return pa.table({TABLE_COLUMN: pa.array([], pa.string()), ROW_ID_COLUMN: []})
     return pa.concat_tables(out)

@@ -64,9 +64,9 @@ def matching_rows(
 
 def delete_matching(m: Mutation, filter: Any) -> int:
     """Stage the deletion of every row ``filter`` matches into ``m``; returns the count."""
-    return sum(
-        remove(m, hit) for hit in matching_rows(m, filter, columns=_filter_columns(m, filter))
-    )
+    filter = row_condition(m.ns.schema, filter) if isinstance(filter, str) else filter
+    hits = matching_rows(m, filter, columns=_filter_columns(m, filter))
+    return sum(remove(m, hit) for hit in hits)
 
 
 def remove(m: Mutation, hit: Matched) -> int:

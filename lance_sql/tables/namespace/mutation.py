@@ -125,32 +125,8 @@ class Mutation:
             tschema = table_field_ids(entry, ds.version, storage_options=self.storage_options)
         else:
             ds, tschema = self.ns._open(entry)
-        schema = self.ns.schema
-        mapping = map_columns(schema, tschema, object_id=entry.object_id)
-        wanted = schema.names if columns is None else columns
-        src = dict(zip(schema.names, mapping.sources, strict=True))
-        read = [s for n in wanted if (s := src[n]) is not None]
-        flt = None
-        if pushdown is not None and mapping.identity:
-            flt = self._lance_filter(pushdown)
-        try:
-            table = ds.to_table(columns=read, with_row_id=True, filter=flt)
-        except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException):
-            if flt is None:
-                raise
-            # Lance refused the pushed filter (no Substrait form...): the caller's exact
-            # filter runs on the rows anyway, so read them all
-            table = ds.to_table(columns=read, with_row_id=True)
-        cols, names = [], []
-        for n in wanted:
-            f = schema.field(n)
-            s = src[n]
-            col = table.column(s) if s is not None else pa.nulls(table.num_rows, f.type)
-            cols.append(read_as(col, f.type))  # renamed nested fields by their old names
-            names.append(n)
-        cols.append(table.column(ROWID))
-        names.append(ROWID)
-        return pa.Table.from_arrays(cols, names=names)
+        flt = None if pushdown is None else self._lance_filter(pushdown)
+        return table_rows(self.ns.schema, entry.object_id, ds, tschema, columns, flt)
 
     def _lance_filter(self, pushdown: pc.Expression) -> pc.Expression | None:
         """``pushdown`` with SQL float semantics for Lance (None: not expressible), rewritten
@@ -292,6 +268,43 @@ class Mutation:
         return snap
 
 
+def table_rows(
+    schema: pa.Schema,
+    object_id: str,
+    ds: Any,
+    tschema: Any,
+    columns: Sequence[str] | None = None,
+    flt: pc.Expression | None = None,
+) -> pa.Table:
+    """Rows of partition table ``object_id`` (its dataset ``ds``, field ids ``tschema``) as
+    namespace ``schema``'s ``columns`` (names and types; a column the table lacks is NULL)
+    plus ``_rowid``. ``flt``: a Lance filter that may pre-filter (namespace names: used only
+    when the table's columns are the namespace's)."""
+    mapping = map_columns(schema, tschema, object_id=object_id)
+    wanted = schema.names if columns is None else columns
+    src = dict(zip(schema.names, mapping.sources, strict=True))
+    read = [s for n in wanted if (s := src[n]) is not None]
+    flt = flt if mapping.identity else None
+    try:
+        table = ds.to_table(columns=read, with_row_id=True, filter=flt)
+    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException):
+        if flt is None:
+            raise
+        # Lance refused the pushed filter (no Substrait form...): the caller's exact
+        # filter runs on the rows anyway, so read them all
+        table = ds.to_table(columns=read, with_row_id=True)
+    cols, names = [], []
+    for n in wanted:
+        f = schema.field(n)
+        s = src[n]
+        col = table.column(s) if s is not None else pa.nulls(table.num_rows, f.type)
+        cols.append(read_as(col, f.type))  # renamed nested fields by their old names
+        names.append(n)
+    cols.append(table.column(ROWID))
+    names.append(ROWID)
+    return pa.Table.from_arrays(cols, names=names)
+
+
 def _check_version_pin(entry: PartitionTable) -> None:
     if entry.read_tag or entry.read_branch:
         pin = f"tag {entry.read_tag!r}" if entry.read_tag else f"branch {entry.read_branch!r}"
@@ -335,4 +348,5 @@ __all__ = [
     "ROWID",
     "Mutation",
     "run",
+    "table_rows",
 ]
