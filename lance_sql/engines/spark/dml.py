@@ -120,16 +120,17 @@ class DeleteTasks:
         from lance_sql.tables.namespace.delete import _filter_columns
         from lance_sql.tables.namespace.filter_hook import filter_planner
         from lance_sql.tables.namespace.mutation import ROWID
-        from lance_sql.tables.namespace.sql_eval import matching_mask
+        from lance_sql.tables.namespace.sql_eval import matching_mask, row_condition
 
         entry = reader.entries[oid]
         try:
             expr = filter_planner().expression(reader.ns, self.where)
         except LanceSqlError:
             expr = None
-        rows = reader.rows(entry, _filter_columns(reader, self.where), pushdown=expr)
+        where = row_condition(reader.ns.schema, self.where)  # planned once per table
+        rows = reader.rows(entry, _filter_columns(reader, where), pushdown=expr)
         if rows.num_rows:
-            rows = rows.filter(matching_mask(rows.drop_columns([ROWID]), self.where))
+            rows = rows.filter(matching_mask(rows.drop_columns([ROWID]), where))
         ids = rows.column(ROWID).to_numpy() if rows.num_rows else np.array([], np.uint64)
         return self.stage_deletes(reader, entry, ids, lease)
 
