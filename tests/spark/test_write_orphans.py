@@ -89,7 +89,7 @@ def unowned_files(root: str) -> list[str]:
         live_dirs.add(e.location)
         ds = lance.dataset(e.uri, version=e.read_version)
         for frag in ds.get_fragments():
-            owned.update(f"{e.location}/data/{f.path}" for f in frag.metadata.data_files())
+            owned.update(f"{e.location}/data/{f.path}" for f in frag.metadata.files)
     out = []
     for dirpath, _, files in os.walk(root):
         rel = os.path.relpath(dirpath, root)
@@ -190,7 +190,7 @@ def test_dead_attempt_files_removed_on_s3(s3_server: Any) -> None:
     owned = set()
     for e in ns.tables():
         ds = lance.dataset(e.uri, version=e.read_version, storage_options=options)
-        owned.update(f.path for frag in ds.get_fragments() for f in frag.metadata.data_files())
+        owned.update(f.path for frag in ds.get_fragments() for f in frag.metadata.files)
     files = fs.find(root.removeprefix("s3://"))
     data = [p.rsplit("/", 1)[-1] for p in files if "/data/" in p and "/__manifest/" not in p]
     assert data and set(data) == owned  # the dead attempt's data objects are gone
