@@ -480,6 +480,14 @@ JOINS = [
         "RIGHT JOIN customers t2 ON t0.customer_id = t2.id "
         "WHERE t2.id <> -129 AND (t0.doc_id = -129 OR t2.name LIKE 'a%')",
     ),
+    Q(  # DataFusion 55's join dynamic filter, pushed through a projection holding two
+        # columns named sku (t0's and t2's), filtered the wrong one: 7,599 rows of 7,920
+        # (generated SQL, slow run); lance-sql's contexts turn that pushdown off
+        "semi_join_dynamic_filter_duplicate_names",
+        "SELECT * FROM items t0, orders t1, items t2 WHERE t0.order_id = t1.order_id "
+        "AND t1.order_id = t2.order_id AND t0.sku IN (SELECT s.sku FROM products s WHERE true) "
+        "ORDER BY " + ", ".join(str(i) for i in range(1, 24)),
+    ),
     Q(
         "right_join_where_or_ilike_not_exists",
         "SELECT DISTINCT t0.customer_id FROM docs t0 RIGHT JOIN customers t2 "
