@@ -3,8 +3,8 @@
 Registration validates the dataset with this project's own metadata reader
 (:func:`lance_sql.format.metadata.open_metadata`), which refuses unknown reader
 feature flags and reports missing datasets, versions and tags as typed errors,
-then opens it with pylance for data. pylance's untyped ``ValueError``/``OSError``
-are mapped to :mod:`lance_sql.errors` types naming the dataset.
+then opens it with pylance for data. pylance's untyped failures are mapped to
+:mod:`lance_sql.errors` types naming the dataset (:mod:`.pylance_errors`).
 
 A table registered without a version *follows latest*: :meth:`LanceTable.snapshot`
 re-checks the latest version (one listing of ``_versions/``) each time a query
@@ -20,16 +20,18 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import lance
 import pyarrow as pa
 
-from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError, first_line
+from lance_sql.errors import FormatError, NotFoundError, SchemaMismatchError
 from lance_sql.tables.blob_columns import dataset_read_schema
 from lance_sql.tables.dataset_cache import read_session
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit, split_fragments
+from lance_sql.tables.pylance_errors import pylance_errors
 from lance_sql.tables.scan import ScanMetrics
 from lance_sql.tables.scan_options import checked_scan_options
 
@@ -85,10 +87,8 @@ class LanceTable:
         _check_metadata(uri, version, tag, storage_options)
         ref: int | str | None = tag if tag is not None else version
         opts = dict(storage_options) if storage_options else None
-        try:
+        with pylance_errors(f"Lance dataset {uri}", uri, version=version, storage_options=opts):
             dataset = lance.dataset(uri, version=ref, storage_options=opts, session=read_session())
-        except (ValueError, OSError) as exc:
-            raise _map_pylance_error(exc, uri, version, tag) from exc
         return cls(
             uri,
             dataset,
@@ -114,23 +114,24 @@ class LanceTable:
         if not self.follow_latest:
             return self._current
         current = self._current
-        try:
+        with self._pylance_errors(None):
             latest = current.dataset.latest_version
-        except (ValueError, OSError) as exc:
-            raise _map_pylance_error(exc, self.uri, None, None) from exc
         if latest == current.version:
             return current
         with self._lock:
             current = self._current
             if latest > current.version:
-                try:
+                with self._pylance_errors(latest):
                     ds = current.dataset.checkout_version(latest)
-                except (ValueError, OSError) as exc:
-                    raise _map_pylance_error(exc, self.uri, latest, None) from exc
                 _check_schema(self.uri, latest, self.schema, dataset_read_schema(ds.schema))
                 current = Snapshot(ds, latest)
                 self._current = current
             return current
+
+    def _pylance_errors(self, version: int | None) -> AbstractContextManager[None]:
+        """Failures of pylance reading this table at ``version`` as typed errors naming it."""
+        what = f"Lance dataset {self.uri}"
+        return pylance_errors(what, self.uri, version=version, storage_options=self.storage_options)
 
     def units(self, snapshot: Snapshot, k: int) -> list[LanceFragmentsUnit]:
         """``snapshot``'s fragments as at most ``k`` units of similar live row counts.
@@ -197,15 +198,6 @@ def _check_schema(uri: str, version: int, registered: pa.Schema, now: pa.Schema)
                 f"{uri}: column {f.name!r} changed type from {f.type} to {now.field(idx).type} "
                 f"in version {version}; register the table again"
             )
-
-
-def _map_pylance_error(exc: Exception, uri: str, version: int | None, tag: str | None) -> Exception:
-    text = str(exc)
-    lowered = text.lower()
-    if "not found" in lowered or "does not exist" in lowered:
-        what = f"tag {tag!r}" if tag else f"version {version}" if version is not None else "dataset"
-        return NotFoundError(f"{what} not found ({first_line(exc)[:200]})", path=uri)
-    return FormatError(f"pylance cannot open the dataset: {first_line(exc)[:300]}", path=uri)
 
 
 __all__ = ["LanceTable", "Snapshot"]
