@@ -168,9 +168,9 @@ def _check_metadata(
     try:
         open_metadata(uri, version, tag=tag, storage_options=storage_options)
     except NotFoundError as exc:
-        from lance_sql.tables.path_kind import namespace_instead
+        from lance_sql.tables.path_kind import wrong_kind
 
-        better = namespace_instead(uri, storage_options)
+        better = wrong_kind(uri, "dataset", storage_options)
         if better is not None:
             raise better from exc
         if version is None and tag is None and _is_local(uri) and os.path.exists(uri):

@@ -42,38 +42,33 @@ def path_kind(uri: str, storage_options: Mapping[str, Any] | None = None) -> Kin
         return "unknown"
 
 
-def dataset_instead(uri: str, storage_options: Mapping[str, Any] | None = None) -> Exception | None:
-    """The error for a namespace expected at ``uri`` where something else is, or None."""
+def wrong_kind(
+    uri: str,
+    wanted: Literal["dataset", "namespace"],
+    storage_options: Mapping[str, Any] | None = None,
+) -> Exception | None:
+    """The error for a ``wanted`` expected at ``uri`` where the other kind or a file is, or None."""
     kind = path_kind(uri, storage_options)
-    if kind == "dataset":
-        return IsADatasetError(f"{uri} is not a partitioned namespace; {DATASET_HINT}")
     if kind == "file":
+        if wanted == "dataset":
+            return PathIsAFileError(f"{uri} is an existing file, not a Lance dataset folder")
         return PathIsAFileError(
             f"{uri} is an existing file, not a partitioned namespace folder: "
             "give the path of a folder (a new one to create a namespace)"
         )
-    return None
-
-
-def namespace_instead(
-    uri: str, storage_options: Mapping[str, Any] | None = None
-) -> Exception | None:
-    """The error for a dataset expected at ``uri`` where a namespace or file is, or None."""
-    kind = path_kind(uri, storage_options)
-    if kind == "namespace":
+    if kind == "namespace" and wanted == "dataset":
         return IsANamespaceError(f"{uri} is not a Lance dataset; {NAMESPACE_HINT}")
-    if kind == "file":
-        return PathIsAFileError(f"{uri} is an existing file, not a Lance dataset folder")
+    if kind == "dataset" and wanted == "namespace":
+        return IsADatasetError(f"{uri} is not a partitioned namespace; {DATASET_HINT}")
     return None
 
 
 __all__ = [
     "DATASET_HINT",
     "NAMESPACE_HINT",
-    "dataset_instead",
-    "namespace_instead",
     "path_kind",
     "prepare_root",
+    "wrong_kind",
 ]
 
 

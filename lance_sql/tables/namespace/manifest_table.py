@@ -108,9 +108,9 @@ def read_manifest(
     try:
         return _read_manifest(root, version, storage_options)
     except NotFoundError as exc:
-        from lance_sql.tables.path_kind import dataset_instead
+        from lance_sql.tables.path_kind import wrong_kind
 
-        better = dataset_instead(root, storage_options)  # a dataset or a file at the root
+        better = wrong_kind(root, "namespace", storage_options)  # a dataset or a file at the root
         if better is not None:
             raise better from exc
         raise
