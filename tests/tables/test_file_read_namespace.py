@@ -7,16 +7,14 @@ lance-sql's own answers with the file route switched off (test only).
 from __future__ import annotations
 
 import lance
-import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from small_partitions import SCHEMA as _NS_SCHEMA
+from small_partitions import rows as _ns_rows
 
 from lance_sql.tables import file_read
 
-_NS_SCHEMA = pa.schema(
-    [("p", pa.int32()), ("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())]
-)
 _NS_SPEC = {
     "id": 1,
     "fields": [
@@ -28,19 +26,6 @@ _NS_SPEC = {
         }
     ],
 }
-
-
-def _ns_rows(start: int, n: int, parts: int) -> pa.Table:
-    ids = np.arange(start, start + n)
-    return pa.table(
-        {
-            "p": pa.array(ids % parts, pa.int32()),
-            "id": pa.array(ids, pa.int64()),
-            "x": pa.array(ids / 3, pa.float64(), mask=ids % 11 == 0),
-            "s": pa.array([f"s{i % 7}" for i in ids], pa.string(), mask=ids % 13 == 0),
-        },
-        schema=_NS_SCHEMA,
-    )
 
 
 def _ns_reference(root: str, version: int) -> pa.Table:

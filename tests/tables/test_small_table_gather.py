@@ -10,19 +10,17 @@ import threading
 
 import datafusion
 import lance
-import numpy as np
 import pyarrow as pa
 import pytest
 from lance.file import LanceFileWriter
+from small_partitions import SCHEMA as _SCHEMA
+from small_partitions import rows
 
 import lance_sql
 from lance_sql.tables import chain, file_read
 from lance_sql.tables.file_read import DataFileRead, read_direct
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
-_SCHEMA = pa.schema(
-    [("p", pa.int32()), ("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())]
-)
 _SPEC = "identity(p)"
 
 _QUERIES = [
@@ -35,16 +33,7 @@ _QUERIES = [
 
 
 def _rows(start: int, n: int, parts: int) -> pa.Table:
-    ids = np.arange(start, start + n)
-    return pa.table(
-        {
-            "p": pa.array(ids % parts, pa.int32()),
-            "id": pa.array(ids, pa.int64()),
-            "x": pa.array(ids / 4, pa.float64(), mask=ids % 11 == 0),
-            "s": pa.array([f"s{i % 7}" for i in ids], pa.string(), mask=ids % 13 == 0),
-        },
-        schema=_SCHEMA,
-    )
+    return rows(start, n, parts, x_div=4)
 
 
 def _namespace(root: str, parts: int = 40) -> PartitionedNamespace:
