@@ -29,13 +29,13 @@ changes speed, never rows: any failure to sample leaves Lance's default.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from lance_sql.tables.dataset_cache import OpenCache
 
 #: Fraction of sampled slices holding a match from which a scan reads every column up front.
 EARLY_AT = 0.5
@@ -45,8 +45,8 @@ SLICE_ROWS = 1024
 MIN_ROWS = 4 * SLICES * SLICE_ROWS
 _MAX_CACHED = 512
 
-_cache: OrderedDict[tuple[str, str], float | None] = OrderedDict()
-_lock = threading.Lock()
+#: (filter text, table directory) -> (estimate,): tuples, as an estimate may be None
+_cache: OpenCache[tuple[float | None]] = OpenCache(_MAX_CACHED)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PATH = re.compile(r"FieldPath\(([^)]*)\)")
 
@@ -68,17 +68,10 @@ def late_materialization(
         return None  # nothing to fetch later: the choice changes nothing
     frags = list(fragments) if fragments is not None else dataset.get_fragments()
     key = (str(filter), _directory(str(dataset.uri)))
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            sel = _cache[key]
-            return None if sel is None or sel < EARLY_AT else False
     # a filter referring to columns by position needs the table's whole layout
-    sel = estimate_spread(frags, None if positional else names, filter)
-    with _lock:
-        _cache[key] = sel
-        while len(_cache) > _MAX_CACHED:
-            _cache.popitem(last=False)
+    (sel,) = _cache.get_or_open(
+        key, lambda: (estimate_spread(frags, None if positional else names, filter),)
+    )
     return None if sel is None or sel < EARLY_AT else False
 
 
@@ -108,8 +101,7 @@ def estimate_spread(
 
 def clear() -> None:
     """Forget every cached estimate (tests, benchmarks)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()
 
 
 def _slices(sizes: list[tuple[Any, int]], total: int) -> list[tuple[Any, int]]:
