@@ -175,9 +175,6 @@ class PinnedCache(Generic[V]):
         self._cache.clear()
         self.misses = 0
 
-    def __len__(self) -> int:
-        return len(self._cache)
-
 
 #: Datasets reopened at a pinned version by scan units shipped to other processes
 #: (Spark tasks unpickle units; a reused Python worker keeps them across tasks).
