@@ -33,8 +33,8 @@ def default_config() -> SessionConfig:
     (:mod:`.join_emit_names`; the corpus query ``SELECT * FROM items t0, orders t1,
     items t2 WHERE ... AND t0.sku IN (SELECT sku FROM products) ORDER BY 1, ..., 23``
     gives 7,920 rows either way, 7,599 with the pushdown on before), but DataFusion
-    builds some itself (plain DataFusion over Parquet loses rows on them), and the pushdown gained nothing measurable on TPC-H SF1
-    (docs/benchmarks.md), so it stays off."""
+    builds some itself (plain DataFusion over Parquet loses rows on them), and the
+    pushdown gained nothing measurable on TPC-H SF1 (docs/benchmarks.md): it stays off."""
     return (
         SessionConfig()
         .with_batch_size(DEFAULT_BATCH_SIZE)
