@@ -136,3 +136,13 @@ def test_rewritten_plan_projects_no_repeated_name(
     for line in projections:
         names = [item.rsplit(" as ", 1)[1] for item in line.split("expr=[", 1)[1][:-1].split(", ")]
         assert len(names) == len(set(names)), line
+
+
+def test_default_config_keeps_pushdown_off() -> None:
+    """``SessionContext()`` without a config gets ``default_config()``: the pushdown off
+    (DataFusion 55 still remaps such filters by name in operators it builds itself)."""
+    ctx = lance_sql.SessionContext(default_config().with_information_schema(True))
+    setting = ctx.sql(
+        f"SELECT value FROM information_schema.df_settings WHERE name = '{PUSHDOWN}'"
+    ).to_pylist()
+    assert setting == [{"value": "false"}]
