@@ -296,6 +296,11 @@ def main() -> None:
         help="sys.setswitchinterval (seconds) for the whole run (Python's default: 0.005)",
     )
     p.add_argument(
+        "--join-dynamic-filters",
+        action="store_true",
+        help="lance-sql's context with DataFusion's join dynamic filter pushdown on",
+    )
+    p.add_argument(
         "--pool",
         default="",
         help="also run lance_sql.ServicePool sides with these process counts (e.g. 2,3)",
@@ -311,7 +316,14 @@ def main() -> None:
     print(f"data in {base}; load average {os.getloadavg()}", flush=True)
     try:
         ns_root, one_uri, data = build(base, args.rows)
-        ctx = lance_sql.SessionContext()
+        config = None
+        if args.join_dynamic_filters:
+            from lance_sql.engines.datafusion.session_defaults import default_config
+
+            config = default_config().set(
+                "datafusion.optimizer.enable_join_dynamic_filter_pushdown", "true"
+            )
+        ctx = lance_sql.SessionContext(config)
         ctx.register_namespace("t", ns_root)
 
         def ours(_: int) -> Callable[[str], list[tuple[Any, ...]]]:

@@ -56,6 +56,8 @@ ALL_VARIANTS = (
     "nospj",
     "spj_always",
     "spj_nostats",
+    "spj_dyn",
+    "nospj_dyn",
     "lance",
     "lance_nostats",
     "parquet",
@@ -114,7 +116,14 @@ def contexts(
             td.register_parquet(plain, parquet_dir)
             out[name] = plain
             continue
-        ctx = lance_sql.SessionContext()
+        config = None
+        if name.endswith("_dyn"):  # DataFusion's join dynamic filter pushdown forced on
+            from lance_sql.engines.datafusion.session_defaults import default_config
+
+            config = default_config().set(
+                "datafusion.optimizer.enable_join_dynamic_filter_pushdown", "true"
+            )
+        ctx = lance_sql.SessionContext(config)
         ctx.join_stats_enabled = not name.endswith("_nostats")
         if name == "spj_always":
             ctx.spj_small_side_rows = 0
@@ -123,7 +132,8 @@ def contexts(
                 raise ValueError(f"variant {name} needs the plain Lance data (plain_dir)")
             td.register_lance_plain(ctx, lance_dir, plain_dir)
         else:
-            ctx.sql(f"SET lance.spj = {'false' if name == 'nospj' else 'true'}")
+            spj = "false" if name.startswith("nospj") else "true"
+            ctx.sql(f"SET lance.spj = {spj}")
             td.register_lance_sql(ctx, lance_dir)
         out[name] = ctx
     return out
@@ -167,10 +177,14 @@ def time_query(ctxs: dict[str, Any], text: str, rounds: int) -> dict[str, Any]:
     if wrong:
         raise AssertionError(f"variants {wrong} answer differently from {first}")
     times: dict[str, list[float]] = {name: [] for name in ctxs}
+    cpu: dict[str, list[float]] = {name: [] for name in ctxs}
     for _ in range(rounds):
         for name in ctxs:
+            before = time.process_time()  # this process's CPU, all threads (external: theirs)
             times[name].append(_timed(ctxs[name], text)[1])
+            cpu[name].append(time.process_time() - before)
     result: dict[str, Any] = {f"{n}_s": statistics.median(t) for n, t in times.items()}
+    result |= {f"{n}_cpu_s": statistics.median(t) for n, t in cpu.items()}
     result["rows"] = len(answers[first])
     return result
 
@@ -327,10 +341,12 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, Any]]:
         results[n] = r
         cells = [f"{r['rows']}", f"{r['spj_joins']}"]
         cells += [f"{r[f'{v}_s']:.3f}" for v in variants] + [f"{r[k]:.2f}" for k in ratios]
+        cpu = ", ".join(f"{v} {r[f'{v}_cpu_s']:.2f}" for v in variants)
         print(
             f"q{n:<6}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)),
             flush=True,
         )
+        print(f"        process CPU s: {cpu}", flush=True)
     if len(results) > 1:
         means = [f"{_geomean([r[k] for r in results.values()]):.2f}" for k in ratios]
         cells = [""] * (2 + len(variants)) + means
@@ -348,6 +364,7 @@ def _ratio_names(variants: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if "parquet" in variants:
         pairs += [(v, "parquet") for v in variants if v != "parquet"]
+    pairs += [(v, v[: -len("_dyn")]) for v in variants if v.endswith("_dyn") and v[:-4] in variants]
     for other in ("nospj", "spj_always", "spj_nostats"):
         if "spj" in variants and other in variants:
             pairs.append(("spj", other))

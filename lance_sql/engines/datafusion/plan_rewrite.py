@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
+from lance_sql.engines.datafusion.join_emit_names import name_emitted_columns_apart
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
 from lance_sql.engines.datafusion.join_swap import namespace_rows, output_width
@@ -283,6 +284,7 @@ def _rewrite_plan(
             changed = changed or bool(stats.lines)
         if not changed:
             return out
+        name_emitted_columns_apart(plan, width)  # after every join pass: see join_emit_names
         out.names = _unique_output_names(plan, df.schema())
         try:
             new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
