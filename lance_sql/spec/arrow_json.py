@@ -61,12 +61,9 @@ def data_type_to_json(data_type: pa.DataType) -> dict[str, Any]:
         if data_type.tz is not None:
             out["timezone"] = data_type.tz
         return out
-    if pa.types.is_time32(data_type):
-        return {"type": "time32", "unit": data_type.unit}
-    if pa.types.is_time64(data_type):
-        return {"type": "time64", "unit": data_type.unit}
-    if pa.types.is_duration(data_type):
-        return {"type": "duration", "unit": data_type.unit}
+    for name in ("time32", "time64", "duration"):
+        if getattr(pa.types, f"is_{name}")(data_type):
+            return {"type": name, "unit": data_type.unit}
     if pa.types.is_interval(data_type):
         return {"type": "interval", "unit": "month_day_nano"}
     if pa.types.is_decimal(data_type):
@@ -144,11 +141,7 @@ def _unit_type(name: str, obj: Mapping[str, Any], key: str) -> pa.DataType:
     try:
         if name == "timestamp":
             return pa.timestamp(unit, tz=obj.get("timezone"))
-        if name == "time32":
-            return pa.time32(unit)
-        if name == "time64":
-            return pa.time64(unit)
-        return pa.duration(unit)
+        return getattr(pa, name)(unit)  # time32, time64, duration
     except (ValueError, TypeError) as exc:
         raise SpecError(f"invalid {name} unit {unit!r}: {exc}", key=f"{key}.unit") from exc
 
@@ -174,10 +167,12 @@ def field_to_json(field: pa.Field) -> dict[str, Any]:
         "type": data_type_to_json(field.type),
     }
     if field.metadata:
-        out["metadata"] = {
-            k.decode(): v.decode("utf-8", "replace") for k, v in field.metadata.items()
-        }
+        out["metadata"] = _text_metadata(field.metadata)
     return out
+
+
+def _text_metadata(metadata: Mapping[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode("utf-8", "replace") for k, v in metadata.items()}
 
 
 def field_from_json(obj: Any, *, key: str) -> pa.Field:
@@ -204,9 +199,7 @@ def schema_to_json(schema: pa.Schema) -> dict[str, Any]:
     """The JsonArrowSchema object of ``schema`` (field metadata, incl. field ids, kept)."""
     out: dict[str, Any] = {"fields": [field_to_json(f) for f in schema]}
     if schema.metadata:
-        out["metadata"] = {
-            k.decode(): v.decode("utf-8", "replace") for k, v in schema.metadata.items()
-        }
+        out["metadata"] = _text_metadata(schema.metadata)
     return out
 
 

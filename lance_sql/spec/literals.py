@@ -52,7 +52,7 @@ from functools import lru_cache
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.spec.arrow_types import datafusion_type_name
+from lance_sql.spec.arrow_types import PER_SECOND, datafusion_type_name
 from lance_sql.spec.predicates import (
     FALSE,
     Compare,
@@ -65,9 +65,6 @@ from lance_sql.spec.predicates import (
     quote_str,
 )
 from udfs.sql_engine import sql_engine
-
-PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-
 
 _ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")
 _EPOCH_DATE = datetime.date(1970, 1, 1)
@@ -403,6 +400,7 @@ def _term_columns(term: Term) -> tuple[str, ...]:
 
 
 __all__ = [
+    "PER_SECOND",
     "coerce_compare",
     "coerce_in",
     "datafusion_cast",
