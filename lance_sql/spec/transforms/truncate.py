@@ -20,6 +20,7 @@ from lance_sql.spec.predicates import (
     Literal,
     Predicate,
     StartsWith,
+    Term,
     TransformTerm,
 )
 from lance_sql.spec.transforms.base import (
@@ -56,13 +57,13 @@ class TruncateForm(TermForm):
 
         return plain(udfs.transforms.truncate(columns[0], term.param))
 
-    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> TransformTerm:
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> Term:
         src = columns[0].type
         if not (pa.types.is_integer(src) or pa.types.is_decimal(src) or _is_string(src)):
             raise PlanningError(
                 f"{term.sql()}: cannot truncate column {columns[0].name!r} of type {src}"
             )
-        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+        return super().bind(term, columns)
 
 
 TRUNCATE = TruncateForm()
