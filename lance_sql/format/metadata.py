@@ -349,15 +349,13 @@ def open_metadata(
     UnsupportedFeatureError for reader feature flags this reader does not know.
     """
     root = resolve(uri, storage_options)
+    if tag is not None and version is not None:
+        raise ValueError(f"give either a tag or a version, not both ({version!r}, {tag!r})")
     if isinstance(version, str) and not version.isdigit():
-        if tag is not None:
-            raise ValueError(f"give either a tag or a version, not both ({version!r}, {tag!r})")
-        tag, version = version, None
+        tag, version = version, None  # like pylance, a tag name
     elif isinstance(version, str):
         version = int(version)
     if tag is not None:
-        if version is not None:
-            raise ValueError(f"give either a tag or a version, not both ({version!r}, {tag!r})")
         info = read_tag(root, tag)
         if branch is not None and branch != info.branch:
             raise ValueError(f"tag {tag!r} is on branch {info.branch!r}, not {branch!r}")

@@ -255,16 +255,15 @@ def iter_fields(
             yield from iter_fields(_child_fields(field.type), full)
 
 
+_LIST_TYPES = (pa.ListType, pa.LargeListType, pa.FixedSizeListType)
+
+
 def _child_fields(data_type: pa.DataType) -> list[pa.Field]:
     if pa.types.is_struct(data_type):
         return [data_type.field(i) for i in range(data_type.num_fields)]
     if pa.types.is_map(data_type):
         return [pa.field("entries", pa.struct([data_type.key_field, data_type.item_field]), False)]
-    if (
-        pa.types.is_list(data_type)
-        or pa.types.is_large_list(data_type)
-        or pa.types.is_fixed_size_list(data_type)
-    ):
+    if isinstance(data_type, _LIST_TYPES):
         return [data_type.value_field]
     return []
 
@@ -355,9 +354,7 @@ def source_fields(schema: pa.Schema) -> dict[int, tuple[str, pa.Field, bool]]:
         parent = path.rsplit(".", 1)[0] if "." in path else None
         in_repeated = parent in repeated_paths if parent else False
         t = field.type
-        if in_repeated or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-            repeated_paths.add(path)
-        if pa.types.is_fixed_size_list(t):
+        if in_repeated or pa.types.is_map(t) or isinstance(t, _LIST_TYPES):
             repeated_paths.add(path)
         fid = field_id_of(field)
         if fid is not None:

@@ -115,8 +115,7 @@ class DateTrunc(TermForm):
 
         expr = "CAST(v AS DATE)" if term.as_date else f"date_trunc('{term.unit}', v)"
         table = pa.table({"v": columns[0]})
-        out = sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0)
-        out = out.combine_chunks() if out.num_chunks else pa.array([], out.type)
+        out = plain(sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0))
         target = self.value_type(term)
         return out.cast(target) if target is not None and out.type != target else out
 

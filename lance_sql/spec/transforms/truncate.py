@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.arrow_types import scalar_kind
 from lance_sql.spec.literals import int_range
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
@@ -167,13 +168,7 @@ class TruncateTransform(FieldTransform):
 
     @classmethod
     def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
-        return (
-            pa.types.is_string(t)
-            or pa.types.is_large_string(t)
-            or pa.types.is_string_view(t)
-            or pa.types.is_integer(t)
-            or pa.types.is_decimal(t)
-        )
+        return scalar_kind(t) in ("string", "string_view", "int", "decimal")
 
     @classmethod
     def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
