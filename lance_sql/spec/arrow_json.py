@@ -37,8 +37,8 @@ _SIMPLE_NAMES = {v: k for k, v in _SIMPLE.items()}
 _ALIASES = {"boolean": "bool", "string": "utf8", "large_string": "large_utf8"}
 _DEFAULT_UNIT = {"timestamp": "us", "time32": "ms", "time64": "us", "duration": "us"}
 _DECIMALS = {
-    "decimal32": getattr(pa, "decimal32", None),
-    "decimal64": getattr(pa, "decimal64", None),
+    "decimal32": pa.decimal32,
+    "decimal64": pa.decimal64,
     "decimal128": pa.decimal128,
     "decimal256": pa.decimal256,
 }
@@ -105,11 +105,8 @@ def data_type_from_json(obj: Any, *, key: str = "type") -> pa.DataType:
     if name in _DECIMALS:
         length = _int(obj, "length", key)
         precision, scale = divmod(length, 1000)
-        factory = _DECIMALS[name]
-        if factory is None:
-            raise SpecError(f"{name} is not supported by this pyarrow", key=f"{key}.type")
         try:
-            return factory(precision, scale)
+            return _DECIMALS[name](precision, scale)
         except (ValueError, TypeError) as exc:
             raise SpecError(f"invalid {name} length {length}: {exc}", key=f"{key}.length") from exc
     if name == "fixed_size_binary":
