@@ -247,6 +247,15 @@ def leaf_on_value(leaf: Leaf, column: Column) -> Predicate:
     return TRUE
 
 
+def equal_literals(leaf: Leaf) -> list[Literal] | None:
+    """The finite set of literals a leaf allows (``=`` / ``IN``), else None."""
+    if isinstance(leaf, Compare) and leaf.op == "=":
+        return [leaf.literal]
+    if isinstance(leaf, InList) and not leaf.negated:
+        return list(leaf.values)
+    return None
+
+
 def holds(leaf: Leaf, value: object) -> bool | None:
     """Evaluate a leaf on a plain Python value (None = NULL) under SQL semantics."""
     if isinstance(leaf, IsNull):
@@ -286,13 +295,9 @@ def enumerate_conjunction(transform: FieldTransform, leaves: Sequence[Leaf]) -> 
             term = getattr(leaf, "term", None)
             if not (isinstance(term, Column) and same_column(term, src)):
                 continue
-            if isinstance(leaf, Compare) and leaf.op == "=":
-                values: list[Literal | None] = [leaf.literal]
-            elif isinstance(leaf, InList) and not leaf.negated:
-                values = list(leaf.values)
-            elif isinstance(leaf, IsNull) and not leaf.negated:
-                values = [None]
-            else:
+            is_null = isinstance(leaf, IsNull) and not leaf.negated
+            values: list[Literal | None] | None = [None] if is_null else equal_literals(leaf)
+            if values is None:
                 continue
             allowed = values if allowed is None else [v for v in allowed if v in values]
         if allowed is None:
