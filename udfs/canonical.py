@@ -134,8 +134,7 @@ def canonical(arr: pa.Array, function: str = "murmur3") -> Canonical:
     if kind == "uint64":
         return Words(_buffer_values(arr, np.int64))  # the 8 LE bytes, reinterpreted
     if kind == "float":
-        dtype = np.float16 if pat.is_float16(t) else t.to_pandas_dtype()
-        return Words(canonical_float_bits(_buffer_values(arr, dtype)))
+        return Words(canonical_float_bits(_buffer_values(arr, t.to_pandas_dtype())))
     if kind == "decimal":
         width = t.byte_width
         raw = _buffer_values(arr, np.uint8, per_value=width)

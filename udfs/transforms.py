@@ -148,7 +148,7 @@ def _truncate_ints(arr: pa.Array, width: int) -> pa.Array:
 
 def _truncate_floats(arr: pa.Array, width: int) -> pa.Array:
     t = arr.type
-    dtype = np.float16 if pat.is_float16(t) else t.to_pandas_dtype()
+    dtype = t.to_pandas_dtype()  # numpy's float16 too
     values = _buffer_values(arr, dtype)
     with np.errstate(invalid="ignore"):
         result = values - np.fmod(values, dtype(width))

@@ -187,25 +187,23 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
             if pa.types.is_integer(target) and target.bit_width == 64 and abs(q) >= 2**53:
                 raise _Undecidable
         return q * 10**scale
-    if pa.types.is_date32(target):
+    if pa.types.is_date32(target) or pa.types.is_timestamp(target):
+        # text and strings: DataFusion's own cast to the column's type decides
         if text is not None:
             return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
+        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
+            return datafusion_comparison_value(target, quote_str(str(lit.value)))
+    if pa.types.is_date32(target):
         if pa.types.is_date32(ltype):
             return Fraction(int(lit.value))
         if pa.types.is_date64(ltype):
             return Fraction(int(lit.value), 86_400_000)
         if pa.types.is_integer(ltype):
             return Fraction(int(lit.value))
-        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_timestamp(ltype) and ltype.tz is None:
             return Fraction(int(lit.value), PER_SECOND[ltype.unit] * 86_400)
         raise _Undecidable
     if pa.types.is_timestamp(target):
-        if text is not None:
-            return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
-        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_date32(ltype):
             return datafusion_comparison_value(target, f"arrow_cast({int(lit.value)}, 'Date32')")
         if pa.types.is_timestamp(ltype):
