@@ -235,7 +235,7 @@ class DatasetMetadata:
                 base_id=d.base_id if d.HasField("base_id") else None,
                 path=f"_deletions/{name}",
             )
-            deleted = d.num_deleted_rows or self._count_deleted(frag.id, deletion)
+            deleted = d.num_deleted_rows or self._read_deletions(frag.id, deletion).size
         if deleted > frag.physical_rows:
             raise FormatError(
                 f"fragment {frag.id} has {deleted} deleted rows but only "
@@ -297,9 +297,6 @@ class DatasetMetadata:
                 path=self.deletion_file_uri(frag.id),
             )
         return offsets
-
-    def _count_deleted(self, fragment_id: int, deletion: DeletionFileMetadata) -> int:
-        return int(self._read_deletions(fragment_id, deletion).size)
 
     def _read_deletions(self, fragment_id: int, deletion: DeletionFileMetadata) -> np.ndarray:
         loc = self._file_location(deletion.base_id, deletion.path, fragment_id)

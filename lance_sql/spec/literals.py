@@ -242,10 +242,6 @@ def _make_literal(value: int, target: pa.DataType) -> Literal:
     return Literal(int(value), target)
 
 
-def _is_not_null(term: Term) -> Predicate:
-    return IsNull(term, negated=True)
-
-
 def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> Predicate:
     """``term op q`` for an integer-valued term with domain ``_domain(target)``, exactly."""
     lo, hi = _domain(target)  # type: ignore[misc]
@@ -259,11 +255,11 @@ def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> 
     if op == "!=":
         if integral and lo <= q <= hi:
             return Compare(term, "!=", _make_literal(int(q), target))
-        return _is_not_null(term)
+        return IsNull(term, negated=True)
     if op in ("<", "<="):
         bound = (math.ceil(q) - 1) if op == "<" else math.floor(q)  # term <= bound
         if bound >= hi:
-            return _is_not_null(term)
+            return IsNull(term, negated=True)
         if bound < lo:
             return FALSE
         if integral:
@@ -271,7 +267,7 @@ def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> 
         return Compare(term, "<=", _make_literal(bound, target))
     bound = (math.floor(q) + 1) if op == ">" else math.ceil(q)  # term >= bound
     if bound <= lo:
-        return _is_not_null(term)
+        return IsNull(term, negated=True)
     if bound > hi:
         return FALSE
     if integral:
@@ -371,7 +367,7 @@ def in_pred(term: Term, lits: list[Literal], negated: bool = False) -> Predicate
     """``term [NOT] IN (lits)`` in its simplest form (``=`` / ``!=`` for one value;
     FALSE, or IS NOT NULL when negated, for none)."""
     if not lits:
-        return _is_not_null(term) if negated else FALSE
+        return IsNull(term, negated=True) if negated else FALSE
     if len(lits) == 1:
         return Compare(term, "!=" if negated else "=", lits[0])
     return InList(term, tuple(lits), negated)

@@ -224,9 +224,6 @@ class TimeChain(Projects):
         return bool(self.chain)
 
     # ---- ranges on the source
-    def _tuple(self, micros: int) -> tuple[int, ...] | None:
-        return naive_tuple(micros, len(self.chain))
-
     def _project(self, leaf: Leaf, strict: bool) -> Predicate:
         fail = FALSE if strict else TRUE
         if not self.chain or self.bounds is None:
@@ -249,10 +246,10 @@ class TimeChain(Projects):
         omin, omax = self.bounds
 
         def lo(v: int) -> tuple[int, ...] | None:
-            return self._tuple(to_micros(v, src_type) + omin)
+            return naive_tuple(to_micros(v, src_type) + omin, len(self.chain))
 
         def hi(v: int) -> tuple[int, ...] | None:
-            return self._tuple(to_micros(v, src_type) + omax)
+            return naive_tuple(to_micros(v, src_type) + omax, len(self.chain))
 
         if not strict:
             bound = {">=": lo(value), ">": lo(value + 1), "<=": hi(value), "<": hi(value - 1)}[op]
