@@ -56,7 +56,7 @@ def is_supported(arrow_type: pa.DataType) -> bool:
     """Whether murmur3 defines canonical bytes for ``arrow_type`` (dictionaries included)."""
     if pat.is_dictionary(arrow_type):
         return is_supported(arrow_type.value_type)
-    return _kind(arrow_type) is not None
+    return arrow_type.id in _KIND_BY_ID
 
 
 # Arrow type ids are per type class (every timestamp unit/zone shares one id), so
@@ -78,10 +78,6 @@ _KINDS: dict[str, tuple[pa.DataType, ...]] = {
     "fixed": (pa.binary(1),),
 }
 _KIND_BY_ID = {t.id: kind for kind, types in _KINDS.items() for t in types}
-
-
-def _kind(t: pa.DataType) -> str | None:
-    return _KIND_BY_ID.get(t.id)
 
 
 def _buffer_values(arr: pa.Array, dtype: np.dtype | type, per_value: int = 1) -> np.ndarray:
@@ -124,7 +120,7 @@ def canonical_float_bits(values: np.ndarray) -> np.ndarray:
 def canonical(arr: pa.Array, function: str = "murmur3") -> Canonical:
     """Map a (non-dictionary, non-chunked) array to its canonical form."""
     t = arr.type
-    kind = _kind(t)
+    kind = _KIND_BY_ID.get(t.id)
     if kind == "null":
         return None
     if kind == "bool":
