@@ -56,9 +56,7 @@ ALLOWED_SAME_NAMES: dict[str, int] = {
 # expression) outside ARROW_TYPES, which decides which types each feature supports.
 ARROW_TYPES = "lance_sql/spec/arrow_types.py"
 TYPE_LIST_MIN = 4
-ALLOWED_TYPE_LISTS: dict[str, int] = {
-    "lance_sql/spec/transforms/truncate.py": 1,  # truncate's source types
-}
+ALLOWED_TYPE_LISTS: dict[str, int] = {}
 
 # Transform-name comparisons outside the transform tree: file -> most matches allowed.
 TRANSFORM_TREE = "lance_sql/spec/transforms/"

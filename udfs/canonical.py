@@ -56,56 +56,28 @@ def is_supported(arrow_type: pa.DataType) -> bool:
     """Whether murmur3 defines canonical bytes for ``arrow_type`` (dictionaries included)."""
     if pat.is_dictionary(arrow_type):
         return is_supported(arrow_type.value_type)
-    return _kind(arrow_type) is not None
-
-
-def _kind_slow(t: pa.DataType) -> str | None:
-    if pat.is_null(t):
-        return "null"
-    if pat.is_boolean(t):
-        return "bool"
-    if pat.is_uint64(t):
-        return "uint64"
-    if pat.is_integer(t):
-        return "int"
-    if pat.is_floating(t):
-        return "float"
-    if pat.is_decimal128(t) or pat.is_decimal256(t):
-        return "decimal"
-    if pat.is_date32(t):
-        return "date32"
-    if pat.is_date64(t):
-        return "date64"
-    if pat.is_time32(t) or pat.is_time64(t) or pat.is_timestamp(t) or pat.is_duration(t):
-        return "temporal"
-    if pat.is_string(t) or pat.is_binary(t):
-        return "var32"
-    if pat.is_large_string(t) or pat.is_large_binary(t):
-        return "var64"
-    if pat.is_string_view(t) or pat.is_binary_view(t):
-        return "view"
-    if pat.is_fixed_size_binary(t):
-        return "fixed"
-    return None
+    return arrow_type.id in _KIND_BY_ID
 
 
 # Arrow type ids are per type class (every timestamp unit/zone shares one id), so
 # one representative per class maps ids to kinds: a dict lookup per call instead of
 # a chain of predicates (this runs once per DataFusion batch).
-_KIND_BY_ID = {
-    t.id: _kind_slow(t)
-    for t in (
-        pa.null(), pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(),
-        pa.uint16(), pa.uint32(), pa.uint64(), pa.float16(), pa.float32(), pa.float64(),
-        pa.decimal128(1, 0), pa.decimal256(1, 0), pa.date32(), pa.date64(), pa.time32("s"),
-        pa.time64("us"), pa.timestamp("us"), pa.duration("us"), pa.string(), pa.binary(),
-        pa.large_string(), pa.large_binary(), pa.string_view(), pa.binary_view(), pa.binary(1),
-    )
-}  # fmt: skip
-
-
-def _kind(t: pa.DataType) -> str | None:
-    return _KIND_BY_ID.get(t.id)
+_KINDS: dict[str, tuple[pa.DataType, ...]] = {
+    "null": (pa.null(),),
+    "bool": (pa.bool_(),),
+    "int": (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32()),
+    "uint64": (pa.uint64(),),  # its 8 LE bytes, reinterpreted
+    "float": (pa.float16(), pa.float32(), pa.float64()),
+    "decimal": (pa.decimal128(1, 0), pa.decimal256(1, 0)),
+    "date32": (pa.date32(),),
+    "date64": (pa.date64(),),
+    "temporal": (pa.time32("s"), pa.time64("us"), pa.timestamp("us"), pa.duration("us")),
+    "var32": (pa.string(), pa.binary()),
+    "var64": (pa.large_string(), pa.large_binary()),
+    "view": (pa.string_view(), pa.binary_view()),
+    "fixed": (pa.binary(1),),
+}
+_KIND_BY_ID = {t.id: kind for kind, types in _KINDS.items() for t in types}
 
 
 def _buffer_values(arr: pa.Array, dtype: np.dtype | type, per_value: int = 1) -> np.ndarray:
@@ -148,7 +120,7 @@ def canonical_float_bits(values: np.ndarray) -> np.ndarray:
 def canonical(arr: pa.Array, function: str = "murmur3") -> Canonical:
     """Map a (non-dictionary, non-chunked) array to its canonical form."""
     t = arr.type
-    kind = _kind(t)
+    kind = _KIND_BY_ID.get(t.id)
     if kind == "null":
         return None
     if kind == "bool":
@@ -158,8 +130,7 @@ def canonical(arr: pa.Array, function: str = "murmur3") -> Canonical:
     if kind == "uint64":
         return Words(_buffer_values(arr, np.int64))  # the 8 LE bytes, reinterpreted
     if kind == "float":
-        dtype = np.float16 if pat.is_float16(t) else t.to_pandas_dtype()
-        return Words(canonical_float_bits(_buffer_values(arr, dtype)))
+        return Words(canonical_float_bits(_buffer_values(arr, t.to_pandas_dtype())))
     if kind == "decimal":
         width = t.byte_width
         raw = _buffer_values(arr, np.uint8, per_value=width)

@@ -67,15 +67,10 @@ ALLOWED_FUNCTIONS = frozenset(
 def _input_table(columns: Sequence[Any]) -> tuple[pa.Table, bool]:
     cols = [as_arrow(c) for c in columns]
     chunked = any(isinstance(c, pa.ChunkedArray) for c in cols)
-    if cols:
-        n = len(cols[0])
-        for i, c in enumerate(cols):
-            if len(c) != n:
-                raise ValueError(f"column col{i} has {len(c)} values, col0 has {n}")
-    names = [f"col{i}" for i in range(len(cols))]
     if not cols:  # a constant expression still needs one row per ... nothing: no rows
         return pa.table({"__lance_no_columns": pa.array([], pa.null())}), chunked
-    return pa.table(dict(zip(names, cols, strict=True))), chunked
+    # columns of different lengths: pyarrow's ArrowInvalid (a ValueError) names the column
+    return pa.table({f"col{i}": c for i, c in enumerate(cols)}), chunked
 
 
 def _to_array(table: pa.Table, chunked: bool, arrow_type: pa.DataType) -> Any:

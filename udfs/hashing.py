@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from udfs._kernels_proxy import kernels as _kernels
-from udfs.canonical import Bytes, Words, canonical, is_supported, valid_mask
+from udfs.canonical import Bytes, Words, _buffer_values, canonical, is_supported, valid_mask
 from udfs.errors import UnsupportedTypeError
 
 _INT32 = pa.int32()
@@ -184,11 +184,7 @@ def _murmur3_plain_integers(arr: pa.Array, dtype: np.dtype) -> pa.Array:
     once per batch (see docs/hashing.md).
     """
     n = len(arr)
-    data = arr.buffers()[1]
-    if data is None or n == 0:
-        values = np.zeros(n, dtype=dtype)
-    else:
-        values = np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
+    values = _buffer_values(arr, dtype)
     if n >= 2 * _PARALLEL_MIN_ROWS or n <= _PYTHON_MAX_ROWS:
         hashes = _hash_canonical(Words(values), n)
     else:

@@ -73,10 +73,9 @@ def _date_part(name: str, values: Any, *, in_day: bool = False) -> pa.Array | pa
     if not (is_date or pat.is_timestamp(t) or (is_time and in_day)):
         raise UnsupportedTypeError(name, t, "expects a date or timestamp")
     if is_date and in_day:
-        # DataFusion: date_part('hour', <date>) is 0 (midnight), NULL for NULL.
-        return _per_chunk(
-            arr, lambda c: _with_validity(c, pa.int32(), np.zeros(len(c), np.int32)), pa.int32()
-        )
+        # DataFusion: date_part('hour', <date>) is 0 (midnight), NULL for NULL; pyarrow
+        # has no hour(date), so the date is read as the timestamp of its midnight.
+        arr = arr.cast(pa.timestamp("ms"))
     return getattr(pc, name)(arr).cast(pa.int32())
 
 
@@ -149,7 +148,7 @@ def _truncate_ints(arr: pa.Array, width: int) -> pa.Array:
 
 def _truncate_floats(arr: pa.Array, width: int) -> pa.Array:
     t = arr.type
-    dtype = np.float16 if pat.is_float16(t) else t.to_pandas_dtype()
+    dtype = t.to_pandas_dtype()  # numpy's float16 too
     values = _buffer_values(arr, dtype)
     with np.errstate(invalid="ignore"):
         result = values - np.fmod(values, dtype(width))

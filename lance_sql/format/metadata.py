@@ -235,7 +235,7 @@ class DatasetMetadata:
                 base_id=d.base_id if d.HasField("base_id") else None,
                 path=f"_deletions/{name}",
             )
-            deleted = d.num_deleted_rows or self._count_deleted(frag.id, deletion)
+            deleted = d.num_deleted_rows or self._read_deletions(frag.id, deletion).size
         if deleted > frag.physical_rows:
             raise FormatError(
                 f"fragment {frag.id} has {deleted} deleted rows but only "
@@ -298,9 +298,6 @@ class DatasetMetadata:
             )
         return offsets
 
-    def _count_deleted(self, fragment_id: int, deletion: DeletionFileMetadata) -> int:
-        return int(self._read_deletions(fragment_id, deletion).size)
-
     def _read_deletions(self, fragment_id: int, deletion: DeletionFileMetadata) -> np.ndarray:
         loc = self._file_location(deletion.base_id, deletion.path, fragment_id)
         return deletions.read_deletion_file(loc, deletion.file_type)
@@ -349,15 +346,13 @@ def open_metadata(
     UnsupportedFeatureError for reader feature flags this reader does not know.
     """
     root = resolve(uri, storage_options)
+    if tag is not None and version is not None:
+        raise ValueError(f"give either a tag or a version, not both ({version!r}, {tag!r})")
     if isinstance(version, str) and not version.isdigit():
-        if tag is not None:
-            raise ValueError(f"give either a tag or a version, not both ({version!r}, {tag!r})")
-        tag, version = version, None
+        tag, version = version, None  # like pylance, a tag name
     elif isinstance(version, str):
         version = int(version)
     if tag is not None:
-        if version is not None:
-            raise ValueError(f"give either a tag or a version, not both ({version!r}, {tag!r})")
         info = read_tag(root, tag)
         if branch is not None and branch != info.branch:
             raise ValueError(f"tag {tag!r} is on branch {info.branch!r}, not {branch!r}")

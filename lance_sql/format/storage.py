@@ -260,7 +260,7 @@ def walk_files(loc: Location) -> list[FileInfo]:
         rel = full[len(base) + 1 :]
         out.append(
             FileInfo(
-                location=Location(loc.fs, full, f"{loc.url.rstrip('/')}/{rel}"),
+                location=loc.join(rel),
                 relative=rel,
                 size=int(info.get("size") or 0),
                 mtime=_mtime(info),

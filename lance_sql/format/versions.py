@@ -48,7 +48,6 @@ class ManifestFile:
     version: int
     location: Location
     size: int | None
-    scheme: str  # "v1" or "v2"
 
 
 @dataclass(frozen=True)
@@ -112,15 +111,12 @@ def list_manifests(root: Location) -> list[ManifestFile]:
     has_v2 = any(len(d) == V2_DIGITS for d, _, _ in parsed)
     found: dict[int, ManifestFile] = {}
     for digits, number, entry in parsed:
-        if has_v2:
-            if len(digits) != V2_DIGITS or number > U64_MAX:
-                continue
-            version, scheme = U64_MAX - number, "v2"
-        else:
-            version, scheme = number, "v1"
+        if has_v2 and (len(digits) != V2_DIGITS or number > U64_MAX):
+            continue  # in a V2 directory only 20-digit names count
+        version = U64_MAX - number if has_v2 else number
         if version & DETACHED_BIT:
             continue
-        found[version] = ManifestFile(version, entry.location, entry.size, scheme)
+        found[version] = ManifestFile(version, entry.location, entry.size)
     if not found:
         raise NotFoundError("no Lance dataset here (no manifests in _versions/)", path=root.url)
     return [found[v] for v in sorted(found)]

@@ -37,8 +37,8 @@ _SIMPLE_NAMES = {v: k for k, v in _SIMPLE.items()}
 _ALIASES = {"boolean": "bool", "string": "utf8", "large_string": "large_utf8"}
 _DEFAULT_UNIT = {"timestamp": "us", "time32": "ms", "time64": "us", "duration": "us"}
 _DECIMALS = {
-    "decimal32": getattr(pa, "decimal32", None),
-    "decimal64": getattr(pa, "decimal64", None),
+    "decimal32": pa.decimal32,
+    "decimal64": pa.decimal64,
     "decimal128": pa.decimal128,
     "decimal256": pa.decimal256,
 }
@@ -61,12 +61,9 @@ def data_type_to_json(data_type: pa.DataType) -> dict[str, Any]:
         if data_type.tz is not None:
             out["timezone"] = data_type.tz
         return out
-    if pa.types.is_time32(data_type):
-        return {"type": "time32", "unit": data_type.unit}
-    if pa.types.is_time64(data_type):
-        return {"type": "time64", "unit": data_type.unit}
-    if pa.types.is_duration(data_type):
-        return {"type": "duration", "unit": data_type.unit}
+    for name in ("time32", "time64", "duration"):
+        if getattr(pa.types, f"is_{name}")(data_type):
+            return {"type": name, "unit": data_type.unit}
     if pa.types.is_interval(data_type):
         return {"type": "interval", "unit": "month_day_nano"}
     if pa.types.is_decimal(data_type):
@@ -108,11 +105,8 @@ def data_type_from_json(obj: Any, *, key: str = "type") -> pa.DataType:
     if name in _DECIMALS:
         length = _int(obj, "length", key)
         precision, scale = divmod(length, 1000)
-        factory = _DECIMALS[name]
-        if factory is None:
-            raise SpecError(f"{name} is not supported by this pyarrow", key=f"{key}.type")
         try:
-            return factory(precision, scale)
+            return _DECIMALS[name](precision, scale)
         except (ValueError, TypeError) as exc:
             raise SpecError(f"invalid {name} length {length}: {exc}", key=f"{key}.length") from exc
     if name == "fixed_size_binary":
@@ -144,11 +138,7 @@ def _unit_type(name: str, obj: Mapping[str, Any], key: str) -> pa.DataType:
     try:
         if name == "timestamp":
             return pa.timestamp(unit, tz=obj.get("timezone"))
-        if name == "time32":
-            return pa.time32(unit)
-        if name == "time64":
-            return pa.time64(unit)
-        return pa.duration(unit)
+        return getattr(pa, name)(unit)  # time32, time64, duration
     except (ValueError, TypeError) as exc:
         raise SpecError(f"invalid {name} unit {unit!r}: {exc}", key=f"{key}.unit") from exc
 
@@ -174,10 +164,12 @@ def field_to_json(field: pa.Field) -> dict[str, Any]:
         "type": data_type_to_json(field.type),
     }
     if field.metadata:
-        out["metadata"] = {
-            k.decode(): v.decode("utf-8", "replace") for k, v in field.metadata.items()
-        }
+        out["metadata"] = _text_metadata(field.metadata)
     return out
+
+
+def _text_metadata(metadata: Mapping[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode("utf-8", "replace") for k, v in metadata.items()}
 
 
 def field_from_json(obj: Any, *, key: str) -> pa.Field:
@@ -204,9 +196,7 @@ def schema_to_json(schema: pa.Schema) -> dict[str, Any]:
     """The JsonArrowSchema object of ``schema`` (field metadata, incl. field ids, kept)."""
     out: dict[str, Any] = {"fields": [field_to_json(f) for f in schema]}
     if schema.metadata:
-        out["metadata"] = {
-            k.decode(): v.decode("utf-8", "replace") for k, v in schema.metadata.items()
-        }
+        out["metadata"] = _text_metadata(schema.metadata)
     return out
 
 
@@ -262,16 +252,15 @@ def iter_fields(
             yield from iter_fields(_child_fields(field.type), full)
 
 
+_LIST_TYPES = (pa.ListType, pa.LargeListType, pa.FixedSizeListType)
+
+
 def _child_fields(data_type: pa.DataType) -> list[pa.Field]:
     if pa.types.is_struct(data_type):
         return [data_type.field(i) for i in range(data_type.num_fields)]
     if pa.types.is_map(data_type):
         return [pa.field("entries", pa.struct([data_type.key_field, data_type.item_field]), False)]
-    if (
-        pa.types.is_list(data_type)
-        or pa.types.is_large_list(data_type)
-        or pa.types.is_fixed_size_list(data_type)
-    ):
+    if isinstance(data_type, _LIST_TYPES):
         return [data_type.value_field]
     return []
 
@@ -362,9 +351,7 @@ def source_fields(schema: pa.Schema) -> dict[int, tuple[str, pa.Field, bool]]:
         parent = path.rsplit(".", 1)[0] if "." in path else None
         in_repeated = parent in repeated_paths if parent else False
         t = field.type
-        if in_repeated or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-            repeated_paths.add(path)
-        if pa.types.is_fixed_size_list(t):
+        if in_repeated or pa.types.is_map(t) or isinstance(t, _LIST_TYPES):
             repeated_paths.add(path)
         fid = field_id_of(field)
         if fid is not None:

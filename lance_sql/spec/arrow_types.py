@@ -68,6 +68,8 @@ def supports(feature: str, t: pa.DataType) -> bool:
 
 
 _UNIT = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
+#: Ticks per second of each Arrow time unit.
+PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 def datafusion_type_name(t: pa.DataType) -> str:
@@ -86,4 +88,4 @@ def datafusion_type_name(t: pa.DataType) -> str:
     raise PlanningError(f"no DataFusion cast target for type {t}")
 
 
-__all__ = ["SUPPORTED", "datafusion_type_name", "scalar_kind", "supports"]
+__all__ = ["PER_SECOND", "SUPPORTED", "datafusion_type_name", "scalar_kind", "supports"]

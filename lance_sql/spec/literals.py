@@ -52,7 +52,7 @@ from functools import lru_cache
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.spec.arrow_types import datafusion_type_name
+from lance_sql.spec.arrow_types import PER_SECOND, datafusion_type_name
 from lance_sql.spec.predicates import (
     FALSE,
     Compare,
@@ -65,9 +65,6 @@ from lance_sql.spec.predicates import (
     quote_str,
 )
 from udfs.sql_engine import sql_engine
-
-PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-
 
 _ISO_DATE = re.compile(r"'[0-9]{4}-[0-9]{2}-[0-9]{2}'")
 _EPOCH_DATE = datetime.date(1970, 1, 1)
@@ -190,25 +187,23 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
             if pa.types.is_integer(target) and target.bit_width == 64 and abs(q) >= 2**53:
                 raise _Undecidable
         return q * 10**scale
-    if pa.types.is_date32(target):
+    if pa.types.is_date32(target) or pa.types.is_timestamp(target):
+        # text and strings: DataFusion's own cast to the column's type decides
         if text is not None:
             return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
+        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
+            return datafusion_comparison_value(target, quote_str(str(lit.value)))
+    if pa.types.is_date32(target):
         if pa.types.is_date32(ltype):
             return Fraction(int(lit.value))
         if pa.types.is_date64(ltype):
             return Fraction(int(lit.value), 86_400_000)
         if pa.types.is_integer(ltype):
             return Fraction(int(lit.value))
-        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_timestamp(ltype) and ltype.tz is None:
             return Fraction(int(lit.value), PER_SECOND[ltype.unit] * 86_400)
         raise _Undecidable
     if pa.types.is_timestamp(target):
-        if text is not None:
-            return datafusion_comparison_value(target, f"TIMESTAMP {quote_str(text)}")
-        if pa.types.is_string(ltype) or pa.types.is_large_string(ltype):
-            return datafusion_comparison_value(target, quote_str(str(lit.value)))
         if pa.types.is_date32(ltype):
             return datafusion_comparison_value(target, f"arrow_cast({int(lit.value)}, 'Date32')")
         if pa.types.is_timestamp(ltype):
@@ -247,10 +242,6 @@ def _make_literal(value: int, target: pa.DataType) -> Literal:
     return Literal(int(value), target)
 
 
-def _is_not_null(term: Term) -> Predicate:
-    return IsNull(term, negated=True)
-
-
 def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> Predicate:
     """``term op q`` for an integer-valued term with domain ``_domain(target)``, exactly."""
     lo, hi = _domain(target)  # type: ignore[misc]
@@ -264,11 +255,11 @@ def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> 
     if op == "!=":
         if integral and lo <= q <= hi:
             return Compare(term, "!=", _make_literal(int(q), target))
-        return _is_not_null(term)
+        return IsNull(term, negated=True)
     if op in ("<", "<="):
         bound = (math.ceil(q) - 1) if op == "<" else math.floor(q)  # term <= bound
         if bound >= hi:
-            return _is_not_null(term)
+            return IsNull(term, negated=True)
         if bound < lo:
             return FALSE
         if integral:
@@ -276,7 +267,7 @@ def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> 
         return Compare(term, "<=", _make_literal(bound, target))
     bound = (math.floor(q) + 1) if op == ">" else math.ceil(q)  # term >= bound
     if bound <= lo:
-        return _is_not_null(term)
+        return IsNull(term, negated=True)
     if bound > hi:
         return FALSE
     if integral:
@@ -376,7 +367,7 @@ def in_pred(term: Term, lits: list[Literal], negated: bool = False) -> Predicate
     """``term [NOT] IN (lits)`` in its simplest form (``=`` / ``!=`` for one value;
     FALSE, or IS NOT NULL when negated, for none)."""
     if not lits:
-        return _is_not_null(term) if negated else FALSE
+        return IsNull(term, negated=True) if negated else FALSE
     if len(lits) == 1:
         return Compare(term, "!=" if negated else "=", lits[0])
     return InList(term, tuple(lits), negated)
@@ -403,6 +394,7 @@ def _term_columns(term: Term) -> tuple[str, ...]:
 
 
 __all__ = [
+    "PER_SECOND",
     "coerce_compare",
     "coerce_in",
     "datafusion_cast",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from lance_sql.spec.arrow_types import datafusion_type_name
+from lance_sql.spec.arrow_types import PER_SECOND, datafusion_type_name
 
 if TYPE_CHECKING:
     from lance_sql.spec.transforms.base import TermForm
@@ -354,9 +354,8 @@ def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
     Naive: ``TIMESTAMP '...'``. Zoned: a ``Z``-suffixed string cast to the zoned
     type (``TIMESTAMP '...Z'`` would be read as local time in the column's zone).
     """
-    per_us = {"s": 1_000_000, "ms": 1_000, "us": 1}
-    if t.unit in per_us or value % 1000 == 0:
-        micros = value * per_us[t.unit] if t.unit in per_us else value // 1000
+    if t.unit != "ns" or value % 1000 == 0:
+        micros = value * 1_000_000 // PER_SECOND[t.unit]
         try:
             text = (_EPOCH + datetime.timedelta(microseconds=micros)).isoformat()
         except OverflowError:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from lance_sql.spec.arrow_types import PER_SECOND
 from lance_sql.spec.arrow_types import datafusion_type_name as datafusion_type_name
 from lance_sql.spec.predicates import Column, Compare, Literal, Predicate, and_, or_
 
@@ -31,7 +32,6 @@ US_PER_DAY = 86_400 * US_PER_SECOND
 #: Safety margin added to a named zone's offset bounds (tz database versions differ).
 ZONE_MARGIN_US = 3600 * US_PER_SECOND
 _EPOCH = datetime.datetime(1970, 1, 1)
-_PER_US = {"s": 1_000_000, "ms": 1_000, "us": 1}
 
 #: The time transforms, coarsest first: the order of a lexicographic tuple.
 TIME_CHAIN = ("year", "month", "day", "hour")
@@ -41,10 +41,7 @@ def to_micros(value: int, source_type: pa.DataType) -> int:
     """A date32 / timestamp storage value as microseconds since the epoch (floor for ns)."""
     if pa.types.is_date32(source_type):
         return value * US_PER_DAY
-    unit = source_type.unit
-    if unit == "ns":
-        return value // 1000
-    return value * _PER_US[unit]
+    return value * US_PER_SECOND // PER_SECOND[source_type.unit]
 
 
 def naive_tuple(micros: int, depth: int) -> tuple[int, ...] | None:

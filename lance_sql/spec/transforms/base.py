@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import udfs
+from lance_sql.errors import PlanningError
 from lance_sql.spec.literals import in_pred
 from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.predicates import (
@@ -26,24 +28,16 @@ from lance_sql.spec.predicates import (
     or_,
 )
 
-
-def _literal_errors() -> tuple[type[BaseException], ...]:
-    import udfs
-    from lance_sql.errors import PlanningError
-
-    return (
-        PlanningError,
-        ValueError,
-        ArithmeticError,
-        pa.ArrowException,
-        udfs.ExpressionError,
-        udfs.UnsupportedTypeError,
-    )
-
-
 #: What computing the partition value of a literal may raise; it then prunes nothing.
 #: (Programming errors - TypeError, AttributeError, ... - are never swallowed.)
-LITERAL_ERRORS = _literal_errors()
+LITERAL_ERRORS: tuple[type[BaseException], ...] = (
+    PlanningError,
+    ValueError,
+    ArithmeticError,
+    pa.ArrowException,
+    udfs.ExpressionError,
+    udfs.UnsupportedTypeError,
+)
 
 #: Largest cross product of IN lists enumerated for multi-column fields.
 MAX_ENUMERATION = 1024
@@ -55,8 +49,6 @@ RANGE_OPS = ("<", "<=", ">", ">=")
 
 def apply_field(field: PartitionField, columns: Sequence[pa.Array]) -> pa.Array:
     """The partition values of ``field`` for source ``columns`` (via :mod:`udfs`)."""
-    import udfs
-
     out = udfs.apply_partition_field(
         columns=list(columns),
         transform=field.transform,
@@ -122,7 +114,22 @@ def plain(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
-class FieldTransform:
+class Projects:
+    """Inclusive and strict projection of one leaf through ``_project(leaf, strict)``."""
+
+    def project(self, leaf: Leaf) -> Predicate:
+        """Inclusive projection of one leaf (TRUE when this cannot prune on it)."""
+        return self._project(leaf, strict=False)
+
+    def strict_project(self, leaf: Leaf) -> Predicate:
+        """Strict projection of one leaf (FALSE when this cannot prove it)."""
+        return self._project(leaf, strict=True)
+
+    def _project(self, leaf: Leaf, strict: bool) -> Predicate:
+        raise NotImplementedError
+
+
+class FieldTransform(Projects):
     """Base class: a partition field bound to its source columns (None = column missing)."""
 
     def __init__(self, field: PartitionField, sources: tuple[Column | None, ...]) -> None:
@@ -179,14 +186,6 @@ class FieldTransform:
         return (
             isinstance(term, Column) and self.source is not None and same_column(term, self.source)
         )
-
-    def project(self, leaf: Leaf) -> Predicate:
-        """Inclusive projection of one leaf (TRUE when this field cannot prune on it)."""
-        return self._project(leaf, strict=False)
-
-    def strict_project(self, leaf: Leaf) -> Predicate:
-        """Strict projection of one leaf (FALSE when this field cannot prove it)."""
-        return self._project(leaf, strict=True)
 
     def _project(self, leaf: Leaf, strict: bool) -> Predicate:
         term = getattr(leaf, "term", None)
@@ -248,6 +247,15 @@ def leaf_on_value(leaf: Leaf, column: Column) -> Predicate:
     return TRUE
 
 
+def equal_literals(leaf: Leaf) -> list[Literal] | None:
+    """The finite set of literals a leaf allows (``=`` / ``IN``), else None."""
+    if isinstance(leaf, Compare) and leaf.op == "=":
+        return [leaf.literal]
+    if isinstance(leaf, InList) and not leaf.negated:
+        return list(leaf.values)
+    return None
+
+
 def holds(leaf: Leaf, value: object) -> bool | None:
     """Evaluate a leaf on a plain Python value (None = NULL) under SQL semantics."""
     if isinstance(leaf, IsNull):
@@ -287,13 +295,9 @@ def enumerate_conjunction(transform: FieldTransform, leaves: Sequence[Leaf]) -> 
             term = getattr(leaf, "term", None)
             if not (isinstance(term, Column) and same_column(term, src)):
                 continue
-            if isinstance(leaf, Compare) and leaf.op == "=":
-                values: list[Literal | None] = [leaf.literal]
-            elif isinstance(leaf, InList) and not leaf.negated:
-                values = list(leaf.values)
-            elif isinstance(leaf, IsNull) and not leaf.negated:
-                values = [None]
-            else:
+            is_null = isinstance(leaf, IsNull) and not leaf.negated
+            values: list[Literal | None] | None = [None] if is_null else equal_literals(leaf)
+            if values is None:
                 continue
             allowed = values if allowed is None else [v for v in allowed if v in values]
         if allowed is None:

@@ -15,8 +15,6 @@ from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     Column,
-    Compare,
-    InList,
     IsNull,
     Leaf,
     Predicate,
@@ -28,6 +26,7 @@ from lance_sql.spec.transforms.base import (
     FieldTransform,
     TermForm,
     enumerate_conjunction,
+    equal_literals,
     holds,
     plain,
     same_column,
@@ -149,11 +148,12 @@ class BucketTransform(FieldTransform):
         if term.transform == MURMUR3:
             if strict:
                 return FALSE
-            hashes = equal_values(leaf)
+            hashes = equal_literals(leaf)
             if hashes is None:
                 return TRUE
             return in_pred(
-                self.partition_column, [self._value_literal(abs(int(h)) % n) for h in hashes]
+                self.partition_column,
+                [self._value_literal(abs(int(h.value)) % n) for h in hashes],
             )
         m = term.param
         if n % m == 0 and n <= MAX_BUCKET_ENUMERATION:
@@ -173,19 +173,10 @@ class BucketTransform(FieldTransform):
         if strict:
             return FALSE
         if m % n == 0:
-            values = equal_values(leaf)
+            values = equal_literals(leaf)
             if values is None:
                 return TRUE
             lo = 0 if term.transform == BUCKET else -(m - 1)
-            ps = sorted({abs(int(r)) % n for r in values if lo <= int(r) <= m - 1})
+            ps = sorted({abs(int(r.value)) % n for r in values if lo <= int(r.value) <= m - 1})
             return in_pred(self.partition_column, [self._value_literal(p) for p in ps])
         return TRUE
-
-
-def equal_values(leaf: Leaf) -> list[object] | None:
-    """The finite set of values a leaf allows (``=`` / ``IN``), else None."""
-    if isinstance(leaf, Compare) and leaf.op == "=":
-        return [leaf.literal.value]
-    if isinstance(leaf, InList) and not leaf.negated:
-        return [v.value for v in leaf.values]
-    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lance_sql.spec.literals import coerce_compare, coerce_in
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -55,8 +56,6 @@ class IdentityTransform(FieldTransform):
 
     def _same_leaf(self, leaf: Leaf) -> Predicate:
         if self.result_type != self.source.type:
-            from lance_sql.spec.literals import coerce_compare, coerce_in
-
             if isinstance(leaf, Compare):
                 return coerce_compare(
                     self.partition_column, leaf.op, leaf.literal, self.result_type

@@ -116,9 +116,7 @@ class BucketGrouping(Grouping):
     def values(self, param: Any, columns: list[pa.Array], derived: bool, canon: Canon) -> list:
         import udfs
 
-        if derived:
-            if len(columns) == 1:
-                return udfs.bucket(columns[0], param).to_pylist()
+        if derived:  # multi_bucket of one column is its bucket
             return udfs.multi_bucket(columns, param).to_pylist()
         return [None if v is None else v % param for v in columns[0].cast(pa.int64()).to_pylist()]
 

@@ -37,6 +37,7 @@ from lance_sql.spec.transforms.base import (
     RANGE_OPS,
     FieldTransform,
     NotThisTerm,
+    Projects,
     TermForm,
     leaf_on_value,
     plain,
@@ -77,9 +78,9 @@ class DatePart(TermForm):
             value = value.cast(pa.timestamp("us"), safe=False)  # pyarrow has no hour(date)
         return getattr(pc, self.unit)(value).cast(pa.int32())
 
-    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> TransformTerm:
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> Term:
         _require_temporal(term, columns)
-        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+        return super().bind(term, columns)
 
 
 #: The ``date_part`` term of each time transform, by unit.
@@ -114,8 +115,7 @@ class DateTrunc(TermForm):
 
         expr = "CAST(v AS DATE)" if term.as_date else f"date_trunc('{term.unit}', v)"
         table = pa.table({"v": columns[0]})
-        out = sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0)
-        out = out.combine_chunks() if out.num_chunks else pa.array([], out.type)
+        out = plain(sql_engine().query({"t": table}, f"SELECT {expr} AS r FROM t").column(0))
         target = self.value_type(term)
         return out.cast(target) if target is not None and out.type != target else out
 
@@ -141,7 +141,7 @@ class DateTrunc(TermForm):
                 raise NotThisTerm(f"{term.sql()}: column {columns[0].name!r} is {src}, not a date")
             # date_trunc(unit, CAST(date_col AS TIMESTAMP)) is date_trunc(unit, date_col)
             return TransformTerm(self, columns, term.param, term.unit)
-        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+        return super().bind(term, columns)
 
 
 DATE_TRUNC = DateTrunc()
@@ -199,7 +199,7 @@ class TimeTransform(FieldTransform):
         return Compare(self.partition_column, "=", self._value_literal(full[depth]))
 
 
-class TimeChain:
+class TimeChain(Projects):
     """The spec's time fields on one source, combined into a lexicographic tuple.
 
     Holds the longest prefix of (year, month, day, hour) present among the
@@ -224,15 +224,6 @@ class TimeChain:
         return bool(self.chain)
 
     # ---- ranges on the source
-    def _tuple(self, micros: int) -> tuple[int, ...] | None:
-        return naive_tuple(micros, len(self.chain))
-
-    def project(self, leaf: Leaf) -> Predicate:
-        return self._project(leaf, strict=False)
-
-    def strict_project(self, leaf: Leaf) -> Predicate:
-        return self._project(leaf, strict=True)
-
     def _project(self, leaf: Leaf, strict: bool) -> Predicate:
         fail = FALSE if strict else TRUE
         if not self.chain or self.bounds is None:
@@ -255,10 +246,10 @@ class TimeChain:
         omin, omax = self.bounds
 
         def lo(v: int) -> tuple[int, ...] | None:
-            return self._tuple(to_micros(v, src_type) + omin)
+            return naive_tuple(to_micros(v, src_type) + omin, len(self.chain))
 
         def hi(v: int) -> tuple[int, ...] | None:
-            return self._tuple(to_micros(v, src_type) + omax)
+            return naive_tuple(to_micros(v, src_type) + omax, len(self.chain))
 
         if not strict:
             bound = {">=": lo(value), ">": lo(value + 1), "<=": hi(value), "<": hi(value - 1)}[op]

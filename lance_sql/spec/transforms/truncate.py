@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
+from lance_sql.spec.arrow_types import scalar_kind
 from lance_sql.spec.literals import int_range
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
@@ -20,6 +21,7 @@ from lance_sql.spec.predicates import (
     Literal,
     Predicate,
     StartsWith,
+    Term,
     TransformTerm,
 )
 from lance_sql.spec.transforms.base import (
@@ -56,13 +58,13 @@ class TruncateForm(TermForm):
 
         return plain(udfs.transforms.truncate(columns[0], term.param))
 
-    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> TransformTerm:
+    def bind(self, term: TransformTerm, columns: tuple[Column, ...]) -> Term:
         src = columns[0].type
         if not (pa.types.is_integer(src) or pa.types.is_decimal(src) or _is_string(src)):
             raise PlanningError(
                 f"{term.sql()}: cannot truncate column {columns[0].name!r} of type {src}"
             )
-        return TransformTerm(self, columns, term.param, term.unit, term.as_date)
+        return super().bind(term, columns)
 
 
 TRUNCATE = TruncateForm()
@@ -166,13 +168,7 @@ class TruncateTransform(FieldTransform):
 
     @classmethod
     def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
-        return (
-            pa.types.is_string(t)
-            or pa.types.is_large_string(t)
-            or pa.types.is_string_view(t)
-            or pa.types.is_integer(t)
-            or pa.types.is_decimal(t)
-        )
+        return scalar_kind(t) in ("string", "string_view", "int", "decimal")
 
     @classmethod
     def result_type_of(cls, transform: Transform, sources: list[pa.DataType]) -> pa.DataType:
