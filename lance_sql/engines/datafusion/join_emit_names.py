@@ -27,7 +27,8 @@ from lance_sql.engines.datafusion import substrait_plan as sp
 
 Rel = algebra_pb2.Rel
 J = algebra_pb2.JoinRel
-_BOTH = (J.JOIN_TYPE_INNER, J.JOIN_TYPE_LEFT, J.JOIN_TYPE_RIGHT, J.JOIN_TYPE_OUTER)
+_OUTER = (J.JOIN_TYPE_LEFT, J.JOIN_TYPE_RIGHT, J.JOIN_TYPE_OUTER)
+_BOTH = (J.JOIN_TYPE_INNER, *_OUTER)
 
 
 def name_emitted_columns_apart(plan: plan_pb2.Plan, width: Callable[[Rel], int]) -> int:
@@ -60,14 +61,62 @@ def _apart(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
         return 0
     try:
         n = len(names) if names is not None else width(join)
+    except Exception:  # an input DataFusion cannot plan alone
+        return 0
+    return _project_renamed(plan, rel, join, n, mapping, repeated)
+
+
+def name_padded_sides_apart(plan: plan_pb2.Plan, width: Callable[[Rel], int]) -> int:
+    """Give the NULL-padded side of every outer join names of its own (in place); how many.
+
+    A WHERE condition on the padded side stays above an outer join. DataFusion 55's
+    physical filter pushdown moves it through the join by column *name*, so when the
+    other side has a column of the same name (``a RIGHT JOIN b ... WHERE a.c1 IS
+    NULL``, with ``b.c1`` read too) the condition can land on ``b.c1``: wrong rows
+    (apache/datafusion#21246, fixed after 55; plain DataFusion gives them too). Each
+    column of the padded input whose name the other side also outputs (or whose name
+    is unknown) becomes ``coalesce(column)``, as in :func:`name_emitted_columns_apart`:
+    the condition then names a column only the padded side has, and stays above.
+    """
+    done = 0
+    for rel in list(sp.walk(sp.root_rel(plan))):
+        if sp.kind(rel) != "join" or rel.join.type not in _OUTER:
+            continue
+        body = rel.join
+        # a FULL join pads both sides: naming one side apart makes every name distinct
+        padded = body.left if body.type == J.JOIN_TYPE_RIGHT else body.right
+        other = body.right if body.type == J.JOIN_TYPE_RIGHT else body.left
+        names, others = output_names(padded), output_names(other)
+        try:
+            n = len(names) if names is not None else width(padded)
+        except Exception:  # an input DataFusion cannot plan alone
+            continue
+        if names is None or others is None:
+            rename = [True] * n
+        else:
+            rename = [name is None or name in set(others) for name in names]
+        if any(rename):
+            original = Rel()
+            original.CopyFrom(padded)
+            done += _project_renamed(plan, padded, original, n, list(range(n)), rename)
+    return done
+
+
+def _project_renamed(
+    plan: plan_pb2.Plan, rel: Rel, source: Rel, n: int, mapping: list[int], rename: list[bool]
+) -> int:
+    """Replace ``rel`` (in place) by a projection of ``source``'s columns ``mapping``, each
+    ``coalesce(column)`` where ``rename`` says so (``n``: ``source``'s width); 1, or 0
+    for a plan that cannot declare the function."""
+    try:
         coalesce = sp.declare_function(plan, "coalesce")
-    except Exception:  # an input DataFusion cannot plan alone, a plan without functions
+    except Exception:  # a plan without function extensions
         return 0
     out = Rel()
-    out.project.input.CopyFrom(join)
-    for i, rename in zip(mapping, repeated, strict=True):
+    out.project.input.CopyFrom(source)
+    for i, renamed in zip(mapping, rename, strict=True):
         ref = sp.field_reference(i)
-        if rename:
+        if renamed:
             call = algebra_pb2.Expression()
             call.scalar_function.function_reference = coalesce
             call.scalar_function.arguments.add().value.CopyFrom(ref)
@@ -112,4 +161,4 @@ def output_names(rel: Rel) -> list[str | None] | None:
     return sp.emitted(rel, both)
 
 
-__all__ = ["name_emitted_columns_apart", "output_names"]
+__all__ = ["name_emitted_columns_apart", "name_padded_sides_apart", "output_names"]
