@@ -9,10 +9,9 @@ The output schema (names, types, nullability) must be the plain query's.
 
 Where SPJ on and off differ, DuckDB over the same rows decides: DataFusion 55
 itself gives wrong rows for some self-joins with a WHERE over both sides
-(apache/datafusion#21246; lance-sql's plain scans hit it too where join
-statistics leave the join as written, see
-:func:`test_plain_right_self_join_without_join_statistics`), and SPJ, whose
-groups read their sides through the scan protocol, does not.
+(apache/datafusion#21246; lance-sql names the padded side of an outer join
+apart, see :func:`test_plain_right_self_join_without_join_statistics`), and SPJ,
+whose groups read their sides through the scan protocol, does not.
 """
 
 from __future__ import annotations
@@ -229,13 +228,10 @@ def test_plain_right_self_join_with_where_over_both_sides(contexts, oracle) -> N
     assert _rows(contexts[1], RIGHT_SELF_JOIN) == _duckdb_rows(oracle, RIGHT_SELF_JOIN)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DataFusion 55 (apache/datafusion#21246): the FilterExec kept over b (abs() is not "
-    "pushed into the scan) also gets a.v > 2, resolved by name on b; lance-sql's plain "
-    "namespace scans are affected too when the join is not swapped (README known limits)",
-)
 def test_plain_right_self_join_without_join_statistics(pool, oracle) -> None:
+    """DataFusion 55 alone gets this wrong (apache/datafusion#21246: the FilterExec kept
+    over b also gets a.v > 2, resolved by name on b); lance-sql names the padded side's
+    columns apart, so the join left as written is right too."""
     ctx = _contexts(pool)[1]
     ctx.join_stats_enabled = False
     assert _rows(ctx, RIGHT_SELF_JOIN) == _duckdb_rows(oracle, RIGHT_SELF_JOIN)
@@ -252,8 +248,6 @@ def _check_join(contexts, oracle, left, right, join, extra, shape, where) -> Non
     )
     got, want = _rows(on, sql), _rows(off, sql)
     # DataFusion itself is suspect (module doc): where on and off differ, DuckDB decides.
-    # (DuckDB on every example also fails where both agree: the apache/datafusion#21246
-    # self-joins, pinned by the xfail tests above.)
     duck = _duckdb_sql(sql)
     if got != want:
         assert duck is not None and got == _duckdb_rows(oracle, duck), sql

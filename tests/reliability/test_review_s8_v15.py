@@ -10,7 +10,7 @@ where DataFusion itself is suspect).
 Then the findings of the hunt (``test_review_s8_v15_hunt.py``): ``date_trunc``
 equality did not prune time fields that form no chain (fixed), and
 apache/datafusion#21246 reaches two different namespaces and Lance datasets
-(xfail, a DataFusion 55 bug).
+(a DataFusion 55 bug; lance-sql names the padded side of an outer join apart).
 """
 
 from __future__ import annotations
@@ -452,7 +452,7 @@ def test_date_trunc_equality_prunes_without_a_time_chain(tmp_path: Path, fields)
     assert _tables_read(df)[0][0] < total
 
 
-# -- apache/datafusion#21246 (README known limits) beyond self-joins -----------------------
+# -- apache/datafusion#21246 beyond self-joins -----------------------
 
 L21246 = pa.table(
     {"k": pa.array([4], pa.int64()), "p": pa.array([1], pa.int32()), "v": pa.array([3], pa.int64())}
@@ -470,24 +470,16 @@ SQL21246 = (
 )
 
 
-_X21246 = pytest.mark.xfail(
-    strict=True,
-    reason="DataFusion 55 (apache/datafusion#21246, fixed upstream by #25259): the FilterExec kept "
-    "over b (b.v + b.k > 0 is not pushed into the scan) also gets a.p = 1, resolved by name on "
-    "b.p; two different tables, SPJ off or not applicable; DuckDB gives 2 rows",
-)
-
-
-# Namespaces: join statistics swap the RIGHT JOIN's inputs into the LEFT JOIN it equals,
-# which DataFusion 55 plans right; without them, and over these Lance datasets (whose
-# plan keeps its shape), DataFusion's bug shows.
+# Namespaces: join statistics swap the RIGHT JOIN's inputs into the LEFT JOIN it equals;
+# without them, and over these Lance datasets (whose plan keeps its shape), plain
+# DataFusion 55 gives wrong rows and lance-sql's names of the padded side keep them right.
 @pytest.mark.parametrize(
     "source, join_stats",
     [
         ("namespace, spj off", True),
         ("namespace, identity spec", True),
-        pytest.param("namespace, spj off", False, marks=_X21246),
-        pytest.param("lance", True, marks=_X21246),
+        ("namespace, spj off", False),
+        ("lance", True),
     ],
 )
 def test_datafusion_21246_two_tables_sharing_column_names(
