@@ -62,6 +62,15 @@ class ScanFilter:
     substrait: str | None = None
 
     @classmethod
+    def parse(cls, filter: Any, schema: pa.Schema) -> ScanFilter | None:
+        """The scan filter of ``filter`` (IR, pyarrow expression or SQL) over ``schema``."""
+        if filter is None:
+            return None
+        from lance_sql.planning.planner import to_predicate
+
+        return cls.of(filter, to_predicate(filter, schema), schema)
+
+    @classmethod
     def of(cls, filter: Any, predicate: Predicate, schema: pa.Schema) -> ScanFilter:
         if not has_unsupported(predicate):
             return cls(predicate)

@@ -225,7 +225,7 @@ class ScanPlan:
             f"/{self.total_partitions}, units={len(self.units)})"
         )
 
-    def filter_expression(self, schema: pa.Schema | None = None) -> pc.Expression | None:
+    def filter_expression(self) -> pc.Expression | None:
         """The scan filter as one exact pyarrow expression (None: no filter).
 
         Raises :class:`PlanningError` naming the part that has no pyarrow form
