@@ -268,13 +268,12 @@ def rrf(vec: pa.Table, txt: pa.Table, k: int, rrf_k: int = 60) -> pa.Table:
     scores: dict[tuple[int, int], float] = {}
     rows: dict[tuple[int, int], tuple[pa.Table, int]] = {}
     for t in (vec, txt):
-        ids = zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
-        for r, key in enumerate(ids):
+        for r, key in enumerate(_keys(t)):
             scores[key] = scores.get(key, 0.0) + 1.0 / (rrf_k + r + 1)
             rows.setdefault(key, (t, r))
     best = sorted(scores, key=lambda key: (-scores[key], key[0], key[1]))[:k]
-    dist = {key: d for key, d in _pairs(vec, "_distance")}
-    score = {key: s for key, s in _pairs(txt, "_score")}
+    dist = dict(zip(_keys(vec), vec.column("_distance").to_pylist(), strict=True))
+    score = dict(zip(_keys(txt), txt.column("_score").to_pylist(), strict=True))
     base = [c for c in vec.column_names if c not in ("_distance",)]
     pieces = [rows[key][0].select(base).slice(rows[key][1], 1) for key in best]
     out = pa.concat_tables(pieces) if pieces else vec.select(base).slice(0, 0)
@@ -283,9 +282,9 @@ def rrf(vec: pa.Table, txt: pa.Table, k: int, rrf_k: int = 60) -> pa.Table:
     return out.append_column("_hybrid_score", pa.array([scores[x] for x in best], pa.float64()))
 
 
-def _pairs(t: pa.Table, col: str):
-    keys = zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
-    return zip(keys, t.column(col).to_pylist(), strict=True)
+def _keys(t: pa.Table):
+    """(``_part``, ``_rowid``) of every row of ``t``: a candidate's identity."""
+    return zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
 
 
 def search(
