@@ -206,14 +206,11 @@ def scan_batches(
     pushed filters), AND-ed into the scan.
     """
     wanted = list(schema.names) if columns is None else list(columns)
-    if scan_filter is None or scan_filter.is_true:
-        for unit in units:
-            yield from unit.to_batches(wanted, extra)
-        return
-    pushed, exact = scan_filter.pushdown(schema)
+    everything = scan_filter is None or scan_filter.is_true
+    pushed, exact = (None, True) if everything else scan_filter.pushdown(schema)  # type: ignore[union-attr]
     if extra is not None:
         pushed = extra if pushed is None else pushed & extra
-    if exact and scan_filter.substrait is None:
+    if everything or (exact and scan_filter.substrait is None):  # type: ignore[union-attr]
         for unit in units:
             yield from unit.to_batches(wanted, pushed)
         return
