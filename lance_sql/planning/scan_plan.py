@@ -44,7 +44,8 @@ class PlannedPartition:
     read_version: int | None = None
     read_branch: str | None = None
     read_tag: str | None = None
-    values: tuple[tuple[str, Any], ...] = ()  # (manifest column name, value), non-null only
+    #: (manifest column name, value), non-null only (a join plan's: (field_id, value))
+    values: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
