@@ -85,14 +85,14 @@ def _skip_if_all(*parts: KeyTest | None) -> KeyTest | None:
 
 
 def _compile_leaf(pred: Predicate, fields: Collection[int] | None) -> KeyTest | None:
-    on_column = isinstance(pred, (Compare, InList)) and isinstance(pred.term, Column)
-    if on_column and fields is not None and pred.term.field_id not in fields:  # type: ignore[union-attr]
+    if not _is_equality(pred):
         return None
-    if isinstance(pred, Compare) and isinstance(pred.term, Column) and pred.op == "=":
-        return _leaf(pred.term, [pred.literal])
-    if isinstance(pred, InList) and isinstance(pred.term, Column) and not pred.negated:
-        return _leaf(pred.term, [v for v in pred.values if not v.is_null])
-    return None
+    col: Column = pred.term  # type: ignore[attr-defined]
+    if fields is not None and col.field_id not in fields:
+        return None
+    if isinstance(pred, Compare):
+        return _leaf(col, [pred.literal])
+    return _leaf(col, [v for v in pred.values if not v.is_null])  # type: ignore[attr-defined]
 
 
 def _is_equality(pred: Predicate) -> bool:
@@ -224,10 +224,8 @@ _BANKS: OpenCache[_Bank] = OpenCache(16)
 def _bank(
     refs: list[tuple[int, str, kf.KeyFilterRef]],
     opts: Mapping[str, Any] | None,
-    key: tuple[Any, ...] | None = None,
+    key: tuple[Any, ...],
 ) -> _Bank | None:
-    if key is None:
-        key = tuple((uri, r.file) for _, uri, r in refs)
     hit = _BANKS.get(key)
     if hit is not None:
         return hit

@@ -172,20 +172,19 @@ def spec_ids(table: pa.Table) -> np.ndarray:
     return spec_ids_of(table.column("object_id")) if table.num_rows else np.zeros(0, np.int64)
 
 
-def proofs(rows: pa.Table, mf: ManifestFilter, versions: np.ndarray | None = None) -> np.ndarray:
+def proofs(table: pa.Table, mf: ManifestFilter, versions: np.ndarray) -> np.ndarray:
     """Which conjuncts each row's partition values prove: a bool matrix (rows x conjuncts).
 
     One vectorised evaluation per (spec version, conjunct) over the whole
     column set, never a loop over partitions: a row of version N gets the
-    strict projection of spec N; a row of no known version proves nothing.
+    strict projection of spec N; a row of no known version proves nothing (``versions``:
+    :func:`spec_ids` of ``table``).
     """
-    check_partition_columns(mf, rows.column_names)
-    table = rows
+    check_partition_columns(mf, table.column_names)
     n, k = table.num_rows, len(mf.conjuncts)
     out = np.zeros((n, k), dtype=bool)
     if n == 0 or k == 0:
         return out
-    versions = spec_ids(table) if versions is None else versions
     for spec_id, s in mf.specs.items():
         in_spec = versions == spec_id
         if not in_spec.any():
@@ -206,8 +205,6 @@ def fully_proven(proven: np.ndarray) -> np.ndarray:
 def _mask_numpy(table: pa.Table, pred: Predicate) -> np.ndarray:
     """TRUE where ``pred`` is TRUE (compute kernels straight over the columns: a few
     times faster than projecting a pyarrow expression through a dataset)."""
-    if table.num_rows == 0:
-        return np.zeros(0, bool)
     mask = pc.fill_null(evaluate(pred, table), False)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 

@@ -62,6 +62,15 @@ class ScanFilter:
     substrait: str | None = None
 
     @classmethod
+    def parse(cls, filter: Any, schema: pa.Schema) -> ScanFilter | None:
+        """The scan filter of ``filter`` (IR, pyarrow expression or SQL) over ``schema``."""
+        if filter is None:
+            return None
+        from lance_sql.planning.planner import to_predicate
+
+        return cls.of(filter, to_predicate(filter, schema), schema)
+
+    @classmethod
     def of(cls, filter: Any, predicate: Predicate, schema: pa.Schema) -> ScanFilter:
         if not has_unsupported(predicate):
             return cls(predicate)
@@ -197,14 +206,11 @@ def scan_batches(
     pushed filters), AND-ed into the scan.
     """
     wanted = list(schema.names) if columns is None else list(columns)
-    if scan_filter is None or scan_filter.is_true:
-        for unit in units:
-            yield from unit.to_batches(wanted, extra)
-        return
-    pushed, exact = scan_filter.pushdown(schema)
+    everything = scan_filter is None or scan_filter.is_true
+    pushed, exact = (None, True) if everything else scan_filter.pushdown(schema)  # type: ignore[union-attr]
     if extra is not None:
         pushed = extra if pushed is None else pushed & extra
-    if exact and scan_filter.substrait is None:
+    if everything or (exact and scan_filter.substrait is None):  # type: ignore[union-attr]
         for unit in units:
             yield from unit.to_batches(wanted, pushed)
         return

@@ -44,7 +44,8 @@ class PlannedPartition:
     read_version: int | None = None
     read_branch: str | None = None
     read_tag: str | None = None
-    values: tuple[tuple[str, Any], ...] = ()  # (manifest column name, value), non-null only
+    #: (manifest column name, value), non-null only (a join plan's: (field_id, value))
+    values: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ class ScanPlan:
             f"/{self.total_partitions}, units={len(self.units)})"
         )
 
-    def filter_expression(self, schema: pa.Schema | None = None) -> pc.Expression | None:
+    def filter_expression(self) -> pc.Expression | None:
         """The scan filter as one exact pyarrow expression (None: no filter).
 
         Raises :class:`PlanningError` naming the part that has no pyarrow form

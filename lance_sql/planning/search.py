@@ -104,15 +104,16 @@ def _targets(
 ) -> tuple[list[SearchTarget], ScanFilter | None, int, str]:
     """(tables to search, the filter, total tables, pruning report) for a namespace or dataset."""
     from lance_sql.planning.namespace_scan import plan_scan
-    from lance_sql.planning.planner import to_predicate
 
     if not _is_namespace(obj):
         schema = obj.schema
-        sf = None
-        if where is not None:
-            sf = ScanFilter.of(where, to_predicate(where, schema), schema)
         names = {n: n for n in schema.names}
-        return [SearchTarget(str(obj.uri), obj, schema, names)], sf, 1, ""
+        return (
+            [SearchTarget(str(obj.uri), obj, schema, names)],
+            ScanFilter.parse(where, schema),
+            1,
+            "",
+        )
     from lance_sql.tables.namespace.reader import map_columns
 
     plan = _plan(obj, where, plan_scan)
@@ -183,9 +184,13 @@ def _call_key(obj: Any, where: Any, partitions: Any, column: str, query: Any, *o
     return key
 
 
-def _query(kind: str, column: str, query: Any, schema: pa.Schema, **opts: Any) -> SearchQuery:
+def _query(
+    kind: str | None, column: str, query: Any, schema: pa.Schema, **opts: Any
+) -> SearchQuery:
+    """The query of ``kind`` (None: text for a string query on a string column, else vector)."""
     if column not in schema.names:
         raise SearchError(f"cannot search column {column!r}: no such column ({schema.names})")
+    kind = kind or _kind_of(schema.field(column), query)
     if kind == "vector":
         query = as_query_vector(query, column, schema.field(column))
     elif not isinstance(query, str):
@@ -239,14 +244,12 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=Tr
 
         dummy = SearchTarget("", None, obj.schema, {c: c for c in obj.schema.names})
         empty = _empty(dummy, cols, q)
-        return report, _with_part(empty) if row_ids else empty.drop_columns(["_rowid"])
+        if not row_ids:
+            return report, empty.drop_columns(["_rowid"])
+        return report, empty.append_column("_part", pa.array([], pa.int32()))
     if len(parts) == 1:  # one table: already in pylance's order (ties: pylance's choice)
         return report, parts[0]
     return report, top_k(pa.concat_tables(parts), q.kind, q.k)  # the global top k
-
-
-def _with_part(t: pa.Table) -> pa.Table:
-    return t.append_column("_part", pa.array([], pa.int32()))
 
 
 def result_schema(target: Any, kind: str, columns: list[str] | None = None) -> pa.Schema:
@@ -265,13 +268,12 @@ def rrf(vec: pa.Table, txt: pa.Table, k: int, rrf_k: int = 60) -> pa.Table:
     scores: dict[tuple[int, int], float] = {}
     rows: dict[tuple[int, int], tuple[pa.Table, int]] = {}
     for t in (vec, txt):
-        ids = zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
-        for r, key in enumerate(ids):
+        for r, key in enumerate(_keys(t)):
             scores[key] = scores.get(key, 0.0) + 1.0 / (rrf_k + r + 1)
             rows.setdefault(key, (t, r))
     best = sorted(scores, key=lambda key: (-scores[key], key[0], key[1]))[:k]
-    dist = {key: d for key, d in _pairs(vec, "_distance")}
-    score = {key: s for key, s in _pairs(txt, "_score")}
+    dist = dict(zip(_keys(vec), vec.column("_distance").to_pylist(), strict=True))
+    score = dict(zip(_keys(txt), txt.column("_score").to_pylist(), strict=True))
     base = [c for c in vec.column_names if c not in ("_distance",)]
     pieces = [rows[key][0].select(base).slice(rows[key][1], 1) for key in best]
     out = pa.concat_tables(pieces) if pieces else vec.select(base).slice(0, 0)
@@ -280,9 +282,9 @@ def rrf(vec: pa.Table, txt: pa.Table, k: int, rrf_k: int = 60) -> pa.Table:
     return out.append_column("_hybrid_score", pa.array([scores[x] for x in best], pa.float64()))
 
 
-def _pairs(t: pa.Table, col: str):
-    keys = zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
-    return zip(keys, t.column(col).to_pylist(), strict=True)
+def _keys(t: pa.Table):
+    """(``_part``, ``_rowid``) of every row of ``t``: a candidate's identity."""
+    return zip(t.column("_part").to_pylist(), t.column("_rowid").to_pylist(), strict=True)
 
 
 def search(
@@ -353,12 +355,9 @@ def search(
     else:
         if column is None:
             raise SearchError("search needs a column and a query (or vector=/text= for hybrid)")
-        if column not in schema.names:
-            raise SearchError(f"cannot search column {column!r}: no such column ({schema.names})")
-        kind = _kind_of(schema.field(column), query)
         report, out = _run(
             obj,
-            _query(kind, column, query, schema, **opts),
+            _query(None, column, query, schema, **opts),
             columns,
             where,
             prefilter,

@@ -189,15 +189,8 @@ def _is_literal(node: exp.Expression) -> bool:
     if isinstance(node, exp.Neg):
         return isinstance(node.this, exp.Literal) and not node.this.is_string
     if isinstance(node, exp.Cast):
-        return (
-            isinstance(node.this, exp.Literal)
-            and node.this.is_string
-            and _cast_kind(node)
-            in (
-                "date",
-                "timestamp",
-            )
-        )
+        is_text = isinstance(node.this, exp.Literal) and node.this.is_string
+        return is_text and _cast_kind(node) is not None
     return False
 
 

@@ -351,16 +351,10 @@ class _Decoder:
         return column
 
     def _columns(self, node) -> tuple[str, ...]:
-        n = len(self.schema)
-        if self.columns is not None:
-            cols = self.columns
-            found = {
-                p[0] for i in referenced_positions(node) if i < len(cols) and _path(p := cols[i])
-            }
-            return tuple(sorted(found))
-        return tuple(
-            sorted({self.schema.field(i).name for i in referenced_positions(node) if i < n})
-        )
+        """The columns ``node`` reads (the top-level column of a struct field's path)."""
+        cols = [(n,) for n in self.schema.names] if self.columns is None else self.columns
+        found = {p[0] for i in referenced_positions(node) if i < len(cols) and _path(p := cols[i])}
+        return tuple(sorted(found))
 
     def _literal(self, lit) -> Literal:
         kind = lit.WhichOneof("literal_type")

@@ -24,7 +24,7 @@ def ns(tmp_path: Any) -> PartitionedNamespace:
 
 
 def _rows(plan: ScanPlan, ns: PartitionedNamespace) -> int:
-    f = plan.filter_expression(ns.schema)
+    f = plan.filter_expression()
     return sum(b.num_rows for u in plan.scan_units(ns) for b in u.to_batches(None, f))
 
 

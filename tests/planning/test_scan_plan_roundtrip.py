@@ -161,7 +161,7 @@ def test_every_planner_form_round_trips_and_scans_exactly(ns: PartitionedNamespa
         plan = plan_scan(ns, pred)
         assert _sorted(_task_scan(plan, ns)) == want, to_sql(bound)
         try:
-            expr = ScanPlan.from_json(plan.to_json()).filter_expression(ns.schema)
+            expr = ScanPlan.from_json(plan.to_json()).filter_expression()
         except PlanningError as e:  # only forms with no pyarrow equivalent may refuse
             assert "no pyarrow expression" in str(e) or "unsupported" in str(e), e
             return
@@ -219,7 +219,7 @@ def test_sql_filters_round_trip_to_datafusion_rows(ns: PartitionedNamespace, sql
 def test_filter_expression_after_json(ns: PartitionedNamespace, sql: str) -> None:
     """The issue's examples: a task's pyarrow filter from a shipped plan."""
     plan = ScanPlan.from_json(plan_scan(ns, sql).to_json())
-    expr = plan.filter_expression(ns.schema)
+    expr = plan.filter_expression()
     ctx = lance_sql.SessionContext()
     ctx.register_namespace("t", ns.root)
     want = _sorted(ctx.sql(f"SELECT * FROM t WHERE {sql}").to_arrow_table().cast(ns.schema))
@@ -229,7 +229,7 @@ def test_filter_expression_after_json(ns: PartitionedNamespace, sql: str) -> Non
 def test_unmodelled_leaf_is_never_rendered_true(ns: PartitionedNamespace) -> None:
     plan = ScanPlan.from_json(plan_scan(ns, "c1 / 2 = 3").to_json())
     with pytest.raises(PlanningError, match="unsupported"):
-        plan.filter_expression(ns.schema)
+        plan.filter_expression()
     assert {r["c1"] for r in _task_scan(plan, ns).to_pylist()} <= {6, 7}
 
 

@@ -101,9 +101,7 @@ def offers_of(
     spec: PartitionSpec, keys: Sequence[KeyColumn], eligible: Mapping[tuple, bool]
 ) -> dict[tuple, list[Offer]]:
     """Every component class this spec version can compute, with the fields to use."""
-    pair_of: dict[int, int] = {}
-    for i, key in enumerate(keys):
-        pair_of.setdefault(key.field_id, i)
+    pair_of = {key.field_id: i for i, key in reversed(list(enumerate(keys)))}  # first pair
     out: dict[tuple, list[Offer]] = {}
 
     def add(cls: tuple, offer: Offer) -> None:

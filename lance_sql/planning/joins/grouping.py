@@ -10,7 +10,7 @@ match: it becomes a one-partition "NULL group" kept only on a preserved side.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import pyarrow as pa
@@ -19,21 +19,11 @@ import pyarrow.compute as pc
 from lance_sql.errors import PlanningError
 from lance_sql.planning.joins.compatibility import Component, Offer
 from lance_sql.planning.joins.keys import canonical_values
-from lance_sql.planning.scan_plan import column_values
+from lance_sql.planning.scan_plan import PlannedPartition, column_values
 
-
-@dataclass(frozen=True)
-class PartitionRef:
-    """One partition table as the join plan ships it to a task."""
-
-    object_id: str
-    location: str | None
-    spec_version: int
-    read_version: int | None = None
-    read_branch: str | None = None
-    read_tag: str | None = None
-    values: tuple[tuple[str, Any], ...] = ()  # (field_id, value) of its spec's fields
-
+#: One partition table as the join plan ships it to a task: a scan plan's partition whose
+#: ``values`` are (field_id, value) of its spec's fields.
+PartitionRef = PlannedPartition
 
 #: The ``__manifest`` columns a :class:`PartitionRef` holds, in field order (then ``values``).
 REF_COLUMNS = tuple(f.name for f in fields(PartitionRef))[:-1]

@@ -31,6 +31,7 @@ from lance_sql.planning.joins.grouping import (
 )
 from lance_sql.planning.joins.keys import resolve_key
 from lance_sql.planning.joins.serde import decode, encode
+from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.tables.namespace.layout import spec_ids_of
 from lance_sql.tables.namespace.spec import PartitionSpec
 
@@ -113,8 +114,6 @@ class JoinPlan:
             )
             for g in obj["groups"]
         )
-        from lance_sql.planning.scan_filter import ScanFilter
-
         lf, rf = obj.get("left_filter"), obj.get("right_filter")
         return cls(
             bool(obj["compatible"]),
@@ -306,18 +305,9 @@ def plan_join(
     )
     return replace(
         plan,
-        left_filter=_scan_filter(left, left_filter),
-        right_filter=_scan_filter(right, right_filter),
+        left_filter=ScanFilter.parse(left_filter, left.schema),
+        right_filter=ScanFilter.parse(right_filter, right.schema),
     )
-
-
-def _scan_filter(ns: Any, filter: Any) -> Any:
-    if filter is None:
-        return None
-    from lance_sql.planning.planner import to_predicate
-    from lance_sql.planning.scan_filter import ScanFilter
-
-    return ScanFilter.of(filter, to_predicate(filter, ns.schema), ns.schema)
 
 
 def _pruned(ns: Any, filter: Any) -> pa.Table:
