@@ -54,7 +54,6 @@ from lance_sql.tables.namespace.bounds import (
     TableBounds,
     bounds_of_metadata,
     kind_of,
-    type_name,
     usable,
 )
 
@@ -120,7 +119,7 @@ def _column_test(col: Column) -> tuple[int, str, str] | None:
     kind = kind_of(col.type)
     if kind is None:
         return None
-    return col.field_id, type_name(col.type), kind
+    return col.field_id, str(col.type), kind
 
 
 def _bounds_of(b: TableBounds, fid: int, tname: str) -> ColumnBounds | None:

@@ -85,10 +85,6 @@ def kind_of(t: pa.DataType) -> str | None:
     return {"date32": "int", "timestamp": "int", "string_view": "string"}.get(kind, kind)
 
 
-def type_name(t: pa.DataType) -> str:
-    return str(t)
-
-
 # ---------------------------------------------------------------------- compute
 
 
@@ -120,10 +116,10 @@ def column_bounds(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> ColumnBoun
     mm = pc.min_max(arr)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if lo is None or hi is None:
-        return ColumnBounds(type_name(t), None, None, nulls)
+        return ColumnBounds(str(t), None, None, nulls)
     if kind == "string":
         lo, hi = truncate_lower(lo), truncate_upper(hi)
-    return ColumnBounds(type_name(t), lo, hi, nulls)
+    return ColumnBounds(str(t), lo, hi, nulls)
 
 
 def _float_bounds(arr: pa.Array | pa.ChunkedArray, t: pa.DataType, nulls: int) -> ColumnBounds:
@@ -147,11 +143,9 @@ def _float_bounds(arr: pa.Array | pa.ChunkedArray, t: pa.DataType, nulls: int) -
         lo = c_lo if lo is None else min(lo, c_lo)
         hi = c_hi if hi is None else max(hi, c_hi)
     if lo is None or hi is None:
-        return ColumnBounds(type_name(t), None, None, nulls, nan)
+        return ColumnBounds(str(t), None, None, nulls, nan)
     # a zero lower bound is -0.0 and a zero upper bound 0.0: both orders of zeros covered
-    return ColumnBounds(
-        type_name(t), -0.0 if lo == 0.0 else lo, 0.0 if hi == 0.0 else hi, nulls, nan
-    )
+    return ColumnBounds(str(t), -0.0 if lo == 0.0 else lo, 0.0 if hi == 0.0 else hi, nulls, nan)
 
 
 def _storage(t: pa.DataType) -> pa.DataType:

@@ -9,6 +9,7 @@ bounds themselves: :mod:`.bounds`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -30,14 +31,12 @@ def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]])
 
     def moved(oid: str, b: TableBounds | None, branch: Any, tag: Any, loc: Any) -> Any:
         old, new = moves[oid]
-        return retied(b, new) if b is not None and usable(b, old, branch, tag, loc) else None
+        # bounds usable for the old version, re-tied to the new (columns and key filters kept)
+        return (
+            replace(b, version=new) if b is not None and usable(b, old, branch, tag, loc) else None
+        )
 
     return _rebound(rows, moves, moved)
-
-
-def retied(b: TableBounds, version: int) -> TableBounds:
-    """``b`` (columns and key filters) re-tied to ``version`` of a table holding a subset."""
-    return TableBounds(version, b.branch, b.location, b.columns, b.key_filters)
 
 
 def with_key_filters(
@@ -101,4 +100,4 @@ def set_metadata(rows: pa.Table, mask: pa.Array, values: list[str | None]) -> pa
     return rows.set_column(at, rows.schema.field(at), new)
 
 
-__all__ = ["carried_forward", "retied", "set_metadata", "touched_rows", "with_key_filters"]
+__all__ = ["carried_forward", "set_metadata", "touched_rows", "with_key_filters"]

@@ -175,18 +175,12 @@ def canonical_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def _replace_views(t: pa.DataType) -> pa.DataType:
-    def fld(f: pa.Field) -> pa.Field:
-        return pa.field(f.name, _replace_views(f.type), f.nullable, f.metadata)
-
-    if t == pa.string_view():
-        return pa.utf8()
-    if t == pa.binary_view():
-        return pa.binary()
     if pa.types.is_list_view(t):
-        return pa.list_(fld(t.value_field))
-    if pa.types.is_large_list_view(t):
-        return pa.large_list(fld(t.value_field))
-    return map_child_fields(t, fld)
+        t = pa.list_(t.value_field)
+    elif pa.types.is_large_list_view(t):
+        t = pa.large_list(t.value_field)
+    t = {pa.string_view(): pa.utf8(), pa.binary_view(): pa.binary()}.get(t, t)
+    return map_child_fields(t, lambda f: f.with_type(_replace_views(f.type)))
 
 
 __all__ = [

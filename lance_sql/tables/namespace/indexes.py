@@ -195,21 +195,17 @@ def index_coverage(ns: PartitionedNamespace) -> pa.Table:
         names = index_names(ds)
         total = int(ds.count_rows())
         for index in indexes:
-            indexed = 0
-            frags_unindexed = 0
-            if index.name in names:
-                stats = ds.stats.index_stats(index.name)
-                indexed = int(stats.get("num_indexed_rows", 0))
-                frags_unindexed = int(stats.get("num_unindexed_fragments", 0))
+            present = index.name in names
+            stats = ds.stats.index_stats(index.name) if present else {}
             rows.append(
                 {
                     "object_id": entry.object_id,
                     "index": index.name,
-                    "present": index.name in names,
+                    "present": present,
                     "rows": total,
-                    "indexed_rows": indexed,
-                    "unindexed_fragments": frags_unindexed
-                    if index.name in names
+                    "indexed_rows": int(stats.get("num_indexed_rows", 0)),
+                    "unindexed_fragments": int(stats.get("num_unindexed_fragments", 0))
+                    if present
                     else len(ds.get_fragments()),
                 }
             )

@@ -30,9 +30,8 @@ u64 bits, u64 keys, u32 crc32 of the bit bytes, then ``bits / 8`` bytes.
 from __future__ import annotations
 
 import dataclasses
-import random
 import struct
-import threading
+import uuid
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -241,14 +240,8 @@ def decode(blob: bytes, ref: KeyFilterRef | None = None) -> np.ndarray:
     return np.frombuffer(raw, np.uint8)
 
 
-_RANDOM = random.Random()  # seeded from the OS once; names need uniqueness, not secrecy
-_RANDOM_LOCK = threading.Lock()
-
-
 def file_name(version: int, field_id: int) -> str:
-    with _RANDOM_LOCK:
-        tag = _RANDOM.getrandbits(48)
-    return f"v{version}-f{field_id}-{tag:012x}.bloom"
+    return f"v{version}-f{field_id}-{uuid.uuid4().hex[:12]}.bloom"  # (unique, also across forks)
 
 
 def write_filter(

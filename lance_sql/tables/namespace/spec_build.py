@@ -60,8 +60,8 @@ def build_spec(
     """
     previous = dict(previous or {})
     key = f"{SPEC_KEY_PREFIX}{spec_id}"
-    names = {f.name: f for f in schema}
-    by_path = {path: fid for fid, (path, _, _) in source_fields(schema).items()}
+    sources = source_fields(schema)
+    by_path = {path: fid for fid, (path, _, _) in sources.items()}
     built: list[PartitionField] = []
     for i, raw in enumerate(fields):
         fkey = f"{key}.fields[{i}]"
@@ -92,14 +92,14 @@ def build_spec(
                     obj["transform"][param] = obj.pop(param)
         if "result_type" not in obj and isinstance(obj.get("transform"), Mapping):
             t = Transform.from_json(obj["transform"], key=f"{fkey}.transform")
-            src_types = [_type_of(schema, sid) for sid in obj["source_ids"]]
+            src_types = [sources[s][1].type if s in sources else None for s in obj["source_ids"]]
             if all(x is not None for x in src_types):
                 result_type = transform_class(t).result_type_of(t, src_types)
                 obj["result_type"] = data_type_to_json(result_type)
         elif isinstance(obj.get("result_type"), pa.DataType):
             obj["result_type"] = data_type_to_json(obj["result_type"])
         if "field_id" not in obj:
-            obj["field_id"] = _default_field_id(obj, previous, schema, names, fkey)
+            obj["field_id"] = _default_field_id(obj, previous, sources, fkey)
         built.append(PartitionField.from_json(obj, key=fkey))
     spec = PartitionSpec(spec_id, tuple(built))
     validate_spec(spec, schema, key=key)
@@ -107,16 +107,10 @@ def build_spec(
     return spec
 
 
-def _type_of(schema: pa.Schema, fid: int) -> pa.DataType | None:
-    found = source_fields(schema).get(fid)
-    return found[1].type if found else None
-
-
 def _default_field_id(
     obj: dict[str, Any],
     previous: Mapping[int, PartitionSpec],
-    schema: pa.Schema,
-    names: Mapping[str, pa.Field],
+    sources: Mapping[int, tuple[str, pa.Field, bool]],
     key: str,
 ) -> str:
     probe = PartitionField.from_json({**obj, "field_id": "_probe"}, key=key)
@@ -126,7 +120,6 @@ def _default_field_id(
                 return old.field_id
     if probe.transform is None:
         raise SpecError("an expression field needs an explicit 'field_id'", key=key)
-    sources = source_fields(schema)
     cols = "_".join(
         sources[s][0].replace(".", "_") if s in sources else str(s) for s in probe.source_ids
     )
