@@ -296,7 +296,7 @@ def run_program(data: st.DataObject) -> None:
 HEALTH = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=HEALTH)
+@settings(max_examples=120, deadline=None, suppress_health_check=HEALTH)
 @given(data=st.data())
 def test_evolution_matches_model(data: st.DataObject) -> None:
     run_program(data)

@@ -57,7 +57,7 @@ class IndexedLifecycle(LifecycleMachine):
 
 TestIndexedLifecycle = IndexedLifecycle.TestCase
 TestIndexedLifecycle.settings = settings(
-    max_examples=80, stateful_step_count=6, deadline=None, suppress_health_check=HEALTH
+    max_examples=40, stateful_step_count=6, deadline=None, suppress_health_check=HEALTH
 )
 
 

@@ -295,7 +295,7 @@ HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_t
 
 TestLifecycle = LifecycleMachine.TestCase
 TestLifecycle.settings = settings(
-    max_examples=200, stateful_step_count=6, deadline=None, suppress_health_check=HEALTH
+    max_examples=80, stateful_step_count=6, deadline=None, suppress_health_check=HEALTH
 )
 
 

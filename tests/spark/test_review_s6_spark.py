@@ -2,15 +2,12 @@
 ``merge`` followed by queries that column bounds may prune; a long-lived
 ``lance_sql.SessionContext`` and a fresh one must equal DuckDB over a model.
 
-One local Spark session for the module (the engine's own tests cover cluster mode).
+Runs on the shared ``spark`` session of ``conftest.py`` (local mode by default; its
+cluster mode is in ``-m slow``), so it starts no JVM of its own.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,34 +24,6 @@ SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("x", pa.int64())
 DDL = "k long, x long"
 SPEC = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
 QUERIES = ["x = 1000", "x = 5", "x > 500", "x < 0", "x IS NULL", "x = -1", "k = 1 AND x = 2"]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("java is not installed")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    import pyspark
-    from pyspark.sql import SparkSession
-
-    import lance_sql.engines.spark as lance_spark
-
-    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    lance_spark.register(session)
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def _check(root: str, model: pa.Table, ctx: Any) -> None:
