@@ -115,8 +115,6 @@ class WriteMethods:
         files). ``mode`` must match the later commit's mode.
         """
         self._check_writable()
-        if mode not in ("append", "overwrite"):
-            raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         import uuid
 
         writer = self._writer(
