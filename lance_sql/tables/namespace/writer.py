@@ -215,40 +215,35 @@ class NamespaceWriter(DistributedStaging):
         )
         if t.names and any(k != v for k, v in t.names.items()):
             table = table.rename_columns([t.names.get(n, n) for n in table.column_names])
-        mode = "append" if t.entry is not None and self.mode == "append" else "create"
-        if t.entry is not None and self.mode == "overwrite":
-            mode = "overwrite"
+        mode = "create" if t.entry is None else self.mode
         progress = None if self.progress is None else self.progress(t.location, t.branch)
-        if self._final_flush and t.entry is None and not t.fragments and self._direct:
-            # a new table's only files: written and committed (its creating commit, as
-            # commit_target would make it) in one pylance call, a little cheaper than two
-            try:
-                create_table(t, table, self.storage_options, self._file_version)
-            except BaseException:
-                bounds.join(quiet=True)
-                raise
-            bounds.join()
-            return
+        # a new table's only files: written and committed (its creating commit, as
+        # commit_target would make it) in one pylance call, a little cheaper than two
+        direct = self._final_flush and t.entry is None and not t.fragments and self._direct
         # a new table's files in the namespace's file format; appends follow the table's
         # own (pylance), and a replaced table keeps its declared one (never mixed files)
         fmt = {"data_storage_version": self._file_version} if t.entry is None else {}
         try:
-            frags = write_fragments(
-                table,
-                t.base,
-                schema=t.table_schema,
-                mode=mode,
-                storage_options=self.storage_options,
-                progress=progress,
-                **fmt,
-            )
+            if direct:
+                create_table(t, table, self.storage_options, self._file_version)
+            else:
+                frags = write_fragments(
+                    table,
+                    t.base,
+                    schema=t.table_schema,
+                    mode=mode,
+                    storage_options=self.storage_options,
+                    progress=progress,
+                    **fmt,
+                )
         except BaseException:
             bounds.join(quiet=True)
             raise
-        if progress is not None:  # pylance 14 reports no completion for a call's last file
-            for frag in frags:
-                progress.complete(frag)
-        t.fragments.extend(frags)
+        if not direct:
+            if progress is not None:  # pylance 14 reports no completion for a call's last file
+                for frag in frags:
+                    progress.complete(frag)
+            t.fragments.extend(frags)
         bounds.join()  # after the files are recorded: a failure here still aborts them
 
     def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
