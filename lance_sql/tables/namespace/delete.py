@@ -79,9 +79,8 @@ def remove(m: Mutation, hit: Matched) -> int:
 
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
-    """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
-    if isinstance(filter, str):
-        filter = row_condition(m.ns.schema, filter)
+    """The namespace columns ``filter`` (not SQL text) mentions (None: all of them, when
+    unsure)."""
     if isinstance(filter, RowCondition):
         return list(filter.rows.columns) or None
     return None

@@ -318,7 +318,7 @@ def apply_change(
     op = lance.LanceOperation.Update(
         removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new_frags
     )
-    out = _commit_or_discard(uri, op, base_version, opts, new_frags, updated, retries=5)
+    out = commit_or_discard(uri, op, base_version, opts, new_frags, updated, retries=5)
     if int(out.version) == base_version + 1:
         stay = change.keep & ~rewrite
         gone = set(removed)
@@ -373,12 +373,12 @@ def commit_overwrite(
         else []
     )
     op = lance.LanceOperation.Overwrite(schema, frags)
-    ds = _commit_or_discard(uri, op, base_version, opts, frags, [])
+    ds = commit_or_discard(uri, op, base_version, opts, frags, [])
     seed_overwrite(uri, ds, rows)
     return ds
 
 
-def _commit_or_discard(
+def commit_or_discard(
     uri: str,
     op: Any,
     base_version: int,
@@ -419,6 +419,7 @@ __all__ = [
     "Change",
     "ancestors_of",
     "apply_change",
+    "commit_or_discard",
     "commit_overwrite",
     "commit_update",
     "plan_change",

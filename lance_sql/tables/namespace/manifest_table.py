@@ -388,25 +388,15 @@ def update_properties(
     """Set (or with None, remove) root properties in one commit based on ``snapshot``."""
     import lance
 
+    from lance_sql.tables.namespace.manifest_commit import commit_or_discard
+
     op = lance.LanceOperation.UpdateConfig(
         table_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
         schema_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),
     )
-    ds = _commit(snapshot.uri, op, snapshot.version, storage_options)
+    with _conflicts(snapshot.uri, snapshot.version):
+        ds = commit_or_discard(snapshot.uri, op, snapshot.version, _opts(storage_options), [], [])
     return _snapshot(snapshot.root, ds, storage_options)
-
-
-def _commit(uri: str, op: Any, read_version: int, storage_options: Mapping[str, str] | None) -> Any:
-    import lance
-
-    with _conflicts(uri, read_version):
-        return lance.LanceDataset.commit(
-            uri,
-            op,
-            read_version=read_version,
-            storage_options=_opts(storage_options),
-            max_retries=0,
-        )
 
 
 @contextmanager

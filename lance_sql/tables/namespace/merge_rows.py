@@ -33,7 +33,7 @@ from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.tables.namespace.blobs import with_blob_bytes
 from lance_sql.tables.namespace.delete import matching_rows
 from lance_sql.tables.namespace.mutation import ROWID, Mutation
-from lance_sql.tables.namespace.schema_rule import conform as conform_batch
+from lance_sql.tables.namespace.overwrite import collect
 from lance_sql.tables.namespace.schema_rule import extra_fields
 from lance_sql.tables.namespace.sql_eval import ROW, EnginePlan, merge_plan, values_fit
 
@@ -271,9 +271,7 @@ def _new_rows(
         for name in src.column_names:
             if name in base.column_names:
                 base = base.set_column(base.column_names.index(name), name, src.column(name))
-        return pa.Table.from_batches(
-            [conform_batch(b, ns._schema) for b in base.to_batches()], schema=ns._schema
-        )
+        return collect(ns, base)
     pair = pa.array(np.arange(base.num_rows), pa.int64())
     tables = {}
     if old is not None:

@@ -241,14 +241,7 @@ class Mutation:
             storage_options=self.storage_options,
             changes=changes,
         )
-        try:
-            writer.adopt(stages)
-            for t in self.inserts:
-                writer.write(t)
-            snap = writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        snap = writer.commit_stages(stages, self.inserts)
         return self._commit_rows(changes) if snap is self.snapshot else snap
 
     def _commit_rows(self, changes: RowChanges) -> ManifestSnapshot:

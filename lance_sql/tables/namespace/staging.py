@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
@@ -103,14 +103,9 @@ class StagedWrite:
                 "schema": self.schema,
                 "values": base64.b64encode(sink.getvalue().to_pybytes()).decode(),
                 "partitions": [
-                    {
-                        "object_id": p.object_id,
-                        "location": p.location,
-                        "new": p.new,
-                        "branch": p.branch,
-                        "table_version": p.table_version,
+                    {  # every field but the values (in the Arrow stream above)
+                        **{f.name: getattr(p, f.name) for f in fields(p) if f.name != "values"},
                         "fragments": [json.loads(f) for f in p.fragments],
-                        "bounds": p.bounds,
                     }
                     for p in self.partitions
                 ],

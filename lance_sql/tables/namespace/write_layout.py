@@ -30,6 +30,7 @@ from lance_sql.tables.namespace.layout import (
     join_object_id,
     random_namespace_name,
 )
+from lance_sql.tables.namespace.manifest_fragments import _oid
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
 from lance_sql.tables.namespace.partition_rows import _key, keys_of
 
@@ -268,10 +269,6 @@ def find_entry(entries: Sequence[PartitionTable], object_id: str) -> PartitionTa
     """The entry ``object_id`` of ``entries`` (sorted by object id), found by bisection."""
     at = bisect.bisect_left(entries, object_id, key=_oid)
     return entries[at] if at < len(entries) and entries[at].object_id == object_id else None
-
-
-def _oid(entry: Any) -> str:
-    return str(entry.object_id)
 
 
 def carry_namespaces(source: ManifestSnapshot, target: ManifestSnapshot) -> None:

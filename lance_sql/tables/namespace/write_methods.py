@@ -91,13 +91,7 @@ class WriteMethods:
 
     def _write(self, data: Any, mode: str, buffer_bytes: int | None) -> int:
         self.refresh()
-        writer = self._writer(mode, buffer_bytes)
-        try:
-            writer.write(data)
-            snap = writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        snap = self._writer(mode, buffer_bytes).commit_stages((), [data])
         self._set_snapshot(snap)
         return snap.version
 
@@ -121,8 +115,6 @@ class WriteMethods:
         files). ``mode`` must match the later commit's mode.
         """
         self._check_writable()
-        if mode not in ("append", "overwrite"):
-            raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         import uuid
 
         writer = self._writer(

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.tables.namespace.layout import TABLE
+from lance_sql.tables.namespace.manifest_commit import ancestors_of
 from lance_sql.tables.namespace.manifest_delta import RowChanges
 from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, conform_rows
@@ -85,11 +86,7 @@ def _loose(schema: pa.Schema) -> pa.Schema:
 
 def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
     """After an overwrite: only the written tables, their ancestors and spec version rows."""
-    keep_ns: set[str] = set()
-    for oid in tables:
-        parts = oid.split("$")
-        for i in range(1, len(parts)):
-            keep_ns.add("$".join(parts[:i]))
+    keep_ns = ancestors_of(list(tables))
     oids = table.column("object_id").to_pylist()
     types = table.column("object_type").to_pylist()
     mask = [

@@ -116,7 +116,7 @@ def prepare_target(
     opts = storage_options
     tschema = schema_at(at)
     if not is_marked(tschema) and not staging and mode == "append":
-        ds = _mark_legacy_columns(ds if branch else entry.uri, tschema, latest, opts)
+        ds = _mark_legacy_columns(entry, ds if branch else entry.uri, tschema, latest, opts)
         latest = at = ds.version
         tschema = schema_at(at)
     by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
@@ -218,11 +218,8 @@ def commit_target(t: WriteTarget, *, mode: str, storage_options: Mapping[str, st
         # Lance rebased our Append over a concurrent writer's uncommitted one: the new
         # version holds that writer's rows too, and pinning it would publish them
         # (half of a commit that may still fail). Leave it unreferenced.
-        raise CommitConflictError(
-            f"partition table {t.object_id!r} at location {t.location!r} was written "
-            f"concurrently (version {read_version} moved to {int(ds.version) - 1}); "
-            "__manifest was not committed"
-        )
+        moved = f" (version {read_version} moved to {int(ds.version) - 1})"
+        raise written_concurrently(t, "its commit", moved)
     return int(ds.version)
 
 
@@ -246,7 +243,11 @@ def create_table(
 
 
 def _mark_legacy_columns(
-    base: Any, tschema: pa.Schema, read_version: int, storage_options: Mapping[str, str] | None
+    entry: PartitionTable,
+    base: Any,
+    tschema: pa.Schema,
+    read_version: int,
+    storage_options: Mapping[str, str] | None,
 ) -> Any:
     """Record on every column of an unmarked (older) table the namespace id it holds.
 
@@ -254,7 +255,6 @@ def _mark_legacy_columns(
     when this write adds columns (whose Lance ids differ from the namespace's).
     """
     import lance
-    from lance.commit import CommitConflictError as LanceConflict
 
     from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY
 
@@ -264,12 +264,10 @@ def _mark_legacy_columns(
         if (fid := field_id_of(f)) is not None
     }
     op = lance.LanceOperation.UpdateConfig(field_metadata_updates=updates)
-    try:
+    with table_conflicts(entry, "the marking of its columns"):
         return lance.LanceDataset.commit(
             base, op, read_version=read_version, storage_options=storage_options, max_retries=0
         )
-    except LanceConflict as exc:
-        raise CommitConflictError(f"partition table changed concurrently ({exc})") from exc
 
 
 @contextmanager

@@ -83,6 +83,8 @@ from lance_sql.tables.namespace.writer_staging import DistributedStaging
 DEFAULT_BUFFER_BYTES = 256 << 20
 COMMIT_THREADS = 8  # partition tables committed at once (I/O-bound; pylance drops the GIL)
 SPLIT_ROWS = 1 << 20  # rows per piece that is partitioned at once (see NamespaceWriter.write)
+SPLIT_THREADS = 2  # threads that group one piece's rows by partition
+MAX_REBASES = 16  # times an append is replayed onto a newer __manifest before it fails
 OVERLAP_ROWS = 32_768  # from this many rows a file's column bounds are computed on a thread
 
 
@@ -98,8 +100,6 @@ class NamespaceWriter(DistributedStaging):
         mode: str,
         storage_options: Mapping[str, str] | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
-        threads: int = 2,
-        max_rebases: int = 16,
         write_id: str | None = None,
         staging: bool = False,
         progress: Any = None,
@@ -114,8 +114,6 @@ class NamespaceWriter(DistributedStaging):
         self.mode = mode
         self.storage_options = dict(storage_options) if storage_options else None
         self.buffer_bytes = buffer_bytes
-        self.threads = max(1, threads)
-        self.max_rebases = max(0, max_rebases)
         # write_id: names of new partitions derive from it (all tasks of one distributed
         # write agree); staging: write files only, never commit anything (see stage()).
         self.write_id = write_id
@@ -137,7 +135,6 @@ class NamespaceWriter(DistributedStaging):
         # reported per file; new directory names are random, so never taken)
         self._direct = not staging and progress is None and write_id is None
         self._final_flush = False
-        self.committed_versions: dict[str, int] = {}  # object_id -> version commit() pinned
         self.rebased = False  # whether commit() replayed the write onto a newer __manifest
         # column bounds and key-filter hashes of the rows written per table
         self._stats = WriteStats(schema, snapshot.properties, self.storage_options)
@@ -168,7 +165,7 @@ class NamespaceWriter(DistributedStaging):
             return
         values = partition_values(batch, self.spec, self.schema)
         total = batch.nbytes
-        groups = list(split_batch(batch, values, threads=self.threads))
+        groups = list(split_batch(batch, values, threads=SPLIT_THREADS))
         self._layout.look([(key, raw) for key, raw, _ in groups if key not in self._targets])
         for key, raw, rows in groups:
             target = self._target(key, raw)
@@ -187,16 +184,14 @@ class NamespaceWriter(DistributedStaging):
             return
         for t in targets:
             self._buffered -= t.buffered
-        if len(targets) == 1 or self.threads == 1:
-            for t in targets:
-                self._prepare(t)
-            for t in targets:
-                self._flush_one(t)
+        if len(targets) == 1:
+            self._prepare(targets[0])
+            self._flush_one(targets[0])
             return
         # Many small partitions are latency-bound (opening a table, a small file): at
         # least COMMIT_THREADS of them at once. Every table is prepared before any file
         # is written, so a refused table (a tag pin) fails the write before that.
-        with ThreadPoolExecutor(min(max(self.threads, COMMIT_THREADS), len(targets))) as pool:
+        with ThreadPoolExecutor(min(COMMIT_THREADS, len(targets))) as pool:
             list(pool.map(self._prepare, targets))
             list(pool.map(lambda t: self._flush_one(t, False), targets))
 
@@ -220,40 +215,35 @@ class NamespaceWriter(DistributedStaging):
         )
         if t.names and any(k != v for k, v in t.names.items()):
             table = table.rename_columns([t.names.get(n, n) for n in table.column_names])
-        mode = "append" if t.entry is not None and self.mode == "append" else "create"
-        if t.entry is not None and self.mode == "overwrite":
-            mode = "overwrite"
+        mode = "create" if t.entry is None else self.mode
         progress = None if self.progress is None else self.progress(t.location, t.branch)
-        if self._final_flush and t.entry is None and not t.fragments and self._direct:
-            # a new table's only files: written and committed (its creating commit, as
-            # commit_target would make it) in one pylance call, a little cheaper than two
-            try:
-                create_table(t, table, self.storage_options, self._file_version)
-            except BaseException:
-                bounds.join(quiet=True)
-                raise
-            bounds.join()
-            return
+        # a new table's only files: written and committed (its creating commit, as
+        # commit_target would make it) in one pylance call, a little cheaper than two
+        direct = self._final_flush and t.entry is None and not t.fragments and self._direct
         # a new table's files in the namespace's file format; appends follow the table's
         # own (pylance), and a replaced table keeps its declared one (never mixed files)
         fmt = {"data_storage_version": self._file_version} if t.entry is None else {}
         try:
-            frags = write_fragments(
-                table,
-                t.base,
-                schema=t.table_schema,
-                mode=mode,
-                storage_options=self.storage_options,
-                progress=progress,
-                **fmt,
-            )
+            if direct:
+                create_table(t, table, self.storage_options, self._file_version)
+            else:
+                frags = write_fragments(
+                    table,
+                    t.base,
+                    schema=t.table_schema,
+                    mode=mode,
+                    storage_options=self.storage_options,
+                    progress=progress,
+                    **fmt,
+                )
         except BaseException:
             bounds.join(quiet=True)
             raise
-        if progress is not None:  # pylance 14 reports no completion for a call's last file
-            for frag in frags:
-                progress.complete(frag)
-        t.fragments.extend(frags)
+        if not direct:
+            if progress is not None:  # pylance 14 reports no completion for a call's last file
+                for frag in frags:
+                    progress.complete(frag)
+            t.fragments.extend(frags)
         bounds.join()  # after the files are recorded: a failure here still aborts them
 
     def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
@@ -349,8 +339,7 @@ class NamespaceWriter(DistributedStaging):
         else:
             committed = [commit_one(t) for t in targets]
         versions = {t.object_id: v for t, v in zip(targets, committed, strict=True)}
-        self.committed_versions = versions
-        for attempt in range(self.max_rebases + 1):
+        for attempt in range(MAX_REBASES + 1):
             self._may_be_committed = True
             try:
                 snap = commit_write(
@@ -366,7 +355,7 @@ class NamespaceWriter(DistributedStaging):
                 )
             except CommitConflictError as exc:
                 self._may_be_committed = False  # refused: __manifest was not changed
-                if self.mode != "append" or attempt == self.max_rebases:
+                if self.mode != "append" or attempt == MAX_REBASES:
                     raise
                 time.sleep(random.uniform(0, min(0.25, 0.005 * 2**attempt)))  # jittered backoff
                 latest = read_manifest(self.snapshot.root, storage_options=self.storage_options)
@@ -385,13 +374,10 @@ class NamespaceWriter(DistributedStaging):
                 and not self.rebased
                 and (self.mode == "append" or self.keep_untouched)
             ):  # the rows read plus this write's (else concurrent writes' are in too)
-                self._layout.remember(snap, {t.key: t.object_id for t in self.new_tables()})
+                new = {t.key: t.object_id for t in self._targets.values() if t.entry is None}
+                self._layout.remember(snap, new)
             return snap
         raise AssertionError("unreachable")
-
-    def new_tables(self) -> list[WriteTarget]:
-        """The tables this write creates (after :meth:`commit`: those it committed)."""
-        return [t for t in self._targets.values() if t.entry is None]
 
     def _rebase_blocker(self, latest: ManifestSnapshot) -> str | None:
         """Why this append cannot be replayed onto ``latest`` (None when it can)."""

@@ -59,6 +59,9 @@ class DistributedStaging:
     def commit(self) -> ManifestSnapshot:
         raise NotImplementedError
 
+    def write(self, data: Any) -> None:
+        raise NotImplementedError
+
     def staged(self) -> StagedWrite:
         """Write every buffer to uncommitted files and describe them; nothing is committed."""
         if not self.staging:
@@ -89,15 +92,18 @@ class DistributedStaging:
             partitions=parts,
         )
 
-    def commit_stages(self, stages: Sequence[StagedWrite]) -> ManifestSnapshot:
-        """:meth:`adopt` ``stages`` and :meth:`commit`; on any failure :meth:`abort` and raise.
+    def commit_stages(
+        self, stages: Sequence[StagedWrite], data: Sequence[Any] = ()
+    ) -> ManifestSnapshot:
+        """:meth:`adopt` ``stages``, write ``data`` (each in any writable form) and
+        :meth:`commit`; on any failure :meth:`abort` and raise.
 
-        An append that adopts no partition commits nothing (returns the snapshot).
+        An append that adopts and writes no partition commits nothing (returns the snapshot).
         """
         try:
             self.adopt(stages)
-            if not self._targets and self.mode == "append":
-                return self.snapshot
+            for d in data:
+                self.write(d)
             return self.commit()
         except BaseException:
             self.abort()
