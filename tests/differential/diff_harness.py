@@ -241,8 +241,15 @@ def schema_of(table: pa.Table) -> list[tuple[str, str, bool]]:
     return [(f.name, str(f.type), f.nullable) for f in table.schema]
 
 
-def assert_same_schema(got: pa.Table, want: pa.Table, context: str = "") -> None:
-    assert schema_of(got) == schema_of(want), f"schema differs{context}"
+def assert_same_schema(
+    got: pa.Table, want: pa.Table, context: str = "", *, nullability: bool = True
+) -> None:
+    """Equal names and types, and nullability unless ``nullability`` is False."""
+    if nullability:
+        assert schema_of(got) == schema_of(want), f"schema differs{context}"
+    else:
+        names_types = lambda t: [(n, ty) for n, ty, _ in schema_of(t)]  # noqa: E731
+        assert names_types(got) == names_types(want), f"schema differs{context}"
 
 
 def _norm(value: Any) -> Any:
