@@ -53,6 +53,23 @@ QUERIES = {
         "WHERE a.c1 IS NULL OR b.id IS NULL"
     ),
     "full_join_star": "SELECT * FROM s1 a FULL JOIN s0 b ON a.c0 = b.c0 WHERE a.c1 IS NULL",
+    # outer joins inside the padded side of another: each is named apart, innermost first
+    "nested_right_joins": (
+        "SELECT t2.c1, t3.c1 FROM s1 t0 RIGHT JOIN (s0 t2 RIGHT JOIN s1 t3 ON t2.c0 = t3.c0) "
+        "ON t0.c0 = t2.c0 WHERE t0.c1 IS NULL AND t2.c1 IS NULL AND t3.c0 = 'a'"
+    ),
+    "nested_left_joins": (
+        "SELECT t0.c1, t2.c1, t3.c1 FROM s1 t0 LEFT JOIN (s0 t2 LEFT JOIN s1 t3 "
+        "ON t2.c0 = t3.c0) ON t0.c0 = t2.c0 WHERE t3.c1 IS NULL AND t0.c0 = 'a'"
+    ),
+    "chained_right_joins": (
+        "SELECT t4.c1, t3.c1 FROM s0 t2 RIGHT JOIN s1 t3 ON t2.c0 = t3.c0 "
+        "RIGHT JOIN s0 t4 ON t3.c0 = t4.c0 WHERE t2.c1 IS NULL AND t4.c0 = 'a'"
+    ),
+    "chained_full_joins": (
+        "SELECT t0.c1, t1.c1 FROM s1 t0 FULL JOIN s0 t1 ON t0.c0 = t1.c0 "
+        "FULL JOIN s1 t2 ON t1.c0 = t2.c0 WHERE t0.c1 IS NULL AND t2.c1 > 1"
+    ),
 }
 
 

@@ -78,28 +78,33 @@ def name_padded_sides_apart(plan: plan_pb2.Plan, width: Callable[[Rel], int]) ->
     is unknown) becomes ``coalesce(column)``, as in :func:`name_emitted_columns_apart`:
     the condition then names a column only the padded side has, and stays above.
     """
-    done = 0
-    for rel in list(sp.walk(sp.root_rel(plan))):
-        if sp.kind(rel) != "join" or rel.join.type not in _OUTER:
-            continue
-        body = rel.join
-        # a FULL join pads both sides: naming one side apart makes every name distinct
-        padded = body.left if body.type == J.JOIN_TYPE_RIGHT else body.right
-        other = body.right if body.type == J.JOIN_TYPE_RIGHT else body.left
-        names, others = output_names(padded), output_names(other)
-        try:
-            n = len(names) if names is not None else width(padded)
-        except Exception:  # an input DataFusion cannot plan alone
-            continue
-        if names is None or others is None:
-            rename = [True] * n
-        else:
-            rename = [name is None or name in set(others) for name in names]
-        if any(rename):
-            original = Rel()
-            original.CopyFrom(padded)
-            done += _project_renamed(plan, padded, original, n, list(range(n)), rename)
-    return done
+    return _padded_apart_under(plan, sp.root_rel(plan), width)
+
+
+def _padded_apart_under(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
+    # inputs first: renaming copies the padded input, so joins inside it are done already
+    done = sum(_padded_apart_under(plan, child, width) for child in sp.inputs(rel))
+    if sp.kind(rel) != "join" or rel.join.type not in _OUTER:
+        return done
+    body = rel.join
+    # a FULL join pads both sides: naming one side apart makes every name distinct
+    padded = body.left if body.type == J.JOIN_TYPE_RIGHT else body.right
+    other = body.right if body.type == J.JOIN_TYPE_RIGHT else body.left
+    names, others = output_names(padded), output_names(other)
+    try:
+        n = len(names) if names is not None else width(padded)
+    except Exception:  # an input DataFusion cannot plan alone
+        return done
+    if names is None or others is None:
+        rename = [True] * n
+    else:
+        taken = set(others)
+        rename = [name is None or name in taken for name in names]
+    if not any(rename):
+        return done
+    original = Rel()
+    original.CopyFrom(padded)
+    return done + _project_renamed(plan, padded, original, n, list(range(n)), rename)
 
 
 def _project_renamed(
