@@ -241,7 +241,25 @@ def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None
         if is_known_error(exc):  # a known failure class (KNOWN_ERRORS): look for others
             reject()
         raise
-    assert_same(got, want, sql=label)
+    try:
+        assert_same(got, want, sql=label)
+    except AssertionError:
+        if _names_types(got) != _names_types(want):
+            raise
+        assert_same(got, want, schema=False, sql=label)  # the rows are equal
+        # Only nullability differs. Plain DataFusion over memory tables can simplify a
+        # plan lance-sql's providers keep: ``items FULL JOIN products ON sku = sku AND
+        # date_trunc('day', added) = 2024-01-01 AND ... = 2024-01-02`` becomes an empty
+        # relation over memory tables and the join goes (``item_id`` not null), while
+        # DataFusion hands the contradiction to a dataset provider as an exact filter and
+        # keeps the FULL join (``item_id`` nullable). lance-sql must then have the schema
+        # of the same program over its own tables without its plan passes.
+        base = run_program(c.lance_ctx(spj), table, steps, limits)
+        assert_same(got, DataFrame(base.df).to_arrow_table(), sql=f"{label} [passes off]")
+
+
+def _names_types(table: pa.Table) -> list[tuple[str, pa.DataType]]:
+    return [(field.name, field.type) for field in table.schema]
 
 
 #: minimal failing programs found by this test, kept as regression cases (KNOWN_FAILURES
@@ -277,6 +295,26 @@ REGRESSIONS: dict[str, tuple[str, list[Step]]] = {
     "df_distinct_join_distinct_sort_limit": (
         "t",
         [("distinct",), ("join", "x", "t", "x", "inner", None), ("distinct",), ("sort_limit", 7)],
+    ),
+    # a contradiction in a FULL join's condition: plain DataFusion over memory tables drops
+    # the join (item_id not null), over lance-sql's tables the join stays (nullable); the
+    # slow run drew it (see ``check_program``)
+    "df_full_join_contradiction": (
+        "items",
+        [
+            (
+                "join",
+                "sku",
+                "products",
+                "sku",
+                "full",
+                (
+                    "and",
+                    ("date_trunc", (None, "added", "ts"), dt.datetime(2024, 1, 1)),
+                    ("date_trunc", (None, "added", "ts"), dt.datetime(2024, 1, 2)),
+                ),
+            )
+        ],
     ),
 }
 
