@@ -241,15 +241,22 @@ def schema_of(table: pa.Table) -> list[tuple[str, str, bool]]:
     return [(f.name, str(f.type), f.nullable) for f in table.schema]
 
 
-def assert_same_schema(
-    got: pa.Table, want: pa.Table, context: str = "", *, nullability: bool = True
-) -> None:
-    """Equal names and types, and nullability unless ``nullability`` is False."""
-    if nullability:
-        assert schema_of(got) == schema_of(want), f"schema differs{context}"
-    else:
-        names_types = lambda t: [(n, ty) for n, ty, _ in schema_of(t)]  # noqa: E731
-        assert names_types(got) == names_types(want), f"schema differs{context}"
+def assert_same_schema(got: pa.Table, want: pa.Table, context: str = "") -> None:
+    assert schema_of(got) == schema_of(want), f"schema differs{context}"
+
+
+def names_types(table: pa.Table) -> list[tuple[str, pa.DataType]]:
+    return [(field.name, field.type) for field in table.schema]
+
+
+def assert_schema_without_passes(got: pa.Table, df: Any, context: str = "") -> None:
+    """``got``'s schema is that of ``df`` (a ``LanceDataFrame``) run without lance-sql's
+    plan passes: the query over lance-sql's own tables, as DataFusion plans it alone.
+
+    For answers whose rows are right where only nullability differs from plain
+    DataFusion over memory tables, which can simplify a plan a dataset provider keeps.
+    """
+    assert_same_schema(got, datafusion.DataFrame(df.df).to_arrow_table(), context)
 
 
 def _norm(value: Any) -> Any:
