@@ -1,4 +1,4 @@
-"""Distinct names for the columns a rebuilt join puts back in their order.
+"""Distinct names for the columns a rebuilt join puts back in their order, and for padded sides.
 
 lance-sql's join passes (:mod:`.join_order`, :mod:`.join_swap`) rebuild join
 trees and restore the original column order with an ``emit``. DataFusion's
@@ -9,17 +9,28 @@ DataFusion 55 pushes join dynamic filters through a projection by column *name*
 and can put a semi join's filter on the wrong ``sku``: rows are lost
 (apache/datafusion#25263, fixed upstream after 55 by matching positions).
 
-:func:`name_emitted_columns_apart` therefore writes each such emit as a
+:func:`name_columns_apart` therefore writes each such emit as a
 projection in which every column whose name was already emitted is
 ``coalesce(column)``: the same values, type and nullability (DataFusion
 simplifies it back to the column, keeping the name ``coalesce(right.sku)``),
 but a name of its own. The query's output names come from the plan's root
 names, so answers keep their names.
+
+A WHERE condition on the NULL-padded side of an outer join stays above the
+join. DataFusion 55's physical filter pushdown moves it through the join by
+column *name*, so when the other side has a column of the same name (``a RIGHT
+JOIN b ... WHERE a.c1 IS NULL``, with ``b.c1`` read too) the condition can land
+on ``b.c1``: wrong rows (apache/datafusion#21246, fixed after 55; plain
+DataFusion gives them too). With ``padded_sides``, each column of a padded
+input whose name the other side also outputs (or whose name is unknown)
+becomes ``coalesce(column)`` the same way: the condition then names a column
+only the padded side has, and stays above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
 
@@ -31,19 +42,33 @@ _OUTER = (J.JOIN_TYPE_LEFT, J.JOIN_TYPE_RIGHT, J.JOIN_TYPE_OUTER)
 _BOTH = (J.JOIN_TYPE_INNER, *_OUTER)
 
 
-def name_emitted_columns_apart(plan: plan_pb2.Plan, width: Callable[[Rel], int]) -> int:
-    """Give repeated names apart in every join ``emit`` of ``plan`` (in place); how many."""
-    return _apart_under(plan, sp.root_rel(plan), width)
+def name_columns_apart(
+    plan: plan_pb2.Plan, width: Callable[[Rel], int], *, padded_sides: bool
+) -> int:
+    """Give repeated names apart in every join ``emit`` of ``plan``, and with ``padded_sides``
+    the NULL-padded side of every outer join names of its own (in place; see the module).
+
+    Run once, after the last pass that builds or swaps joins. Returns how many
+    padded sides were named apart: a plan needing only that must still be rewritten.
+    """
+    return _apart_under(plan, sp.root_rel(plan), width, padded_sides)
 
 
-def _apart_under(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
-    done = sum(_apart_under(plan, child, width) for child in sp.inputs(rel))  # inputs first
-    if sp.kind(rel) == "join" and rel.join.common.HasField("emit"):
-        done += _apart(plan, rel, width)
+def _apart_under(
+    plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int], padded_sides: bool
+) -> int:
+    # inputs first: renaming copies an input, so the joins inside it are done already
+    done = sum(_apart_under(plan, child, width, padded_sides) for child in sp.inputs(rel))
+    if sp.kind(rel) != "join":
+        return done
+    if padded_sides and rel.join.type in _OUTER:
+        done += _padded_apart(plan, rel.join, width)
+    if rel.join.common.HasField("emit"):
+        _emitted_apart(plan, rel, width)
     return done
 
 
-def _apart(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
+def _emitted_apart(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
     """``rel`` (a join with an emit) as a projection of distinct names, if it needs one."""
     mapping = list(rel.join.common.emit.output_mapping)
     join = Rel()
@@ -57,69 +82,45 @@ def _apart(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
         repeated.append(name is None or name in seen)  # unknown: named apart to be safe
         if name is not None:
             seen.add(name)
-    if not any(repeated):
-        return 0
-    try:
-        n = len(names) if names is not None else width(join)
-    except Exception:  # an input DataFusion cannot plan alone
-        return 0
-    return _project_renamed(plan, rel, join, n, mapping, repeated)
+    return _project_renamed(plan, rel, join, names, mapping, repeated, width)
 
 
-def name_padded_sides_apart(plan: plan_pb2.Plan, width: Callable[[Rel], int]) -> int:
-    """Give the NULL-padded side of every outer join names of its own (in place); how many.
-
-    A WHERE condition on the padded side stays above an outer join. DataFusion 55's
-    physical filter pushdown moves it through the join by column *name*, so when the
-    other side has a column of the same name (``a RIGHT JOIN b ... WHERE a.c1 IS
-    NULL``, with ``b.c1`` read too) the condition can land on ``b.c1``: wrong rows
-    (apache/datafusion#21246, fixed after 55; plain DataFusion gives them too). Each
-    column of the padded input whose name the other side also outputs (or whose name
-    is unknown) becomes ``coalesce(column)``, as in :func:`name_emitted_columns_apart`:
-    the condition then names a column only the padded side has, and stays above.
-    """
-    return _padded_apart_under(plan, sp.root_rel(plan), width)
-
-
-def _padded_apart_under(plan: plan_pb2.Plan, rel: Rel, width: Callable[[Rel], int]) -> int:
-    # inputs first: renaming copies the padded input, so joins inside it are done already
-    done = sum(_padded_apart_under(plan, child, width) for child in sp.inputs(rel))
-    if sp.kind(rel) != "join" or rel.join.type not in _OUTER:
-        return done
-    body = rel.join
+def _padded_apart(plan: plan_pb2.Plan, body: Any, width: Callable[[Rel], int]) -> int:
+    """The padded input of outer join ``body`` with the names the other side has renamed."""
     # a FULL join pads both sides: naming one side apart makes every name distinct
     padded = body.left if body.type == J.JOIN_TYPE_RIGHT else body.right
     other = body.right if body.type == J.JOIN_TYPE_RIGHT else body.left
     names, others = output_names(padded), output_names(other)
-    try:
-        n = len(names) if names is not None else width(padded)
-    except Exception:  # an input DataFusion cannot plan alone
-        return done
-    if names is None or others is None:
-        rename = [True] * n
-    else:
-        taken = set(others)
-        rename = [name is None or name in taken for name in names]
-    if not any(rename):
-        return done
+    taken = set(others or ())
+    rename = None if names is None or others is None else [n is None or n in taken for n in names]
     original = Rel()
     original.CopyFrom(padded)
-    return done + _project_renamed(plan, padded, original, n, list(range(n)), rename)
+    return _project_renamed(plan, padded, original, names, None, rename, width)
 
 
 def _project_renamed(
-    plan: plan_pb2.Plan, rel: Rel, source: Rel, n: int, mapping: list[int], rename: list[bool]
+    plan: plan_pb2.Plan,
+    rel: Rel,
+    source: Rel,
+    names: list[Any] | None,
+    mapping: list[int] | None,
+    rename: list[bool] | None,
+    width: Callable[[Rel], int],
 ) -> int:
-    """Replace ``rel`` (in place) by a projection of ``source``'s columns ``mapping``, each
-    ``coalesce(column)`` where ``rename`` says so (``n``: ``source``'s width); 1, or 0
-    for a plan that cannot declare the function."""
-    try:
-        coalesce = sp.declare_function(plan, "coalesce")
-    except Exception:  # a plan without function extensions
+    """Replace ``rel`` (in place) by a projection of ``source``'s columns ``mapping`` (None:
+    all), each ``coalesce(column)`` where ``rename`` says so (None: every one); 1, or 0 when
+    none is renamed, ``source``'s width is unknown or the plan cannot declare the function."""
+    if rename is not None and not any(rename):
         return 0
+    try:
+        n = len(names) if names is not None else width(source)
+        coalesce = sp.declare_function(plan, "coalesce")
+    except Exception:  # an input DataFusion cannot plan alone; a plan without functions
+        return 0
+    mapping = list(range(n)) if mapping is None else mapping
     out = Rel()
     out.project.input.CopyFrom(source)
-    for i, renamed in zip(mapping, rename, strict=True):
+    for i, renamed in zip(mapping, rename or [True] * n, strict=True):
         ref = sp.field_reference(i)
         if renamed:
             call = algebra_pb2.Expression()
@@ -133,26 +134,22 @@ def _project_renamed(
     return 1
 
 
-def output_names(rel: Rel) -> list[str | None] | None:
-    """The column names ``rel`` outputs (None: a computed column), read from the message.
+def output_fields(rel: Rel, read: Callable[[Rel], list[Any] | None]) -> list[Any] | None:
+    """What each column ``rel`` outputs is, read from the message: ``read(rel)`` for a read,
+    then through filters, projections (None: a computed column), limits, sorts and joins.
 
     None where the message does not say (aggregates, sets, extensions, mark joins).
     """
     k = sp.kind(rel)
     if k == "read":
-        chain = sp.scan_chain(rel)
-        return None if chain is None else list(chain.columns)
+        return read(rel)
     body = getattr(rel, k, None)
-    if body is None:
-        return None
     if k in ("filter", "project", "fetch", "sort"):
-        below = output_names(body.input)
-        if below is None:
-            return None
-        return sp.through(rel, below) if k in sp.ROW_WISE else sp.emitted(rel, below)
+        below = output_fields(body.input, read)
+        return None if below is None else sp.through(rel, below)
     if k not in ("join", "cross"):
         return None
-    left, right = output_names(body.left), output_names(body.right)
+    left, right = output_fields(body.left, read), output_fields(body.right, read)
     if left is None or right is None:
         return None
     if k == "cross" or body.type in _BOTH:
@@ -166,4 +163,14 @@ def output_names(rel: Rel) -> list[str | None] | None:
     return sp.emitted(rel, both)
 
 
-__all__ = ["name_emitted_columns_apart", "name_padded_sides_apart", "output_names"]
+def output_names(rel: Rel) -> list[str | None] | None:
+    """The column names ``rel`` outputs (None: a computed column), read from the message."""
+    return output_fields(rel, _read_names)
+
+
+def _read_names(rel: Rel) -> list[str | None] | None:
+    chain = sp.scan_chain(rel)
+    return None if chain is None else list(chain.columns)
+
+
+__all__ = ["name_columns_apart", "output_fields", "output_names"]

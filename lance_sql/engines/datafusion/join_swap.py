@@ -40,6 +40,7 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import join_order as jo
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_emit_names import output_fields
 from lance_sql.format.metadata import open_metadata
 
 Rel = algebra_pb2.Rel
@@ -373,37 +374,19 @@ def _leaf_name(rel: Rel) -> str:
     return "+".join(tables) if tables else sp.kind(rel)
 
 
-_BOTH = (INNER, J.JOIN_TYPE_LEFT, J.JOIN_TYPE_RIGHT, J.JOIN_TYPE_OUTER)
-
-
 def native_width(rel: Rel) -> int | None:
     """How many columns ``rel`` outputs, read from the message (None: ask DataFusion)."""
-    k = sp.kind(rel)
-    body = getattr(rel, k, None)
-    if body is None:
-        return None
-    if body.common.HasField("emit"):
+    body = getattr(rel, sp.kind(rel), None)
+    if body is not None and body.common.HasField("emit"):
         return len(body.common.emit.output_mapping)
-    if k == "read":
-        if body.HasField("projection"):
-            return len(body.projection.select.struct_items)
-        return len(body.base_schema.struct.types)
-    if k in ("filter", "fetch", "sort"):
-        return native_width(body.input)
-    if k == "project":
-        below = native_width(body.input)
-        return None if below is None else below + len(body.expressions)
-    if k in ("join", "cross"):
-        left, right = native_width(body.left), native_width(body.right)
-        if left is None or right is None:
-            return None
-        if k == "cross" or body.type in _BOTH:
-            return left + right
-        if body.type in (J.JOIN_TYPE_LEFT_SEMI, J.JOIN_TYPE_LEFT_ANTI):
-            return left
-        if body.type in (J.JOIN_TYPE_RIGHT_SEMI, J.JOIN_TYPE_RIGHT_ANTI):
-            return right
-    return None  # aggregates (grouping sets add a column), mark joins, sets, extensions
+    fields = output_fields(rel, lambda read: [None] * _read_width(read.read))
+    return None if fields is None else len(fields)
+
+
+def _read_width(read: algebra_pb2.ReadRel) -> int:
+    if read.HasField("projection"):
+        return len(read.projection.select.struct_items)
+    return len(read.base_schema.struct.types)
 
 
 def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:

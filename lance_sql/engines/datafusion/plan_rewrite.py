@@ -28,10 +28,7 @@ import pyarrow as pa
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
-from lance_sql.engines.datafusion.join_emit_names import (
-    name_emitted_columns_apart,
-    name_padded_sides_apart,
-)
+from lance_sql.engines.datafusion.join_emit_names import name_columns_apart
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
 from lance_sql.engines.datafusion.join_swap import namespace_rows, output_width
@@ -280,15 +277,16 @@ def _rewrite_plan(
         if want_outer:  # after SPJ: a join SPJ ran is a read now, its columns named apart
             same_types = lambda p: _same_types(ctx, p, df)  # noqa: E731
             out.outer_joins = eliminate_outer_joins(plan, width, same_types)
-            padded = name_padded_sides_apart(plan, width)  # the outer joins left: see there
-            changed = changed or bool(out.outer_joins) or bool(padded)
+            changed = changed or bool(out.outer_joins)
         if want_stats:
             stats = plan_join_stats(ctx, plan, namespaces=tables, extra_rows=_spj_rows(out.used))
             out.join_stats = stats.lines or ([f"not used ({stats.error})"] if stats.error else [])
             changed = changed or bool(stats.lines)
+        if changed or want_outer:  # after every join pass; the outer joins left: see there
+            padded = name_columns_apart(plan, width, padded_sides=want_outer)
+            changed = changed or bool(padded)
         if not changed:
             return out
-        name_emitted_columns_apart(plan, width)  # after every join pass: see join_emit_names
         out.names = _unique_output_names(plan, df.schema())
         try:
             new = ctx.create_dataframe_from_logical_plan(sp.from_substrait(ctx, plan))
