@@ -27,6 +27,7 @@ into "every row" or "no row".
 
 from __future__ import annotations
 
+import functools
 import operator
 import threading
 from collections.abc import Callable
@@ -90,14 +91,6 @@ def _connective(name: str, absorbing: bool, a: Any, b: Any) -> Any:
     return _expression(a) | _expression(b) if absorbing else _expression(a) & _expression(b)
 
 
-def _and(a: Any, b: Any) -> Any:
-    return _connective("and_", False, a, b)
-
-
-def _or(a: Any, b: Any) -> Any:
-    return _connective("or_", True, a, b)
-
-
 def _invert(a: Any) -> Any:
     la = literal_value(a)
     if la is _NO:
@@ -105,7 +98,11 @@ def _invert(a: Any) -> Any:
     return _literal(None if la is None else not la)
 
 
-_WRAPPERS: dict[str, Callable[..., Any]] = {"and_": _and, "or_": _or, "invert": _invert}
+_WRAPPERS: dict[str, Callable[..., Any]] = {
+    "and_": functools.partial(_connective, "and_", False),
+    "or_": functools.partial(_connective, "or_", True),
+    "invert": _invert,
+}
 
 
 def install() -> None:

@@ -379,14 +379,8 @@ def native_width(rel: Rel) -> int | None:
     body = getattr(rel, sp.kind(rel), None)
     if body is not None and body.common.HasField("emit"):
         return len(body.common.emit.output_mapping)
-    fields = output_fields(rel, lambda read: [None] * _read_width(read.read))
+    fields = output_fields(rel, lambda read: sp.read_fields(read.read))
     return None if fields is None else len(fields)
-
-
-def _read_width(read: algebra_pb2.ReadRel) -> int:
-    if read.HasField("projection"):
-        return len(read.projection.select.struct_items)
-    return len(read.base_schema.struct.types)
 
 
 def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:

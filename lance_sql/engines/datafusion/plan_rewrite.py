@@ -72,11 +72,6 @@ class Rewrite:
     outer_joins: list[str] = field(default_factory=list)
 
 
-def _scans(plan: Any) -> list[str]:
-    """Table names of every TableScan of a logical plan."""
-    return [name for node in preorder(plan) if (name := scan_name(node)) is not None]
-
-
 def rewrite(
     ctx: Any,
     df: Any,
@@ -97,7 +92,7 @@ def rewrite(
         return Rewrite(df)  # this plan shape over these tables: no pass applies (see _Skips)
     logical = df.optimized_logical_plan()
     text = logical.display_indent()
-    all_scans = _scans(logical)
+    all_scans = [name for node in preorder(logical) if (name := scan_name(node)) is not None]
     scans = [s for s in all_scans if s in namespaces]
     lance = any(s in namespaces or lance_dataset(ctx, s) is not None for s in all_scans)
     # joins of namespaces only (TPC-H q4, q12) are ordered by estimates too

@@ -119,11 +119,7 @@ def _read_fields(
         if table is None or not table.prunes_with_planner:
             return None
         names = table.schema.names
-        read = rel.read
-        if read.HasField("projection"):
-            items = [i.field for i in read.projection.select.struct_items]
-        else:
-            items = list(range(len(read.base_schema.struct.types)))
+        items = sp.read_fields(rel.read)
         if any(not 0 <= i < len(names) for i in items):
             return None  # a read whose schema is not the table's: prune nothing more
         return rel, table, sp.emitted(rel, [(names[i],) for i in items])

@@ -158,23 +158,6 @@ def _aggregate_columns(
     return None
 
 
-def _through_project(
-    body: algebra_pb2.ProjectRel, fields: list[int], width: Callable[[Rel], int]
-) -> list[int] | None:
-    """``fields`` of a projection as fields of its input (None: one is computed)."""
-    below = width(body.input)
-    out = []
-    for f in fields:
-        if f < below:
-            out.append(f)
-            continue
-        ref = sp.field_ref(body.expressions[f - below])
-        if ref is None:
-            return None
-        out.append(ref)
-    return out
-
-
 def _smallest_source(
     rel: Rel, fields: list[int], estimate: Estimator, width: Callable[[Rel], int]
 ) -> tuple[Rel, list[int]] | None:
@@ -202,14 +185,16 @@ def _descend(
         body = getattr(rel, k, None)
         if body is None:
             return
+        if k == "project":  # each output field: the input field it is (None: computed)
+            origin = sp.through(rel, list(range(width(body.input))))
+            mapped = [origin[f] for f in fields]
+            if None in mapped:
+                return
+            rel, fields = body.input, mapped
+            continue
         fields = [_natural(body, f) for f in fields]
         if k in ("filter", "sort") or (k == "fetch" and reducer):
             rel = body.input
-        elif k == "project":
-            mapped = _through_project(body, fields, width)
-            if mapped is None:
-                return
-            rel, fields = body.input, mapped
         elif k == "join" and reducer:
             n = width(body.left)
             if body.type in sp.RIGHT_ONLY_JOINS:

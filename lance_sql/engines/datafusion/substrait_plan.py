@@ -181,15 +181,18 @@ def scan_chain(rel: Rel) -> ScanChain | None:
         if name is None:
             return None
         base = top_level_names(rel.read.base_schema)
-        cols: list[str | None] = list(base)
-        if rel.read.HasField("projection"):
-            items = rel.read.projection.select.struct_items
-            cols = [base[i.field] for i in items]
-        return ScanChain(rel, name, tuple(emitted(rel, cols)))
+        return ScanChain(rel, name, tuple(emitted(rel, [base[i] for i in read_fields(rel.read)])))
     if k not in ROW_WISE:
         return None
     below = scan_chain(getattr(rel, k).input)
     return None if below is None else above(rel, below)
+
+
+def read_fields(read: algebra_pb2.ReadRel) -> list[int]:
+    """The base schema's top-level columns a read outputs (before its emit), in order."""
+    if read.HasField("projection"):
+        return [item.field for item in read.projection.select.struct_items]
+    return list(range(len(read.base_schema.struct.types)))
 
 
 def above(rel: Rel, below: ScanChain) -> ScanChain:
@@ -416,6 +419,7 @@ __all__ = [
     "kind",
     "messages",
     "prefix_read_columns",
+    "read_fields",
     "rename_tables",
     "root_rel",
     "scan_chain",

@@ -42,12 +42,6 @@ class TypedCall:
     def _then(self, fn: Callable[..., Any], *args: Any) -> TypedCall:
         return TypedCall(self.ctx, self.function, self.args, (*self.steps, (fn, args)))
 
-    def alias(self, name: str) -> TypedCall:
-        return self._then(Expr.alias, name)
-
-    def cast(self, to: Any) -> TypedCall:
-        return self._then(Expr.cast, to)
-
     def is_null(self) -> TypedCall:
         return self._then(Expr.is_null)
 
@@ -70,6 +64,8 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[TypedCall, Any], TypedCa
 
 
 for _name, _fn in (
+    ("alias", Expr.alias),
+    ("cast", Expr.cast),
     ("__add__", operator.add),
     ("__sub__", operator.sub),
     ("__mul__", operator.mul),
