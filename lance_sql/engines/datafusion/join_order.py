@@ -31,8 +31,13 @@ Col = tuple[int, int]
 INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
 
 
-class NotFlat(Exception):
-    """The subtree is not a tree of inner joins this pass can rebuild."""
+class NotFlat(ValueError):
+    """The subtree is not a tree of inner joins this pass can rebuild.
+
+    Callers catch ``ValueError``: :func:`.substrait_plan.field_references` raises it for
+    what positions cannot rewrite (a subquery, an outer reference), and
+    :func:`.substrait_plan.conjunction` for a plan that declares no function.
+    """
 
 
 @dataclass
@@ -68,7 +73,7 @@ def reorder_namespace_joins(
                 if _rebuild(plan, rel, names, is_pair, namespaces, width):
                     done += 1
                     continue
-            except NotFlat:
+            except ValueError:  # NotFlat, or a condition this pass cannot renumber
                 pass
         pending.extend(sp.inputs(rel))
     return done
@@ -132,18 +137,10 @@ def _is_join_tree(rel: Rel) -> bool:
     return k in ("filter", "project") and _is_join_tree(getattr(rel, k).input)
 
 
-def _refs(expr: Any) -> list[Any]:
-    """Every column reference inside ``expr`` (refuses subqueries and outer references)."""
-    try:
-        return sp.field_references(expr)
-    except ValueError as exc:
-        raise NotFlat(str(exc)) from exc
-
-
 def _globalize(expr: Expr, cols: list[Col]) -> Expr:
     out = Expr()
     out.CopyFrom(expr)
-    for ref in _refs(out):
+    for ref in sp.field_references(out):
         leaf, j = cols[ref.direct_reference.struct_field.field]
         ref.direct_reference.struct_field.field = leaf * _SCALE + j
     return out
@@ -153,14 +150,14 @@ def _localize(expr: Expr, cols: list[Col]) -> Expr:
     index = {c: i for i, c in enumerate(cols)}
     out = Expr()
     out.CopyFrom(expr)
-    for ref in _refs(out):
+    for ref in sp.field_references(out):
         g = ref.direct_reference.struct_field.field
         ref.direct_reference.struct_field.field = index[(g // _SCALE, g % _SCALE)]
     return out
 
 
 def _leaves_of(expr: Expr) -> set[int]:
-    return {r.direct_reference.struct_field.field // _SCALE for r in _refs(expr)}
+    return {r.direct_reference.struct_field.field // _SCALE for r in sp.field_references(expr)}
 
 
 def _rebuild(
@@ -382,10 +379,7 @@ def _ordered(leaves: list[int], conds: list[Expr]) -> list[int]:
 
 
 def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
-    try:
-        out = sp.conjunction(plan, exprs)
-    except ValueError as exc:  # the plan declares no function to follow
-        raise NotFlat(str(exc)) from exc
+    out = sp.conjunction(plan, exprs)
     if len(exprs) > 1:
         names[out.scalar_function.function_reference] = "and"
     return out

@@ -309,7 +309,7 @@ def reorder_flat_trees(
         if is_inner and not under_inner and _flat_tree(rel):
             try:
                 line = _reorder(plan, rel, names, estimate, width)
-            except jo.NotFlat:
+            except ValueError:  # jo.NotFlat, or a condition it cannot renumber
                 line = None
             if line is not None:
                 done.append(line)
