@@ -16,6 +16,7 @@ expression. Put the call on the left of an operator (``murmur3(x) % 16``, not
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,9 +43,6 @@ class TypedCall:
     def _then(self, fn: Callable[..., Any], *args: Any) -> TypedCall:
         return TypedCall(self.ctx, self.function, self.args, (*self.steps, (fn, args)))
 
-    def is_null(self) -> TypedCall:
-        return self._then(Expr.is_null)
-
     def resolve(self, df: DataFrame) -> Expr:
         """The expression over ``df``: the typed UDF called on the resolved arguments."""
         args = [resolve(a, df) for a in self.args]
@@ -56,15 +54,10 @@ class TypedCall:
         return expr
 
 
-def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[TypedCall, Any], TypedCall]:
-    def apply(self: TypedCall, other: Any) -> TypedCall:
-        return self._then(fn, other)
-
-    return apply
-
-
+#: what may be done to a call: recorded (``_then``) and applied once the call is built
 for _name, _fn in (
     ("alias", Expr.alias),
+    ("is_null", Expr.is_null),
     ("cast", Expr.cast),
     ("__add__", operator.add),
     ("__sub__", operator.sub),
@@ -78,7 +71,7 @@ for _name, _fn in (
     ("__gt__", operator.gt),
     ("__ge__", operator.ge),
 ):
-    setattr(TypedCall, _name, _binary(_fn))
+    setattr(TypedCall, _name, functools.partialmethod(TypedCall._then, _fn))
 
 
 def resolve(value: Any, df: DataFrame) -> Any:
