@@ -233,7 +233,12 @@ def _intersect(pred: Predicate) -> Predicate:
         term = getattr(child, "term", None)
         lists = sets.get(term, ())
         exact = all(not pa.types.is_floating(v.type) for values in lists for v in values)
-        if len(lists) < 2 or not exact or not isinstance(child, (Compare, InList)):
+        # only the = / IN conjuncts are replaced: `a < 1`, `a != 1`, `a NOT IN (...)` on the
+        # same term stay beside their intersection
+        member = (isinstance(child, Compare) and child.op == "=") or (
+            isinstance(child, InList) and not child.negated
+        )
+        if len(lists) < 2 or not exact or not member:
             out.append(child)
         elif term not in done:
             done.add(term)

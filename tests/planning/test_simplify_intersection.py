@@ -29,6 +29,11 @@ SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string()), ("x", pa.float64())])
         ("k IN (1, 2, 3) AND k IN (2, 3, 4)", "k IN (2, 3)"),
         ("s = 'a' AND s = 'b' AND k = 1", FALSE),
         ("s IN ('a', 'b') AND k = 1 AND s IN ('b', 'c')", "s = 'b' AND k = 1"),
+        # other comparisons on the intersected term stay (they were dropped once)
+        ("k = -20 AND k < -20 AND k IN (-20, -3)", "k = -20 AND k < -20"),
+        ("k < 0 AND k = 1 AND k IN (1, 2)", "k < 0 AND k = 1"),
+        ("k IN (1, 2) AND k NOT IN (1) AND k IN (1, 3)", "k = 1 AND k != 1"),
+        ("k = 1 AND k != 2 AND k IN (1, 2)", "k = 1 AND k != 2"),
     ],
 )
 def test_contradictions_fold(where: str, folded: object) -> None:
@@ -46,7 +51,10 @@ KS = st.sampled_from([-1, 0, 1, 2, 3])
 ATOM = st.one_of(
     KS.map(lambda v: f"k = {v}"),
     st.lists(KS, min_size=1, max_size=3).map(lambda vs: f"k IN ({', '.join(map(str, vs))})"),
-    st.sampled_from(["s = 'a'", "s IN ('a', 'b')", "s = 'b'", "k IS NULL", "k > 0"]),
+    st.sampled_from(
+        ["s = 'a'", "s IN ('a', 'b')", "s = 'b'", "k IS NULL", "k > 0", "k < 1", "k != 2"]
+    ),
+    st.lists(KS, min_size=1, max_size=2).map(lambda vs: f"k NOT IN ({', '.join(map(str, vs))})"),
 )
 
 
@@ -72,3 +80,32 @@ def test_folded_filters_keep_the_rows_datafusion_keeps(atoms: list[str], rows: l
     keep = ctx.sql(f"SELECT count(*) AS n FROM t WHERE {where}").to_pylist()[0]["n"]
     mask = evaluate(parse_filter(where, SCHEMA), table)
     assert sum(1 for m in mask.to_pylist() if m) == keep, where
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "k = -20 AND k < -20 AND k IN (-20, -3)",
+        "k = 0 AND k IN (0, 1) AND k > 0",
+        "k IN (0, 1) AND k IN (1, 2) AND k != 1",
+        "k IN (0, 1) AND k IN (0, 2) AND k NOT IN (0)",
+    ],
+)
+def test_sql_over_a_namespace_keeps_the_other_comparisons(tmp_path, where: str) -> None:
+    """Through SQL over an identity-partitioned namespace, pruning and the residual filter
+    both keep the comparisons beside an intersected term: rows are plain DataFusion's."""
+    import lance_sql
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    rows = pa.table({"k": [-20, -3, 0, 1, 2, 0, None], "v": [1, 2, 3, 4, 5, 6, 7]}, schema=schema)
+    spec = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
+    ns = PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    ns.append(rows)
+    ctx = lance_sql.SessionContext()
+    ctx.register_namespace("t", ns.root)
+    plain = datafusion.SessionContext()
+    plain.register_record_batches("t", [rows.to_batches()])
+    sql = f"SELECT k, v FROM t WHERE {where} ORDER BY v"
+    assert ctx.sql(sql).to_arrow_table().to_pylist() == plain.sql(sql).to_arrow_table().to_pylist()
+    assert ns.to_table(filter=where).num_rows == plain.sql(sql).count()
