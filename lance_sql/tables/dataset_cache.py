@@ -66,12 +66,22 @@ V = TypeVar("V")
 class OpenCache(Generic[V]):
     """A bounded, thread-safe LRU; :meth:`get_or_open` opens a missing key outside the lock.
 
+    At most ``capacity`` entries and at most ``max_weight`` in total ``weight``
+    (when a weight is given; the newest entry is kept even if heavier).
     Two threads missing the same key may both open it; the first stored
     result wins and both return it (opens are idempotent reads).
     """
 
-    def __init__(self, capacity: int = OPEN_CACHE_ENTRIES) -> None:
+    def __init__(
+        self,
+        capacity: int = OPEN_CACHE_ENTRIES,
+        weight: Callable[[V], int] = lambda _: 0,
+        max_weight: int = 0,
+    ) -> None:
         self.capacity = capacity
+        self._weight = weight
+        self._max_weight = max_weight
+        self._total = 0
         self._items: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -89,8 +99,12 @@ class OpenCache(Generic[V]):
                 self._items.move_to_end(key)
                 return existing
             self._items[key] = value
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            self._total += self._weight(value)
+            while len(self._items) > self.capacity or (
+                len(self._items) > 1 and self._total > self._max_weight
+            ):
+                _, old = self._items.popitem(last=False)
+                self._total -= self._weight(old)
             return value
 
     def get_or_open(self, key: Hashable, opener: Callable[[], V]) -> V:
@@ -101,11 +115,14 @@ class OpenCache(Generic[V]):
 
     def discard(self, key: Hashable) -> None:
         with self._lock:
-            self._items.pop(key, None)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._total -= self._weight(old)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._total = 0
 
     def __len__(self) -> int:
         with self._lock:

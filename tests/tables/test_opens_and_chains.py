@@ -32,6 +32,21 @@ def test_open_cache_is_a_bounded_lru() -> None:
     assert cache.put("a", "other") == "A"  # the first stored value wins
 
 
+def test_open_cache_bounded_by_weight_keeps_the_newest() -> None:
+    cache: OpenCache[str] = OpenCache(10, weight=len, max_weight=5)
+    cache.put("a", "xx")
+    cache.put("b", "xxx")
+    assert len(cache) == 2  # weight 5
+    cache.put("c", "x")  # weight 6: "a" goes
+    assert cache.get("a") is None and cache.get("b") == "xxx" and len(cache) == 2
+    cache.put("d", "x" * 9)  # heavier than the bound alone: kept, the rest go
+    assert cache.get("d") == "x" * 9 and len(cache) == 1
+    cache.discard("d")
+    cache.put("e", "xx")
+    cache.put("f", "xx")
+    assert len(cache) == 2  # the discarded weight was given back
+
+
 def test_open_cache_concurrent_misses_return_one_value() -> None:
     cache: OpenCache[object] = OpenCache()
     barrier = threading.Barrier(4)
