@@ -37,22 +37,44 @@ OPEN_CACHE_ENTRIES = 4096
 #: Threads that open (or, for a row operation, read) datasets concurrently.
 OPEN_THREADS = max(8, 2 * (os.cpu_count() or 1))
 
-_session: Any = None
-_session_lock = threading.Lock()
+T = TypeVar("T")
 
 
-def read_session() -> Any:
-    """The process-wide ``lance.Session`` that every read-only open shares (created once)."""
-    global _session
-    with _session_lock:
-        if _session is None:
-            import lance
+class PerProcess(Generic[T]):
+    """``factory()``, made on the first call and shared by every thread of the process.
 
-            _session = lance.Session(
-                metadata_cache_size_bytes=METADATA_CACHE_BYTES,
-                index_cache_size_bytes=INDEX_CACHE_BYTES,
-            )
-        return _session
+    A forked child (PySpark's worker daemon forks) makes its own: pylance
+    sessions and readers, thread pools and a lock another thread held at the
+    fork do not survive it.
+    """
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._after_fork()
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+            return self._value
+
+
+def _new_read_session() -> Any:
+    import lance
+
+    return lance.Session(
+        metadata_cache_size_bytes=METADATA_CACHE_BYTES,
+        index_cache_size_bytes=INDEX_CACHE_BYTES,
+    )
+
+
+#: The process-wide ``lance.Session`` that every read-only open shares.
+read_session: PerProcess[Any] = PerProcess(_new_read_session)
 
 
 def options_key(storage_options: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
@@ -215,7 +237,6 @@ _POOL = concurrent.futures.ThreadPoolExecutor(
     max_workers=OPEN_THREADS, thread_name_prefix="lance-sql-open"
 )
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 
@@ -237,6 +258,7 @@ __all__ = [
     "METADATA_CACHE_BYTES",
     "OPEN_CACHE_ENTRIES",
     "OpenCache",
+    "PerProcess",
     "PinnedCache",
     "open_all",
     "open_pinned",
