@@ -52,14 +52,11 @@ class ManifestFile:
 
 @dataclass(frozen=True)
 class TagInfo:
-    """A tag as stored in ``_refs/tags/{name}.json``."""
+    """A tag as stored in ``_refs/tags/{name}.json``: the version (on a branch) it names."""
 
     name: str
     version: int
     branch: str | None
-    created_at: str | None
-    updated_at: str | None
-    manifest_size: int | None
 
 
 def manifest_name_v2(version: int) -> str:
@@ -181,19 +178,7 @@ def _parse_tag(name: str, data: bytes, loc: Location) -> TagInfo:
     branch = doc.get("branch")
     if branch is not None and not isinstance(branch, str):
         raise FormatError(f"tag {name!r} has an invalid 'branch'", path=loc.url)
-    size = doc.get("manifestSize")
-    return TagInfo(
-        name=name,
-        version=version,
-        branch=branch or None,
-        created_at=_str_or_none(doc.get("createdAt")),
-        updated_at=_str_or_none(doc.get("updatedAt")),
-        manifest_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-    )
-
-
-def _str_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+    return TagInfo(name=name, version=version, branch=branch or None)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,6 @@ skipped.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -259,14 +257,11 @@ class RowBounds:
         self.derived: dict[Any, Any] = {}
 
 
-_ROWS: OrderedDict[tuple[Any, ...], RowBounds] = OrderedDict()
-_ROWS_MAX = 256  # candidate-row sets, and at most _ROWS_MAX_ROWS rows in all
-_ROWS_MAX_ROWS = 1_000_000
-_ROWS_SIZE = [0]
+#: candidate-row sets: at most 256, and at most a million rows in all
+_ROWS: OpenCache[RowBounds] = OpenCache(256, lambda s: len(s.bounds), 1_000_000)
 #: by the identity of the rows object, holding it (so its ``id`` is not reused while
 #: cached): at most 16, as a 100k-row __manifest is MBs
 _BY_ID: OpenCache[tuple[pa.Table, RowBounds]] = OpenCache(16)
-_ROWS_LOCK = threading.Lock()
 
 
 def row_bounds(rows: pa.Table) -> RowBounds | None:
@@ -282,10 +277,7 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
         return None
     cols = [rows.column(c).to_pylist() for c in _ROW_COLUMNS]
     key = tuple(tuple(c) for c in cols)
-    with _ROWS_LOCK:
-        hit = _ROWS.get(key)
-        if hit is not None:
-            _ROWS.move_to_end(key)
+    hit = _ROWS.get(key)
     if hit is not None:
         return _BY_ID.put(id(rows), (rows, hit))[1]
     meta, rv, rb, rt, loc = cols
@@ -293,14 +285,7 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
     for i, text in enumerate(meta):
         b = decoded(text)
         out.append(b if b is not None and usable(b, rv[i], rb[i], rt[i], loc[i]) else None)
-    state = RowBounds(out, loc)
-    with _ROWS_LOCK:
-        if key not in _ROWS:
-            _ROWS[key] = state
-            _ROWS_SIZE[0] += len(out)
-        while len(_ROWS) > 1 and (len(_ROWS) > _ROWS_MAX or _ROWS_SIZE[0] > _ROWS_MAX_ROWS):
-            _, old = _ROWS.popitem(last=False)
-            _ROWS_SIZE[0] -= len(old.bounds)
+    state = _ROWS.put(key, RowBounds(out, loc))
     return _BY_ID.put(id(rows), (rows, state))[1]
 
 

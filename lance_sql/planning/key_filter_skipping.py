@@ -23,8 +23,7 @@ operation.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -177,30 +176,23 @@ def _leaves(test: KeyTest) -> list[_Leaf]:
 
 # ------------------------------------------------------------------------ files
 
-_FILES: OrderedDict[tuple[str, str], np.ndarray | None] = OrderedDict()
-_FILES_BYTES = [0]
-_FILES_MAX_BYTES = 256 << 20
-_LOCK = threading.Lock()
+#: filters read, by (table, file); None where unreadable. Bounded by bytes alone (256 MB).
+_FILES: OpenCache[tuple[np.ndarray | None]] = OpenCache(
+    sys.maxsize, lambda f: 0 if f[0] is None else f[0].nbytes, 256 << 20
+)
 
 
 def _load(table_uri: str, ref: kf.KeyFilterRef, opts: Mapping[str, Any] | None) -> Any:
     key = (table_uri, ref.file)
-    with _LOCK:
-        if key in _FILES:
-            _FILES.move_to_end(key)
-            return _FILES[key]
+    hit = _FILES.get(key)
+    if hit is not None:
+        return hit[0]
     try:
         bits: np.ndarray | None = kf.read_filter(table_uri, ref, opts)
     except Exception:  # any failure to read means "maybe", never a skip
         LOAD_ERRORS[0] += 1
         bits = None
-    with _LOCK:
-        _FILES[key] = bits
-        _FILES_BYTES[0] += 0 if bits is None else bits.nbytes
-        while _FILES_BYTES[0] > _FILES_MAX_BYTES and len(_FILES) > 1:
-            _, old = _FILES.popitem(last=False)
-            _FILES_BYTES[0] -= 0 if old is None else old.nbytes
-    return bits
+    return _FILES.put(key, (bits,))[0]
 
 
 @dataclass(frozen=True)

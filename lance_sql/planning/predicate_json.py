@@ -8,7 +8,7 @@ frozen dataclasses, so one walk serves every node kind: a node becomes an
 object naming its class with one entry per dataclass field; an Arrow type
 travels as an Arrow IPC schema (base64), a term form by its name, and a
 literal value in storage form through the tagged JSON of
-:mod:`.joins.serde` (decimals, bytes, NaN, infinities and -0.0 survive).
+:mod:`.plan_json` (decimals, bytes, NaN, infinities and -0.0 survive).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
-from lance_sql.planning.joins.serde import decode, encode
+from lance_sql.planning.plan_json import decode, encode
 from lance_sql.spec import predicates as ir
 from lance_sql.spec.predicates import Predicate
 from lance_sql.spec.transforms import term_form

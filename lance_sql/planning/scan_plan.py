@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
+from lance_sql.planning.plan_json import plan_object
 from lance_sql.planning.pruning import spec_ids
 from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.spec.predicates import to_sql
@@ -309,9 +310,9 @@ class ScanPlan:
         return json.dumps(self.to_dict(), default=_json_default)
 
     @classmethod
-    def from_dict(cls, obj: Mapping[str, Any]) -> ScanPlan:
-        if obj.get("format") != FORMAT:
-            raise PlanningError(f"not a scan plan: format {obj.get('format')!r} != {FORMAT!r}")
+    def from_dict(cls, obj: Mapping[str, Any] | str | bytes) -> ScanPlan:
+        """The plan of :meth:`to_dict`'s object (or of :meth:`to_json`'s text)."""
+        obj = plan_object(obj, FORMAT, "scan plan")
         parts = tuple(
             PlannedPartition(
                 **{k: p[k] for k in _BASE}, values=tuple((k, v) for k, v in p["values"])
@@ -337,11 +338,7 @@ class ScanPlan:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ScanPlan:
-        try:
-            obj = json.loads(text)
-        except ValueError as e:
-            raise PlanningError(f"scan plan JSON does not parse: {e}") from e
-        return cls.from_dict(obj)
+        return cls.from_dict(text)
 
 
 def _json_default(v: Any) -> Any:

@@ -340,7 +340,7 @@ def literal_sql(lit: Literal) -> str:
     if pa.types.is_integer(t):
         return str(lit.value)
     if pa.types.is_decimal(t):
-        return f"arrow_cast('{lit.value}', 'Decimal128({t.precision}, {t.scale})')"
+        return f"arrow_cast('{lit.value}', '{datafusion_type_name(t)}')"
     if pa.types.is_floating(t):
         return repr(float(lit.value))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):

@@ -37,22 +37,44 @@ OPEN_CACHE_ENTRIES = 4096
 #: Threads that open (or, for a row operation, read) datasets concurrently.
 OPEN_THREADS = max(8, 2 * (os.cpu_count() or 1))
 
-_session: Any = None
-_session_lock = threading.Lock()
+T = TypeVar("T")
 
 
-def read_session() -> Any:
-    """The process-wide ``lance.Session`` that every read-only open shares (created once)."""
-    global _session
-    with _session_lock:
-        if _session is None:
-            import lance
+class PerProcess(Generic[T]):
+    """``factory()``, made on the first call and shared by every thread of the process.
 
-            _session = lance.Session(
-                metadata_cache_size_bytes=METADATA_CACHE_BYTES,
-                index_cache_size_bytes=INDEX_CACHE_BYTES,
-            )
-        return _session
+    A forked child (PySpark's worker daemon forks) makes its own: pylance
+    sessions and readers, thread pools and a lock another thread held at the
+    fork do not survive it.
+    """
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._after_fork()
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+            return self._value
+
+
+def _new_read_session() -> Any:
+    import lance
+
+    return lance.Session(
+        metadata_cache_size_bytes=METADATA_CACHE_BYTES,
+        index_cache_size_bytes=INDEX_CACHE_BYTES,
+    )
+
+
+#: The process-wide ``lance.Session`` that every read-only open shares.
+read_session: PerProcess[Any] = PerProcess(_new_read_session)
 
 
 def options_key(storage_options: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
@@ -66,12 +88,22 @@ V = TypeVar("V")
 class OpenCache(Generic[V]):
     """A bounded, thread-safe LRU; :meth:`get_or_open` opens a missing key outside the lock.
 
+    At most ``capacity`` entries and at most ``max_weight`` in total ``weight``
+    (when a weight is given; the newest entry is kept even if heavier).
     Two threads missing the same key may both open it; the first stored
     result wins and both return it (opens are idempotent reads).
     """
 
-    def __init__(self, capacity: int = OPEN_CACHE_ENTRIES) -> None:
+    def __init__(
+        self,
+        capacity: int = OPEN_CACHE_ENTRIES,
+        weight: Callable[[V], int] = lambda _: 0,
+        max_weight: int = 0,
+    ) -> None:
         self.capacity = capacity
+        self._weight = weight
+        self._max_weight = max_weight
+        self._total = 0
         self._items: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -89,8 +121,12 @@ class OpenCache(Generic[V]):
                 self._items.move_to_end(key)
                 return existing
             self._items[key] = value
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            self._total += self._weight(value)
+            while len(self._items) > self.capacity or (
+                len(self._items) > 1 and self._total > self._max_weight
+            ):
+                _, old = self._items.popitem(last=False)
+                self._total -= self._weight(old)
             return value
 
     def get_or_open(self, key: Hashable, opener: Callable[[], V]) -> V:
@@ -101,11 +137,14 @@ class OpenCache(Generic[V]):
 
     def discard(self, key: Hashable) -> None:
         with self._lock:
-            self._items.pop(key, None)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._total -= self._weight(old)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._total = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -198,7 +237,6 @@ _POOL = concurrent.futures.ThreadPoolExecutor(
     max_workers=OPEN_THREADS, thread_name_prefix="lance-sql-open"
 )
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 
@@ -220,6 +258,7 @@ __all__ = [
     "METADATA_CACHE_BYTES",
     "OPEN_CACHE_ENTRIES",
     "OpenCache",
+    "PerProcess",
     "PinnedCache",
     "open_all",
     "open_pinned",

@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_sql.tables.dataset_cache import PerProcess
+
 #: Largest table (physical rows over the unit's fragments) read from its data files directly.
 DIRECT_MAX_ROWS = 8192
 
@@ -47,21 +49,16 @@ _DELETION_TYPES = {"array": "arrow", "bitmap": "bitmap"}
 #: Opened file readers kept for the next read of the same file and columns.
 READERS_MAX = 8192
 
-_session: Any = None
-_session_lock = threading.Lock()
+
+def _new_file_session() -> Any:
+    from lance.file import LanceFileSession
+
+    return LanceFileSession("/")
 
 
-def _file_session() -> Any:
-    """One ``lance.file.LanceFileSession`` at the filesystem root: one object store for
-    every local data file (a reader opened alone builds its own each time)."""
-    global _session
-    with _session_lock:
-        if _session is None:
-            from lance.file import LanceFileSession
-
-            _session = LanceFileSession("/")
-        return _session
-
+#: One ``lance.file.LanceFileSession`` at the filesystem root: one object store for
+#: every local data file (a reader opened alone builds its own each time).
+_file_session: PerProcess[Any] = PerProcess(_new_file_session)
 
 _Key = tuple[str, tuple[str, ...], int, int]  # path, columns, size, modification time
 
@@ -94,16 +91,7 @@ class _Readers:
                 self._kept[key] = reader
 
 
-_readers = _Readers()
-
-
-def _after_fork() -> None:
-    """A forked child opens its own: pylance's readers and session are not fork-safe."""
-    global _session, _readers, _session_lock
-    _session, _readers, _session_lock = None, _Readers(), threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork)
+_readers = PerProcess(_Readers)
 
 
 @dataclass(frozen=True)
@@ -208,9 +196,9 @@ def read_direct(
         else:
             st = os.stat(f.path)
             key = (f.path, tuple(columns), st.st_size, st.st_mtime_ns)
-            reader = _readers.take(key)
+            reader = _readers().take(key)
             table = reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
-            _readers.give(key, reader)
+            _readers().give(key, reader)
         if columns is None and not _same_columns(table.schema, schema):
             return None
         if f.live is not None:

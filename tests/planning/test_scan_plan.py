@@ -53,6 +53,10 @@ def test_bad_inputs_name_the_culprit(ns: PartitionedNamespace) -> None:
         plan_scan(ns, "nosuch = 1")
     with pytest.raises(PlanningError, match="format"):
         ScanPlan.from_json('{"format": "x"}')
+    with pytest.raises(PlanningError, match="scan plan: not valid JSON"):
+        ScanPlan.from_json("{")
+    with pytest.raises(PlanningError, match="scan plan: expected format .*, got 'list'"):
+        ScanPlan.from_dict([])  # type: ignore[arg-type]
 
 
 def test_per_spec_version_reports_round_trip(ns: PartitionedNamespace) -> None:

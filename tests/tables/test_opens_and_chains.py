@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lance_sql.tables.chain import ChainedUnit, chain_units, prefetched
-from lance_sql.tables.dataset_cache import OpenCache, open_all, read_session
+from lance_sql.tables.dataset_cache import OpenCache, PerProcess, open_all, read_session
 from lance_sql.tables.fragments_unit import split_fragments
 
 
@@ -30,6 +31,36 @@ def test_open_cache_is_a_bounded_lru() -> None:
     assert opened == ["a", "b", "c"]
     assert len(cache) == 2
     assert cache.put("a", "other") == "A"  # the first stored value wins
+
+
+def test_open_cache_bounded_by_weight_keeps_the_newest() -> None:
+    cache: OpenCache[str] = OpenCache(10, weight=len, max_weight=5)
+    cache.put("a", "xx")
+    cache.put("b", "xxx")
+    assert len(cache) == 2  # weight 5
+    cache.put("c", "x")  # weight 6: "a" goes
+    assert cache.get("a") is None and cache.get("b") == "xxx" and len(cache) == 2
+    cache.put("d", "x" * 9)  # heavier than the bound alone: kept, the rest go
+    assert cache.get("d") == "x" * 9 and len(cache) == 1
+    cache.discard("d")
+    cache.put("e", "xx")
+    cache.put("f", "xx")
+    assert len(cache) == 2  # the discarded weight was given back
+
+
+def test_per_process_value_is_made_once_and_again_in_a_forked_child() -> None:
+    made: list[int] = []
+    value = PerProcess(lambda: made.append(os.getpid()) or len(made))
+    got = open_all(range(8), lambda _: value())
+    assert got == [1] * 8 and made == [os.getpid()]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own value, made by itself
+        os.write(write, bytes([value(), made[-1] == os.getpid()]))
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 2) == bytes([2, True])
+    assert value() == 1 and len(made) == 1  # the parent keeps its own
 
 
 def test_open_cache_concurrent_misses_return_one_value() -> None:

@@ -18,6 +18,7 @@ from small_partitions import rows
 
 import lance_sql
 from lance_sql.tables import chain, file_read
+from lance_sql.tables.dataset_cache import PerProcess
 from lance_sql.tables.file_read import DataFileRead, read_direct
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -172,7 +173,7 @@ def test_kept_readers_stay_within_their_bound(tmp_path, monkeypatch):
     """With room for 3 readers, 10 files read over and over give their own rows and
     never more than 3 readers are kept."""
     monkeypatch.setattr(file_read, "READERS_MAX", 3)
-    monkeypatch.setattr(file_read, "_readers", file_read._Readers())
+    monkeypatch.setattr(file_read, "_readers", PerProcess(file_read._Readers))
     schema = pa.schema([("a", pa.int64())])
     paths = []
     for i in range(10):
@@ -182,11 +183,11 @@ def test_kept_readers_stay_within_their_bound(tmp_path, monkeypatch):
         for i, path in enumerate(paths):
             got = read_direct([DataFileRead(path, None)], schema, ["a"])
             assert got is not None and got[0].column("a").to_pylist() == [i, 10 * i]
-            assert len(file_read._readers._kept) <= 3
+            assert len(file_read._readers()._kept) <= 3
 
 
 def _read_in_child(path: str, out) -> None:  # type: ignore[no-untyped-def]
-    kept = len(file_read._readers._kept)
+    kept = len(file_read._readers()._kept)
     got = read_direct([DataFileRead(path, None)], pa.schema([("a", pa.int64())]), ["a"])
     out.put((kept, got[0].column("a").to_pylist() if got else None))
 
@@ -200,7 +201,7 @@ def test_a_forked_child_opens_its_own_readers(tmp_path):
     path = str(tmp_path / "f.lance")
     _write_file(path, [4, 5])
     assert read_direct([DataFileRead(path, None)], pa.schema([("a", pa.int64())]), ["a"])
-    assert file_read._readers._kept
+    assert file_read._readers()._kept
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     child = ctx.Process(target=_read_in_child, args=(path, out))

@@ -4,8 +4,8 @@
 - :mod:`.compatibility` — compatible partition fields and the common group key;
 - :mod:`.grouping` — each partition's group key, from its own spec version;
 - :mod:`.plan` — :func:`plan_join` / :func:`plan_join_partitions` and
-  :class:`JoinPlan` (JSON form for shipping to tasks);
-- :mod:`.serde` — tagged JSON for values JSON cannot hold.
+  :class:`JoinPlan` (JSON form for shipping to tasks, through
+  :mod:`lance_sql.planning.plan_json`).
 
 Running a plan in DataFusion: :mod:`lance_sql.engines.datafusion.spj_plan`.
 

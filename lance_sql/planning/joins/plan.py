@@ -30,7 +30,7 @@ from lance_sql.planning.joins.grouping import (
     sort_key,
 )
 from lance_sql.planning.joins.keys import resolve_key
-from lance_sql.planning.joins.serde import decode, encode
+from lance_sql.planning.plan_json import decode, encode, plan_object
 from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.tables.namespace.layout import spec_ids_of
 from lance_sql.tables.namespace.spec import PartitionSpec
@@ -102,10 +102,9 @@ class JoinPlan:
         return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, obj: Mapping[str, Any]) -> JoinPlan:
-        if not isinstance(obj, Mapping) or obj.get("format") != FORMAT:
-            found = obj.get("format") if isinstance(obj, Mapping) else type(obj).__name__
-            raise PlanningError(f"join plan: expected format {FORMAT!r}, got {found!r}")
+    def from_dict(cls, obj: Mapping[str, Any] | str | bytes) -> JoinPlan:
+        """The plan of :meth:`to_dict`'s object (or of :meth:`to_json`'s text)."""
+        obj = plan_object(obj, FORMAT, "join plan")
         groups = tuple(
             JoinGroup(
                 None if g["key"] is None else tuple(decode(g["key"])),
@@ -129,11 +128,7 @@ class JoinPlan:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> JoinPlan:
-        try:
-            obj = json.loads(text)
-        except ValueError as exc:
-            raise PlanningError(f"join plan: not valid JSON ({exc})") from exc
-        return cls.from_dict(obj)
+        return cls.from_dict(text)
 
     # -- reading ---------------------------------------------------------------------------
     def explain(self) -> str:

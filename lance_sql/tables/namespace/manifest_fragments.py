@@ -17,6 +17,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -331,20 +332,16 @@ def carry_entries(before: Any, after: Any) -> None:
                 continue  # (an unsafe location...: the readers of ``after`` report it)
             if len(replaced) + len(fresh) > 64:  # (a fold, a large write)
                 out = [e for e in old if e.object_id not in replaced] + fresh
-                out.sort(key=_oid)
+                out.sort(key=attrgetter("object_id"))
             else:  # sorted by object id: remove and insert the few by bisection
                 out = list(old)
                 for oid in replaced:
-                    at = bisect.bisect_left(out, oid, key=_oid)
+                    at = bisect.bisect_left(out, oid, key=attrgetter("object_id"))
                     if at < len(out) and out[at].object_id == oid:
                         del out[at]
                 for e in fresh:
-                    bisect.insort(out, e, key=_oid)
+                    bisect.insort(out, e, key=attrgetter("object_id"))
             after.derived.setdefault(key, tuple(out))
-
-
-def _oid(entry: Any) -> str:
-    return str(entry.object_id)
 
 
 __all__ = [

@@ -8,29 +8,12 @@ time. One long-lived helper thread per process (threads do not survive a
 
 from __future__ import annotations
 
-import os
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_LOCK = threading.Lock()
+from lance_sql.tables.dataset_cache import PerProcess
 
-
-def _after_fork() -> None:  # the parent's lock may have been held by another thread
-    global _LOCK
-    _LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork)
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="lance-sql-overlap"))
-        return _POOL[1]
+_pool = PerProcess(lambda: ThreadPoolExecutor(1, thread_name_prefix="lance-sql-overlap"))
 
 
 class Overlap:

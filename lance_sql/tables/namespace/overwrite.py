@@ -42,35 +42,12 @@ def collect(ns: Any, data: Any) -> pa.Table:
     return pa.Table.from_batches(batches, schema=ns._schema)
 
 
-def overwrite_dynamic(ns: Any, data: Any) -> int:
-    """Replace the current-spec partitions ``data`` has rows for; returns the new version."""
+def overwrite_some(ns: Any, data: Any, where: Any = None) -> int:
+    """Replace the rows matching ``where`` by ``data`` (None: the current-spec partitions
+    ``data`` has rows for, "dynamic"); returns the new version."""
     ns._check_writable()
     table = collect(ns, data)
-
-    def build(m: Mutation) -> None:
-        spec = ns.current_spec
-        keys: set[tuple[Any, ...]] = set()
-        for batch in table.to_batches():
-            values = partition_values(batch, spec, ns.schema)
-            keys.update(partition_keys(values, batch.num_rows))
-        if not spec.fields and table.num_rows:
-            keys.add(())
-        # the tables of those partitions, found by their keys (not by visiting every table)
-        fids = [f.field_id for f in spec.fields]
-        tables = tables_by_key(m.snapshot, spec.namespace_name, fids, keys)
-        for entry in filter(None, map(tables.get, keys)):
-            m.drop(entry)
-        m.insert(table)
-
-    run(ns, build)
-    return ns.manifest_version
-
-
-def overwrite_where(ns: Any, data: Any, where: Any) -> int:
-    """Replace the rows matching ``where`` by ``data``; returns the new version."""
-    ns._check_writable()
-    table = collect(ns, data)
-    if table.num_rows:
+    if where is not None and table.num_rows:
         mask = matching_mask(table, where)
         outside = table.num_rows - int(mask.true_count)
         if outside:
@@ -80,11 +57,30 @@ def overwrite_where(ns: Any, data: Any, where: Any) -> int:
             )
 
     def build(m: Mutation) -> None:
-        delete_matching(m, where)
+        if where is None:
+            _drop_partitions_of(ns, m, table)
+        else:
+            delete_matching(m, where)
         m.insert(table)
 
     run(ns, build)
     return ns.manifest_version
 
 
-__all__ = ["RowsOutsideFilterError", "collect", "overwrite_dynamic", "overwrite_where"]
+def _drop_partitions_of(ns: Any, m: Mutation, table: pa.Table) -> None:
+    """Drop the partition tables of the current spec that ``table`` has rows for."""
+    spec = ns.current_spec
+    keys: set[tuple[Any, ...]] = set()
+    for batch in table.to_batches():
+        values = partition_values(batch, spec, ns.schema)
+        keys.update(partition_keys(values, batch.num_rows))
+    if not spec.fields and table.num_rows:
+        keys.add(())
+    # the tables of those partitions, found by their keys (not by visiting every table)
+    fids = [f.field_id for f in spec.fields]
+    tables = tables_by_key(m.snapshot, spec.namespace_name, fids, keys)
+    for entry in filter(None, map(tables.get, keys)):
+        m.drop(entry)
+
+
+__all__ = ["RowsOutsideFilterError", "collect", "overwrite_some"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -30,9 +31,8 @@ from lance_sql.tables.namespace.layout import (
     join_object_id,
     random_namespace_name,
 )
-from lance_sql.tables.namespace.manifest_fragments import _oid
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
-from lance_sql.tables.namespace.partition_rows import _key, keys_of
+from lance_sql.tables.namespace.partition_rows import keys_of
 
 if TYPE_CHECKING:
     from lance_sql.tables.namespace.reader import PartitionTable
@@ -230,7 +230,7 @@ class WriteLayout:
             self._own = False
         else:
             by_oid = {e.object_id: e for e in (*self.tables.entries, *found[1].entries)}
-            entries = sorted(by_oid.values(), key=_oid)
+            entries = sorted(by_oid.values(), key=attrgetter("object_id"))
             ids = {**self.tables.ids, **found[1].ids}
             self.tables = TableLookup(ids, entries, self.changed)
             self.namespaces, self._own = {**self.namespaces, **found[0]}, True
@@ -267,7 +267,7 @@ def _table_ids(
 
 def find_entry(entries: Sequence[PartitionTable], object_id: str) -> PartitionTable | None:
     """The entry ``object_id`` of ``entries`` (sorted by object id), found by bisection."""
-    at = bisect.bisect_left(entries, object_id, key=_oid)
+    at = bisect.bisect_left(entries, object_id, key=attrgetter("object_id"))
     return entries[at] if at < len(entries) and entries[at].object_id == object_id else None
 
 
@@ -290,7 +290,7 @@ def _derive(rows: pa.Table, prefix: str, fids: Sequence[str]) -> tuple[Namespace
             continue
         level = len(parts) - 1
         if 1 <= level <= len(fids):
-            key = tuple(_key(_val(cols, fids[j], i)) for j in range(level))
+            key = keys_of([_val(cols, fids[j], i) for j in range(level)])
             namespaces[key] = oid
     return namespaces, prefix in cols.get("object_id", [])
 

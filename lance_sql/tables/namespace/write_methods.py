@@ -60,12 +60,10 @@ class WriteMethods:
 
         if partitions is not None and where is not None:
             raise ValueError("give either partitions='dynamic' or where=..., not both")
-        if partitions is not None:
-            if partitions != "dynamic":
-                raise ValueError(f"partitions must be 'dynamic', got {partitions!r}")
-            return ow.overwrite_dynamic(self, data)
-        if where is not None:
-            return ow.overwrite_where(self, data, where)
+        if partitions is not None and partitions != "dynamic":
+            raise ValueError(f"partitions must be 'dynamic', got {partitions!r}")
+        if partitions is not None or where is not None:
+            return ow.overwrite_some(self, data, where)
         return self._write(data, "overwrite", buffer_bytes)
 
     # row operations and maintenance: the functions themselves, ``ns`` as their first argument

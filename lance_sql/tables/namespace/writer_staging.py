@@ -19,7 +19,7 @@ from lance_sql.errors import CommitConflictError
 from lance_sql.tables.namespace import bounds as col_bounds
 from lance_sql.tables.namespace.layout import data_dir_uri, remove_quietly
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
-from lance_sql.tables.namespace.partition_rows import _key
+from lance_sql.tables.namespace.partition_rows import keys_of
 from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.staging import (
     StagedPartition,
@@ -134,16 +134,12 @@ class DistributedStaging:
                     f"partition spec changed since (now spec v{self.spec.id}): stage again"
                 )
         moves: list[tuple[StagedPartition, WriteTarget, list[Any]]] = []
-        parts = [
-            (tuple(_key(v) for v in p.values), tuple(p.values))
-            for st in stages
-            for p in st.partitions
-        ]
+        parts = [(keys_of(p.values), tuple(p.values)) for st in stages for p in st.partitions]
         self._layout.look(parts)  # (one lookup for all, not one per partition)
         for st in stages:
             self.write_id = st.write_id or None
             for part in st.partitions:
-                key = tuple(_key(v) for v in part.values)
+                key = keys_of(part.values)
                 t = self._target(key, tuple(part.values))
                 if t.entry is not None:
                     self._prepare(t)

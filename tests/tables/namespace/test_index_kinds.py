@@ -16,6 +16,7 @@ import pytest
 
 import lance_sql
 from lance_sql.cli.main import main
+from lance_sql.tables.namespace import writer
 from lance_sql.tables.namespace.indexes import NamespaceIndexError
 
 DIM = 16
@@ -95,6 +96,39 @@ def test_writes_keep_vector_and_text_indexes(tmp_path: Path) -> None:
     assert ns.optimize_indexes() == 0  # nothing left to do
     hit = ns.search("txt", "w3", k=1000, where="region = 'c'")
     assert hit.num_rows == 60
+
+
+def test_optimize_indexes_catches_up_tables_written_without_upkeep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tables written without index upkeep (another tool: here lance-sql's writer with its
+    upkeep switched off) get new versions with every index, in one commit."""
+    ns = _ns(tmp_path)
+    ns.create_index("emb", "IVF_FLAT")
+    ns.create_index("txt")
+    with monkeypatch.context() as m:
+        m.setattr(writer, "maintain_indexes", lambda entry, version, *a, **k: version)
+        ns.append(pa.concat_tables([_rows(5000, 300, "c"), _rows(7000, 50, "a")]))
+    emb = _coverage(ns, "emb_idx")
+    assert not emb["c"]["present"] and emb["a"]["unindexed_fragments"] == 1
+    region = {r["object_id"]: r["partition_field_region"] for r in ns.partitions().to_pylist()}
+    pins = {region[e.object_id]: e.read_version for e in ns.tables()}
+    ids = sorted(ns.to_table(columns=["id"]).column("id").to_pylist())
+    before = ns.manifest_version
+    assert ns.optimize_indexes() == 2  # "a" and "c"
+    assert ns.manifest_version == before + 1
+    now = {region[e.object_id]: e.read_version for e in ns.tables()}
+    assert {r for r in pins if now[r] != pins[r]} == {"a", "c"}
+    assert all(now[r] > pins[r] for r in ("a", "c"))
+    emb = _coverage(ns, "emb_idx")
+    assert emb["c"]["present"] and emb["c"]["indexed_rows"] == 300
+    assert emb["a"]["unindexed_fragments"] == 0 and emb["a"]["indexed_rows"] == 450
+    assert not emb["s"]["present"]  # still below min_rows: searched flat
+    txt = _coverage(ns, "txt_idx")
+    assert all(r["present"] and r["unindexed_fragments"] == 0 for r in txt.values())
+    assert sorted(ns.to_table(columns=["id"]).column("id").to_pylist()) == ids
+    assert ns.search("txt", "w3", k=1000, where="region = 'c'").num_rows == 60
+    assert ns.optimize_indexes() == 0 and ns.manifest_version == before + 1
 
 
 def test_min_rows_parameter_and_drop_index(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from lance_sql.tables.namespace.delete import delete
 from lance_sql.tables.namespace.manifest_table import commit_rows, read_manifest, refreshed
 from lance_sql.tables.namespace.mutation import Mutation
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
-from lance_sql.tables.namespace.overwrite import overwrite_dynamic
+from lance_sql.tables.namespace.overwrite import overwrite_some
 from lance_sql.tables.namespace.reader import table_entries
 
 SPEC = [{"field_id": "k", "source": "k", "transform": {"type": "identity"}}]
@@ -90,7 +90,7 @@ def test_cached_rows_do_not_pile_up_chunks_over_many_commits(ns) -> None:
     # chunk past MAX_CHUNKS): the chunk count stays bounded over many commits
     seen = []
     for i in range(12):
-        overwrite_dynamic(ns, _rows(1, start=700 + i))
+        overwrite_some(ns, _rows(1, start=700 + i))
         seen.append(max(c.num_chunks for c in ns.snapshot.rows.columns))
     assert max(seen) <= manifest_fragments.MAX_CHUNKS, seen
     assert seen[-1] <= seen[5], seen  # not growing with the number of commits
@@ -118,7 +118,7 @@ def test_mutation_commit_carries_entries_equal_to_entries_of_its_rows(ns) -> Non
 
 def test_row_operations_on_an_unchanged_namespace_agree_with_a_fresh_view(ns) -> None:
     assert delete(ns, "id < 7") == 7
-    overwrite_dynamic(ns, _rows(4, parts=2, start=500))
+    overwrite_some(ns, _rows(4, parts=2, start=500))
     assert delete(ns, "id = 501") == 1
     got = sorted(ns.to_table().column("id").to_pylist())
     fresh = sorted(PartitionedNamespace.open(ns.root).to_table().column("id").to_pylist())
@@ -144,7 +144,7 @@ def test_overwrite_after_a_spec_change_sees_the_current_partitions(ns) -> None:
     fids = [f.field_id for f in ns.current_spec.fields]
     assert len(ns.all_fields()) > len(fids)
     # the overwrite a Mutation's writer runs sees the same partitions as a fresh writer
-    overwrite_dynamic(ns, _rows(2, start=300))
+    overwrite_some(ns, _rows(2, start=300))
     ids = sorted(ns.to_table().column("id").to_pylist())
     assert ids == sorted([*range(100), 300, 301, 302, 303, 304, 305])
     fresh = PartitionedNamespace.open(ns.root)
@@ -184,7 +184,7 @@ def test_snapshot_entries_equal_table_entries_through_a_namespace_life(tmp_path)
     check()
     ns.append(t)
     check()
-    overwrite_dynamic(ns, t.slice(0, 3))
+    overwrite_some(ns, t.slice(0, 3))
     check()
     assert delete(ns, "id = 7") == 1  # (its partition was not overwritten; id 4's was)
     check()

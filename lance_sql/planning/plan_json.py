@@ -1,7 +1,8 @@
-"""Tagged JSON for partition and group-key values, so plans survive a trip to a task.
+"""JSON of plans shipped to tasks: tagged values, and reading a plan's object back.
 
-JSON has no bytes, decimals, dates or non-finite floats; those are written as
-one-key objects (``{"$bytes": "00ff"}``) and restored exactly.
+JSON has no bytes, decimals, dates or non-finite floats; partition and group-key
+values of those kinds are written as one-key objects (``{"$bytes": "00ff"}``)
+and restored exactly. :func:`plan_object` reads a scan or join plan's JSON.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import json
 import math
+from collections.abc import Mapping
 from typing import Any
+
+from lance_sql.errors import PlanningError
 
 
 def encode(value: Any) -> Any:
@@ -55,4 +60,18 @@ _DECODERS = {
 }
 
 
-__all__ = ["decode", "encode"]
+def plan_object(data: str | bytes | Mapping[str, Any], fmt: str, what: str) -> Mapping[str, Any]:
+    """The JSON object of a shipped plan (``data`` as text or already parsed), checked to be
+    of format ``fmt``; a :class:`PlanningError` naming ``what`` otherwise."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise PlanningError(f"{what}: not valid JSON ({exc})") from exc
+    if not isinstance(data, Mapping) or data.get("format") != fmt:
+        found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+        raise PlanningError(f"{what}: expected format {fmt!r}, got {found!r}")
+    return data
+
+
+__all__ = ["decode", "encode", "plan_object"]
