@@ -55,7 +55,7 @@ def test_bad_inputs_name_the_culprit(ns: PartitionedNamespace) -> None:
         ScanPlan.from_json('{"format": "x"}')
     with pytest.raises(PlanningError, match="scan plan: not valid JSON"):
         ScanPlan.from_json("{")
-    with pytest.raises(PlanningError, match="scan plan: expected format .*, got 'list'"):
+    with pytest.raises(PlanningError, match=r"scan plan: expected format .*, got 'list'"):
         ScanPlan.from_dict([])  # type: ignore[arg-type]
 
 
