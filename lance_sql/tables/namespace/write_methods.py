@@ -15,7 +15,7 @@ from lance_sql.tables.namespace import maintenance
 from lance_sql.tables.namespace import merge as merge_op
 from lance_sql.tables.namespace.cleanup import cleanup_namespace
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged
-from lance_sql.tables.namespace.writer import NamespaceWriter, commit_staged
+from lance_sql.tables.namespace.writer import NamespaceWriter
 
 
 class WriteMethods:
@@ -134,14 +134,7 @@ class WriteMethods:
         remove the remaining files).
         """
         self.refresh()
-        snap = commit_staged(
-            self._snapshot,
-            self._schema,
-            self.current_spec,
-            list(staged),
-            mode=mode,
-            storage_options=self.storage_options,
-        )
+        snap = self._writer(mode, None).commit_stages(list(staged))
         self._set_snapshot(snap)
         return snap.version
 

@@ -34,7 +34,8 @@ from lance_sql.tables.namespace.write_target import WriteTarget
 
 
 class DistributedStaging:
-    """Staging, adopting and aborting staged files; the state is the writer's own."""
+    """Staging, adopting and aborting staged files; the state and the ``_flush``,
+    ``_target``, ``_prepare``, ``write`` and ``commit`` it calls are the writer's own."""
 
     snapshot: ManifestSnapshot
     spec: PartitionSpec
@@ -46,21 +47,6 @@ class DistributedStaging:
     _stats: WriteStats
     _may_be_committed: bool
     _layout: WriteLayout
-
-    def _flush(self, targets: Sequence[WriteTarget]) -> None:
-        raise NotImplementedError
-
-    def _target(self, key: tuple[Any, ...], raw: tuple[Any, ...]) -> WriteTarget:
-        raise NotImplementedError
-
-    def _prepare(self, t: WriteTarget) -> None:
-        raise NotImplementedError
-
-    def commit(self) -> ManifestSnapshot:
-        raise NotImplementedError
-
-    def write(self, data: Any) -> None:
-        raise NotImplementedError
 
     def staged(self) -> StagedWrite:
         """Write every buffer to uncommitted files and describe them; nothing is committed."""
