@@ -1,29 +1,11 @@
 """Per-partition column bounds (Iceberg-style statistics) kept in ``__manifest``.
 
-Each partition table row of ``__manifest`` may hold, in its ``metadata`` JSON
-object of string properties, the key :data:`BOUNDS_KEY` whose value is the JSON
-text of (a string, as pylance's namespace requires of every property)::
-
-    {"version": 7, "branch": null, "location": "0a1b2c3d_ns$...$table",
-     "columns": {"<namespace field id>": {"type": "int64", "min": 1, "max": 9,
-                                          "nulls": 0, "nan": false}}}
-
-``min``/``max`` bound every non-NULL (and, for floats, non-NaN) value of the
-column in the table *at exactly* ``version`` on ``branch`` at ``location``;
-they are absent when there is no such value. ``nulls`` is an upper bound of
-the NULL count, ``nan`` says whether a NaN may be present. Readers use the
-bounds only when version, branch and location equal the row's
-``read_version`` / ``read_branch`` / ``location`` and its ``read_tag`` is
-NULL, and a column's bounds only when ``type`` equals the column's current
-type: any commit that moves ``read_version`` without rewriting the bounds
-(deletes, updates, compaction, another writer) makes them unusable, never wrong.
-
-Values are JSON-encoded exactly: integers (dates as days, timestamps in the
-column's unit) as JSON integers, decimals as strings, floats as JSON numbers
-(``"inf"`` / ``"-inf"`` strings for infinities; a zero lower bound is stored
-as -0.0 and a zero upper bound as 0.0, so both float orders are covered),
-strings truncated to :data:`STRING_PREFIX` characters Iceberg-style (the lower
-bound is a prefix; the upper bound's last character is incremented).
+A partition table row's ``metadata`` holds, under :data:`BOUNDS_KEY`, the JSON
+text of the bounds of the table *at exactly* the version, branch and location
+it names (format and value encoding: docs/format.md, "Column bounds in
+``__manifest`` metadata"). Readers use them only when those equal the row's
+pins, so a commit that moves ``read_version`` without rewriting them makes
+them unusable, never wrong.
 
 This module computes, merges, encodes and decodes bounds (tables layer);
 evaluating predicates against them is :mod:`lance_sql.planning.bounds_skipping`.

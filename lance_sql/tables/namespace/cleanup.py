@@ -1,26 +1,12 @@
 """Removing what failed or killed writers left in a namespace, and nothing else.
 
-A write that fails (or is killed) after staging files leaves them behind but
-never makes them visible: readers only follow ``__manifest``. Those leftovers
-are of four kinds, each found by proving it is referenced by nothing:
-
-* **table directories** no ``__manifest`` version has a ``location`` for (a new
-  partition whose ``__manifest`` commit never happened), and staging
-  directories (``_spark_staging``);
-* **versions of a partition table no ``__manifest`` version ever pinned** (an
-  append committed to the table whose ``__manifest`` commit then failed, or the
-  ``Restore`` a later writer made over it); versions newer than every pin are
-  dropped only when all of them are older than ``older_than``;
-* **data, deletion and transaction files** of a partition table (or of
-  ``__manifest`` itself) that no remaining version references.
-
-Every version of ``__manifest`` counts as live (time travel can open any), so
-anything any of them references stays. Files written less than ``older_than``
-ago are kept whatever they look like: they may belong to a writer still in
-flight, whose table version exists before its ``__manifest`` commit does.
-Tables pinned to a branch, tag or "latest" keep all their versions; tables
-with branches (a ``tree/`` directory) are not touched at all. The default is a
-dry run that only reports.
+Leftovers are found by proving nothing references them: table directories no
+``__manifest`` version locates (and staging directories), table versions no
+``__manifest`` version ever pinned, and files no remaining version references.
+Every ``__manifest`` version counts as live; files younger than ``older_than``
+are kept (a writer may be in flight); tables pinned to a branch, tag or
+"latest", and tables with branches, keep everything. The default is a dry run.
+Details: docs/reliability.md, "Cleanup".
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """Per-partition-table key filters (Bloom filters) for equality lookups.
 
-Every column with a namespace scalar index (:mod:`.indexes`) gets a key
-filter in every partition table our writers write: a Bloom filter of the
-column's non-NULL values, so ``col = lit`` / ``col IN (...)`` can skip a table
-without opening it (:mod:`lance_sql.planning.key_filter_skipping`). Like Parquet and
-Iceberg (puffin) bloom filters, a filter only ever says "maybe" or "no".
+Every column with a namespace scalar index (:mod:`.indexes`) gets a Bloom
+filter of its non-NULL values in every partition table our writers write, so
+``col = lit`` / ``col IN (...)`` can skip a table without opening it
+(:mod:`lance_sql.planning.key_filter_skipping`). A filter only says "maybe" or "no".
 
-Storage: one immutable sidecar file per (table version, column) under the
-partition table's directory, in :data:`FILTER_DIR` (Lance's
-``cleanup_old_versions`` only deletes files it references, and ignores this
-folder). The pointer to it is carried in the table's column-bounds JSON
+One immutable sidecar file per (table version, column) in :data:`FILTER_DIR`
+(Lance's cleanup ignores it); its pointer lives in the table's bounds JSON
 (:mod:`.bounds`, key ``"key_filters"``), so it has exactly the validity rule of
-the bounds: it is used only when the bounds' version, branch and location equal
-the ``__manifest`` row's pins and ``read_tag`` is NULL; every write path that
-carries or merges bounds carries the pointer. A missing, stale, damaged or
-unreadable filter never skips a table.
-
-Hashing: ``udfs.murmur3`` of the value's canonical bytes (type-promotion
-resistant: int32 5 and int64 5 hash alike; dates as days, timestamps as
-microseconds, strings as UTF-8), then splitmix64 of that 32-bit hash gives the
-two halves of double hashing. Filters are sized from the row count at build
-time (a power of two of at least :data:`BITS_PER_KEY` bits per key) so appends
-can OR new keys in while ``keys <= bits / MIN_BITS_PER_KEY``.
-
-File format (little endian): ``b"LSKF"``, u8 format version (1), u8 k, u16 0,
-u64 bits, u64 keys, u32 crc32 of the bit bytes, then ``bits / 8`` bytes.
+the bounds. A missing, stale, damaged or unreadable filter never skips a table.
+Hashing, sizing and file format: docs/pruning.md, "Key filters".
 """
 
 from __future__ import annotations

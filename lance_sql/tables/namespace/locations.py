@@ -1,19 +1,9 @@
 """Deriving table locations for a ``__manifest`` that has no ``location`` column.
 
-The spec's appendix C shows ``__manifest`` without ``location``; its appendix
-example of table directories is ``{8 hex}_{object_id}``, and pylance's
-directory namespace also uses ``{object_id}.lance`` (V1 layout) for tables at
-the root. A location is derived only when it is unambiguous:
-
-- candidates are the directories directly under the root named
-  ``{8 lowercase hex}_{object_id}``, ``{object_id}.lance`` or ``{object_id}``;
-- exactly one candidate: that is the table's location;
-- none, or more than one: the namespace is refused (:class:`FormatError`
-  naming the table and the candidates), since guessing could read another
-  table's data.
-
-Namespace rows get no location. The next commit of the namespace writes the
-derived locations as a real ``location`` column.
+A table's location is the one directory under the root named
+``{8 lowercase hex}_{object_id}``, ``{object_id}.lance`` or ``{object_id}``;
+none or several is refused with :class:`FormatError` (a guess could read
+another table's data). Namespace rows get no location.
 """
 
 from __future__ import annotations

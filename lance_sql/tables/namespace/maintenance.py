@@ -1,21 +1,10 @@
 """Keeping a namespace fast and its storage bounded: ``compact``, ``expire_versions``, stats.
 
-* :func:`compact` runs Lance ``compact_files`` in the partition tables that
-  need it (more than one fragment and a fragment below the target size, or
-  deleted rows), each as one table commit, and pins the compacted versions in
-  ONE ``__manifest`` commit (:class:`.mutation.Mutation`): readers see the old
-  or the new layout, never a mix. Rows do not change.
-* :func:`expire_versions` removes ``__manifest`` versions older than
-  ``older_than`` (never the latest), then, in every partition table, versions
-  older than ``older_than`` that no remaining ``__manifest`` version pins
-  (``read_version``) and no tag holds. Tables pinned to a branch, tag or
-  "latest" keep every version. Lance's own cleanup removes the data files only
-  the removed versions referenced; files younger than ``older_than`` (a writer
-  in flight) stay. Partition tables a delete or overwrite dropped are no
-  longer pinned once the ``__manifest`` versions listing them expire; their
-  directories are then removed by ``ns.cleanup(older_than=..., dry_run=False)``.
-* :func:`table_stats` gives, per partition table, its fragments, rows,
-  deleted rows and the bytes an ``expire_versions`` + ``compact`` could reclaim.
+:func:`compact` pins compacted table versions in ONE ``__manifest`` commit
+(:class:`.mutation.Mutation`); :func:`expire_versions` removes ``__manifest``
+versions and the table versions no remaining one pins; :func:`table_stats`
+reports per table what they could reclaim. Semantics: docs/namespaces.md,
+"Compaction and expiry".
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
 """``__manifest`` commits that write only the rows they change, and reads by fragment.
 
-A row change (a new ``read_version``, a new partition, a dropped table) is one
-Lance ``Update`` commit against the version the writer read: the changed and
-new rows are written as a new fragment, the rows they replace get deletion
-vectors (or their fragment is removed), so the bytes written follow the change,
-not the number of partitions. Readers see the whole commit or none of it.
-
-Lance resolves an ``Update`` against commits made since its read version by
-fragment: two commits touching one fragment conflict (the later one raises and
-is rebased by the caller), commits touching disjoint fragments both land. So a
-commit must touch every row whose concurrent change would make it wrong: the
-rows it changes or removes (a concurrent change of the same partition
-conflicts), and, for every row it adds, that row's existing ancestors (a
-concurrent commit creating the same partition namespace, or removing the parent,
-touches them too). A commit that adds a top-level row (a spec version's first
-partition) or changes the columns or root properties rewrites the whole table
-with an ``Overwrite``, which conflicts with any concurrent commit.
-
-Fragment count: a commit that would leave more than :data:`FOLD_AT` fragments
-also rewrites the newest ones, down to :data:`MIN_FRAGMENTS`, while each holds
-no more than twice the live rows gathered so far (the sizes double, as in a
-binary counter: every row is rewritten O(log n) times and O(log n) large
-fragments remain). It removes fragments left with no live row, and rewrites a
-fragment instead of marking more than half of its rows (or over
-:data:`MAX_MARKED` rows) deleted. Between folds, concurrent writers of
-disjoint partitions touch disjoint fragments (each its own newest one).
+A row change is one Lance ``Update`` against the version the writer read: the
+changed and new rows become a new fragment, the rows they replace get deletion
+vectors (or their fragment is removed). Lance resolves concurrent ``Update`` s
+by fragment, so a commit must touch every row whose concurrent change would
+make it wrong: the rows it changes or removes and, for every row it adds, that
+row's existing ancestors. A commit that adds a top-level row or changes the
+columns or root properties rewrites the whole table with an ``Overwrite``.
+Fragments are folded as a binary counter (:data:`FOLD_AT`, :data:`MIN_FRAGMENTS`,
+:data:`MAX_MARKED`). Details: docs/namespaces.md, "Commits and concurrent writers".
 
 Reads go by fragment (:mod:`.manifest_fragments`).
 """

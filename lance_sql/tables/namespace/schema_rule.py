@@ -1,28 +1,11 @@
 """The one schema rule every write path applies (Python, CLI import, Spark, SQL INSERT).
 
-Rows written into a namespace are matched to the namespace schema by column
-name (any order), and:
-
-1. a column name given twice is refused;
-2. a column the namespace does not have is refused (never silently dropped);
-3. a missing *nullable* column is written as NULL; a missing non-nullable
-   column is refused;
-4. a column must hold the namespace type: the type itself, or a
-   representation of the same values (large, view and dictionary variants;
-   list variants; nested types whose list/map child fields are named
-   otherwise; zoned timestamps of the same unit in another zone, which hold
-   the same instants). Inside lists, structs and maps, numbers of one family
-   (signed, unsigned, floating) may differ in width and are converted with a
-   checked cast (Python infers int64 and float64 for nested values). Nothing
-   else is converted: a string column is never parsed into a number or a
-   date, and a top-level int32 column is not widened into an int64 one;
-5. a writer whose transport cannot carry a namespace type (Spark has no
-   unsigned integers, no ``time64``...) may deliver the *encoding* that
-   transport defines for it (``encoded``); it is converted back exactly, and
-   a value that does not fit is refused;
-6. a NULL in a non-nullable column is refused.
-
-Every refusal is a :class:`SchemaMismatchError` naming the column.
+Rows are matched to the namespace schema by column name; duplicate and
+unknown columns are refused, missing nullable ones are NULL, a column must
+hold the namespace type or a representation of the same values (a transport's
+``encoded`` form is converted back exactly), and NULLs in non-nullable columns
+are refused. Every refusal is a :class:`SchemaMismatchError` naming the column.
+The full rule: docs/namespaces.md, "The schema rule of every write path".
 """
 
 from __future__ import annotations

@@ -1,33 +1,18 @@
 """Writing rows into a partitioned namespace: stage, commit tables, commit ``__manifest``.
 
-The write protocol (the spec's "Multi-Partition Transaction" done strictly):
-
-1. **Stage.** Input batches are checked against the namespace schema, their
-   partition values computed with :func:`udfs.apply_partition_field`, and rows
-   grouped per partition. Each partition's rows are buffered and written as
-   *uncommitted* Lance data files (``lance.fragment.write_fragments``) whenever
-   the buffers outgrow a memory budget, so memory stays bounded. Nothing is
-   committed anywhere during this phase: a bad batch half-way leaves every
-   table and ``__manifest`` untouched (staged files of new tables are removed).
-2. **Commit partition tables**, one commit each: ``Append`` on top of the
-   version ``__manifest`` pins (a version a failed or foreign write left on top
-   is first undone with ``Restore``, so it can never leak into the namespace),
-   ``Overwrite`` for an overwrite, or a creating ``Overwrite`` for a new table.
-3. **Commit ``__manifest`` once**: new namespace and table rows (with inherited
-   partition values) and the new ``read_version`` of every touched table, in a
-   single Lance commit against the ``__manifest`` version read in step 1.
-   Readers always read tables at ``read_version``, so they see the whole write
-   or none of it. If a concurrent commit got there first, an append is replayed
-   onto the latest ``__manifest`` when that is provably safe (see
-   :meth:`NamespaceWriter._rebase_blocker`); otherwise the write fails with
-   :class:`CommitConflictError`, the table versions made in step 2 stay
-   unreferenced, and the next writer restores over them.
-
-A partition table pinned to a branch (``read_branch``) is written and
-committed on that branch; one pinned to a tag is refused (tags are immutable).
+1. **Stage**: rows are conformed, grouped per partition and written as
+   *uncommitted* Lance files when the buffers outgrow a memory budget; nothing
+   is committed, so a bad batch leaves every table and ``__manifest`` untouched.
+2. **Commit partition tables**, one commit each on the version ``__manifest``
+   pins (a version a failed or foreign write left on top is first undone with
+   ``Restore``); a table pinned to a tag is refused, one pinned to a branch is
+   written on that branch.
+3. **Commit ``__manifest`` once** with the new rows and pins. A concurrent
+   commit is rebased onto when provably safe (:meth:`NamespaceWriter._rebase_blocker`),
+   else :class:`CommitConflictError`; unreferenced table versions are restored over.
 
 Distributed writers split step 1 (``staging=True``: a :class:`StagedWrite` per task)
-from steps 2-3, which :func:`commit_staged` runs once for all tasks.
+from steps 2-3 (:func:`commit_staged`). Details: docs/namespaces.md, "Write protocol".
 """
 
 from __future__ import annotations
