@@ -1,25 +1,14 @@
 """Namespace field ids of partition-table columns, and the types a namespace column may hold.
 
-The namespace owns field-id assignment: every namespace column has a
-``lance:field_id`` in the namespace schema JSON, ids are never reused (the
-highest id ever assigned is kept in the schema metadata under
-:data:`LAST_FIELD_ID_KEY`), and every partition table is read and written by
-namespace field id. Lance assigns its own ids to a table's columns (0..n-1 at
-creation, ``max + 1`` for an added column), which stop matching the
-namespace's as soon as a column was dropped anywhere. So lance-sql records
-the namespace field id of each top-level partition-table column in that
-column's Lance field metadata under :data:`NS_FIELD_ID_KEY`:
-
-- a table with at least one marked column is read by its markers only; an
-  unmarked column there was added by another writer and is ignored;
-- a table without any marker (written before markers existed) is read by its
-  Lance field ids; lance-sql marks its columns on the first write.
-
-Types are compared exactly (after naming nested children alike): a partition
-table column whose type differs from the namespace column's is refused with
-:class:`PartitionSchemaError`, never cast. Input data may use the view and large
-variants of a namespace type (``string_view`` for ``utf8``, ...); writers cast
-those to the namespace's canonical type (:func:`canonical_schema`).
+Every partition table is read and written by namespace field id, not by
+Lance's own ids (which stop matching once a column was dropped anywhere): each
+top-level table column records the namespace field id it holds in its Lance
+field metadata under :data:`NS_FIELD_ID_KEY`. A table without any marker is
+read by its Lance field ids and marked on its first write; in a marked table
+an unmarked column (another writer's) is ignored. A table column whose type
+differs from the namespace column's is refused with :class:`PartitionSchemaError`,
+never cast; input data may use view and large variants (:func:`canonical_schema`).
+Details: docs/namespaces.md, "Field ids".
 """
 
 from __future__ import annotations

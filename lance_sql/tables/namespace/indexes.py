@@ -1,21 +1,12 @@
 """Indexes on a namespace (scalar, text, vector): one Lance index per partition table.
 
-``create_scalar_index`` builds the index (pylance ``create_scalar_index``) in
-every partition table that holds the column and records its definition in the
-root property :data:`INDEXES_KEY` of ``__manifest``; the new table versions
-and the property become visible in ONE ``__manifest`` commit
-(:class:`.mutation.Mutation`). Afterwards every write keeps the index:
-:func:`maintain_indexes` runs in :class:`.writer.NamespaceWriter`'s commit,
-between the table commit and the ``__manifest`` commit, so partitions created
-later get the index built and tables appended to get their new fragments
-added (``optimize_indices``) before the version that holds them is pinned.
-Deletes keep Lance indexes valid (deletion files); compaction remaps them.
-
-The property (:mod:`.index_upkeep`) lives in ``__manifest``'s schema metadata only
-(not mirrored into the table metadata like the spec properties): the schema
-metadata travels with the rows in one commit, while a value mirrored into the
-table metadata could not change in the same commit as the rows (readers
-overlay table metadata, so it would win with its old value).
+Creating or dropping an index commits the new table versions and the root
+property :data:`INDEXES_KEY` in ONE ``__manifest`` commit (:class:`.mutation.Mutation`);
+every later write keeps the indexes (:func:`.index_upkeep.maintain_indexes`,
+before the table version is pinned). The property lives in the schema
+metadata only, which changes in the same commit as the rows (a mirrored table
+metadata value would win with its old value). Details: docs/namespaces.md,
+"Scalar indexes".
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """One row-level change of a namespace: table deletes, dropped tables and new rows, one commit.
 
 The building block of ``delete``, ``overwrite`` (dynamic and by filter),
-``update``, ``merge`` and ``compact``. It follows the write protocol of
-:mod:`.writer`:
-
-1. every touched partition table gets its new version first: Lance row deletes
-   (deletion files, ``_rowid IN (...)``) or a compaction, each one commit on
-   top of the version ``__manifest`` pins (a version left on top by a failed
-   or foreign write is first undone with ``Restore``, as the writer does);
-2. new rows go through a :class:`NamespaceWriter` (append mode, which routes
-   each row to the partition of the current spec it belongs to) that sees the
-   snapshot with the changes of step 1 applied (:class:`.manifest_delta.RowChanges`:
-   the tables' new versions, dropped tables gone), read for the tables they
-   touch only;
-3. ``__manifest`` is committed ONCE, with only the rows that change. A
-   concurrent ``__manifest`` commit that touched none of the tables this
-   operation drops, re-pins or creates does not stop it: the commit is rebased
-   onto it, as an append's is. Otherwise the operation fails with
-   :class:`CommitConflictError` (:func:`run` then plans it again on the newer
-   snapshot); the table versions made in step 1 stay unreferenced and the
-   next writer restores over them.
+``update``, ``merge`` and ``compact``, following the write protocol of
+:mod:`.writer`: every touched table gets its new version first (row deletes
+or a compaction on the pinned version, restored if needed), new rows go
+through a :class:`NamespaceWriter` that sees those changes
+(:class:`.manifest_delta.RowChanges`), and ``__manifest`` is committed ONCE
+with only the rows that change, rebased onto a concurrent commit that touched
+none of the same tables. On a conflict :func:`run` plans the operation again
+on the newer snapshot; the table versions of the failed attempt stay
+unreferenced and are restored over.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Detect a damaged ``__manifest`` and rebuild it from the partition tables' data.
 
-Another writer (pylance's ``DirectoryNamespace.create_table`` or lancedb at the
-namespace root) rewrites ``__manifest`` with its five base columns: the
-``partition_field_*`` columns, the ``read_version`` pins and the root
-properties in the schema metadata are gone (the table metadata survives).
-Read as it is, such a namespace would show uncommitted rows (no pins) and
-prune nothing, so :func:`check_manifest` refuses it on open with
-:class:`ManifestDamagedError` naming what is missing.
-
-:func:`repair_manifest` rebuilds it in ONE ``__manifest`` commit: every
-partition column of every spec version (values recomputed from each partition
-table's rows; namespace rows inherit their tables' values), each partition
-table pinned at its current version, and the root properties written again
-as schema metadata. Rows that are not partition tables are kept unchanged.
+A foreign writer (pylance's ``DirectoryNamespace``, lancedb) may rewrite
+``__manifest`` with only its base columns: :func:`check_manifest` refuses such
+a namespace on open with :class:`ManifestDamagedError` naming what is missing,
+and :func:`repair_manifest` rebuilds partition columns, pins and root
+properties from the tables in ONE commit. Details: docs/namespaces.md,
+"Foreign writers, damaged ``__manifest``, repair".
 """
 
 from __future__ import annotations
