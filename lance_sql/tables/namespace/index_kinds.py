@@ -1,18 +1,10 @@
 """Which pylance call builds a namespace index, with which parameters, in which tables.
 
-Three kinds of index live in a namespace, all recorded the same way
-(:mod:`.indexes`): *scalar* (BTREE, BITMAP, LABEL_LIST, ZONEMAP, ...), *text*
-(INVERTED, NGRAM; pylance ``create_scalar_index``) and *vector* (IVF_PQ,
-IVF_HNSW_SQ, IVF_HNSW_PQ, IVF_FLAT, IVF_SQ, IVF_RQ, ...; pylance
-``create_index``).
-
-A vector index is trained per partition table. A table holding fewer than
-``min_rows`` rows (default :data:`MIN_VECTOR_ROWS`, the size of one 8-bit PQ
-codebook) is left without it and searched flat, exactly; it shows as not
-``present`` in ``index_coverage`` and gets the index from the write that
-brings it to ``min_rows``. IVF_PQ parameters pylance requires are chosen per
-table when not given (``num_partitions`` about sqrt(rows), at most rows / 256; ``num_sub_vectors``
-a divisor of the dimension near dim / 8).
+Scalar and text indexes are built with pylance ``create_scalar_index``, vector
+indexes with ``create_index``, trained per partition table: a table holding
+fewer than ``min_rows`` rows (default :data:`MIN_VECTOR_ROWS`) is left without
+it and searched flat. IVF_PQ parameters pylance requires are chosen per table
+when not given (docs/search.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """The ``__manifest`` Lance table: its schema, snapshots, and atomic commits.
 
-Base columns match what pylance 14's ``DirectoryNamespace`` writes (including
-the ``lance-schema:unenforced-primary-key:position`` marker on ``object_id`` and
-the ``object_id`` child name of ``base_objects``), so pylance can still list
-the namespace. Partitioned namespaces add ``read_version`` / ``read_branch`` /
-``read_tag`` and one nullable ``partition_field_{field_id}`` column per
-partition field of every spec version. Root properties (``schema``,
-``partition_spec_v{N}``) live in the Lance table metadata and, identically, in
-the schema metadata: a Lance ``Overwrite`` can set schema metadata in the same
-commit as the rows, so creating a namespace or adding a spec version is one
-commit; readers overlay table metadata on schema metadata.
-
-Every change is one Lance commit against the version the writer read
-(``read_version``): a single version that readers see entirely or not at all.
-Row changes write only the rows they change (:mod:`.manifest_commit`); a
-concurrent commit touching the same rows makes the commit fail with
-:class:`CommitConflictError` (callers rebase) instead of silently losing rows.
+Base columns match what pylance 14's ``DirectoryNamespace`` writes, so pylance
+can still list the namespace; partitioned namespaces add the ``read_*`` pins
+and one ``partition_field_{field_id}`` column per partition field. Root
+properties live in the table metadata and, identically, in the schema
+metadata (which an ``Overwrite`` sets in the same commit as the rows); readers
+overlay table metadata on schema metadata. Every change is one Lance commit
+against the version the writer read; a conflicting concurrent commit raises
+:class:`CommitConflictError` (callers rebase). Layout: docs/namespaces.md,
+"On-disk layout".
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Partition overwrites: ``ns.overwrite(data, partitions="dynamic")`` and ``where=...``.
 
-* **dynamic** (Spark's ``partitionOverwriteMode=dynamic``, Iceberg's
-  ``ReplacePartitions``): the partitions of the *current* spec that ``data``
-  has rows for are replaced by those rows; every other partition is kept.
-  Partition tables written under older spec versions are never touched (as in
-  Iceberg): their rows are not in any partition of the current spec.
-* **by filter** (Iceberg's ``overwrite(filter)``, Delta's ``replaceWhere``): the
-  rows matching ``where`` are deleted (:func:`.delete.delete_matching`) and
-  ``data`` is appended; a row of ``data`` outside ``where`` is refused with
-  :class:`RowsOutsideFilterError` before anything is written.
-
-Both become visible in one ``__manifest`` commit (:class:`.mutation.Mutation`).
+*dynamic* replaces the partitions of the current spec that ``data`` has rows
+for (older spec versions' tables are never touched); *by filter* deletes the
+rows matching ``where`` (:func:`.delete.delete_matching`) and appends ``data``,
+refusing a row of ``data`` outside ``where`` with :class:`RowsOutsideFilterError`
+before anything is written. Both are one ``__manifest`` commit
+(:class:`.mutation.Mutation`). Details: docs/namespaces.md, "Dynamic overwrite
+and overwrite by filter".
 """
 
 from __future__ import annotations
