@@ -25,11 +25,7 @@ from lance_sql.spec.arrow_json import (
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.blob_columns import stored_schema
 from lance_sql.tables.namespace import nested_evolution as nested
-from lance_sql.tables.namespace.field_map import (
-    canonical_schema,
-    last_field_id,
-    with_last_field_id,
-)
+from lance_sql.tables.namespace.field_map import canonical_schema, last_field_id, with_last_field_id
 from lance_sql.tables.namespace.layout import NAMESPACE
 from lance_sql.tables.namespace.manifest_table import (
     commit_rows,

@@ -18,11 +18,7 @@ from typing import Any
 from lance_sql.errors import LanceSqlError, SpecError
 from lance_sql.tables.namespace import index_kinds as kinds
 from lance_sql.tables.namespace.field_map import columns_by_namespace_id
-from lance_sql.tables.namespace.reader import (
-    PartitionTable,
-    open_partition_table,
-    table_field_ids,
-)
+from lance_sql.tables.namespace.reader import PartitionTable, open_partition_table, table_field_ids
 from lance_sql.tables.namespace.write_target import head_after, table_conflicts
 
 INDEXES_KEY = "lance_sql.indexes"

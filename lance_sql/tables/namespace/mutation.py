@@ -34,11 +34,7 @@ from lance_sql.tables.namespace.manifest_table import (
     snapshot_entries,
 )
 from lance_sql.tables.namespace.nested_evolution import read_as
-from lance_sql.tables.namespace.reader import (
-    PartitionTable,
-    map_columns,
-    table_field_ids,
-)
+from lance_sql.tables.namespace.reader import PartitionTable, map_columns, table_field_ids
 from lance_sql.tables.namespace.write_layout import carry_namespaces
 from lance_sql.tables.namespace.write_target import head_after, table_conflicts, table_head
 from lance_sql.tables.namespace.writer import NamespaceWriter

@@ -21,10 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, SpecError
-from lance_sql.spec.arrow_json import (
-    dumps,
-    schema_to_json,
-)
+from lance_sql.spec.arrow_json import dumps, schema_to_json
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.namespace import blobs, evolution, indexes, runtime
 from lance_sql.tables.namespace.filter_hook import filter_planner
@@ -47,11 +44,7 @@ from lance_sql.tables.namespace.properties import (
     normalize_schema,
     parse_properties,
 )
-from lance_sql.tables.namespace.reader import (
-    PartitionTable,
-    open_for_read,
-    partition_units,
-)
+from lance_sql.tables.namespace.reader import PartitionTable, open_for_read, partition_units
 from lance_sql.tables.namespace.repair import check_manifest, repair_manifest
 from lance_sql.tables.namespace.spec import PartitionSpec, all_fields
 from lance_sql.tables.namespace.spec_build import spec_of

@@ -18,11 +18,7 @@ import pyarrow as pa
 from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.delete import delete_matching
 from lance_sql.tables.namespace.mutation import Mutation, run
-from lance_sql.tables.namespace.partition_rows import (
-    iter_batches,
-    partition_keys,
-    partition_values,
-)
+from lance_sql.tables.namespace.partition_rows import iter_batches, partition_keys, partition_values
 from lance_sql.tables.namespace.schema_rule import conform
 from lance_sql.tables.namespace.sql_eval import matching_mask
 from lance_sql.tables.namespace.write_layout import tables_by_key

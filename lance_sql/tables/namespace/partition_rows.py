@@ -18,9 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import (
-    SpecError,
-)
+from lance_sql.errors import SpecError
 from lance_sql.spec.arrow_json import source_fields
 from lance_sql.spec.transforms import apply_field
 from lance_sql.tables.namespace.spec import PartitionSpec

@@ -21,11 +21,7 @@ from lance_sql.spec.arrow_json import (
     schema_from_json,
 )
 from lance_sql.tables.blob_columns import stored_schema
-from lance_sql.tables.namespace.field_map import (
-    canonical_schema,
-    last_field_id,
-    with_last_field_id,
-)
+from lance_sql.tables.namespace.field_map import canonical_schema, last_field_id, with_last_field_id
 from lance_sql.tables.namespace.spec import PartitionSpec, parse_spec_key, validate_evolution
 
 SCHEMA_KEY = "schema"

@@ -17,9 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import (
-    LanceSqlError,
-)
+from lance_sql.errors import LanceSqlError
 from lance_sql.format.storage import resolve
 from lance_sql.tables.namespace.layout import (
     child_uri,
@@ -27,13 +25,8 @@ from lance_sql.tables.namespace.layout import (
     remove_quietly,
     resolve_location,
 )
-from lance_sql.tables.namespace.manifest_table import (
-    read_manifest,
-)
+from lance_sql.tables.namespace.manifest_table import read_manifest
 from lance_sql.tables.namespace.reader import PartitionTable, table_entries
-
-# ---------------------------------------------------------------------------
-# Staged writes (distributed writers: tasks stage, one driver commits)
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,7 @@ from lance_sql.tables.namespace.field_map import (
     is_marked,
     marked_field,
 )
-from lance_sql.tables.namespace.nested_evolution import (
-    table_field,
-    table_renames,
-    widen_structs,
-)
+from lance_sql.tables.namespace.nested_evolution import table_field, table_renames, widen_structs
 from lance_sql.tables.namespace.reader import PartitionTable
 
 

@@ -38,10 +38,7 @@ from lance_sql.tables.namespace.layout import (
     table_dir_name,
 )
 from lance_sql.tables.namespace.manifest_delta import RowChanges
-from lance_sql.tables.namespace.manifest_table import (
-    ManifestSnapshot,
-    read_manifest,
-)
+from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, read_manifest
 from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
     iter_batches,
