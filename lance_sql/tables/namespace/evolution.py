@@ -15,17 +15,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_sql.errors import SpecError
-from lance_sql.spec.arrow_json import (
-    assign_field_ids,
-    dumps,
-    field_ids,
-    schema_to_json,
-    shift_ids,
-)
+from lance_sql.spec.arrow_json import dumps, field_ids, schema_to_json
 from lance_sql.spec.partition_field import PartitionField
 from lance_sql.tables.blob_columns import stored_schema
 from lance_sql.tables.namespace import nested_evolution as nested
-from lance_sql.tables.namespace.field_map import canonical_schema, last_field_id, with_last_field_id
+from lance_sql.tables.namespace.field_map import last_field_id, with_last_field_id
 from lance_sql.tables.namespace.layout import NAMESPACE
 from lance_sql.tables.namespace.manifest_table import (
     commit_rows,
@@ -153,10 +147,9 @@ def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
             raise SpecError(f"a column named {f.name!r} already exists", key=SCHEMA_KEY)
         check_column_name(f.name)
         names.add(f.name)
-        plain = canonical_schema(stored_schema(pa.schema([f.with_nullable(True)])))
-        shifted = shift_ids(assign_field_ids(plain), next_id)
-        next_id = max(field_ids(shifted)) + 1
-        added.extend(shifted)
+        stored = stored_schema(pa.schema([f.with_nullable(True)])).field(0)
+        new, next_id = nested.new_field(stored, next_id)
+        added.append(new)
     schema = pa.schema([*current, *added], ns._schema.metadata)
     _commit_schema(ns, with_last_field_id(schema, next_id - 1))
 

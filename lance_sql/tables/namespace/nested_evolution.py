@@ -54,10 +54,9 @@ def _rebuild_list(t: pa.DataType, value: pa.Field) -> pa.DataType:
     return map_child_fields(t, lambda _: value)  # (the same kind of list, of ``value``)
 
 
-def _new_field(f: pa.Field, next_id: int) -> tuple[pa.Field, int]:
-    """``f`` (nullable, canonical types) with ids from ``next_id``, depth-first."""
-
-    plain = canonical_schema(pa.schema([pa.field(f.name, f.type, True)]))
+def new_field(f: pa.Field, next_id: int) -> tuple[pa.Field, int]:
+    """``f`` (canonical types) with ids from ``next_id``, depth-first; (field, next id)."""
+    plain = canonical_schema(pa.schema([f]))
     shifted = shift_ids(assign_field_ids(plain), next_id)
     return shifted.field(0), max(field_ids(shifted)) + 1
 
@@ -88,7 +87,7 @@ def merge_field(
                     "partition tables still hold its values): choose another name",
                     key="schema",
                 )
-            new, next_id = _new_field(c, next_id)
+            new, next_id = new_field(pa.field(c.name, c.type, True), next_id)
             children.append(new)
             index[c.name] = len(children) - 1
             count += 1
@@ -280,6 +279,7 @@ __all__ = [
     "former_names",
     "merge_field",
     "missing_in_table",
+    "new_field",
     "read_as",
     "rename_path",
     "table_field",
