@@ -1,12 +1,9 @@
 """``ns.delete(filter)``: drop covered partitions, Lance row deletes in the others.
 
-The pruning planner (strict projection, via :mod:`.filter_hook`) names the
-partitions whose every row matches: they leave ``__manifest`` without any data
-file being read or written (O(partitions)). Partitions the filter may match
-(inclusive projection) are read (only the columns the filter needs, the
-filter pushed into Lance where it can be) and their matching rows get Lance
-row deletes (deletion files). Everything becomes visible in one ``__manifest``
-commit (:class:`.mutation.Mutation`).
+Partitions whose every row matches (strict projection, via :mod:`.filter_hook`)
+leave ``__manifest`` without a data file being read; the rows matching in the
+partitions the filter may match get Lance row deletes; one ``__manifest``
+commit (:class:`.mutation.Mutation`). Details: docs/namespaces.md, "Delete".
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """The one MERGE: a :class:`MergeSql` planned by the query engine, run per partition table.
 
-MERGE has one implementation, here: ``ns.merge``, SQL ``MERGE INTO`` (which
-reads its clauses from the statement) and Spark's merge tasks (which run
+``ns.merge``, SQL ``MERGE INTO`` and Spark's merge tasks (which run
 :func:`merge_table` per partition table and commit on the driver) all describe
 the statement as a :class:`MergeSql`, which the engine plans into a
-:class:`MergePlan` over the target's and the source's columns:
-
-* the ON condition joins the candidate rows of each partition table with the
-  source (its column equalities ``t.k = s.k`` prune the partitions read);
-* each matched pair takes the FIRST ``matched`` clause whose condition holds
-  (update or delete); each source row no target row matched takes the first
-  ``not_matched`` clause (insert) whose condition holds; each target row no
-  source row matched takes the first ``by_source`` clause (update or delete;
-  every partition table is then read);
-* a target row matched by two source rows is refused when there is a
-  ``matched`` clause (:class:`MergeKeyError`);
-* updated rows are deleted and re-inserted (a row whose partition values
-  change moves), all in ONE ``__manifest`` commit (:class:`.mutation.Mutation`).
+:class:`MergePlan`: the ON condition joins each partition table's candidate
+rows with the source (its key equalities prune the partitions read), and each
+row takes the first clause whose condition holds. Updated rows are deleted and
+re-inserted (a row whose partition values change moves), all in ONE
+``__manifest`` commit (:class:`.mutation.Mutation`). Clause semantics:
+docs/sql.md, "DML and CREATE TABLE on namespaces".
 """
 
 from __future__ import annotations
