@@ -1,17 +1,13 @@
 """Reading partition tables as parts of one namespace table.
 
-Each partition table is read at the version ``__manifest`` pins (``read_version``,
-``read_branch``, ``read_tag``; latest when all are NULL), so a read sees exactly
-the state of the last namespace commit. Columns are matched to the namespace
-schema by namespace field id (:mod:`lance_sql.tables.namespace.field_map`), not
-by name, so a renamed namespace column still finds its data in partition tables
-written before the rename; a namespace column a partition table lacks reads as NULL.
-
-:class:`PartitionTableUnit` wraps pylance fragment units of one partition table
-and presents them with the namespace schema. Filters are pushed into Lance
-after translating column references (via Substrait, which refers to fields by
-position); a filter over a column the table lacks is evaluated in pyarrow on
-rows completed with NULLs, so it is still applied exactly.
+Each partition table is read at the version ``__manifest`` pins, its columns
+matched to the namespace schema by namespace field id (:mod:`.field_map`), so
+renamed columns are found and a column a table lacks reads as NULL
+(docs/namespaces.md, "Read semantics"). :class:`PartitionTableUnit` presents a
+table's pylance fragment units with the namespace schema: filters are pushed
+into Lance with column references translated (Substrait refers to fields by
+position); a filter over a column the table lacks runs in pyarrow on rows
+completed with NULLs, so it is still applied exactly.
 """
 
 from __future__ import annotations
