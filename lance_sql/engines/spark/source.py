@@ -1,35 +1,16 @@
 """The ``lance_ns`` Python data source: partition-pruned reads of a Lance partitioned namespace.
 
-How Spark drives it (pyspark 4.3), and where the work happens:
+``schema()`` pins the ``__manifest`` version read at ``load()`` (schema and data from
+one commit). Pruning and packing happen once per query in the planning worker; each
+input partition carries pickled scan units and the exact filter, so a task opens only
+the Lance fragments it reads, never ``__manifest``.
 
-- ``load(root)``: a Python worker builds the :class:`LanceNamespaceDataSource` and
-  calls ``schema()``. That reads ``__manifest`` once and **pins its version**: the
-  DataFrame keeps reading that snapshot (schema and data from the same commit),
-  as Spark's file sources keep their file listing. Load again to see later commits.
-- each action: one planning worker calls ``reader()``, ``pushFilters()`` and
-  ``partitions()``. Pruning and packing happen there, once per query; every input
-  partition carries pickled scan units (about 1 KB per partition table) and the
-  exact filter to apply, so a task opens only the Lance fragments it reads,
-  never ``__manifest``.
-- ``read(partition)`` in each task streams Arrow batches cast to the exact Arrow
-  schema Spark expects.
-
-Filters and the reused-DataFrame trap: pyspark 4.3.0 keeps the read plan that
-a pushed filter produced (partitions and reader) on the data-source object
-shared by every scan of one ``load()``; a later scan of the same DataFrame,
-view or cache with nothing pushable, or another scan in the same query, runs
-with it and returns the earlier filter's rows. So on such a Spark the source
-accepts no pushed filter (``pushFilters`` returns them all; Spark filters the
-rows itself) and its read plan never depends on a query. Pruning then comes
-from the ``where`` option, which belongs to the DataFrame (it is part of its
-options, so no other scan can inherit it). On a Spark whose scan builder keeps
-the read plan per scan (:func:`lance_sql.engines.spark.scan_scoped_pushdown`),
-:func:`lance_sql.engines.spark.register` registers
-:class:`LanceNamespacePushdownDataSource`, which also prunes by pushed filters.
-
-Column pruning: the pyspark 4.3 data source API never tells a reader which
-columns a query uses, so the columns read are the DataFrame's columns. Users
-prune with ``.option("columns", "a,b")`` or a user schema (``.schema("a long")``).
+Why pushed filters are refused on pyspark 4.3.0: it keeps the read plan a pushed
+filter produced on the data-source object every scan of one ``load()`` shares, so a
+later scan of the same DataFrame would return the earlier filter's rows. Pruning then
+comes from the ``where`` option; :class:`LanceNamespacePushdownDataSource` also prunes
+by pushed filters where :func:`lance_sql.engines.spark.scan_scoped_pushdown` holds
+(docs/spark.md).
 """
 
 from __future__ import annotations
