@@ -209,18 +209,8 @@ class LanceNamespacePushdownReader(LanceNamespaceReader):
 class LanceNamespaceDataSource(DataSource):
     """``spark.read.format("lance_ns").load(root)`` / ``df.write.format("lance_ns").save(root)``.
 
-    Read options (each also in docs/spark.md): ``version`` (``__manifest``
-    version; default the latest at ``load()``), ``storage_options`` (JSON object
-    of object-store options), ``columns`` (comma-separated columns to read),
-    ``bytes_per_partition``, ``open_cost_bytes``, ``min_partitions`` (packing by
-    bytes as Spark packs files, :mod:`.read_packing`; defaults: the session's
-    ``spark.sql.files.*``), ``rows_per_partition`` (pack by rows instead: partition
-    tables smaller than this share Spark partitions), ``pruning`` (``false`` reads
-    every partition table; the filter is still applied), ``where`` (a DataFusion
-    SQL filter: prunes, and is applied exactly in every scan of every query). A user
-    schema (``.schema("k long, v double")``) also selects columns; its types are
-    cast to. The root may be any form Spark or Hadoop writes (``file:/p``,
-    ``s3a://``, relative: see :mod:`.paths`).
+    Its read and write options are listed in docs/spark.md; the root may be any form
+    Spark or Hadoop writes (:mod:`.paths`).
     """
 
     #: Whether readers accept Spark's pushed filters (only safe where Spark scopes
