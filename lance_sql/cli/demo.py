@@ -1,8 +1,7 @@
 """``lance-sql demo``: build the sample namespaces and run every ``sql_examples/`` file.
 
-For each query it prints the result, the partition tables each namespace scan
-reads (from the engine's own EXPLAIN lines), whether joins run
-storage-partitioned (honestly, from the join planner and the physical plan)
+Per query: the result, the partition tables each namespace scan reads (from EXPLAIN),
+whether joins run storage-partitioned (from the join planner and the physical plan)
 and the wall time.
 """
 

@@ -1,12 +1,10 @@
 """Blob bytes in Spark tasks.
 
-A Spark read of a namespace returns a blob column's descriptor (what pylance's
-``to_table()`` returns; unsigned fields widened as :mod:`.types` says), never
-the bytes. :func:`read_blob_bytes` lists the rows a filter selects on the
-driver (their ``(partition_table, row_id)`` identities and the columns asked
-for; no blob is read there) and reads the bytes in Spark tasks, each task
-opening the namespace at the same ``__manifest`` version and reading its rows'
-blobs with pylance (:func:`lance_sql.tables.namespace.blobs.read_blobs`).
+A Spark read returns a blob column's descriptor, never the bytes.
+:func:`read_blob_bytes` lists the rows a filter selects on the driver (their
+``(partition_table, row_id)`` and the columns asked for; no blob read there), and Spark
+tasks read the bytes at the same ``__manifest`` version
+(:func:`lance_sql.tables.namespace.blobs.read_blobs`).
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
-"""``lance_sql.spark.delete(spark, root, where)``: deletes in Spark tasks, one driver commit.
+"""``lance_sql.spark.delete(spark, root, where)``: ``ns.delete(where)`` in Spark tasks.
 
-The Spark face of ``ns.delete(where)`` (issue #17 item 6), with the same answer:
-
-* the driver classifies the partitions with the pruning planner (as
-  :func:`~lance_sql.tables.namespace.delete.delete_matching` does): partitions
-  the filter covers leave ``__manifest`` without any task or data file read;
-* every other candidate partition table is read by a Spark task (tables
-  grouped into at most ``spark.default.parallelism`` tasks), at the
-  ``__manifest`` version the driver planned against, with the row
-  operations' reader and SQL filter (DataFusion, so NULL is not TRUE). The
-  task writes Lance deletion files with ``LanceFragment.delete`` (no commit)
-  and returns the new fragment metadata; a table whose every row goes is
-  dropped instead;
-* the driver commits each changed table once (a Lance ``Delete`` on the
-  pinned version, restored first when a failed writer left a version on top)
-  and ``__manifest`` once (:class:`~lance_sql.tables.namespace.mutation.
-  Mutation`). A concurrent ``__manifest`` commit replays the whole delete on
-  the newer version, as the Python API does.
-
-Each task attempt holds a lease and journals every deletion file it writes
-(:mod:`.write_lease`, :mod:`.write_journal`); after the job (success or
-failure) the driver fences the write, waits for zombie attempts, and removes
-every journaled deletion file no committed table version references. So a
-failed task commits nothing and leaves no file (except a deletion file
-finished in the instant before its journal entry, when the worker is killed
-then: ``ns.cleanup`` removes it).
-
-Row ids are read as Lance row addresses (fragment id << 32 | offset): the
-tables this project writes have no stable row ids.
+The driver prunes as :func:`~lance_sql.tables.namespace.delete.delete_matching` does
+(partitions the filter covers leave ``__manifest`` without any task); each other
+candidate table is read by a task at the pinned ``__manifest`` version, which writes
+Lance deletion files (``LanceFragment.delete``, no commit). The driver commits each
+changed table, then ``__manifest`` once; a concurrent ``__manifest`` commit replays the
+delete. Task attempts hold leases and journal their deletion files
+(:mod:`.write_lease`, :mod:`.write_journal`), so a failed job leaves no file.
+Row ids are Lance row addresses: these tables have no stable row ids.
 """
 
 from __future__ import annotations

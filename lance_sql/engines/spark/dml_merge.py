@@ -1,39 +1,21 @@
 """``lance_sql.spark.merge(spark, root, source_df, on=[...], ...)``: ns.merge in Spark tasks.
 
-The same options and answer as :func:`lance_sql.tables.namespace.merge.merge`
-(issue #17 item 6), in three steps and one commit:
+Same options and answer as :func:`lance_sql.tables.namespace.merge.merge`, one commit:
 
-1. the source is checkpointed (``localCheckpoint``: both steps below see the
-   same rows) with a row number; a key held twice is refused
-   (:class:`~lance_sql.tables.namespace.merge.MergeKeyError`) by a Spark
-   aggregation, before anything is written;
-2. **matched rows**: the source rows with non-NULL keys are sent to one task
-   per partition table (a cross join with the table list; the source is not
-   collected on the driver). Each task reads its table at the planned
-   ``__manifest`` version with the key filter pushed into Lance, runs
-   :func:`~lance_sql.tables.namespace.merge_rows.merge_table` (the one MERGE's
-   per-table join and clauses, planned by DataFusion in the task), writes
-   Lance deletion files for the rows that go (``LanceFragment.delete``, no
-   commit) and stages the rewritten rows
-   through a staging :class:`NamespaceWriter` (they go to the partition their
-   new values belong to). It returns the row numbers of the source rows it
-   matched;
-3. **not matched** (``when_not_matched_insert``): the source rows no task
-   matched (an anti join on the row number; only those numbers pass through
-   the driver) are staged by the ``lance_ns`` writer's own task code.
+1. the source is checkpointed (both steps see the same rows) and numbered; a key held
+   twice raises :class:`~lance_sql.tables.namespace.merge.MergeKeyError` before any
+   write;
+2. matched rows: the keyed source is cross-joined with the table list (never collected
+   on the driver); one task per partition table runs
+   :func:`~lance_sql.tables.namespace.merge_rows.merge_table` at the pinned version,
+   writes deletion files, stages the rewritten rows and returns the source row numbers
+   it matched;
+3. not matched: the other source rows (an anti join on the row number) are staged by
+   the ``lance_ns`` writer's task code.
 
-The driver then commits each table's deletes, adopts every staged file and
-commits ``__manifest`` once (:func:`.replace_where.commit_with_stages`). A
-``__manifest`` commit made meanwhile replays the whole merge (as ``ns.merge``
-does). Task attempts hold leases and journal their files, and every file no
-commit took is removed afterwards (:mod:`.dml`), so a failed task commits
-nothing and leaves no file.
-
-Pruning: with at most :data:`PRUNE_KEYS` distinct source keys (collected on
-the driver, keys only) the partition tables are pruned by the key filter
-``ns.merge`` uses; with more, every table is read (the key filter still pushed
-into Lance). Not done yet: each task receives the whole keyed source (suits
-change feeds, not a source as large as the target).
+The driver commits as :func:`.replace_where.commit_with_stages`; a concurrent
+``__manifest`` commit replays the merge. With at most :data:`PRUNE_KEYS` distinct keys
+the partition tables are pruned by the key filter ``ns.merge`` uses.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Spark pushed filters -> one pyarrow expression (the edge between Spark and the planner).
 
-Spark hands a Python data source a list of AND-ed simple filters
-(``pyspark.sql.datasource.EqualTo`` etc.). Each one we can express exactly is
-converted to a ``pyarrow.compute.Expression``: the same expression prunes
-partitions (the planner accepts pyarrow expressions) and is applied inside
-every partition scan, so Spark need not re-check it. Filters we cannot convert
-are returned to Spark unchanged.
-
-Semantics: Spark drops rows whose filter is NULL or false; a pyarrow filter
-does the same, so ``Not(EqualTo(a, 1))`` drops rows where ``a`` is NULL in
-both. ``EqualNullSafe`` is handled as ``is_null`` / ``==`` on a non-null value.
+Each AND-ed simple filter Spark pushes that converts exactly becomes part of one
+``pyarrow.compute.Expression``, which both prunes partitions and is applied inside
+every partition scan, so Spark need not re-check it; the others go back to Spark.
+Both drop rows whose filter is NULL or false (``Not(EqualTo(a, 1))`` drops NULL ``a``);
+``EqualNullSafe`` becomes ``is_null`` / ``==`` on a non-null value.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
-"""Partition-wise (storage-partitioned) join on Spark: one task per join group, no Exchange.
+"""Partition-wise (storage-partitioned) join on Spark, without an Exchange.
 
-A Python data source cannot report its partitioning to Spark, so Spark's own
-SPJ never applies. Instead the driver plans the join with
-:func:`lance_sql.planning.joins.plan_join`, packs the join groups into ``n``
-Spark tasks by bytes (:func:`.read_packing.pack_groups`), and ``spark.range(0, n, 1, n)``
-gives exactly those tasks; ``mapInArrow`` then joins each of a task's groups'
-partition tables locally, one group after another, with Arrow's hash join over row numbers
-(:mod:`.join_arrow`: only the columns the output needs are read, the side
-filters applied exactly as a ``lance_ns`` read applies them). ``range`` with
-explicit slices needs no shuffle, so the physical plan has no ``Exchange``.
-Key types that module does not join are joined as incompatible layouts are:
-by Spark's own join of the two reads, with a warning.
+A Python data source cannot report its partitioning, so Spark's own SPJ never applies.
+The driver plans with :func:`lance_sql.planning.joins.plan_join` and packs the join
+groups into ``n`` tasks by bytes (:func:`.read_packing.pack_groups`);
+``spark.range(0, n, 1, n)`` gives exactly those tasks without a shuffle, and
+``mapInArrow`` joins each group's tables locally (:mod:`.join_arrow`). Key types that
+module does not join fall back to Spark's own join of the two reads, with a warning.
 
-Output columns: the left columns, then the right columns; a right column whose
-name is also a left column is renamed ``<name>_right``. Semi and anti joins
-return the left columns only.
+Output columns: the left ones, then the right ones (a right name that clashes becomes
+``<name>_right``); semi and anti joins return the left columns only.
 """
 
 from __future__ import annotations

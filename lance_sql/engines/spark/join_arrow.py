@@ -1,25 +1,13 @@
 """One join group joined inside a Spark task with Arrow's hash join (Acero), no DataFusion.
 
-A ``partitioned_join`` task reads its group's partition tables of each side
-(only the columns the output needs; the side filters applied exactly by
-:func:`lance_sql.planning.scan_filter.scan_batches`, as a ``lance_ns`` read
-applies them), then joins **row numbers**: Acero's hash join runs over the key
-columns and one row-number column per side, and the output columns are
-gathered with ``take`` in slices of ``batch_rows`` rows. So payload columns of
-any type travel (Acero refuses lists and structs as join payload), the join
-keeps one small index table, and the output is streamed slice by slice.
-
-Join semantics are Spark's own: a NULL key matches nothing; float keys are
-normalised first (``-0.0`` equals ``0.0``, every NaN equals every NaN, as
-Spark's ``NormalizeFloatingNumbers`` makes them; integers of any width and
-sign compare as Spark compares them: a uint64 with a signed key as decimals).
-Key pairs whose types differ otherwise, and key types Acero cannot hash, are
-not handled here (:func:`arrow_join_supports`); the caller joins those with
-Spark's own join instead.
-
-Compared with DataFusion in the task (a ``SessionContext`` per group, SQL
-planning, a Python dataset provider per side), this path measured 4x less CPU
-per group and ~85 MB less peak memory per Python worker (docs/benchmarks/spark.md).
+Acero joins **row numbers** (the key columns plus one row-number column per side) and
+the output columns are gathered with ``take`` in slices of ``batch_rows`` rows: Acero
+refuses lists and structs as payload, and the join keeps one small index table.
+Semantics are Spark's: a NULL key matches nothing, float keys are normalised
+(``-0.0`` equals ``0.0``, every NaN equals every NaN) and integers compare across
+widths and signs (a uint64 with a signed key as decimals); other key pairs are refused
+by :func:`arrow_join_supports`. Chosen over DataFusion in the task for 4x less CPU per
+group (docs/benchmarks/spark.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Opt-in profile of ``partitioned_join`` tasks: ``LANCE_SQL_JOIN_PROFILE=<folder>`` in the workers.
 
-Set it in the Python workers' environment (``spark.executorEnv.LANCE_SQL_JOIN_PROFILE``
-for executors; in ``local`` mode the driver's environment is inherited). Each
-task then runs under :mod:`cProfile` and writes, into that folder,
-``join-task-<pid>-<n>.prof`` (``pstats`` input) and ``.json`` with the task's
-wall time, the time spent in this library's code (reading, joining, casting),
-the time Spark spent consuming the yielded batches, the rows produced and the
-worker's peak RSS (``VmHWM``, as ``getrusage`` reports it). Unset, the task pays
-one environment lookup.
+Each task then runs under :mod:`cProfile` and writes ``join-task-<pid>-<n>.prof`` and a
+``.json`` of its wall time, the time in this library's code, the time Spark spent
+consuming the batches, the rows produced and the worker's peak RSS (``VmHWM``) into
+that folder (docs/spark.md). Unset, the task pays one environment lookup.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Namespace roots as Spark and Hadoop write them -> URIs pylance and fsspec open.
 
-Spark hands a data source ``file:/p`` (one slash; Hadoop's ``Path.toString``),
-``file:///p``, ``s3a://bucket/p`` (the Hadoop S3 connector's scheme), ``s3://``,
-``gs://``, ``abfss://`` ... or the text the user gave, which may be relative.
-
-- ``file:`` URIs become plain absolute paths (``file://localhost/p`` too);
-  ``file://otherhost/p`` is refused (no local path names another host).
-- ``s3a://`` and ``s3n://`` become ``s3://`` (same bucket and key; pylance
-  and fsspec know only ``s3://``).
-- other ``scheme://`` URIs are kept as they are.
-- a relative path is resolved as Spark resolves it against the local file
-  system: against the driver's working directory. :func:`normalize_root` is
-  called where the data source is created (on the driver), so executors,
-  whose working directories differ, receive the absolute path.
+``file:`` URIs become absolute paths (``file://otherhost/p`` is refused), ``s3a://``
+and ``s3n://`` become ``s3://`` (pylance and fsspec know only that), other
+``scheme://`` URIs are kept, and a relative path is resolved against the driver's
+working directory: :func:`normalize_root` runs where the data source is created,
+so executors, whose working directories differ, receive the absolute path.
 """
 
 from __future__ import annotations

@@ -1,35 +1,18 @@
 """Scan units -> Spark input partitions, packed by bytes as Spark packs files.
 
-Every Spark task of a Python data source costs a Python worker round trip
-(about 50-100 ms here, more on a loaded machine), so one task per partition
-table made a full scan of 80 small tables 5.9x slower than Spark's Parquet
-read of the same rows (local-cluster, docs/benchmarks/spark_read.md); packed
-the same way Spark packs Parquet files it runs at Parquet speed.
-
-The sizes come from metadata only: each unit's Lance data files
-(``file_size_bytes`` in the fragment metadata the planner already opened),
-scaled by live rows / physical rows for deleted rows; no data page is read.
-A unit whose files do not record their size is estimated from its row count.
-
-Spark's rule (``FilePartition.maxSplitBytes``), with the same settings:
+Every Spark task of a Python data source costs a Python worker round trip, so one task
+per partition table is several times slower than Spark's Parquet read
+(docs/benchmarks/spark_read.md). Sizes come from fragment metadata only
+(``file_size_bytes`` scaled by live rows; the row count when no size is recorded).
+Spark's rule (``FilePartition.maxSplitBytes``)::
 
     max_split = min(max_partition_bytes, max(open_cost, total / min_partitions))
     total     = sum(unit bytes + open_cost)
 
-Units are taken largest first and each goes into the first partition with room
-(first-fit decreasing, so partitions end up even); a unit at or above
-``max_split`` stays alone. ``max_partition_bytes``, ``open_cost`` and
-``min_partitions`` default to the session's ``spark.sql.files.maxPartitionBytes``,
-``spark.sql.files.openCostInBytes`` and ``spark.sql.files.minPartitionNum``
-(else the default parallelism), captured by :func:`~lance_sql.engines.spark.register`
-on the driver, and can be set per read with options.
-
-The join groups of ``partitioned_join`` are packed into Spark tasks by the same
-rule (:func:`pack_groups`), each weighed by the bytes of both sides' units: one
-task per group (the first design) spent most of a small join's time on tasks,
-not on data (8 groups of a 1M-row join ran as 8 tasks on 2 cores). A task
-joins its groups one after another and each group's join is independent, so
-the result is the same for any packing.
+then first-fit decreasing; a unit at or above ``max_split`` stays alone. The settings
+default to the session's ``spark.sql.files.*`` values captured by
+:func:`~lance_sql.engines.spark.register`. :func:`pack_groups` packs join groups by the
+same rule (each group's join is independent, so any packing gives the same result).
 """
 
 from __future__ import annotations

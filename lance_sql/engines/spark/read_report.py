@@ -1,11 +1,8 @@
 """What a ``lance_ns`` read will read, computed on the driver from metadata.
 
-The pyspark 4.3 Python data source API has no custom metrics and no way to
-add text to the scan's node in Spark's plan, so the number of partition
-tables a read selects cannot appear in the Spark UI or ``explain()``.
-:func:`describe_read` answers it instead: it runs the reader's own planning
-(the same pruning, the same packing with the session's file-split settings)
-on the driver, reading metadata only.
+pyspark 4.3's Python data sources cannot add metrics or text to Spark's plan, so
+:func:`describe_read` runs the reader's own planning (the same pruning and packing)
+on the driver instead, reading metadata only.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
-"""Spark `replaceWhere` overwrites: the face of ``ns.overwrite(data, where=...)``.
+"""Spark ``replaceWhere`` overwrites: the face of ``ns.overwrite(data, where=...)``.
 
-Delta's ``replaceWhere`` and Iceberg's ``overwrite(filter)``: the rows of the
-namespace matching the filter are replaced by the DataFrame's rows, all other
-rows stay, in ONE ``__manifest`` commit.
-
-* The filter is SQL text read by the parser of ``ns.overwrite(where=...)``
-  (DataFusion, :mod:`lance_sql.tables.namespace.sql_eval`); the driver checks
-  it plans before any task runs.
-* Each task checks its own rows as it writes them (no row passes through the
-  driver): a row the filter does not match fails the task with
-  :class:`~lance_sql.tables.namespace.overwrite.RowsOutsideFilterError`
-  naming the option and the root (Delta's behaviour), Spark aborts the job and
-  its staged files are removed; nothing became visible.
-* Tasks stage their files as an append does; the driver's commit then runs
-  the Python API's delete of the matching rows (:func:`~lance_sql.tables.
-  namespace.delete.delete_matching`: partitions the filter covers leave
-  ``__manifest`` untouched, the others get Lance row deletes) and adopts the
-  staged files into the same :class:`~lance_sql.tables.namespace.mutation.
-  Mutation`, committing ``__manifest`` once. A concurrent ``__manifest``
-  commit fails the write with ``CommitConflictError`` (nothing visible; the
-  staged files cannot be replayed, so unlike ``ns.overwrite`` it is not
-  retried).
+The rows matching the filter are replaced by the DataFrame's in one ``__manifest``
+commit. The filter is parsed as ``ns.overwrite`` parses it and planned on the driver
+before any task runs; a task fails on a row outside it
+(:class:`~lance_sql.tables.namespace.overwrite.RowsOutsideFilterError`). The commit
+runs :func:`~lance_sql.tables.namespace.delete.delete_matching` and adopts the staged
+files into the same mutation. A concurrent ``__manifest`` commit raises
+``CommitConflictError``: staged files cannot be replayed, so unlike ``ns.overwrite``
+it is not retried.
 """
 
 from __future__ import annotations

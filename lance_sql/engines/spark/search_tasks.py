@@ -1,16 +1,10 @@
 """Search a partitioned namespace from Spark: per-partition searches in tasks, merged by Spark.
 
-:func:`search`: the driver prunes with the scan planner (the same
-:func:`lance_sql.search` plan, nothing is read), ``spark.range(0, n, 1, n)``
-gives one task per group of selected partition tables, each task searches its
-tables (indexed or flat, exactly as the Python search does) and returns their
-top ``k`` candidates, and Spark's ``orderBy(...).limit(k)`` merges them with the
-Python search's tie rule. No row but those candidates leaves the tasks.
-
-:func:`search_batch`: one search per row of a DataFrame of query vectors;
-each task opens the namespace and runs the searches of its queries (the
-namespace never passes through the driver), returning ``k`` rows per query
-with the query's id and ``_rank`` (1 = nearest).
+:func:`search`: the driver prunes as :func:`lance_sql.search` does, each task searches
+a group of selected partition tables and returns their top ``k`` candidates, and
+``orderBy(...).limit(k)`` merges them with the Python search's tie rule.
+:func:`search_batch`: one search per row of a DataFrame of query vectors, ``k`` rows
+per query with the query's id and ``_rank`` (1 = nearest).
 """
 
 from __future__ import annotations

@@ -1,35 +1,16 @@
 """The ``lance_ns`` Python data source: partition-pruned reads of a Lance partitioned namespace.
 
-How Spark drives it (pyspark 4.3), and where the work happens:
+``schema()`` pins the ``__manifest`` version read at ``load()`` (schema and data from
+one commit). Pruning and packing happen once per query in the planning worker; each
+input partition carries pickled scan units and the exact filter, so a task opens only
+the Lance fragments it reads, never ``__manifest``.
 
-- ``load(root)``: a Python worker builds the :class:`LanceNamespaceDataSource` and
-  calls ``schema()``. That reads ``__manifest`` once and **pins its version**: the
-  DataFrame keeps reading that snapshot (schema and data from the same commit),
-  as Spark's file sources keep their file listing. Load again to see later commits.
-- each action: one planning worker calls ``reader()``, ``pushFilters()`` and
-  ``partitions()``. Pruning and packing happen there, once per query; every input
-  partition carries pickled scan units (about 1 KB per partition table) and the
-  exact filter to apply, so a task opens only the Lance fragments it reads,
-  never ``__manifest``.
-- ``read(partition)`` in each task streams Arrow batches cast to the exact Arrow
-  schema Spark expects.
-
-Filters and the reused-DataFrame trap: pyspark 4.3.0 keeps the read plan that
-a pushed filter produced (partitions and reader) on the data-source object
-shared by every scan of one ``load()``; a later scan of the same DataFrame,
-view or cache with nothing pushable, or another scan in the same query, runs
-with it and returns the earlier filter's rows. So on such a Spark the source
-accepts no pushed filter (``pushFilters`` returns them all; Spark filters the
-rows itself) and its read plan never depends on a query. Pruning then comes
-from the ``where`` option, which belongs to the DataFrame (it is part of its
-options, so no other scan can inherit it). On a Spark whose scan builder keeps
-the read plan per scan (:func:`lance_sql.engines.spark.scan_scoped_pushdown`),
-:func:`lance_sql.engines.spark.register` registers
-:class:`LanceNamespacePushdownDataSource`, which also prunes by pushed filters.
-
-Column pruning: the pyspark 4.3 data source API never tells a reader which
-columns a query uses, so the columns read are the DataFrame's columns. Users
-prune with ``.option("columns", "a,b")`` or a user schema (``.schema("a long")``).
+Why pushed filters are refused on pyspark 4.3.0: it keeps the read plan a pushed
+filter produced on the data-source object every scan of one ``load()`` shares, so a
+later scan of the same DataFrame would return the earlier filter's rows. Pruning then
+comes from the ``where`` option; :class:`LanceNamespacePushdownDataSource` also prunes
+by pushed filters where :func:`lance_sql.engines.spark.scan_scoped_pushdown` holds
+(docs/spark.md).
 """
 
 from __future__ import annotations
@@ -228,18 +209,8 @@ class LanceNamespacePushdownReader(LanceNamespaceReader):
 class LanceNamespaceDataSource(DataSource):
     """``spark.read.format("lance_ns").load(root)`` / ``df.write.format("lance_ns").save(root)``.
 
-    Read options (each also in docs/spark.md): ``version`` (``__manifest``
-    version; default the latest at ``load()``), ``storage_options`` (JSON object
-    of object-store options), ``columns`` (comma-separated columns to read),
-    ``bytes_per_partition``, ``open_cost_bytes``, ``min_partitions`` (packing by
-    bytes as Spark packs files, :mod:`.read_packing`; defaults: the session's
-    ``spark.sql.files.*``), ``rows_per_partition`` (pack by rows instead: partition
-    tables smaller than this share Spark partitions), ``pruning`` (``false`` reads
-    every partition table; the filter is still applied), ``where`` (a DataFusion
-    SQL filter: prunes, and is applied exactly in every scan of every query). A user
-    schema (``.schema("k long, v double")``) also selects columns; its types are
-    cast to. The root may be any form Spark or Hadoop writes (``file:/p``,
-    ``s3a://``, relative: see :mod:`.paths`).
+    Its read and write options are listed in docs/spark.md; the root may be any form
+    Spark or Hadoop writes (:mod:`.paths`).
     """
 
     #: Whether readers accept Spark's pushed filters (only safe where Spark scopes

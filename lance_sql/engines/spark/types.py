@@ -1,36 +1,11 @@
 """Arrow types as Spark's Arrow reader requires them (exact match, no implicit casts).
 
-Spark's Python data source checks every returned ``RecordBatch`` against the
-Arrow form of its own schema, so namespace types Spark lacks are mapped to the
-nearest Spark type and batches are cast before they leave the reader:
-
-======================  ===============================  ==========================
-Arrow (namespace)       Arrow sent to Spark              Spark SQL type
-======================  ===============================  ==========================
-large_string, view      string                           STRING
-large_binary, view      binary                           BINARY
-uint8 / uint16 / uint32 int16 / int32 / int64            SMALLINT / INT / BIGINT
-uint64                  decimal128(20, 0)                DECIMAL(20,0)
-float16                 float32                          FLOAT
-timestamp[any, tz]      timestamp[us, UTC]               TIMESTAMP
-timestamp[any]          timestamp[us]                    TIMESTAMP_NTZ
-date64                  date32                           DATE
-time32/time64           int64 (microseconds)             BIGINT
-duration[any]           duration[us]                     INTERVAL DAY TO SECOND
-decimal256(p <= 38)     decimal128(p, s)                 DECIMAL(p,s)
-large_list, fixed list  list                             ARRAY
-dictionary<k, v>        v (decoded)                      type of v
-======================  ===============================  ==========================
-
-Every mapping widens or keeps the value, so casts never lose data (nanosecond
-timestamps and durations are truncated to microseconds, Spark's resolution).
-Types Spark cannot hold (decimal256 above precision 38, month/day/nano
-intervals, unions, extension types) raise :class:`UnsupportedFeatureError`
-naming the column, when the schema is mapped (``load()``), not mid-scan.
-
-The exact Arrow schema a batch must have is Spark's own rendering of the Spark
-schema (:func:`spark_target_schema`: list items named ``element``, nullability
-from the Spark schema), so batches are cast to that, never to a guess.
+Spark checks every returned ``RecordBatch`` against the Arrow form of its own schema,
+so namespace types Spark lacks are mapped to the nearest Spark type that keeps the
+value (the table is in docs/spark.md) and batches are cast to
+:func:`spark_target_schema`, Spark's own rendering of its schema (list items named
+``element``), never to a guess. Types Spark cannot hold raise
+:class:`UnsupportedFeatureError` naming the column at ``load()``, not mid-scan.
 """
 
 from __future__ import annotations

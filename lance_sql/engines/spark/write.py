@@ -1,28 +1,13 @@
 """``df.write.format("lance_ns")``: tasks stage Lance files, the driver commits once.
 
-The driver plans the write once (:mod:`.write_plan`: the namespace at its
-pinned ``__manifest`` version, or one this write creates from a spec option)
-and checks the DataFrame's schema against the namespace with the rule every
-write path shares (:mod:`lance_sql.tables.namespace.schema_rule`), before any
-task runs. Each task conforms its Arrow batches with the same rule (Spark's
-encodings of types it lacks, such as unsigned integers, are converted back
-exactly), splits them by partition and writes uncommitted Lance data files
-straight into the partition tables' directories (new partitions included),
-journaling every file it completes (:mod:`.write_journal`); its commit message
-is the small JSON of its :class:`StagedWrite`. All tasks of one job share a
-write id, so a new partition that several tasks write gets one directory and
-ends as one partition table.
-
-The driver's ``commit`` commits each touched partition table once, then
-``__manifest`` once (atomic across partitions; for a namespace it creates,
-that commit creates ``__manifest``); no row passes through the driver.
-``commit`` and ``abort`` then delete every journaled file no committed task
-attempt owns (failed, retried, speculative or killed attempts), so a job leaves
-no orphan files. Staged files are invisible to readers until the commit.
-
-``mode("overwrite").option("replaceWhere", filter)``: tasks also refuse rows
-outside the filter, and the commit replaces the rows it matches
-(:mod:`.replace_where`).
+The driver plans once (:mod:`.write_plan`) and checks the schema with the rule every
+write path shares (:mod:`lance_sql.tables.namespace.schema_rule`). Tasks conform their
+batches by that rule, split them by partition and stage uncommitted Lance files in the
+partition tables' directories, journaling each (:mod:`.write_journal`); a commit
+message is the small JSON of a :class:`StagedWrite`. All tasks share a write id, so a
+new partition several tasks write ends as one table. The driver commits each touched
+table, then ``__manifest`` once; no row passes through it. ``replaceWhere``:
+:mod:`.replace_where`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """No orphan files: every Lance file a task attempt writes is journaled before Spark hears of it.
 
-A Spark task attempt that fails, is retried, speculated, or whose Python
-worker is killed may have written Lance data files that no commit message
-describes. Each attempt therefore records every data file it completes (one
-small object per file under ``{root}/_spark_staging/{write_id}/``, written
-through pylance's ``FragmentWriteProgress.complete`` callback, and for the
-last file of each ``write_fragments`` call, which pylance 14 reports no
-completion for, as soon as the call returns; before the task's commit message
-exists), and each new table's location (named by this write) once before its
-first file there. The driver's ``commit`` and ``abort`` first wait for zombie
-attempts to end (:mod:`.write_lease`), then delete every journaled file that no committed
-message owns, every new-table directory of this write that ``__manifest`` does
-not list (whole: also files a killed worker never journaled), and the journal
-itself. Files of other writers are never touched: only names this write's
-attempts journaled, and directories named from this write's id, are deleted.
-
-Left to ``ns.cleanup``, in partition tables that existed before the write
-only: a file a worker was killed while writing (a hidden ``.tmp*`` file on a
-local disk; an unfinished multipart upload on object stores) and a file
-finished in the instant between Lance's rename and the journal write (for a
-call's last file: until ``write_fragments`` returns).
+Each attempt records every data file it completes (one small object per file under
+``{root}/_spark_staging/{write_id}/``, from pylance's ``FragmentWriteProgress.complete``,
+plus the last file of each ``write_fragments`` call, which pylance reports no
+completion for) and each new table's location. After waiting out zombie attempts
+(:mod:`.write_lease`) the driver deletes every journaled file no committed message
+owns, every new-table directory ``__manifest`` does not list, and the journal; only
+names this write journaled are deleted. Left to ``ns.cleanup``: a file a worker was
+killed while writing, or finished just before its journal entry.
 """
 
 from __future__ import annotations

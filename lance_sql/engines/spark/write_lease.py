@@ -1,32 +1,13 @@
 """Zombie task attempts: a lease per attempt and a fence the driver raises before cleaning up.
 
-Spark fails a write job as soon as one task fails, and calls the writer's
-``abort`` on the driver while the job's other tasks may still be running:
-they are cancelled, but a Python worker goes on writing Lance files until it
-notices (or is killed, about a second later). Files those zombies journal
-after the driver has read the journal would be orphans. The same holds for a
-losing speculative or superseded attempt at ``commit``.
-
-The protocol, in the write's journal directory:
-
-* each attempt holds a *lease*, ``{attempt}.live``, created before it writes
-  anything, rewritten (a counter) every :data:`HEARTBEAT_SECONDS` by a daemon
-  thread, and removed when the attempt ends (returns or raises);
-* the driver's ``commit`` and ``abort`` first write the *fence* ``_fence``,
-  then wait until no lease of an attempt that is not being committed is alive
-  (removed, or unchanged for :data:`STALE_SECONDS` of the driver's clock, so
-  clocks of other machines never matter; bounded by ``max_wait``), and only
-  then remove orphans (:func:`.write_journal.remove_orphans`);
-* an attempt whose heartbeat sees the fence stops at its next journaled file
-  (:class:`WriteFencedError`) and removes what it wrote. An attempt cannot be
-  committed once the fence is up (the driver already holds every message it
-  commits), so a fenced attempt is always a loser.
-
-A successful job has no live lease when the driver commits, so it never
-waits. Left to ``ns.cleanup``: what :mod:`.write_journal` documents (a file
-finished in the instant between Lance's rename and its journal entry, when the
-worker is killed in that instant), and files of a zombie whose heartbeat
-stalled for longer than :data:`STALE_SECONDS`.
+Spark calls ``abort`` (or ``commit``, past a losing speculative attempt) while
+cancelled attempts may still write files; files journaled after the driver read the
+journal would be orphans. So each attempt holds a lease ``{attempt}.live`` (rewritten
+every :data:`HEARTBEAT_SECONDS`, removed when the attempt ends); the driver writes the
+fence ``_fence`` and waits until no other attempt's lease is alive (removed, or
+unchanged for :data:`STALE_SECONDS` of the driver's own clock, so other machines'
+clocks never matter) before removing orphans. An attempt that sees the fence raises
+:class:`WriteFencedError` and removes what it wrote; it can never be committed.
 """
 
 from __future__ import annotations

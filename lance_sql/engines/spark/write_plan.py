@@ -1,17 +1,11 @@
 """What a ``lance_ns`` write writes into: the namespace at its root, or one it creates.
 
-Planned once on the driver (``DataSource.writer``) and pickled to every task:
-the ``__manifest`` snapshot travels with the plan, so every task stages against
-the same version and none reads ``__manifest`` again.
-
-Creating from Spark: when the root holds no namespace and the write names a
-partition spec (option ``spec``: the spec JSON, a JSON list of field dicts, or
-Iceberg-style text such as ``"bucket(16, customer_id), days(ts)"``; option
-``partitionBy`` takes the text form too), the namespace schema is the
-DataFrame's (Spark's Arrow types, see :mod:`.types`) and the plan's snapshot is
-version 0 of a ``__manifest`` that does not exist yet: the driver's commit
-creates it with the partition rows in one Lance commit, so readers never see a
-namespace without its rows, and a concurrent creator makes one of the two fail.
+Planned once on the driver and pickled to every task with its ``__manifest`` snapshot,
+so every task stages against one version. When the root holds no namespace and the
+write names a spec (option ``spec``, or ``partitionBy`` in Iceberg-style text), the
+schema is the DataFrame's and the snapshot is version 0 of a ``__manifest`` the commit
+creates together with its partition rows: readers never see a namespace without its
+rows, and of two concurrent creators one fails.
 """
 
 from __future__ import annotations
