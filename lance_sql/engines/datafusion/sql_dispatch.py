@@ -33,7 +33,6 @@ import hashlib
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,7 @@ from lance_sql.engines.datafusion.sql_tokens import (
     splice,
     tokens_of,
 )
+from lance_sql.tables.dataset_cache import OpenCache
 from udfs.canonical import is_supported
 
 _PROBE_TYPE = pa.struct([pa.field("__lance_probe__", pa.null())])
@@ -70,7 +70,7 @@ _MAX_ROUNDS = 1000
 class _ContextState:
     lock: threading.Lock
     registered: set[str]
-    cache: OrderedDict[str, tuple[set[str], tuple[Any, ...], str]]
+    cache: OpenCache[tuple[set[str], tuple[Any, ...], str]]
 
 
 _STATES: weakref.WeakKeyDictionary[Any, _ContextState] = weakref.WeakKeyDictionary()
@@ -81,7 +81,7 @@ def _state(ctx: Any) -> _ContextState:
     with _STATES_LOCK:
         state = _STATES.get(ctx)
         if state is None:
-            state = _ContextState(threading.Lock(), set(), OrderedDict())
+            state = _ContextState(threading.Lock(), set(), OpenCache(_CACHE_SIZE))
             _STATES[ctx] = state
         return state
 
@@ -371,14 +371,10 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     if "murmur3" not in sql.lower():
         return sql
     state = _state(ctx)
-    with state.lock:
-        hit = state.cache.get(sql)
+    hit = state.cache.get(sql)
     if hit is not None:
         identifiers, fingerprint, rewritten = hit
         if _fingerprint(ctx, identifiers) == fingerprint:
-            with state.lock:
-                if sql in state.cache:
-                    state.cache.move_to_end(sql)
             return rewritten
     try:
         calls, identifiers = find_calls(sql, HASH_KERNELS)
@@ -391,8 +387,6 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     if not complete:  # left for DataFusion to report; do not remember
         return rewritten
     rewritten = with_readable_names(ctx, rewritten)
-    with state.lock:
-        state.cache[sql] = (identifiers, fingerprint, rewritten)
-        while len(state.cache) > _CACHE_SIZE:
-            state.cache.popitem(last=False)
+    state.cache.discard(sql)  # a stale entry (its tables changed) is replaced
+    state.cache.put(sql, (identifiers, fingerprint, rewritten))
     return rewritten
