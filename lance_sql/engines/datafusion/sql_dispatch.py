@@ -223,25 +223,14 @@ def with_readable_names(ctx: Any, sql: str) -> str:
 
 def _split_types(text: str) -> list[str]:
     """Split DataFusion's ``T1, T2(a, b), T3("x")`` at top-level commas."""
-    parts: list[str] = []
-    depth = 0
-    quoted = False
-    current: list[str] = []
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch == "(":
-            depth += 1
-        elif not quoted and ch == ")":
-            depth -= 1
-        elif not quoted and depth == 0 and ch == ",":
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(ch)
-    if current or parts:
-        parts.append("".join(current).strip())
-    return parts
+    if not text:
+        return []
+    tokens = tokens_of(text)
+    depths = depths_of(t.kind for t in tokens)
+    commas = [t for t, d in zip(tokens, depths, strict=True) if t.kind == "COMMA" and d == 0]
+    starts = [0, *(c.end for c in commas)]
+    ends = [*(c.start for c in commas), len(text)]
+    return [text[a:b].strip() for a, b in zip(starts, ends, strict=True)]
 
 
 @functools.lru_cache(maxsize=1)
