@@ -13,67 +13,42 @@ map has DataFusion's shape: non-nullable keys, nullable values, unsorted.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pyarrow as pa
 
+from lance_sql.engines.datafusion.sql_tokens import closing_of, depths_of, tokens_of
 from lance_sql.format.schema import map_child_fields
 
 _PREFIX = "__lance_map_"
-_MAP = re.compile(r"\bMAP\s*\(", re.IGNORECASE)
 
 
 def _split_maps(text: str) -> tuple[str, list[tuple[str, str]]]:
     """``text`` with each top-level ``MAP(K, V)`` replaced by a placeholder; the (K, V) texts."""
+    tokens = tokens_of(text)
+    depths = depths_of((t.kind for t in tokens), ("L_PAREN", "LT"), ("R_PAREN", "GT"))
     out, maps, pos = [], [], 0
-    while True:
-        m = _find(text, pos)
-        if m is None:
-            out.append(text[pos:])
-            return "".join(out), maps
-        start, open_paren = m
-        close, comma = _close_and_comma(text, open_paren)
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind != "MAP" or tok.start < pos or tokens[i + 1].kind != "L_PAREN":
+            continue
+        close = closing_of(depths, i + 1)
+        if close is None:
+            raise ValueError(f"unbalanced parentheses in {text[tokens[i + 1].start :]!r}")
+        level = depths[i + 1] + 1
+        commas = (j for j in range(i + 2, close) if tokens[j].kind == "COMMA")
+        comma = next((j for j in commas if depths[j] == level), None)
         if comma is None:
-            raise ValueError(f"MAP type needs a key and a value type: {text[start : close + 1]}")
-        out.append(text[pos:start])
+            raise ValueError(
+                f"MAP type needs a key and a value type: {text[tok.start : tokens[close].end]}"
+            )
+        key = text[tokens[i + 1].end : tokens[comma].start]
+        value = text[tokens[comma].end : tokens[close].start]
+        out.append(text[pos : tok.start])
         out.append(f"STRUCT<{_PREFIX}{len(maps)} VARCHAR>")
-        maps.append((text[open_paren + 1 : comma].strip(), text[comma + 1 : close].strip()))
-        pos = close + 1
-
-
-def _find(text: str, pos: int) -> tuple[int, int] | None:
-    """The next ``MAP(`` outside quotes: (its start, its parenthesis)."""
-    quote = None
-    i = pos
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        else:
-            m = _MAP.match(text, i)
-            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-                return i, m.end() - 1
-        i += 1
-    return None
-
-
-def _close_and_comma(text: str, open_paren: int) -> tuple[int, int | None]:
-    depth, comma = 0, None
-    for i in range(open_paren, len(text)):
-        ch = text[i]
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-            if depth == 0:
-                return i, comma
-        elif ch == "," and depth == 1 and comma is None:
-            comma = i
-    raise ValueError(f"unbalanced parentheses in {text[open_paren:]!r}")
+        maps.append((key.strip(), value.strip()))
+        pos = tokens[close].end
+    out.append(text[pos:])
+    return "".join(out), maps
 
 
 def column_schema(columns: str, plan: Any) -> pa.Schema:

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capturing
 from lance_sql.errors import FormatError
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner
 from lance_sql.tables.lance_table import LanceTable, Snapshot
@@ -38,7 +39,7 @@ class LanceDatasetTable(ScanUnitDataset):
             raise ValueError(f"{name}: partitions must be >= 1, got {partitions}")
         self.table = table
         self.partitions = partitions
-        self._pushable: dict[str, str | None] = {}
+        self._pushable: OpenCache[str] = OpenCache(_MAX_CACHED_FILTERS)
         self._typed: tuple[list[LanceFragmentsUnit], list[ScanUnit]] | None = None
         super().__init__(table.schema, self._plan, name=name)
 
@@ -90,18 +91,16 @@ class LanceDatasetTable(ScanUnitDataset):
 
     def _refusal(self, snapshot: Snapshot, filter: pc.Expression) -> str | None:
         """Why pylance refuses ``filter`` (None when it accepts it); cached per filter text."""
-        key = str(filter)
-        if key not in self._pushable:
-            if len(self._pushable) >= _MAX_CACHED_FILTERS:
-                self._pushable.clear()
-            try:
-                lance_scanner(
-                    snapshot.dataset, columns=[], filter=filter, with_row_id=True
-                ).explain_plan()
-                self._pushable[key] = None
-            except FILTER_REFUSED as exc:
-                self._pushable[key] = str(exc).split(",")[0][:120]
-        return self._pushable[key]
+        return self._pushable.get_or_open(str(filter), lambda: _refused(snapshot, filter)) or None
+
+
+def _refused(snapshot: Snapshot, filter: pc.Expression) -> str:
+    """pylance's refusal of ``filter`` in a scan of ``snapshot`` ("": it accepts it)."""
+    try:
+        lance_scanner(snapshot.dataset, columns=[], filter=filter, with_row_id=True).explain_plan()
+    except FILTER_REFUSED as exc:
+        return str(exc).split(",")[0][:120]
+    return ""
 
 
 T = TypeVar("T")

@@ -22,11 +22,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.namespace_explain import scan_line, spec_version_lines
+from lance_sql.engines.datafusion.namespace_explain import scan_line
 from lance_sql.engines.datafusion.namespace_plans import (
     PlannerPrune,
     PruneHook,
-    plan_pruning,
     planner_prune,
     proven_tables,
     without_proven_filter,
@@ -206,11 +205,4 @@ def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int
             )
 
 
-__all__ = [
-    "NamespaceTable",
-    "PlannerPrune",
-    "PruneHook",
-    "plan_pruning",
-    "planner_prune",
-    "spec_version_lines",
-]
+__all__ = ["NamespaceTable", "planner_prune"]

@@ -33,7 +33,6 @@ import hashlib
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,7 @@ from lance_sql.engines.datafusion.sql_tokens import (
     splice,
     tokens_of,
 )
+from lance_sql.tables.dataset_cache import OpenCache
 from udfs.canonical import is_supported
 
 _PROBE_TYPE = pa.struct([pa.field("__lance_probe__", pa.null())])
@@ -70,7 +70,7 @@ _MAX_ROUNDS = 1000
 class _ContextState:
     lock: threading.Lock
     registered: set[str]
-    cache: OrderedDict[str, tuple[set[str], tuple[Any, ...], str]]
+    cache: OpenCache[tuple[set[str], tuple[Any, ...], str]]
 
 
 _STATES: weakref.WeakKeyDictionary[Any, _ContextState] = weakref.WeakKeyDictionary()
@@ -81,7 +81,7 @@ def _state(ctx: Any) -> _ContextState:
     with _STATES_LOCK:
         state = _STATES.get(ctx)
         if state is None:
-            state = _ContextState(threading.Lock(), set(), OrderedDict())
+            state = _ContextState(threading.Lock(), set(), OpenCache(_CACHE_SIZE))
             _STATES[ctx] = state
         return state
 
@@ -223,25 +223,14 @@ def with_readable_names(ctx: Any, sql: str) -> str:
 
 def _split_types(text: str) -> list[str]:
     """Split DataFusion's ``T1, T2(a, b), T3("x")`` at top-level commas."""
-    parts: list[str] = []
-    depth = 0
-    quoted = False
-    current: list[str] = []
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch == "(":
-            depth += 1
-        elif not quoted and ch == ")":
-            depth -= 1
-        elif not quoted and depth == 0 and ch == ",":
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(ch)
-    if current or parts:
-        parts.append("".join(current).strip())
-    return parts
+    if not text:
+        return []
+    tokens = tokens_of(text)
+    depths = depths_of(t.kind for t in tokens)
+    commas = [t for t, d in zip(tokens, depths, strict=True) if t.kind == "COMMA" and d == 0]
+    starts = [0, *(c.end for c in commas)]
+    ends = [*(c.start for c in commas), len(text)]
+    return [text[a:b].strip() for a, b in zip(starts, ends, strict=True)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -371,14 +360,10 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     if "murmur3" not in sql.lower():
         return sql
     state = _state(ctx)
-    with state.lock:
-        hit = state.cache.get(sql)
+    hit = state.cache.get(sql)
     if hit is not None:
         identifiers, fingerprint, rewritten = hit
         if _fingerprint(ctx, identifiers) == fingerprint:
-            with state.lock:
-                if sql in state.cache:
-                    state.cache.move_to_end(sql)
             return rewritten
     try:
         calls, identifiers = find_calls(sql, HASH_KERNELS)
@@ -391,8 +376,6 @@ def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     if not complete:  # left for DataFusion to report; do not remember
         return rewritten
     rewritten = with_readable_names(ctx, rewritten)
-    with state.lock:
-        state.cache[sql] = (identifiers, fingerprint, rewritten)
-        while len(state.cache) > _CACHE_SIZE:
-            state.cache.popitem(last=False)
+    state.cache.discard(sql)  # a stale entry (its tables changed) is replaced
+    state.cache.put(sql, (identifiers, fingerprint, rewritten))
     return rewritten
