@@ -1,34 +1,20 @@
 """Metadata-driven join planning: exact row bounds from Lance manifests, as hints DataFusion reads.
 
-DataFusion 55 gets no statistics from lance-sql's tables (the pyarrow-dataset
-protocol reports ``Statistics::new_unknown``), so its ``JoinSelection`` rule
-never swaps a join's inputs and runs every hash join in ``Partitioned`` mode
-(both inputs hash-repartitioned) where a small input should be collected once
-and broadcast (``CollectLeft``). Measured: a ``LIMIT n`` directly over a join
-input is the one construct that hands DataFusion a row count without a
-provider's statistics (``GlobalLimitExec`` reports ``num_rows = Inexact(n)``
-over an input it knows nothing about), and ``JoinSelection`` then decides as
-it does for tables with statistics: an input under
-``datafusion.optimizer.hash_join_single_partition_threshold_rows`` (131,072 by
-default) becomes the collected build side, swapped to the left where the join
-type allows (DataFusion checks which types may swap). Joins no hint applies
-to are ordered and swapped by estimates (:mod:`.join_swap`).
+DataFusion 55 gets no statistics from lance-sql's tables, so its ``JoinSelection``
+never collects a small input as the build side (``CollectLeft``). A ``LIMIT n``
+directly over a join input is the one construct that hands it a row count: an
+input under ``hash_join_single_partition_threshold_rows`` then becomes the
+collected build side. Joins no hint applies to are ordered and swapped by
+estimates (:mod:`.join_swap`).
 
 A ``LIMIT`` can only be a hint if it never removes a row: the count must be an
 upper bound of the input's rows *at the version the query reads*. This pass
-computes such bounds without reading data:
-
-- a read of a registered Lance dataset: its live rows (fragments' physical rows
-  minus deletions, from the manifest) at one pinned version; a table that
-  follows its latest version is read through a copy pinned at exactly the
-  version counted (a per-query table, :func:`.sql_rewrite.register_query_table`),
-  so a concurrent append can never make the bound too small;
-- filters, projections, sorts: their input's bound (a filter keeps at most all rows);
-- an aggregate without grouping keys: 1; with them: the input's bound
-  times the number of grouping sets, plus one per empty grouping set;
-- an inner join: the product of its inputs' bounds; outer joins add the
-  unmatched rows; semi, anti, single and mark joins: the bound of the side they return;
-- a union: the sum; ``LIMIT n``: at most ``n``; ``VALUES``: its rows.
+computes such bounds without reading data: a read of a registered Lance dataset
+counts its live rows at one pinned version (a table that follows its latest
+version is read through a copy pinned at exactly the version counted,
+:func:`.sql_rewrite.register_query_table`, so a concurrent append can never make
+the bound too small); every other relation derives its bound from its inputs'
+(:class:`.join_swap.RelationRows`).
 
 Only reads of bare table names count (``dim``, not ``s2.dim``: another table).
 

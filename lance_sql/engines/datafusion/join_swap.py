@@ -18,15 +18,13 @@ rows are the same; columns are put back in their order with an ``emit``):
   half its left one gets its inputs swapped: DataFusion builds its hash table
   on the left input and, without statistics, never swaps itself.
 - :func:`reorder_flat_trees`: DataFusion's optimizer flattens a tree of inner
-  joins nested directly in one another (no projection between them; the
-  trees :mod:`.join_order` builds) and rebuilds it left-deep, greedily, from
-  its left-most input, joining next the first input that has an equality
-  with those joined so far (``EliminateCrossJoin``). Left as built, TPC-H
-  q5's tree ``region, nation, supplier, customer, orders x lineitem`` became
-  ``supplier JOIN customer ON s_nationkey = c_nationkey`` (millions of rows).
-  This pass orders the inputs so that the greedy rebuild starts with the
-  smallest input joined to the largest one, then the largest one, then the
-  others smallest first, each joined as soon as an equality links it.
+  joins nested directly in one another (no projection between them; the trees
+  :mod:`.join_order` builds) and rebuilds it left-deep, greedily, from its
+  left-most input, joining next the first input that has an equality with those
+  joined so far (``EliminateCrossJoin``). This pass orders the inputs so that
+  the greedy rebuild starts with the smallest input joined to the largest one,
+  then the largest one, then the others smallest first, each joined as soon as
+  an equality links it.
 """
 
 from __future__ import annotations

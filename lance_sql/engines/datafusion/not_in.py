@@ -5,8 +5,7 @@ anti join: an ``a`` row is kept only when no ``b`` key equals it *and* the
 comparison is never unknown, so a NULL among the ``b`` keys removes every row,
 and a NULL ``a.k`` is removed unless the subquery is empty. Substrait has no
 null-aware flag: its producer writes a plain anti join, and the plan read back
-keeps NULL-keyed rows it must not (this is why the rewrite used to skip every
-query with a ``NOT IN``).
+keeps NULL-keyed rows it must not.
 
 :func:`expand_not_in` rewrites each null-aware anti join of the Substrait plan
 (in place) into three plain ones with the same answer::

@@ -4,17 +4,10 @@ A namespace partitioned by a transform of column ``k`` (``bucket(16, k)``,
 ``identity(k)``, ``day(k)``, ...) holds all rows of one value of ``k`` in one
 partition table. An aggregate grouped by ``k`` (and maybe more keys) over a
 scan of that namespace therefore computes each of its groups from one
-partition table: run per table, the aggregate is complete there, and the
-query's result is the concatenation of the tables' results. TPC-H q18's
-``SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity)
-> 300`` over lineitem bucket[16] on ``l_orderkey`` is such an aggregate.
-
-DataFusion would aggregate every row in two phases and hash-repartition the
-partial results (with 1.5M orderkeys the partial phase reduces nothing);
-per table there is no repartition, each hash table holds one table's keys,
-and the HAVING filter and projections above the aggregate run per table too,
-so only the rows they keep leave the groups. Any measure works (``avg``,
-DISTINCT, FILTER): nothing is combined across tables.
+partition table: run per table, the aggregate is complete there (any measure:
+nothing is combined across tables), and the query's result is the concatenation
+of the tables' results. Per table there is no repartition, and the HAVING filter
+and projections above the aggregate run per table too.
 
 Which tables hold one value's rows is the join planner's question for the
 namespace joined with itself on ``k`` (:func:`~lance_sql.planning.joins.plan.plan_join`:

@@ -1,16 +1,10 @@
 """Whether a compatible namespace join is worth running storage-partitioned.
 
-A storage-partitioned join (:mod:`.spj_plan`) runs one private DataFusion
-query per group and reads each group's sides into memory
-(:mod:`.spj_provider`). That pays where both inputs are large: the plain
-join hash-repartitions both of them and builds one large hash table (the
-appendix F join, 5M x 1M rows: SPJ takes 0.74-0.86 of the plain join's time).
-It costs where one input is small after its filters: the plain join builds a
-small hash table once and streams the large input through it, where SPJ reads
-every group's share of the large input into memory first and pays a nested
-query per group. Measured on TPC-H SF1 bucketed namespaces, SPJ took 1.1-1.9x
-the plain join's time in q3, q4, q12 and q21, whose smaller input is a
-filtered ``orders`` or a filtered ``lineitem`` (docs/benchmarks/tpch.md).
+A storage-partitioned join (:mod:`.spj_plan`) pays where both inputs are
+large. It costs where one input is small after its filters: the plain join
+builds a small hash table once and streams the large input through it, where
+SPJ reads every group's share of the large input into memory and pays a
+nested query per group (docs/benchmarks/tpch.md).
 
 So a join keeps the plain plan when its smaller input is *estimated* at most
 :data:`SMALL_SIDE_ROWS` rows and its larger one at least

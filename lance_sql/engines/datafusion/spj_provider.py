@@ -2,15 +2,13 @@
 
 The settings that make a per-group join shuffle-free (``repartition_joins``
 off) are session-wide, and the user's other joins must be planned as before.
-So the join is not planned in the user's session at all: :class:`SpjTable` is
-a :class:`ScanUnitDataset` whose units are :class:`GroupJoinUnit` s, and each
-unit runs its groups' query (the join with its filters and projections:
-see :mod:`.spj_plan`) in
-a private DataFusion context where each side is the namespace restricted to
-the group's partition tables. The outer query sees a table with one
-partition per unit: groups run in parallel, memory is bounded by a group,
-and no ``RepartitionExec`` sits over either namespace scan (those scans live
-inside the units).
+So the join is not planned in the user's session at all: :class:`SpjTable` is a
+:class:`ScanUnitDataset` whose units are :class:`GroupJoinUnit` s, and each unit
+runs its groups' query (:mod:`.spj_plan`) in a private DataFusion context where
+each side is the namespace restricted to the group's partition tables. The outer
+query sees a table with one partition per unit: groups run in parallel, memory
+is bounded by a group, and no ``RepartitionExec`` sits over either namespace
+scan (those scans live inside the units).
 
 Each group reads its sides as :mod:`.spj_sides` plans them (into memory,
 or streamed when large).
