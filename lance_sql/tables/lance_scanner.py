@@ -123,7 +123,7 @@ def lance_scanner(
     """
     # ``dataset.schema`` is converted from Lance's on every access: only when needed
     payload = None if filter is None else _PREPARED.payload(filter, dataset.schema)
-    from lance_sql.tables.native_scanner import ScannerBuilder, to_scanner
+    from lance.dataset import ScannerBuilder
 
     builder = dataset._apply_default_scan_options(ScannerBuilder(dataset))
     if columns is not None:
@@ -138,6 +138,34 @@ def lance_scanner(
         builder.late_materialization(late_materialization)
     builder._substrait_filter = payload
     return to_scanner(builder)
+
+
+#: ``ScannerBuilder.to_scanner``'s arguments, read from its code once (None: not readable)
+_BUILDER_ARGS: list[tuple[str, ...] | None] = []
+
+
+def to_scanner(builder: Any) -> Any:
+    """``builder.to_scanner()`` without pylance's deep copy of every option.
+
+    pylance 14 deep-copies the builder's options into each scanner, only to
+    rebuild the scan for ``to_pandas`` blob handling (0.25 ms per scanner; no
+    lance-sql scan uses it). The native scanner gets the same arguments in
+    the same order, read from ``to_scanner``'s own code; when they do not
+    match the builder's options (another pylance), pylance's path is taken.
+    """
+    from lance.dataset import LanceScanner
+
+    if not _BUILDER_ARGS:
+        names = type(builder).to_scanner.__code__.co_names
+        args = names[names.index("scanner") + 1 :] if "scanner" in names else ()
+        args = args[: args.index("LanceScanner")] if "LanceScanner" in args else ()
+        _BUILDER_ARGS.append(args if set(args) == set(vars(builder)) - {"ds"} else None)
+    args = _BUILDER_ARGS[0]
+    if args is None:
+        return builder.to_scanner()
+    options = vars(builder)
+    native = builder.ds._ds.scanner(*(options[a] for a in args))
+    return LanceScanner(native, builder.ds, None)
 
 
 __all__ = ["FILTER_REFUSED", "lance_scanner"]

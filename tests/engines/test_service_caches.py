@@ -247,7 +247,7 @@ def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -
     import lance
     import pyarrow.compute as pc
 
-    from lance_sql.tables import lance_scanner, native_scanner
+    from lance_sql.tables import lance_scanner
 
     data = rows(0, 300)
     ds = lance.write_dataset(data, str(tmp_path / "one.lance"), max_rows_per_file=70)
@@ -266,5 +266,5 @@ def test_scanners_skip_pylance_option_copies_and_read_the_same(tmp_path: Path) -
             want.sort_by("id" if "id" in want.column_names else want.column_names[0])
         ), case
     assert (
-        native_scanner._BUILDER_ARGS and native_scanner._BUILDER_ARGS[0] is not None
+        lance_scanner._BUILDER_ARGS and lance_scanner._BUILDER_ARGS[0] is not None
     )  # the direct path ran

@@ -15,7 +15,8 @@ columns (or over a transform term):
 
 Partition values of literals are always computed with :mod:`udfs` (the same
 code that computed the stored partition values), never re-implemented here.
-Each transform lives in its own module of this package. The planner never
+Each transform lives in its own module of this package (expression fields in
+:mod:`.base`). The planner never
 switches on transform names: it asks the objects built by
 :func:`make_transform` (plus :class:`TimeChain` for several time fields on
 one source, see :mod:`..time_ranges`).
@@ -28,13 +29,13 @@ from lance_sql.spec.predicates import Column
 from lance_sql.spec.time_ranges import TIME_CHAIN
 from lance_sql.spec.transforms.base import (
     LITERAL_ERRORS,
+    ExpressionTransform,
     FieldTransform,
     TermForm,
     apply_field,
     same_column,
 )
 from lance_sql.spec.transforms.bucket import BUCKET, HASH_MOD, MURMUR3, BucketTransform
-from lance_sql.spec.transforms.expression import ExpressionTransform
 from lance_sql.spec.transforms.identity import IdentityTransform
 from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC, TimeChain, TimeTransform
 from lance_sql.spec.transforms.truncate import TRUNCATE, TruncateTransform

@@ -1,4 +1,5 @@
-"""The base class of partition transforms and the helpers every transform shares."""
+"""The base class of partition transforms, the helpers every transform shares, and
+expression fields (:class:`ExpressionTransform`, built on those helpers alone)."""
 
 from __future__ import annotations
 
@@ -325,3 +326,17 @@ def enumerate_conjunction(transform: FieldTransform, leaves: Sequence[Leaf]) -> 
     if None in unique:
         pred = or_(pred, IsNull(transform.partition_column))
     return pred
+
+
+class ExpressionTransform(FieldTransform):
+    """A DataFusion SQL expression over col0, col1, ...: = and IN by substitution (appendix D)."""
+
+    _null_preserving = False
+
+    def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
+        # inclusive: handled by project_conjunction (it also covers one source);
+        # strict: f(NULL) may equal f(v), nothing is provable per row
+        return FALSE if strict else TRUE
+
+    def project_conjunction(self, leaves: Sequence[Leaf]) -> Predicate:
+        return enumerate_conjunction(self, leaves)
