@@ -117,23 +117,3 @@ def first_line(exc: BaseException) -> str:
     """The first line of ``exc``'s message (its type name when the message is empty)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-__all__ = [
-    "CommitConflictError",
-    "FormatError",
-    "IsADatasetError",
-    "IsANamespaceError",
-    "LanceSqlError",
-    "ManifestDamagedError",
-    "NamespaceExistsError",
-    "NotFoundError",
-    "PartitionSchemaError",
-    "PathIsAFileError",
-    "PlanningError",
-    "SchemaMismatchError",
-    "SpecError",
-    "UnsafeLocationError",
-    "UnsupportedFeatureError",
-    "first_line",
-]

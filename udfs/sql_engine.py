@@ -87,12 +87,3 @@ def sql_engine() -> SqlEngine:
             "(or call udfs.sql_engine.register_sql_engine)"
         )
     return _ENGINE
-
-
-__all__ = [
-    "NoSqlEngineError",
-    "SqlEngine",
-    "register_sql_engine",
-    "register_sql_engine_loader",
-    "sql_engine",
-]

@@ -18,15 +18,6 @@ from lance_sql.cli.plan_stats import explain_text, scan_stats
 from lance_sql.cli.session import UsageError, make_context, open_namespace
 from lance_sql.cli.statements import split_statements
 
-__all__ = [
-    "cmd_explain",
-    "cmd_inspect",
-    "cmd_partitions",
-    "cmd_repair",
-    "cmd_sql",
-    "read_queries",
-]
-
 PREFIX = "partition_field_"  # a __manifest column holding one partition field's value
 
 

@@ -20,8 +20,6 @@ from lance_sql.cli.plan_stats import explain_text, join_summary, scan_stats
 from lance_sql.cli.statements import header_tags, split_statements
 from lance_sql.engines.datafusion.dml import statement_keyword
 
-__all__ = ["cmd_demo", "demo_context", "examples_dir", "run_example"]
-
 
 def examples_dir() -> Path:
     """``sql_examples/`` of the source checkout this package runs from."""

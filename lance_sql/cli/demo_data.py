@@ -14,8 +14,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["DEMO_TABLES", "build_demo", "demo_is_valid"]
-
 DEMO_TABLES = ("events", "orders", "customers", "clicks")
 _COUNTRIES = np.array(["US", "DE", "FR", "JP", "BR"])
 

@@ -17,8 +17,6 @@ import pyarrow as pa
 
 from lance_sql.errors import SpecError
 
-__all__ = ["cmd_import", "open_batches"]
-
 _FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",

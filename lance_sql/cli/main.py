@@ -17,8 +17,6 @@ from typing import Any
 
 from lance_sql.cli.session import UsageError
 
-__all__ = ["build_parser", "main"]
-
 PROG = "lance-sql"
 
 

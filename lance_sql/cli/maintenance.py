@@ -63,12 +63,3 @@ def describe_indexes(indexes: dict[str, str]) -> str:
     if not indexes:
         return ""
     return "  indexes: " + ", ".join(f"{k}={v}" for k, v in sorted(indexes.items()))
-
-
-__all__ = [
-    "cmd_compact",
-    "cmd_expire",
-    "describe_indexes",
-    "indexes_by_partition",
-    "parse_duration",
-]

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-__all__ = ["format_table", "human_size", "write_table"]
-
 _MAX_ROWS = 50
 
 

@@ -13,8 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["ScanStat", "explain_text", "join_summary", "scan_stats"]
-
 _NS = re.compile(r"LanceNamespaceScan: table=(\S+?),.*?partition_tables=(\d+)/(\d+)")
 _DS = re.compile(r"LanceScan: table=(\S+?),.*?fragments=(\d+)")
 

@@ -8,8 +8,6 @@ from typing import Any
 
 from lance_sql.errors import NotFoundError
 
-__all__ = ["UsageError", "check_local_root", "make_context", "parse_binding"]
-
 
 class UsageError(Exception):
     """A malformed command line (exit code 2), detected after argparse."""

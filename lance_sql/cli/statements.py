@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["header_tags", "split_statements"]
-
 
 def split_statements(text: str) -> list[str]:
     """Return the non-empty statements of ``text`` (``;``-separated), comments kept."""

@@ -70,6 +70,3 @@ def _from_roaring(data: bytes, path: str) -> np.ndarray:
     except (ValueError, IndexError, OverflowError, MemoryError, RuntimeError) as exc:
         raise FormatError(f"not a readable roaring bitmap deletion file: {exc}", path=path) from exc
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32).copy()
-
-
-__all__ = ["ARROW", "BITMAP", "deletion_file_name", "read_deletion_file"]

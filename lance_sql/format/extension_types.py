@@ -30,6 +30,3 @@ def register_lance_extension_types() -> None:
     with contextlib.suppress(ImportError):  # pandas missing: see the module docstring
         import lance.arrow  # noqa: F401  (image types; needs pandas in pylance 14)
     _DONE = True
-
-
-__all__ = ["register_lance_extension_types"]

@@ -69,6 +69,3 @@ def check_reader_flags(flags: int, *, path: str) -> None:
             "lance-sql does not support",
             path=path,
         )
-
-
-__all__ = ["KNOWN_READER_FLAGS", "check_reader_flags", "unknown_bits"]

@@ -92,6 +92,3 @@ def _parse(buf: bytes, buf_start: int, size: int, path: str) -> table_pb2.Manife
     except (DecodeError, ValueError, RuntimeError, RecursionError) as exc:
         raise FormatError(f"corrupted manifest message: {exc}", path=path) from exc
     return manifest
-
-
-__all__ = ["FOOTER_SIZE", "MAGIC", "parse_manifest_bytes", "read_manifest"]

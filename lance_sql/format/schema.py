@@ -299,13 +299,3 @@ def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:
 def as_format_error(exc: LogicalTypeError, path: str) -> FormatError:
     """The FormatError reported to users for a schema that cannot be converted."""
     return FormatError(f"invalid schema: {exc}", path=path)
-
-
-__all__ = [
-    "FIELD_ID_KEY",
-    "LanceField",
-    "LogicalTypeError",
-    "as_format_error",
-    "leaf_type",
-    "to_arrow_schema",
-]

@@ -274,19 +274,3 @@ def remove_file(loc: Location) -> None:
     """Delete the file at ``loc`` (a file already gone is not an error)."""
     with suppress(FileNotFoundError):
         loc.fs.rm_file(loc.path)
-
-
-__all__ = [
-    "Entry",
-    "FileInfo",
-    "Location",
-    "exists",
-    "file_size",
-    "fsspec_options",
-    "list_dir",
-    "read_file",
-    "read_range",
-    "remove_file",
-    "resolve",
-    "walk_files",
-]

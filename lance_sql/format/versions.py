@@ -237,20 +237,3 @@ def list_tags(
     root = resolve(uri, storage_options)
     list_manifests(root)  # a missing dataset is an error, not "no tags"
     return list_tag_infos(root)
-
-
-__all__ = [
-    "ManifestFile",
-    "TagInfo",
-    "VersionInfo",
-    "branch_root",
-    "find_manifest",
-    "list_manifests",
-    "list_tag_infos",
-    "list_tags",
-    "list_versions",
-    "manifest_name_v1",
-    "manifest_name_v2",
-    "read_tag",
-    "tag_location",
-]

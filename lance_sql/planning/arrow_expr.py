@@ -146,6 +146,3 @@ def _value_leaf(pred: Predicate, table: pa.Table) -> pa.Array:
 def matching_rows(pred: Predicate, table: pa.Table) -> pa.Table:
     """The rows of ``table`` where ``pred`` is TRUE."""
     return table.filter(pc.fill_null(evaluate(pred, table), False))
-
-
-__all__ = ["evaluate", "matching_rows", "term_values", "to_pyarrow"]

@@ -326,6 +326,3 @@ def skip_by_bounds(
     if mask is None or not mask.any():
         return rows, 0
     return rows.filter(pa.array(~mask)), int(mask.sum())
-
-
-__all__ = ["RowBounds", "compile_skip", "decoded", "row_bounds", "skip_by_bounds", "skip_mask"]

@@ -335,6 +335,3 @@ def key_skip_mask(
         if key not in banks:
             banks[key] = _bank_of(state, leaf.field_id, leaf.type_name, root, storage_options)
     return _evaluate(test, banks, rows.num_rows)
-
-
-__all__ = ["ENABLED", "LOAD_ERRORS", "compile_key_skip", "key_skip_mask"]

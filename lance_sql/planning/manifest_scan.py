@@ -135,6 +135,3 @@ def open_manifest(
         )
     except (ValueError, OSError) as exc:
         raise NotFoundError(f"cannot open __manifest: {exc}", path=uri) from exc
-
-
-__all__ = ["PUSHDOWN_FALLBACKS", "open_manifest", "plan_manifest", "table_versions"]

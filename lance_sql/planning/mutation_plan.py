@@ -58,5 +58,3 @@ class PruningFilterPlanner:
 
 
 register_filter_planner(PruningFilterPlanner())
-
-__all__ = ["PruningFilterPlanner"]

@@ -205,6 +205,3 @@ def _everything(ns: Any, scan_filter: ScanFilter | None, reason: str | None = No
         scan_filter=scan_filter,
         selects_all=True,
     )
-
-
-__all__ = ["PLANNING_ERRORS", "plan_scan", "plan_scan_at"]

@@ -249,12 +249,3 @@ def _intersect(pred: Predicate) -> Predicate:
 def prepare(pred: Predicate, schema: pa.Schema) -> Predicate:
     """push_not -> bind -> simplify: the normal form every planning step expects."""
     return simplify(bind(push_not(pred), schema))
-
-
-__all__ = [
-    "bind",
-    "prepare",
-    "push_not",
-    "resolve_column",
-    "simplify",
-]

@@ -72,6 +72,3 @@ def plan_object(data: str | bytes | Mapping[str, Any], fmt: str, what: str) -> M
         found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
         raise PlanningError(f"{what}: expected format {fmt!r}, got {found!r}")
     return data
-
-
-__all__ = ["decode", "encode", "plan_object"]

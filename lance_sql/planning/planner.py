@@ -153,6 +153,3 @@ def finish_plan(
     res = residuals_from_proofs(proven, mf)
     rep = report(mf, table_versions, versions, fully_proven(proven))
     return PartitionPlan(pred, mf, selected, tuple(res), rep, skipped, by_key)
-
-
-__all__ = ["FilterLike", "PartitionPlan", "finish_plan", "plan_partitions", "to_predicate"]

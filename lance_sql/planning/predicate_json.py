@@ -92,6 +92,3 @@ def from_json_value(obj: dict[str, Any]) -> Predicate:
         return _in(obj)  # type: ignore[no-any-return]
     except (KeyError, IndexError, TypeError, ValueError, pa.ArrowException) as e:
         raise PlanningError(f"serialised predicate does not decode: {e!r}") from e
-
-
-__all__ = ["from_json_value", "to_json_value"]

@@ -135,6 +135,3 @@ class SpecProjector:
         if alt is not None and not self._has_year_field(leaf.term.column):
             parts.append(self.strict(alt) if strict else self.inclusive(alt))
         return or_(*parts) if strict else and_(*parts)
-
-
-__all__ = ["SpecProjector", "schema_columns"]

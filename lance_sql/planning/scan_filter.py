@@ -223,6 +223,3 @@ def scan_batches(
                 continue
             kept = scan_filter.apply(pa.Table.from_batches([batch]), schema, rest)
             yield from kept.select(wanted).combine_chunks().to_batches()
-
-
-__all__ = ["ScanFilter", "has_unsupported", "scan_batches"]

@@ -347,13 +347,3 @@ def _json_default(v: Any) -> Any:
     if isinstance(v, bytes):
         return v.hex()
     return str(v)
-
-
-__all__ = [
-    "PLAN_COLUMNS",
-    "PlannedPartition",
-    "ScanPlan",
-    "SpecVersionReport",
-    "partition_columns",
-    "planned_partitions",
-]

@@ -288,17 +288,3 @@ def as_query_vector(query: Any, column: str, field: pa.Field) -> np.ndarray:
             f"query vector has {vec.size} values; column {column!r} holds {t.list_size}"
         )
     return vec
-
-
-__all__ = [
-    "DEFAULT_REFINE",
-    "SearchError",
-    "SearchQuery",
-    "SearchTarget",
-    "TableCall",
-    "TableReport",
-    "as_query_vector",
-    "plan_table",
-    "score_column",
-    "top_k",
-]

@@ -400,6 +400,3 @@ def _literal_text(node: exp.Expression) -> str:
 
 def _column_names(node: exp.Expression) -> tuple[str, ...]:
     return tuple(sorted({c.name for c in node.find_all(exp.Column)}))
-
-
-__all__ = ["call_term", "like_predicate", "parse_filter", "parse_filter_unbound"]

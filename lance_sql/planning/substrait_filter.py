@@ -402,6 +402,3 @@ def _path(entry: Any) -> bool:
 
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= (1 << 63) else value
-
-
-__all__ = ["Computed", "decode", "decode_condition", "from_pyarrow"]

@@ -81,6 +81,3 @@ def _compare(col: Column, op: str, year: int) -> Predicate | None:
     if op == ">":
         return Compare(col, ">=", end)
     return Compare(col, ">=", start)
-
-
-__all__ = ["year_term_as_range"]

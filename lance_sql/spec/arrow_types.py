@@ -86,6 +86,3 @@ def datafusion_type_name(t: pa.DataType) -> str:
     if isinstance(t, (pa.Decimal128Type, pa.Decimal256Type)):
         return f"Decimal{t.bit_width}({t.precision}, {t.scale})"
     raise PlanningError(f"no DataFusion cast target for type {t}")
-
-
-__all__ = ["PER_SECOND", "SUPPORTED", "datafusion_type_name", "scalar_kind", "supports"]

@@ -142,23 +142,3 @@ def blob_bytes(col: Any, column: str, source: str) -> Any:
 
 def blob_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if is_blob_field(f)]
-
-
-__all__ = [
-    "BLOB_KEY",
-    "DESCRIPTOR_KEY",
-    "V1_DESCRIPTOR",
-    "V2_DESCRIPTOR",
-    "blob_bytes",
-    "blob_columns",
-    "dataset_read_schema",
-    "descriptor_type",
-    "has_blob_metadata",
-    "holds_blob",
-    "is_blob_field",
-    "is_blob_v2_type",
-    "plain_read_schema",
-    "read_schema",
-    "stored_field",
-    "stored_schema",
-]

@@ -212,14 +212,3 @@ def chain_units(units: Sequence[ScanUnit], k: int, schema: pa.Schema) -> list[Sc
     """``units`` as at most ``k`` chains balanced by estimated rows."""
     groups = balanced_groups([(i, u.estimated_rows or 0) for i, u in enumerate(units)], k)
     return [ChainedUnit([units[i] for i in g], schema) for g in groups]
-
-
-__all__ = [
-    "BURST",
-    "GATHER",
-    "GATHER_ROWS",
-    "PREFETCH_UNITS",
-    "ChainedUnit",
-    "chain_units",
-    "prefetched",
-]

@@ -251,18 +251,3 @@ def open_all(items: Iterable[T], opener: Callable[[T], R]) -> list[R]:
         return [opener(i) for i in items]
     futures = [_POOL.submit(opener, i) for i in items]
     return [f.result() for f in futures]
-
-
-__all__ = [
-    "INDEX_CACHE_BYTES",
-    "METADATA_CACHE_BYTES",
-    "OPEN_CACHE_ENTRIES",
-    "OpenCache",
-    "PerProcess",
-    "PinnedCache",
-    "open_all",
-    "open_pinned",
-    "options_key",
-    "read_session",
-    "version_token",
-]

@@ -217,13 +217,3 @@ def read_direct(
             table = table.filter(f.live)
         out.append(table)
     return out
-
-
-__all__ = [
-    "DIRECT_MAX_BYTES",
-    "DIRECT_MAX_ROWS",
-    "READERS_MAX",
-    "DataFileRead",
-    "direct_files",
-    "read_direct",
-]

@@ -259,6 +259,3 @@ def with_sql_float_semantics(
     if not rewriter.needs(ser.root):
         return filter
     return rewriter.build(ser.root)
-
-
-__all__ = ["FloatRewriteError", "with_sql_float_semantics"]

@@ -369,6 +369,3 @@ def split_fragments(
         )
         for g in groups
     ]
-
-
-__all__ = ["READ_TABLE_BATCH_ROWS", "LanceFragmentsUnit", "filtered_batches", "split_fragments"]

@@ -166,6 +166,3 @@ def to_scanner(builder: Any) -> Any:
     options = vars(builder)
     native = builder.ds._ds.scanner(*(options[a] for a in args))
     return LanceScanner(native, builder.ds, None)
-
-
-__all__ = ["FILTER_REFUSED", "lance_scanner"]

@@ -198,6 +198,3 @@ def _check_schema(uri: str, version: int, registered: pa.Schema, now: pa.Schema)
                 f"{uri}: column {f.name!r} changed type from {f.type} to {now.field(idx).type} "
                 f"in version {version}; register the table again"
             )
-
-
-__all__ = ["LanceTable", "Snapshot"]

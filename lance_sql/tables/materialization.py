@@ -148,6 +148,3 @@ def _strip_literals(text: str) -> str:
 def _directory(uri: str) -> str:
     """The folder holding the table (a namespace's partition tables share their root)."""
     return uri.rstrip("/").rsplit("/", 1)[0]
-
-
-__all__ = ["EARLY_AT", "clear", "estimate_spread", "late_materialization"]

@@ -63,15 +63,6 @@ def wrong_kind(
     return None
 
 
-__all__ = [
-    "DATASET_HINT",
-    "NAMESPACE_HINT",
-    "path_kind",
-    "prepare_root",
-    "wrong_kind",
-]
-
-
 def prepare_root(uri: str, mode: str, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Check ``uri`` before a namespace is created there; True when ``mode`` says open it.
 

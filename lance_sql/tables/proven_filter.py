@@ -36,6 +36,3 @@ class ProvenFilterUnit(ForwardingUnit):
 
     def describe(self) -> str:
         return f"{self.inner.describe()} (filter proven by partition values)"
-
-
-__all__ = ["ProvenFilterUnit"]

@@ -71,6 +71,3 @@ def pylance_errors(
             raise type(verdict)(f"{what} cannot be read: {reason}", path=uri) from exc
         kind = missing if isinstance(exc, OSError | ValueError) else FormatError
         raise kind(f"{what} cannot be read: {text}", path=uri) from exc
-
-
-__all__ = ["diagnose", "pylance_errors"]

@@ -392,21 +392,3 @@ def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]
         groups[g].append(item)
         heapq.heappush(heap, (total + size, g))
     return [sorted(g) for g in groups if g]
-
-
-__all__ = [
-    "STORAGE_BATCH_ROWS",
-    "ForwardingUnit",
-    "ScanMetrics",
-    "ScanUnit",
-    "balanced_groups",
-    "conform",
-    "empty_batches",
-    "matches_nothing",
-    "normalize_filter",
-    "projected_schema",
-    "storage_batch_size",
-    "stubbed_schema",
-    "with_sql_null_semantics",
-    "with_sql_semantics",
-]

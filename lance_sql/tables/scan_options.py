@@ -52,6 +52,3 @@ def checked_scan_options(options: Mapping[str, Any] | None, what: str) -> dict[s
             raise ScanOptionsError(f"{what}: scan option {key} must be {want}, got {value!r}")
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
-
-
-__all__ = ["OPTIONS", "ScanOptionsError", "checked_scan_options"]

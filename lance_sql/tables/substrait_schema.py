@@ -176,18 +176,3 @@ def carried(t: pa.DataType) -> bool:
     except (pa.ArrowException, ValueError, TypeError):
         return False
     return True
-
-
-__all__ = [
-    "arrow_nested_names",
-    "carried",
-    "field_references",
-    "holds",
-    "messages",
-    "nested_names",
-    "referenced_positions",
-    "serialise",
-    "stand_in_reads",
-    "substrait_schema",
-    "without_field_metadata",
-]

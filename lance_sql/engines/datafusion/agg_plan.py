@@ -149,6 +149,3 @@ def _adopt_functions(plan: plan_pb2.Plan, other: plan_pb2.Plan, rel: algebra_pb2
     for msg in sp.messages(rel):
         if "function_reference" in msg.DESCRIPTOR.fields_by_name:  # 0 is "unset" in proto3
             msg.function_reference = mapping.get(msg.function_reference, msg.function_reference)
-
-
-__all__ = ["push_partial_aggregates"]

@@ -372,6 +372,3 @@ def _detect_target_partitions(ctx: datafusion.SessionContext) -> int:
         return max(1, int(plan.partition_count))
     except Exception:  # a context configured to refuse this still gets a sane default
         return max(1, os.cpu_count() or 1)
-
-
-__all__ = ["SessionContext"]

@@ -172,6 +172,3 @@ for _name, _member in list(vars(DataFrame).items()):
 def wrap(df: datafusion.DataFrame, ctx: Any) -> LanceDataFrame:
     """``df`` as a :class:`LanceDataFrame` of ``ctx`` (itself if it is one already)."""
     return df if isinstance(df, LanceDataFrame) else LanceDataFrame(df, ctx)
-
-
-__all__ = ["EXECUTING", "LanceDataFrame", "wrap"]

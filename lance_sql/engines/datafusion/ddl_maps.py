@@ -71,6 +71,3 @@ def _replace(t: pa.DataType, maps: list[pa.DataType]) -> pa.DataType:
     if pa.types.is_struct(t) and t.num_fields == 1 and t.field(0).name.startswith(_PREFIX):
         return maps[int(t.field(0).name[len(_PREFIX) :])]
     return map_child_fields(t, lambda f: f.with_type(_replace(f.type, maps)))
-
-
-__all__ = ["column_schema"]

@@ -340,13 +340,3 @@ def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
 
 #: ``SET s.a =`` (DataFusion 55 reads ``s.a`` as a column ``a`` of table ``s``)
 _SET_FIELD = re.compile(r"\bSET\s+[\w\"]+\s*\.\s*[\w\"]+\s*=|,\s*[\w\"]+\.[\w\"]+\s*=", re.I)
-
-
-__all__ = [
-    "COUNT_SCHEMA",
-    "DmlDataFrame",
-    "dml_frame",
-    "explain_dml",
-    "statement_keyword",
-    "typed_planning_error",
-]

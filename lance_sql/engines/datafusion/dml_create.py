@@ -239,6 +239,3 @@ def _partition_fields(
         else:
             f["source"] = column(f["source"])
     return fields
-
-
-__all__ = ["create_statement", "warehouse"]

@@ -231,6 +231,3 @@ def merge_action(ctx: Any, table: Any, name: str, plan: Any, query: str) -> Call
         return run(ns, lambda m: merge_rows(m, ns, merge, src).rows)
 
     return action
-
-
-__all__ = ["merge_action", "merge_text", "parse_merge"]

@@ -313,13 +313,3 @@ def _values_plan(
     select = ", ".join(f"({sql}) AS {quote(c)}" for c, sql in values)
     types = {c: target.field(c).type for c, _ in values}
     return _planned(ctx, f"{select}, {row}", rows, merge, types)
-
-
-__all__ = [
-    "RowsPlan",
-    "plan_merge",
-    "row_condition",
-    "text_condition",
-    "text_values",
-    "update_values",
-]

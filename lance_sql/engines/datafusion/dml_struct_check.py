@@ -53,6 +53,3 @@ def refuse_dropped_fields(given: pa.DataType, column: pa.Field, what: str) -> No
             f"{what}: the new value of column {column.name!r} ({given}) carries fields {extra} "
             f"its type {column.type} lacks; add them first (add_columns) or leave them out"
         )
-
-
-__all__ = ["check_insert_structs", "refuse_dropped_fields"]

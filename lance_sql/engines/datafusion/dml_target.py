@@ -66,6 +66,3 @@ def schema_column(col: str, schema: pa.Schema, missing: Callable[[], Exception])
     if len(folded) == 1:
         return folded[0]
     raise missing()
-
-
-__all__ = ["resolved_name", "schema_column", "source_rows", "writable_namespace"]

@@ -198,6 +198,3 @@ def _rewrite(
         new.measure.phase = m.measure.phase
         new.measure.arguments.add().value.CopyFrom(sp.field_reference(partial_at + i))
     root.CopyFrom(combined)
-
-
-__all__ = ["MIN_RATIO", "eager_aggregate"]

@@ -274,15 +274,3 @@ def _instance(cls: type[LanceSqlError], args: tuple[object, ...]) -> LanceSqlErr
         if attr not in exc.__dict__:
             setattr(exc, attr, None)
     return exc
-
-
-__all__ = [
-    "MAX_RECORDED",
-    "TypedStream",
-    "record",
-    "recorded_iter",
-    "recording",
-    "reraise_typed",
-    "typed_error",
-    "typed_errors",
-]

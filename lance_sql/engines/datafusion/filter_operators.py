@@ -123,6 +123,3 @@ def install() -> None:
 def installed() -> bool:
     """True when :func:`install` is in effect."""
     return all(getattr(operator, n) is w for n, w in _WRAPPERS.items())
-
-
-__all__ = ["install", "installed", "literal_value"]

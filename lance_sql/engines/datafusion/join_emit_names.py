@@ -171,6 +171,3 @@ def output_names(rel: Rel) -> list[str | None] | None:
 def _read_names(rel: Rel) -> list[str | None] | None:
     chain = sp.scan_chain(rel)
     return None if chain is None else list(chain.columns)
-
-
-__all__ = ["name_columns_apart", "output_fields", "output_names"]

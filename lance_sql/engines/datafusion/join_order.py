@@ -383,14 +383,3 @@ def _and(exprs: list[Expr], names: dict[int, str], plan: plan_pb2.Plan) -> Expr:
     if len(exprs) > 1:
         names[out.scalar_function.function_reference] = "and"
     return out
-
-
-__all__ = [
-    "NotFlat",
-    "TreeBuilder",
-    "connected",
-    "equalities",
-    "filters_rows",
-    "flat_tree",
-    "reorder_namespace_joins",
-]

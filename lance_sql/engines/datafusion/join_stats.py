@@ -303,13 +303,3 @@ def threshold_rows(ctx: Any) -> int:
     with contextlib.suppress(AttributeError):  # (a context without a __dict__: each time)
         ctx._join_threshold_rows = value
     return value
-
-
-__all__ = [
-    "DEFAULT_THRESHOLD_ROWS",
-    "JoinStats",
-    "TableCount",
-    "plan_join_stats",
-    "table_count",
-    "threshold_rows",
-]

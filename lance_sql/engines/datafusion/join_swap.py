@@ -388,18 +388,3 @@ def output_width(ctx: Any, plan: plan_pb2.Plan, rel: Rel) -> int:
         return known
     logical = sp.from_substrait(ctx, sp.subplan(plan, rel))
     return len(ctx.create_dataframe_from_logical_plan(logical).schema())
-
-
-__all__ = [
-    "FILTER_SELECTIVITY",
-    "MAX_FILTER_CONJUNCTS",
-    "SWAP_FACTOR",
-    "Estimator",
-    "RelationRows",
-    "bare_table_name",
-    "namespace_rows",
-    "native_width",
-    "output_width",
-    "reorder_flat_trees",
-    "swap_inner_joins",
-]

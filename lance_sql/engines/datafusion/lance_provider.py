@@ -165,6 +165,3 @@ class TypedFragmentsUnit(ForwardingUnit):
     def count_rows(self, filter: pc.Expression | None = None) -> int:
         with self._errors():
             return super().count_rows(filter)
-
-
-__all__ = ["LanceDatasetTable", "TypedFragmentsUnit", "lance_dataset"]

@@ -230,17 +230,3 @@ class PlannerPrune:
 
     def plan(self, filter: pc.Expression | None, prune_filter: Any, namespace: Any) -> Any:
         return plan_pruning(filter, prune_filter, namespace, self.schema)
-
-
-__all__ = [
-    "ENABLE_PLAN_CACHE",
-    "ENABLE_RESIDUAL_ELIMINATION",
-    "MISS",
-    "PLANS",
-    "PlannerPrune",
-    "PruneHook",
-    "plan_pruning",
-    "planner_prune",
-    "proven_tables",
-    "without_proven_filter",
-]

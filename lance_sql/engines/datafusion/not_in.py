@@ -120,6 +120,3 @@ def _first_row(
 
 def _is_null(plan: plan_pb2.Plan, index: int) -> algebra_pb2.Expression:
     return sp.boolean_call(plan, "is_null", [sp.field_reference(index)])
-
-
-__all__ = ["expand_not_in", "null_aware_flags"]

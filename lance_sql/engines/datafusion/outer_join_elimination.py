@@ -169,6 +169,3 @@ def _kleene(op: str, x: Any, y: Any) -> Any:
     if x is True or y is True:
         return True
     return None if x is None or y is None else False
-
-
-__all__ = ["eliminate_outer_joins"]

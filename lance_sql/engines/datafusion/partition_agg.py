@@ -126,6 +126,3 @@ def _candidate(
         if jp.compatible:
             return rel, chain, jp
     return None
-
-
-__all__ = ["MIN_INPUT_ROWS", "PartitionAggTable", "partition_wise_aggregates"]

@@ -373,6 +373,3 @@ def _spj_rows(tables: list[Any]) -> dict[str, float]:
         except Exception:  # not a storage-partitioned join's table (aggregates): no estimate
             continue
     return out
-
-
-__all__ = ["Rewrite", "rewrite"]

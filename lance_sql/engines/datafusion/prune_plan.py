@@ -174,12 +174,3 @@ def condition_predicate(
         elif (columns_of(c) or strict) and not columns_of(c) & zoned:
             kept.append(c)
     return and_(*kept) if kept else None
-
-
-__all__ = [
-    "attach_prune_filters",
-    "condition_predicate",
-    "filter_predicate",
-    "preorder",
-    "scan_name",
-]

@@ -251,14 +251,3 @@ def explain_lines() -> list[str]:
     """The search reports of the statement planned last in this thread (for EXPLAIN)."""
     reports = getattr(_LOCAL, "reports", None) or []
     return [line for r in reports for line in r.splitlines()]
-
-
-__all__ = [
-    "HYBRID_OPTIONS",
-    "OPTIONS",
-    "SearchUnit",
-    "begin_statement",
-    "explain_lines",
-    "register",
-    "typed_planning_error",
-]

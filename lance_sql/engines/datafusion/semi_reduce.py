@@ -225,6 +225,3 @@ def calls_volatile(rel: Any, names: dict[int, str]) -> bool:
     one ``names`` does not know: computed twice, it could return other rows the second time."""
     calls = [m.function_reference for m in sp.messages(rel) if hasattr(m, "function_reference")]
     return any(names.get(f) in (None, *VOLATILE) for f in calls)
-
-
-__all__ = ["MIN_REDUCTION", "VOLATILE", "calls_volatile", "reduce_aggregate_inputs"]

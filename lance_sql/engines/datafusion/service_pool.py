@@ -233,6 +233,3 @@ def _sendable(exc: Exception) -> Exception:
             except Exception:
                 continue
     return Exception(message)
-
-
-__all__ = ["ServicePool"]

@@ -40,6 +40,3 @@ def default_config() -> SessionConfig:
         .with_batch_size(DEFAULT_BATCH_SIZE)
         .set("datafusion.optimizer.enable_join_dynamic_filter_pushdown", "false")
     )
-
-
-__all__ = ["DEFAULT_BATCH_SIZE", "default_config"]

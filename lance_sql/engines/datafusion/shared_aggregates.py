@@ -77,6 +77,3 @@ def _materialize(
     name = fresh_table_name("__lance_shared")
     register_query_table(ctx, name, pa.Table.from_batches(batches))
     return name
-
-
-__all__ = ["MAX_ROWS", "repeated_aggregate", "share_repeated_aggregates"]

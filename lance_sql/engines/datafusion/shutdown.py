@@ -69,5 +69,3 @@ def drain(grace: float = GRACE, max_wait: float = MAX_WAIT) -> None:
 
 
 atexit.register(drain)
-
-__all__ = ["GRACE", "MAX_WAIT", "drain", "guarded"]

@@ -115,12 +115,3 @@ def decide(
         use = not (lo <= small and hi >= large)
     output = None if join is None else estimate.guess(join)
     return SpjDecision(use, lr, rr, small, large, output)
-
-
-__all__ = [
-    "LARGE_SIDE_ROWS",
-    "SMALL_SIDE_ROWS",
-    "SpjDecision",
-    "decide",
-    "unaggregated_cost",
-]

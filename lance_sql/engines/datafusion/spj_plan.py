@@ -269,13 +269,3 @@ def _keys(
         if lc is not None and rc is not None and (lc, rc) not in keys:
             keys.append((lc, rc))
     return keys, one_sided
-
-
-__all__ = [
-    "JOIN_HOW",
-    "SpjOutcome",
-    "compatible_pair",
-    "pair_key",
-    "storage_partitioned_joins",
-    "unaggregated_pairs",
-]

@@ -223,12 +223,3 @@ class SpjTable(ScanUnitDataset):
             f"groups={len(groups)}, regrouping={plan.regrouping}, "
             f"partitions left={nl} right={nr}{estimate}{pushed}"
         )
-
-
-__all__ = [
-    "MAX_UNITS",
-    "GroupJoinUnit",
-    "SpjTable",
-    "group_pool",
-    "run_group",
-]

@@ -336,22 +336,3 @@ def group_schema(left: SpjSide, right: SpjSide, group: GroupQuery) -> pa.Schema:
     planning only: nothing is read)."""
     schema = group.dataframe(group_context(left, right, None)).schema()
     return pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
-
-
-__all__ = [
-    "GROUP_BATCH_ROWS",
-    "GROUP_CONFIG",
-    "LEFT_TABLE",
-    "MATERIALIZE_ROWS",
-    "RIGHT_TABLE",
-    "GroupQuery",
-    "InMemorySideUnit",
-    "SideRead",
-    "SpjSide",
-    "group_context",
-    "group_schema",
-    "group_side",
-    "plan_side_reads",
-    "private_context",
-    "side_table",
-]

@@ -302,5 +302,3 @@ def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) ->
 
 ENGINE = DataFusionSqlEngine()
 register_sql_engine(ENGINE)
-
-__all__ = ["ENGINE", "DataFusionSqlEngine", "inside_datafusion"]

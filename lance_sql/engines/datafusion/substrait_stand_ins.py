@@ -131,6 +131,3 @@ def _drop(read: Any) -> None:
                     ref.direct_reference.struct_field.field = new_index[
                         ref.direct_reference.struct_field.field
                     ]
-
-
-__all__ = ["MARKER", "drop_stand_ins", "producing", "schema_for_datafusion", "stand_in_schema"]

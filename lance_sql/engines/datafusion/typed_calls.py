@@ -103,6 +103,3 @@ class TypedFunction:
 
     def __repr__(self) -> str:
         return f"TypedFunction({self.name})"
-
-
-__all__ = ["TYPED_FUNCTIONS", "TypedCall", "TypedFunction", "holds_typed_call", "resolve"]

@@ -64,6 +64,3 @@ def read_blob_bytes(
             yield pa.RecordBatch.from_arrays([*batch.columns, data], names).cast(target)
 
     return df.mapInArrow(task, spark_struct(out))
-
-
-__all__ = ["ROWS_PER_TASK", "read_blob_bytes"]

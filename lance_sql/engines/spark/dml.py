@@ -301,6 +301,3 @@ def delete(
 ) -> int:
     """Delete the rows ``where`` (SQL) matches, data work in Spark tasks; returns rows deleted."""
     return DeleteJob(spark, root, where, storage_options).run()
-
-
-__all__ = ["DeleteJob", "DeleteTasks", "TableDelete", "delete", "pinned_reader"]

@@ -283,6 +283,3 @@ def merge(
         when_not_matched_insert,
         storage_options,
     ).run()
-
-
-__all__ = ["InsertTask", "MergeJob", "MergeTasks", "merge", "source_rows"]

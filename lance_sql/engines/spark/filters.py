@@ -89,6 +89,3 @@ def split(filters: Sequence[Any], schema: pa.Schema) -> tuple[pc.Expression | No
         except Unsupported:
             rest.append(f)
     return (functools.reduce(operator.and_, done) if done else None), rest
-
-
-__all__ = ["Unsupported", "convert", "split"]

@@ -205,6 +205,3 @@ def _spark_join(
     rdf = rdf.select([F.col(c).alias(n) for c, n in renamed.items()])
     cond = [ldf[lk] == rdf[renamed[rk]] for lk, rk in on]
     return ldf.join(rdf, cond, _SPARK_HOW.get(how, how))
-
-
-__all__ = ["output_schema", "partitioned_join", "read_columns"]

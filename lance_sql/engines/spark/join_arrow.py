@@ -149,6 +149,3 @@ def join_group(
             arrays += [c.take(ri) for c in right.columns]
         arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
         yield pa.RecordBatch.from_arrays(arrays, names=out.names)
-
-
-__all__ = ["arrow_join_supports", "join_group", "matching_rows", "read_side"]

@@ -58,6 +58,3 @@ def profiled(batches: Iterator[Any]) -> Iterator[Any]:
             },
             f,
         )
-
-
-__all__ = ["ENV", "profiled"]

@@ -92,6 +92,3 @@ def open_namespace(options: Mapping[str, str], version: int | None = None) -> An
     if version is None:
         version = int_option(options, "version")
     return open_at(_root(options), version, storage_options(options))
-
-
-__all__ = ["int_option", "open_at", "open_namespace", "storage_options", "text_option"]

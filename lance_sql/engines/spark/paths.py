@@ -50,6 +50,3 @@ def _resolve(path: str, cwd: str | None) -> str:
     if os.path.isabs(path):
         return os.path.normpath(path)
     return os.path.normpath(os.path.join(cwd or os.getcwd(), path))
-
-
-__all__ = ["normalize_root"]

@@ -155,14 +155,3 @@ def first_fit(weights: Sequence[int], limit: int, open_cost: int = 0) -> list[li
             used.append(weights[i] + open_cost)
     groups.sort(key=min)
     return [sorted(g) for g in groups]
-
-
-__all__ = [
-    "Packing",
-    "first_fit",
-    "pack_by_bytes",
-    "pack_groups",
-    "packing_from_spark",
-    "parse_bytes",
-    "unit_bytes",
-]

@@ -60,6 +60,3 @@ def describe_read(spark: Any, root: str, **options: str) -> ReadReport:
         object_ids=tuple(plan.object_ids),
         explain=plan.explain(),
     )
-
-
-__all__ = ["ReadReport", "describe_read"]

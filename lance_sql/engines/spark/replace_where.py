@@ -70,12 +70,3 @@ def commit_with_stages(m: Any, stages: Sequence[Any]) -> Any:
     snap = m.commit(stages)
     m.ns._set_snapshot(snap)
     return snap
-
-
-__all__ = [
-    "OPTION",
-    "check_filter",
-    "checked",
-    "commit_replace_where",
-    "commit_with_stages",
-]

@@ -171,6 +171,3 @@ def search_batch(
                     yield to_spark_batch(rb, target)
 
     return queries.select(id_column, query_column).mapInArrow(task, struct)
-
-
-__all__ = ["search", "search_batch"]

@@ -157,13 +157,3 @@ def to_spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
                 f"column {f.name!r} of type {col.type} cannot be read as {f.type}: {e}"
             ) from e
     return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-__all__ = [
-    "cast_array",
-    "spark_arrow_schema",
-    "spark_arrow_type",
-    "spark_struct",
-    "spark_target_schema",
-    "to_spark_batch",
-]

@@ -180,6 +180,3 @@ def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> s
             "without partitionOverwriteMode=dynamic"
         )
     return where
-
-
-__all__ = ["LanceNamespaceWriter", "StagedCommit", "spark_encoding"]

@@ -185,15 +185,3 @@ def _leases(loc: Any, skip: set[str]) -> dict[str, bytes]:
         except (OSError, FileNotFoundError):
             continue  # the attempt ended between the listing and the read
     return out
-
-
-__all__ = [
-    "FENCE",
-    "HEARTBEAT_SECONDS",
-    "STALE_SECONDS",
-    "AttemptLease",
-    "WriteFencedError",
-    "fence_and_wait",
-    "journal_loc",
-    "journal_uri",
-]

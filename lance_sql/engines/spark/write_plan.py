@@ -142,12 +142,3 @@ def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
             "nothing of this write was committed"
         ) from exc
     return mirror_properties(snap, plan.snapshot.properties, storage_options=plan.storage_options)
-
-
-__all__ = [
-    "SPEC_OPTIONS",
-    "WritePlan",
-    "commit_create",
-    "plan_write",
-    "spec_option",
-]

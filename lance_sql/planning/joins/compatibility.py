@@ -278,6 +278,3 @@ def _regrouping(
             sides.append("/".join(descs) if descs else "(no partitions)")
         out.append(f"{sides[0]} x {sides[1]} grouped by {comp.label()}")
     return "; ".join(out)
-
-
-__all__ = ["Compatibility", "Component", "Offer", "analyse"]

@@ -63,6 +63,3 @@ def sort_key(key: tuple[Any, ...] | None) -> tuple:
     if key is None:
         return (1,)
     return (0, *((v is None, type(v).__name__, 0 if v is None else v) for v in key))
-
-
-__all__ = ["PartitionRef", "component_values", "partition_refs", "rows_of_version", "sort_key"]

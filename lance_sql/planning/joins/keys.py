@@ -131,13 +131,3 @@ def canonical_values(values: pa.Array | pa.ChunkedArray) -> list[Any]:
     if pa.types.is_binary_view(t):
         values = values.cast(pa.large_binary())
     return values.to_pylist()
-
-
-__all__ = [
-    "KeyColumn",
-    "canonical_values",
-    "hash_family",
-    "resolve_key",
-    "truncate_family",
-    "value_family",
-]

@@ -273,13 +273,3 @@ def field_text(field: Mapping[str, Any], names: Mapping[int, str]) -> str:
     kind = _TEXT_NAMES.get(t["type"], t["type"])
     args = ", ".join([str(arg), *cols] if arg else cols)
     return f"{field['field_id']}={kind}({args})"
-
-
-__all__ = [
-    "EXPANSIONS",
-    "field_text",
-    "is_spec_text",
-    "parse_spec_text",
-    "spec_fields",
-    "time_partition_warnings",
-]

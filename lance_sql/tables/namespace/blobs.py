@@ -144,6 +144,3 @@ def with_blob_bytes(ns: Any, entry: Any, rows: pa.Table) -> pa.Table:
             rows.column_names.index(name), name, pa.array(values, pa.large_binary())
         )
     return rows
-
-
-__all__ = ["blob_rows", "namespace_read_schema", "read_blobs", "take_blobs", "with_blob_bytes"]

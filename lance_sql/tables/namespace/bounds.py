@@ -359,27 +359,3 @@ def from_staged_text(text: str | None) -> TableBounds | None:
         return from_json(json.loads(text))
     except ValueError:
         return None
-
-
-__all__ = [
-    "BOUNDS_KEY",
-    "MAX_COLUMNS",
-    "STRING_PREFIX",
-    "ColumnBounds",
-    "TableBounds",
-    "bounded_fields",
-    "bounds_of_metadata",
-    "column_bounds",
-    "from_json",
-    "from_staged_text",
-    "kind_of",
-    "merge",
-    "parse_metadata",
-    "staged_text",
-    "table_bounds",
-    "to_json",
-    "truncate_lower",
-    "truncate_upper",
-    "usable",
-    "with_bounds",
-]

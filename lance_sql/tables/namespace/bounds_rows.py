@@ -98,6 +98,3 @@ def set_metadata(rows: pa.Table, mask: pa.Array, values: list[str | None]) -> pa
     col = rows.column(at).combine_chunks()
     new = pc.replace_with_mask(col, mask, pa.array(values, col.type))
     return rows.set_column(at, rows.schema.field(at), new)
-
-
-__all__ = ["carried_forward", "set_metadata", "touched_rows", "with_key_filters"]

@@ -301,6 +301,3 @@ def _referenced_files(
             if frag.deletion_file is not None and frag.deletion_file.base_id is None:
                 out.add(frag.deletion_file.path)
     return out
-
-
-__all__ = ["STAGING_DIRS", "CleanupReport", "cleanup_namespace"]

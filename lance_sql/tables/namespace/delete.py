@@ -86,6 +86,3 @@ def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
 def delete(ns: Any, filter: Any) -> int:
     """Delete the rows ``filter`` matches (see the module docstring); returns rows deleted."""
     return run(ns, lambda m: delete_matching(m, filter))  # (Mutation refuses a read-only ns)
-
-
-__all__ = ["Matched", "delete", "delete_matching", "matching_rows", "remove"]

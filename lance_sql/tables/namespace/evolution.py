@@ -191,6 +191,3 @@ def _commit_schema(ns: PartitionedNamespace, schema: pa.Schema) -> None:
         storage_options=ns.storage_options,
     )
     ns._set_snapshot(snap)
-
-
-__all__ = ["add_columns", "add_spec", "drop_columns", "rename_column", "spec_row"]

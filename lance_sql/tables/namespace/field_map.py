@@ -170,22 +170,3 @@ def _replace_views(t: pa.DataType) -> pa.DataType:
         t = pa.large_list(t.value_field)
     t = {pa.string_view(): pa.utf8(), pa.binary_view(): pa.binary()}.get(t, t)
     return map_child_fields(t, lambda f: f.with_type(_replace_views(f.type)))
-
-
-__all__ = [
-    "LAST_FIELD_ID_KEY",
-    "NS_FIELD_ID_KEY",
-    "canonical_schema",
-    "check_column_type",
-    "columns_by_namespace_id",
-    "evolved_type",
-    "is_marked",
-    "last_field_id",
-    "list_kind",
-    "marked_field",
-    "same_list_kind",
-    "same_type",
-    "shape",
-    "table_schema_for",
-    "with_last_field_id",
-]

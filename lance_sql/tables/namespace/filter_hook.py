@@ -98,13 +98,3 @@ def filter_planner() -> FilterPlanner:
     if _PLANNER is None and _LOADER is not None:
         _LOADER()
     return NoPruning() if _PLANNER is None else _PLANNER
-
-
-__all__ = [
-    "FilterClassification",
-    "FilterPlanner",
-    "NoPruning",
-    "filter_planner",
-    "register_filter_planner",
-    "register_filter_planner_loader",
-]

@@ -86,15 +86,3 @@ def build(ds: Any, column: str, index_type: str, name: str, params: dict[str, An
         dim = ds.schema.field(column).type.list_size
         kw.setdefault("num_sub_vectors", _sub_vectors(max(int(dim), 1)))
     ds.create_index(column, t, name=name, replace=True, **kw)
-
-
-__all__ = [
-    "MIN_VECTOR_ROWS",
-    "build",
-    "default_type",
-    "is_text",
-    "is_vector",
-    "kind",
-    "too_small",
-    "type_problem",
-]

@@ -156,13 +156,3 @@ def maintain_indexes(
         what = f"adding new rows to index(es) {stale}"
         ds = one_commit(at, ds, what, lambda: ds.optimize.optimize_indices(index_names=stale), opts)
     return int(ds.version)
-
-
-__all__ = [
-    "INDEXES_KEY",
-    "NamespaceIndex",
-    "NamespaceIndexError",
-    "indexes_property",
-    "maintain_indexes",
-    "read_indexes",
-]

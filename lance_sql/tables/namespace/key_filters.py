@@ -271,32 +271,6 @@ def column_hashes(ds: Any, column: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
 
 
-__all__ = [
-    "BITS_PER_KEY",
-    "FILTER_DIR",
-    "KEY",
-    "K",
-    "KeyFilterError",
-    "KeyFilterRef",
-    "build",
-    "column_hashes",
-    "decode",
-    "encode",
-    "hash_values",
-    "key_fields",
-    "literal_hash",
-    "maintain",
-    "positions",
-    "read_filter",
-    "referenced_key_filters",
-    "refs_from_json",
-    "refs_to_json",
-    "remove_unreferenced",
-    "size_for",
-    "write_filter",
-]
-
-
 # ------------------------------------------------------------------ maintenance
 
 

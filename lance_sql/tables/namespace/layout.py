@@ -163,24 +163,3 @@ def remove_quietly(
                 loc.fs.rm(path, recursive=names is None)
     except (OSError, LanceSqlError):
         pass
-
-
-__all__ = [
-    "DELIMITER",
-    "MANIFEST_NAME",
-    "NAMESPACE",
-    "TABLE",
-    "TABLE_NAME",
-    "child_uri",
-    "data_dir_uri",
-    "derived_namespace_name",
-    "join_object_id",
-    "manifest_uri",
-    "random_namespace_name",
-    "remove_quietly",
-    "resolve_location",
-    "root_uri",
-    "spec_ids_of",
-    "spec_version_of",
-    "table_dir_name",
-]

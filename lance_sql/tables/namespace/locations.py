@@ -62,6 +62,3 @@ def derive_locations(
             )
         out.append(found[0])
     return pa.array(out, pa.utf8())
-
-
-__all__ = ["derive_locations"]

@@ -209,6 +209,3 @@ def table_stats(ns: Any) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-__all__ = ["CompactReport", "ExpireReport", "compact", "expire_versions", "table_stats"]

@@ -393,20 +393,3 @@ def _discard(uri: str, written: list[Any], marked: list[Any], opts: Any) -> None
     paths = [f"data/{f.path}" for frag in written for f in frag.files]
     paths += [m.deletion_file.path(m.id) for m in marked if m.deletion_file is not None]
     remove_quietly(uri, paths, opts)
-
-
-__all__ = [
-    "FOLD_AT",
-    "MAX_FRAGMENTS",
-    "MAX_MARKED",
-    "MIN_FRAGMENTS",
-    "Change",
-    "ancestors_of",
-    "apply_change",
-    "commit_or_discard",
-    "commit_overwrite",
-    "commit_update",
-    "plan_change",
-    "positions",
-    "with_ancestors",
-]

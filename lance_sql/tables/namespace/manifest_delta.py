@@ -103,6 +103,3 @@ def commit_changed(
     snap = _snapshot(snapshot.root, done, storage_options)
     carry_entries(snapshot, snap)
     return snap
-
-
-__all__ = ["RowChanges", "commit_changed", "plan_delta"]

@@ -342,23 +342,3 @@ def carry_entries(before: Any, after: Any) -> None:
                 for e in fresh:
                     bisect.insort(out, e, key=attrgetter("object_id"))
             after.derived.setdefault(key, tuple(out))
-
-
-__all__ = [
-    "ADDR",
-    "Committed",
-    "carry_entries",
-    "carry_versions",
-    "few_chunks",
-    "fragment_keys",
-    "keep",
-    "kept_rows",
-    "last_snapshot",
-    "load_rows",
-    "repinned",
-    "root_properties",
-    "seed_overwrite",
-    "slices_of",
-    "table_versions",
-    "table_versions_of",
-]

@@ -405,20 +405,3 @@ def _conflicts(uri: str, read_version: int) -> Iterator[None]:
             f"__manifest at {uri} changed since version {read_version}; nothing was committed "
             f"({first})"
         ) from exc
-
-
-__all__ = [
-    "BASE_FIELDS",
-    "READ_FIELDS",
-    "ManifestSnapshot",
-    "commit_rows",
-    "conform_rows",
-    "create_manifest",
-    "manifest_schema",
-    "mirror_properties",
-    "read_manifest",
-    "refreshed",
-    "snapshot_entries",
-    "update_properties",
-    "with_properties",
-]

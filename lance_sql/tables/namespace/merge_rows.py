@@ -280,18 +280,3 @@ def _new_rows(
             if name not in out.column_names:
                 out = out.append_column(name, base.column(name))
     return cast_to_stored(ns, out.drop_columns([ROW]), f"{sql.what}: new values")
-
-
-__all__ = [
-    "MergeClause",
-    "MergeKeyError",
-    "MergePlan",
-    "MergeResult",
-    "MergeSql",
-    "TableMatch",
-    "cast_to_stored",
-    "key_filter",
-    "merge_rows",
-    "merge_table",
-    "plan_merge",
-]

@@ -321,11 +321,3 @@ def run(ns: Any, build: Callable[[Mutation], T], *, retries: int = RETRIES) -> T
                 raise
             time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
     raise AssertionError("unreachable")
-
-
-__all__ = [
-    "ROWID",
-    "Mutation",
-    "run",
-    "table_rows",
-]

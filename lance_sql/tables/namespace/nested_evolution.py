@@ -269,21 +269,3 @@ def table_field(f: pa.Field, table_schema: pa.Schema, name: str) -> pa.Field:
     if pa.types.is_nested(f.type) and not have.type.equals(f.type):
         f = f.with_type(have.type)
     return marked_field(name, f, nullable=have.nullable)
-
-
-__all__ = [
-    "DROPPED_KEY",
-    "FORMER_KEY",
-    "drop_path",
-    "dropped_paths",
-    "former_names",
-    "merge_field",
-    "missing_in_table",
-    "new_field",
-    "read_as",
-    "rename_path",
-    "table_field",
-    "table_names",
-    "table_renames",
-    "widen_structs",
-]

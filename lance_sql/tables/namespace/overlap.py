@@ -36,6 +36,3 @@ class Overlap:
         error = future.exception()
         if error is not None and not quiet:
             raise error
-
-
-__all__ = ["Overlap"]

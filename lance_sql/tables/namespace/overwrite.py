@@ -73,6 +73,3 @@ def _drop_partitions_of(ns: Any, m: Mutation, table: pa.Table) -> None:
     tables = tables_by_key(m.snapshot, spec.namespace_name, fids, keys)
     for entry in filter(None, map(tables.get, keys)):
         m.drop(entry)
-
-
-__all__ = ["RowsOutsideFilterError", "collect", "overwrite_some"]

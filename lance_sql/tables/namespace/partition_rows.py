@@ -206,13 +206,3 @@ def unsliced(batch: pa.RecordBatch) -> pa.RecordBatch:
     if not any(c.offset and _has_struct(c.type) for c in batch.columns):
         return batch
     return pc.take(batch, pa.array(range(batch.num_rows), pa.int64()), boundscheck=False)
-
-
-__all__ = [
-    "iter_batches",
-    "keys_of",
-    "partition_keys",
-    "partition_values",
-    "split_batch",
-    "unsliced",
-]

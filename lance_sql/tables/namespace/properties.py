@@ -109,16 +109,3 @@ def normalize_schema(schema: pa.Schema | Mapping[str, Any] | str) -> pa.Schema:
     ids = field_ids(out, key=SCHEMA_KEY)
     out = canonical_schema(out)
     return with_last_field_id(out, last_field_id(out, ids))
-
-
-__all__ = [
-    "DATA_STORAGE_VERSIONS",
-    "DATA_STORAGE_VERSION_KEY",
-    "LANCE_RESERVED",
-    "SCHEMA_KEY",
-    "NotPartitionedError",
-    "check_column_name",
-    "checked_file_version",
-    "normalize_schema",
-    "parse_properties",
-]

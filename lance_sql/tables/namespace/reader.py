@@ -399,17 +399,3 @@ def partition_units(
         scan_options=scan_options,
     )
     return [PartitionTableUnit(entry, unit, mapping) for unit in inner]
-
-
-__all__ = [
-    "ColumnMapping",
-    "PartitionTable",
-    "PartitionTableUnit",
-    "map_columns",
-    "open_for_read",
-    "open_partition_table",
-    "partition_units",
-    "pylance_field_ids",
-    "table_entries",
-    "table_field_ids",
-]

@@ -207,6 +207,3 @@ def _table_values(
                 "cannot repair its __manifest row"
             )
     return int(ds.version), tuple(u[0].as_py() for u in uniques if u is not None)
-
-
-__all__ = ["check_manifest", "missing_parts", "repair_manifest"]

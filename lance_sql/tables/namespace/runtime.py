@@ -87,6 +87,3 @@ class RootOrSelf:
 
         on_self.__doc__ = self._on_root.__doc__
         return on_self
-
-
-__all__ = ["RootOrSelf", "describe", "foreign_tables", "property_text"]

@@ -255,15 +255,3 @@ def conform_all(
     """:func:`conform` over a stream of batches."""
     for batch in batches:
         yield conform(batch, schema, encoded=encoded, source=source)
-
-
-__all__ = [
-    "Encoding",
-    "cast_named",
-    "check_schema",
-    "conform",
-    "conform_all",
-    "extra_fields",
-    "holds",
-    "representation",
-]

@@ -163,17 +163,3 @@ def merge_plan(target: pa.Schema, source: pa.Schema, merge: Any, *, what: str) -
     """A MERGE's clauses (``merge.MergeSql``) as the engine plans them over the target's
     and the source's columns (a ``merge.MergePlan``)."""
     return _evaluated(lambda engine: engine.merge_plan(target, source, merge), what)
-
-
-__all__ = [
-    "ROW",
-    "EnginePlan",
-    "RowCondition",
-    "SqlExpressionError",
-    "matching_mask",
-    "merge_plan",
-    "quote",
-    "row_condition",
-    "update_plan",
-    "values_fit",
-]

@@ -236,6 +236,3 @@ def _committed_paths(
             continue  # a version cleaned up (or never on this branch)
         used.update(_fragment_paths(f.metadata for f in at.get_fragments()))
     return used
-
-
-__all__ = ["StagedPartition", "StagedWrite", "abort_staged"]

@@ -383,19 +383,3 @@ def _root_properties(properties: Mapping[str, str]) -> dict[str, str]:
 
 def _pin(e: PartitionTable) -> tuple[Any, ...]:
     return (e.object_id, e.location, e.read_version, e.read_branch, e.read_tag)
-
-
-__all__ = [
-    "MEMO",
-    "TableLookup",
-    "WriteLayout",
-    "carry_namespaces",
-    "find_entry",
-    "has_row",
-    "keyed_layout",
-    "namespace_layout",
-    "new_namespaces",
-    "rebase_blocker",
-    "table_layout",
-    "tables_by_key",
-]

@@ -94,6 +94,3 @@ def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
         for o, t in zip(oids, types, strict=True)
     ]
     return table.filter(pa.array(mask))
-
-
-__all__ = ["commit_write"]

@@ -146,6 +146,3 @@ class WriteStats:
             )
             self._refs[(t.object_id, version)] = cached
         return cached
-
-
-__all__ = ["WriteStats"]

@@ -302,15 +302,3 @@ def written_concurrently(
         f"partition table {entry.object_id!r} was written concurrently during {what}; "
         f"__manifest was not committed{detail}"
     )
-
-
-__all__ = [
-    "WriteTarget",
-    "commit_target",
-    "create_table",
-    "head_after",
-    "prepare_target",
-    "table_conflicts",
-    "table_head",
-    "written_concurrently",
-]

@@ -393,6 +393,3 @@ def commit_staged(
     have been new are removed."""
     writer = NamespaceWriter(snapshot, schema, spec, mode=mode, storage_options=storage_options)
     return writer.commit_stages(stages)
-
-
-__all__ = ["DEFAULT_BUFFER_BYTES", "SPLIT_ROWS", "NamespaceWriter", "commit_staged"]

@@ -159,6 +159,3 @@ class DistributedStaging:
         for t in self._targets.values():
             if t.entry is None:
                 remove_quietly(t.uri, None, self.storage_options)
-
-
-__all__ = ["DistributedStaging"]
