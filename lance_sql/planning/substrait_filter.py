@@ -28,7 +28,6 @@ Two pyarrow quirks are handled explicitly:
 
 from __future__ import annotations
 
-import decimal
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -36,6 +35,7 @@ import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
 from lance_sql.planning.sql_filter import call_term, like_predicate
+from lance_sql.spec.literals import decimal_of
 from lance_sql.spec.predicates import (
     FALSE,
     FLIPPED_OP,
@@ -391,8 +391,10 @@ class _Decoder:
             return Literal(int(ts.value), pa.timestamp(unit, tz))
         if kind == "decimal":
             raw = int.from_bytes(lit.decimal.value, "little", signed=True)
-            value = decimal.Decimal(raw).scaleb(-lit.decimal.scale)
-            return Literal(value, pa.decimal128(max(lit.decimal.precision, 1), lit.decimal.scale))
+            value = decimal_of(raw, lit.decimal.scale)
+            precision = max(lit.decimal.precision, 1)
+            width = pa.decimal128 if precision <= 38 else pa.decimal256
+            return Literal(value, width(precision, lit.decimal.scale))
         raise _Opaque
 
 

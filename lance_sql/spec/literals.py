@@ -236,9 +236,23 @@ def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fracti
     return value
 
 
+def decimal_of(unscaled: int, scale: int) -> decimal.Decimal:
+    """The decimal whose unscaled integer is ``unscaled``, exactly (``Decimal.scaleb`` in the
+    default context rounds to 28 digits; decimal128 holds 38, decimal256 76)."""
+    return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
+
+
+def unscaled_of(value: decimal.Decimal, scale: int) -> int:
+    """``value``'s unscaled integer at ``scale`` (digits beyond it truncated), exactly."""
+    return int(decimal.Decimal(value).scaleb(scale, _EXACT))
+
+
+_EXACT = decimal.Context(prec=100)
+
+
 def _make_literal(value: int, target: pa.DataType) -> Literal:
     if pa.types.is_decimal(target):
-        return Literal(decimal.Decimal(value).scaleb(-target.scale), target)
+        return Literal(decimal_of(value, target.scale), target)
     return Literal(int(value), target)
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import decimal
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.arrow_types import scalar_kind
-from lance_sql.spec.literals import int_range
+from lance_sql.spec.literals import decimal_of, int_range, unscaled_of
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -77,10 +76,10 @@ def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
         nxt = int(value) + step
         return nxt if lo <= nxt <= hi else None
     if pa.types.is_decimal(arrow_type):
-        unscaled = int(decimal.Decimal(value).scaleb(arrow_type.scale)) + step
+        unscaled = unscaled_of(value, arrow_type.scale) + step
         if abs(unscaled) > 10**arrow_type.precision - 1:
             return None
-        return decimal.Decimal(unscaled).scaleb(-arrow_type.scale)
+        return decimal_of(unscaled, arrow_type.scale)
     return None
 
 
