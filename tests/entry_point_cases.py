@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import random
 from dataclasses import dataclass
 
@@ -18,13 +19,26 @@ SCHEMA = pa.schema(
         pa.field("d", pa.date32()),
         pa.field("s", pa.string()),
         pa.field("x", pa.int32()),
+        pa.field("m", pa.decimal128(38, 4)),
     ]
 )
 KS = [-9, -4, -1, 0, 1, 3, 7, 12, 25]
 DS = [dt.date(2025, 1, 1) + dt.timedelta(days=n) for n in (-40, -1, 0, 1, 2, 30, 31, 59, 365)]
 SS = ["", "a", "ab", "abc", "b", "ba", "bcd", "zz"]
 XS = [-2, 0, 1, 5]
-POOLS = {"k": KS, "d": DS, "s": SS, "x": XS}
+#: more digits than Python's default 28-digit decimal context holds
+MS = [
+    decimal.Decimal(v)
+    for v in (
+        "12345678901234567890123456789012.3456",
+        "12345678901234567890123456789012.3457",
+        "-12345678901234567890123456789012.3455",
+        "9999999999999999999999999999.9999",
+        "0.0999",
+        "0.1000",
+    )
+]
+POOLS = {"k": KS, "d": DS, "s": SS, "x": XS, "m": MS}
 FIELDS = [
     {"source": "k", "transform": "identity"},
     {"source": "k", "transform": "bucket", "num_buckets": 4},
@@ -34,6 +48,9 @@ FIELDS = [
     {"source": "s", "transform": "identity"},
     {"source": "s", "transform": "truncate", "width": 1},
     {"source": "s", "transform": "bucket", "num_buckets": 3},
+    {"source": "m", "transform": "identity"},
+    {"source": "m", "transform": "truncate", "width": 1000},
+    {"source": "m", "transform": "bucket", "num_buckets": 3},
 ]
 
 

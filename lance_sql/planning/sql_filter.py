@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from sqlglot.errors import ParseError
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.passes import prepare
+from lance_sql.spec.literals import decimal_of
 from lance_sql.spec.predicates import (
     FALSE,
     FLIPPED_OP,
@@ -200,7 +202,36 @@ def _cast_kind(node: exp.Cast) -> str | None:
         return "date"
     if to in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME):
         return "timestamp"
+    if to == exp.DataType.Type.DECIMAL and _decimal_cast(node) is not None:
+        return "decimal"
     return None
+
+
+_DECIMAL_TEXT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)\s*")
+
+
+def _decimal_cast(node: exp.Cast) -> Literal | None:
+    """``CAST('12.345' AS DECIMAL(p, s))`` as DataFusion evaluates it: rounded half away
+    from zero to ``s`` digits, a decimal256 above 38 digits; None for any other form
+    (no precision and scale, exponents, a value wider than ``p``), which stays unpruned."""
+    params = [p.this for p in node.to.expressions]
+    text = node.this.this
+    if len(params) != 2 or not all(_is_int_text(p) for p in params):
+        return None
+    precision, scale = (int(p.this) for p in params)
+    if not (0 <= scale <= precision <= 76) or not _DECIMAL_TEXT.fullmatch(text):
+        return None
+    scaled = Fraction(text.strip()) * 10**scale
+    unscaled = int(abs(scaled) + Fraction(1, 2)) * (-1 if scaled < 0 else 1)
+    if abs(unscaled) >= 10**precision:
+        return None
+    value = decimal_of(unscaled, scale)
+    width = pa.decimal128 if precision <= 38 else pa.decimal256
+    return Literal(value, width(precision, scale))
+
+
+def _is_int_text(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()
 
 
 def _number(text: str, negative: bool) -> Literal:
@@ -232,6 +263,8 @@ def _literal(node: exp.Expression) -> Literal:
         return _number(node.this.this, negative=True)
     if isinstance(node, exp.Cast):
         text = node.this.this
+        if _cast_kind(node) == "decimal":
+            return _decimal_cast(node)
         if _cast_kind(node) == "date":
             from lance_sql.spec.literals import datafusion_cast
 
