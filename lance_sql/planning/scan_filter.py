@@ -151,7 +151,7 @@ class ScanFilter:
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        from lance_sql.planning.predicate_json import to_json_value
+        from lance_sql.planning.plan_json import to_json_value
 
         return {
             "predicate": to_json_value(self.predicate),
@@ -161,7 +161,7 @@ class ScanFilter:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> ScanFilter:
-        from lance_sql.planning.predicate_json import from_json_value
+        from lance_sql.planning.plan_json import from_json_value
 
         return cls(from_json_value(obj["predicate"]), obj.get("sql"), obj.get("substrait"))
 
