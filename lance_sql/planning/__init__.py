@@ -7,7 +7,7 @@ Partition pruning (docs/pruning.md), one step per module:
   (:mod:`.arrow_expr` also evaluates the IR on Arrow rows);
 - :mod:`.passes` — push NOT down, bind names and coerce literals exactly
   (:mod:`.literals`), simplify;
-- :mod:`.transforms` / :mod:`.time_ranges` / :mod:`.unwrap` — each transform's
+- :mod:`.transforms` / :mod:`.time_ranges` — each transform's
   inclusive and strict projections, time chains and zones;
 - :mod:`.projection` — a predicate through one spec version;
 - :mod:`.pruning` / :mod:`.planner` — the ``__manifest`` filter, selected
