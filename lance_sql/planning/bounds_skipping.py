@@ -1,28 +1,9 @@
-"""Skipping partition tables whose column bounds prove a predicate false for every row.
+"""Skipping partition tables whose column bounds prove a predicate never TRUE for any row.
 
-The bounds (min/max, NULL and NaN flags per column, stored in ``__manifest``;
-:mod:`lance_sql.tables.namespace.bounds`) describe one immutable table version.
-:func:`compile_skip` turns a *prepared* predicate of the planning IR into a
-function of a table's bounds that answers "no row of this table can make the
-predicate TRUE" (three-valued: True means definitely not TRUE, False means
-maybe). It is sound under SQL's three-valued logic and under both float orders
-the engines use (IEEE ``-0.0 = 0.0``, and total order, where ``-0.0 < 0.0``):
-
-- ``=``, ``<``, ``<=``, ``>``, ``>=`` against a literal of the column's own type
-  (any integer type for integer columns); a NULL column (no non-NULL value)
-  never matches; a float column that may hold NaN is never skipped;
-- ``IN`` when no value can equal; ``IS NULL`` when no NULL was written,
-  ``IS NOT NULL`` when every value is NULL; ``starts_with`` on strings;
-- ``AND`` when any child cannot match, ``OR`` when none can; ``NOT`` never
-  appears in a prepared predicate (it is pushed to the leaves before literals
-  are coerced) and any left is "maybe", as are ``!=``, ``NOT IN``, transform
-  terms and everything unsupported.
-
-:func:`skip_by_bounds` applies it to selected ``__manifest`` rows; a row's
-bounds are used only when they describe exactly the version it pins
-(:func:`lance_sql.tables.namespace.bounds.usable`), so tables written by other
-writers (pylance directly) or changed since (deletes, compaction) are never
-skipped.
+:func:`compile_skip` turns a prepared predicate into a test of one table's bounds
+(min/max, NULL and NaN flags in ``__manifest``), sound under SQL's three-valued logic
+and under both float orders the engines use (IEEE ``-0.0 = 0.0`` and total order).
+Bounds are used only when they describe exactly the version a row pins (``usable``).
 """
 
 from __future__ import annotations
@@ -265,11 +246,8 @@ _BY_ID: OpenCache[tuple[pa.Table, RowBounds]] = OpenCache(16)
 
 
 def row_bounds(rows: pa.Table) -> RowBounds | None:
-    """:class:`RowBounds` of ``rows`` (None: the rows lack the columns bounds need).
-
-    Cached by the exact values of the columns that decide usability (a plan over
-    the same candidate rows, the common case of a service, decodes nothing again).
-    """
+    """:class:`RowBounds` of ``rows`` (None: they lack the columns bounds need), cached by
+    the values of the columns that decide usability."""
     same = _BY_ID.get(id(rows))
     if same is not None:  # the same (immutable) table object
         return same[1]
@@ -290,12 +268,8 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
 
 
 def skip_mask(pred: Predicate, rows: pa.Table, done: np.ndarray | None = None) -> np.ndarray | None:
-    """Per ``__manifest`` table row, True where its usable bounds prove ``pred`` never TRUE.
-
-    None when nothing can be skipped (no usable predicate, or the rows lack the
-    columns needed to check that bounds describe the pinned version). Rows True
-    in ``done`` (already skipped otherwise) are not tested and come out False.
-    """
+    """Per ``__manifest`` table row, True where its usable bounds prove ``pred`` never TRUE
+    (None: nothing can be skipped). Rows True in ``done`` are not tested (False)."""
     test = compile_skip(pred)
     if test is None or rows.num_rows == 0:
         return None
