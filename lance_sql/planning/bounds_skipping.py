@@ -92,20 +92,6 @@ def _literal_value(lit: Literal, col: Column) -> Any:
     return None
 
 
-def _column_test(col: Column) -> tuple[int, str, str] | None:
-    if col.field_id is None or col.type is None:
-        return None
-    kind = kind_of(col.type)
-    if kind is None:
-        return None
-    return col.field_id, str(col.type), kind
-
-
-def _bounds_of(b: TableBounds, fid: int, tname: str) -> ColumnBounds | None:
-    cb = b.columns.get(fid)
-    return cb if cb is not None and cb.type == tname else None
-
-
 def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
     """Whether ``col op lit`` is not TRUE for any row ``cb`` describes."""
     if cb.nan:
@@ -146,72 +132,47 @@ def _compile_leaf(pred: Predicate) -> Skip | None:
     if isinstance(pred, Const):
         return None if pred.value else lambda _: True
     col = getattr(pred, "term", None)
-    if not isinstance(col, Column):
+    if not isinstance(col, Column) or col.field_id is None or col.type is None:
         return None  # NOT, Unsupported, transform terms: maybe
-    test = _column_test(col)
-    if test is None:
+    kind = kind_of(col.type)
+    empty = None if kind is None else _bounds_test(pred, col, kind)
+    if empty is None:
         return None
-    fid, tname, kind = test
+    fid, tname = col.field_id, str(col.type)
+
+    def skip(b: TableBounds) -> bool:
+        cb = b.columns.get(fid)
+        return cb is not None and cb.type == tname and empty(cb)
+
+    return skip
+
+
+def _bounds_test(pred: Predicate, col: Column, kind: str) -> Callable[[ColumnBounds], bool] | None:
+    """Whether no row a column's bounds describe makes the leaf TRUE (None: maybe)."""
     if isinstance(pred, Compare):
-        if pred.op == "!=":
-            return None
-        lit = _literal_value(pred.literal, col)
+        lit = None if pred.op == "!=" else _literal_value(pred.literal, col)
         if lit is None:
             return None
-        op = pred.op
-
-        def compare(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            return cb is not None and _compare_false(kind, op, cb, lit)
-
-        return compare
+        return lambda cb: _compare_false(kind, pred.op, cb, lit)
     if isinstance(pred, InList):
-        if pred.negated:
+        values = [_literal_value(v, col) for v in pred.values if not v.is_null]
+        if pred.negated or any(v is None for v in values):
             return None
-        values = []
-        has_null = False
-        for v in pred.values:
-            if v.is_null:
-                has_null = True
-                continue
-            lv = _literal_value(v, col)
-            if lv is None:
-                return None
-            values.append(lv)
+        has_null = len(values) < len(pred.values)
 
-        def in_list(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            if cb is None or (has_null and cb.nulls):
+        def in_list(cb: ColumnBounds) -> bool:
+            if has_null and cb.nulls:
                 return False
             return all(_compare_false(kind, "=", cb, v) for v in values)
 
         return in_list
+    if isinstance(pred, IsNull) and pred.negated:
+        return lambda cb: cb.lo is None and not cb.nan
     if isinstance(pred, IsNull):
-        if pred.negated:
-
-            def not_null(b: TableBounds) -> bool:
-                cb = _bounds_of(b, fid, tname)
-                return cb is not None and cb.lo is None and not cb.nan
-
-            return not_null
-
-        def is_null(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            return cb is not None and cb.nulls == 0 and not cb.nan
-
-        return is_null
+        return lambda cb: cb.nulls == 0 and not cb.nan
     if isinstance(pred, StartsWith) and kind == "string" and not pred.negated:
         prefix, k = pred.prefix, len(pred.prefix)
-
-        def starts(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            if cb is None:
-                return False
-            if cb.lo is None or cb.hi is None:
-                return True
-            return cb.hi < prefix or cb.lo[:k] > prefix
-
-        return starts
+        return lambda cb: cb.lo is None or cb.hi is None or cb.hi < prefix or cb.lo[:k] > prefix
     return None
 
 
