@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -110,22 +111,32 @@ def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
 
 def compile_skip(pred: Predicate) -> Skip | None:
     """The skip test of ``pred``, or None when it can never skip anything."""
-    return fold(pred, _compile_leaf, _skip_if_any, _skip_if_all)
+    return fold(pred, _compile_leaf, skip_if_any, skip_if_all)
 
 
-def _skip_if_any(*parts: Skip | None) -> Skip | None:
+@dataclass(frozen=True)
+class Node:
+    """AND or OR of skip tests (of bounds here, of key filters in :mod:`.key_filter_skipping`)."""
+
+    op: str  # "and" / "or"
+    children: tuple[Any, ...]
+
+    def __call__(self, b: TableBounds) -> bool:
+        tests = (test(b) for test in self.children)
+        return any(tests) if self.op == "and" else all(tests)
+
+
+def skip_if_any(*parts: Any) -> Any:
     """AND: skipped when any child cannot be TRUE."""
-    tests = [p for p in parts if p is not None]
+    tests = tuple(p for p in parts if p is not None)
     if len(tests) <= 1:
         return tests[0] if tests else None
-    return lambda b: any(p(b) for p in tests)
+    return Node("and", tests)
 
 
-def _skip_if_all(*parts: Skip | None) -> Skip | None:
+def skip_if_all(*parts: Any) -> Any:
     """OR: skipped when no child can be TRUE."""
-    if any(p is None for p in parts):
-        return None
-    return lambda b: all(p(b) for p in parts)  # type: ignore[misc]
+    return None if any(p is None for p in parts) else Node("or", parts)
 
 
 def _compile_leaf(pred: Predicate) -> Skip | None:

@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
+from lance_sql.planning.bounds_skipping import (
+    Node,
+    RowBounds,
+    _literal_value,
+    row_bounds,
+    skip_if_all,
+    skip_if_any,
+)
 from lance_sql.spec.arrow_types import supports
 from lance_sql.spec.predicates import Column, Compare, InList, Predicate, any_leaf, fold
 from lance_sql.tables.dataset_cache import OpenCache
@@ -37,32 +44,13 @@ class _Leaf:
     hashes: np.ndarray  # uint64, one per literal
 
 
-@dataclass(frozen=True)
-class _Node:
-    op: str  # "and" / "or"
-    children: tuple[Any, ...]
-
-
-KeyTest = _Leaf | _Node
+KeyTest = _Leaf | Node
 
 
 def compile_key_skip(pred: Predicate, fields: Collection[int] | None = None) -> KeyTest | None:
     """The key-filter test of ``pred`` (None: it can never skip); ``fields``: the field ids
     some table has key filters for (None: any; other leaves are never hashed)."""
-    return fold(pred, partial(_compile_leaf, fields=fields), _skip_if_any, _skip_if_all)
-
-
-def _skip_if_any(*parts: KeyTest | None) -> KeyTest | None:
-    """AND: skipped when any child cannot be TRUE."""
-    tests = tuple(p for p in parts if p is not None)
-    if len(tests) <= 1:
-        return tests[0] if tests else None
-    return _Node("and", tests)
-
-
-def _skip_if_all(*parts: KeyTest | None) -> KeyTest | None:
-    """OR: skipped when no child can be TRUE."""
-    return None if any(p is None for p in parts) else _Node("or", parts)
+    return fold(pred, partial(_compile_leaf, fields=fields), skip_if_any, skip_if_all)
 
 
 def _compile_leaf(pred: Predicate, fields: Collection[int] | None) -> KeyTest | None:
@@ -235,7 +223,7 @@ def _absent(bank: _Bank, hashes: np.ndarray) -> np.ndarray:
 def _evaluate(
     test: KeyTest, banks: Mapping[tuple[int, str], tuple[_Bank, np.ndarray] | None], n: int
 ) -> np.ndarray:
-    if isinstance(test, _Node):
+    if isinstance(test, Node):
         masks = [_evaluate(c, banks, n) for c in test.children]
         if test.op == "and":
             return np.logical_or.reduce(masks)
