@@ -23,6 +23,7 @@ from lance_sql.planning.search_table import (
     TableCall,
     TableReport,
     as_query_vector,
+    empty_result,
     plan_table,
     top_k,
 )
@@ -221,10 +222,7 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=Tr
     else:
         parts = [one(i) for i in range(len(targets))]
     if not parts:
-        from lance_sql.planning.search_table import _empty
-
-        dummy = SearchTarget("", None, obj.schema, {c: c for c in obj.schema.names})
-        empty = _empty(dummy, cols, q)
+        empty = empty_result(obj.schema, cols, q.kind)
         if not row_ids:
             return report, empty.drop_columns(["_rowid"])
         return report, empty.append_column("_part", pa.array([], pa.int32()))

@@ -195,7 +195,7 @@ class TableCall:
         """The candidates for ``query`` (a float32 vector or a text, as :class:`SearchQuery`)."""
         target, q = self.target, self.q
         if self.src is None or self.k <= 0:
-            return _empty(target, self.need, q).select(self.keep)
+            return empty_result(target.schema, self.need, q.kind).select(self.keep)
         if q.kind == "vector":
             out = target.dataset.to_table(nearest={**self.nearest, "q": query}, **self.kw)
         else:
@@ -250,9 +250,10 @@ def _named(
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _empty(target: SearchTarget, need: list[str], q: SearchQuery) -> pa.Table:
-    fields = [target.schema.field(n) for n in need]
-    fields += [pa.field(score_column(q.kind), pa.float32()), pa.field("_rowid", pa.uint64())]
+def empty_result(schema: pa.Schema, need: list[str], kind: str) -> pa.Table:
+    """No candidates: columns ``need`` of ``schema``, the score and ``_rowid``."""
+    fields = [schema.field(n) for n in need]
+    fields += [pa.field(score_column(kind), pa.float32()), pa.field("_rowid", pa.uint64())]
     return pa.schema(fields).empty_table()
 
 
