@@ -280,7 +280,7 @@ def _term(node: exp.Expression) -> Term:
         return _column(node)
     if isinstance(node, exp.Bracket):
         return _struct_field(node)
-    if isinstance(node, (exp.Year, exp.Month, exp.Day)):
+    if isinstance(node, (exp.Year, exp.Month, exp.Day, exp.Hour)):
         unit = type(node).__name__.lower()
         return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
     if isinstance(node, exp.Extract):
@@ -311,14 +311,11 @@ def _term(node: exp.Expression) -> Term:
         if node.to.this == exp.DataType.Type.DATE:
             return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit="day", as_date=True)
         raise _NotATerm
-    if isinstance(node, exp.Anonymous):
-        # (year(c), month(c), day(c), hour(c) parse as exp.Year, ... above and below)
+    if isinstance(node, exp.Anonymous):  # (year(c) ... hour(c) parse as exp.Year ... above)
         term = call_term(node.name.lower(), node.expressions, _column_only, _literal_text)
         if term is None:
             raise _NotATerm
         return term
-    if isinstance(node, exp.Hour):
-        return TransformTerm(DATE_PARTS["hour"], (_column_only(node.this),))
     if isinstance(node, exp.Left):
         return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(node.expression))
     if isinstance(node, exp.Substring):
