@@ -86,12 +86,6 @@ class ScanFilter:
         used = columns_of(self.predicate)
         return [n for n in schema.names if n in used]
 
-    def expression(self) -> pc.Expression:
-        """The whole filter as one exact pyarrow expression (:class:`PlanningError` if none)."""
-        from lance_sql.planning.arrow_expr import to_pyarrow
-
-        return to_pyarrow(self.predicate)
-
     def pushdown(self, schema: pa.Schema) -> tuple[pc.Expression | None, bool]:
         """(AND of the conjuncts a Lance scan can run exactly, or None; whether that is all)."""
         if self.is_true:

@@ -213,8 +213,10 @@ class ScanPlan:
         Raises :class:`PlanningError` naming a part with no pyarrow form (``murmur3``,
         ``date_trunc``, unmodelled leaves): :meth:`to_batches` applies those exactly.
         """
+        from lance_sql.planning.arrow_expr import to_pyarrow
+
         sf = self.scan_filter
-        return None if sf is None or sf.is_true else sf.expression()
+        return None if sf is None or sf.is_true else to_pyarrow(sf.predicate)
 
     def scan_units(self, ns: Any, partitions: Sequence[str] | None = None, **kwargs: Any) -> list:
         """Scan units of this plan's partitions (or the ``partitions`` subset) of ``ns``."""
