@@ -1,24 +1,9 @@
 """Edge: the predicate IR over Arrow: a ``pyarrow.compute.Expression``, or evaluated on rows.
 
-:func:`to_pyarrow` builds the expression used to filter ``__manifest`` (pylance's
-``scanner(filter=...)``) and to push residual filters into Lance scans. It
-keeps SQL's filter semantics: where a pyarrow kernel would turn a NULL into
-TRUE (``~is_in``), the conversion adds ``is_valid`` so that a NULL never
-passes. ``date_part`` terms and ``CAST(ts AS DATE)`` have exact pyarrow forms
-(only the cast also runs inside a Lance scan: pyarrow 26 maps ``year`` ...
-``hour`` to no Substrait call, :mod:`.scan_filter` checks each conjunct); other
-transform terms have none (``murmur3`` is not a pyarrow function;
-``date_trunc`` is left out too), so converting them raises
-:class:`PlanningError`; callers fall back to :mod:`.scan_filter` (which
-evaluates them exactly after the scan).
-
-:func:`evaluate` is the IR's reference semantics on Arrow rows, under SQL's
-three-valued logic: the ``__manifest`` selection, the oracle tests check
-pruning against (itself cross-checked with DataFusion), and the exact rows of a
-small table (a residual on a handful of rows). Transform terms are computed
-with :mod:`udfs` (the code that computes stored partition values) or, for
-``date_trunc`` / ``CAST(ts AS DATE)`` on zoned timestamps, by DataFusion itself
-(pyarrow refuses ambiguous local times).
+:func:`to_pyarrow` keeps SQL's filter semantics (a NULL never passes, ``-0.0 = 0.0``
+in IN lists); a term with no pyarrow form raises :class:`PlanningError` and callers
+fall back to :mod:`.scan_filter`. :func:`evaluate` is the IR's reference semantics on
+rows (three-valued); transform terms are computed by the code that stores partition values.
 """
 
 from __future__ import annotations

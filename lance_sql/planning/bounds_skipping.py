@@ -1,34 +1,16 @@
-"""Skipping partition tables whose column bounds prove a predicate false for every row.
+"""Skipping partition tables whose column bounds prove a predicate never TRUE for any row.
 
-The bounds (min/max, NULL and NaN flags per column, stored in ``__manifest``;
-:mod:`lance_sql.tables.namespace.bounds`) describe one immutable table version.
-:func:`compile_skip` turns a *prepared* predicate of the planning IR into a
-function of a table's bounds that answers "no row of this table can make the
-predicate TRUE" (three-valued: True means definitely not TRUE, False means
-maybe). It is sound under SQL's three-valued logic and under both float orders
-the engines use (IEEE ``-0.0 = 0.0``, and total order, where ``-0.0 < 0.0``):
-
-- ``=``, ``<``, ``<=``, ``>``, ``>=`` against a literal of the column's own type
-  (any integer type for integer columns); a NULL column (no non-NULL value)
-  never matches; a float column that may hold NaN is never skipped;
-- ``IN`` when no value can equal; ``IS NULL`` when no NULL was written,
-  ``IS NOT NULL`` when every value is NULL; ``starts_with`` on strings;
-- ``AND`` when any child cannot match, ``OR`` when none can; ``NOT`` never
-  appears in a prepared predicate (it is pushed to the leaves before literals
-  are coerced) and any left is "maybe", as are ``!=``, ``NOT IN``, transform
-  terms and everything unsupported.
-
-:func:`skip_by_bounds` applies it to selected ``__manifest`` rows; a row's
-bounds are used only when they describe exactly the version it pins
-(:func:`lance_sql.tables.namespace.bounds.usable`), so tables written by other
-writers (pylance directly) or changed since (deletes, compaction) are never
-skipped.
+:func:`compile_skip` turns a prepared predicate into a test of one table's bounds
+(min/max, NULL and NaN flags in ``__manifest``), sound under SQL's three-valued logic
+and under both float orders the engines use (IEEE ``-0.0 = 0.0`` and total order).
+Bounds are used only when they describe exactly the version a row pins (``usable``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -111,20 +93,6 @@ def _literal_value(lit: Literal, col: Column) -> Any:
     return None
 
 
-def _column_test(col: Column) -> tuple[int, str, str] | None:
-    if col.field_id is None or col.type is None:
-        return None
-    kind = kind_of(col.type)
-    if kind is None:
-        return None
-    return col.field_id, str(col.type), kind
-
-
-def _bounds_of(b: TableBounds, fid: int, tname: str) -> ColumnBounds | None:
-    cb = b.columns.get(fid)
-    return cb if cb is not None and cb.type == tname else None
-
-
 def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
     """Whether ``col op lit`` is not TRUE for any row ``cb`` describes."""
     if cb.nan:
@@ -143,94 +111,79 @@ def _compare_false(kind: str, op: str, cb: ColumnBounds, lit: Any) -> bool:
 
 def compile_skip(pred: Predicate) -> Skip | None:
     """The skip test of ``pred``, or None when it can never skip anything."""
-    return fold(pred, _compile_leaf, _skip_if_any, _skip_if_all)
+    return fold(pred, _compile_leaf, skip_if_any, skip_if_all)
 
 
-def _skip_if_any(*parts: Skip | None) -> Skip | None:
+@dataclass(frozen=True)
+class Node:
+    """AND or OR of skip tests (of bounds here, of key filters in :mod:`.key_filter_skipping`)."""
+
+    op: str  # "and" / "or"
+    children: tuple[Any, ...]
+
+    def __call__(self, b: TableBounds) -> bool:
+        tests = (test(b) for test in self.children)
+        return any(tests) if self.op == "and" else all(tests)
+
+
+def skip_if_any(*parts: Any) -> Any:
     """AND: skipped when any child cannot be TRUE."""
-    tests = [p for p in parts if p is not None]
+    tests = tuple(p for p in parts if p is not None)
     if len(tests) <= 1:
         return tests[0] if tests else None
-    return lambda b: any(p(b) for p in tests)
+    return Node("and", tests)
 
 
-def _skip_if_all(*parts: Skip | None) -> Skip | None:
+def skip_if_all(*parts: Any) -> Any:
     """OR: skipped when no child can be TRUE."""
-    if any(p is None for p in parts):
-        return None
-    return lambda b: all(p(b) for p in parts)  # type: ignore[misc]
+    return None if any(p is None for p in parts) else Node("or", parts)
 
 
 def _compile_leaf(pred: Predicate) -> Skip | None:
     if isinstance(pred, Const):
         return None if pred.value else lambda _: True
     col = getattr(pred, "term", None)
-    if not isinstance(col, Column):
+    if not isinstance(col, Column) or col.field_id is None or col.type is None:
         return None  # NOT, Unsupported, transform terms: maybe
-    test = _column_test(col)
-    if test is None:
+    kind = kind_of(col.type)
+    empty = None if kind is None else _bounds_test(pred, col, kind)
+    if empty is None:
         return None
-    fid, tname, kind = test
+    fid, tname = col.field_id, str(col.type)
+
+    def skip(b: TableBounds) -> bool:
+        cb = b.columns.get(fid)
+        return cb is not None and cb.type == tname and empty(cb)
+
+    return skip
+
+
+def _bounds_test(pred: Predicate, col: Column, kind: str) -> Callable[[ColumnBounds], bool] | None:
+    """Whether no row a column's bounds describe makes the leaf TRUE (None: maybe)."""
     if isinstance(pred, Compare):
-        if pred.op == "!=":
-            return None
-        lit = _literal_value(pred.literal, col)
+        lit = None if pred.op == "!=" else _literal_value(pred.literal, col)
         if lit is None:
             return None
-        op = pred.op
-
-        def compare(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            return cb is not None and _compare_false(kind, op, cb, lit)
-
-        return compare
+        return lambda cb: _compare_false(kind, pred.op, cb, lit)
     if isinstance(pred, InList):
-        if pred.negated:
+        values = [_literal_value(v, col) for v in pred.values if not v.is_null]
+        if pred.negated or any(v is None for v in values):
             return None
-        values = []
-        has_null = False
-        for v in pred.values:
-            if v.is_null:
-                has_null = True
-                continue
-            lv = _literal_value(v, col)
-            if lv is None:
-                return None
-            values.append(lv)
+        has_null = len(values) < len(pred.values)
 
-        def in_list(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            if cb is None or (has_null and cb.nulls):
+        def in_list(cb: ColumnBounds) -> bool:
+            if has_null and cb.nulls:
                 return False
             return all(_compare_false(kind, "=", cb, v) for v in values)
 
         return in_list
+    if isinstance(pred, IsNull) and pred.negated:
+        return lambda cb: cb.lo is None and not cb.nan
     if isinstance(pred, IsNull):
-        if pred.negated:
-
-            def not_null(b: TableBounds) -> bool:
-                cb = _bounds_of(b, fid, tname)
-                return cb is not None and cb.lo is None and not cb.nan
-
-            return not_null
-
-        def is_null(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            return cb is not None and cb.nulls == 0 and not cb.nan
-
-        return is_null
+        return lambda cb: cb.nulls == 0 and not cb.nan
     if isinstance(pred, StartsWith) and kind == "string" and not pred.negated:
         prefix, k = pred.prefix, len(pred.prefix)
-
-        def starts(b: TableBounds) -> bool:
-            cb = _bounds_of(b, fid, tname)
-            if cb is None:
-                return False
-            if cb.lo is None or cb.hi is None:
-                return True
-            return cb.hi < prefix or cb.lo[:k] > prefix
-
-        return starts
+        return lambda cb: cb.lo is None or cb.hi is None or cb.hi < prefix or cb.lo[:k] > prefix
     return None
 
 
@@ -265,11 +218,8 @@ _BY_ID: OpenCache[tuple[pa.Table, RowBounds]] = OpenCache(16)
 
 
 def row_bounds(rows: pa.Table) -> RowBounds | None:
-    """:class:`RowBounds` of ``rows`` (None: the rows lack the columns bounds need).
-
-    Cached by the exact values of the columns that decide usability (a plan over
-    the same candidate rows, the common case of a service, decodes nothing again).
-    """
+    """:class:`RowBounds` of ``rows`` (None: they lack the columns bounds need), cached by
+    the values of the columns that decide usability."""
     same = _BY_ID.get(id(rows))
     if same is not None:  # the same (immutable) table object
         return same[1]
@@ -290,12 +240,8 @@ def row_bounds(rows: pa.Table) -> RowBounds | None:
 
 
 def skip_mask(pred: Predicate, rows: pa.Table, done: np.ndarray | None = None) -> np.ndarray | None:
-    """Per ``__manifest`` table row, True where its usable bounds prove ``pred`` never TRUE.
-
-    None when nothing can be skipped (no usable predicate, or the rows lack the
-    columns needed to check that bounds describe the pinned version). Rows True
-    in ``done`` (already skipped otherwise) are not tested and come out False.
-    """
+    """Per ``__manifest`` table row, True where its usable bounds prove ``pred`` never TRUE
+    (None: nothing can be skipped). Rows True in ``done`` are not tested (False)."""
     test = compile_skip(pred)
     if test is None or rows.num_rows == 0:
         return None

@@ -1,24 +1,9 @@
-"""Skipping partition tables whose key filters (Bloom filters) rule out an equality.
+"""Skipping partition tables whose key filters (Bloom filters) rule out ``col = lit`` / ``IN``.
 
-Columns with a namespace scalar index have a Bloom filter per partition table
-(:mod:`lance_sql.tables.namespace.key_filters`), pointed to from the table's
-column bounds in ``__manifest``. :func:`compile_key_skip` turns a *prepared*
-predicate into a test over many tables at once: ``col = lit`` and
-``col IN (lit, ...)`` (NULL list members never match) on a column of a
-supported type, with the literal taken exactly as bounds take it
-(:func:`lance_sql.planning.bounds_skipping._literal_value`: any integer literal for an
-integer column, the column's own type for dates and timestamps, strings for
-strings; anything else is "maybe"); ``AND`` skips when any child does, ``OR``
-when every child does. A table is skipped only when its filter is usable (the
-bounds describe exactly the pinned version, see
-:func:`lance_sql.tables.namespace.bounds.usable`), was built for the column's
-current type, was read and checked (magic, size, checksum), and has no bit
-set for the literal: a missing, stale or damaged filter never skips.
-
-Evaluation is vectorised: the filters of the candidate tables for one column
-are concatenated once (cached per set of files, which are immutable), the
-literal is hashed once, and the bits of all tables are gathered in one numpy
-operation.
+Literals are taken exactly as column bounds take them; a missing, stale (not the
+pinned version or the column's current type) or damaged filter never skips. The
+filters of the candidate tables for one column are concatenated once (cached per set of
+immutable files), and all tables are tested in one numpy operation.
 """
 
 from __future__ import annotations
@@ -32,7 +17,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_sql.planning.bounds_skipping import RowBounds, _literal_value, row_bounds
+from lance_sql.planning.bounds_skipping import (
+    Node,
+    RowBounds,
+    _literal_value,
+    row_bounds,
+    skip_if_all,
+    skip_if_any,
+)
 from lance_sql.spec.arrow_types import supports
 from lance_sql.spec.predicates import Column, Compare, InList, Predicate, any_leaf, fold
 from lance_sql.tables.dataset_cache import OpenCache
@@ -52,35 +44,13 @@ class _Leaf:
     hashes: np.ndarray  # uint64, one per literal
 
 
-@dataclass(frozen=True)
-class _Node:
-    op: str  # "and" / "or"
-    children: tuple[Any, ...]
-
-
-KeyTest = _Leaf | _Node
+KeyTest = _Leaf | Node
 
 
 def compile_key_skip(pred: Predicate, fields: Collection[int] | None = None) -> KeyTest | None:
-    """The key-filter test of ``pred`` (None: key filters can never skip for it).
-
-    ``fields``: the field ids some table has key filters for (None: any); a
-    leaf on another column is not compiled (its literal is never hashed).
-    """
-    return fold(pred, partial(_compile_leaf, fields=fields), _skip_if_any, _skip_if_all)
-
-
-def _skip_if_any(*parts: KeyTest | None) -> KeyTest | None:
-    """AND: skipped when any child cannot be TRUE."""
-    tests = tuple(p for p in parts if p is not None)
-    if len(tests) <= 1:
-        return tests[0] if tests else None
-    return _Node("and", tests)
-
-
-def _skip_if_all(*parts: KeyTest | None) -> KeyTest | None:
-    """OR: skipped when no child can be TRUE."""
-    return None if any(p is None for p in parts) else _Node("or", parts)
+    """The key-filter test of ``pred`` (None: it can never skip); ``fields``: the field ids
+    some table has key filters for (None: any; other leaves are never hashed)."""
+    return fold(pred, partial(_compile_leaf, fields=fields), skip_if_any, skip_if_all)
 
 
 def _compile_leaf(pred: Predicate, fields: Collection[int] | None) -> KeyTest | None:
@@ -158,10 +128,8 @@ def _key_bytes(value: Any, t: pa.DataType) -> bytes | None:
 
 
 def literal_hash(value: Any, t: pa.DataType) -> np.uint64 | None:
-    """:func:`~lance_sql.tables.namespace.key_filters.literal_hash` of one literal, in
-    plain Python for integers, dates, timestamps and short strings (a point lookup's
-    key: one Arrow array, one kernel call and seven one-element numpy operations cost
-    about 20 times more); the same bits (``tests/planning/test_key_filter_hash.py``)."""
+    """:func:`~lance_sql.tables.namespace.key_filters.literal_hash` of one literal, the same
+    bits, in plain Python for integers, dates, timestamps and short strings (faster)."""
     data = _key_bytes(value, t)
     if data is None:
         return kf.literal_hash(value, t)
@@ -197,12 +165,8 @@ def _load(table_uri: str, ref: kf.KeyFilterRef, opts: Mapping[str, Any] | None) 
 
 @dataclass(frozen=True)
 class _Bank:
-    """The filters of some tables for one column, concatenated.
-
-    Cached by the filter files alone (immutable): the same files may sit at
-    other positions of another selection of ``__manifest`` rows, so a bank
-    never holds row positions (see :func:`_bank_of`).
-    """
+    """The filters of some tables for one column, concatenated; cached by the (immutable)
+    files alone, so it holds no row positions (another selection may hold the files)."""
 
     loaded: np.ndarray  # int64: which of the refs it was built from have a filter here
     data: np.ndarray  # uint8: every filter's bytes
@@ -259,7 +223,7 @@ def _absent(bank: _Bank, hashes: np.ndarray) -> np.ndarray:
 def _evaluate(
     test: KeyTest, banks: Mapping[tuple[int, str], tuple[_Bank, np.ndarray] | None], n: int
 ) -> np.ndarray:
-    if isinstance(test, _Node):
+    if isinstance(test, Node):
         masks = [_evaluate(c, banks, n) for c in test.children]
         if test.op == "and":
             return np.logical_or.reduce(masks)
@@ -279,12 +243,8 @@ def _bank_of(
     root: str,
     storage_options: Mapping[str, Any] | None,
 ) -> tuple[_Bank, np.ndarray] | None:
-    """The filters of column ``fid`` of the rows ``state`` describes, and the positions
-    of those rows in ``state`` (one per filter of the bank).
-
-    The pointers are derived once per ``state``; the loaded filters live in the
-    bounded bank cache only (a state may outlive its bank).
-    """
+    """The filters of column ``fid`` of ``state``'s rows and those rows' positions (one per
+    filter); the loaded filters live in the bounded bank cache only."""
     key = ("key_filters", fid, tname, root)
     derived = state.derived.get(key)
     if derived is None:

@@ -1,19 +1,9 @@
 """Planning a namespace scan with the pruning filter pushed into the ``__manifest`` scan.
 
-Opening a namespace reads every ``__manifest`` row, and on a namespace of
-100,000 partitions that read (decoding every ``object_id``, ``location`` and
-``metadata`` string) costs more than all of the planning. A planner that only
-needs the partitions a filter can select does not need those rows: it opens
-``__manifest`` once (one metadata read: root properties, schema, fragments),
-projects the filter per spec version, and hands the resulting manifest filter
-to pylance's scan as SQL text (``to_table(filter=...)``), so only candidate
-rows are decoded. The candidates are then re-checked in memory with the same predicate
-(Lance only narrows, the exact selection is this project's), and residuals
-and the report are computed over them, vectorised.
-
-The report's totals (partition tables per spec version) need the spec version
-of every table row; they are read once per ``__manifest`` content and cached
-(the key includes the data files, which a rewrite always replaces).
+On a large namespace, decoding every ``__manifest`` row costs more than all of the
+planning: the manifest filter runs inside Lance, so only candidate rows are decoded,
+then the same predicate re-checks them in memory (Lance only narrows). The report's
+totals are read once per ``__manifest`` content (data files included) and cached.
 """
 
 from __future__ import annotations
@@ -33,9 +23,9 @@ from lance_sql.planning.pruning import (
     partition_columns_read,
     project_to_manifest,
     select_rows,
-    spec_ids_of,
 )
 from lance_sql.tables.dataset_cache import OpenCache
+from lance_sql.tables.namespace.layout import spec_ids_of
 from lance_sql.tables.namespace.spec import PartitionSpec
 
 #: How many times Lance refused a pushed manifest filter (then every row was read).
@@ -59,8 +49,7 @@ def table_versions(dataset: Any) -> np.ndarray:
 
 
 def _read_versions(dataset: Any) -> np.ndarray:
-    # Two columns of every row, filtered in memory: a Lance filter on object_type makes
-    # this scan 2-4x slower (measured on 200k rows), it cannot skip anything here.
+    # (filtered in memory: a Lance filter on object_type cannot skip anything here)
     ids = dataset.to_table(columns=["object_id", "object_type"])
     is_table = pc.equal(ids.column("object_type"), "table")
     versions = spec_ids_of(pc.filter(ids.column("object_id"), is_table))
@@ -78,13 +67,9 @@ def plan_manifest(
     root: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> PartitionPlan:
-    """:func:`.planner.plan_partitions` over an open ``__manifest`` pylance dataset.
-
-    The manifest filter runs inside Lance; ``columns`` limits what is decoded
-    for the selected rows (default: every column). A filter Lance refuses
-    falls back to reading every row and filtering in memory (same result).
-    ``root`` (the namespace root) lets key filters skip tables.
-    """
+    """:func:`.planner.plan_partitions` over an open ``__manifest`` pylance dataset, the
+    manifest filter inside Lance (a filter Lance refuses: every row, filtered here);
+    ``columns`` limits what is decoded, ``root`` lets key filters skip tables."""
     pred = to_predicate(filter, schema)
     mf = project_to_manifest(pred, dict(specs), schema)
     names = dataset.schema.names

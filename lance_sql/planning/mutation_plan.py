@@ -1,11 +1,8 @@
 """The filter planner of the namespace's row operations (``delete``, ``overwrite(where=)``...).
 
-Registered into :mod:`lance_sql.tables.namespace.filter_hook` on import. A
-partition whose residual is TRUE (its stored partition values prove every
-conjunct: the strict projection) is *covered*: every row matches, so a delete
-drops it from ``__manifest`` without reading it. Other selected partitions
-(inclusive projection) may hold matching rows. When the planner cannot use a
-filter, every partition is a candidate and none is covered.
+A partition whose values prove the filter is *covered* (a delete drops it without
+reading it); other selected partitions may hold matching rows. Registered into
+:mod:`lance_sql.tables.namespace.filter_hook` on import.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """``plan_scan``: the one scan planner of a namespace (or of its root path).
 
-Every entry point that reads a partitioned namespace calls :func:`plan_scan`
-and gets one :class:`~.scan_plan.ScanPlan`: SQL and DataFrames (the DataFusion
-namespace table), ``ns.to_table(filter=)`` / ``to_batches`` / ``count_rows``
-(through the registered filter planner), ``lance_sql.plan_scan``, the Spark
-reader, row operations (``delete``, ``update``...) and the sides of a
-storage-partitioned join. It prunes over every spec version, skips tables by
-column bounds and key filters, marks the tables whose partition values prove
-the whole filter (residual elimination), and the plan splits into scan units.
+Every entry point that reads a partitioned namespace gets its :class:`~.scan_plan.ScanPlan`
+here: pruning over every spec version, column bounds, key filters, and the tables
+whose partition values prove the whole filter (residual elimination).
 """
 
 from __future__ import annotations
@@ -51,20 +46,12 @@ def plan_scan(
 ) -> ScanPlan:
     """Plan a scan of ``ns`` (a ``PartitionedNamespace``, or its root path) for ``filter``.
 
-    ``filter`` is the predicate IR, a pyarrow expression or SQL text over
-    ``schema`` (default: the namespace schema; specs refer to sources by field
-    id, so a schema registered before renames stays right). ``prune_filter``
-    narrows the selection only (a condition the caller's filter implies; it is
-    not part of the scan filter). With a root path, only the ``__manifest``
-    rows the filter selects are read (the filter runs inside the Lance scan);
-    ``version`` pins the ``__manifest`` version there.
-
-    A filter the planner cannot use selects every partition (``pruned`` False,
-    with the reason). A filter that does not parse raises
-    :class:`PlanningError` naming it; with a ``failures`` list, the part that
-    does not parse is left out of pruning instead and the reason appended
-    (engines, whose own filter still runs on every row). ``pruning=False``
-    selects every table and keeps the filter as the scan filter.
+    ``filter``: predicate IR, pyarrow expression or SQL text over ``schema`` (default:
+    the namespace's). ``prune_filter`` narrows the selection only (implied by the
+    caller's filter, not scanned). With a root path only the selected ``__manifest``
+    rows are read, at ``version``. A filter that does not parse raises
+    :class:`PlanningError`; with a ``failures`` list it is left out of pruning and the
+    reason appended. ``pruning=False`` selects every table, keeping the scan filter.
     """
     if isinstance(ns, (str, os.PathLike)):
         return plan_scan_at(ns, filter, version=version, storage_options=storage_options)
@@ -122,10 +109,7 @@ def plan_scan_at(
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> ScanPlan:
-    """:func:`plan_scan` of the namespace at ``root``, reading only the rows it selects.
-
-    What a driver pays per query: one ``__manifest`` open, one pushed-down scan.
-    """
+    """:func:`plan_scan` of the namespace at ``root``, reading only the rows it selects."""
     from lance_sql.tables.namespace.layout import root_uri
     from lance_sql.tables.namespace.manifest_fragments import root_properties
     from lance_sql.tables.namespace.namespace import parse_properties

@@ -1,19 +1,9 @@
-"""The planner's small passes over the predicate IR, each a plain function tree -> tree.
+"""The planner's passes over the predicate IR, composed by :func:`prepare` in this order.
 
-Order matters and is fixed by :func:`prepare`:
-
-1. :func:`push_not` moves every NOT down to the leaves (De Morgan; ``NOT(a < 5)``
-   becomes ``a >= 5``, ``NOT IN`` / ``IS NOT NULL`` / ``NOT starts_with``). These
-   rewrites are exact under SQL's three-valued logic: a leaf over a NULL is
-   NULL before and after, and NOT(NULL) is NULL.
-2. :func:`bind` resolves column names against the namespace schema (field ids
-   from ``lance:field_id``) and coerces every literal exactly to the type of the
-   term it is compared with (:mod:`.literals`). Coercion may replace a leaf by
-   another that keeps exactly the same rows *when used as a filter* (e.g.
-   ``x IN (1, NULL)`` keeps the rows of ``x IN (1)``); that is only sound where
-   no NOT sits above the leaf, which step 1 guarantees.
-3. :func:`simplify` folds constants, flattens AND/OR, merges ``=`` leaves of one term
-   into IN lists and intersects the ``=`` / ``IN`` conjuncts of one term.
+:func:`push_not` (exact under three-valued logic), :func:`bind` (names to fields,
+literals coerced exactly), :func:`simplify` (fold, flatten, merge into IN lists).
+Binding may replace a leaf by one keeping the same rows *as a filter*
+(``x IN (1, NULL)`` -> ``x IN (1)``): sound only because no NOT is left above it.
 """
 
 from __future__ import annotations
@@ -50,11 +40,8 @@ from lance_sql.spec.transforms.base import NotThisTerm
 
 
 def push_not(pred: Predicate, negate: bool = False) -> Predicate:
-    """Push NOT to the leaves; the result contains no :class:`Not` node.
-
-    Apply it to a whole filter only: :data:`NULL_BOOL` leaves become FALSE, which keeps
-    the rows a filter keeps (TRUE) but not its negation.
-    """
+    """Push NOT to the leaves. Whole filters only: :data:`NULL_BOOL` becomes FALSE, which
+    keeps the rows a filter keeps but not its negation."""
     if pred == NULL_BOOL:
         return FALSE
     if isinstance(pred, Not):
@@ -83,11 +70,8 @@ def push_not(pred: Predicate, negate: bool = False) -> Predicate:
 
 
 def resolve_column(name: str, schema: pa.Schema) -> Column:
-    """Bind a column name (exact match first, then a unique case-insensitive one).
-
-    A dotted name no column has (``s.a``) is a field inside a struct column;
-    failing that, its first part is a table qualifier (``t.col``).
-    """
+    """Bind a column name (exact match, else a unique case-insensitive one); a dotted name
+    is a field inside a struct column (``s.a``), else a qualified column (``t.col``)."""
     idx = _field_index(name, schema)
     if "." in name:
         head, rest = name.split(".", 1)
@@ -167,13 +151,8 @@ def _bind_leaf(pred: Predicate, schema: pa.Schema) -> Predicate:
 
 
 def simplify(pred: Predicate) -> Predicate:
-    """Constant folding, AND/OR flattening, and ``a = 1 OR a = 2`` -> ``a IN (1, 2)``.
-
-    The IN merge matters for pruning: multi-column transforms and expression
-    fields enumerate only ``=`` / ``IN`` conjuncts, and DataFusion hands IN
-    lists to a dataset provider as OR chains (``a != 1 AND a != 2`` likewise
-    becomes ``a NOT IN (1, 2)``).
-    """
+    """Constant folding, AND/OR flattening, and ``a = 1 OR a = 2`` -> ``a IN (1, 2)``
+    (DataFusion hands IN lists over as OR chains; multi-column fields need IN lists)."""
     return fold(
         pred,
         lambda leaf: leaf,

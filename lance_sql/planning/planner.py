@@ -1,9 +1,6 @@
-"""Planner API for the namespace layer: filter + specs + ``__manifest`` rows -> partitions.
+"""Filter + specs + ``__manifest`` rows -> selected partitions and their residual filters.
 
-Free of I/O on purpose: tables in, tables out. The namespace layer reads
-``__manifest`` (all of it, or pre-filtered with :attr:`PartitionPlan.manifest_filter`
-pushed into pylance), calls :func:`plan_partitions`, and scans each selected
-partition table with that partition's residual filter.
+The caller reads ``__manifest``; with the namespace root, key filter files are read too.
 """
 
 from __future__ import annotations
@@ -61,20 +58,13 @@ class PartitionPlan:
     selected: pa.Table
     residuals: tuple[Predicate, ...]
     report: PruningReport
-    #: Partition tables the pruning selected whose column bounds prove no row matches
-    #: (:mod:`.bounds`); they are not in ``selected``.
+    #: selected by pruning, then skipped (not in ``selected``) by column bounds / key filters
     skipped_by_bounds: int = 0
-    #: Partition tables whose key filters (Bloom filters of indexed columns,
-    #: :mod:`.key_filters`) rule out the predicate (not counted in ``skipped_by_bounds``).
     skipped_by_key_filter: int = 0
 
     def proven_object_ids(self) -> frozenset[str]:
-        """Object ids of the selected tables whose partition values prove the whole predicate.
-
-        Their residual is TRUE: every conjunct's strict projection holds for the
-        table's stored partition values under the table's own spec version, so
-        a scan of such a table needs no filter (residual elimination).
-        """
+        """Object ids of the selected tables whose partition values prove the whole predicate
+        (residual TRUE: their scans need no filter)."""
         done = [i for i, r in enumerate(self.residuals) if r is TRUE or r == TRUE]
         if not done:
             return frozenset()
@@ -92,10 +82,9 @@ def plan_partitions(
 ) -> PartitionPlan:
     """Prune ``manifest_rows`` (``__manifest`` rows: object_id, object_type, partition columns).
 
-    Returns the partition-table rows that may hold matching rows, the residual
-    predicate per selected row (TRUE where the partition's values prove the
-    whole filter), and a :class:`PruningReport`. With the namespace ``root``, key
-    filters of the tables may skip them too (reading the filter files, cached).
+    Returns the partition-table rows that may hold matching rows, the residual per
+    selected row (TRUE where the partition values prove the filter) and a report. With
+    the namespace ``root``, the tables' key filters may skip them too.
     """
     for name in ("object_id", "object_type"):
         if name not in manifest_rows.column_names:
@@ -112,8 +101,7 @@ _SELECTIONS: OpenCache[tuple[pa.Table, OpenCache[tuple[pa.Table, np.ndarray]]]] 
 
 
 def _selection(manifest_rows: pa.Table, mf: ManifestFilter) -> tuple[pa.Table, np.ndarray]:
-    """(selected rows, spec version of every table row), cached per rows object and
-    ``__manifest`` predicate: a service plans the same snapshot's rows again and again."""
+    """(selected rows, spec version of every table row), cached per rows object and predicate."""
     _, by_predicate = _SELECTIONS.get_or_open(
         id(manifest_rows), lambda: (manifest_rows, OpenCache(1024))
     )
@@ -134,13 +122,9 @@ def finish_plan(
     root: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> PartitionPlan:
-    """Residuals and report for ``selected`` (rows passing ``mf``), vectorised.
-
-    ``table_versions`` is the spec version of every partition table of the
-    manifest (-1 for other rows), for the report's totals. Tables whose
-    column bounds prove ``pred`` never TRUE are dropped from ``selected``, and with
-    ``root``, those whose key filters do (counted there, not again as bounds').
-    """
+    """Residuals and report for ``selected`` (rows passing ``mf``), without the tables
+    column bounds or (with ``root``) key filters prove empty; ``table_versions``: the
+    spec version of every manifest row (-1: not a partition table), for the totals."""
     from lance_sql.planning.bounds_skipping import skip_by_bounds
     from lance_sql.planning.key_filter_skipping import key_skip_mask
 

@@ -1,32 +1,30 @@
-"""Project a prepared predicate through one partition spec (inclusive and strict).
+"""Project a prepared predicate (:func:`.passes.prepare`) through one partition spec.
 
-The predicate must be in the normal form of :func:`.passes.prepare` (bound,
-NOT pushed to the leaves). The rules are those of pyiceberg's projections:
-
-- inclusive: AND -> AND, OR -> OR, leaf -> AND over every field of the spec
-  (and every time chain) of that field's inclusive projection; an AND also
-  gets each field's :meth:`~.transforms.FieldTransform.project_conjunction`
-  (multi-column and expression fields). Unsupported -> TRUE.
-- strict: AND -> AND, OR -> OR, leaf -> OR over the fields' strict
-  projections (one field proving the leaf is enough). Unsupported -> FALSE.
-
-Both results are predicates over the spec's ``partition_field_*`` columns.
-A field the spec lacks simply contributes nothing, so it never prunes.
+pyiceberg's rules: inclusive turns a leaf into the AND of every field's (and time
+chain's) inclusive projection, Unsupported into TRUE; strict into the OR of the
+fields' strict projections, Unsupported into FALSE. ``year(d) op Y`` is also read as
+a range on ``d`` (dates, naive timestamps: a zoned year has no fixed start instant).
 """
 
 from __future__ import annotations
 
+import datetime
+
 import pyarrow as pa
 
-from lance_sql.planning.unwrap import year_term_as_range
 from lance_sql.spec.arrow_json import field_id_of
+from lance_sql.spec.literals import PER_SECOND, int_range
 from lance_sql.spec.predicates import (
     FALSE,
     TRUE,
     And,
     Column,
+    Compare,
     Const,
+    InList,
+    IsNull,
     Leaf,
+    Literal,
     Or,
     Predicate,
     TransformTerm,
@@ -135,3 +133,55 @@ class SpecProjector:
         if alt is not None and not self._has_year_field(leaf.term.column):
             parts.append(self.strict(alt) if strict else self.inclusive(alt))
         return or_(*parts) if strict else and_(*parts)
+
+
+def _year_start(year: int, t: pa.DataType) -> Literal | None:
+    """The first value of calendar ``year`` in ``t``'s storage units, if representable."""
+    if not 1 <= year <= 9999:
+        return None
+    days = (datetime.date(year, 1, 1) - datetime.date(1970, 1, 1)).days
+    if pa.types.is_date32(t):
+        return Literal(days, t)
+    value = days * 86_400 * PER_SECOND[t.unit]
+    lo, hi = int_range(pa.int64())
+    if not lo <= value <= hi:
+        return None
+    return Literal(value, t)
+
+
+def year_term_as_range(leaf: Leaf) -> Predicate | None:
+    """The range form of a leaf on ``date_part('year', c)``, or None where not exact."""
+    term = getattr(leaf, "term", None)
+    if not (isinstance(term, TransformTerm) and term.transform == YEAR):
+        return None
+    col: Column = term.column
+    t = col.type
+    if t is None or not (pa.types.is_date32(t) or (pa.types.is_timestamp(t) and t.tz is None)):
+        return None
+    if isinstance(leaf, IsNull):
+        return IsNull(col, leaf.negated)
+    if isinstance(leaf, InList):
+        parts = [_compare(col, "!=" if leaf.negated else "=", int(v.value)) for v in leaf.values]
+        if any(p is None for p in parts):
+            return None
+        return and_(*parts) if leaf.negated else or_(*parts)
+    if isinstance(leaf, Compare):
+        return _compare(col, leaf.op, int(leaf.literal.value))
+    return None
+
+
+def _compare(col: Column, op: str, year: int) -> Predicate | None:
+    start, end = _year_start(year, col.type), _year_start(year + 1, col.type)
+    if start is None or end is None:
+        return None
+    if op == "=":
+        return and_(Compare(col, ">=", start), Compare(col, "<", end))
+    if op == "!=":
+        return or_(Compare(col, "<", start), Compare(col, ">=", end))
+    if op == "<":
+        return Compare(col, "<", start)
+    if op == "<=":
+        return Compare(col, "<", end)
+    if op == ">":
+        return Compare(col, ">=", end)
+    return Compare(col, ">=", start)

@@ -1,19 +1,9 @@
-"""Per-spec ``__manifest`` filter, partition selection and residuals.
+"""Per-spec ``__manifest`` filter, partition selection, residuals and the report.
 
-:func:`project_to_manifest` turns a prepared predicate into one filter over
-``__manifest`` (the spec's appendix D)::
-
-    object_type = 'table' AND (
-        (starts_with(object_id, 'v1$') AND <inclusive projection through spec 1>)
-     OR (starts_with(object_id, 'v2$') AND <inclusive projection through spec 2>)
-     OR NOT (starts_with(object_id, 'v1$') OR starts_with(object_id, 'v2$')))
-
-The last clause keeps partition tables of a version the caller passed no spec
-for: pruning must never lose rows, even of a namespace it does not fully
-understand. Alongside, each top-level conjunct of the predicate gets a strict
-projection per spec; a partition whose stored values satisfy it holds only
-rows matching that conjunct, so the scan need not re-check it
-(:func:`residuals`).
+:func:`project_to_manifest` makes one ``__manifest`` filter: per spec version, its
+``v{N}$`` tables AND the inclusive projection; tables of a version with no known spec
+are kept (pruning never loses rows). Each top-level conjunct also gets a strict
+projection per spec: a table whose values satisfy it need not re-check it.
 """
 
 from __future__ import annotations
@@ -123,15 +113,9 @@ def select_rows(manifest: pa.Table, mf: ManifestFilter) -> pa.Table:
 def select_mask(
     manifest: pa.Table, mf: ManifestFilter, versions: np.ndarray | None = None
 ) -> np.ndarray:
-    """Per row of ``manifest``: :attr:`ManifestFilter.predicate` holds and the row is a
-    partition table (``versions``: :func:`.manifest_fragments.table_versions`, carried
-    from version to version, so no pass over every object id runs per version).
-
-    Tables outside every ``v{N}`` namespace (created at the root by another
-    writer) are not partition tables and are never selected. A missing partition
-    column must not be read as all-NULL: that would prune every partition of the
-    versions using it.
-    """
+    """Per row of ``manifest``: a partition table (not one outside every ``v{N}``) that
+    :attr:`ManifestFilter.predicate` keeps. A missing partition column raises: read as
+    all-NULL it would prune every partition of its versions."""
     check_partition_columns(mf, manifest.column_names)
     versions = table_versions(manifest) if versions is None else versions
     mask = np.zeros(len(versions), bool)
@@ -143,7 +127,7 @@ def select_mask(
             continue
         if s.inclusive == TRUE:
             mask |= in_spec
-        else:  # (only the columns it reads, in one chunk: 3-4x faster at 100,000s of rows)
+        else:
             read = manifest.select(sorted(columns_of(s.inclusive))).combine_chunks()
             mask |= in_spec & _mask_numpy(read, s.inclusive)
     return mask | ((versions >= 0) & ~known)
@@ -173,13 +157,8 @@ def spec_ids(table: pa.Table) -> np.ndarray:
 
 
 def proofs(table: pa.Table, mf: ManifestFilter, versions: np.ndarray) -> np.ndarray:
-    """Which conjuncts each row's partition values prove: a bool matrix (rows x conjuncts).
-
-    One vectorised evaluation per (spec version, conjunct) over the whole
-    column set, never a loop over partitions: a row of version N gets the
-    strict projection of spec N; a row of no known version proves nothing (``versions``:
-    :func:`spec_ids` of ``table``).
-    """
+    """Which conjuncts each row's partition values prove (rows x conjuncts): a row of
+    version N by spec N's strict projection; a row of no known version proves nothing."""
     check_partition_columns(mf, table.column_names)
     n, k = table.num_rows, len(mf.conjuncts)
     out = np.zeros((n, k), dtype=bool)
@@ -203,17 +182,13 @@ def fully_proven(proven: np.ndarray) -> np.ndarray:
 
 
 def _mask_numpy(table: pa.Table, pred: Predicate) -> np.ndarray:
-    """TRUE where ``pred`` is TRUE (compute kernels straight over the columns: a few
-    times faster than projecting a pyarrow expression through a dataset)."""
+    """Where ``pred`` is TRUE over ``table``'s columns."""
     mask = pc.fill_null(evaluate(pred, table), False)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predicate]:
-    """Per row, the AND of the conjuncts it does not prove (one predicate per distinct pattern).
-
-    A row that proves nothing keeps the whole filter object (:attr:`ManifestFilter.filter`).
-    """
+    """Per row, the AND of the conjuncts it does not prove (the whole filter if none)."""
     n, k = proven.shape
     if n == 0 or k == 0:  # no conjunct: the filter is TRUE
         return [mf.filter] * n
@@ -228,12 +203,8 @@ def residuals_from_proofs(proven: np.ndarray, mf: ManifestFilter) -> list[Predic
 
 
 def _distinct_rows(proven: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct rows of a bool matrix, each row's index among them).
-
-    Rows of up to 62 columns are packed into one integer each: ``np.unique`` over
-    integers is several times faster than over matrix rows (``axis=0``), which a
-    point lookup pays on every query.
-    """
+    """(distinct rows of a bool matrix, each row's index among them); rows of up to 62
+    columns are packed into integers (``np.unique`` over rows is several times slower)."""
     n, k = proven.shape
     if n == 1:
         return proven, np.zeros(1, np.int64)
@@ -251,8 +222,7 @@ def _text(source: str | Callable[[], str]) -> str:
 
 @dataclass(frozen=True)
 class SpecReport:
-    """One spec version's pruning; its SQL is printed only when read (EXPLAIN, reports):
-    a service query plans without ever showing it."""
+    """One spec version's pruning; its SQL is rendered only when read."""
 
     spec_id: int
     sql_source: str | Callable[[], str] = field(repr=False, compare=False)
@@ -294,8 +264,7 @@ class PruningReport:
 def report(
     mf: ManifestFilter, all_versions: np.ndarray, versions: np.ndarray, done: np.ndarray
 ) -> PruningReport:
-    """The report from the spec version (:func:`spec_ids`) of every table row and of every
-    selected row, and which selected rows need no re-check at all (:func:`fully_proven`)."""
+    """The report from the spec version of every table row and of every selected row."""
     specs = tuple(
         SpecReport(
             spec_id,
@@ -307,22 +276,3 @@ def report(
         for spec_id in sorted(mf.specs)
     )
     return PruningReport(mf.to_sql, specs, len(versions), int((all_versions >= 0).sum()))
-
-
-__all__ = [
-    "ManifestFilter",
-    "PruningReport",
-    "SpecFilter",
-    "SpecReport",
-    "check_partition_columns",
-    "fully_proven",
-    "partition_columns_read",
-    "project_to_manifest",
-    "proofs",
-    "residuals_from_proofs",
-    "select_mask",
-    "select_rows",
-    "spec_ids",
-    "spec_ids_of",
-    "version_prefix",
-]

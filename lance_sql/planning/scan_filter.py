@@ -1,21 +1,9 @@
-"""The exact filter of a planned scan, and how a task applies it (one parse, rendered per engine).
+"""The exact filter of a planned scan, and how a task applies it.
 
-A filter is parsed once into the predicate IR (bound to the namespace
-schema). A task scanning a partition table applies it in two steps:
-
-1. :meth:`ScanFilter.pushdown`: the conjuncts with an exact pyarrow form that
-   Substrait carries go into the Lance scan (pylance pushes them into its plan);
-2. :meth:`ScanFilter.apply`: the other conjuncts (``murmur3``, ``date_trunc``
-   and ``date_part`` terms, leaves the planner does not model) filter the
-   scanned rows exactly: transform terms by
-   :mod:`.evaluate` (the code that computes stored partition values), and
-   filters with leaves the IR cannot express by the engine the filter was
-   written for: DataFusion over the original SQL text, or pyarrow over the
-   original expression.
-
-So every path (a ``lance_ns`` read, a task scanning a shipped
-:class:`~.scan_plan.ScanPlan`) keeps exactly the rows DataFusion's ``WHERE``
-keeps; nothing is ever rendered as ``TRUE`` for want of a form.
+The conjuncts with an exact pyarrow form Substrait carries go into the Lance scan
+(:meth:`ScanFilter.pushdown`); the rest filter the scanned rows exactly
+(:meth:`ScanFilter.apply`): transform terms over Arrow, and leaves the IR cannot express
+by the engine the filter was written for (DataFusion over the SQL, pyarrow otherwise).
 """
 
 from __future__ import annotations
@@ -49,13 +37,8 @@ def has_unsupported(pred: Predicate) -> bool:
 
 @dataclass(frozen=True)
 class ScanFilter:
-    """A bound predicate plus, when it has unmodelled leaves, the original filter.
-
-    ``sql``: the DataFusion SQL text the filter was given as; ``substrait``:
-    a pyarrow expression's Substrait bytes (base64), with ``schema`` the
-    schema its field positions refer to. Only needed when ``predicate`` has
-    :class:`~.predicates.Unsupported` leaves.
-    """
+    """A bound predicate plus, when it has Unsupported leaves, the original filter: ``sql``
+    text, or ``substrait`` (base64 bytes of a pyarrow expression, positions of the schema)."""
 
     predicate: Predicate
     sql: str | None = None
@@ -103,21 +86,8 @@ class ScanFilter:
         used = columns_of(self.predicate)
         return [n for n in schema.names if n in used]
 
-    def expression(self) -> pc.Expression:
-        """The whole filter as one exact pyarrow expression.
-
-        Raises :class:`PlanningError` naming the part that has none.
-        """
-        from lance_sql.planning.arrow_expr import to_pyarrow
-
-        return to_pyarrow(self.predicate)
-
     def pushdown(self, schema: pa.Schema) -> tuple[pc.Expression | None, bool]:
-        """(AND of the conjuncts a Lance scan can run exactly, or None; whether that is all).
-
-        A conjunct qualifies when it has an exact pyarrow form that Substrait
-        (pylance's route into its own plan) can carry over ``schema``.
-        """
+        """(AND of the conjuncts a Lance scan can run exactly, or None; whether that is all)."""
         if self.is_true:
             return None, True
         if self.predicate == Const(False):
@@ -133,11 +103,8 @@ class ScanFilter:
     def apply(
         self, table: pa.Table, schema: pa.Schema, residual: Predicate | None = None
     ) -> pa.Table:
-        """The rows of ``table`` (read with :meth:`columns` and :meth:`pushdown`, maybe with
-        extra columns) where it is TRUE.
-
-        ``residual``: :meth:`residual`, when the caller computed it once for many batches.
-        """
+        """The rows of ``table`` (read with :meth:`columns` and :meth:`pushdown`) where it is
+        TRUE; ``residual``: :meth:`residual`, computed once for many batches."""
         if self.substrait is not None:  # field positions are those of ``schema``
             expr = pc.Expression.from_substrait(base64.b64decode(self.substrait))
             probe = table.select(schema.names).append_column("__pos", pa.array(range(len(table))))
@@ -151,7 +118,7 @@ class ScanFilter:
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        from lance_sql.planning.predicate_json import to_json_value
+        from lance_sql.planning.plan_json import to_json_value
 
         return {
             "predicate": to_json_value(self.predicate),
@@ -161,7 +128,7 @@ class ScanFilter:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> ScanFilter:
-        from lance_sql.planning.predicate_json import from_json_value
+        from lance_sql.planning.plan_json import from_json_value
 
         return cls(from_json_value(obj["predicate"]), obj.get("sql"), obj.get("substrait"))
 
@@ -184,11 +151,7 @@ def _lance_form(pred: Predicate, schema: pa.Schema) -> pc.Expression | None:
 
 
 def _datafusion_where(table: pa.Table, sql: str) -> pa.Table:
-    """``SELECT * FROM table WHERE sql`` with DataFusion (the dialect the filter was written in).
-
-    ``murmur3`` / ``murmur3_multi`` calls are dispatched as ``lance_sql.SessionContext``
-    dispatches them (the SQL engine service, :mod:`udfs.sql_engine`).
-    """
+    """``SELECT * FROM table WHERE sql`` with DataFusion, the filter's own dialect."""
     out = sql_engine().query({"t": table}, f"SELECT * FROM t WHERE {sql}")
     return out.cast(table.schema) if out.schema != table.schema else out
 
@@ -200,11 +163,8 @@ def scan_batches(
     columns: Sequence[str] | None = None,
     extra: pc.Expression | None = None,
 ) -> Any:
-    """Batches of ``columns`` (default: all) of ``units`` where ``scan_filter`` is TRUE.
-
-    ``extra``: a further exact pyarrow filter the Lance scan can run (e.g. Spark's
-    pushed filters), AND-ed into the scan.
-    """
+    """Batches of ``columns`` (default: all) of ``units`` where ``scan_filter`` is TRUE;
+    ``extra``: a further exact pyarrow filter AND-ed into the Lance scan."""
     wanted = list(schema.names) if columns is None else list(columns)
     everything = scan_filter is None or scan_filter.is_true
     pushed, exact = (None, True) if everything else scan_filter.pushdown(schema)  # type: ignore[union-attr]

@@ -1,16 +1,8 @@
 """The one plan of a scan: which partition tables (or units) it reads, and its exact filter.
 
-Every entry point gets it from :func:`.namespace_scan.plan_scan`: SQL and
-DataFrames (the DataFusion namespace table), ``ns.to_table(filter=)`` /
-``to_batches`` / ``count_rows``, ``lance_sql.plan_scan``, the Spark reader,
-row operations and storage-partitioned join sides. An engine scan node of a
-single dataset or a join group carries its units in the same class
-(:meth:`ScanPlan.of_units`).
-
-A Spark driver (or any coordinator) plans once and sends the plan to workers
-as JSON. Workers turn their share back into scan units
-with :meth:`ScanPlan.scan_units`; the plan carries the exact filter each scan
-must still apply, so pruning never changes results.
+Every entry point gets it from :func:`.namespace_scan.plan_scan`; an engine scan node
+of a dataset or join group carries its units in the same class. A coordinator ships
+it to workers as JSON, with the exact filter each scan must still apply.
 """
 
 from __future__ import annotations
@@ -53,10 +45,7 @@ class PlannedPartition:
 class SpecVersionReport:
     """Pruning of one spec version: the manifest filter used and selected/total counts.
 
-    ``fully_matching`` counts selected partitions whose partition values prove
-    the whole filter (their scans need not re-check it). ``manifest_filter`` is
-    ``TRUE`` for a version nothing was pruned in (no filter, or one the planner
-    could not use).
+    ``fully_matching``: selected partitions whose values prove the whole filter.
     """
 
     spec_version: int
@@ -83,10 +72,7 @@ def column_values(rows: pa.Table, name: str) -> list[Any]:
 
 
 def planned_partitions(selected: pa.Table, value_columns: Sequence[str]) -> tuple[Any, ...]:
-    """``PlannedPartition`` objects for ``selected`` manifest rows, sorted by ``object_id``.
-
-    Columns are converted once each (no per-row Arrow access).
-    """
+    """``PlannedPartition`` objects for ``selected`` manifest rows, sorted by ``object_id``."""
     if selected.num_rows == 0:
         return ()
     rows = selected.sort_by("object_id")
@@ -107,17 +93,11 @@ _UNSET: Any = object()
 class ScanPlan:
     """The partitions a scan reads, the filter every partition scan applies, and its units.
 
-    Built by :func:`.namespace_scan.plan_scan` from the planner's selection
-    (``selection``, a :class:`.planner.PartitionPlan`); the per-partition
-    objects, per-version reports and SQL renderings are computed from it on
-    first use only (a service query reads the object ids and nothing else).
-    ``pruned`` is False when the planner could not use the filter (every
-    partition is then selected; results stay exact). ``filter_sql`` and
-    ``manifest_filter`` are renderings of the IR for people (EXPLAIN,
-    :meth:`explain`); nothing parses them back.
-
-    ``units`` / :attr:`description`: what an engine scan node reads and how
-    EXPLAIN shows it (set by the engine; never serialised).
+    Partition objects, reports and SQL renderings are computed on first use (a service
+    query reads only the object ids). ``pruned`` is False when the planner could not
+    use the filter (every partition selected). ``filter_sql`` / ``manifest_filter``
+    are for people; nothing parses them back. ``units`` / :attr:`description` are set
+    by an engine and never serialised.
     """
 
     def __init__(
@@ -230,13 +210,13 @@ class ScanPlan:
     def filter_expression(self) -> pc.Expression | None:
         """The scan filter as one exact pyarrow expression (None: no filter).
 
-        Raises :class:`PlanningError` naming the part that has no pyarrow form
-        (``murmur3`` and ``date_trunc`` terms,
-        expressions the planner does not model): scan with :meth:`to_batches`,
-        which applies those exactly after the Lance scan.
+        Raises :class:`PlanningError` naming a part with no pyarrow form (``murmur3``,
+        ``date_trunc``, unmodelled leaves): :meth:`to_batches` applies those exactly.
         """
+        from lance_sql.planning.arrow_expr import to_pyarrow
+
         sf = self.scan_filter
-        return None if sf is None or sf.is_true else sf.expression()
+        return None if sf is None or sf.is_true else to_pyarrow(sf.predicate)
 
     def scan_units(self, ns: Any, partitions: Sequence[str] | None = None, **kwargs: Any) -> list:
         """Scan units of this plan's partitions (or the ``partitions`` subset) of ``ns``."""
@@ -249,13 +229,8 @@ class ScanPlan:
         partitions: Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Batches of this plan's partitions (or the ``partitions`` subset) with the filter applied.
-
-        What a task runs with a shipped plan: ``ns`` is the namespace at
-        :attr:`manifest_version` (``PartitionedNamespace.open(plan.root,
-        version=plan.manifest_version)``); the rows are exactly those
-        ``SELECT columns FROM ns WHERE filter`` returns.
-        """
+        """Batches of this plan's partitions (or the ``partitions`` subset) with the filter
+        applied; ``ns`` is the namespace at :attr:`manifest_version`."""
         from lance_sql.planning.scan_filter import scan_batches
 
         seen = getattr(ns, "manifest_version", None)

@@ -1,22 +1,9 @@
 """Vector, full-text and hybrid search over a partitioned namespace or one Lance dataset.
 
-``search(target, column, query, k, where=...)``: ``where`` prunes partition
-tables with the scan planner (:func:`~.namespace_scan.plan_scan`, the pruning every
-scan uses), each selected table is searched on its own
-(:mod:`.search_table`: with its index, or flat), and the per-table
-candidates are merged into the global top ``k``:
-
-* vector: ``_distance`` ascending (Lance's distance: squared L2, ``1 - cos``
-  or ``1 - dot``), ties by partition table (``object_id`` ascending), then by
-  row id within the table;
-* text: ``_score`` (BM25 with each table's own statistics) descending, same
-  ties;
-* hybrid (``vector=(col, q), text=(col, "...")``): reciprocal rank fusion,
-  ``_hybrid_score = sum(1 / (rrf_k + rank))`` over the two ranked lists
-  (rank from 1), descending, same ties.
-
-``explain=True`` returns the :class:`SearchReport` (partitions searched /
-total, indexed or flat and the filter route per table) instead of rows.
+``where`` prunes partition tables with :func:`~.namespace_scan.plan_scan`, each selected
+table is searched on its own (:mod:`.search_table`) and the candidates are merged into
+the global top ``k``; ties go by partition table (``object_id``), then row id. Hybrid
+search fuses the two ranked lists by reciprocal rank (docs/search.md).
 """
 
 from __future__ import annotations
@@ -36,6 +23,7 @@ from lance_sql.planning.search_table import (
     TableCall,
     TableReport,
     as_query_vector,
+    empty_result,
     plan_table,
     top_k,
 )
@@ -129,7 +117,7 @@ def _targets(
     return out, plan.scan_filter, plan.total_partitions, plan.explain()
 
 
-_CPUS = os.cpu_count() or 1  # asked once: about 25 us a call here
+_CPUS = os.cpu_count() or 1
 _PLANS: OpenCache[Any] = OpenCache(256)
 
 
@@ -139,11 +127,7 @@ def _memo(key: tuple | None, make: Any) -> Any:
 
 
 def _snapshot_key(obj: Any, where: Any) -> tuple | None:
-    """(root, ``__manifest`` version, filter text): what a plan over a namespace depends on.
-
-    A snapshot never changes, so neither does the plan of one filter text over it;
-    repeated searches skip pruning and the per-table lookups (a few ms).
-    """
+    """(root, ``__manifest`` version, filter text): all a plan over a snapshot depends on."""
     if not _is_namespace(obj) or (where is not None and not isinstance(where, str)):
         return None
     return (str(obj.root), obj.manifest_version, where)
@@ -207,10 +191,8 @@ def _kind_of(field: pa.Field, query: Any) -> str:
 
 
 def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=True, call_key=None):
-    """(report, rows): rows carry ``_part`` and ``_rowid`` only with ``row_ids``.
-
-    ``call_key``: where to remember the prepared call when one table is searched.
-    """
+    """(report, rows): rows carry ``_part`` and ``_rowid`` only with ``row_ids``;
+    ``call_key``: where to remember the prepared call when one table is searched."""
     targets, sf, total, pruning, reports = _prepared(obj, q, where, prefilter, partitions)
     report = SearchReport(q.kind, q.column, q.k, total, tuple(reports), pruning)
     if explain:
@@ -240,10 +222,7 @@ def _run(obj, q, columns, where, prefilter, explain, partitions=None, row_ids=Tr
     else:
         parts = [one(i) for i in range(len(targets))]
     if not parts:
-        from lance_sql.planning.search_table import _empty
-
-        dummy = SearchTarget("", None, obj.schema, {c: c for c in obj.schema.names})
-        empty = _empty(dummy, cols, q)
+        empty = empty_result(obj.schema, cols, q.kind)
         if not row_ids:
             return report, empty.drop_columns(["_rowid"])
         return report, empty.append_column("_part", pa.array([], pa.int32()))

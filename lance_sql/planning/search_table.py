@@ -1,20 +1,9 @@
 """One table's part of a search: pylance's ``nearest`` / ``full_text_query`` with the filter.
 
-A :class:`SearchTarget` is one Lance dataset (a partition table at its pinned
-version, or a plain dataset) with the map from namespace columns to its own
-columns. :class:`TableCall` returns its candidates, named as the namespace
-names them, plus ``_distance`` or ``_score`` and ``_rowid``.
-
-How the ``where`` filter is applied (the route is reported per table):
-
-* ``prefilter`` and the whole filter runs inside Lance (every conjunct has an
-  exact pyarrow form and the table's columns are the namespace's): pylance
-  searches with ``filter=..., prefilter=True`` (indexed or flat);
-* ``prefilter`` and some of it cannot run inside Lance (``murmur3`` terms,
-  renamed columns, ...): an exact flat search of every row that passes the
-  part Lance can run, then the rest of the filter, then the top ``k``;
-* not ``prefilter``: the ``k`` nearest rows of the table first (indexed or
-  flat), then the whole filter over them (fewer than ``k`` rows may remain).
+The ``where`` filter runs inside Lance with ``prefilter`` when all of it can; otherwise
+every row passing the part Lance can run is ranked flat, then the rest is applied
+before the top ``k``. Without ``prefilter`` the top ``k`` come first and the filter
+after (fewer rows may remain). The route is reported per table.
 """
 
 from __future__ import annotations
@@ -155,12 +144,8 @@ def plan_table(
 
 
 class TableCall:
-    """One table's pylance search call with everything but the query vector or text prepared.
-
-    What it depends on (the table, the route of the filter, the columns, the
-    options) is fixed for a snapshot, so a repeated search of one table
-    prepares it once (:mod:`.search`) and each search only runs :meth:`run`.
-    """
+    """One table's pylance search call with everything but the query prepared (it is fixed
+    for a snapshot: a repeated search only runs :meth:`run`)."""
 
     def __init__(
         self,
@@ -210,7 +195,7 @@ class TableCall:
         """The candidates for ``query`` (a float32 vector or a text, as :class:`SearchQuery`)."""
         target, q = self.target, self.q
         if self.src is None or self.k <= 0:
-            return _empty(target, self.need, q).select(self.keep)
+            return empty_result(target.schema, self.need, q.kind).select(self.keep)
         if q.kind == "vector":
             out = target.dataset.to_table(nearest={**self.nearest, "q": query}, **self.kw)
         else:
@@ -265,9 +250,10 @@ def _named(
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _empty(target: SearchTarget, need: list[str], q: SearchQuery) -> pa.Table:
-    fields = [target.schema.field(n) for n in need]
-    fields += [pa.field(score_column(q.kind), pa.float32()), pa.field("_rowid", pa.uint64())]
+def empty_result(schema: pa.Schema, need: list[str], kind: str) -> pa.Table:
+    """No candidates: columns ``need`` of ``schema``, the score and ``_rowid``."""
+    fields = [schema.field(n) for n in need]
+    fields += [pa.field(score_column(kind), pa.float32()), pa.field("_rowid", pa.uint64())]
     return pa.schema(fields).empty_table()
 
 

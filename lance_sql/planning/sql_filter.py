@@ -1,14 +1,8 @@
 """Edge: a WHERE-clause expression in DataFusion SQL -> the predicate IR.
 
-Parsed with sqlglot (its Postgres dialect is the closest to DataFusion's SQL).
-Recognised leaves: comparisons, BETWEEN, IN / NOT IN, IS [NOT] NULL,
-``LIKE 'prefix%'`` and the transform terms a user writes to hit partitions
-directly (``date_part('year', ts)``, ``year(ts)``, ``EXTRACT(month FROM d)``,
-``date_trunc('day', ts)``, ``CAST(ts AS DATE)``, ``murmur3(k) % 16``,
-``abs(murmur3(k)) % 16``, ``left(s, 2)``, ``x - x % 5``). Anything else inside
-a boolean tree becomes :class:`~.predicates.Unsupported` (kept, never pruned
-on); text that is not a boolean expression at all raises
-:class:`~lance_sql.errors.PlanningError`.
+Parsed with sqlglot's Postgres dialect (the closest to DataFusion's). Leaves it does
+not model become :class:`~.predicates.Unsupported` (kept, never pruned on); text that
+is not a boolean expression raises :class:`~lance_sql.errors.PlanningError`.
 """
 
 from __future__ import annotations
@@ -235,14 +229,8 @@ def _is_int_text(node: exp.Expression) -> bool:
 
 
 def _number(text: str, negative: bool) -> Literal:
-    """A numeric literal typed as DataFusion types it.
-
-    Integers are Int64; beyond Int64 DataFusion makes them UInt64 or Float64,
-    whose comparisons with integer columns it then performs in a type that
-    may round, so they are kept as float64 (exact only where the coercion
-    step can prove it, else Unsupported). Anything with a '.' or exponent is
-    Float64.
-    """
+    """A numeric literal typed as DataFusion types it: Int64, else Float64 (beyond Int64,
+    DataFusion's comparison may round: binding keeps it only where exact)."""
     sign = -1 if negative else 1
     if all(ch.isdigit() for ch in text):
         value = sign * int(text)
@@ -276,14 +264,8 @@ def _literal(node: exp.Expression) -> Literal:
 
 
 def _common_type(values: tuple[Literal, ...]) -> tuple[Literal, ...]:
-    """An IN list's literals as DataFusion compares them: in one common type.
-
-    DataFusion coerces the column and *all* list items to one type, so
-    ``i64 IN (-9223372036854775807, 26.0)`` compares in Float64 and also
-    matches -2^63 (both round to the same float). Integers next to a float
-    become floats here (the binding step then keeps only exact comparisons);
-    other mixes of literal types are not modelled and raise ``_NotATerm``.
-    """
+    """An IN list's literals in the one type DataFusion compares them in: integers next
+    to a float become floats (``i64 IN (-9223372036854775807, 26.0)`` also matches -2^63)."""
     types = {v.type for v in values if not pa.types.is_null(v.type)}
     if len(types) <= 1:
         return values
@@ -331,7 +313,7 @@ def _term(node: exp.Expression) -> Term:
         return _column(node)
     if isinstance(node, exp.Bracket):
         return _struct_field(node)
-    if isinstance(node, (exp.Year, exp.Month, exp.Day)):
+    if isinstance(node, (exp.Year, exp.Month, exp.Day, exp.Hour)):
         unit = type(node).__name__.lower()
         return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
     if isinstance(node, exp.Extract):
@@ -362,14 +344,11 @@ def _term(node: exp.Expression) -> Term:
         if node.to.this == exp.DataType.Type.DATE:
             return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit="day", as_date=True)
         raise _NotATerm
-    if isinstance(node, exp.Anonymous):
-        # (year(c), month(c), day(c), hour(c) parse as exp.Year, ... above and below)
+    if isinstance(node, exp.Anonymous):  # (year(c) ... hour(c) parse as exp.Year ... above)
         term = call_term(node.name.lower(), node.expressions, _column_only, _literal_text)
         if term is None:
             raise _NotATerm
         return term
-    if isinstance(node, exp.Hour):
-        return TransformTerm(DATE_PARTS["hour"], (_column_only(node.this),))
     if isinstance(node, exp.Left):
         return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(node.expression))
     if isinstance(node, exp.Substring):
@@ -403,11 +382,8 @@ _WIDER_INTEGERS = (exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
 
 
 def _widened(node: exp.Expression) -> exp.Expression:
-    """``node`` without parentheses and casts to INT / BIGINT around a hash (int32) call.
-
-    DataFusion widens ``murmur3(k)`` (int32) to the type of the other operand of
-    ``%`` or ``=`` (``CAST(murmur3(k) AS BIGINT) % 16``); the value is the same.
-    """
+    """``node`` without parentheses and DataFusion's widening casts of a hash (int32) call
+    (``CAST(murmur3(k) AS BIGINT) % 16``: the same value)."""
     while True:
         if isinstance(node, exp.Paren) or (
             isinstance(node, exp.Cast)

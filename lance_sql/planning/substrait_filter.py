@@ -1,29 +1,9 @@
-"""Edge: a ``pyarrow.compute.Expression`` (what DataFusion hands a dataset provider) -> IR.
+"""Edge: a pyarrow filter expression (via its Substrait form) or a Substrait plan's condition -> IR.
 
-pyarrow exposes no expression tree, but it serialises one to Substrait
-(``Expression.to_substrait(schema)``), which the ``substrait`` package's
-protobuf classes decode. Functions map as follows: equal / not_equal / lt /
-lte / gt / gte -> comparisons, and / or / not -> boolean nodes, is_null /
-is_not_null -> IS [NOT] NULL, singular_or_list -> IN, starts_with ->
-starts_with, a bare boolean column -> ``col = TRUE``. Anything else (casts,
-arithmetic, other functions) becomes :class:`~.predicates.Unsupported`, which
-never prunes.
-
-The filter is serialised against :func:`~lance_sql.tables.substrait_schema.substrait_schema`
-(pyarrow refuses a schema holding a vector or a struct with field metadata
-even when the filter reads neither): a leaf reading a column that has no
-Substrait form is Unsupported, and the rest of the filter still prunes.
-
-Two pyarrow quirks are handled explicitly:
-
-- pyarrow 26 writes timestamp literals in the deprecated Substrait fields
-  ``timestamp`` (14) and ``timestamp_tz`` (27), in microseconds, which newer
-  protobuf classes keep only as unknown fields; they are read from there.
-- pyarrow cannot serialise some expressions at all (nanosecond timestamp
-  literals, ``is_null(nan_is_null=True)``): the whole filter is then
-  Unsupported (no pruning, no error) since nothing of it can be read safely.
-- ``is_in`` with a NULL in its value set matches NULL in pyarrow (not in SQL),
-  so such a leaf is Unsupported.
+pyarrow exposes no expression tree, but serialises one to Substrait; anything not
+modelled becomes :class:`~.predicates.Unsupported` (never prunes). pyarrow 26 writes
+timestamp literals in deprecated fields, read back from the unknown fields; pyarrow's
+``is_in`` matches NULL to a NULL in its set (SQL does not), so such a leaf is Unsupported.
 """
 
 from __future__ import annotations
@@ -65,8 +45,7 @@ _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte
 
 
 class Computed(NamedTuple):
-    """An input field computed under the filter (``__common_expr_1``): its expression and
-    what the fields that expression reads are (see :func:`decode_condition`)."""
+    """An input field computed under the filter (``__common_expr_1``) and its own inputs."""
 
     expr: Any
     columns: list[Any]
@@ -107,17 +86,9 @@ def decode_condition(
     schema: pa.Schema,
     columns: list[Any],
 ) -> Predicate:
-    """A filter condition of a Substrait plan (DataFusion's) -> the (unbound) IR.
-
-    ``columns[i]`` is the column path (``("s", "a")`` for a struct field) of the
-    condition's input field ``i``, a :class:`Computed` expression (DataFusion
-    moves an expression used twice into a projection under the filter), or None;
-    ``functions`` maps the plan's function anchors to names. Besides plain
-    comparisons it reads the transform terms a query writes to hit partitions
-    (``date_trunc``, ``date_part``, ``CAST(ts AS DATE)``, ``murmur3(k) % n``,
-    ``abs(murmur3(k)) % n``, ``murmur3_multi``, ``left(s, n)``, ``substr(s, 1,
-    n)``, ``x - x % w``) and ``LIKE 'prefix%'``.
-    """
+    """A filter condition of a Substrait plan (DataFusion's) -> the (unbound) IR, transform
+    terms included. ``columns[i]``: the column path of input field ``i``, a
+    :class:`Computed` expression, or None; ``functions``: function anchor -> name."""
     return _Decoder(functions, schema, columns=columns).pred(expr)
 
 

@@ -123,8 +123,8 @@ def test_plan_scan_rows_match(setup):
 
 def test_a_struct_field_predicate_keeps_its_path_through_json(setup):
     """Scan filters travel to Spark tasks as JSON: the path must come back."""
+    from lance_sql.planning.plan_json import from_json_value, to_json_value
     from lance_sql.planning.planner import to_predicate
-    from lance_sql.planning.predicate_json import from_json_value, to_json_value
     from lance_sql.spec.predicates import to_sql
 
     ns, _, _ = setup

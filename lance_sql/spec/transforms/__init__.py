@@ -63,7 +63,7 @@ _TERM_FORMS: dict[str, TermForm] = {
 
 
 def term_form(name: str) -> TermForm:
-    """The query-term form called ``name`` (as :mod:`predicate_json` writes it)."""
+    """The query-term form called ``name`` (as :mod:`~lance_sql.planning.plan_json` writes it)."""
     try:
         return _TERM_FORMS[name]
     except KeyError:
