@@ -306,6 +306,12 @@ def bounds_of_metadata(text: str | None) -> TableBounds | None:
     return from_staged_text(obj.get(BOUNDS_KEY)) if obj else None
 
 
+def referenced_key_filters(metadata: str | None) -> set[str]:
+    """File names of the key filters a ``__manifest`` row's ``metadata`` points to."""
+    bounds = bounds_of_metadata(metadata)
+    return set() if bounds is None else {r.file for r in bounds.key_filters.values()}
+
+
 def with_bounds(text: str | None, bounds: TableBounds | None) -> str | None:
     """``metadata`` text with :data:`BOUNDS_KEY` set to ``bounds`` (removed when None).
 

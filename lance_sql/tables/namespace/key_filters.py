@@ -274,19 +274,6 @@ def column_hashes(ds: Any, column: str) -> np.ndarray:
 # ------------------------------------------------------------------ maintenance
 
 
-def referenced_key_filters(metadata: str | None) -> set[str]:
-    """File names of the key filters a ``__manifest`` row's ``metadata`` points to."""
-    import json
-
-    if not metadata or KEY not in metadata:
-        return set()
-    try:
-        bounds = json.loads(json.loads(metadata)["lance_sql.bounds"])
-        return {r.file for r in refs_from_json(bounds.get(KEY)).values()}
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return set()
-
-
 def remove_unreferenced(
     table_uri: str,
     keep: set[str],
