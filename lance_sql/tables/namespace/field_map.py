@@ -1,14 +1,8 @@
 """Namespace field ids of partition-table columns, and the types a namespace column may hold.
 
-Every partition table is read and written by namespace field id, not by
-Lance's own ids (which stop matching once a column was dropped anywhere): each
-top-level table column records the namespace field id it holds in its Lance
-field metadata under :data:`NS_FIELD_ID_KEY`. A table without any marker is
-read by its Lance field ids and marked on its first write; in a marked table
-an unmarked column (another writer's) is ignored. A table column whose type
-differs from the namespace column's is refused with :class:`PartitionSchemaError`,
-never cast; input data may use view and large variants (:func:`canonical_schema`).
-Details: docs/namespaces.md, "Field ids".
+Lance's own ids stop matching once a column is dropped anywhere, so each table column
+records its namespace field id under :data:`NS_FIELD_ID_KEY`; an unmarked table is read
+by Lance ids and marked on its first write. Details: docs/namespaces.md, "Field ids".
 """
 
 from __future__ import annotations

@@ -49,15 +49,8 @@ def build_spec(
     schema: pa.Schema,
     previous: Mapping[int, PartitionSpec] | None = None,
 ) -> PartitionSpec:
-    """Build spec ``spec_id`` from convenient field dicts, reusing ids of earlier versions.
-
-    Each dict may name sources by column (``"source": "event_date"`` or
-    ``"sources": [...]``) instead of ``source_ids``; ``transform`` may be a name
-    (``"year"``) with ``num_buckets`` / ``width`` alongside, or the JSON object;
-    ``result_type`` defaults to the transform's; ``field_id`` defaults to the
-    id of an earlier field with the same definition, else a readable name such
-    as ``event_date_year`` or ``key_bucket_16``.
-    """
+    """Build spec ``spec_id`` from convenient field dicts (docs/namespaces.md), reusing the
+    field ids of earlier versions' identical fields, else readable ones (``key_bucket_16``)."""
     previous = dict(previous or {})
     key = f"{SPEC_KEY_PREFIX}{spec_id}"
     sources = source_fields(schema)
