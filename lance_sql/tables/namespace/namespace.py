@@ -315,11 +315,6 @@ class PartitionedNamespace(WriteMethods):
             )
         return units
 
-    # A filtered read (to_table, to_batches, count_rows) scans only the partition tables the
-    # scan planner selects: the same planner, and so the same tables, as SQL, DataFrames,
-    # plan_scan and the Spark reader. It lives a layer above this one and is reached through
-    # the planner the planning layer registers (:mod:`.filter_hook`), as the row operations
-    # do; without it every table is read (same rows).
     def _units_for(
         self, filter: pc.Expression | str | None, partitions: Iterable[Any] | None
     ) -> list[ScanUnit]:
