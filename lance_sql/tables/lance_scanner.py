@@ -64,9 +64,8 @@ def _schema_key(schema: pa.Schema) -> pa.Schema | bytes:
 
 
 def _shape(filter: pc.Expression) -> bytes | None:
-    """``filter`` without its literal values: the schema of its serialized form (calls,
-    column names and literal slots in prefix order, each literal's type), or None when
-    that form cannot be read (see :mod:`.float_filters`)."""
+    """``filter`` without its literal values (its serialized form's schema: calls, columns
+    and literal types), or None when that form cannot be read."""
     try:
         return pa.ipc.open_file(filter.__reduce__()[1][0]).schema.serialize().to_pybytes()
     except Exception:  # private serialization changed: no shape, the full path

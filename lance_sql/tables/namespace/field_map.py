@@ -133,10 +133,8 @@ def same_list_kind(a: pa.DataType, b: pa.DataType) -> bool:
 def check_column_type(
     object_id: str, column: str, table_type: pa.DataType, ns_field: pa.Field
 ) -> None:
-    """Refuse a partition-table column whose type is not the namespace column's.
-
-    A blob column holds a blob in any of pylance's forms (:mod:`..blob_columns`).
-    """
+    """Refuse a partition-table column whose type is not the namespace column's (a blob
+    column may hold any of pylance's blob forms)."""
     if is_blob_field(ns_field) and (is_blob_v2_type(table_type) or table_type == pa.large_binary()):
         return
     if not evolved_type(table_type, ns_field.type):

@@ -24,9 +24,8 @@ from lance_sql.tables.namespace.spec import (
 
 
 def spec_of(spec: Any, schema: pa.Schema, *, spec_id: int = 1) -> PartitionSpec:
-    """Spec ``spec_id`` over ``schema`` from any form a user writes it in: a
-    PartitionSpec, its JSON, field dicts or spec text (docs/namespaces.md "Partition
-    specs", read by :func:`~lance_sql.spec.transforms.spec_text.spec_fields`)."""
+    """Spec ``spec_id`` over ``schema`` from a PartitionSpec, its JSON, field dicts or spec
+    text (docs/namespaces.md, "Partition specs")."""
     from lance_sql.spec.transforms.spec_text import spec_fields
 
     if isinstance(spec, (str, list, tuple)):
