@@ -339,7 +339,7 @@ def _live_files(ns: lance_sql.PartitionedNamespace) -> set[str]:
     return {
         name
         for text in ns.snapshot.rows.column("metadata").to_pylist()
-        for name in kf.referenced_key_filters(text)
+        for name in tb.referenced_key_filters(text)
     }
 
 

@@ -1,20 +1,9 @@
 """Blob columns: the forms a blob column takes, and the descriptor a scan returns for it.
 
-pylance 14 knows two declarations of a blob column: Blob V2, the extension type
-``lance.blob.v2`` of :func:`lance.blob_field` (file format 2.2 and later), and
-the older ``large_binary`` field with metadata ``lance-encoding:blob = "true"``,
-which pylance writes as Blob V2 in format 2.2 and as a V1 blob before. A scan
-never returns the bytes: ``to_table()`` gives one *descriptor* per row,
-
-- V2: ``struct<kind: uint8, position: uint64, size: uint64, blob_id: uint32,
-  blob_uri: string>`` (every child non-nullable);
-- V1 (format 2.0 and 2.1): ``struct<position: uint64, size: uint64>``,
-
-and the bytes come from ``take_blobs`` / ``read_blobs`` as lazy ``BlobFile``
-handles. lance-sql presents a blob column with exactly the descriptor type
-(:func:`read_schema`), so SQL returns what ``to_table()`` returns. A namespace
-keeps its blob columns in the stored form (``large_binary`` with the blob
-metadata: expressible in the spec's JSON schema, converted by pylance on write).
+A blob column is the ``lance.blob.v2`` extension type or a ``large_binary`` field with
+``lance-encoding:blob = "true"``. A scan returns a descriptor struct per row (V2 in
+format 2.2+, V1 ``position, size`` before), never the bytes; lance-sql presents exactly
+that type (:func:`read_schema`). A namespace stores the ``large_binary`` form.
 """
 
 from __future__ import annotations

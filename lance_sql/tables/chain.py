@@ -1,27 +1,10 @@
 """Several scan units read as one engine partition, with the next scans started ahead.
 
-A namespace of many small partition tables is scanned as a few balanced
-*chains* (one per engine partition) rather than one stream per table, since
-every concurrent stream competes for the GIL. Reading the tables of a chain
-strictly one after the other would leave the cores idle while each table's
-pylance scan is opened and planned (about 0.5-1 ms per table, mostly in Rust
-with the GIL released), so :class:`ChainedUnit` starts the next
-:data:`PREFETCH_UNITS` tables' scans on a thread pool while the current one
-is read (:func:`prefetched`); not when every unit reads without a scanner
-(:meth:`~.scan.ScanUnit.starts_ahead`: the thread hop would cost more).
-
-Once at least half the units of a chain are known to be read from their data
-files without a scanner (:meth:`~.scan.ScanUnit.read_small`: tiny partition
-tables), an unfiltered read gathers them (the others are read in their place,
-without starting ahead): groups of up to :data:`GATHER` units (and about
-:data:`GATHER_ROWS` rows) are read as one pool task each, the next ones ahead
-of the consumer (the file reads release the GIL), and each group's rows reach
-the engine as one batch instead of one generator and batch per table.
-
-``SELECT count(*)`` with no filter (``columns=[]``, no filter) reads no data
-at all: the chain's row count comes from metadata (live rows: physical rows
-minus deletions, of the pinned versions) and is emitted as zero-column
-batches.
+Many small tables are read as a few chains rather than one stream per table (streams
+compete for the GIL); the next :data:`PREFETCH_UNITS` scans are opened on a pool while
+the current one is read, since opening releases the GIL. When most units are tiny
+(:meth:`~.scan.ScanUnit.read_small`), an unfiltered read gathers them into groups read
+as one pool task and one batch each. An unfiltered ``count(*)`` comes from metadata.
 """
 
 from __future__ import annotations
@@ -67,15 +50,12 @@ def _first(iterator: Iterator[B]) -> object:
 
 
 def prefetched(iterators: Iterable[Iterator[B]], ahead: int = PREFETCH_UNITS) -> Iterator[B]:
-    """The items of ``iterators`` in order; the first item of the next ``ahead`` is pulled early.
+    """The items of ``iterators`` in order; the first item of the next ``ahead`` is pulled
+    early on the pool (that starts a lazy scan).
 
-    Pulling an iterator's first item is what starts a lazy scan (opening the
-    pylance scanner, planning, the first decode), so up to ``ahead`` scans
-    run on the pool while the current one is consumed here. An iterator is
-    only ever advanced by one thread at a time. A first item the pool has not
-    started yet is pulled here instead (never waits behind other queries'
-    work). When the consumer stops early, started iterators are closed as
-    soon as their first pull ends. Errors surface when the item is reached.
+    One thread at a time advances an iterator; a first item the pool has not started
+    is pulled here instead; when the consumer stops, started iterators are closed as
+    their first pull ends. Errors surface when the item is reached.
     """
     source = iter(iterators)
     pending: collections.deque[tuple[Iterator[B], concurrent.futures.Future[object]]] = (

@@ -1,21 +1,8 @@
 """Opened Lance datasets shared across queries: one pylance session, an LRU by pinned version.
 
-A query over a namespace opens one pylance dataset per partition table it
-reads. Opening costs a manifest read and parse (in pylance, and once more in
-this project's own metadata parser for the field ids): about 0.3 ms per table
-locally, far more on object stores, and the same tables are opened again by
-every new ``SessionContext``, every re-registration and every new
-``__manifest`` version that pins them unchanged.
-
-* :func:`read_session` is one ``lance.Session`` for every dataset opened for
-  reading, so pylance's metadata and index caches (file metadata, scalar
-  index pages) are shared by all of them instead of one cache per dataset.
-* :class:`OpenCache` is a bounded, thread-safe LRU of opened objects keyed
-  by *pinned* version (uri, version, branch, storage options). A version is
-  immutable, so a hit is always the right data; a table read at "latest" or
-  at a tag (which can move) is never cached here.
-* :func:`open_all` opens (or reads) many at once on one process-wide thread
-  pool: pylance opens and scans release the GIL in Rust, so they overlap their I/O.
+Opening a table reads and parses its manifest, again for every new context and every
+``__manifest`` version that pins it unchanged. The cache is keyed by *pinned* version
+(immutable, so a hit is always right); "latest" and tags (which move) are never cached.
 """
 
 from __future__ import annotations
@@ -41,12 +28,9 @@ T = TypeVar("T")
 
 
 class PerProcess(Generic[T]):
-    """``factory()``, made on the first call and shared by every thread of the process.
-
-    A forked child (PySpark's worker daemon forks) makes its own: pylance
-    sessions and readers, thread pools and a lock another thread held at the
-    fork do not survive it.
-    """
+    """``factory()``, made on the first call and shared by every thread of the process; a
+    forked child (PySpark workers) makes its own, since sessions, pools and locks do not
+    survive a fork."""
 
     def __init__(self, factory: Callable[[], T]) -> None:
         self._factory = factory
@@ -86,13 +70,9 @@ V = TypeVar("V")
 
 
 class OpenCache(Generic[V]):
-    """A bounded, thread-safe LRU; :meth:`get_or_open` opens a missing key outside the lock.
-
-    At most ``capacity`` entries and at most ``max_weight`` in total ``weight``
-    (when a weight is given; the newest entry is kept even if heavier).
-    Two threads missing the same key may both open it; the first stored
-    result wins and both return it (opens are idempotent reads).
-    """
+    """A bounded, thread-safe LRU (``capacity`` entries, ``max_weight`` total; the newest
+    entry is kept even if heavier); :meth:`get_or_open` opens a missing key outside the
+    lock, and the first stored result wins."""
 
     def __init__(
         self,
@@ -154,15 +134,9 @@ class OpenCache(Generic[V]):
 def version_token(
     uri: str, version: int, branch: str | None, storage_options: Mapping[str, str] | None
 ) -> tuple[Any, ...] | None:
-    """What identifies the manifest file of ``uri`` at ``version`` (None: not found).
-
-    A version number is written once in a table's history, but a root restored
-    from a backup copy and written again reuses numbers for other rows (pylance
-    notices: its session cache reads the manifest again). Cached opens are
-    therefore checked against this token (size, modification time, inode or
-    e-tag of ``_versions/<version>.manifest``): one ``stat`` locally, one HEAD
-    on object stores, instead of pylance's open and parse.
-    """
+    """What identifies the manifest file of ``uri`` at ``version`` (None: not found): a root
+    restored from a backup and written again reuses version numbers for other rows, so
+    cached opens are checked against this (one ``stat`` or HEAD)."""
     from lance_sql.format.storage import resolve
     from lance_sql.format.versions import branch_root, manifest_name_v1, manifest_name_v2
 
@@ -241,11 +215,8 @@ R = TypeVar("R")
 
 
 def open_all(items: Iterable[T], opener: Callable[[T], R]) -> list[R]:
-    """``[opener(i) for i in items]``, run concurrently; the first error is raised.
-
-    Safe to call from any thread, including a DataFusion worker (the pool's
-    threads never call back into DataFusion). One item runs inline.
-    """
+    """``[opener(i) for i in items]``, run concurrently on a process-wide pool (the first
+    error is raised); safe from any thread, as the pool never calls back into DataFusion."""
     items = list(items)
     if len(items) <= 1:
         return [opener(i) for i in items]

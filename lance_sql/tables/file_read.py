@@ -1,28 +1,10 @@
 """Small Lance tables read from their data files, without a pylance scanner.
 
-A pylance scanner costs about 0.4 ms to build and start whatever it reads; a
-namespace of many tiny partition tables pays that once per table. For a table
-of at most :data:`DIRECT_MAX_ROWS` rows and :data:`DIRECT_MAX_BYTES` bytes read
-without a filter, :func:`direct_files` finds the data files of the pinned
-version from pylance's fragment metadata, and :func:`read_direct` decodes each
-with pylance's file reader (``lance.file.LanceFileReader``, about half the
-cost) and drops the rows of the fragment's deletion file
-(:mod:`lance_sql.format.deletions`).
-
-Opening a file reader (reading and parsing the file's footer and column
-metadata) costs about four times reading a tiny file through it. Data files
-never change once written (every write makes a new file), so opened readers
-are kept per (file, columns), as a Lance dataset's session keeps its files'
-metadata (a file whose size or modification time changed since, e.g. replaced
-by hand, is opened again): at most :data:`READERS_MAX` of them (about 20 KB
-each, so about 170 MB when full).
-
-Only fragments the file reader reads exactly as the dataset would are taken:
-one local data file of format 2.x holding every column (no column added, no
-data in another base, no overlay), every field id of the dataset in the file,
-and the file's own schema equal to the dataset's (names and types: a renamed,
-dropped or re-added column differs). Anything else returns None, and the
-caller scans with pylance.
+A scanner's fixed cost dominates tiny partition tables; their files are decoded with
+``lance.file.LanceFileReader`` minus deletions, and opened readers are kept per (file,
+columns) since data files never change. Only fragments the file reader reads exactly as
+the dataset would are taken (one local 2.x file holding every column, same field ids
+and schema); anything else returns None and the caller scans with pylance.
 """
 
 from __future__ import annotations
@@ -64,12 +46,11 @@ _Key = tuple[str, tuple[str, ...], int, int]  # path, columns, size, modificatio
 
 
 class _Readers:
-    """Opened file readers by :data:`_Key`, at most :data:`READERS_MAX` (module doc).
+    """Opened file readers by :data:`_Key`, at most :data:`READERS_MAX`.
 
-    A reader reads for one thread at a time (pylance refuses a second with "Already
-    borrowed"), so :meth:`take` removes it and :meth:`give` puts it back; a thread
-    finding none opens another one. When full, the reader given back last makes room:
-    a repeated scan of more files than fit keeps finding the others.
+    A reader serves one thread at a time ("Already borrowed"), so :meth:`take` removes
+    it and :meth:`give` puts it back. When full, the reader given back last makes room,
+    so a repeated scan of more files than fit keeps finding the others.
     """
 
     def __init__(self) -> None:
@@ -122,11 +103,8 @@ def _local_root(uri: str) -> str | None:
 def direct_files(
     dataset: Any, fragment_ids: Sequence[int], schema: pa.Schema
 ) -> list[DataFileRead] | None:
-    """The data files to read ``fragment_ids`` of ``dataset`` from, or None (use a scanner).
-
-    ``schema``: what the unit presents; it must be the dataset's own schema
-    (no blob column shown as descriptions, no stand-in type).
-    """
+    """The data files to read ``fragment_ids`` of ``dataset`` from, or None (use a scanner);
+    ``schema`` (what the unit presents) must be the dataset's own."""
     root = _local_root(dataset.uri)
     if root is None or not fragment_ids or not _same_columns(schema, dataset.schema):
         return None
@@ -178,9 +156,7 @@ def _same_columns(a: pa.Schema, b: pa.Schema) -> bool:
 
 
 def _read_whole(reader: Any) -> pa.Table:
-    """Every row of an open reader's (small) file. A take of all its row numbers costs
-    about 0.025 ms of CPU for a one-row file, against 0.036 ms for ``read_all``, which
-    starts a batch stream."""
+    """Every row of an open reader's (small) file, by a take (cheaper than ``read_all``)."""
     rows = reader.num_rows()
     if not rows:
         return reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
@@ -192,12 +168,8 @@ def read_direct(
     schema: pa.Schema,
     columns: list[str] | None,
 ) -> list[pa.Table] | None:
-    """The live rows of ``files`` (one table per fragment), projected to ``columns``.
-
-    ``columns=None`` reads every column and checks the file's schema against
-    ``schema``: None when it differs (read with a scanner; see module doc).
-    The caller checks once per table with ``columns=None`` before projecting.
-    """
+    """The live rows of ``files`` (one table per fragment), projected to ``columns``;
+    ``columns=None`` also checks the file's schema against ``schema`` (None: it differs)."""
     out = []
     for f in files:
         if columns is None:  # once per table (the check): not kept

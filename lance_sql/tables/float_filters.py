@@ -1,27 +1,10 @@
 """SQL float comparison semantics for filters pushed into scans (DataFusion's, exactly).
 
-DataFusion 55 compares floats with ``-0.0 = 0.0`` (IEEE) but with NaN equal to
-NaN and greater than every other value (total order). The engines a pushed
-filter reaches differ from it:
-
-- Lance compares two float *columns* in total order, so ``f2 = f1`` drops the
-  row ``(0.0, -0.0)`` and ``f2 < f1`` keeps it (its column-literal
-  comparisons agree with DataFusion);
-- pyarrow compute (the fallback when Lance refuses a filter) is IEEE: ``NaN =
-  NaN`` is false and ``NaN > 1.0`` is false.
-
-:func:`with_sql_float_semantics` rewrites each comparison with a float operand
-into an expression both engines evaluate as DataFusion does::
-
-    if_else(is_nan(x) or is_nan(y), <NaN case>, (x + 0.0) op (y + 0.0))
-
-(``+ 0.0`` turns -0.0 into 0.0; the NaN case spells out "NaN is the largest
-value and equals NaN"; NULL stays NULL, so a ``NOT`` above keeps SQL's
-three-valued logic). pyarrow has no public API to walk an Expression, so its
-serialized form (an Arrow IPC file whose schema metadata lists the expression
-in prefix order, literal values in columns) is read and rebuilt; if that form
-ever changes, :func:`with_sql_float_semantics` raises
-:class:`FloatRewriteError` and the caller must not push the filter blindly.
+DataFusion has ``-0.0 = 0.0`` but NaN equal to NaN and above every number; Lance
+compares two float columns in total order and pyarrow compute is IEEE. Each comparison
+becomes ``if_else(is_nan(x) or is_nan(y), <NaN case>, (x + 0.0) op (y + 0.0))`` (NULL
+stays NULL), rebuilt from the Expression's serialized IPC form; if that form changes,
+:class:`FloatRewriteError` is raised and the filter must not be pushed blindly.
 """
 
 from __future__ import annotations
@@ -211,11 +194,8 @@ _FALSE = pc.scalar(False)
 def _sql_compare(
     op: str, x: pc.Expression, y: pc.Expression, xt: _Float, yt: _Float
 ) -> pc.Expression:
-    """``x op y`` as DataFusion compares floats (see the module docstring).
-
-    ``xt`` / ``yt`` are the operands' float types (``True``: a float of unknown
-    width, taken as float64; ``None``: not a float).
-    """
+    """``x op y`` as DataFusion compares floats; ``xt`` / ``yt``: the operands' float types
+    (``True``: unknown width, taken as float64; ``None``: not a float)."""
     nx = pc.is_nan(x) if xt is not None else _FALSE
     ny = pc.is_nan(y) if yt is not None else _FALSE
     xn = pc.add(x, _zero(xt)) if xt is not None else x
@@ -240,14 +220,11 @@ def _zero(t: _Float) -> pc.Expression:
 def with_sql_float_semantics(
     filter: pc.Expression, schema: pa.Schema, *, columns_only: bool = False
 ) -> pc.Expression:
-    """``filter`` with its float comparisons rewritten to DataFusion's semantics.
+    """``filter`` with its float comparisons rewritten to DataFusion's semantics
+    (:class:`FloatRewriteError` when it cannot be read or rebuilt).
 
-    ``schema`` types the field references. With ``columns_only`` only
-    comparisons between two non-literal operands are rewritten (enough for
-    Lance, whose column-literal float comparisons already agree with
-    DataFusion); otherwise every comparison with a float operand is (for
-    pyarrow compute). Raises :class:`FloatRewriteError` when the expression
-    cannot be read or rebuilt.
+    ``columns_only``: only comparisons of two non-literal operands (enough for Lance,
+    whose column-literal comparisons agree); otherwise all (for pyarrow compute).
     """
     try:
         ser = _Serialized(filter)

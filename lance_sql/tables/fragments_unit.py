@@ -1,17 +1,9 @@
 """The scan unit for "these fragments of one Lance dataset at one pinned version".
 
-:class:`LanceFragmentsUnit` streams from pylance's scanner (which decodes in
-parallel and applies the filter inside Lance, see
-:func:`~lance_sql.tables.lance_scanner.lance_scanner`) and falls back to filtering in
-pyarrow when pylance refuses a filter it cannot translate (pylance 14 refuses
-filters on unsigned-integer and large_string columns, nanosecond timestamp
-literals and expressions needing implicit casts). Filters have SQL semantics
-on both paths (:func:`~lance_sql.tables.scan.with_sql_semantics`). Batches are
-pulled lazily, so an engine that stops reading (``LIMIT``) stops the scan;
-``columns=[]`` without a filter (``count(*)``) reads no data: row counts come
-from fragment metadata. A small table read without a filter skips the scanner:
-its data files are decoded with pylance's file reader (:mod:`.file_read`).
-:func:`split_fragments` splits a dataset into such units balanced by live rows.
+It streams from pylance's scanner and falls back to filtering in pyarrow when
+pylance refuses a filter (unsigned-integer and large_string columns, nanosecond
+literals, implicit casts), with SQL semantics on both paths. A small table read
+without a filter skips the scanner (:mod:`.file_read`).
 """
 
 from __future__ import annotations
@@ -56,11 +48,8 @@ READ_TABLE_BATCH_ROWS = 65536
 
 
 class LanceFragmentsUnit(ScanUnit):
-    """Some fragments of one Lance dataset at one pinned version.
-
-    Pickles cheaply (uri, version, storage options, fragment ids and schema);
-    an unpickled unit reopens the dataset at the same version on first use.
-    """
+    """Some fragments of one Lance dataset at one pinned version; pickles cheaply and
+    reopens the dataset at the same version on first use."""
 
     def __init__(
         self,
@@ -120,10 +109,8 @@ class LanceFragmentsUnit(ScanUnit):
     def _scanner(
         self, columns: list[str], filter: Any, fragments: list[Any], batch_size: int | None
     ) -> Any:
-        """pylance's scanner of ``fragments`` (:func:`~.lance_scanner.lance_scanner`), the
-        table's scan options its defaults (pylance applies them first; arguments left None
-        keep them); late materialization sampled unless those options set it or the unit is
-        too small to sample (no filter text, schema or metadata read)."""
+        """pylance's scanner of ``fragments`` over the table's scan options; late
+        materialization sampled unless those options set it or the unit is too small."""
         ds = self.dataset
         late = None  # Lance's default
         sampled = not (self.scan_options and "late_materialization" in self.scan_options)
@@ -265,11 +252,8 @@ class LanceFragmentsUnit(ScanUnit):
                     yield batch if exact else conform(batch, out_schema)
 
     def _read_direct(self, columns: list[str]) -> list[pa.Table] | None:
-        """This unit's live rows read from its data files without a scanner, or None.
-
-        The first read takes every column, so that the files' schema is checked
-        (:func:`~.file_read.read_direct`); a unit found unfit is scanned from then on.
-        """
+        """This unit's live rows read from its data files without a scanner, or None; the
+        first read takes every column to check the files' schema."""
         files = self._direct
         if files is _UNKNOWN:
             try:
@@ -345,12 +329,9 @@ def split_fragments(
     fragment_rows: Sequence[tuple[int, int]] | None = None,
     scan_options: dict[str, Any] | None = None,
 ) -> list[LanceFragmentsUnit]:
-    """Split ``dataset``'s fragments into at most ``k`` units balanced by live row count.
-
-    ``fragment_rows`` (``(fragment_id, live_rows)``) may come from metadata read
-    elsewhere; otherwise pylance's fragment metadata is used. An empty dataset
-    gives one empty unit, so engines always have at least one partition.
-    """
+    """Split ``dataset``'s fragments into at most ``k`` units balanced by live row count
+    (``fragment_rows``: ``(fragment_id, live_rows)`` when known); an empty dataset gives
+    one empty unit, so engines always have a partition."""
     if fragment_rows is None:
         fragment_rows = [(f.fragment_id, f.count_rows()) for f in dataset.get_fragments()]
     groups = balanced_groups(fragment_rows, k)

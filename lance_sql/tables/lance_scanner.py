@@ -1,9 +1,8 @@
 """The pylance scanner with a filter pushed into Lance, serialized once per filter.
 
-:func:`lance_scanner` builds pylance's scanner from its ``ScannerBuilder`` with
-the filter already serialized to Substrait (what pylance's ``scanner(filter=...)``
-does, with more column types stubbed: :func:`~.scan.stubbed_schema`) and
-Lance's float comparisons made DataFusion's (:mod:`.float_filters`).
+The filter is serialized to Substrait as pylance's ``scanner(filter=...)`` does, with
+more column types stubbed (:func:`~.scan.stubbed_schema`) and float comparisons made
+DataFusion's (:mod:`.float_filters`).
 """
 
 from __future__ import annotations
@@ -26,19 +25,10 @@ FILTER_REFUSED = (ValueError, TypeError, NotImplementedError, pa.ArrowException)
 
 
 class _PreparedFilters:
-    """Serialized filters by (filter object, dataset schema): one scan node, many scans;
-    and by (filter shape, dataset schema) for a filter object seen for the first time.
-
-    Every unit of a scan node gets the same filter object, and partition
-    tables mostly share one schema, so a namespace scan of N tables
-    serializes its filter (and applies the float rewrite) once, not N times:
-    both cost more than 0.1 ms of Python per scan. Keys hold the filter object
-    itself, so an ``id`` is never reused while its entry lives. A new filter
-    object of a known shape (a service's point lookup with a new key: the same
-    calls, columns and literal types, another literal) skips the float rewrite
-    check, whose answer depends on the shape only (:func:`_shape`), and reuses
-    the schema with stubbed columns: it is only serialized.
-    """
+    """Serialized filters by (filter object, dataset schema), so a scan of N tables
+    serializes once; and by (filter shape, schema), so a new filter of a known shape
+    skips the float rewrite check. Keys hold the filter object, so an ``id`` is never
+    reused while its entry lives."""
 
     def __init__(self, capacity: int = 256) -> None:
         #: (id(filter), schema) -> (filter, payload): the filter held, so its id is not reused
@@ -74,9 +64,8 @@ def _schema_key(schema: pa.Schema) -> pa.Schema | bytes:
 
 
 def _shape(filter: pc.Expression) -> bytes | None:
-    """``filter`` without its literal values: the schema of its serialized form (calls,
-    column names and literal slots in prefix order, each literal's type), or None when
-    that form cannot be read (see :mod:`.float_filters`)."""
+    """``filter`` without its literal values (its serialized form's schema: calls, columns
+    and literal types), or None when that form cannot be read."""
     try:
         return pa.ipc.open_file(filter.__reduce__()[1][0]).schema.serialize().to_pybytes()
     except Exception:  # private serialization changed: no shape, the full path
@@ -85,11 +74,7 @@ def _shape(filter: pc.Expression) -> bytes | None:
 
 def _float_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
     """Lance compares two float columns in total order (-0.0 < 0.0): DataFusion's semantics.
-
-    A filter with positional field references (translated by field id in
-    tables/namespace/reader.py, which applies the rewrite before it
-    translates) cannot be read back: it is pushed as it is.
-    """
+    A filter with positional field references (already rewritten) is pushed as it is."""
     try:
         return with_sql_float_semantics(filter, schema, columns_only=True)
     except FloatRewriteError:
@@ -109,18 +94,8 @@ def lance_scanner(
     with_row_id: bool = False,
     late_materialization: bool | None = None,
 ) -> Any:
-    """A pylance scanner with ``filter`` pushed into Lance.
-
-    ``late_materialization``: pylance's option (None: Lance's default; see
-    :mod:`lance_sql.tables.materialization` for how scans choose it).
-
-    The filter is serialized here (what
-    pylance's own ``scanner(filter=...)`` does, with more column types stubbed
-    so that an unrelated awkward column cannot make Lance refuse every
-    filter), once per filter object and schema (:class:`_PreparedFilters`),
-    and handed to pylance's scanner builder. Raises one of
-    :data:`FILTER_REFUSED` when Lance cannot take the filter.
-    """
+    """A pylance scanner with ``filter`` pushed into Lance (one of :data:`FILTER_REFUSED`
+    when Lance cannot take it); ``late_materialization``: None is Lance's default."""
     # ``dataset.schema`` is converted from Lance's on every access: only when needed
     payload = None if filter is None else _PREPARED.payload(filter, dataset.schema)
     from lance.dataset import ScannerBuilder
@@ -145,14 +120,8 @@ _BUILDER_ARGS: list[tuple[str, ...] | None] = []
 
 
 def to_scanner(builder: Any) -> Any:
-    """``builder.to_scanner()`` without pylance's deep copy of every option.
-
-    pylance 14 deep-copies the builder's options into each scanner, only to
-    rebuild the scan for ``to_pandas`` blob handling (0.25 ms per scanner; no
-    lance-sql scan uses it). The native scanner gets the same arguments in
-    the same order, read from ``to_scanner``'s own code; when they do not
-    match the builder's options (another pylance), pylance's path is taken.
-    """
+    """``builder.to_scanner()`` without pylance's deep copy of every option (kept only for
+    ``to_pandas`` blobs); another pylance whose arguments differ takes pylance's path."""
     from lance.dataset import LanceScanner
 
     if not _BUILDER_ARGS:

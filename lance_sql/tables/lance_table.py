@@ -1,18 +1,9 @@
 """One Lance dataset as a table: opened at latest / a version / a tag, split into scan units.
 
-Registration validates the dataset with this project's own metadata reader
-(:func:`lance_sql.format.metadata.open_metadata`), which refuses unknown reader
-feature flags and reports missing datasets, versions and tags as typed errors,
-then opens it with pylance for data. pylance's untyped failures are mapped to
-:mod:`lance_sql.errors` types naming the dataset (:mod:`.pylance_errors`).
-
-A table registered without a version *follows latest*: :meth:`LanceTable.snapshot`
-re-checks the latest version (one listing of ``_versions/``) each time a query
-plans a scan and pins that scan to it; the schema stays the one seen at
-registration (see :meth:`snapshot`). Open datasets are cached per version, so a
-query on an unchanged table reuses the already-open pylance dataset; every
-table shares one pylance session (metadata and index caches, see
-:mod:`lance_sql.tables.dataset_cache`).
+Registration validates the dataset with this project's own metadata reader (typed
+errors for unknown feature flags and missing versions or tags). A table registered
+without a version follows latest: each scan pins the version latest at planning time,
+with the schema seen at registration.
 """
 
 from __future__ import annotations
@@ -106,10 +97,8 @@ class LanceTable:
     def snapshot(self) -> Snapshot:
         """The version a new scan must read: latest now (when following latest), else pinned.
 
-        Thread-safe. The returned dataset is shared by every partition of the
-        scan. If the latest version no longer has every registered column (or
-        changed a type), the scan is refused with ``SchemaMismatchError``: the
-        table must be registered again to see the new schema.
+        Thread-safe. A latest version that lost a registered column or changed a type
+        is refused with ``SchemaMismatchError`` (register the table again).
         """
         if not self.follow_latest:
             return self._current
@@ -134,11 +123,8 @@ class LanceTable:
         return pylance_errors(what, self.uri, version=version, storage_options=self.storage_options)
 
     def units(self, snapshot: Snapshot, k: int) -> list[LanceFragmentsUnit]:
-        """``snapshot``'s fragments as at most ``k`` units of similar live row counts.
-
-        Units hold no per-scan state, so the split of the current version is
-        cached and shared by every query until the version (or ``k``) changes.
-        """
+        """``snapshot``'s fragments as at most ``k`` units of similar live row counts, cached
+        per (version, ``k``) since units hold no per-scan state."""
         key = (snapshot.version, k)
         cached = self._units
         if cached is not None and cached[0] == key:

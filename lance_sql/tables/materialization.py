@@ -1,29 +1,10 @@
 """Early or late materialization of a filtered Lance scan, chosen from a sampled selectivity.
 
-Lance evaluates a pushed filter on the filter's columns first and, by default,
-fetches the other projected columns afterwards with a *take* of the matching
-rows ("late materialization"). pylance documents that its default assumes a
-filter selecting about 0.1% of the rows and that a filter matching many rows
-(20%) is better served by reading every column up front. Measured on TPC-H
-``lineitem`` (SF1, 6M rows): ``l_shipdate > DATE '1995-03-15'`` (54% of the
-rows) with four columns takes 260 ms late and 120 ms early, while a 0.04%
-filter takes 58 ms late and 97 ms early, and ``l_orderkey = K`` with all 16
-columns 72 ms late and 696 ms early. DataFusion's own Parquet reader decides
-nothing of the kind (it does not push filters into decoding by default).
-
-What decides is not the selectivity alone but how the matches spread: Lance
-reads and decodes data in pages, so a take that touches most pages costs
-more than reading them all (``l_orderkey < K``, 1% of the rows but sorted,
-with all columns: 95 ms late, 733 ms early; a scattered 0.5% filter of TPC-H
-q12 is faster early). So before scanning with a filter, lance-sql samples it:
-:data:`SLICES` evenly spaced slices of :data:`SLICE_ROWS` rows of the scanned
-fragments (only the filter's columns; Lance reads row ranges directly) are
-filtered with pyarrow, and if at least :data:`EARLY_AT` of the slices hold a
-match, the scan reads every projected column up front
-(``late_materialization=False``); otherwise Lance's default stays. The
-estimate is cached per filter text and table directory, so the partition
-tables of one namespace (and repeated queries) sample once. The choice only
-changes speed, never rows: any failure to sample leaves Lance's default.
+Late materialization (a take of the matching rows) loses when the matches touch most
+pages, which depends on how they spread, not on selectivity alone. So the filter is run
+with pyarrow over :data:`SLICES` slices of :data:`SLICE_ROWS` rows; if at least
+:data:`EARLY_AT` of them match, every column is read up front. Cached per filter text and
+table directory; only speed changes, and any failure to sample leaves Lance's default.
 """
 
 from __future__ import annotations
@@ -78,10 +59,8 @@ def late_materialization(
 def estimate_spread(
     fragments: Sequence[Any], names: Sequence[str] | None, filter: pc.Expression
 ) -> float | None:
-    """Fraction of sampled slices where ``filter`` keeps a row (None: too few rows, or no sample).
-
-    ``names``: the columns to read (None: all of them).
-    """
+    """Fraction of sampled slices where ``filter`` keeps a row (None: too few rows, or no
+    sample); ``names``: the columns to read (None: all)."""
     sizes = [(f, int(f.metadata.physical_rows or 0)) for f in fragments]
     total = sum(n for _, n in sizes)
     if total < MIN_ROWS:
@@ -119,10 +98,8 @@ def _slices(sizes: list[tuple[Any, int]], total: int) -> list[tuple[Any, int]]:
 
 
 def _filter_columns(filter: pc.Expression, schema: pa.Schema) -> tuple[list[str], bool] | None:
-    """Top-level columns ``filter`` refers to, and whether it refers to any by position.
-
-    None when a reference is not a top-level column (nested fields: not sampled).
-    """
+    """Top-level columns ``filter`` refers to and whether any is by position (None: a
+    nested field, not sampled)."""
     text = _strip_literals(str(filter))
     if "FieldRef." in text:
         return None

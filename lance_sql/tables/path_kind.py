@@ -1,9 +1,7 @@
 """What a path holds (nothing, a file, a Lance dataset, a partitioned namespace, a folder).
 
-Used to turn a failed open or create into an error that says what the path is
-and what to do instead (``register_lance`` for a dataset, ``register_namespace``
-for a namespace), in Python, the CLI and Spark alike. Only metadata listings;
-no data is read.
+Turns a failed open or create into an error saying what the path is and what to call
+instead; only metadata listings are read.
 """
 
 from __future__ import annotations
@@ -66,9 +64,8 @@ def wrong_kind(
 def prepare_root(uri: str, mode: str, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Check ``uri`` before a namespace is created there; True when ``mode`` says open it.
 
-    ``create``: a namespace there is :class:`NamespaceExistsError`; ``exist_ok``:
-    returns True for it; ``overwrite``: removes it. A file or a Lance dataset at
-    ``uri`` is refused in every mode (nothing is deleted but a namespace).
+    A namespace there: ``create`` raises :class:`NamespaceExistsError`, ``exist_ok``
+    opens it, ``overwrite`` removes it. A file or Lance dataset is always refused.
     """
     from lance_sql.errors import NamespaceExistsError
 

@@ -1,17 +1,8 @@
 """A scan unit whose filter its partition values already prove (residual elimination).
 
-When the planner proves that a partition table's stored partition values
-make a scan's whole filter TRUE for every row of that table (the table's
-residual is TRUE, :attr:`lance_sql.planning.planner.PartitionPlan.residuals`),
-re-evaluating the filter inside the table's Lance scan only costs time:
-``WHERE day = D`` over the ``identity(day)`` table of day ``D``. Iceberg
-drops such conjuncts from a file's residual the same way.
-
-:class:`ProvenFilterUnit` wraps such a unit and scans it without the filter
-it was planned for. It drops the filter only when the filter it is handed is
-that very filter (``equals``); any other filter is applied as before. With no
-filter left, a ``count(*)`` of the unit comes from metadata (live rows) and
-a chain of such units reads no page at all (:mod:`.chain`).
+When a table's residual is TRUE (``WHERE day = D`` over the ``identity(day)`` table of
+day ``D``), the unit drops the filter, but only when handed that very filter
+(``equals``); any other filter is applied as before.
 """
 
 from __future__ import annotations

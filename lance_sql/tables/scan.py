@@ -1,22 +1,9 @@
 """Scan units: independently scannable pieces of a table, shared by every engine.
 
-A query over a Lance dataset (or over a partitioned namespace, whose partition
-tables are Lance datasets) is split into *scan units*. One unit is one piece of
-work an engine runs on its own: one DataFusion partition, one Spark task. The
-unit knows its output schema and how to stream Arrow batches with a projection
-and a filter applied **exactly** (engines treat pushed filters as exact and do
-not re-check them), so nothing engine-specific lives here.
-
-This module holds what every unit shares: the :class:`ScanUnit` protocol,
-:class:`ScanMetrics`, filter normalisation and SQL semantics for filters
-evaluated in pyarrow (``is_in`` of a NULL is NULL, see
-:func:`with_sql_null_semantics`; floats compare as DataFusion compares them,
--0.0 = 0.0, NaN = NaN and NaN above every number, see :mod:`.float_filters`),
-and :func:`stubbed_schema` (the schema a filter is serialized against for
-pylance's scanner, see :mod:`.lance_scanner`). The units themselves:
-:mod:`.fragments_unit` (fragments of one Lance dataset), :mod:`.chain` (several
-units as one engine partition), ``namespace/reader.py`` (a partition table with the
-namespace schema).
+One unit is one engine partition or Spark task; it streams Arrow batches with a
+projection and a filter applied **exactly** (engines do not re-check pushed filters).
+This module holds what every unit shares: the :class:`ScanUnit` protocol, metrics,
+filter normalisation and the SQL semantics of filters evaluated in pyarrow.
 """
 
 from __future__ import annotations
@@ -37,14 +24,8 @@ from lance_sql.tables.substrait_schema import carried, holds
 
 
 def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
-    """``table.filter(filter)`` for the pyarrow fallbacks of scans.
-
-    pyarrow refuses some filters a caller may give (a decimal column compared with an
-    integer literal, a timestamp with a literal of another unit or zone, a string with a
-    ``string_view`` literal); that is the filter's fault, not the table's, so it is a
-    :class:`PlanningError` naming the filter (inside ``pylance_errors`` it would become
-    a ``FormatError`` calling the table unreadable).
-    """
+    """``table.filter(filter)``; a filter pyarrow refuses (decimal vs integer literal, other
+    time unit or zone) is a :class:`PlanningError`, not a ``FormatError`` about the table."""
     try:
         return table.filter(filter)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
@@ -57,11 +38,8 @@ def filter_table(table: pa.Table, filter: pc.Expression) -> pa.Table:
 
 @dataclass
 class ScanMetrics:
-    """Thread-safe counters of what scans actually read (for tests, benchmarks, EXPLAIN).
-
-    ``rows_read`` counts rows delivered by the storage scanner *before* any
-    filter this project applies itself, i.e. the rows pulled out of pylance.
-    """
+    """Thread-safe counters of what scans read; ``rows_read``: rows out of pylance, before
+    any filter this project applies itself."""
 
     rows_read: int = 0
     batches_read: int = 0
@@ -106,30 +84,17 @@ class ScanUnit(ABC):
         filter: pc.Expression | None = None,
         batch_size: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Stream batches of exactly ``project(schema, columns)`` with ``filter`` applied exactly.
-
-        ``columns=None`` means every column; ``columns=[]`` yields zero-column
-        batches that still carry row counts (``SELECT count(*)``). The iterator
-        is lazy: nothing is read before the first ``next``.
-        """
+        """Lazily stream batches of ``project(schema, columns)`` with ``filter`` applied
+        exactly; ``columns=[]`` yields zero-column batches carrying row counts."""
 
     def read_table(self, columns: Sequence[str], filter: pc.Expression | None = None) -> pa.Table:
-        """This unit's rows matching ``filter``, projected to ``columns``, as one table.
-
-        For an engine that wants a small unit in memory at once (one join group
-        of a storage-partitioned join) rather than as a stream it pulls batch
-        by batch through Python. The default collects :meth:`to_batches`;
-        storage units override it with a native read.
-        """
+        """This unit's rows matching ``filter``, projected to ``columns``, as one table
+        (storage units override it with a native read)."""
         schema = projected_schema(self.schema, columns)
         return pa.Table.from_batches(list(self.to_batches(columns, filter)), schema=schema)
 
     def count_rows(self, filter: pc.Expression | None = None) -> int:
-        """Rows of this unit that satisfy ``filter`` (all live rows when None).
-
-        The default counts zero-column batches; units that know their counts
-        from metadata override it for the unfiltered case.
-        """
+        """Rows of this unit that satisfy ``filter`` (all live rows when None)."""
         return sum(b.num_rows for b in self.to_batches([], filter))
 
     @abstractmethod
@@ -147,13 +112,8 @@ class ScanUnit(ABC):
         return True
 
     def read_small(self, columns: list[str]) -> list[pa.Table] | None:
-        """Every row of ``columns`` (no filter) as a few tables, when this unit is small
-        and read without a scanner; else None (read it with :meth:`to_batches`).
-
-        Called from any thread (:class:`~.chain.ChainedUnit` gathers the tables of
-        many small units into few batches); tables have exactly the projected schema's
-        column types.
-        """
+        """Every row of ``columns`` as a few tables of the projected types when this unit is
+        small and read without a scanner, else None; called from any thread."""
         return None
 
 
@@ -207,12 +167,8 @@ _NULLS = (pc.scalar(pa.scalar(None, pa.bool_())), pc.scalar(None))
 def normalize_filter(filter: object) -> pc.Expression | None:
     """A filter as an Expression, or None for "every row".
 
-    Engines may hand over a constant instead of an expression: DataFusion
-    simplifies ``x = 1 AND x BETWEEN 0 AND 0`` to the literal ``false`` and then
-    passes a ``pyarrow.BooleanScalar`` (or, when other conjuncts were folded
-    away, a literal Expression). TRUE becomes None; FALSE and NULL become
-    ``pc.scalar(False)`` (see :func:`matches_nothing`): a row passes a filter
-    only where it is TRUE.
+    DataFusion may pass a constant (a ``BooleanScalar`` or literal Expression) for a
+    folded filter: TRUE becomes None; FALSE and NULL become ``pc.scalar(False)``.
     """
     if filter is None:
         return None
@@ -256,14 +212,8 @@ STORAGE_BATCH_ROWS = 16384
 
 
 def storage_batch_size(batch_size: int | None) -> int | None:
-    """The batch size to read from storage for an engine asking for ``batch_size``.
-
-    At most :data:`STORAGE_BATCH_ROWS`: large enough that per-batch costs (a
-    Python UDF call, an FFI crossing) stay small, small enough that a ``LIMIT``
-    that stops after the first batch reads under 1% of a few million rows.
-    Batches go to the engine as pylance returns them: concatenating them into
-    larger ones cost a copy of every row (measured: 35-50% of a ``sum`` scan).
-    """
+    """``batch_size`` capped at :data:`STORAGE_BATCH_ROWS`, so an early ``LIMIT`` reads
+    little; batches are never concatenated into larger ones (a copy of every row)."""
     if batch_size is None or batch_size <= STORAGE_BATCH_ROWS:
         return batch_size
     return STORAGE_BATCH_ROWS
@@ -273,13 +223,9 @@ _Tabular = TypeVar("_Tabular", pa.RecordBatch, pa.Table)
 
 
 def conform(batch: _Tabular, schema: pa.Schema) -> _Tabular:
-    """``batch`` (a record batch or a table) with exactly ``schema``.
-
-    Field names, types, nullability and metadata: pylance returns the right
-    types but may differ in field metadata or nullability flags; engines check
-    schemas strictly, so rebuild when needed (no data is copied). Columns are
-    matched by name when ``batch`` holds ``schema``'s names in another order, else
-    by position (a caller may rename: a column read under its table's name).
+    """``batch`` (a record batch or a table) with exactly ``schema`` (engines check
+    metadata and nullability strictly). Columns match by name when ``batch`` holds
+    ``schema``'s names in another order, else by position (a caller may rename).
     """
     if batch.schema.equals(schema, check_metadata=True):
         return batch
@@ -294,15 +240,9 @@ def conform(batch: _Tabular, schema: pa.Schema) -> _Tabular:
 
 
 def _needs_placeholder(t: pa.DataType) -> bool:
-    """Types that break filter serialization even when the filter does not mention them.
-
-    pylance serializes a filter to Substrait against the *whole* dataset schema
-    and only stubs out fixed-size lists and extension types; a column of a type
-    pyarrow's Substrait does not carry (:func:`~.substrait_schema.carried`: a
-    decimal256, duration, large_list, fixed-size list, extension type, a struct
-    whose fields carry metadata) or holding a time anywhere (Lance refuses
-    those) makes every filter fail. Found by probing pylance 14.
-    """
+    """Types that break filter serialization even when the filter does not mention them:
+    pylance serializes against the whole schema, and a type Substrait does not carry or
+    holding a time anywhere makes every filter fail."""
     return not carried(t) or holds(t, pa.types.is_time)
 
 
@@ -321,17 +261,12 @@ _EMIT_NULL = 2
 
 
 def with_sql_null_semantics(filter: pc.Expression) -> pc.Expression:
-    """``filter`` with every ``is_in`` giving NULL for a NULL input, as SQL's ``IN`` does.
+    """``filter`` with every ``is_in`` giving NULL for a NULL input, as SQL's ``IN`` does
+    (pyarrow's default gives false, which a ``NOT`` turns into kept rows).
 
-    DataFusion translates ``x IN (...)`` to pyarrow's ``is_in`` with the default
-    ``null_matching_behavior=MATCH``, which yields *false* for a NULL ``x``; under
-    a ``NOT`` that keeps rows SQL drops. Lance evaluates ``is_in`` with SQL
-    semantics, so the pyarrow fallback must too. pyarrow has no public API to
-    walk an Expression; its serialized form (an Arrow IPC file whose literal
-    columns hold the function options) is edited instead: every
-    ``SetLookupOptions`` gets ``EMIT_NULL``, which equals SQL semantics for the
-    NULL-free value sets DataFusion produces. If that form ever changes, the
-    expression is returned unchanged.
+    pyarrow cannot walk an Expression, so its serialized form (an IPC file whose
+    columns hold the function options) is edited: every ``SetLookupOptions`` gets
+    ``EMIT_NULL``. If that form changes, the expression is returned unchanged.
     """
     try:
         reduced = filter.__reduce__()
@@ -366,22 +301,14 @@ def with_sql_null_semantics(filter: pc.Expression) -> pc.Expression:
 
 
 def with_sql_semantics(filter: pc.Expression, schema: pa.Schema) -> pc.Expression:
-    """``filter`` as SQL (DataFusion) evaluates it, for pyarrow compute over ``schema``.
-
-    ``is_in`` gives NULL for NULL (:func:`with_sql_null_semantics`) and float
-    comparisons treat -0.0 as 0.0 and NaN as equal to NaN and greater than
-    every other value (:func:`~.float_filters.with_sql_float_semantics`).
-    """
+    """``filter`` as DataFusion evaluates it, for pyarrow compute over ``schema``: NULL
+    ``IN`` and float (-0.0, NaN) semantics."""
     return with_sql_float_semantics(with_sql_null_semantics(filter), schema)
 
 
 def balanced_groups(sizes: Sequence[tuple[int, int]], k: int) -> list[list[int]]:
-    """Split ``(item_id, size)`` pairs into at most ``k`` groups of similar total size.
-
-    Largest-first greedy assignment (each item to the currently smallest group),
-    ids sorted inside each group so a group reads its fragments in order. Never
-    returns empty groups; returns ``[]`` for no items.
-    """
+    """Split ``(item_id, size)`` pairs into at most ``k`` non-empty groups of similar total
+    size (largest first to the smallest group), ids sorted inside each group."""
     k = max(1, min(k, len(sizes)))
     if not sizes:
         return []

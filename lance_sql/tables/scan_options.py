@@ -1,17 +1,7 @@
 """Per-table Lance scan options: pylance scanner settings a table's scans use.
 
-``ctx.register_lance(name, uri, scan_options={...})`` and
-``ctx.register_namespace(name, root, scan_options={...})`` (every partition
-table) pass them to every pylance scanner the table's scans build
-(docs/scan_options.md gives each option's measured effect):
-
-- ``batch_size``: most rows per batch read from storage (default: the
-  engine's batch size, at most :data:`~lance_sql.tables.scan.STORAGE_BATCH_ROWS`);
-- ``batch_readahead``, ``fragment_readahead``: batches / fragments pylance
-  decodes ahead of the consumer (pylance's defaults otherwise);
-- ``io_buffer_size``: bytes of I/O pylance may have in flight;
-- ``late_materialization``: ``True`` / ``False`` / a list of columns; replaces
-  lance-sql's sampled choice (:mod:`lance_sql.tables.materialization`).
+Given as ``scan_options={...}`` to ``register_lance`` / ``register_namespace`` and passed
+to every pylance scanner of the table; docs/scan_options.md describes each option.
 """
 
 from __future__ import annotations

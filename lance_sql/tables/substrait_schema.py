@@ -1,18 +1,10 @@
 """The schema a pyarrow filter is serialised to Substrait against: only the columns it reads count.
 
-``pyarrow.compute.Expression.to_substrait(schema)`` converts *every* column of
-``schema``, and pyarrow 26 refuses some that a filter may never mention: a
-struct (at any depth, also inside a list) whose fields carry metadata
-("substrait::Type::Struct does not support field metadata"; Lance schemas
-carry field ids there), a fixed-size list (every embedding vector), a large
-list, a decimal256, a duration. Binding an expression depends only on the
-columns it reads, so a filter is serialised against :func:`substrait_schema`:
-the same column names at the same positions, field metadata stripped at every
-depth, and each column whose type Substrait still cannot carry replaced by a
-stand-in of the nearest type it can (a fixed-size or large list by a list of
-the same items, an extension type by its storage, else ``null``). The
-serialised filter is exact wherever it reads only columns that kept their
-type; :func:`stand_in_reads` finds those that read a stand-in.
+``Expression.to_substrait(schema)`` converts *every* column, and pyarrow refuses some a
+filter may never mention (structs whose fields carry metadata, fixed-size and large
+lists, decimal256, duration). So the schema keeps names and positions, strips field
+metadata, and replaces each such column by a stand-in of the nearest carried type;
+:func:`stand_in_reads` finds filters that read a stand-in.
 """
 
 from __future__ import annotations
@@ -61,11 +53,8 @@ def _build(schema: pa.Schema) -> tuple[pa.Schema, frozenset[int]]:
 
 
 def serialise(expr: pc.Expression, schema: pa.Schema) -> bytes:
-    """``expr`` as Substrait (an ExtendedExpression) with field positions of ``schema``.
-
-    Raises ``pyarrow.ArrowNotImplementedError`` naming the column when ``expr``
-    reads a column Substrait cannot carry (never serialised with a stand-in).
-    """
+    """``expr`` as Substrait with field positions of ``schema``; reading a column Substrait
+    cannot carry raises ``pyarrow.ArrowNotImplementedError`` naming it."""
     stubbed, changed = substrait_schema(schema)
     buf = bytes(expr.to_substrait(stubbed))
     read = stand_in_reads(buf, changed)
@@ -113,11 +102,8 @@ def referenced_positions(message: object) -> set[int]:
 
 
 def nested_names(t: object) -> int:
-    """How many names a field of Substrait type ``t`` adds after its own to a NamedStruct.
-
-    Names are listed depth first: every struct field's, also inside lists and
-    map keys and values (as DataFusion writes them).
-    """
+    """How many names a field of Substrait type ``t`` adds after its own to a NamedStruct
+    (depth first, also inside lists and map keys and values, as DataFusion writes them)."""
     kind = t.WhichOneof("kind")  # type: ignore[attr-defined]
     if kind == "struct":
         return sum(1 + nested_names(c) for c in t.struct.types)  # type: ignore[attr-defined]

@@ -20,14 +20,9 @@ from lance_sql.tables.namespace.bounds import TableBounds, bounds_of_metadata, u
 
 
 def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]]) -> pa.Table:
-    """``rows`` (``__manifest`` rows) whose tables in ``moves`` keep their bounds when moved.
-
-    ``moves`` maps object_id -> (pinned version, new version) for tables whose
-    new version holds a subset of the pinned version's rows (row deletes,
-    compaction, index changes): bounds valid for the old version stay a valid
-    superset, so they are re-tied to the new one. Bounds not usable for the old
-    version are left as they are (unusable).
-    """
+    """``rows`` (``__manifest`` rows) whose tables in ``moves`` (object_id -> (pinned, new
+    version), the new holding a subset of the rows) keep their bounds, re-tied to the new
+    version; bounds not usable for the old version stay unusable."""
 
     def moved(oid: str, b: TableBounds | None, branch: Any, tag: Any, loc: Any) -> Any:
         old, new = moves[oid]
@@ -42,11 +37,8 @@ def carried_forward(rows: pa.Table, moves: Mapping[str, tuple[int | None, int]])
 def with_key_filters(
     rows: pa.Table, added: Mapping[str, tuple[int, Mapping[int, kf.KeyFilterRef]]]
 ) -> pa.Table:
-    """``rows`` whose tables in ``added`` (object_id -> (version, refs)) point to more filters.
-
-    Bounds usable for that version get the refs added; a table without usable
-    bounds gets bounds holding only the refs (no column statistics).
-    """
+    """``rows`` whose tables in ``added`` (object_id -> (version, refs)) point to more filters
+    (a table without usable bounds gets bounds holding only the refs)."""
 
     def pointed(oid: str, b: TableBounds | None, branch: Any, tag: Any, loc: Any) -> Any:
         if branch or tag:

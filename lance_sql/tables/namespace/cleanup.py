@@ -20,7 +20,8 @@ from typing import Any
 from lance_sql.format.metadata import open_metadata
 from lance_sql.format.storage import FileInfo, Location, remove_file, resolve, walk_files
 from lance_sql.format.versions import list_manifests
-from lance_sql.tables.namespace.key_filters import FILTER_DIR, referenced_key_filters
+from lance_sql.tables.namespace.bounds import referenced_key_filters
+from lance_sql.tables.namespace.key_filters import FILTER_DIR
 from lance_sql.tables.namespace.layout import MANIFEST_NAME, manifest_uri
 
 STAGING_DIRS = ("_spark_staging",)

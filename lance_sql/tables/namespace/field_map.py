@@ -1,14 +1,8 @@
 """Namespace field ids of partition-table columns, and the types a namespace column may hold.
 
-Every partition table is read and written by namespace field id, not by
-Lance's own ids (which stop matching once a column was dropped anywhere): each
-top-level table column records the namespace field id it holds in its Lance
-field metadata under :data:`NS_FIELD_ID_KEY`. A table without any marker is
-read by its Lance field ids and marked on its first write; in a marked table
-an unmarked column (another writer's) is ignored. A table column whose type
-differs from the namespace column's is refused with :class:`PartitionSchemaError`,
-never cast; input data may use view and large variants (:func:`canonical_schema`).
-Details: docs/namespaces.md, "Field ids".
+Lance's own ids stop matching once a column is dropped anywhere, so each table column
+records its namespace field id under :data:`NS_FIELD_ID_KEY`; an unmarked table is read
+by Lance ids and marked on its first write. Details: docs/namespaces.md, "Field ids".
 """
 
 from __future__ import annotations
@@ -139,10 +133,8 @@ def same_list_kind(a: pa.DataType, b: pa.DataType) -> bool:
 def check_column_type(
     object_id: str, column: str, table_type: pa.DataType, ns_field: pa.Field
 ) -> None:
-    """Refuse a partition-table column whose type is not the namespace column's.
-
-    A blob column holds a blob in any of pylance's forms (:mod:`..blob_columns`).
-    """
+    """Refuse a partition-table column whose type is not the namespace column's (a blob
+    column may hold any of pylance's blob forms)."""
     if is_blob_field(ns_field) and (is_blob_v2_type(table_type) or table_type == pa.large_binary()):
         return
     if not evolved_type(table_type, ns_field.type):

@@ -1,17 +1,8 @@
 """The scan planner the namespace's reads and row operations use, registered from planning.
 
-``to_table(filter=)``, ``to_batches`` and ``count_rows`` read only the
-partition tables the scan planner selects; ``delete``, ``overwrite(where=...)``,
-``update`` and ``merge`` take SQL filter text over the namespace schema and
-need the same planner (strict projection) to tell which partitions a filter
-covers entirely. The planner
-lives one layer above this one (``lance_sql.planning``), so it registers
-itself here when imported (:mod:`lance_sql.planning.mutation_plan`); this
-layer only knows the small protocol below. The package root, which sits above
-every layer and runs before any of its modules, registers a loader for it
-(:func:`register_filter_planner_loader`); :func:`filter_planner` calls that
-loader on first use, and falls back to no pruning. This module imports nothing
-heavy, so the root can register at import.
+The planner lives a layer above (``lance_sql.planning``) and registers itself here; the
+package root registers a loader (:func:`register_filter_planner_loader`) that
+:func:`filter_planner` runs on first use, falling back to no pruning.
 """
 
 from __future__ import annotations
@@ -26,11 +17,8 @@ if TYPE_CHECKING:
 
 
 class FilterClassification(NamedTuple):
-    """Which partition tables a filter selects, by ``object_id``.
-
-    ``covered``: every row matches (the partition values prove the filter);
-    ``partial``: some rows may match. Tables in neither hold no matching row.
-    """
+    """Which partition tables a filter selects, by ``object_id``: ``covered`` (every row
+    matches), ``partial`` (some may); tables in neither hold no matching row."""
 
     expression: pc.Expression | None  # for pushdown into Lance scans (None: none)
     covered: tuple[str, ...]
@@ -38,11 +26,8 @@ class FilterClassification(NamedTuple):
 
 
 class NoPruning:
-    """The protocol a filter planner implements (these four methods), and the planner used
-    until the pruning planner is registered: every partition is a candidate and none is
-    covered. Results are the same (filters are evaluated on the rows), only slower:
-    ``lance_sql.PartitionedNamespace`` and ``lance_sql.planning`` register the real
-    planner on import."""
+    """The protocol a filter planner implements, and the planner until the pruning one is
+    registered: every partition is a candidate, none covered (same rows, slower)."""
 
     def expression(self, ns: Any, filter: Any) -> pc.Expression:
         """``filter`` (SQL text or pyarrow expression) as an expression over ``ns.schema``."""
@@ -88,13 +73,8 @@ def register_filter_planner_loader(loader: Callable[[], object]) -> None:
 
 
 def filter_planner() -> FilterPlanner:
-    """The registered planner; the first call runs the loader the package root registered.
-
-    The loader imports the planning layer (the package root sits above every
-    layer, so this layer never imports planning, nor the root, itself). Without
-    it, a namespace imported from its module pruned nothing and pushed no filter
-    into Lance: a point delete over 64 partitions took 15x longer.
-    """
+    """The registered planner; the first call runs the loader the package root registered
+    (this layer never imports planning itself)."""
     if _PLANNER is None and _LOADER is not None:
         _LOADER()
     return NoPruning() if _PLANNER is None else _PLANNER

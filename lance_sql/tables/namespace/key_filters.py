@@ -1,15 +1,9 @@
 """Per-partition-table key filters (Bloom filters) for equality lookups.
 
-Every column with a namespace scalar index (:mod:`.indexes`) gets a Bloom
-filter of its non-NULL values in every partition table our writers write, so
-``col = lit`` / ``col IN (...)`` can skip a table without opening it
-(:mod:`lance_sql.planning.key_filter_skipping`). A filter only says "maybe" or "no".
-
-One immutable sidecar file per (table version, column) in :data:`FILTER_DIR`
-(Lance's cleanup ignores it); its pointer lives in the table's bounds JSON
-(:mod:`.bounds`, key ``"key_filters"``), so it has exactly the validity rule of
-the bounds. A missing, stale, damaged or unreadable filter never skips a table.
-Hashing, sizing and file format: docs/pruning.md, "Key filters".
+One immutable file per (table version, scalar-indexed column) in :data:`FILTER_DIR`,
+pointed to from the table's bounds JSON, so it has exactly the bounds' validity rule.
+A missing, stale, damaged or unreadable filter never skips a table. Hashing, sizing and
+file format: docs/pruning.md, "Key filters".
 """
 
 from __future__ import annotations
@@ -140,11 +134,8 @@ def hash_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def literal_hash(value: Any, t: pa.DataType) -> np.uint64 | None:
-    """The hash of a literal compared with a column of type ``t`` (None: cannot hash).
-
-    ``value`` is the planner's comparable value (ints for integers, dates and
-    timestamps in the column's own unit; str for strings).
-    """
+    """The hash of a literal (the planner's comparable value) compared with a column of type
+    ``t`` (None: cannot hash)."""
     if isinstance(value, bool):
         return None
     if pa.types.is_integer(t):
@@ -274,19 +265,6 @@ def column_hashes(ds: Any, column: str) -> np.ndarray:
 # ------------------------------------------------------------------ maintenance
 
 
-def referenced_key_filters(metadata: str | None) -> set[str]:
-    """File names of the key filters a ``__manifest`` row's ``metadata`` points to."""
-    import json
-
-    if not metadata or KEY not in metadata:
-        return set()
-    try:
-        bounds = json.loads(json.loads(metadata)["lance_sql.bounds"])
-        return {r.file for r in refs_from_json(bounds.get(KEY)).values()}
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return set()
-
-
 def remove_unreferenced(
     table_uri: str,
     keep: set[str],
@@ -334,9 +312,8 @@ def maintain(
 ) -> dict[int, KeyFilterRef]:
     """Key filters of one table at ``version`` after a write; (field id, table column, type).
 
-    ``new_hashes``: hashes of the rows written (None: unknown, read the table).
-    ``old``: the filters valid for the version appended to (None: the table holds
-    only the rows written, a new or overwritten table). Old filters with room
+    ``new_hashes``: of the rows written (None: read the table). ``old``: the filters of
+    the version appended to (None: a new or overwritten table). Old filters with room
     get the new keys ORed in; otherwise the filter is rebuilt from the table.
     """
     out: dict[int, KeyFilterRef] = {}

@@ -1,14 +1,8 @@
 """``PartitionedNamespace``: create, write, evolve and read a partitioned namespace.
 
-One object is one view of the namespace at one ``__manifest`` version (a
-snapshot): :attr:`specs`, :attr:`schema`, :meth:`partitions` and every read
-reflect that version, and each partition table is read at the version the
-snapshot pins. Writes (:meth:`append`, :meth:`overwrite`, :meth:`add_spec`,
-:meth:`rename_column`, :meth:`add_columns`) start from the latest ``__manifest``
-and move this object to the version they commit. A namespace opened at an old
-``version`` (time travel) is read-only.
-
-See ``docs/namespaces.md`` for the model, on-disk layout and guarantees.
+One object is one view at one ``__manifest`` version; writes start from the latest
+``__manifest`` and move the object to the version they commit. A namespace opened at an
+old ``version`` is read-only. See ``docs/namespaces.md``.
 """
 
 from __future__ import annotations
@@ -268,12 +262,7 @@ class PartitionedNamespace(WriteMethods):
         return indexes.read_indexes(self._snapshot.properties)
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
-        """Vector, full-text or hybrid search: see :func:`lance_sql.search` (docs/search.md).
-
-        The search plans with the pruning planner, a layer above this one,
-        reached through the planner the planning layer registers, as the row
-        operations do.
-        """
+        """Vector, full-text or hybrid search: see :func:`lance_sql.search` (docs/search.md)."""
         return filter_planner().search(self, *args, **kwargs)
 
     # -- reading ----------------------------------------------------------------------------
@@ -300,14 +289,9 @@ class PartitionedNamespace(WriteMethods):
         rows_per_unit: int = 4_000_000,
         schema: pa.Schema | None = None,
     ) -> list[ScanUnit]:
-        """Scan units for ``partitions`` (object ids or entries; all when None).
-
-        One unit per partition table, split by fragments when a table holds more
-        than ``rows_per_unit`` rows. The explicit list is where partition pruning
-        plugs in. ``schema`` is the schema the units present (default: the
-        namespace schema); its columns are matched to each table by field id,
-        so a schema captured earlier (e.g. at SQL registration) keeps working
-        after later renames or added columns.
+        """Scan units for ``partitions`` (object ids or entries; all when None), split by
+        fragments above ``rows_per_unit`` rows. ``schema`` (default: the namespace's) is
+        matched by field id, so one captured earlier survives renames and added columns.
         """
         out_schema = self._read_schema if schema is None else schema
         entries = self.tables()
@@ -331,11 +315,6 @@ class PartitionedNamespace(WriteMethods):
             )
         return units
 
-    # A filtered read (to_table, to_batches, count_rows) scans only the partition tables the
-    # scan planner selects: the same planner, and so the same tables, as SQL, DataFrames,
-    # plan_scan and the Spark reader. It lives a layer above this one and is reached through
-    # the planner the planning layer registers (:mod:`.filter_hook`), as the row operations
-    # do; without it every table is read (same rows).
     def _units_for(
         self, filter: pc.Expression | str | None, partitions: Iterable[Any] | None
     ) -> list[ScanUnit]:
@@ -352,9 +331,8 @@ class PartitionedNamespace(WriteMethods):
         return self.scan_units(partitions)
 
     def _read_filter(self, filter: pc.Expression | str | None) -> pc.Expression | None:
-        """``filter`` as the pyarrow expression the scan units apply: SQL text (DataFusion's
-        dialect, as in ``ns.delete``) is converted by the planner, which prunes for the
-        text itself (as ``plan_scan`` does)."""
+        """``filter`` as the pyarrow expression the scan units apply (SQL text converted by
+        the planner)."""
         if filter is None or isinstance(filter, pc.Expression):
             return filter
         if isinstance(filter, str):

@@ -1,9 +1,7 @@
 """Run one function on a helper thread while the caller does something else.
 
-The writer computes a file's column bounds (Arrow kernels) while Lance writes
-the file (Rust): both release the GIL, so on two cores the bounds cost no wall
-time. One long-lived helper thread per process (threads do not survive a
-``fork``, e.g. PySpark's worker daemon, so a forked child makes its own).
+The writer computes bounds while Lance writes the file (both release the GIL). One
+helper thread per process; a forked child makes its own.
 """
 
 from __future__ import annotations

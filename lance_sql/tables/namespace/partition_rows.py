@@ -1,10 +1,7 @@
 """Rows in, rows per partition out: input batches checked and split by partition key.
 
-The writer's first step (see :mod:`.writer`): any accepted input becomes record
-batches conformed to the namespace schema (view, large and dictionary variants
-cast to its types), each row's partition values are computed with
-:func:`udfs.apply_partition_field`, and a batch is split into one zero-copy
-slice per partition key (a counting sort, :mod:`.regroup`).
+The writer's first step: input conformed to the namespace schema, partition values
+computed with :func:`udfs.apply_partition_field`, one zero-copy slice per key.
 """
 
 from __future__ import annotations
@@ -113,11 +110,8 @@ def _key(value: Any) -> Any:
 
 
 def _dense_codes(arr: pa.Array) -> tuple[np.ndarray, int]:
-    """Codes ``0..size-1`` numbering the distinct values of ``arr`` (NULL is a value).
-
-    Small-range integers and dates without NULLs (bucket numbers, years, days)
-    are offset directly, skipping a hash-based dictionary encoding.
-    """
+    """Codes ``0..size-1`` numbering the distinct values of ``arr`` (NULL is a value);
+    small-range integers and dates without NULLs are offset directly."""
     if pa.types.is_date32(arr.type) or pa.types.is_date64(arr.type):
         arr = arr.view(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
     if pa.types.is_integer(arr.type) and arr.null_count == 0 and len(arr):
@@ -149,13 +143,8 @@ def _group_codes(values: Sequence[pa.Array], n: int) -> np.ndarray | None:
 def split_batch(
     batch: pa.RecordBatch, values: Sequence[pa.Array], *, threads: int = 2
 ) -> list[tuple[tuple[Any, ...], tuple[Any, ...], pa.RecordBatch]]:
-    """Split ``batch`` by partition: ``(key, raw values, rows)`` per distinct value tuple.
-
-    Rows keep their input order within a partition. The batch is reordered
-    once with a counting-sort scatter (:mod:`regroup`), so each partition's
-    rows are a zero-copy slice; this is several times cheaper than gathering
-    every partition with ``take``.
-    """
+    """Split ``batch`` by partition: ``(key, raw values, rows)`` per distinct value tuple,
+    rows in input order, each a zero-copy slice of one reordering (:mod:`regroup`)."""
     from lance_sql.tables.namespace.regroup import regroup
 
     n = batch.num_rows
@@ -180,10 +169,7 @@ def split_batch(
 
 
 def partition_keys(values: Sequence[pa.Array], n: int) -> set[tuple[Any, ...]]:
-    """The distinct partition keys (as :func:`split_batch` keys them) of ``n`` rows.
-
-    Vectorized: only one row per distinct value tuple reaches Python.
-    """
+    """The distinct partition keys (as :func:`split_batch` keys them) of ``n`` rows."""
     if n == 0:
         return set()
     codes = _group_codes(values, n)

@@ -1,13 +1,8 @@
 """Reading partition tables as parts of one namespace table.
 
-Each partition table is read at the version ``__manifest`` pins, its columns
-matched to the namespace schema by namespace field id (:mod:`.field_map`), so
-renamed columns are found and a column a table lacks reads as NULL
-(docs/namespaces.md, "Read semantics"). :class:`PartitionTableUnit` presents a
-table's pylance fragment units with the namespace schema: filters are pushed
-into Lance with column references translated (Substrait refers to fields by
-position); a filter over a column the table lacks runs in pyarrow on rows
-completed with NULLs, so it is still applied exactly.
+Columns are matched to the namespace schema by field id (:mod:`.field_map`); a column a
+table lacks reads as NULL. Filters are pushed into Lance with column positions
+translated; a filter over a missing column runs in pyarrow on the NULL-completed rows.
 """
 
 from __future__ import annotations
@@ -67,13 +62,8 @@ class PartitionTable:
 def table_entries(
     rows: pa.Table, root: str, field_ids: Sequence[str], *, partitions_only: bool = True
 ) -> list[PartitionTable]:
-    """The partition tables of a ``__manifest`` snapshot; unsafe locations are refused.
-
-    Only ``table`` rows under a ``v<N>`` spec version namespace are partition
-    tables; other tables (created at the root by pylance or lancedb) are
-    skipped, unless ``partitions_only`` is False (every table of a plain
-    directory namespace).
-    """
+    """The partition tables (``table`` rows under a ``v<N>`` namespace; every table when not
+    ``partitions_only``) of a ``__manifest`` snapshot; unsafe locations are refused."""
     cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
     n = rows.num_rows
     nulls = [None] * n
@@ -112,14 +102,8 @@ def open_partition_table(
     storage_options: Mapping[str, str] | None = None,
     session: Any = None,
 ) -> Any:
-    """The pylance dataset of ``entry`` at its pinned version, branch or tag.
-
-    A table missing on disk (or a pinned version/tag that no longer exists)
-    raises NotFoundError naming the object id and its location. ``session``:
-    a ``lance.Session`` whose caches the dataset shares (readers only; see
-    :func:`open_for_read`). The object is new and the caller's own: writers
-    commit through it.
-    """
+    """A new pylance dataset of ``entry`` at its pinned version, branch or tag (writers
+    commit through it); a missing table or pin raises NotFoundError naming the object."""
     import lance
 
     opts = dict(storage_options) if storage_options else None
@@ -138,14 +122,8 @@ _OPENED: PinnedCache[tuple[Any, pa.Schema]] = PinnedCache()
 def open_for_read(
     entry: PartitionTable, *, storage_options: Mapping[str, str] | None = None
 ) -> tuple[Any, pa.Schema]:
-    """(pylance dataset at ``entry``'s pin, its schema with field ids), shared by readers.
-
-    Cached process-wide by pinned version (:mod:`lance_sql.tables.dataset_cache`):
-    a table at a ``read_version`` is immutable, so every view of every
-    ``__manifest`` version that pins it reuses one open dataset. Tables read
-    at latest or at a tag are opened each time (through the shared session).
-    Never commit through the returned dataset.
-    """
+    """(pylance dataset at ``entry``'s pin, its schema with field ids), cached by pinned
+    version and shared by readers: never commit through it."""
     if entry.read_version is None or entry.read_tag:
         return _open_uncached(entry, storage_options)
     version = entry.read_version
@@ -183,10 +161,8 @@ def _open_uncached(
 
 
 def pylance_field_ids(ds: Any) -> pa.Schema:
-    """``ds``'s Arrow schema with ``lance:field_id`` on every top-level field, from pylance:
-    :func:`table_field_ids` at the top level (where columns are matched) without parsing
-    the manifest again in Python (0.01 ms instead of about 0.5 ms per table, most of a
-    cold open). Nested fields keep pylance's metadata (no ids)."""
+    """``ds``'s Arrow schema with ``lance:field_id`` on every top-level field, from pylance
+    (not parsing the manifest again); nested fields get no ids."""
     ids = {f.name(): str(f.id()).encode() for f in ds.lance_schema.fields()}
     key = FIELD_ID_KEY.encode()
     fields = [f.with_metadata({**(f.metadata or {}), key: ids[f.name]}) for f in ds.schema]
@@ -227,12 +203,8 @@ class ColumnMapping:
 
 
 def map_columns(ns_schema: pa.Schema, table_schema: pa.Schema, *, object_id: str) -> ColumnMapping:
-    """Match namespace columns to table columns by namespace field id (top level).
-
-    A table column holds the namespace column whose id its marker records
-    (:mod:`field_map`); unmarked tables fall back to Lance's own field ids.
-    A matched column of another type is refused with PartitionSchemaError.
-    """
+    """Match namespace columns to table columns by namespace field id (top level; unmarked
+    tables use Lance's field ids); another type is a PartitionSchemaError."""
     by_id = columns_by_namespace_id(table_schema)
     sources: list[str | None] = []
     for f in ns_schema:
@@ -380,12 +352,8 @@ def partition_units(
     metrics: ScanMetrics | None = None,
     scan_options: dict[str, Any] | None = None,
 ) -> list[ScanUnit]:
-    """Scan units of one opened partition table presenting ``schema``.
-
-    One unit, or several balanced by live rows when the table holds more than
-    ``rows_per_unit`` rows; an empty table gives one empty unit. Units hold
-    no per-scan state: they may be reused by every scan of the same pin.
-    """
+    """Scan units of one opened partition table presenting ``schema``, several above
+    ``rows_per_unit`` rows; stateless, so reused by every scan of the same pin."""
     ds, tschema = opened
     mapping = map_columns(schema, tschema, object_id=entry.object_id)
     sizes = [(f.fragment_id, f.count_rows()) for f in ds.get_fragments()]

@@ -1,17 +1,9 @@
 """Reorder a batch so each partition's rows are contiguous, in one pass per column.
 
-Why: a namespace append must hand each partition table its own rows. Gathering
-them with ``pc.take`` per partition reads the source once per partition and
-costs about as much as a third of Lance's own encoding work. A counting-sort
-*scatter* reads each column once, sequentially, and writes into one output
-stream per partition, so it runs near memory speed. Columns are scattered on
-threads (the compiled kernels release the GIL). Each partition is then a
-zero-copy slice of the reordered batch.
-
-Handled natively: fixed-width primitive columns (ints, floats, temporal,
-decimals as raw bytes) and utf8/binary (32- or 64-bit offsets) without NULLs
-at any level. Anything else (NULLs, nested types, booleans, views) falls back
-to ``pc.take`` with the equivalent permutation, which keeps results identical.
+A counting-sort scatter reads each column once (``pc.take`` per partition reads the
+source once per partition), on threads; each partition is then a zero-copy slice.
+Fixed-width and utf8/binary columns without NULLs are scattered natively; anything else
+falls back to ``pc.take`` with the same permutation (identical results).
 """
 
 from __future__ import annotations
@@ -145,11 +137,8 @@ def _scatter_column(
 def regroup(
     batch: pa.RecordBatch, codes: np.ndarray, counts: np.ndarray, threads: int = 2
 ) -> tuple[pa.RecordBatch, np.ndarray]:
-    """``batch`` with rows ordered by ``codes`` (stable), group ``g`` holding ``counts[g]`` rows,
-    and for each group the source row of its first row (-1 for an empty group).
-
-    ``codes`` are dense group numbers ``0..len(counts)-1``, one per row.
-    """
+    """``batch`` with rows ordered by ``codes`` (dense group numbers, stable), group ``g``
+    holding ``counts[g]`` rows, and each group's first source row (-1: empty group)."""
     destinations = _compiled()[0]
     starts = np.zeros(len(counts), np.int64)
     np.cumsum(counts[:-1], out=starts[1:])

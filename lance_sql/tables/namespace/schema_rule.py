@@ -1,11 +1,7 @@
 """The one schema rule every write path applies (Python, CLI import, Spark, SQL INSERT).
 
-Rows are matched to the namespace schema by column name; duplicate and
-unknown columns are refused, missing nullable ones are NULL, a column must
-hold the namespace type or a representation of the same values (a transport's
-``encoded`` form is converted back exactly), and NULLs in non-nullable columns
-are refused. Every refusal is a :class:`SchemaMismatchError` naming the column.
-The full rule: docs/namespaces.md, "The schema rule of every write path".
+Every refusal is a :class:`SchemaMismatchError` naming the column. The rule:
+docs/namespaces.md, "The schema rule of every write path".
 """
 
 from __future__ import annotations
@@ -24,13 +20,8 @@ Encoding = Callable[[pa.Field], "pa.DataType | None"]
 
 
 def representation(t: pa.DataType) -> pa.DataType:
-    """``t`` with every representation detail removed (rule 4).
-
-    Dictionary-encoded values become their value type, large and view
-    strings/binaries the plain ones, every variable-size list a list, list and
-    map children are named ``_`` and nullable; struct field names are kept
-    (they are data), time-zone names are kept (:func:`holds` compares instants).
-    """
+    """``t`` with every representation detail removed (rule 4): dictionaries, large and view
+    variants, list child names; struct field names and time zones are kept."""
     if pa.types.is_dictionary(t):
         return representation(t.value_type)
     if t in (pa.string_view(), pa.large_string()):
@@ -84,11 +75,8 @@ _FAMILIES = (
 
 
 def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
-    """Nested types of one structure whose leaves differ only in number width.
-
-    Python infers int64/float64 for values inside lists and structs, so a
-    checked cast (overflow refused) converts them; nothing else differs.
-    """
+    """Nested types of one structure whose leaves differ only in number width (Python infers
+    int64/float64 inside lists and structs; a checked cast converts them)."""
     if a.equals(b):
         return True
     if pa.types.is_struct(a) and pa.types.is_struct(b):
@@ -193,13 +181,8 @@ def conform(
 
 
 def cast_named(data: Any, schema: pa.Schema, source: str) -> Any:
-    """``data`` (a Table or RecordBatch) with each column ``schema`` names cast to its type.
-
-    For values that carry no type of their own yet (text files, another
-    engine's rows) before :func:`conform` checks them; other columns pass
-    unchanged. A value that does not cast raises SchemaMismatchError naming
-    ``source`` and the column.
-    """
+    """``data`` (a Table or RecordBatch) with each column ``schema`` names cast to its type,
+    for untyped input (text files); a failed cast is a SchemaMismatchError naming ``source``."""
     cols = []
     for name, col in zip(data.schema.names, data.columns, strict=True):
         target = schema.field(name).type if name in schema.names else None

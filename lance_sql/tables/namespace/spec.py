@@ -1,16 +1,8 @@
 """Partition specs and fields, exactly as the spec's JSON (``partition_spec_v{N}``).
 
-These frozen dataclasses are the one in-memory form of a spec that every layer
-shares: the writer applies them with :mod:`udfs`, the planner projects
-predicates through them, SPJ compares them. Parsing and validation from JSON
-(``PartitionSpec.from_json``) name the offending key in every error, e.g.
+The one in-memory form of a spec every layer shares. Parsing validates every rule of
+the spec and names the offending key in each error, e.g.
 ``partition_spec_v2.fields[1].transform.num_buckets``.
-
-Validation covers every rule of the spec: exactly one of transform/expression,
-known transform types with their parameters, result types matching the
-transform, source ids that exist in the namespace schema and suit the
-transform, field ids unique within a spec, and (across versions, see
-:func:`validate_evolution`) field ids reused exactly when the definition repeats.
 """
 
 from __future__ import annotations
@@ -202,11 +194,8 @@ _NONDETERMINISTIC_CLASSES = {
 
 
 def _validate_expression(expression: str, n_sources: int, *, key: str) -> None:
-    """Refuse expressions that are not pure functions of ``col0..col{n-1}``.
-
-    sqlglot parses the DataFusion SQL (its dialect is close to PostgreSQL's for
-    scalar expressions); evaluation itself is :mod:`udfs`' job.
-    """
+    """Refuse expressions that are not pure functions of ``col0..col{n-1}`` (parsed with
+    sqlglot)."""
     import sqlglot
     from sqlglot import expressions as exp
 

@@ -24,9 +24,8 @@ from lance_sql.tables.namespace.spec import (
 
 
 def spec_of(spec: Any, schema: pa.Schema, *, spec_id: int = 1) -> PartitionSpec:
-    """Spec ``spec_id`` over ``schema`` from any form a user writes it in: a
-    PartitionSpec, its JSON, field dicts or spec text (docs/namespaces.md "Partition
-    specs", read by :func:`~lance_sql.spec.transforms.spec_text.spec_fields`)."""
+    """Spec ``spec_id`` over ``schema`` from a PartitionSpec, its JSON, field dicts or spec
+    text (docs/namespaces.md, "Partition specs")."""
     from lance_sql.spec.transforms.spec_text import spec_fields
 
     if isinstance(spec, (str, list, tuple)):
@@ -49,15 +48,8 @@ def build_spec(
     schema: pa.Schema,
     previous: Mapping[int, PartitionSpec] | None = None,
 ) -> PartitionSpec:
-    """Build spec ``spec_id`` from convenient field dicts, reusing ids of earlier versions.
-
-    Each dict may name sources by column (``"source": "event_date"`` or
-    ``"sources": [...]``) instead of ``source_ids``; ``transform`` may be a name
-    (``"year"``) with ``num_buckets`` / ``width`` alongside, or the JSON object;
-    ``result_type`` defaults to the transform's; ``field_id`` defaults to the
-    id of an earlier field with the same definition, else a readable name such
-    as ``event_date_year`` or ``key_bucket_16``.
-    """
+    """Build spec ``spec_id`` from convenient field dicts (docs/namespaces.md), reusing the
+    field ids of earlier versions' identical fields, else readable ones (``key_bucket_16``)."""
     previous = dict(previous or {})
     key = f"{SPEC_KEY_PREFIX}{spec_id}"
     sources = source_fields(schema)

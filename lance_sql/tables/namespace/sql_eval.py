@@ -1,16 +1,9 @@
 """Evaluate a row operation's filters and new values over Arrow rows with the query engine
-(the SQL engine service, :mod:`udfs.sql_engine`).
+(:mod:`udfs.sql_engine`).
 
-Row operations of a namespace (``delete``, ``update``, ``merge``,
-``overwrite(where=)``) take a condition as a :class:`RowCondition` (its
-predicate IR for pruning, the engine's plan for the rows) and new values as an
-:class:`EnginePlan`; a MERGE's clauses are planned together (:func:`merge_plan`).
-The engine adapter builds them from a statement it planned (SQL ``DELETE`` /
-``UPDATE``); SQL text over the namespace schema (the public form) is planned by
-the engine the same way, once (:func:`row_condition`, :func:`update_plan`). So a
-filter means exactly what it means in a ``SELECT`` over the namespace (NULL is not
-TRUE, the engine's float, cast and time-zone rules).
-``murmur3`` and ``murmur3_multi`` calls are dispatched as in queries.
+SQL text is planned by the engine as a SQL ``DELETE`` / ``UPDATE`` would be, so a filter
+means exactly what it means in a ``SELECT`` (NULL is not TRUE, the engine's float, cast
+and time-zone rules).
 """
 
 from __future__ import annotations
@@ -53,13 +46,8 @@ def values_fit(what: str, columns: list[str]) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class EnginePlan:
-    """A plan the query engine made of a statement it planned, over one table of rows.
-
-    ``plan``: the engine's own (for DataFusion, its expressions); ``columns``:
-    the namespace columns it reads, given to it with :data:`ROW` (each row's
-    number); ``outputs``: the names of its result's columns, in order (the last
-    is :data:`ROW`); ``text``: what it computes, for messages and EXPLAIN.
-    """
+    """A plan the query engine made, over one table of rows: ``columns`` it reads (given
+    with :data:`ROW`), ``outputs`` (the last is :data:`ROW`), ``text`` for messages."""
 
     plan: Any
     columns: tuple[str, ...]
@@ -85,13 +73,8 @@ class EnginePlan:
 
 @dataclass(frozen=True)
 class RowCondition:
-    """A row operation's condition as the engine planned it, converted once.
-
-    ``predicate`` is the condition in the predicate IR (it prunes partitions and
-    pre-filters Lance scans; what it cannot read is ``Unsupported``); ``rows``
-    keeps the rows (with their :data:`ROW` number) where the condition is TRUE,
-    with the engine's exact semantics.
-    """
+    """A row operation's condition as the engine planned it: ``predicate`` (the IR, for
+    pruning) and ``rows`` (keeps the rows where it is TRUE, exactly)."""
 
     predicate: Predicate
     rows: EnginePlan
