@@ -110,10 +110,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "import":
         from lance_sql.cli.importer import cmd_import as fn
     else:
-        from lance_sql.cli import commands, maintenance
+        from lance_sql.cli import commands
 
-        module = maintenance if args.command in ("compact", "expire") else commands
-        fn = getattr(module, f"cmd_{args.command}")
+        fn = getattr(commands, f"cmd_{args.command}")
     return fn(args, sys.stdout)  # type: ignore[no-any-return]
 
 

@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 from lance_sql.engines.spark import write_lease
-from lance_sql.engines.spark.write_journal import journal_uri
-from lance_sql.engines.spark.write_lease import AttemptLease, WriteFencedError, fence_and_wait
+from lance_sql.engines.spark.write_lease import (
+    AttemptLease,
+    WriteFencedError,
+    fence_and_wait,
+    journal_uri,
+)
 
 
 def test_no_journal_no_wait(tmp_path: Path) -> None:

@@ -279,16 +279,3 @@ def for_session(source: type[LanceNamespaceDataSource], packing: Packing) -> typ
         },
     )
 
-
-__all__ = [
-    "NAME",
-    "LanceInputPartition",
-    "LanceNamespaceDataSource",
-    "LanceNamespacePushdownDataSource",
-    "LanceNamespacePushdownReader",
-    "LanceNamespaceReader",
-    "for_session",
-    "open_namespace",
-    "pack",
-    "selected_columns",
-]

@@ -23,7 +23,6 @@ from lance_sql.engines.spark.write_lease import (
     AttemptLease,
     fence_and_wait,
     journal_loc,
-    journal_uri,
 )
 from lance_sql.errors import LanceSqlError
 
@@ -239,14 +238,3 @@ def _has_versions(loc: Any) -> bool:
     """A directory holding committed Lance versions is a live table: never removed here."""
     return bool(loc.fs.exists(f"{loc.path}/_versions"))
 
-
-__all__ = [
-    "STAGING_DIR",
-    "FileJournal",
-    "committed_files",
-    "finish_write",
-    "journal_uri",
-    "read_journal",
-    "remove_orphans",
-    "stage_journaled",
-]
