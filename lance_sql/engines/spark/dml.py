@@ -196,7 +196,7 @@ class DeleteJob:
 
     def check(self) -> None:
         """Refuse the job before anything is written (here: a filter that does not plan)."""
-        from lance_sql.engines.spark.replace_where import check_filter
+        from lance_sql.engines.spark.write import check_filter
 
         check_filter(self.root, self.where, self.ns.schema)
 
@@ -210,7 +210,6 @@ class DeleteJob:
         """One attempt: stage against ``m0`` (the latest ``__manifest``), then commit
         ``__manifest`` once (DELETE and MERGE alike); a commit made meanwhile raises
         CommitConflictError."""
-        from lance_sql.engines.spark.replace_where import commit_with_stages
         from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_lease import fence_and_wait
         from lance_sql.tables.namespace.mutation import Mutation
@@ -234,7 +233,7 @@ class DeleteJob:
                 m.drop(m.entries[oid])
             for d in out.deletes:
                 kept.update(self.apply(m, d))
-            commit_with_stages(m, out.stages)
+            self.ns._set_snapshot(m.commit(out.stages))
             committed = True
         except BaseException:
             abort_staged(self.root, out.stages, storage_options=self.storage_options)

@@ -13,7 +13,7 @@ Same options and answer as :func:`lance_sql.tables.namespace.merge.merge`, one c
 3. not matched: the other source rows (an anti join on the row number) are staged by
    the ``lance_ns`` writer's task code.
 
-The driver commits as :func:`.replace_where.commit_with_stages`; a concurrent
+The driver commits as :meth:`.dml.DeleteJob.once`; a concurrent
 ``__manifest`` commit replays the merge. With at most :data:`PRUNE_KEYS` distinct keys
 the partition tables are pruned by the key filter ``ns.merge`` uses.
 """

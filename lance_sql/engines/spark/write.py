@@ -1,19 +1,16 @@
 """``df.write.format("lance_ns")``: tasks stage Lance files, the driver commits once.
 
-The driver plans once (:mod:`.write_plan`) and checks the schema with the rule every
-write path shares (:mod:`lance_sql.tables.namespace.schema_rule`). Tasks conform their
-batches by that rule, split them by partition and stage uncommitted Lance files in the
-partition tables' directories, journaling each (:mod:`.write_journal`); a commit
-message is the small JSON of a :class:`StagedWrite`. All tasks share a write id, so a
-new partition several tasks write ends as one table. The driver commits each touched
-table, then ``__manifest`` once; no row passes through it. ``replaceWhere``:
-:mod:`.replace_where`.
+Tasks conform their batches by the shared schema rule, stage uncommitted files journaled
+per attempt (:mod:`.write_journal`) and send a small :class:`StagedWrite` JSON; sharing
+a write id, several tasks writing one new partition end as one table. ``replaceWhere``
+deletes what the filter matches and adopts the staged files in the same commit
+(docs/spark.md).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +18,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lance_sql.engines.spark.options import text_option
+from lance_sql.errors import LanceSqlError
+
+OPTION = "replaceWhere"
 
 
 @dataclass
@@ -65,8 +65,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         if arrow is not None:  # fail on the driver, before any task writes
             check_schema(arrow, self.schema, encoded=spark_encoding, source=self._source)
         if self.where is not None:
-            from lance_sql.engines.spark.replace_where import check_filter
-
             check_filter(self.root, self.where, self.schema)
         self.write_id = uuid.uuid4().hex
 
@@ -90,8 +88,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         plan = self.plan
         rows = conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
         if self.where is not None:  # refuse rows outside the filter before the commit
-            from lance_sql.engines.spark.replace_where import checked
-
             rows = checked(rows, plan.root, self.where)
         staged = stage_journaled(
             rows,
@@ -118,8 +114,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
             latest = read_manifest(plan.root, storage_options=plan.storage_options)
             if self.where is not None:
-                from lance_sql.engines.spark.replace_where import commit_replace_where
-
                 snap = commit_replace_where(plan, self.where, stages)
             elif self.dynamic and not any(st.partitions for st in stages):
                 snap = latest  # no rows: no partition to replace, nothing to commit
@@ -157,8 +151,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
 def _dynamic(options: dict[str, str]) -> bool:
     """Whether an overwrite replaces only the partitions it writes (``partitionOverwriteMode``)."""
-    from lance_sql.errors import LanceSqlError
-
     mode = (text_option(options, "partitionOverwriteMode") or "static").lower()
     if mode not in ("static", "dynamic"):
         raise LanceSqlError(
@@ -170,9 +162,6 @@ def _dynamic(options: dict[str, str]) -> bool:
 
 def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> str | None:
     """The ``replaceWhere`` filter (overwrite only, not with dynamic partitions), or None."""
-    from lance_sql.engines.spark.replace_where import OPTION
-    from lance_sql.errors import LanceSqlError
-
     where = text_option(options, OPTION)
     if where is not None and (not overwrite or dynamic):
         raise LanceSqlError(
@@ -180,3 +169,44 @@ def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> s
             "without partitionOverwriteMode=dynamic"
         )
     return where
+
+
+def check_filter(root: str, where: str, schema: pa.Schema) -> None:
+    """Plan ``where`` over ``schema`` as the row operations' condition (no rows read)."""
+    from lance_sql.tables.namespace.sql_eval import SqlExpressionError, row_condition
+
+    try:
+        row_condition(schema, where)
+    except SqlExpressionError as exc:
+        raise LanceSqlError(f"lance_ns {root}: option {OPTION}: {exc}") from exc
+
+
+def checked(batches: Iterable[pa.RecordBatch], root: str, where: str) -> Iterator[pa.RecordBatch]:
+    """``batches`` (namespace schema), refusing the first one with a row outside ``where``."""
+    from lance_sql.tables.namespace.overwrite import RowsOutsideFilterError
+    from lance_sql.tables.namespace.sql_eval import matching_mask
+
+    for batch in batches:
+        if batch.num_rows:
+            mask = matching_mask(pa.Table.from_batches([batch]), where)
+            outside = batch.num_rows - int(mask.true_count)
+            if outside:
+                raise RowsOutsideFilterError(
+                    f"lance_ns {root}: {outside} row(s) of the DataFrame do not match option "
+                    f"{OPTION} ({where}); nothing was written"
+                )
+        yield batch
+
+
+def commit_replace_where(plan: Any, where: str, stages: Sequence[Any]) -> Any:
+    """Delete the rows ``where`` matches and adopt ``stages``, in one ``__manifest`` commit."""
+    from lance_sql.tables.namespace.delete import delete_matching
+    from lance_sql.tables.namespace.mutation import Mutation
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ns = PartitionedNamespace.open(plan.root, storage_options=plan.storage_options)
+    m = Mutation(ns)
+    delete_matching(m, where)
+    snap = m.commit(stages)  # the staged files join their partitions after the drops
+    ns._set_snapshot(snap)
+    return snap
