@@ -80,15 +80,13 @@ _LAZY = {
 
 
 def _load_filter_planner() -> None:
-    """Register the pruning planner for namespace row operations (the tables layer calls
-    this on first need, so importing ``PartitionedNamespace`` from its module suffices)."""
+    """Register the pruning planner for namespace row operations (called on first need)."""
     import importlib
 
     importlib.import_module("lance_sql.planning.mutation_plan")
 
 
 def _load_sql_engine() -> object:
-    """DataFusion as the SQL engine service of the layers below it (``udfs.sql_engine``)."""
     import importlib
 
     return importlib.import_module("lance_sql.engines.datafusion.sql_evaluation").ENGINE

@@ -117,11 +117,7 @@ def cmd_expire(args: Any, out: TextIO) -> int:
 
 
 def indexes_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
-    """``object_id -> {"indexes": {name: "indexed/rows" or "missing"}}`` per partition table.
-
-    ``indexed/rows`` as pylance counts them at the pinned version; a table with
-    unindexed fragments adds ``+N unindexed fragments``.
-    """
+    """``object_id -> {"indexes": {name: "indexed/rows[ +N unindexed fragments]"|"missing"}}``."""
     out: dict[str, dict[str, Any]] = {}
     for r in ns.index_coverage().to_pylist():
         if not r["present"]:

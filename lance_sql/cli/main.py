@@ -1,9 +1,5 @@
-"""Entry point of the ``lance-sql`` command (``lance_sql.cli.main:main``).
-
-Errors become one line on stderr (``lance-sql: error: ...``) with exit code 1
-for runtime and data errors and 2 for usage errors; ``--debug`` shows the
-traceback instead, for bug reports.
-"""
+"""Entry point of the ``lance-sql`` command: errors become one line on stderr, exit code 1
+(runtime, data) or 2 (usage); ``--debug`` shows the traceback."""
 
 from __future__ import annotations
 

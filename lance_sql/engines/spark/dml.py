@@ -1,12 +1,8 @@
 """``lance_sql.spark.delete(spark, root, where)``: ``ns.delete(where)`` in Spark tasks.
 
-The driver prunes as :func:`~lance_sql.tables.namespace.delete.delete_matching` does
-(partitions the filter covers leave ``__manifest`` without any task); each other
-candidate table is read by a task at the pinned ``__manifest`` version, which writes
-Lance deletion files (``LanceFragment.delete``, no commit). The driver commits each
-changed table, then ``__manifest`` once; a concurrent ``__manifest`` commit replays the
-delete. Task attempts hold leases and journal their deletion files
-(:mod:`.write_lease`, :mod:`.write_journal`), so a failed job leaves no file.
+Covered partitions leave ``__manifest`` without a task; tasks write deletion files in
+the others at the pinned version (leased and journaled, so a failed job leaves none); the
+driver commits each table, then ``__manifest`` once, replaying on a concurrent commit.
 Row ids are Lance row addresses: these tables have no stable row ids.
 """
 
@@ -207,9 +203,8 @@ class DeleteJob:
         return run(self.ns, self.once)  # once commits: the Mutation it is given stays unchanged
 
     def once(self, m0: Any) -> Any:
-        """One attempt: stage against ``m0`` (the latest ``__manifest``), then commit
-        ``__manifest`` once (DELETE and MERGE alike); a commit made meanwhile raises
-        CommitConflictError."""
+        """Stage against ``m0`` (the latest ``__manifest``), then commit it once; a commit made
+        meanwhile raises CommitConflictError."""
         from lance_sql.engines.spark.write_journal import finish_write
         from lance_sql.engines.spark.write_lease import fence_and_wait
         from lance_sql.tables.namespace.mutation import Mutation

@@ -45,7 +45,7 @@ def spark_encoding(f: pa.Field) -> pa.DataType | None:
 
 
 class LanceNamespaceWriter(DataSourceArrowWriter):
-    """Created on the driver, pickled to every task (see the module docstring)."""
+    """Created on the driver, pickled to every task."""
 
     def __init__(self, options: dict[str, str], overwrite: bool, spark_schema: Any = None) -> None:
         from lance_sql.engines.spark.types import spark_target_schema

@@ -1,13 +1,9 @@
 """No orphan files: every Lance file a task attempt writes is journaled before Spark hears of it.
 
-Each attempt records every data file it completes (one small object per file under
-``{root}/_spark_staging/{write_id}/``, from pylance's ``FragmentWriteProgress.complete``,
-plus the last file of each ``write_fragments`` call, which pylance reports no
-completion for) and each new table's location. After waiting out zombie attempts
-(:mod:`.write_lease`) the driver deletes every journaled file no committed message
-owns, every new-table directory ``__manifest`` does not list, and the journal; only
-names this write journaled are deleted. Left to ``ns.cleanup``: a file a worker was
-killed while writing, or finished just before its journal entry.
+One small object per completed data file and new table location under
+``{root}/_spark_staging/{write_id}/``. After the fence (:mod:`.write_lease`) the driver
+deletes every journaled file no commit took, new tables ``__manifest`` does not list, and
+the journal; only names this write journaled. A killed worker's file is ``ns.cleanup``'s.
 """
 
 from __future__ import annotations
@@ -43,13 +39,8 @@ class FileJournal(FragmentWriteProgress):
         self.begun = begun  # (location, branch) pairs this attempt has begun
 
     def begin(self, fragment: Any, **kwargs: Any) -> None:
-        """Journal the table location once per attempt, before its first file there exists.
-
-        Only a location this write named (a new table) is journaled: the driver
-        removes such a directory whole when no commit lists it, and reads
-        nothing else from a location entry, so one for an existing table would
-        only cost a file per task and table.
-        """
+        """Journal a new table's location once per attempt, before its first file there (the
+        driver removes such a directory whole when no commit lists it)."""
         if (self.location, self.branch) in self.begun:
             return
         if _named_by(self.location, self.lease.write_id):
@@ -66,10 +57,7 @@ def stage_journaled(
     rows: Any, lease: AttemptLease, snapshot: Any, schema: Any, spec: Any, **writer_options: Any
 ) -> Any:
     """Stage ``rows`` as one task attempt's uncommitted files, each journaled; a StagedWrite.
-
-    A failure (or a fence seen after the last file) removes this attempt's
-    finished files; the driver removes the rest (:func:`finish_write`).
-    """
+    A failure (or a fence seen after the last file) removes this attempt's files."""
     from lance_sql.tables.namespace.writer import NamespaceWriter
 
     begun: set[tuple[str, str | None]] = set()
@@ -137,10 +125,9 @@ def finish_write(
     *,
     kept_deletions: set[tuple[str, str]] | None = None,
 ) -> int:
-    """The driver's last step of a write, committed or not: fence, wait for every attempt but
-    the committed ``attempts``, then remove what no commit took: data files outside ``stages``
-    and, with ``kept_deletions`` (``(location, file)`` pairs, Spark row operations), every
-    other journaled deletion file. Live tables: ``snapshot``'s, else ``__manifest``'s."""
+    """The driver's last step of a write, committed or not: fence, wait for the other attempts,
+    remove data files outside ``stages`` and, with ``kept_deletions`` (``(location, file)``,
+    row operations), every other journaled deletion file. Live tables: ``snapshot``'s."""
     from lance_sql.tables.namespace.manifest_table import read_manifest
     from lance_sql.tables.namespace.reader import table_entries
 
@@ -171,14 +158,9 @@ def remove_orphans(
     storage_options: Mapping[str, str] | None,
     committed_attempts: Iterable[str] = (),
 ) -> int:
-    """Delete journaled files not in ``kept``, this write's dead new tables, and the journal.
-
-    Entries of ``committed_attempts`` are not read (their files are all kept).
-
-    ``live_locations``: table locations ``__manifest`` lists now (a new-table
-    directory not among them is removed whole; it was named from this write's
-    id, so no other writer uses it). Returns the number of files deleted.
-    """
+    """Delete journaled files not in ``kept`` (``committed_attempts``' are not read), this
+    write's new tables not in ``live_locations`` (named from its id: no other writer's),
+    and the journal; the number of files deleted."""
     from lance_sql.format.storage import resolve
     from lance_sql.tables.namespace.layout import child_uri
 
@@ -237,4 +219,3 @@ def _named_by(location: str, write_id: str) -> bool:
 def _has_versions(loc: Any) -> bool:
     """A directory holding committed Lance versions is a live table: never removed here."""
     return bool(loc.fs.exists(f"{loc.path}/_versions"))
-

@@ -1,13 +1,9 @@
 """Zombie task attempts: a lease per attempt and a fence the driver raises before cleaning up.
 
-Spark calls ``abort`` (or ``commit``, past a losing speculative attempt) while
-cancelled attempts may still write files; files journaled after the driver read the
-journal would be orphans. So each attempt holds a lease ``{attempt}.live`` (rewritten
-every :data:`HEARTBEAT_SECONDS`, removed when the attempt ends); the driver writes the
-fence ``_fence`` and waits until no other attempt's lease is alive (removed, or
-unchanged for :data:`STALE_SECONDS` of the driver's own clock, so other machines'
-clocks never matter) before removing orphans. An attempt that sees the fence raises
-:class:`WriteFencedError` and removes what it wrote; it can never be committed.
+Spark may commit or abort while cancelled attempts still write. Each attempt rewrites a
+lease ``{attempt}.live``; the driver writes ``_fence`` and waits until no other lease
+changed for :data:`STALE_SECONDS` of its own clock (other machines' clocks never matter).
+A fenced attempt raises :class:`WriteFencedError` and removes what it wrote.
 """
 
 from __future__ import annotations
@@ -47,7 +43,7 @@ def journal_loc(root: str, write_id: str, storage_options: Mapping[str, str] | N
 
 
 class AttemptLease:
-    """The lease of one task attempt (see the module docstring); a context manager."""
+    """The lease of one task attempt; a context manager."""
 
     def __init__(
         self,
@@ -131,11 +127,8 @@ def fence_and_wait(
     max_wait: float = MAX_WAIT_SECONDS,
     stale: float = STALE_SECONDS,
 ) -> list[str]:
-    """Raise the fence, then wait until every other attempt's lease is gone or stale.
-
-    Returns the attempts still alive when ``max_wait`` ran out (their files
-    may outlive the cleanup; ``ns.cleanup`` removes them later).
-    """
+    """Raise the fence, then wait until every other attempt's lease is gone or stale; the
+    attempts still alive when ``max_wait`` ran out (``ns.cleanup`` removes their files)."""
     loc = journal_loc(root, write_id, storage_options)
     if not _exists(loc):
         return []  # no attempt ever started (or none wrote): nothing can be in flight

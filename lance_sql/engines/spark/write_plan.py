@@ -1,11 +1,8 @@
 """What a ``lance_ns`` write writes into: the namespace at its root, or one it creates.
 
-Planned once on the driver and pickled to every task with its ``__manifest`` snapshot,
-so every task stages against one version. When the root holds no namespace and the
-write names a spec (option ``spec``, or ``partitionBy`` in Iceberg-style text), the
-schema is the DataFrame's and the snapshot is version 0 of a ``__manifest`` the commit
-creates together with its partition rows: readers never see a namespace without its
-rows, and of two concurrent creators one fails.
+Planned once on the driver and pickled to every task, so all stage against one snapshot.
+A created namespace's ``__manifest`` is committed with its partition rows: readers never
+see it without them, and of two concurrent creators one fails.
 """
 
 from __future__ import annotations
@@ -101,12 +98,7 @@ def _create_plan(
 
 def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
     """Create ``__manifest`` with the staged partitions in one commit; return the snapshot.
-
-    Each new partition table is committed first (unreferenced until
-    ``__manifest`` exists); ``__manifest`` version 1 then holds every row and
-    the root properties. A namespace created at the root meanwhile makes this
-    fail with :class:`CommitConflictError` and nothing of this write visible.
-    """
+    A namespace created at the root meanwhile: :class:`CommitConflictError`, nothing visible."""
     from lance_sql.errors import CommitConflictError
     from lance_sql.tables.namespace.manifest_table import (
         create_manifest,
