@@ -72,7 +72,7 @@ def test_a_write_task_pays_no_avoidable_fixed_cost(tmp_path: Path) -> None:
 
 
 def _journal_entries(root: str, write_id: str) -> list[dict[str, object]]:
-    from lance_sql.engines.spark.write_lease import journal_uri
+    from lance_sql.engines.spark.write_journal import journal_uri
 
     folder = Path(journal_uri(root, write_id))
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]

@@ -87,7 +87,7 @@ class DeleteTasks:
     def attempt(self) -> Iterator[tuple[Any, Any]]:
         """This task attempt's lease, and the namespace at the planned ``__manifest`` version."""
         from lance_sql.engines.spark.options import open_at
-        from lance_sql.engines.spark.write_lease import AttemptLease
+        from lance_sql.engines.spark.write_journal import AttemptLease
 
         with AttemptLease(self.root, self.write_id, None, self.storage_options) as lease:
             yield lease, open_at(self.root, self.version, self.storage_options)
@@ -205,8 +205,7 @@ class DeleteJob:
     def once(self, m0: Any) -> Any:
         """Stage against ``m0`` (the latest ``__manifest``), then commit it once; a commit made
         meanwhile raises CommitConflictError."""
-        from lance_sql.engines.spark.write_journal import finish_write
-        from lance_sql.engines.spark.write_lease import fence_and_wait
+        from lance_sql.engines.spark.write_journal import fence_and_wait, finish_write
         from lance_sql.tables.namespace.mutation import Mutation
         from lance_sql.tables.namespace.staging import abort_staged
 

@@ -1,26 +1,28 @@
 """``df.write.format("lance_ns")``: tasks stage Lance files, the driver commits once.
 
-Tasks conform their batches by the shared schema rule, stage uncommitted files journaled
-per attempt (:mod:`.write_journal`) and send a small :class:`StagedWrite` JSON; sharing
-a write id, several tasks writing one new partition end as one table. ``replaceWhere``
-deletes what the filter matches and adopts the staged files in the same commit
-(docs/spark.md).
+The target (the namespace at the root, or one the write creates: its ``__manifest`` is
+committed with its partition rows, so of two concurrent creators one fails) is planned
+once on the driver. Tasks stage uncommitted files journaled per attempt
+(:mod:`.write_journal`) under one write id, so a new partition several tasks write ends
+as one table. ``replaceWhere`` deletes what the filter matches in the same commit.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lance_sql.engines.spark.options import text_option
-from lance_sql.errors import LanceSqlError
+from lance_sql.engines.spark.options import _root, open_namespace, storage_options, text_option
+from lance_sql.errors import LanceSqlError, NotFoundError, SpecError
 
 OPTION = "replaceWhere"
+SPEC_OPTIONS = ("spec", "partitionBy")  # options giving the spec of a namespace to create
 
 
 @dataclass
@@ -49,7 +51,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     def __init__(self, options: dict[str, str], overwrite: bool, spark_schema: Any = None) -> None:
         from lance_sql.engines.spark.types import spark_target_schema
-        from lance_sql.engines.spark.write_plan import plan_write
         from lance_sql.tables.namespace.schema_rule import check_schema
 
         self.options = dict(options)
@@ -73,7 +74,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         return f"lance_ns {self.root}: the DataFrame"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
-        from lance_sql.engines.spark.write_lease import AttemptLease
+        from lance_sql.engines.spark.write_journal import AttemptLease
 
         plan = self.plan
         with AttemptLease(plan.root, self.write_id, None, plan.storage_options) as lease:
@@ -102,7 +103,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[StagedCommit | None]) -> None:
         from lance_sql.engines.spark.write_journal import finish_write
-        from lance_sql.engines.spark.write_plan import commit_create
         from lance_sql.tables.namespace.writer import NamespaceWriter
 
         stages = self._staged(messages)
@@ -210,3 +210,118 @@ def commit_replace_where(plan: Any, where: str, stages: Sequence[Any]) -> Any:
     snap = m.commit(stages)  # the staged files join their partitions after the drops
     ns._set_snapshot(snap)
     return snap
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The snapshot, schema and spec every task stages against."""
+
+    root: str
+    storage_options: dict[str, str] | None
+    snapshot: Any  # ManifestSnapshot (version 0 and not yet on disk when ``create``)
+    schema: pa.Schema
+    spec: Any  # PartitionSpec
+    create: bool
+
+
+def spec_option(options: Mapping[str, str]) -> str | None:
+    """The spec a write names (``spec`` or ``partitionBy``), None when none; both is an error."""
+    given = {k: v for k in SPEC_OPTIONS if (v := text_option(options, k))}
+    if len(given) > 1:
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: give the partition spec once "
+            f"(options {sorted(given)} both set)"
+        )
+    return next(iter(given.values()), None)
+
+
+def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan:
+    """The plan for writing a DataFrame of ``arrow_schema`` as the options say."""
+    root = _root(options)
+    opts = storage_options(options)
+    spec_text = spec_option(options)
+    try:
+        ns = open_namespace(options)
+    except NotFoundError:
+        if spec_text is None:
+            raise LanceSqlError(
+                f"lance_ns {root}: no namespace there; to create one with this write, give "
+                "its partition spec, e.g. .option('partitionBy', 'bucket(16, id), days(ts)') "
+                "or .option('spec', '<spec JSON>')"
+            ) from None
+        return _create_plan(root, opts, arrow_schema, spec_text)
+    if spec_text is not None:
+        _check_same_spec(root, ns, spec_text)
+    return WritePlan(str(ns.root), opts, ns.snapshot, ns._schema, ns.current_spec, False)
+
+
+def _check_same_spec(root: str, ns: Any, text: str) -> None:
+    """A spec option on an existing namespace must be its current spec (no implicit evolution)."""
+    from lance_sql.tables.namespace.spec_build import spec_of
+
+    wanted = spec_of(text, ns.schema, spec_id=ns.current_spec.id)
+    have = ns.current_spec.fields
+    same = len(wanted.fields) == len(have) and all(
+        a.same_definition(b) for a, b in zip(wanted.fields, have, strict=True)
+    )
+    if not same:
+        raise SpecError(
+            f"lance_ns {root}: the namespace is partitioned by "
+            f"{json.dumps([f.to_json() for f in have])}, not by the write's spec option "
+            f"{text!r}; change a spec with PartitionedNamespace.add_spec",
+            key="spec",
+        )
+
+
+def _create_plan(
+    root: str, opts: dict[str, str] | None, arrow_schema: pa.Schema, text: str
+) -> WritePlan:
+    from lance_sql.tables.namespace.namespace import first_snapshot
+    from lance_sql.tables.namespace.properties import normalize_schema
+    from lance_sql.tables.namespace.spec_build import spec_of
+
+    schema = normalize_schema(
+        pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
+    )
+    spec = spec_of(text, schema)
+    return WritePlan(root, opts, first_snapshot(root, schema, spec), schema, spec, True)
+
+
+def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
+    """Create ``__manifest`` with the staged partitions in one commit; return the snapshot.
+    A namespace created at the root meanwhile: :class:`CommitConflictError`, nothing visible."""
+    from lance_sql.errors import CommitConflictError
+    from lance_sql.tables.namespace.manifest_table import (
+        create_manifest,
+        mirror_properties,
+        read_manifest,
+    )
+    from lance_sql.tables.namespace.writer import commit_staged
+
+    if not any(st.partitions for st in stages):  # an empty DataFrame still creates it
+        return create_manifest(
+            plan.root,
+            plan.snapshot.lance_schema,
+            plan.snapshot.properties,
+            plan.snapshot.rows,
+            storage_options=plan.storage_options,
+        )
+    try:
+        snap = commit_staged(
+            plan.snapshot,
+            plan.schema,
+            plan.spec,
+            stages,
+            mode=mode,
+            storage_options=plan.storage_options,
+        )
+    except (OSError, CommitConflictError) as exc:
+        try:
+            read_manifest(plan.root, storage_options=plan.storage_options)
+        except LanceSqlError:
+            raise exc from None
+        raise CommitConflictError(
+            f"lance_ns {plan.root}: a namespace was created there while this write ran; "
+            "nothing of this write was committed"
+        ) from exc
+    return mirror_properties(snap, plan.snapshot.properties, storage_options=plan.storage_options)
