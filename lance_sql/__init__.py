@@ -25,36 +25,6 @@ from udfs import sql_engine as _sql_engine
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CommitConflictError",
-    "DatasetMetadata",
-    "FormatError",
-    "JoinPlan",
-    "LanceSqlError",
-    "NotFoundError",
-    "PartitionField",
-    "PartitionSpec",
-    "PartitionedNamespace",
-    "PlanningError",
-    "ScanPlan",
-    "SchemaMismatchError",
-    "ServicePool",
-    "SessionContext",
-    "SpecError",
-    "StagedWrite",
-    "Transform",
-    "UnsafeLocationError",
-    "UnsupportedFeatureError",
-    "__version__",
-    "list_tags",
-    "list_versions",
-    "open_metadata",
-    "plan_join",
-    "plan_partitions",
-    "plan_scan",
-    "search",
-]
-
 
 # Public API objects live in their layers; they are imported lazily so that
 # ``import lance_sql`` stays cheap and the format layer needs no DataFusion.
@@ -77,6 +47,21 @@ _LAZY = {
     "JoinPlan": "lance_sql.planning.joins",
     "StagedWrite": "lance_sql.tables.namespace.staging",
 }
+
+
+__all__ = [
+    "CommitConflictError",
+    "FormatError",
+    "LanceSqlError",
+    "NotFoundError",
+    "PlanningError",
+    "SchemaMismatchError",
+    "SpecError",
+    "UnsafeLocationError",
+    "UnsupportedFeatureError",
+    "__version__",
+    *_LAZY,
+]
 
 
 def _load_filter_planner() -> None:

@@ -70,15 +70,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_LAZY[name]), name)
 
 
-__all__ = [
-    "SETTINGS",
-    "delete",
-    "describe_read",
-    "merge",
-    "partitioned_join",
-    "read_blob_bytes",
-    "register",
-    "scan_scoped_pushdown",
-    "search",
-    "search_batch",
-]
+__all__ = ["SETTINGS", "register", "scan_scoped_pushdown", *_LAZY]
