@@ -25,36 +25,6 @@ from udfs import sql_engine as _sql_engine
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CommitConflictError",
-    "DatasetMetadata",
-    "FormatError",
-    "JoinPlan",
-    "LanceSqlError",
-    "NotFoundError",
-    "PartitionField",
-    "PartitionSpec",
-    "PartitionedNamespace",
-    "PlanningError",
-    "ScanPlan",
-    "SchemaMismatchError",
-    "ServicePool",
-    "SessionContext",
-    "SpecError",
-    "StagedWrite",
-    "Transform",
-    "UnsafeLocationError",
-    "UnsupportedFeatureError",
-    "__version__",
-    "list_tags",
-    "list_versions",
-    "open_metadata",
-    "plan_join",
-    "plan_partitions",
-    "plan_scan",
-    "search",
-]
-
 
 # Public API objects live in their layers; they are imported lazily so that
 # ``import lance_sql`` stays cheap and the format layer needs no DataFusion.
@@ -79,16 +49,29 @@ _LAZY = {
 }
 
 
+__all__ = [
+    "CommitConflictError",
+    "FormatError",
+    "LanceSqlError",
+    "NotFoundError",
+    "PlanningError",
+    "SchemaMismatchError",
+    "SpecError",
+    "UnsafeLocationError",
+    "UnsupportedFeatureError",
+    "__version__",
+    *_LAZY,
+]
+
+
 def _load_filter_planner() -> None:
-    """Register the pruning planner for namespace row operations (the tables layer calls
-    this on first need, so importing ``PartitionedNamespace`` from its module suffices)."""
+    """Register the pruning planner for namespace row operations (called on first need)."""
     import importlib
 
     importlib.import_module("lance_sql.planning.mutation_plan")
 
 
 def _load_sql_engine() -> object:
-    """DataFusion as the SQL engine service of the layers below it (``udfs.sql_engine``)."""
     import importlib
 
     return importlib.import_module("lance_sql.engines.datafusion.sql_evaluation").ENGINE

@@ -1,10 +1,5 @@
-"""The typed errors every layer of lance-sql raises.
-
-One small hierarchy so that callers can catch ``LanceSqlError`` for anything
-this library refuses, or a precise subclass when they care why. Every error
-names the object at fault (a file, a key, a partition) in its message and, where
-it helps a program, as an attribute.
-"""
+"""The typed errors every layer of lance-sql raises: catch ``LanceSqlError`` for anything
+this library refuses, or a subclass; each names the object at fault in its message."""
 
 from __future__ import annotations
 

@@ -48,7 +48,6 @@ ALLOWED_SAME_NAMES: dict[str, int] = {
     "dml.py": 2,  # the DataFusion and the Spark engine's SQL DML
     "dml_merge.py": 2,
     "errors.py": 3,
-    "maintenance.py": 2,
 }
 
 # Arrow type lists (TYPE_LIST_MIN or more ``pa.types.is_*`` tests in one boolean

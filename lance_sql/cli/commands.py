@@ -1,4 +1,4 @@
-"""The ``sql``, ``explain``, ``inspect`` and ``partitions`` subcommands.
+"""The subcommands but ``demo`` and ``import``.
 
 Each function takes the parsed arguments and a writer for stdout and returns
 the exit code; errors are raised and turned into one line by ``main``.
@@ -10,6 +10,8 @@ import collections
 import contextlib
 import json
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -84,6 +86,57 @@ def cmd_explain(args: Any, out: TextIO) -> int:
     return 0
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30s``, ``15m``, ``12h``, ``7d``, ``2w`` (a bare number is seconds)."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise UsageError(f"not a duration: {text!r} (examples: 30s, 15m, 12h, 7d, 2w)")
+    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def cmd_compact(args: Any, out: TextIO) -> int:
+    ns = open_namespace(args.root)
+    report = ns.compact(target_rows_per_fragment=args.target_rows_per_fragment)
+    out.write(f"{report}\n")
+    return 0
+
+
+def cmd_expire(args: Any, out: TextIO) -> int:
+    ns = open_namespace(args.root)
+    r = ns.expire_versions(older_than=parse_duration(args.older_than))
+    out.write(
+        f"removed {r.manifest_versions_removed} __manifest versions and "
+        f"{r.table_versions_removed} versions of {r.tables} partition tables "
+        f"({human_size(r.bytes_removed)})\n"
+    )
+    return 0
+
+
+def indexes_by_partition(ns: Any) -> dict[str, dict[str, Any]]:
+    """``object_id -> {"indexes": {name: "indexed/rows[ +N unindexed fragments]"|"missing"}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in ns.index_coverage().to_pylist():
+        if not r["present"]:
+            text = "missing"
+        else:
+            text = f"{r['indexed_rows']}/{r['rows']}"
+            if r["unindexed_fragments"]:
+                text += f" +{r['unindexed_fragments']} unindexed fragments"
+        out.setdefault(r["object_id"], {"indexes": {}})["indexes"][r["index"]] = text
+    return out
+
+
+def describe_indexes(indexes: dict[str, str]) -> str:
+    """``  indexes: id_idx=40/40, region_idx=missing`` for one partition line (or '')."""
+    if not indexes:
+        return ""
+    return "  indexes: " + ", ".join(f"{k}={v}" for k, v in sorted(indexes.items()))
+
+
 def _dir_size(path: Path) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(path):
@@ -95,7 +148,6 @@ def _dir_size(path: Path) -> int:
 
 def inspect_report(root: str) -> dict[str, Any]:
     """Specs, schema, partition counts per spec version and sizes of a namespace."""
-    from lance_sql.cli.maintenance import indexes_by_partition
     from lance_sql.spec.arrow_json import source_fields
     from lance_sql.spec.transforms.spec_text import field_text
     from lance_sql.spec.transforms.spec_text import time_partition_warnings as time_warnings
@@ -170,8 +222,6 @@ def cmd_repair(args: Any, out: TextIO) -> int:
 
 
 def cmd_inspect(args: Any, out: TextIO) -> int:
-    from lance_sql.cli.maintenance import describe_indexes
-
     rep = inspect_report(args.root)
     if args.json:
         out.write(json.dumps(rep, indent=2, default=str) + "\n")

@@ -1,9 +1,5 @@
-"""``lance-sql demo``: build the sample namespaces and run every ``sql_examples/`` file.
-
-Per query: the result, the partition tables each namespace scan reads (from EXPLAIN),
-whether joins run storage-partitioned (from the join planner and the physical plan)
-and the wall time.
-"""
+"""``lance-sql demo``: build the sample namespaces and run every ``sql_examples/`` file
+(per query: result, partition tables read, join layout, wall time)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Deterministic sample namespaces for ``lance-sql demo`` and the example tests.
-
-Every generator is seeded, so the same folder always holds the same rows and
-the expected results in ``sql_examples/`` stay checkable.
-"""
+"""Deterministic (seeded) sample namespaces for ``lance-sql demo`` and the example tests."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """``lance-sql import``: stream a parquet/CSV/JSON file into a partitioned namespace.
 
-The file is read in record batches and handed to ``append`` as a generator,
-so memory stays bounded by the writer's buffer, not the file size. The
-progress bar (rich, on stderr) only appears when stderr is a terminal.
+Batches reach ``append`` as a generator: memory is bounded by the writer's buffer.
 """
 
 from __future__ import annotations
@@ -61,12 +59,8 @@ def open_batches(
 def _cast_to(
     schema: pa.Schema, batches: Iterator[pa.RecordBatch], text: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    """Each batch under the one schema rule of every write path (``schema_rule``).
-
-    Text formats (CSV, JSON) have no column types, only values pyarrow inferred
-    a type for: their namespace columns are parsed as the namespace types
-    first. Typed files (Parquet) go to the rule as they are.
-    """
+    """Each batch under the shared schema rule; text formats (CSV, JSON) carry only the
+    types pyarrow inferred, so their columns are parsed as the namespace types first."""
     from lance_sql.tables.namespace.schema_rule import cast_named, conform
 
     for b in batches:
@@ -104,12 +98,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def read_spec(value: str) -> Any:
-    """``--spec``: a file holding a partition spec, or the spec itself inline.
-
-    Either spelling of docs/namespaces.md "Partition specs": text such as
-    ``bucket(16, customer_id), days(ts)`` or JSON (a list of fields, or an object
-    with ``fields``).
-    """
+    """``--spec``: a file holding a partition spec, or the spec inline (text or JSON)."""
     from lance_sql.spec.transforms.spec_text import spec_fields
 
     path = Path(value)

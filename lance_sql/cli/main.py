@@ -1,9 +1,5 @@
-"""Entry point of the ``lance-sql`` command (``lance_sql.cli.main:main``).
-
-Errors become one line on stderr (``lance-sql: error: ...``) with exit code 1
-for runtime and data errors and 2 for usage errors; ``--debug`` shows the
-traceback instead, for bug reports.
-"""
+"""Entry point of the ``lance-sql`` command: errors become one line on stderr, exit code 1
+(runtime, data) or 2 (usage); ``--debug`` shows the traceback."""
 
 from __future__ import annotations
 
@@ -110,10 +106,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "import":
         from lance_sql.cli.importer import cmd_import as fn
     else:
-        from lance_sql.cli import commands, maintenance
+        from lance_sql.cli import commands
 
-        module = maintenance if args.command in ("compact", "expire") else commands
-        fn = getattr(module, f"cmd_{args.command}")
+        fn = getattr(commands, f"cmd_{args.command}")
     return fn(args, sys.stdout)  # type: ignore[no-any-return]
 
 

@@ -1,9 +1,4 @@
-"""Render query results for a terminal and write them to files.
-
-Plain aligned text (no dependency) keeps output stable for tests and pipes;
-files are written with pyarrow so types survive (parquet) or are standard
-(csv, JSON lines).
-"""
+"""Render query results as aligned text (stable for tests and pipes) and write them to files."""
 
 from __future__ import annotations
 

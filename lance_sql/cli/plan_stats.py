@@ -1,9 +1,5 @@
-"""Pruning and join statistics for printed queries.
-
-The numbers come from the ``LanceScan:`` / ``LanceNamespaceScan:`` lines that
-``lance_sql.SessionContext`` adds to EXPLAIN output, so what the CLI prints is
-what the engine actually planned, not a second estimate.
-"""
+"""Pruning and join statistics for printed queries, read from the ``LanceScan:`` /
+``LanceNamespaceScan:`` lines of EXPLAIN: what the engine planned, not a second estimate."""
 
 from __future__ import annotations
 

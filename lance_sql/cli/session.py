@@ -22,11 +22,8 @@ def parse_binding(text: str, flag: str) -> tuple[str, str]:
 
 
 def check_local_root(root: str, what: str) -> None:
-    """Fail early, with a short message, for a local path that does not exist.
-
-    pylance's own not-found message is several lines of Rust source locations;
-    URIs with a scheme (``s3://``) are left to the engine.
-    """
+    """A one-line error for a missing local path (pylance's spans lines of Rust locations);
+    URIs with a scheme are left to the engine."""
     if "://" not in root and not Path(root).exists():
         raise NotFoundError(f"{what} {root!r} does not exist")
 

@@ -1,8 +1,6 @@
 """Split SQL text into statements and read the header comments of example files.
 
-A ``-f file.sql`` may hold several statements; splitting must not cut inside a
-string literal, a quoted identifier, a ``--`` or a ``/* */`` comment, so a tiny scanner is
-used instead of ``str.split(";")``.
+A scanner, not ``str.split(";")``: a ``;`` in a literal, quoted identifier or comment ends nothing.
 """
 
 from __future__ import annotations

@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from lance_sql.engines.spark import write_lease
-from lance_sql.engines.spark.write_journal import journal_uri
-from lance_sql.engines.spark.write_lease import AttemptLease, WriteFencedError, fence_and_wait
+from lance_sql.engines.spark import write_journal
+from lance_sql.engines.spark.write_journal import (
+    AttemptLease,
+    WriteFencedError,
+    fence_and_wait,
+    journal_uri,
+)
 
 
 def test_no_journal_no_wait(tmp_path: Path) -> None:
@@ -70,7 +74,7 @@ def test_dead_attempt_is_given_up_after_stale(tmp_path: Path) -> None:
 
 def test_max_wait_bounds_the_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = str(tmp_path)
-    monkeypatch.setattr(write_lease, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(write_journal, "HEARTBEAT_SECONDS", 0.05)
     with AttemptLease(root, "w", "stuck", None, heartbeat=0.05) as lease:
         t0 = time.monotonic()
         alive = fence_and_wait(root, "w", None, stale=60.0, max_wait=0.5)

@@ -17,11 +17,9 @@ _SCAN_BUILDER = "org.apache.spark.sql.execution.datasources.v2.python.PythonScan
 def scan_scoped_pushdown(spark: Any) -> bool:
     """Whether this Spark keeps the read plan of a pushed filter with its own scan.
 
-    pyspark 4.3.0 stores it on the data-source object every scan of one
-    ``load()`` shares, so a later query of the same DataFrame (or another scan
-    in the same query) reads with an earlier query's filter. Later Sparks keep
-    it on the scan builder (a ``readInfo`` field there), which is what this
-    checks through the driver's JVM; False when that cannot be checked.
+    pyspark 4.3.0 shares it among every scan of one ``load()`` (a later query would read
+    with an earlier filter); later Sparks keep it on the scan builder (``readInfo``),
+    which this checks through the driver's JVM; False when that cannot be checked.
     """
     try:
         cls = spark._jvm.java.lang.Class.forName(_SCAN_BUILDER)
@@ -33,13 +31,8 @@ def scan_scoped_pushdown(spark: Any) -> bool:
 def register(spark: Any, filter_pushdown: bool | None = None) -> None:
     """Register the ``lance_ns`` data source with ``spark``.
 
-    ``filter_pushdown`` (default: :func:`scan_scoped_pushdown`): prune by the
-    filters Spark pushes, and set ``spark.sql.python.filterPushdown.enabled=true``.
-    Where Spark would reuse a pushed filter's read plan for other scans
-    (pyspark 4.3.0) it is off, Spark filters the rows itself, and pruning
-    comes from the per-DataFrame ``where`` read option. After this,
-    ``spark.read.format("lance_ns").load(root)`` and
-    ``df.write.format("lance_ns").mode("append").save(root)`` work.
+    ``filter_pushdown`` (default: :func:`scan_scoped_pushdown`): prune by the filters Spark
+    pushes (setting :data:`SETTINGS`); off, pruning comes from the ``where`` read option.
     """
     from lance_sql.engines.spark.read_packing import packing_from_spark
     from lance_sql.engines.spark.source import (
@@ -77,15 +70,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_LAZY[name]), name)
 
 
-__all__ = [
-    "SETTINGS",
-    "delete",
-    "describe_read",
-    "merge",
-    "partitioned_join",
-    "read_blob_bytes",
-    "register",
-    "scan_scoped_pushdown",
-    "search",
-    "search_batch",
-]
+__all__ = ["SETTINGS", "register", "scan_scoped_pushdown", *_LAZY]

@@ -1,11 +1,5 @@
-"""Blob bytes in Spark tasks.
-
-A Spark read returns a blob column's descriptor, never the bytes.
-:func:`read_blob_bytes` lists the rows a filter selects on the driver (their
-``(partition_table, row_id)`` and the columns asked for; no blob read there), and Spark
-tasks read the bytes at the same ``__manifest`` version
-(:func:`lance_sql.tables.namespace.blobs.read_blobs`).
-"""
+"""Blob bytes in Spark tasks (a ``lance_ns`` read returns a blob column's descriptor only):
+the driver lists the selected rows, tasks read their bytes at the same version."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """``lance_sql.spark.delete(spark, root, where)``: ``ns.delete(where)`` in Spark tasks.
 
-The driver prunes as :func:`~lance_sql.tables.namespace.delete.delete_matching` does
-(partitions the filter covers leave ``__manifest`` without any task); each other
-candidate table is read by a task at the pinned ``__manifest`` version, which writes
-Lance deletion files (``LanceFragment.delete``, no commit). The driver commits each
-changed table, then ``__manifest`` once; a concurrent ``__manifest`` commit replays the
-delete. Task attempts hold leases and journal their deletion files
-(:mod:`.write_lease`, :mod:`.write_journal`), so a failed job leaves no file.
+Covered partitions leave ``__manifest`` without a task; tasks write deletion files in
+the others at the pinned version (leased and journaled, so a failed job leaves none); the
+driver commits each table, then ``__manifest`` once, replaying on a concurrent commit.
 Row ids are Lance row addresses: these tables have no stable row ids.
 """
 
@@ -91,7 +87,7 @@ class DeleteTasks:
     def attempt(self) -> Iterator[tuple[Any, Any]]:
         """This task attempt's lease, and the namespace at the planned ``__manifest`` version."""
         from lance_sql.engines.spark.options import open_at
-        from lance_sql.engines.spark.write_lease import AttemptLease
+        from lance_sql.engines.spark.write_journal import AttemptLease
 
         with AttemptLease(self.root, self.write_id, None, self.storage_options) as lease:
             yield lease, open_at(self.root, self.version, self.storage_options)
@@ -196,7 +192,7 @@ class DeleteJob:
 
     def check(self) -> None:
         """Refuse the job before anything is written (here: a filter that does not plan)."""
-        from lance_sql.engines.spark.replace_where import check_filter
+        from lance_sql.engines.spark.write import check_filter
 
         check_filter(self.root, self.where, self.ns.schema)
 
@@ -207,12 +203,9 @@ class DeleteJob:
         return run(self.ns, self.once)  # once commits: the Mutation it is given stays unchanged
 
     def once(self, m0: Any) -> Any:
-        """One attempt: stage against ``m0`` (the latest ``__manifest``), then commit
-        ``__manifest`` once (DELETE and MERGE alike); a commit made meanwhile raises
-        CommitConflictError."""
-        from lance_sql.engines.spark.replace_where import commit_with_stages
-        from lance_sql.engines.spark.write_journal import finish_write
-        from lance_sql.engines.spark.write_lease import fence_and_wait
+        """Stage against ``m0`` (the latest ``__manifest``), then commit it once; a commit made
+        meanwhile raises CommitConflictError."""
+        from lance_sql.engines.spark.write_journal import fence_and_wait, finish_write
         from lance_sql.tables.namespace.mutation import Mutation
         from lance_sql.tables.namespace.staging import abort_staged
 
@@ -234,7 +227,7 @@ class DeleteJob:
                 m.drop(m.entries[oid])
             for d in out.deletes:
                 kept.update(self.apply(m, d))
-            commit_with_stages(m, out.stages)
+            self.ns._set_snapshot(m.commit(out.stages))
             committed = True
         except BaseException:
             abort_staged(self.root, out.stages, storage_options=self.storage_options)

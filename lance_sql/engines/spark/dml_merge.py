@@ -1,21 +1,9 @@
 """``lance_sql.spark.merge(spark, root, source_df, on=[...], ...)``: ns.merge in Spark tasks.
 
-Same options and answer as :func:`lance_sql.tables.namespace.merge.merge`, one commit:
-
-1. the source is checkpointed (both steps see the same rows) and numbered; a key held
-   twice raises :class:`~lance_sql.tables.namespace.merge.MergeKeyError` before any
-   write;
-2. matched rows: the keyed source is cross-joined with the table list (never collected
-   on the driver); one task per partition table runs
-   :func:`~lance_sql.tables.namespace.merge_rows.merge_table` at the pinned version,
-   writes deletion files, stages the rewritten rows and returns the source row numbers
-   it matched;
-3. not matched: the other source rows (an anti join on the row number) are staged by
-   the ``lance_ns`` writer's task code.
-
-The driver commits as :func:`.replace_where.commit_with_stages`; a concurrent
-``__manifest`` commit replays the merge. With at most :data:`PRUNE_KEYS` distinct keys
-the partition tables are pruned by the key filter ``ns.merge`` uses.
+The checkpointed, numbered source (a key held twice fails before any write) is
+cross-joined with the partition tables: one task per table rewrites its matched rows;
+the source rows no task matched are then staged by the ``lance_ns`` writer's task code.
+One commit, as :meth:`.dml.DeleteJob.once`.
 """
 
 from __future__ import annotations
@@ -215,9 +203,8 @@ class MergeJob(DeleteJob):
         return matched, deletes, updated, deleted
 
     def candidate_tables(self, m: Any) -> list[str]:
-        """The partition tables a source key may match: with at most :data:`PRUNE_KEYS`
-        distinct keys (only they reach the driver), those the pruning planner keeps for
-        the key filter ``ns.merge`` uses; else every table."""
+        """The partition tables a source key may match: pruned by ``ns.merge``'s key filter when
+        at most :data:`PRUNE_KEYS` distinct keys (they reach the driver), else all."""
         from lance_sql.tables.namespace.filter_hook import filter_planner
         from lance_sql.tables.namespace.merge_rows import key_filter
 

@@ -1,10 +1,7 @@
-"""Spark pushed filters -> one pyarrow expression (the edge between Spark and the planner).
+"""Spark pushed filters -> one pyarrow expression that prunes and is applied in every scan.
 
-Each AND-ed simple filter Spark pushes that converts exactly becomes part of one
-``pyarrow.compute.Expression``, which both prunes partitions and is applied inside
-every partition scan, so Spark need not re-check it; the others go back to Spark.
-Both drop rows whose filter is NULL or false (``Not(EqualTo(a, 1))`` drops NULL ``a``);
-``EqualNullSafe`` becomes ``is_null`` / ``==`` on a non-null value.
+Only exact conversions are kept (the rest go back to Spark); both drop rows whose filter
+is NULL or false (``Not(EqualTo(a, 1))`` drops NULL ``a``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Partition-wise (storage-partitioned) join on Spark, without an Exchange.
 
-A Python data source cannot report its partitioning, so Spark's own SPJ never applies.
-The driver plans with :func:`lance_sql.planning.joins.plan_join` and packs the join
-groups into ``n`` tasks by bytes (:func:`.read_packing.pack_groups`);
-``spark.range(0, n, 1, n)`` gives exactly those tasks without a shuffle, and
-``mapInArrow`` joins each group's tables locally (:mod:`.join_arrow`). Key types that
-module does not join fall back to Spark's own join of the two reads, with a warning.
-
-Output columns: the left ones, then the right ones (a right name that clashes becomes
-``<name>_right``); semi and anti joins return the left columns only.
+A Python data source cannot report its partitioning, so Spark's own SPJ never applies:
+the driver plans the join groups, ``spark.range(0, n, 1, n)`` gives ``n`` tasks without
+a shuffle, and each joins its groups locally (:mod:`.join_arrow`).
 """
 
 from __future__ import annotations
@@ -36,7 +30,8 @@ def _on_pairs(on: Any) -> list[tuple[str, str]]:
 
 
 def output_schema(left: pa.Schema, right: pa.Schema, how: str) -> pa.Schema:
-    """Joined columns as this module names them (see the module docstring)."""
+    """The left columns, then the right ones (a clashing name gets ``_right``); semi/anti:
+    the left ones."""
     if how in ("semi", "anti"):
         return left
     fields = list(left)
@@ -82,18 +77,12 @@ def partitioned_join(
 ) -> Any:
     """Join two partitioned namespaces on Spark, shuffle-free: each task joins whole join groups.
 
-    ``on``: a column name, or a list of names or ``(left, right)`` pairs.
-    ``how``: inner, left, right, full (outer), semi, anti. ``left_filter`` /
-    ``right_filter``: SQL conditions applied to that side before the join (they
-    also prune partitions). ``storage_options``: object-store options (as for
-    pylance, e.g. ``aws_endpoint``) for both namespaces; the scan units carry
-    them to the tasks. When the namespaces' partitionings are not compatible
-    for ``on`` (or Arrow's join does not compare the key types), warns and
-    returns Spark's own join of the two ``lance_ns`` reads (same result, with a
-    shuffle). ``tasks``: the number of Spark tasks (at most one per join group);
-    default: groups packed by bytes as Spark packs files
-    (:func:`.read_packing.pack_groups`); a task joins one group at a time, so
-    packing does not raise a task's peak memory. Ignored by the fallback.
+    ``on``: a column name, or a list of names or ``(left, right)`` pairs. ``how``: inner,
+    left, right, full, semi, anti. ``left_filter`` / ``right_filter``: SQL applied to
+    that side (and pruning it). Output: the left columns, then the right ones (a clashing
+    name gets ``_right``); semi/anti: the left ones. Partitionings not compatible for
+    ``on``: a warning and Spark's own join of the two reads. ``tasks``: Spark tasks
+    (default: groups packed by bytes, :func:`.read_packing.pack_groups`).
     """
     from lance_sql.engines.spark.options import open_at
     from lance_sql.planning.joins import plan_join
@@ -180,12 +169,11 @@ def _spark_join(
     right_version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> Any:
-    """Spark's own join of two ``lance_ns`` reads, named like :func:`output_schema`.
+    """Spark's own join of two ``lance_ns`` reads at the planned versions, named like
+    :func:`output_schema`.
 
-    Reads the same ``__manifest`` versions the partition-wise plan would have read.
-    The side filters go to the reads' ``where`` option, so they are read as
-    DataFusion SQL (as the partition-wise path reads them) and prune, never as
-    Spark SQL (``k / 2 = 3`` is integer division in one, not in the other).
+    The side filters go to the ``where`` option: read as DataFusion SQL, never as Spark SQL
+    (``k / 2 = 3`` is integer division in one, not in the other).
     """
     from pyspark.sql import functions as F
 

@@ -1,13 +1,8 @@
-"""One join group joined inside a Spark task with Arrow's hash join (Acero), no DataFusion.
+"""One join group joined inside a Spark task with Arrow's hash join (Acero).
 
-Acero joins **row numbers** (the key columns plus one row-number column per side) and
-the output columns are gathered with ``take`` in slices of ``batch_rows`` rows: Acero
-refuses lists and structs as payload, and the join keeps one small index table.
-Semantics are Spark's: a NULL key matches nothing, float keys are normalised
-(``-0.0`` equals ``0.0``, every NaN equals every NaN) and integers compare across
-widths and signs (a uint64 with a signed key as decimals); other key pairs are refused
-by :func:`arrow_join_supports`. Chosen over DataFusion in the task for 4x less CPU per
-group (docs/benchmarks/spark.md).
+Acero joins row numbers and the columns are gathered with ``take`` (it refuses lists
+and structs as payload). Spark's semantics: a NULL key matches nothing, ``-0.0`` equals
+``0.0``, NaN equals NaN, integers compare across widths and signs.
 """
 
 from __future__ import annotations
@@ -100,10 +95,8 @@ def _row_numbers(n: int) -> pa.Array:
 def matching_rows(
     left: pa.Table, right: pa.Table, on: Sequence[tuple[str, str]], how: str
 ) -> tuple[pa.ChunkedArray, pa.ChunkedArray | None]:
-    """Row numbers of the joined pairs: (left rows, right rows; None for semi/anti).
-
-    An unmatched preserved row has a NULL row number on the other side.
-    """
+    """Row numbers of the joined pairs (left, right; None for semi/anti); an unmatched
+    preserved row has a NULL row number on the other side."""
     lcols: dict[str, Any] = {}
     rcols: dict[str, Any] = {}
     for i, (lk, rk) in enumerate(on):
@@ -132,11 +125,8 @@ def join_group(
     out: pa.Schema,
     batch_rows: int,
 ) -> Iterator[pa.RecordBatch]:
-    """The joined rows of one group as batches of at most ``batch_rows`` rows named as ``out``.
-
-    ``left`` / ``right``: the sides' columns in output order (``out`` names the
-    left columns, then the right ones; semi/anti: the left ones only).
-    """
+    """The joined rows of one group as batches of at most ``batch_rows`` rows named as ``out``
+    (``left`` / ``right``: the sides' columns in output order)."""
     lrows, rrows = matching_rows(left, right, on, how)
     lrows = lrows.combine_chunks()
     rrows = rrows.combine_chunks() if rrows is not None else None

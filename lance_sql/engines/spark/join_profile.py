@@ -1,10 +1,5 @@
-"""Opt-in profile of ``partitioned_join`` tasks: ``LANCE_SQL_JOIN_PROFILE=<folder>`` in the workers.
-
-Each task then runs under :mod:`cProfile` and writes ``join-task-<pid>-<n>.prof`` and a
-``.json`` of its wall time, the time in this library's code, the time Spark spent
-consuming the batches, the rows produced and the worker's peak RSS (``VmHWM``) into
-that folder (docs/spark.md). Unset, the task pays one environment lookup.
-"""
+"""Opt-in profile of ``partitioned_join`` tasks: ``LANCE_SQL_JOIN_PROFILE=<folder>`` in the
+workers writes a cProfile ``.prof`` and a ``.json`` of times, rows and peak RSS per task."""
 
 from __future__ import annotations
 

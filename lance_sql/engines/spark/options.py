@@ -34,7 +34,7 @@ def int_option(
     zero: bool | None = None,
 ) -> int | None:
     """A positive whole-number option (``zero``: non-negative, the default for ``version``),
-    read by ``parse``; None when absent; anything else raises naming it."""
+    read by ``parse``; None when absent."""
     raw = options.get(key)
     if raw is None or str(raw).strip() == "":
         return None
@@ -52,8 +52,7 @@ def int_option(
 
 
 def text_option(options: Mapping[str, str], key: str) -> str | None:
-    """The option ``key`` matched in any case (Spark lower-cases option keys), stripped;
-    None when absent or blank."""
+    """The option ``key`` in any case (Spark lower-cases option keys), stripped; None if blank."""
     lower = {str(k).lower(): str(v) for k, v in options.items()}
     return lower.get(key.lower(), "").strip() or None
 

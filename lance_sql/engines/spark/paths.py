@@ -1,10 +1,7 @@
 """Namespace roots as Spark and Hadoop write them -> URIs pylance and fsspec open.
 
-``file:`` URIs become absolute paths (``file://otherhost/p`` is refused), ``s3a://``
-and ``s3n://`` become ``s3://`` (pylance and fsspec know only that), other
-``scheme://`` URIs are kept, and a relative path is resolved against the driver's
-working directory: :func:`normalize_root` runs where the data source is created,
-so executors, whose working directories differ, receive the absolute path.
+A relative path is resolved where the data source is created (the driver), so executors,
+whose working directories differ, receive the absolute path.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ _S3_ALIASES = ("s3a", "s3n")
 
 
 def normalize_root(root: str, cwd: str | None = None) -> str:
-    """``root`` as an absolute local path or an object-store URI (see the module docstring)."""
+    """``root`` as an absolute local path or an object-store URI."""
     text = root.strip()
     if not text:
         raise LanceSqlError("lance_ns: empty namespace root")

@@ -1,18 +1,9 @@
 """Scan units -> Spark input partitions, packed by bytes as Spark packs files.
 
-Every Spark task of a Python data source costs a Python worker round trip, so one task
-per partition table is several times slower than Spark's Parquet read
-(docs/benchmarks/spark_read.md). Sizes come from fragment metadata only
-(``file_size_bytes`` scaled by live rows; the row count when no size is recorded).
-Spark's rule (``FilePartition.maxSplitBytes``)::
-
-    max_split = min(max_partition_bytes, max(open_cost, total / min_partitions))
-    total     = sum(unit bytes + open_cost)
-
-then first-fit decreasing; a unit at or above ``max_split`` stays alone. The settings
-default to the session's ``spark.sql.files.*`` values captured by
-:func:`~lance_sql.engines.spark.register`. :func:`pack_groups` packs join groups by the
-same rule (each group's join is independent, so any packing gives the same result).
+Every task of a Python data source costs a worker round trip, so small tables share
+tasks. Sizes come from fragment metadata; the split size is Spark's
+``FilePartition.maxSplitBytes`` rule over the session's ``spark.sql.files.*`` settings,
+then first-fit decreasing. :func:`pack_groups` packs join groups the same way.
 """
 
 from __future__ import annotations
@@ -107,11 +98,8 @@ def unit_bytes(unit: Any) -> int:
 
 
 def pack_by_bytes(units: Sequence[Any], packing: Packing) -> list[list[Any]]:
-    """Units grouped into Spark input partitions of about :meth:`Packing.max_split` bytes.
-
-    Groups keep the units' original order inside them and are ordered by their
-    first unit, so a task reads its tables in ``object_id`` order.
-    """
+    """Units grouped into Spark input partitions of about :meth:`Packing.max_split` bytes,
+    in the units' order (a task reads its tables in ``object_id`` order)."""
     if not units:
         return []
     return [[units[i] for i in g] for g in pack_groups([unit_bytes(u) for u in units], packing)]
@@ -120,12 +108,8 @@ def pack_by_bytes(units: Sequence[Any], packing: Packing) -> list[list[Any]]:
 def pack_groups(
     weights: Sequence[int], packing: Packing, tasks: int | None = None
 ) -> list[list[int]]:
-    """Indexes of ``weights`` per Spark task: ``min(tasks, len(weights))`` bins of similar
-    weight when ``tasks`` is given (heaviest into the lightest,
-    :func:`~lance_sql.tables.scan.balanced_groups`), else Spark's file-split rule.
-
-    Always at least one bin (an empty join still runs one task that returns nothing).
-    """
+    """Indexes of ``weights`` per Spark task: ``tasks`` bins of similar weight, else Spark's
+    file-split rule; at least one bin (an empty join still runs one task)."""
     if not weights:
         return [[]]
     if tasks is not None:
@@ -134,13 +118,8 @@ def pack_groups(
 
 
 def first_fit(weights: Sequence[int], limit: int, open_cost: int = 0) -> list[list[int]]:
-    """First-fit decreasing: indexes of ``weights`` grouped under ``limit`` each.
-
-    An item joins the first group whose load plus its weight fits; a group's
-    load counts each item's weight plus ``open_cost`` (as Spark's file split
-    rule: the cost counts after the first). An item at or above the limit stays
-    alone. Groups hold their indexes in order and are ordered by their first.
-    """
+    """First-fit decreasing: indexes of ``weights`` grouped under ``limit`` each (a group's
+    load adds ``open_cost`` per item, as Spark's rule); groups sorted, ordered by first."""
     order = sorted(range(len(weights)), key=lambda i: (-weights[i], i))
     groups: list[list[int]] = []
     used: list[int] = []

@@ -1,9 +1,5 @@
-"""What a ``lance_ns`` read will read, computed on the driver from metadata.
-
-pyspark 4.3's Python data sources cannot add metrics or text to Spark's plan, so
-:func:`describe_read` runs the reader's own planning (the same pruning and packing)
-on the driver instead, reading metadata only.
-"""
+"""What a ``lance_ns`` read will read: the reader's own planning run on the driver from
+metadata (a Python data source cannot add text or metrics to Spark's plan)."""
 
 from __future__ import annotations
 
@@ -37,10 +33,7 @@ class ReadReport:
 def describe_read(spark: Any, root: str, **options: str) -> ReadReport:
     """What ``spark.read.format("lance_ns").options(**options).load(root)`` reads.
 
-    ``spark`` (may be None: Spark's default split settings) gives the
-    ``spark.sql.files.*`` packing settings, as :func:`~lance_sql.engines.spark.register`
-    captures them. The count of Spark partitions equals the DataFrame's
-    ``rdd.getNumPartitions()`` for the same options and ``__manifest`` version.
+    ``spark`` gives the packing settings (None: Spark's defaults).
     """
     from lance_sql.engines.spark.source import LanceNamespaceDataSource, for_session
 

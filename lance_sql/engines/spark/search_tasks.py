@@ -1,11 +1,5 @@
-"""Search a partitioned namespace from Spark: per-partition searches in tasks, merged by Spark.
-
-:func:`search`: the driver prunes as :func:`lance_sql.search` does, each task searches
-a group of selected partition tables and returns their top ``k`` candidates, and
-``orderBy(...).limit(k)`` merges them with the Python search's tie rule.
-:func:`search_batch`: one search per row of a DataFrame of query vectors, ``k`` rows
-per query with the query's id and ``_rank`` (1 = nearest).
-"""
+"""Search a partitioned namespace from Spark: per-partition searches in tasks, merged by Spark
+with the Python search's tie rule."""
 
 from __future__ import annotations
 
@@ -33,7 +27,7 @@ def search(
     rrf_k: int = 60,
     **options: Any,
 ) -> Any:
-    """The top ``k`` rows of the namespace at ``root`` as a Spark DataFrame (see module doc).
+    """The top ``k`` rows of the namespace at ``root`` as a Spark DataFrame.
 
     ``options``: :func:`lance_sql.search`'s (``prefilter``, ``metric``,
     ``nprobes``, ``refine_factor``, ``ef``, ``use_index``). ``text=(column,
@@ -101,11 +95,8 @@ def search(
 
 
 def _fuse(df: Any, cols: list[str], k: int, rrf_k: int) -> Any:
-    """Reciprocal rank fusion of the vector and text candidates, as the Python search does.
-
-    Each list's global top ``k`` (ties by partition table, then row id) gets
-    ranks 1..k; ``_hybrid_score = sum(1 / (rrf_k + rank))``, descending, same ties.
-    """
+    """Reciprocal rank fusion of the vector and text candidates, as the Python search does
+    (``_hybrid_score = sum(1 / (rrf_k + rank))`` over each list's top ``k``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -143,7 +134,8 @@ def search_batch(
     storage_options: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Any:
-    """``k`` nearest rows per query of ``queries`` (columns ``id_column``, ``query_column``)."""
+    """``k`` nearest rows per query of ``queries`` (columns ``id_column``, ``query_column``),
+    with ``_rank`` (1 = nearest)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch

@@ -1,16 +1,9 @@
-"""The ``lance_ns`` Python data source: partition-pruned reads of a Lance partitioned namespace.
+"""The ``lance_ns`` Python data source: partition-pruned reads of a partitioned namespace.
 
-``schema()`` pins the ``__manifest`` version read at ``load()`` (schema and data from
-one commit). Pruning and packing happen once per query in the planning worker; each
-input partition carries pickled scan units and the exact filter, so a task opens only
-the Lance fragments it reads, never ``__manifest``.
-
-Why pushed filters are refused on pyspark 4.3.0: it keeps the read plan a pushed
-filter produced on the data-source object every scan of one ``load()`` shares, so a
-later scan of the same DataFrame would return the earlier filter's rows. Pruning then
-comes from the ``where`` option; :class:`LanceNamespacePushdownDataSource` also prunes
-by pushed filters where :func:`lance_sql.engines.spark.scan_scoped_pushdown` holds
-(docs/spark.md).
+``load()`` pins the ``__manifest`` version; pruning and packing run once per query and
+each input partition carries its scan units, so a task never opens ``__manifest``.
+Pushed filters are taken only where Spark scopes read plans to one scan
+(:func:`lance_sql.engines.spark.scan_scoped_pushdown`, docs/spark.md).
 """
 
 from __future__ import annotations
@@ -40,12 +33,8 @@ NAME = "lance_ns"
 def schema_from_metadata(options: Mapping[str, str]) -> tuple[pa.Schema, int]:
     """(namespace schema, ``__manifest`` version) from ``__manifest``'s manifest alone.
 
-    What ``load()`` needs, read with this project's manifest parser: no
-    pylance import and no ``__manifest`` rows, so the Python worker Spark runs
-    ``schema()`` in stays small (76 MB RSS instead of 198 MB: pylance imports
-    pandas). The properties are read as :func:`~lance_sql.tables.namespace.
-    manifest_table.root_properties` reads them (schema metadata overlaid by
-    table metadata).
+    No pylance import (it imports pandas), so the worker running ``schema()`` stays small;
+    properties as ``root_properties`` reads them (table metadata over schema metadata).
     """
     from lance_sql.format.metadata import open_metadata
     from lance_sql.tables.blob_columns import read_schema
@@ -95,13 +84,8 @@ class LanceInputPartition(InputPartition):
 
 
 def pack(units: Sequence[Any], rows_per_partition: int | None) -> list[list[Any]]:
-    """Group scan units into Spark input partitions.
-
-    Without a target: one group per unit. With one: first-fit decreasing by the
-    units' row counts from metadata; a unit at or above the target stays alone,
-    smaller ones share groups of at most ``rows_per_partition`` rows. Groups keep
-    the units' original order, so a task reads its tables in ``object_id`` order.
-    """
+    """Scan units grouped into Spark input partitions: one per unit, or with a target
+    first-fit decreasing by metadata row counts (:func:`.read_packing.first_fit`)."""
     if not rows_per_partition:
         return [[u] for u in units]
     rows = [u.estimated_rows or 0 for u in units]
@@ -190,34 +174,22 @@ class LanceNamespaceReader(DataSourceReader):
 class LanceNamespacePushdownReader(LanceNamespaceReader):
     """A reader that also takes Spark's pushed filters (a Spark with per-scan read plans).
 
-    pyspark refuses a reader that defines ``pushFilters`` while
-    ``spark.sql.python.filterPushdown.enabled`` is false, so it is a class of its own.
+    A class of its own: pyspark refuses a reader defining ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false.
     """
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        """Keep every filter with an exact pyarrow form; return the rest to Spark.
-
-        Used only on a Spark that scopes read plans to one scan: kept filters
-        prune partitions and are applied inside every partition scan (rows where
-        the filter is false or NULL are dropped, as Spark would), so Spark does
-        not evaluate them again.
-        """
+        """Keep (prune by, and apply in every scan) each filter with an exact pyarrow form;
+        return the rest to Spark."""
         self.filter, rest = split(filters, self.ns_schema)
         yield from rest
 
 
 class LanceNamespaceDataSource(DataSource):
-    """``spark.read.format("lance_ns").load(root)`` / ``df.write.format("lance_ns").save(root)``.
+    """``spark.read.format("lance_ns").load(root)`` / ``df.write.format("lance_ns").save(root)``
+    (options: docs/spark.md)."""
 
-    Its read and write options are listed in docs/spark.md; the root may be any form
-    Spark or Hadoop writes (:mod:`.paths`).
-    """
-
-    #: Whether readers accept Spark's pushed filters (only safe where Spark scopes
-    #: read plans to one scan; see the module docstring).
-    push_filters: ClassVar[bool] = False
-    #: File-split settings packing units into Spark partitions; :func:`for_session`
-    #: gives a subclass carrying the registering session's settings.
+    push_filters: ClassVar[bool] = False  # safe only where Spark scopes read plans to a scan
     packing: ClassVar[Packing] = Packing()
 
     def __init__(self, options: dict[str, str]) -> None:
@@ -264,9 +236,7 @@ class LanceNamespacePushdownDataSource(LanceNamespaceDataSource):
 def for_session(source: type[LanceNamespaceDataSource], packing: Packing) -> type:
     """``source`` with a session's packing settings, to register with that session.
 
-    A class made here has no importable name, so cloudpickle ships it by value
-    to the Python workers, ``packing`` included (the workers cannot ask the
-    session for its settings).
+    Having no importable name, the class is pickled by value, ``packing`` included.
     """
     return type(
         source.__name__,
@@ -278,17 +248,3 @@ def for_session(source: type[LanceNamespaceDataSource], packing: Packing) -> typ
             "__doc__": source.__doc__,
         },
     )
-
-
-__all__ = [
-    "NAME",
-    "LanceInputPartition",
-    "LanceNamespaceDataSource",
-    "LanceNamespacePushdownDataSource",
-    "LanceNamespacePushdownReader",
-    "LanceNamespaceReader",
-    "for_session",
-    "open_namespace",
-    "pack",
-    "selected_columns",
-]

@@ -1,11 +1,8 @@
 """Arrow types as Spark's Arrow reader requires them (exact match, no implicit casts).
 
-Spark checks every returned ``RecordBatch`` against the Arrow form of its own schema,
-so namespace types Spark lacks are mapped to the nearest Spark type that keeps the
-value (the table is in docs/spark.md) and batches are cast to
-:func:`spark_target_schema`, Spark's own rendering of its schema (list items named
-``element``), never to a guess. Types Spark cannot hold raise
-:class:`UnsupportedFeatureError` naming the column at ``load()``, not mid-scan.
+Types Spark lacks map to the nearest one that keeps the value (docs/spark.md); batches
+are cast to :func:`spark_target_schema`, Spark's own rendering of its schema (list items
+named ``element``), never to a guess.
 """
 
 from __future__ import annotations
@@ -42,8 +39,7 @@ _PASS = (
 def spark_arrow_type(t: pa.DataType, column: str = "?", *, nested: bool = False) -> pa.DataType:
     """The Arrow type Spark accepts for values of type ``t`` (``column`` names errors).
 
-    Times become int64 microseconds; inside lists/structs/maps only ``time64[us]``
-    can (its raw value already is microseconds), other units raise.
+    Times become int64 microseconds; nested, only ``time64[us]`` can (its raw value is).
     """
     if t in _SIMPLE:
         return _SIMPLE[t]
@@ -140,11 +136,8 @@ def cast_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
 
 
 def to_spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` cast column by column (matched by name) to ``schema``.
-
-    A value the target type cannot hold (e.g. a user schema reading an int64
-    column as INT) raises :class:`SchemaMismatchError` naming the column.
-    """
+    """``batch`` cast column by column (by name) to ``schema``; a value the target cannot
+    hold raises :class:`SchemaMismatchError` naming the column."""
     if batch.schema.equals(schema):
         return batch
     cols = []

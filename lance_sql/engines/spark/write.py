@@ -1,26 +1,28 @@
 """``df.write.format("lance_ns")``: tasks stage Lance files, the driver commits once.
 
-The driver plans once (:mod:`.write_plan`) and checks the schema with the rule every
-write path shares (:mod:`lance_sql.tables.namespace.schema_rule`). Tasks conform their
-batches by that rule, split them by partition and stage uncommitted Lance files in the
-partition tables' directories, journaling each (:mod:`.write_journal`); a commit
-message is the small JSON of a :class:`StagedWrite`. All tasks share a write id, so a
-new partition several tasks write ends as one table. The driver commits each touched
-table, then ``__manifest`` once; no row passes through it. ``replaceWhere``:
-:mod:`.replace_where`.
+The target (the namespace at the root, or one the write creates: its ``__manifest`` is
+committed with its partition rows, so of two concurrent creators one fails) is planned
+once on the driver. Tasks stage uncommitted files journaled per attempt
+(:mod:`.write_journal`) under one write id, so a new partition several tasks write ends
+as one table. ``replaceWhere`` deletes what the filter matches in the same commit.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lance_sql.engines.spark.options import text_option
+from lance_sql.engines.spark.options import _root, open_namespace, storage_options, text_option
+from lance_sql.errors import LanceSqlError, NotFoundError, SpecError
+
+OPTION = "replaceWhere"
+SPEC_OPTIONS = ("spec", "partitionBy")  # options giving the spec of a namespace to create
 
 
 @dataclass
@@ -45,11 +47,10 @@ def spark_encoding(f: pa.Field) -> pa.DataType | None:
 
 
 class LanceNamespaceWriter(DataSourceArrowWriter):
-    """Created on the driver, pickled to every task (see the module docstring)."""
+    """Created on the driver, pickled to every task."""
 
     def __init__(self, options: dict[str, str], overwrite: bool, spark_schema: Any = None) -> None:
         from lance_sql.engines.spark.types import spark_target_schema
-        from lance_sql.engines.spark.write_plan import plan_write
         from lance_sql.tables.namespace.schema_rule import check_schema
 
         self.options = dict(options)
@@ -65,8 +66,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         if arrow is not None:  # fail on the driver, before any task writes
             check_schema(arrow, self.schema, encoded=spark_encoding, source=self._source)
         if self.where is not None:
-            from lance_sql.engines.spark.replace_where import check_filter
-
             check_filter(self.root, self.where, self.schema)
         self.write_id = uuid.uuid4().hex
 
@@ -75,7 +74,7 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         return f"lance_ns {self.root}: the DataFrame"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
-        from lance_sql.engines.spark.write_lease import AttemptLease
+        from lance_sql.engines.spark.write_journal import AttemptLease
 
         plan = self.plan
         with AttemptLease(plan.root, self.write_id, None, plan.storage_options) as lease:
@@ -90,8 +89,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
         plan = self.plan
         rows = conform_all(iterator, plan.schema, encoded=spark_encoding, source=self._source)
         if self.where is not None:  # refuse rows outside the filter before the commit
-            from lance_sql.engines.spark.replace_where import checked
-
             rows = checked(rows, plan.root, self.where)
         staged = stage_journaled(
             rows,
@@ -106,7 +103,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[StagedCommit | None]) -> None:
         from lance_sql.engines.spark.write_journal import finish_write
-        from lance_sql.engines.spark.write_plan import commit_create
         from lance_sql.tables.namespace.writer import NamespaceWriter
 
         stages = self._staged(messages)
@@ -118,8 +114,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
             latest = read_manifest(plan.root, storage_options=plan.storage_options)
             if self.where is not None:
-                from lance_sql.engines.spark.replace_where import commit_replace_where
-
                 snap = commit_replace_where(plan, self.where, stages)
             elif self.dynamic and not any(st.partitions for st in stages):
                 snap = latest  # no rows: no partition to replace, nothing to commit
@@ -157,8 +151,6 @@ class LanceNamespaceWriter(DataSourceArrowWriter):
 
 def _dynamic(options: dict[str, str]) -> bool:
     """Whether an overwrite replaces only the partitions it writes (``partitionOverwriteMode``)."""
-    from lance_sql.errors import LanceSqlError
-
     mode = (text_option(options, "partitionOverwriteMode") or "static").lower()
     if mode not in ("static", "dynamic"):
         raise LanceSqlError(
@@ -170,9 +162,6 @@ def _dynamic(options: dict[str, str]) -> bool:
 
 def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> str | None:
     """The ``replaceWhere`` filter (overwrite only, not with dynamic partitions), or None."""
-    from lance_sql.engines.spark.replace_where import OPTION
-    from lance_sql.errors import LanceSqlError
-
     where = text_option(options, OPTION)
     if where is not None and (not overwrite or dynamic):
         raise LanceSqlError(
@@ -180,3 +169,159 @@ def _replace_where(options: dict[str, str], overwrite: bool, dynamic: bool) -> s
             "without partitionOverwriteMode=dynamic"
         )
     return where
+
+
+def check_filter(root: str, where: str, schema: pa.Schema) -> None:
+    """Plan ``where`` over ``schema`` as the row operations' condition (no rows read)."""
+    from lance_sql.tables.namespace.sql_eval import SqlExpressionError, row_condition
+
+    try:
+        row_condition(schema, where)
+    except SqlExpressionError as exc:
+        raise LanceSqlError(f"lance_ns {root}: option {OPTION}: {exc}") from exc
+
+
+def checked(batches: Iterable[pa.RecordBatch], root: str, where: str) -> Iterator[pa.RecordBatch]:
+    """``batches`` (namespace schema), refusing the first one with a row outside ``where``."""
+    from lance_sql.tables.namespace.overwrite import RowsOutsideFilterError
+    from lance_sql.tables.namespace.sql_eval import matching_mask
+
+    for batch in batches:
+        if batch.num_rows:
+            mask = matching_mask(pa.Table.from_batches([batch]), where)
+            outside = batch.num_rows - int(mask.true_count)
+            if outside:
+                raise RowsOutsideFilterError(
+                    f"lance_ns {root}: {outside} row(s) of the DataFrame do not match option "
+                    f"{OPTION} ({where}); nothing was written"
+                )
+        yield batch
+
+
+def commit_replace_where(plan: Any, where: str, stages: Sequence[Any]) -> Any:
+    """Delete the rows ``where`` matches and adopt ``stages``, in one ``__manifest`` commit."""
+    from lance_sql.tables.namespace.delete import delete_matching
+    from lance_sql.tables.namespace.mutation import Mutation
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ns = PartitionedNamespace.open(plan.root, storage_options=plan.storage_options)
+    m = Mutation(ns)
+    delete_matching(m, where)
+    snap = m.commit(stages)  # the staged files join their partitions after the drops
+    ns._set_snapshot(snap)
+    return snap
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The snapshot, schema and spec every task stages against."""
+
+    root: str
+    storage_options: dict[str, str] | None
+    snapshot: Any  # ManifestSnapshot (version 0 and not yet on disk when ``create``)
+    schema: pa.Schema
+    spec: Any  # PartitionSpec
+    create: bool
+
+
+def spec_option(options: Mapping[str, str]) -> str | None:
+    """The spec a write names (``spec`` or ``partitionBy``), None when none; both is an error."""
+    given = {k: v for k in SPEC_OPTIONS if (v := text_option(options, k))}
+    if len(given) > 1:
+        raise LanceSqlError(
+            f"lance_ns {options.get('path')}: give the partition spec once "
+            f"(options {sorted(given)} both set)"
+        )
+    return next(iter(given.values()), None)
+
+
+def plan_write(options: Mapping[str, str], arrow_schema: pa.Schema) -> WritePlan:
+    """The plan for writing a DataFrame of ``arrow_schema`` as the options say."""
+    root = _root(options)
+    opts = storage_options(options)
+    spec_text = spec_option(options)
+    try:
+        ns = open_namespace(options)
+    except NotFoundError:
+        if spec_text is None:
+            raise LanceSqlError(
+                f"lance_ns {root}: no namespace there; to create one with this write, give "
+                "its partition spec, e.g. .option('partitionBy', 'bucket(16, id), days(ts)') "
+                "or .option('spec', '<spec JSON>')"
+            ) from None
+        return _create_plan(root, opts, arrow_schema, spec_text)
+    if spec_text is not None:
+        _check_same_spec(root, ns, spec_text)
+    return WritePlan(str(ns.root), opts, ns.snapshot, ns._schema, ns.current_spec, False)
+
+
+def _check_same_spec(root: str, ns: Any, text: str) -> None:
+    """A spec option on an existing namespace must be its current spec (no implicit evolution)."""
+    from lance_sql.tables.namespace.spec_build import spec_of
+
+    wanted = spec_of(text, ns.schema, spec_id=ns.current_spec.id)
+    have = ns.current_spec.fields
+    same = len(wanted.fields) == len(have) and all(
+        a.same_definition(b) for a, b in zip(wanted.fields, have, strict=True)
+    )
+    if not same:
+        raise SpecError(
+            f"lance_ns {root}: the namespace is partitioned by "
+            f"{json.dumps([f.to_json() for f in have])}, not by the write's spec option "
+            f"{text!r}; change a spec with PartitionedNamespace.add_spec",
+            key="spec",
+        )
+
+
+def _create_plan(
+    root: str, opts: dict[str, str] | None, arrow_schema: pa.Schema, text: str
+) -> WritePlan:
+    from lance_sql.tables.namespace.namespace import first_snapshot
+    from lance_sql.tables.namespace.properties import normalize_schema
+    from lance_sql.tables.namespace.spec_build import spec_of
+
+    schema = normalize_schema(
+        pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
+    )
+    spec = spec_of(text, schema)
+    return WritePlan(root, opts, first_snapshot(root, schema, spec), schema, spec, True)
+
+
+def commit_create(plan: WritePlan, stages: list[Any], mode: str) -> Any:
+    """Create ``__manifest`` with the staged partitions in one commit; return the snapshot.
+    A namespace created at the root meanwhile: :class:`CommitConflictError`, nothing visible."""
+    from lance_sql.errors import CommitConflictError
+    from lance_sql.tables.namespace.manifest_table import (
+        create_manifest,
+        mirror_properties,
+        read_manifest,
+    )
+    from lance_sql.tables.namespace.writer import commit_staged
+
+    if not any(st.partitions for st in stages):  # an empty DataFrame still creates it
+        return create_manifest(
+            plan.root,
+            plan.snapshot.lance_schema,
+            plan.snapshot.properties,
+            plan.snapshot.rows,
+            storage_options=plan.storage_options,
+        )
+    try:
+        snap = commit_staged(
+            plan.snapshot,
+            plan.schema,
+            plan.spec,
+            stages,
+            mode=mode,
+            storage_options=plan.storage_options,
+        )
+    except (OSError, CommitConflictError) as exc:
+        try:
+            read_manifest(plan.root, storage_options=plan.storage_options)
+        except LanceSqlError:
+            raise exc from None
+        raise CommitConflictError(
+            f"lance_ns {plan.root}: a namespace was created there while this write ran; "
+            "nothing of this write was committed"
+        ) from exc
+    return mirror_properties(snap, plan.snapshot.properties, storage_options=plan.storage_options)

@@ -1,31 +1,188 @@
 """No orphan files: every Lance file a task attempt writes is journaled before Spark hears of it.
 
-Each attempt records every data file it completes (one small object per file under
-``{root}/_spark_staging/{write_id}/``, from pylance's ``FragmentWriteProgress.complete``,
-plus the last file of each ``write_fragments`` call, which pylance reports no
-completion for) and each new table's location. After waiting out zombie attempts
-(:mod:`.write_lease`) the driver deletes every journaled file no committed message
-owns, every new-table directory ``__manifest`` does not list, and the journal; only
-names this write journaled are deleted. Left to ``ns.cleanup``: a file a worker was
-killed while writing, or finished just before its journal entry.
+One small object per completed data file and new table location under
+``{root}/_spark_staging/{write_id}/``. Each attempt rewrites a lease ``{attempt}.live``;
+before cleaning up, the driver writes ``_fence`` and waits until no other lease changed
+for :data:`STALE_SECONDS` of its own clock (other machines' clocks never matter); a
+fenced attempt raises :class:`WriteFencedError` and removes what it wrote. Then the
+driver deletes every journaled file no commit took, new tables ``__manifest`` does not
+list, and the journal. A killed worker's file is ``ns.cleanup``'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lance.progress import FragmentWriteProgress
 
-from lance_sql.engines.spark.write_lease import (
-    STAGING_DIR,
-    AttemptLease,
-    fence_and_wait,
-    journal_loc,
-    journal_uri,
-)
 from lance_sql.errors import LanceSqlError
+
+HEARTBEAT_SECONDS = 0.5
+STALE_SECONDS = 4.0
+MAX_WAIT_SECONDS = 120.0
+STAGING_DIR = "_spark_staging"
+FENCE = "_fence"
+LEASE_SUFFIX = ".live"
+
+
+class WriteFencedError(LanceSqlError):
+    """The driver already commits or aborts this write: this attempt's work is discarded."""
+
+
+def journal_uri(root: str, write_id: str) -> str:
+    """The folder of one write's journal (its data-file records and attempt leases)."""
+    return f"{root.rstrip('/')}/{STAGING_DIR}/{write_id}"
+
+
+def journal_loc(root: str, write_id: str, storage_options: Mapping[str, str] | None) -> Any:
+    """The journal folder resolved to a filesystem and path."""
+    from lance_sql.format.storage import resolve
+
+    return resolve(journal_uri(root, write_id), storage_options)
+
+
+class AttemptLease:
+    """The lease of one task attempt; a context manager."""
+
+    def __init__(
+        self,
+        root: str,
+        write_id: str,
+        attempt: str | None,
+        storage_options: Mapping[str, str] | None,
+        heartbeat: float = HEARTBEAT_SECONDS,
+    ) -> None:
+        self.root, self.write_id = root, write_id
+        self.attempt = attempt or uuid.uuid4().hex  # names its lease and journal objects
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._loc = journal_loc(root, write_id, storage_options)
+        self._heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._fenced = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._beats = 0
+
+    @property
+    def path(self) -> str:
+        return f"{self._loc.path}/{self.attempt}{LEASE_SUFFIX}"
+
+    def __enter__(self) -> AttemptLease:
+        self._loc.fs.makedirs(self._loc.path, exist_ok=True)
+        self._beat()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lance-sql-lease-{self.attempt[:8]}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with contextlib.suppress(OSError, LanceSqlError):  # else the driver removes it
+            self._loc.fs.rm(self.path)
+
+    def put(self, entry: dict[str, Any]) -> None:
+        """One journal object ``{attempt}-{random}.json`` holding ``entry`` (see write_journal)."""
+        self._loc.fs.makedirs(self._loc.path, exist_ok=True)
+        name = f"{self._loc.path}/{self.attempt}-{uuid.uuid4().hex[:12]}.json"
+        self._loc.fs.pipe_file(name, json.dumps(entry).encode())
+
+    def check(self) -> None:
+        """Raise :class:`WriteFencedError` if the driver has fenced the write."""
+        if self._fenced.is_set() or self._fence_up():
+            self._fenced.set()
+            raise WriteFencedError(
+                f"lance_ns {self.root}: write {self.write_id} was already committed or aborted "
+                f"by the driver; task attempt {self.attempt} discards its files"
+            )
+
+    def _fence_up(self) -> bool:
+        try:
+            return bool(self._loc.fs.exists(f"{self._loc.path}/{FENCE}"))
+        except OSError:
+            return False
+
+    def _beat(self) -> None:
+        self._beats += 1
+        self._loc.fs.pipe_file(self.path, str(self._beats).encode())
+
+    def _run(self) -> None:
+        # A fenced attempt goes on beating until it ends: the driver waits for its cleanup.
+        while not self._stop.wait(self._heartbeat):
+            try:
+                if not self._fenced.is_set() and self._fence_up():
+                    self._fenced.set()
+                self._beat()
+            except OSError:
+                continue  # a missed beat; STALE_SECONDS tolerates several
+
+
+def fence_and_wait(
+    root: str,
+    write_id: str,
+    storage_options: Mapping[str, str] | None,
+    committed_attempts: Iterable[str] = (),
+    max_wait: float = MAX_WAIT_SECONDS,
+    stale: float = STALE_SECONDS,
+) -> list[str]:
+    """Raise the fence, then wait until every other attempt's lease is gone or stale; the
+    attempts still alive when ``max_wait`` ran out (``ns.cleanup`` removes their files)."""
+    loc = journal_loc(root, write_id, storage_options)
+    if not _exists(loc):
+        return []  # no attempt ever started (or none wrote): nothing can be in flight
+    loc.fs.pipe_file(f"{loc.path}/{FENCE}", b"fenced")
+    skip = set(committed_attempts)
+    seen: dict[str, tuple[bytes, float]] = {}
+    deadline = time.monotonic() + max_wait
+    while True:
+        alive = []
+        now = time.monotonic()
+        for attempt, beat in _leases(loc, skip).items():
+            last = seen.get(attempt)
+            if last is None or last[0] != beat:
+                seen[attempt] = (beat, now)
+                alive.append(attempt)
+            elif now - last[1] < stale:
+                alive.append(attempt)
+        if not alive or now >= deadline:
+            return alive
+        time.sleep(min(HEARTBEAT_SECONDS, stale / 4))
+
+
+def _exists(loc: Any) -> bool:
+    try:
+        loc.fs.invalidate_cache(loc.path)
+        return bool(loc.fs.exists(loc.path))
+    except OSError:
+        return False
+
+
+def _leases(loc: Any, skip: set[str]) -> dict[str, bytes]:
+    """``attempt -> heartbeat`` of the leases in the journal (a vanished one is skipped)."""
+    out: dict[str, bytes] = {}
+    try:
+        loc.fs.invalidate_cache(loc.path)
+        names = [str(p).rsplit("/", 1)[-1] for p in loc.fs.ls(loc.path, detail=False)]
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(LEASE_SUFFIX):
+            continue
+        attempt = name[: -len(LEASE_SUFFIX)]
+        if attempt in skip:
+            continue
+        try:
+            out[attempt] = bytes(loc.fs.cat_file(f"{loc.path}/{name}"))
+        except (OSError, FileNotFoundError):
+            continue  # the attempt ended between the listing and the read
+    return out
 
 
 class FileJournal(FragmentWriteProgress):
@@ -44,13 +201,8 @@ class FileJournal(FragmentWriteProgress):
         self.begun = begun  # (location, branch) pairs this attempt has begun
 
     def begin(self, fragment: Any, **kwargs: Any) -> None:
-        """Journal the table location once per attempt, before its first file there exists.
-
-        Only a location this write named (a new table) is journaled: the driver
-        removes such a directory whole when no commit lists it, and reads
-        nothing else from a location entry, so one for an existing table would
-        only cost a file per task and table.
-        """
+        """Journal a new table's location once per attempt, before its first file there (the
+        driver removes such a directory whole when no commit lists it)."""
         if (self.location, self.branch) in self.begun:
             return
         if _named_by(self.location, self.lease.write_id):
@@ -67,10 +219,7 @@ def stage_journaled(
     rows: Any, lease: AttemptLease, snapshot: Any, schema: Any, spec: Any, **writer_options: Any
 ) -> Any:
     """Stage ``rows`` as one task attempt's uncommitted files, each journaled; a StagedWrite.
-
-    A failure (or a fence seen after the last file) removes this attempt's
-    finished files; the driver removes the rest (:func:`finish_write`).
-    """
+    A failure (or a fence seen after the last file) removes this attempt's files."""
     from lance_sql.tables.namespace.writer import NamespaceWriter
 
     begun: set[tuple[str, str | None]] = set()
@@ -138,10 +287,9 @@ def finish_write(
     *,
     kept_deletions: set[tuple[str, str]] | None = None,
 ) -> int:
-    """The driver's last step of a write, committed or not: fence, wait for every attempt but
-    the committed ``attempts``, then remove what no commit took: data files outside ``stages``
-    and, with ``kept_deletions`` (``(location, file)`` pairs, Spark row operations), every
-    other journaled deletion file. Live tables: ``snapshot``'s, else ``__manifest``'s."""
+    """The driver's last step of a write, committed or not: fence, wait for the other attempts,
+    remove data files outside ``stages`` and, with ``kept_deletions`` (``(location, file)``,
+    row operations), every other journaled deletion file. Live tables: ``snapshot``'s."""
     from lance_sql.tables.namespace.manifest_table import read_manifest
     from lance_sql.tables.namespace.reader import table_entries
 
@@ -172,14 +320,9 @@ def remove_orphans(
     storage_options: Mapping[str, str] | None,
     committed_attempts: Iterable[str] = (),
 ) -> int:
-    """Delete journaled files not in ``kept``, this write's dead new tables, and the journal.
-
-    Entries of ``committed_attempts`` are not read (their files are all kept).
-
-    ``live_locations``: table locations ``__manifest`` lists now (a new-table
-    directory not among them is removed whole; it was named from this write's
-    id, so no other writer uses it). Returns the number of files deleted.
-    """
+    """Delete journaled files not in ``kept`` (``committed_attempts``' are not read), this
+    write's new tables not in ``live_locations`` (named from its id: no other writer's),
+    and the journal; the number of files deleted."""
     from lance_sql.format.storage import resolve
     from lance_sql.tables.namespace.layout import child_uri
 
@@ -238,15 +381,3 @@ def _named_by(location: str, write_id: str) -> bool:
 def _has_versions(loc: Any) -> bool:
     """A directory holding committed Lance versions is a live table: never removed here."""
     return bool(loc.fs.exists(f"{loc.path}/_versions"))
-
-
-__all__ = [
-    "STAGING_DIR",
-    "FileJournal",
-    "committed_files",
-    "finish_write",
-    "journal_uri",
-    "read_journal",
-    "remove_orphans",
-    "stage_journaled",
-]
