@@ -354,22 +354,47 @@ def commit_rows(
     root ``properties`` added as schema metadata. Raises CommitConflictError
     when a commit since ``snapshot`` conflicts (same rows, or any for a rewrite).
     """
-    from lance_sql.tables.namespace import manifest_commit as mc
+    from lance_sql.tables.namespace.manifest_commit import commit_overwrite
 
     props = {**snapshot.properties, **(properties or {})}
     if schema is None:
-        with _conflicts(snapshot.uri, snapshot.version):
-            rows_in = conform_rows(rows, snapshot.lance_schema)
-            done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
-        if done is not None:
-            snap = _snapshot(snapshot.root, done, storage_options)
-            fragments.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+        snap = commit_update_rows(snapshot, rows, props, storage_options)
+        if snap is not None:
             return snap
     schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)
     with _conflicts(snapshot.uri, snapshot.version):
-        ds = mc.commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
+        ds = commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
     return _snapshot(snapshot.root, ds, storage_options, written=rows)
+
+
+def commit_update_rows(
+    snapshot: ManifestSnapshot,
+    rows: pa.Table,
+    properties: Mapping[str, str],
+    storage_options: Mapping[str, str] | None,
+    plan: Any = None,
+) -> ManifestSnapshot | None:
+    """:func:`.manifest_commit.commit_update` of ``rows`` on ``snapshot``; None when the
+    table must be rewritten."""
+    from lance_sql.tables.namespace import manifest_commit as mc
+
+    with _conflicts(snapshot.uri, snapshot.version):
+        rows = conform_rows(rows, snapshot.lance_schema)
+        done = mc.commit_update(
+            snapshot.uri,
+            snapshot.version,
+            rows,
+            storage_options,
+            properties,
+            plan=plan or mc.plan_change,
+            ds=snapshot.derived.get(DATASET),
+        )
+    if done is None:
+        return None
+    snap = _snapshot(snapshot.root, done, storage_options)
+    fragments.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+    return snap
 
 
 def update_properties(

@@ -24,11 +24,10 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
 from lance_sql.tables.namespace.bounds_rows import carried_forward, touched_rows, with_key_filters
-from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_changed
+from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_delta_or_rows
 from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
-    commit_rows,
     conform_rows,
     refreshed,
     snapshot_entries,
@@ -231,17 +230,14 @@ class Mutation:
         return self._commit_rows(changes) if snap is self.snapshot else snap
 
     def _commit_rows(self, changes: RowChanges) -> ManifestSnapshot:
-        snap = None
-        if not changes.properties:
-            snap = commit_changed(
-                self.snapshot, changes.rows, changes.dropped, storage_options=self.storage_options
-            )
-        if snap is None:
-            rows = changes.apply(conform_rows(self.snapshot.rows, self.snapshot.lance_schema))
-            props = changes.properties or None
-            snap = commit_rows(
-                self.snapshot, rows, properties=props, storage_options=self.storage_options
-            )
+        snap = commit_delta_or_rows(
+            self.snapshot,
+            changes.rows,
+            changes.dropped,
+            lambda: changes.apply(conform_rows(self.snapshot.rows, self.snapshot.lance_schema)),
+            changes.properties,
+            self.storage_options,
+        )
         if snap.version == self.snapshot.version + 1:
             carry_namespaces(self.snapshot, snap)  # (only table rows were dropped or re-pinned)
         return snap
