@@ -32,7 +32,8 @@ TABLE = "table"
 
 _BASE36 = string.ascii_lowercase + string.digits
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_HEAD_RE = re.compile(r"v([1-9][0-9]{0,8})")  # the first part of a v{N} object id
+_V = r"v(?P<v>[1-9][0-9]{0,8})"  # a v{N} spec version namespace: ASCII digits, no leading 0
+_HEAD_RE = re.compile(_V)
 
 
 def random_namespace_name() -> str:
@@ -71,7 +72,7 @@ def spec_namespace_version(name: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-_VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as _HEAD_RE: ASCII digits, no leading zero
+_VERSION_RE = rf"^{_V}\$"
 _VERSION = re.compile(_VERSION_RE)
 _FEW = 64  # up to this many ids, Python's compiled regex is cheaper than pyarrow's
 

@@ -63,14 +63,17 @@ def fragment_keys(ds: Any) -> tuple[Any, ...]:
 
 def remember_state(uri: str, state: Committed) -> None:
     with _LOCK:
-        per = _STATE.pop(uri, None) or OrderedDict()
-        per.pop(state.version, None)
-        per[state.version] = state
-        while len(per) > _STATES_PER_TABLE:
-            per.popitem(last=False)
-        _STATE[uri] = per
-        while len(_STATE) > _TABLES:
-            _STATE.popitem(last=False)
+        per = _STATE.get(uri) or OrderedDict()
+        _put_last(per, state.version, state, _STATES_PER_TABLE)
+        _put_last(_STATE, uri, per, _TABLES)
+
+
+def _put_last(cache: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Put ``value`` last in ``cache`` and drop the oldest entries beyond ``limit``."""
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > limit:
+        cache.popitem(last=False)
 
 
 def find_state(uri: str, version: int | None = None) -> Committed | None:
@@ -291,10 +294,7 @@ def last_snapshot(uri: str, root: str, version: int, identity: Any, properties: 
 def keep(uri: str, snapshot: Any) -> Any:
     """Record ``snapshot`` as the last one made of ``uri``; returns it."""
     with _LOCK:
-        _SNAPSHOTS.pop(uri, None)
-        _SNAPSHOTS[uri] = snapshot
-        while len(_SNAPSHOTS) > _TABLES:
-            _SNAPSHOTS.popitem(last=False)
+        _put_last(_SNAPSHOTS, uri, snapshot, _TABLES)
     return snapshot
 
 

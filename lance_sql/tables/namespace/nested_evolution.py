@@ -177,17 +177,21 @@ def _match(table_child: pa.Field, ns_t: pa.DataType) -> pa.Field | None:
     return None
 
 
+def _paired(table_t: pa.StructType, ns_t: pa.StructType) -> list[tuple[pa.Field, pa.Field | None]]:
+    """Each child of ``table_t`` with the child of ``ns_t`` it holds (:func:`_match`, or None)."""
+    return [(tc, _match(tc, ns_t)) for tc in table_t]
+
+
 def table_names(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType:
     """``table_t`` with nested fields renamed in the namespace called by their namespace
     names (same layout: a table column can be ``view``-ed as it, then cast by name)."""
     if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
-        out = []
-        for i in range(table_t.num_fields):
-            tc = table_t.field(i)
-            c = _match(tc, ns_t)
-            out.append(tc if c is None else tc.with_name(c.name).with_type(
-                table_names(tc.type, c.type)))  # fmt: skip
-        return pa.struct(out)
+        return pa.struct(
+            [
+                tc if c is None else tc.with_name(c.name).with_type(table_names(tc.type, c.type))
+                for tc, c in _paired(table_t, ns_t)
+            ]
+        )
     if same_list_kind(table_t, ns_t):
         value = table_t.value_field
         return _rebuild_list(table_t, value.with_type(table_names(value.type, ns_t.value_type)))
@@ -213,9 +217,7 @@ def table_renames(table_t: pa.DataType, ns_t: pa.DataType, path: str) -> list[di
     nested names (children before parents, paths in the table's names)."""
     out: list[dict[str, str]] = []
     if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
-        for i in range(table_t.num_fields):
-            tc = table_t.field(i)
-            c = _match(tc, ns_t)
+        for tc, c in _paired(table_t, ns_t):
             if c is None:
                 continue
             out += table_renames(tc.type, c.type, f"{path}.{tc.name}")
