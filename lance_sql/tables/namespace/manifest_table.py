@@ -1,14 +1,9 @@
 """The ``__manifest`` Lance table: its schema, snapshots, and atomic commits.
 
-Base columns match what pylance 14's ``DirectoryNamespace`` writes, so pylance
-can still list the namespace; partitioned namespaces add the ``read_*`` pins
-and one ``partition_field_{field_id}`` column per partition field. Root
-properties live in the table metadata and, identically, in the schema
-metadata (which an ``Overwrite`` sets in the same commit as the rows); readers
-overlay table metadata on schema metadata. Every change is one Lance commit
-against the version the writer read; a conflicting concurrent commit raises
-:class:`CommitConflictError` (callers rebase). Layout: docs/namespaces.md,
-"On-disk layout".
+Base columns match pylance 14's ``DirectoryNamespace``, so pylance can still list the
+namespace. Root properties live in the table metadata and, identically, in the schema
+metadata (set in the same commit as the rows); readers overlay the first on the second.
+Layout: docs/namespaces.md, "On-disk layout".
 """
 
 from __future__ import annotations
@@ -223,13 +218,8 @@ _ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_
 
 
 def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[PartitionTable]:
-    """``table_entries`` of ``snapshot``, reusing the entries of rows seen unchanged before.
-
-    Consecutive ``__manifest`` versions share all but a few rows; a row equal in
-    every column the entry is made of (object id, type, location, pins and
-    partition values of the same types) gives the same entry, so only new or
-    changed rows go through :func:`table_entries` (and its location checks).
-    """
+    """``table_entries`` of ``snapshot``; a row equal in every column its entry is made of
+    to one seen before reuses that entry, so only new or changed rows are derived."""
     from lance_sql.tables.namespace.reader import table_entries  # (reader reads snapshots)
 
     memo = ("entries", tuple(field_ids))
@@ -287,10 +277,8 @@ def create_manifest(
 ) -> ManifestSnapshot:
     """Create ``__manifest`` (refusing an existing one) with ``rows`` and root properties.
 
-    Version 1 is complete on its own: the root properties travel as schema
-    metadata of the creating write, so no reader ever sees a namespace without
-    its spec. Version 2 mirrors them into the Lance table metadata, where the
-    spec says they live (:func:`mirror_properties`).
+    Version 1 carries the properties as schema metadata, so no reader ever sees a
+    namespace without its spec; version 2 mirrors them (:func:`mirror_properties`).
     """
     import lance
 
@@ -316,13 +304,9 @@ def mirror_properties(
 ) -> ManifestSnapshot:
     """Copy root ``properties`` just committed as schema metadata into the table metadata.
 
-    The partitioning spec keeps root properties in ``__manifest``'s table
-    metadata, but pylance 14 cannot set table metadata in the commit that
-    writes rows, so writers commit rows and properties atomically as schema
-    metadata first and mirror them here. Only new keys or values equal to the
-    schema metadata's are written, so a crash between the two commits leaves
-    nothing stale (readers overlay both maps). Losing a race to another
-    writer is harmless for the same reason: the next property update mirrors.
+    pylance 14 cannot set table metadata in the commit that writes rows. Only new keys or
+    values equal to the schema metadata's are written, so a crash between the two commits
+    or a lost race leaves nothing stale (readers overlay both maps).
     """
     if not properties:
         return snapshot
@@ -347,13 +331,9 @@ def commit_rows(
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> ManifestSnapshot:
-    """Make ``rows`` all rows (optionally with a new schema) in ONE commit on ``snapshot``.
-
-    Without a new schema or property, only the rows that change are written
-    (:func:`.manifest_commit.commit_update`); else the table is rewritten, with
-    root ``properties`` added as schema metadata. Raises CommitConflictError
-    when a commit since ``snapshot`` conflicts (same rows, or any for a rewrite).
-    """
+    """Make ``rows`` all rows (optionally with a new schema) in ONE commit on ``snapshot``:
+    only the rows that change when schema and properties stay, else a rewrite. Raises
+    CommitConflictError when a commit since ``snapshot`` conflicts."""
     from lance_sql.tables.namespace.manifest_commit import commit_overwrite
 
     props = {**snapshot.properties, **(properties or {})}

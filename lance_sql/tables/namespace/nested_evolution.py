@@ -1,22 +1,9 @@
-"""Adding and dropping fields inside struct columns of a namespace (nested evolution).
+"""Adding, dropping and renaming fields inside struct columns of a namespace.
 
-Lance file format 2.2 lets one dataset add a field inside an existing struct
-(also the struct of a ``list<struct>``), drop one, and read old rows' new
-fields as NULL. A namespace does the same on its schema alone: every new
-nested field gets a ``lance:field_id`` after the highest id ever assigned
-(like a new top-level column); partition tables are not rewritten. Below the
-top level a partition table's fields are matched to the namespace's by name
-(top-level columns by namespace field id, :mod:`.field_map`), so:
-
-- a field a table lacks reads as NULL, a field the namespace dropped is not
-  read; appends add the namespace's new fields to a table first;
-- a dropped nested path is remembered (schema metadata :data:`DROPPED_KEY`)
-  and never added again, since older tables still hold its old values;
-- renaming a nested field keeps its id and records its former names in the
-  field's metadata (:data:`FORMER_KEY`); older tables, which still hold a
-  former name, are read through it (:func:`table_names`), an append renames
-  the table's field first (:func:`table_renames`), and the old path is
-  remembered like a dropped one, so no other field ever takes it.
+Only the namespace schema changes (partition tables are not rewritten): below the top
+level a table's fields are matched by name, so a field a table lacks reads as NULL and
+appends add it first; dropped and renamed-from paths are remembered (:data:`DROPPED_KEY`,
+:data:`FORMER_KEY`) and never reused, since older tables still hold their old values.
 """
 
 from __future__ import annotations
