@@ -1,14 +1,8 @@
 """Blob bytes of a namespace's rows: lazy ``BlobFile`` handles and materialized bytes.
 
-A namespace scan returns a blob column's *descriptor* (what pylance's
-``to_table()`` returns; :mod:`lance_sql.tables.blob_columns`), never the bytes.
-The bytes are read by pylance from the partition table holding the row. A row
-of a namespace is identified by the pair ``(partition_table, row_id)``: the
-partition table's ``__manifest`` object id and the row's Lance row id
-(``_rowid``) in that table at the version the namespace pins. Both are stable
-for as long as the row is not rewritten (an update, a merge or a compaction
-of its table moves it), like pylance's own row ids. :func:`blob_rows` lists
-them for the rows a filter selects.
+A scan returns a blob column's descriptor, never the bytes. A row is identified by
+``(partition_table, row_id)``: its table's object id and its Lance ``_rowid`` at the
+pinned version, stable until the row is rewritten (update, merge, compaction).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Evolving a namespace: new partition spec versions and top-level column changes.
-
-Each change is one ``__manifest`` commit; partition tables are never touched
-(columns are matched to tables by field id when read). The functions here are
-the bodies of :class:`~.namespace.PartitionedNamespace`'s ``add_spec``,
-``rename_column``, ``add_columns`` and ``drop_columns`` (fields inside structs:
-:mod:`.nested_evolution`).
-"""
+"""Evolving a namespace: new partition spec versions and top-level column changes, each one
+``__manifest`` commit; partition tables are never touched (read by field id)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """Indexes on a namespace (scalar, text, vector): one Lance index per partition table.
 
-Creating or dropping an index commits the new table versions and the root
-property :data:`INDEXES_KEY` in ONE ``__manifest`` commit (:class:`.mutation.Mutation`);
-every later write keeps the indexes (:func:`.index_upkeep.maintain_indexes`,
-before the table version is pinned). The property lives in the schema
-metadata only, which changes in the same commit as the rows (a mirrored table
-metadata value would win with its old value). Details: docs/namespaces.md,
-"Scalar indexes".
+Creating or dropping one commits the table versions and the root property
+:data:`INDEXES_KEY` in ONE ``__manifest`` commit. The property lives in the schema metadata
+only (a mirrored table metadata value would win with its old value). Docs: namespaces.md.
 """
 
 from __future__ import annotations
