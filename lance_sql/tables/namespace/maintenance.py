@@ -1,11 +1,5 @@
-"""Keeping a namespace fast and its storage bounded: ``compact``, ``expire_versions``, stats.
-
-:func:`compact` pins compacted table versions in ONE ``__manifest`` commit
-(:class:`.mutation.Mutation`); :func:`expire_versions` removes ``__manifest``
-versions and the table versions no remaining one pins; :func:`table_stats`
-reports per table what they could reclaim. Semantics: docs/namespaces.md,
-"Compaction and expiry".
-"""
+"""Keeping a namespace fast and its storage bounded: ``compact``, ``expire_versions``,
+``table_stats``. Semantics: docs/namespaces.md, "Compaction and expiry"."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""One partition table a namespace write touches: its staged state, preparation and commit.
-
-:func:`prepare_target` pins an existing table's base version (restoring over
-versions the namespace never referenced), maps namespace columns to the
-table's columns (adding missing ones on append) and refuses tag pins;
-:func:`commit_target` makes the single Lance commit of the staged fragments.
-The protocol around them is in :mod:`.writer`.
-"""
+"""One partition table a namespace write touches: its staged state, preparation
+(:func:`prepare_target`) and single Lance commit (:func:`commit_target`); the protocol
+around them is in :mod:`.writer`."""
 
 from __future__ import annotations
 
@@ -73,10 +68,8 @@ def prepare_target(
 ) -> None:
     """Before writing files into an existing table: pin its base and map its columns.
 
-    A table pinned to a branch is written on that branch; one pinned to a tag
-    (immutable) is refused. While staging nothing is committed: the version
-    to restore over is left to the committer, and a table lacking namespace
-    columns (which would need a schema commit) is refused.
+    A branch pin is written on that branch, a tag pin refused. While staging nothing is
+    committed, so a table lacking namespace columns (a schema commit) is refused.
     """
     if t.prepared:
         return
@@ -240,11 +233,8 @@ def _mark_legacy_columns(
     read_version: int,
     storage_options: Mapping[str, str] | None,
 ) -> Any:
-    """Record on every column of an unmarked (older) table the namespace id it holds.
-
-    Unmarked tables are read by Lance field id; marking keeps that mapping
-    when this write adds columns (whose Lance ids differ from the namespace's).
-    """
+    """Record on every column of an unmarked (older, read by Lance field id) table the
+    namespace id it holds, so the mapping survives columns this write adds."""
     import lance
 
     from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY
