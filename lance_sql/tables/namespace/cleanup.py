@@ -128,8 +128,7 @@ def _pin_columns(ds: Any) -> list[str]:
 
 
 def _add_pins(pins: dict[str, _Pins], table: Any, only: set[str] | None = None) -> None:
-    """Add the pins of ``table`` (``__manifest`` rows) to ``pins`` (``only``: of these
-    locations)."""
+    """Add the pins of ``__manifest`` rows ``table`` to ``pins`` (``only``: of these locations)."""
     rows = table.to_pydict()
     n = table.num_rows
     for i in range(n):

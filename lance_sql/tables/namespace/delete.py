@@ -71,8 +71,7 @@ def remove(m: Mutation, hit: Matched) -> int:
 
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
-    """The namespace columns ``filter`` (not SQL text) mentions (None: all of them, when
-    unsure)."""
+    """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
     if isinstance(filter, RowCondition):
         return list(filter.rows.columns) or None
     return None

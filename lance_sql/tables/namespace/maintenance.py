@@ -141,8 +141,7 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
 
 
 def _one_version(uri: str, opts: Any) -> bool:
-    """Whether the table at ``uri`` has a single version file (one directory listing instead
-    of opening it and reading every version's manifest); False when unsure."""
+    """Whether the table at ``uri`` has a single version file (False when unsure)."""
     from lance_sql.errors import LanceSqlError
     from lance_sql.format.storage import list_dir, resolve
 

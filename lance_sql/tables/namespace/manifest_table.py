@@ -177,8 +177,7 @@ def _snapshot(
     *,
     written: pa.Table | None = None,
 ) -> ManifestSnapshot:
-    """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds`` (used
-    instead of reading them back when their schema is ``ds``'s)."""
+    """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds``."""
     _check_columns(ds.schema, manifest_uri(root))
     lance_schema, ident = ds.schema, _identity(ds)
     last = fragments.last_snapshot(
@@ -254,8 +253,7 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
 
 
 def _key_values(col: pa.ChunkedArray) -> list[Any]:
-    """``col`` as Python values that are equal exactly when the values are: dates and
-    times as their integers (converting them to ``datetime`` took 0.5 ms per 730 rows)."""
+    """``col`` as Python values equal exactly when the values are (temporals as integers)."""
     t = col.type
     if not pa.types.is_temporal(t) or pa.types.is_interval(t):  # (dates, times, durations)
         return col.to_pylist()

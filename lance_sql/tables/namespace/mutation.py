@@ -103,8 +103,7 @@ class Mutation:
         return table_rows(self.ns.schema, entry.object_id, ds, tschema, columns, flt)
 
     def _lance_filter(self, pushdown: pc.Expression) -> pc.Expression | None:
-        """``pushdown`` with SQL float semantics for Lance (None: not expressible), rewritten
-        once per operation rather than once per partition table read."""
+        """``pushdown`` with SQL float semantics for Lance (None: not expressible)."""
         done = self._filters.get(id(pushdown))
         if done is not None and done[0] is pushdown:
             return done[1]

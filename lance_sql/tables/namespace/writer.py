@@ -165,8 +165,7 @@ class NamespaceWriter(DistributedStaging):
             list(pool.map(lambda t: self._flush_one(t, False), targets))
 
     def _flush_one(self, t: WriteTarget, overlap: bool = True) -> None:
-        """Write ``t``'s buffers as files; ``overlap``: compute their bounds meanwhile on the
-        helper thread (a single table's flush; many tables' flushes already overlap)."""
+        """Write ``t``'s buffers as files; ``overlap``: compute their bounds meanwhile."""
         from lance.fragment import write_fragments
 
         parts = [
