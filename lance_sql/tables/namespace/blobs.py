@@ -37,12 +37,8 @@ def blob_rows(
     filter: pc.Expression | None = None,
     columns: Sequence[str] = (),
 ) -> pa.Table:
-    """``(partition_table, row_id)`` of every row ``filter`` selects, with ``columns``.
-
-    ``filter`` is a pyarrow expression over namespace columns (not over blob
-    columns); it is applied to each partition table's rows read by namespace
-    field id, so renamed columns are found.
-    """
+    """``(partition_table, row_id)`` of every row ``filter`` (a pyarrow expression over
+    namespace columns, not blob columns) selects, with ``columns``."""
     wanted = list(dict.fromkeys(columns))
     unknown = [c for c in wanted if c not in ns.schema.names or c in blob_columns(ns.schema)]
     if unknown:
@@ -106,11 +102,8 @@ def _blobs(ns: PartitionedNamespace, column: str, ids: Any, *, read: bool) -> li
 
 
 def take_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[Any]:
-    """pylance ``BlobFile`` handles (lazy, file-like) for ``ids``, in their order.
-
-    ``ids``: ``(partition_table, row_id)`` pairs, or a table with those two
-    columns (what :func:`blob_rows` returns). A NULL blob gives None.
-    """
+    """pylance ``BlobFile`` handles (lazy, file-like) for ``ids`` (pairs, or a table as
+    :func:`blob_rows` returns), in their order; a NULL blob gives None."""
     return _blobs(ns, column, ids, read=False)
 
 

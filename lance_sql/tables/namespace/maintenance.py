@@ -158,12 +158,9 @@ def _aware(ts: datetime) -> datetime:
 
 
 def table_stats(ns: Any) -> list[dict[str, Any]]:
-    """Per partition table: fragments, rows, deleted rows, versions and reclaimable bytes.
-
-    ``reclaimable_bytes``: data files on disk that the pinned version does not
-    reference (what expiring old versions would free), plus the share of
-    referenced files holding deleted rows (what compaction would free).
-    """
+    """Per partition table: fragments, rows, deleted rows, versions and reclaimable bytes
+    (files the pinned version does not reference, plus the share of referenced files
+    holding deleted rows)."""
     import lance
 
     from lance_sql.format.storage import resolve, walk_files
