@@ -1,14 +1,8 @@
 """Blob bytes of a namespace's rows: lazy ``BlobFile`` handles and materialized bytes.
 
-A namespace scan returns a blob column's *descriptor* (what pylance's
-``to_table()`` returns; :mod:`lance_sql.tables.blob_columns`), never the bytes.
-The bytes are read by pylance from the partition table holding the row. A row
-of a namespace is identified by the pair ``(partition_table, row_id)``: the
-partition table's ``__manifest`` object id and the row's Lance row id
-(``_rowid``) in that table at the version the namespace pins. Both are stable
-for as long as the row is not rewritten (an update, a merge or a compaction
-of its table moves it), like pylance's own row ids. :func:`blob_rows` lists
-them for the rows a filter selects.
+A scan returns a blob column's descriptor, never the bytes. A row is identified by
+``(partition_table, row_id)``: its table's object id and its Lance ``_rowid`` at the
+pinned version, stable until the row is rewritten (update, merge, compaction).
 """
 
 from __future__ import annotations
@@ -43,12 +37,8 @@ def blob_rows(
     filter: pc.Expression | None = None,
     columns: Sequence[str] = (),
 ) -> pa.Table:
-    """``(partition_table, row_id)`` of every row ``filter`` selects, with ``columns``.
-
-    ``filter`` is a pyarrow expression over namespace columns (not over blob
-    columns); it is applied to each partition table's rows read by namespace
-    field id, so renamed columns are found.
-    """
+    """``(partition_table, row_id)`` of every row ``filter`` (a pyarrow expression over
+    namespace columns, not blob columns) selects, with ``columns``."""
     wanted = list(dict.fromkeys(columns))
     unknown = [c for c in wanted if c not in ns.schema.names or c in blob_columns(ns.schema)]
     if unknown:
@@ -112,11 +102,8 @@ def _blobs(ns: PartitionedNamespace, column: str, ids: Any, *, read: bool) -> li
 
 
 def take_blobs(ns: PartitionedNamespace, column: str, ids: Any) -> list[Any]:
-    """pylance ``BlobFile`` handles (lazy, file-like) for ``ids``, in their order.
-
-    ``ids``: ``(partition_table, row_id)`` pairs, or a table with those two
-    columns (what :func:`blob_rows` returns). A NULL blob gives None.
-    """
+    """pylance ``BlobFile`` handles (lazy, file-like) for ``ids`` (pairs, or a table as
+    :func:`blob_rows` returns), in their order; a NULL blob gives None."""
     return _blobs(ns, column, ids, read=False)
 
 

@@ -1,12 +1,8 @@
 """Removing what failed or killed writers left in a namespace, and nothing else.
 
-Leftovers are found by proving nothing references them: table directories no
-``__manifest`` version locates (and staging directories), table versions no
-``__manifest`` version ever pinned, and files no remaining version references.
-Every ``__manifest`` version counts as live; files younger than ``older_than``
-are kept (a writer may be in flight); tables pinned to a branch, tag or
-"latest", and tables with branches, keep everything. The default is a dry run.
-Details: docs/reliability.md, "Cleanup".
+Leftovers are found by proving nothing references them; every ``__manifest`` version
+counts as live and files younger than ``older_than`` are kept. Details:
+docs/reliability.md, "Cleanup".
 """
 
 from __future__ import annotations
@@ -77,10 +73,9 @@ def cleanup_namespace(
 ) -> CleanupReport:
     """Find (and unless ``dry_run``, delete) files of ``ns`` no ``__manifest`` version uses.
 
-    ``ns`` is a :class:`PartitionedNamespace` (only ``root`` and
-    ``storage_options`` are used: the latest state on storage is what counts,
-    not the snapshot the object views). ``older_than`` protects files of writers
-    still in flight; ``timedelta(0)`` is only safe when no writer is running.
+    Only ``ns.root`` and ``ns.storage_options`` are used (the latest state on storage
+    counts). ``older_than`` protects files of writers still in flight; ``timedelta(0)``
+    is only safe when no writer is running.
     """
     if older_than < timedelta(0):
         raise ValueError(f"older_than must not be negative, got {older_than}")
@@ -134,8 +129,7 @@ def _pin_columns(ds: Any) -> list[str]:
 
 
 def _add_pins(pins: dict[str, _Pins], table: Any, only: set[str] | None = None) -> None:
-    """Add the pins of ``table`` (``__manifest`` rows) to ``pins`` (``only``: of these
-    locations)."""
+    """Add the pins of ``__manifest`` rows ``table`` to ``pins`` (``only``: of these locations)."""
     rows = table.to_pydict()
     n = table.num_rows
     for i in range(n):
@@ -157,9 +151,7 @@ def _add_pins(pins: dict[str, _Pins], table: Any, only: set[str] | None = None) 
 
 def written_rows(root: str, opts: Mapping[str, Any] | None) -> dict[int, Any]:
     """``__manifest`` version -> the rows its commit wrote, for every version after the
-    oldest one kept (read before old versions are removed: only the fragments each
-    version added, so the cost follows the commits made since the last expiry, not the
-    number of partitions)."""
+    oldest one kept (read before old versions are removed)."""
     uri = manifest_uri(root)
     versions = sorted(m.version for m in list_manifests(resolve(uri, opts)))
     out: dict[int, Any] = {}
@@ -180,9 +172,7 @@ def expiry_pins(
     root: str, opts: Mapping[str, Any] | None, written: Mapping[int, Any]
 ) -> dict[str, _Pins]:
     """``location -> pins`` over the ``__manifest`` versions left, of the tables ``written``
-    (:func:`written_rows`, taken before the expiry) wrote rows for: only their versions can
-    have lost their last pin. A run of consecutive versions pins what its first version
-    holds (read for those tables only) plus what each later one wrote."""
+    wrote rows for (only their versions can have lost their last pin)."""
     import pyarrow.compute as pc
 
     changed = [t for t in written.values() if t is not None and "location" in t.column_names]
@@ -231,10 +221,8 @@ def _clean_table(
     report: CleanupReport,
     opts: Mapping[str, Any] | None,
 ) -> None:
-    """Uncommitted versions and unreferenced files of one Lance table at ``loc``.
-
-    ``pins`` None means the table is ``__manifest`` itself: all its versions live.
-    """
+    """Uncommitted versions and unreferenced files of one Lance table at ``loc`` (``pins``
+    None: ``__manifest`` itself, all its versions live)."""
     files = walk_files(loc)
     if not files or any(f.relative.startswith("tree/") for f in files):
         # Branches (``tree/``) have their own histories that may share this table's data

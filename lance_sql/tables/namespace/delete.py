@@ -1,10 +1,5 @@
-"""``ns.delete(filter)``: drop covered partitions, Lance row deletes in the others.
-
-Partitions whose every row matches (strict projection, via :mod:`.filter_hook`)
-leave ``__manifest`` without a data file being read; the rows matching in the
-partitions the filter may match get Lance row deletes; one ``__manifest``
-commit (:class:`.mutation.Mutation`). Details: docs/namespaces.md, "Delete".
-"""
+"""``ns.delete(filter)``: partitions whose every row matches leave ``__manifest`` unread,
+the others get Lance row deletes; one commit. Details: docs/namespaces.md, "Delete"."""
 
 from __future__ import annotations
 
@@ -76,8 +71,7 @@ def remove(m: Mutation, hit: Matched) -> int:
 
 
 def _filter_columns(m: Mutation, filter: Any) -> list[str] | None:
-    """The namespace columns ``filter`` (not SQL text) mentions (None: all of them, when
-    unsure)."""
+    """The namespace columns ``filter`` mentions (None: all of them, when unsure)."""
     if isinstance(filter, RowCondition):
         return list(filter.rows.columns) or None
     return None

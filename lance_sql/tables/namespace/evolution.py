@@ -1,11 +1,5 @@
-"""Evolving a namespace: new partition spec versions and top-level column changes.
-
-Each change is one ``__manifest`` commit; partition tables are never touched
-(columns are matched to tables by field id when read). The functions here are
-the bodies of :class:`~.namespace.PartitionedNamespace`'s ``add_spec``,
-``rename_column``, ``add_columns`` and ``drop_columns`` (fields inside structs:
-:mod:`.nested_evolution`).
-"""
+"""Evolving a namespace: new partition spec versions and top-level column changes, each one
+``__manifest`` commit; partition tables are never touched (read by field id)."""
 
 from __future__ import annotations
 
@@ -125,11 +119,8 @@ def _moved_dropped(schema: pa.Schema, old: str, new: str) -> pa.Schema:
 
 
 def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
-    """Add nullable top-level columns (new ids); existing partitions read them as NULL.
-
-    New ids follow the highest id ever assigned (recorded in the schema
-    metadata), so a dropped column's id is never given to another column.
-    """
+    """Add nullable top-level columns; existing partitions read them as NULL. New ids follow
+    the highest id ever assigned, so a dropped column's id is never reused."""
     ns.refresh()
     next_id = _last_field_id(ns) + 1
     added = []
@@ -155,11 +146,8 @@ def add_columns(ns: PartitionedNamespace, fields: Sequence[pa.Field]) -> None:
 
 
 def drop_columns(ns: PartitionedNamespace, names: Sequence[str]) -> None:
-    """Remove top-level columns from the namespace schema (partition tables untouched).
-
-    Their field ids are never reused; a partition field whose source was
-    dropped computes NULL for new rows, and pruning treats it as unknown.
-    """
+    """Remove top-level columns from the namespace schema (partition tables untouched); a
+    partition field whose source was dropped computes NULL and prunes as unknown."""
     ns.refresh()
     paths = [n for n in names if n not in ns._schema.names and "." in n]
     missing = [n for n in names if n not in ns._schema.names and n not in paths]

@@ -1,11 +1,6 @@
-"""Which pylance call builds a namespace index, with which parameters, in which tables.
-
-Scalar and text indexes are built with pylance ``create_scalar_index``, vector
-indexes with ``create_index``, trained per partition table: a table holding
-fewer than ``min_rows`` rows (default :data:`MIN_VECTOR_ROWS`) is left without
-it and searched flat. IVF_PQ parameters pylance requires are chosen per table
-when not given (docs/search.md).
-"""
+"""Which pylance call builds a namespace index, with which parameters, in which tables: a
+vector index is trained per table and skipped below ``min_rows`` rows (searched flat);
+IVF_PQ parameters are chosen per table when not given (docs/search.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""A namespace's index definitions and building them in one partition table.
-
-The root property :data:`INDEXES_KEY` of ``__manifest`` holds a JSON list of
-definitions (name, column, namespace field id, index type, parameters).
-:func:`maintain_indexes` brings them up to date in a table a write just
-committed; :class:`.writer.NamespaceWriter` runs it before it pins the table's
-new version. Creating and dropping indexes: :mod:`.indexes`.
-"""
+"""A namespace's index definitions (root property :data:`INDEXES_KEY`, a JSON list) and
+building them in one partition table a write just committed (:func:`maintain_indexes`)."""
 
 from __future__ import annotations
 
@@ -86,11 +80,8 @@ def index_names(ds: Any) -> set[str]:
 
 
 def one_commit(entry: PartitionTable, ds: Any, what: str, action: Any, opts: Any) -> Any:
-    """Run ``action`` (one pylance index commit on ``ds``) and return the new head.
-
-    The new version must directly follow ``ds``: otherwise another writer
-    committed in between, and pinning the result could publish its rows.
-    """
+    """Run ``action`` (one pylance index commit on ``ds``) and return the new head, which
+    must directly follow ``ds`` (else pinning it could publish another writer's rows)."""
     before = int(ds.version)
     with table_conflicts(entry, what):
         try:
@@ -129,13 +120,8 @@ def maintain_indexes(
     rebuild: bool,
     storage_options: Mapping[str, str] | None,
 ) -> int:
-    """Bring the namespace's indexes up to date in a table just committed at ``version``.
-
-    ``rebuild``: the table is new or was overwritten (it has no index): build
-    each one. Otherwise the indexes cover the older fragments: add the new ones
-    (``optimize_indices``), or build an index the table does not have yet.
-    Returns the table version to pin.
-    """
+    """Bring the indexes up to date in a table just committed at ``version``; returns the
+    version to pin. ``rebuild``: the table is new or overwritten, build each one."""
     if not indexes:
         return version
     opts = dict(storage_options) if storage_options else None

@@ -1,12 +1,8 @@
 """Indexes on a namespace (scalar, text, vector): one Lance index per partition table.
 
-Creating or dropping an index commits the new table versions and the root
-property :data:`INDEXES_KEY` in ONE ``__manifest`` commit (:class:`.mutation.Mutation`);
-every later write keeps the indexes (:func:`.index_upkeep.maintain_indexes`,
-before the table version is pinned). The property lives in the schema
-metadata only, which changes in the same commit as the rows (a mirrored table
-metadata value would win with its old value). Details: docs/namespaces.md,
-"Scalar indexes".
+Creating or dropping one commits the table versions and the root property
+:data:`INDEXES_KEY` in ONE ``__manifest`` commit. The property lives in the schema metadata
+only (a mirrored table metadata value would win with its old value). Docs: namespaces.md.
 """
 
 from __future__ import annotations
@@ -47,14 +43,11 @@ def create_index(
 ) -> NamespaceIndex:
     """Build ``index_type`` on ``column`` in every partition table; one ``__manifest`` commit.
 
-    Later writes keep it: new partitions get it built, appended ones get their
-    new rows added, in the commit that publishes them (docs/search.md).
-    ``index_type``: any type pylance builds (:mod:`.index_kinds`; default by the
-    column's type). ``params`` go to pylance's ``create_index`` (vector) or
-    ``create_scalar_index`` (scalar and text); ``min_rows`` (vector only) is
-    lance-sql's: smaller tables are searched flat. Tables pinned to a
-    branch or tag are left without the index (they show as uncovered in
-    :func:`index_coverage`); tables lacking the column (added later) too.
+    Later writes keep it up to date (docs/search.md). ``index_type``: any type pylance
+    builds (default by the column's type); ``params`` go to pylance's ``create_index``
+    (vector) or ``create_scalar_index``; ``min_rows`` (vector only): smaller tables are
+    searched flat. Tables pinned to a branch or tag, or lacking the column, are left
+    without it (uncovered in :func:`index_coverage`).
     """
     ns._check_writable()
     if column not in ns.schema.names:
@@ -135,11 +128,8 @@ def drop_index(ns: PartitionedNamespace, name: str) -> None:
 
 def optimize_indexes(ns: PartitionedNamespace) -> int:
     """Build each missing index and index unindexed fragments in every table; one commit.
-
-    Returns how many partition tables got a new version. Writes already do this
-    in their own commit; this catches up tables a vector index skipped while
-    they were small (``min_rows``) or written by other tools.
-    """
+    Returns how many partition tables got a new version (writes already do this: this
+    catches up tables skipped while small, or written by other tools)."""
 
     def build(m: Mutation) -> int:
         import lance
@@ -172,11 +162,8 @@ def optimize_indexes(ns: PartitionedNamespace) -> int:
 
 
 def index_coverage(ns: PartitionedNamespace) -> pa.Table:
-    """One row per (partition table, namespace index): indexed and unindexed rows.
-
-    Read at the versions this snapshot pins; ``present`` is False where the
-    table has no such index (a branch or tag pin, or a table lacking the column).
-    """
+    """One row per (partition table, namespace index): indexed and unindexed rows at the
+    pinned versions; ``present`` is False where the table has no such index."""
     import pyarrow as pa
 
     rows: list[dict[str, Any]] = []

@@ -1,11 +1,7 @@
-"""Names and paths of a (partitioned) directory namespace.
+"""Names and paths of a (partitioned) directory namespace (docs/namespaces.md).
 
-Object ids are namespace paths joined with ``$`` (``v2$e9f0g1h2i3j4k5l6$dataset``);
-partition namespaces get 16 random base36 characters; tables live in
-directories ``{8 lowercase hex}_{object_id}`` (the V2 layout pylance's directory
-namespace uses, where the hex is a hash of a random number and the object id).
-Readers never recompute a directory name: they resolve the stored ``location``,
-and :func:`resolve_location` refuses any location that could escape the root.
+Readers never recompute a directory name: they resolve the stored ``location``, and
+:func:`resolve_location` refuses any location that could escape the root.
 """
 
 from __future__ import annotations
@@ -32,7 +28,8 @@ TABLE = "table"
 
 _BASE36 = string.ascii_lowercase + string.digits
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_HEAD_RE = re.compile(r"v([1-9][0-9]{0,8})")  # the first part of a v{N} object id
+_V = r"v(?P<v>[1-9][0-9]{0,8})"  # a v{N} spec version namespace: ASCII digits, no leading 0
+_HEAD_RE = re.compile(_V)
 
 
 def random_namespace_name() -> str:
@@ -41,11 +38,8 @@ def random_namespace_name() -> str:
 
 
 def derived_namespace_name(seed: str) -> str:
-    """16 ``a-z0-9`` characters derived from ``seed`` (a write id and a partition key).
-
-    Distributed writers use this so every task of one job names a new
-    partition namespace identically and their files land in one table.
-    """
+    """16 ``a-z0-9`` characters derived from ``seed`` (a write id and a partition key), so
+    every task of a distributed write names a new partition namespace alike."""
     digest = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
     out = []
     for _ in range(16):
@@ -71,7 +65,7 @@ def spec_namespace_version(name: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-_VERSION_RE = r"^v(?P<v>[1-9][0-9]{0,8})\$"  # as _HEAD_RE: ASCII digits, no leading zero
+_VERSION_RE = rf"^{_V}\$"
 _VERSION = re.compile(_VERSION_RE)
 _FEW = 64  # up to this many ids, Python's compiled regex is cheaper than pyarrow's
 
@@ -90,11 +84,8 @@ def spec_ids_of(object_ids: Any) -> np.ndarray:
 
 
 def table_dir_name(object_id: str, seed: str | None = None) -> str:
-    """``{8 hex}_{object_id}``: hash of a random number and the id, as pylance does.
-
-    With ``seed`` (a distributed write's id) the hex is derived from it instead,
-    so all tasks of that write pick the same directory for a new table.
-    """
+    """``{8 hex}_{object_id}``: hash of a random number (or of a distributed write's
+    ``seed``, so all its tasks agree) and the id, as pylance does."""
     salt = secrets.token_bytes(8) if seed is None else seed.encode()
     digest = hashlib.sha256(salt + object_id.encode()).hexdigest()
     return f"{digest[:8]}_{object_id}"
@@ -123,13 +114,9 @@ def manifest_uri(root: str) -> str:
 
 
 def resolve_location(root: str, location: str | None, object_id: str) -> str:
-    """The URI of a table stored at ``location`` (relative to ``root``), refusing escapes.
-
-    Absolute paths, URLs of any scheme, drive letters, backslashes and ``..`` or
-    ``.`` segments are refused with :class:`UnsafeLocationError` naming the
-    object: a ``__manifest`` written by someone else must not make this reader
-    open (or a writer overwrite) data outside the namespace.
-    """
+    """The URI of a table stored at ``location`` (relative to ``root``); absolute paths,
+    URLs, drive letters, backslashes and ``..``/``.`` segments raise
+    :class:`UnsafeLocationError` (a foreign ``__manifest`` must not reach outside)."""
     if location is None or location == "":
         raise UnsafeLocationError(f"table {object_id!r} has no location in __manifest")
     reason = None

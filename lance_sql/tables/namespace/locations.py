@@ -1,10 +1,6 @@
-"""Deriving table locations for a ``__manifest`` that has no ``location`` column.
-
-A table's location is the one directory under the root named
-``{8 lowercase hex}_{object_id}``, ``{object_id}.lance`` or ``{object_id}``;
-none or several is refused with :class:`FormatError` (a guess could read
-another table's data). Namespace rows get no location.
-"""
+"""Deriving table locations for a ``__manifest`` without a ``location`` column: the one
+directory named ``{8 hex}_{object_id}``, ``{object_id}.lance`` or ``{object_id}``; none or
+several raise :class:`FormatError` (a guess could read another table's data)."""
 
 from __future__ import annotations
 

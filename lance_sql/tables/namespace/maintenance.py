@@ -1,11 +1,5 @@
-"""Keeping a namespace fast and its storage bounded: ``compact``, ``expire_versions``, stats.
-
-:func:`compact` pins compacted table versions in ONE ``__manifest`` commit
-(:class:`.mutation.Mutation`); :func:`expire_versions` removes ``__manifest``
-versions and the table versions no remaining one pins; :func:`table_stats`
-reports per table what they could reclaim. Semantics: docs/namespaces.md,
-"Compaction and expiry".
-"""
+"""Keeping a namespace fast and its storage bounded: ``compact``, ``expire_versions``,
+``table_stats``. Semantics: docs/namespaces.md, "Compaction and expiry"."""
 
 from __future__ import annotations
 
@@ -147,8 +141,7 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
 
 
 def _one_version(uri: str, opts: Any) -> bool:
-    """Whether the table at ``uri`` has a single version file (one directory listing instead
-    of opening it and reading every version's manifest); False when unsure."""
+    """Whether the table at ``uri`` has a single version file (False when unsure)."""
     from lance_sql.errors import LanceSqlError
     from lance_sql.format.storage import list_dir, resolve
 
@@ -165,12 +158,9 @@ def _aware(ts: datetime) -> datetime:
 
 
 def table_stats(ns: Any) -> list[dict[str, Any]]:
-    """Per partition table: fragments, rows, deleted rows, versions and reclaimable bytes.
-
-    ``reclaimable_bytes``: data files on disk that the pinned version does not
-    reference (what expiring old versions would free), plus the share of
-    referenced files holding deleted rows (what compaction would free).
-    """
+    """Per partition table: fragments, rows, deleted rows, versions and reclaimable bytes
+    (files the pinned version does not reference, plus the share of referenced files
+    holding deleted rows)."""
     import lance
 
     from lance_sql.format.storage import resolve, walk_files

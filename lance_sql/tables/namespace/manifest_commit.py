@@ -1,16 +1,9 @@
-"""``__manifest`` commits that write only the rows they change, and reads by fragment.
+"""``__manifest`` commits that write only the rows they change.
 
-A row change is one Lance ``Update`` against the version the writer read: the
-changed and new rows become a new fragment, the rows they replace get deletion
-vectors (or their fragment is removed). Lance resolves concurrent ``Update`` s
-by fragment, so a commit must touch every row whose concurrent change would
-make it wrong: the rows it changes or removes and, for every row it adds, that
-row's existing ancestors. A commit that adds a top-level row or changes the
-columns or root properties rewrites the whole table with an ``Overwrite``.
-Fragments are folded as a binary counter (:data:`FOLD_AT`, :data:`MIN_FRAGMENTS`,
-:data:`MAX_MARKED`). Details: docs/namespaces.md, "Commits and concurrent writers".
-
-Reads go by fragment (:mod:`.manifest_fragments`).
+A row change is one Lance ``Update`` against the version read. Lance resolves concurrent
+``Update`` s by fragment, so a commit touches every row whose concurrent change would make
+it wrong: the rows it changes or removes and the existing ancestors of every row it adds.
+Details: docs/namespaces.md, "Commits and concurrent writers".
 """
 
 from __future__ import annotations
@@ -149,9 +142,8 @@ def with_ancestors(
     known: dict[str, int] | None = None,
 ) -> Change:
     """The change writing ``write`` with ``keep`` of ``base``'s rows staying, plus the kept
-    existing ancestors of the ``added`` object ids, rewritten as they are (a commit must
-    touch them: see the module docstring). ``known``: the position of each of those
-    ancestors that ``base`` has (looked up by the caller), else they are found here."""
+    existing ancestors of the ``added`` ids rewritten as they are (``known``: their
+    positions in ``base``, when the caller looked them up)."""
     ancestors = sorted(ancestors_of(added))
     top_level = any("$" not in oid for oid in added)
     if known is None:
@@ -224,12 +216,10 @@ def commit_update(
     plan: Callable[[Committed, pa.Table], Change | None] = plan_change,
     ds: Any = None,
 ) -> Any | None:
-    """Commit ``rows`` (``__manifest``'s own schema: the next version's rows, or with
-    ``plan=``:func:`.manifest_delta.plan_delta` only the rows that change or are added)
-    as an ``Update`` of ``base_version`` writing only what changed (``properties``: the
-    root properties the result must have); returns the new dataset, or None when it must
-    rewrite the table (see the module docstring). Raises pylance's commit conflict when a
-    concurrent commit touched the same fragments (``ds``: the base dataset when open)."""
+    """Commit ``rows`` (all rows of the next version, or what ``plan`` expects) as an
+    ``Update`` of ``base_version`` writing only what changed; the new dataset, or None when
+    the table must be rewritten (a top-level row added, other columns or ``properties``).
+    Raises pylance's commit conflict when a concurrent commit touched the same fragments."""
     opened = open_base(uri, base_version, rows.schema, properties, storage_options, ds)
     if opened is None:
         return None
@@ -251,8 +241,7 @@ def open_base(
     ds: Any = None,
 ) -> tuple[Committed, Any] | None:
     """(cached rows, open dataset) of ``base_version`` when a commit of rows of ``schema``
-    with root ``properties`` can write only what changed, else None (``ds``: the dataset
-    when the caller has it open)."""
+    with root ``properties`` can write only what changed, else None."""
     import lance
 
     base = find_state(uri, base_version)
@@ -371,12 +360,10 @@ def commit_or_discard(
     marked: list[Any],
     retries: int = 0,
 ) -> Any:
-    """Commit ``op``; when pylance refuses it (a conflict: nothing was committed), delete
-    the data and deletion files this attempt wrote, so a retry leaves no orphan.
-
-    ``retries``: pylance's own retries after losing a race for the next version number;
-    each re-checks the commits made meanwhile (an ``Update`` touching a fragment one of
-    them touched is refused, never merged: measured), so only disjoint commits pass."""
+    """Commit ``op``; when pylance refuses it (nothing was committed), delete the files this
+    attempt wrote, so a retry leaves no orphan. ``retries``: pylance's retries after losing
+    a race for the version number (an ``Update`` touching a fragment a concurrent commit
+    touched is refused, never merged)."""
     import lance
     from lance.commit import CommitConflictError as LanceConflict
 

@@ -1,14 +1,5 @@
-"""``__manifest`` commits given only the rows that change.
-
-An append knows exactly which rows of ``__manifest`` it changes: the rows of
-the partition tables it re-pins and the rows it adds. :func:`commit_changed`
-commits just those (plus the existing ancestors of added rows, which a commit
-must touch, see :mod:`.manifest_commit`) without building or comparing every
-row of the next version, so its cost does not grow with the number of
-partitions. It returns None when the commit needs the whole table (nothing
-cached for the version written on, a top-level row, duplicate ids); the
-caller then commits the full rows with :func:`.manifest_table.commit_rows`.
-"""
+"""``__manifest`` commits given only the rows that change (their cost follows the change,
+not the number of partitions), falling back to all rows when the commit needs them."""
 
 from __future__ import annotations
 
@@ -23,11 +14,10 @@ import pyarrow.compute as pc
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
     ancestors_of,
-    commit_update,
     unique,
     with_ancestors,
 )
-from lance_sql.tables.namespace.manifest_fragments import Committed, carry_entries
+from lance_sql.tables.namespace.manifest_fragments import Committed
 
 
 @dataclass
@@ -43,10 +33,8 @@ class RowChanges:
 
 
 def plan_delta(base: Committed, changed: pa.Table, removed: Collection[str] = ()) -> Change | None:
-    """The :class:`Change` that replaces or adds the rows of ``changed`` (by object id) in
-    ``base`` and removes the rows of ``removed``, every other row kept; None when the ids
-    changed or removed are not unique in either (the full-row path decides). Only the
-    rows of those ids are looked at: the cost follows the change."""
+    """The :class:`Change` replacing or adding the rows of ``changed`` (by object id) in
+    ``base`` and removing those of ``removed``; None when ids are not unique."""
     new_ids = changed.column("object_id")
     if not unique(new_ids):
         return None
@@ -73,33 +61,37 @@ def commit_changed(
     *,
     storage_options: Mapping[str, str] | None = None,
 ) -> Any | None:
-    """Commit the rows ``changed`` (re-pinned and new rows, ``__manifest``'s own schema)
-    and the removal of the rows of object ids ``removed`` on ``snapshot`` as one
-    ``Update``; the new :class:`.ManifestSnapshot`, or None when the commit needs the
-    full rows. Raises CommitConflictError as ``commit_rows`` does."""
-    from lance_sql.tables.namespace.manifest_table import (
-        DATASET,
-        _conflicts,
-        _snapshot,
-        conform_rows,
-    )
+    """Commit rows ``changed`` (re-pinned and new) and the removal of object ids ``removed``
+    as one ``Update``; None when the commit needs all rows (raises as ``commit_rows``)."""
+    from lance_sql.tables.namespace.manifest_table import commit_update_rows
 
     if not (changed.num_rows or removed) or not snapshot.identity:
         return None  # (no identity: rows changed in memory, e.g. a mutation's drops)
-    uri, version = snapshot.uri, snapshot.version
-    with _conflicts(uri, version):
-        changed = conform_rows(changed, snapshot.lance_schema)
-        done = commit_update(
-            uri,
-            version,
-            changed,
-            storage_options,
-            snapshot.properties,
-            plan=lambda base, rows: plan_delta(base, rows, removed),
-            ds=snapshot.derived.get(DATASET),
-        )
-    if done is None:
-        return None
-    snap = _snapshot(snapshot.root, done, storage_options)
-    carry_entries(snapshot, snap)
-    return snap
+    return commit_update_rows(
+        snapshot,
+        changed,
+        snapshot.properties,
+        storage_options,
+        plan=lambda base, rows: plan_delta(base, rows, removed),
+    )
+
+
+def commit_delta_or_rows(
+    snapshot: Any,
+    changed: pa.Table | None,
+    removed: Collection[str],
+    all_rows: Callable[[], pa.Table],
+    properties: Mapping[str, str] | None,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    """:func:`commit_changed` when there are no new root ``properties``, else (or when it
+    cannot) all rows ``all_rows()``; ``changed`` None: all rows only."""
+    from lance_sql.tables.namespace.manifest_table import commit_rows
+
+    if changed is not None and not properties:
+        snap = commit_changed(snapshot, changed, removed, storage_options=storage_options)
+        if snap is not None:
+            return snap
+    return commit_rows(
+        snapshot, all_rows(), properties=properties or None, storage_options=storage_options
+    )

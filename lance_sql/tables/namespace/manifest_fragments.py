@@ -1,12 +1,8 @@
 """Rows of ``__manifest`` versions by fragment: read only the fragments not seen before.
 
-Each snapshot read or written in this process is kept per ``__manifest`` (the
-last few versions), with the address of each row (fragment id << 32 | offset).
-Reading a newer version reuses the rows of every fragment it shares with the
-newest kept one (same id, same data files); a fragment whose deletion vector
-changed is filtered by its live row addresses; only new fragments are read.
-A snapshot committed on a kept one inherits its partition table entries,
-re-derived only for the rows the commit wrote (:func:`carry_entries`).
+The last few versions read or written are kept per ``__manifest`` with each row's address
+(fragment id << 32 | offset); a newer version reuses the rows of every fragment it shares
+with the newest kept one, filtering those whose deletion vector changed.
 """
 
 from __future__ import annotations
@@ -63,14 +59,17 @@ def fragment_keys(ds: Any) -> tuple[Any, ...]:
 
 def remember_state(uri: str, state: Committed) -> None:
     with _LOCK:
-        per = _STATE.pop(uri, None) or OrderedDict()
-        per.pop(state.version, None)
-        per[state.version] = state
-        while len(per) > _STATES_PER_TABLE:
-            per.popitem(last=False)
-        _STATE[uri] = per
-        while len(_STATE) > _TABLES:
-            _STATE.popitem(last=False)
+        per = _STATE.get(uri) or OrderedDict()
+        _put_last(per, state.version, state, _STATES_PER_TABLE)
+        _put_last(_STATE, uri, per, _TABLES)
+
+
+def _put_last(cache: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Put ``value`` last in ``cache`` and drop the oldest entries beyond ``limit``."""
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > limit:
+        cache.popitem(last=False)
 
 
 def find_state(uri: str, version: int | None = None) -> Committed | None:
@@ -105,9 +104,8 @@ MAX_CHUNKS = 256  # chunks of cached rows before :func:`kept_rows` copies them i
 
 
 def kept_rows(rows: pa.Table, keep: np.ndarray) -> pa.Table:
-    """The rows of ``rows`` where ``keep``: zero-copy slices around the few rows dropped
-    (a commit replaces a handful of rows of a ``__manifest`` holding 100,000s), one copy
-    when the runs or the chunks they make grow many."""
+    """The rows of ``rows`` where ``keep``: zero-copy slices around the few rows dropped,
+    one copy when the runs or chunks grow many."""
     dropped = np.flatnonzero(~keep)
     if not len(dropped):
         return rows
@@ -201,9 +199,8 @@ _VERSIONS: dict[int, tuple[Any, np.ndarray]] = {}
 
 
 def table_versions(rows: pa.Table) -> np.ndarray:
-    """Per row of ``rows`` (``__manifest`` rows): N for a partition table under spec
-    version ``v{N}``, else -1. Read-only; carried from the previous version's rows
-    through each commit or read of this process (:func:`carry_versions`)."""
+    """Per ``__manifest`` row: N for a partition table under spec version ``v{N}``, else -1
+    (read-only; carried through each commit or read, :func:`carry_versions`)."""
     hit = _VERSIONS.get(id(rows))
     if hit is not None and hit[0]() is rows:
         return hit[1]
@@ -246,9 +243,8 @@ def carry_versions(old: pa.Table, new: pa.Table, keep: np.ndarray | None = None)
 def repinned(
     rows: pa.Table, versions: Mapping[str, int], dropped: Collection[str] = ()
 ) -> pa.Table:
-    """``rows`` (``__manifest`` rows) whose ``read_version`` is ``versions[object_id]``
-    where given, without the rows of ``dropped`` object ids (vectorized: a ``__manifest``
-    holds a row per partition and per partition namespace)."""
+    """``__manifest`` ``rows`` with ``read_version`` set to ``versions[object_id]`` where
+    given, without the rows of ``dropped`` object ids."""
     oids = rows.column("object_id")
     if versions:
         at = rows.schema.get_field_index("read_version")
@@ -291,19 +287,12 @@ def last_snapshot(uri: str, root: str, version: int, identity: Any, properties: 
 def keep(uri: str, snapshot: Any) -> Any:
     """Record ``snapshot`` as the last one made of ``uri``; returns it."""
     with _LOCK:
-        _SNAPSHOTS.pop(uri, None)
-        _SNAPSHOTS[uri] = snapshot
-        while len(_SNAPSHOTS) > _TABLES:
-            _SNAPSHOTS.popitem(last=False)
+        _put_last(_SNAPSHOTS, uri, snapshot, _TABLES)
     return snapshot
 
 
 def root_properties(ds: Any) -> dict[str, str]:
-    """Root properties of an open ``__manifest``: schema metadata, overlaid by table metadata.
-
-    Writers commit them as schema metadata with the rows and mirror them into
-    the table metadata (:func:`mirror_properties`); table metadata wins.
-    """
+    """Root properties of an open ``__manifest``: schema metadata, overlaid by table metadata."""
     properties = {
         k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
         for k, v in (ds.schema.metadata or {}).items()

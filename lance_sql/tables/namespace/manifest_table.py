@@ -1,14 +1,9 @@
 """The ``__manifest`` Lance table: its schema, snapshots, and atomic commits.
 
-Base columns match what pylance 14's ``DirectoryNamespace`` writes, so pylance
-can still list the namespace; partitioned namespaces add the ``read_*`` pins
-and one ``partition_field_{field_id}`` column per partition field. Root
-properties live in the table metadata and, identically, in the schema
-metadata (which an ``Overwrite`` sets in the same commit as the rows); readers
-overlay table metadata on schema metadata. Every change is one Lance commit
-against the version the writer read; a conflicting concurrent commit raises
-:class:`CommitConflictError` (callers rebase). Layout: docs/namespaces.md,
-"On-disk layout".
+Base columns match pylance 14's ``DirectoryNamespace``, so pylance can still list the
+namespace. Root properties live in the table metadata and, identically, in the schema
+metadata (set in the same commit as the rows); readers overlay the first on the second.
+Layout: docs/namespaces.md, "On-disk layout".
 """
 
 from __future__ import annotations
@@ -182,8 +177,7 @@ def _snapshot(
     *,
     written: pa.Table | None = None,
 ) -> ManifestSnapshot:
-    """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds`` (used
-    instead of reading them back when their schema is ``ds``'s)."""
+    """The snapshot of open ``ds``; ``written``: the rows just committed as ``ds``."""
     _check_columns(ds.schema, manifest_uri(root))
     lance_schema, ident = ds.schema, _identity(ds)
     last = fragments.last_snapshot(
@@ -223,13 +217,8 @@ _ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_
 
 
 def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[PartitionTable]:
-    """``table_entries`` of ``snapshot``, reusing the entries of rows seen unchanged before.
-
-    Consecutive ``__manifest`` versions share all but a few rows; a row equal in
-    every column the entry is made of (object id, type, location, pins and
-    partition values of the same types) gives the same entry, so only new or
-    changed rows go through :func:`table_entries` (and its location checks).
-    """
+    """``table_entries`` of ``snapshot``; a row equal in every column its entry is made of
+    to one seen before reuses that entry, so only new or changed rows are derived."""
     from lance_sql.tables.namespace.reader import table_entries  # (reader reads snapshots)
 
     memo = ("entries", tuple(field_ids))
@@ -264,8 +253,7 @@ def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[P
 
 
 def _key_values(col: pa.ChunkedArray) -> list[Any]:
-    """``col`` as Python values that are equal exactly when the values are: dates and
-    times as their integers (converting them to ``datetime`` took 0.5 ms per 730 rows)."""
+    """``col`` as Python values equal exactly when the values are (temporals as integers)."""
     t = col.type
     if not pa.types.is_temporal(t) or pa.types.is_interval(t):  # (dates, times, durations)
         return col.to_pylist()
@@ -287,10 +275,8 @@ def create_manifest(
 ) -> ManifestSnapshot:
     """Create ``__manifest`` (refusing an existing one) with ``rows`` and root properties.
 
-    Version 1 is complete on its own: the root properties travel as schema
-    metadata of the creating write, so no reader ever sees a namespace without
-    its spec. Version 2 mirrors them into the Lance table metadata, where the
-    spec says they live (:func:`mirror_properties`).
+    Version 1 carries the properties as schema metadata, so no reader ever sees a
+    namespace without its spec; version 2 mirrors them (:func:`mirror_properties`).
     """
     import lance
 
@@ -316,13 +302,9 @@ def mirror_properties(
 ) -> ManifestSnapshot:
     """Copy root ``properties`` just committed as schema metadata into the table metadata.
 
-    The partitioning spec keeps root properties in ``__manifest``'s table
-    metadata, but pylance 14 cannot set table metadata in the commit that
-    writes rows, so writers commit rows and properties atomically as schema
-    metadata first and mirror them here. Only new keys or values equal to the
-    schema metadata's are written, so a crash between the two commits leaves
-    nothing stale (readers overlay both maps). Losing a race to another
-    writer is harmless for the same reason: the next property update mirrors.
+    pylance 14 cannot set table metadata in the commit that writes rows. Only new keys or
+    values equal to the schema metadata's are written, so a crash between the two commits
+    or a lost race leaves nothing stale (readers overlay both maps).
     """
     if not properties:
         return snapshot
@@ -347,29 +329,50 @@ def commit_rows(
     properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> ManifestSnapshot:
-    """Make ``rows`` all rows (optionally with a new schema) in ONE commit on ``snapshot``.
-
-    Without a new schema or property, only the rows that change are written
-    (:func:`.manifest_commit.commit_update`); else the table is rewritten, with
-    root ``properties`` added as schema metadata. Raises CommitConflictError
-    when a commit since ``snapshot`` conflicts (same rows, or any for a rewrite).
-    """
-    from lance_sql.tables.namespace import manifest_commit as mc
+    """Make ``rows`` all rows (optionally with a new schema) in ONE commit on ``snapshot``:
+    only the rows that change when schema and properties stay, else a rewrite. Raises
+    CommitConflictError when a commit since ``snapshot`` conflicts."""
+    from lance_sql.tables.namespace.manifest_commit import commit_overwrite
 
     props = {**snapshot.properties, **(properties or {})}
     if schema is None:
-        with _conflicts(snapshot.uri, snapshot.version):
-            rows_in = conform_rows(rows, snapshot.lance_schema)
-            done = mc.commit_update(snapshot.uri, snapshot.version, rows_in, storage_options, props)
-        if done is not None:
-            snap = _snapshot(snapshot.root, done, storage_options)
-            fragments.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+        snap = commit_update_rows(snapshot, rows, props, storage_options)
+        if snap is not None:
             return snap
     schema = with_properties(schema or snapshot.lance_schema, props)
     rows = conform_rows(rows, schema)
     with _conflicts(snapshot.uri, snapshot.version):
-        ds = mc.commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
+        ds = commit_overwrite(snapshot.uri, schema, rows, snapshot.version, storage_options)
     return _snapshot(snapshot.root, ds, storage_options, written=rows)
+
+
+def commit_update_rows(
+    snapshot: ManifestSnapshot,
+    rows: pa.Table,
+    properties: Mapping[str, str],
+    storage_options: Mapping[str, str] | None,
+    plan: Any = None,
+) -> ManifestSnapshot | None:
+    """:func:`.manifest_commit.commit_update` of ``rows`` on ``snapshot``; None when the
+    table must be rewritten."""
+    from lance_sql.tables.namespace import manifest_commit as mc
+
+    with _conflicts(snapshot.uri, snapshot.version):
+        rows = conform_rows(rows, snapshot.lance_schema)
+        done = mc.commit_update(
+            snapshot.uri,
+            snapshot.version,
+            rows,
+            storage_options,
+            properties,
+            plan=plan or mc.plan_change,
+            ds=snapshot.derived.get(DATASET),
+        )
+    if done is None:
+        return None
+    snap = _snapshot(snapshot.root, done, storage_options)
+    fragments.carry_entries(snapshot, snap)  # (its entries, where it wrote rows re-derived)
+    return snap
 
 
 def update_properties(

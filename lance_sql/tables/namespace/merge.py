@@ -1,15 +1,8 @@
 """``ns.update(set=..., where=...)`` and ``ns.merge(source, on=[...], ...)``.
 
-Both rewrite matched rows as *delete + insert*: the old rows get Lance row
-deletes (or their partition leaves ``__manifest`` when every row of it is
-rewritten) and the new rows are appended through the writer, which puts each
-into the partition of the current spec its new values belong to. So a row
-whose partition values change moves between partitions, in the same single
-``__manifest`` commit as everything else (:class:`.mutation.Mutation`).
-
-SQL text (SET expressions, conditions) is planned once by the query engine
-(:mod:`.sql_eval`) and its plan runs over the rows. In ``merge`` update
-expressions, qualify columns as ``target.col`` and ``source.col``.
+Both rewrite matched rows as delete + insert, so a row whose partition values change
+moves, in the same single ``__manifest`` commit. SQL text is planned once by the query
+engine (:mod:`.sql_eval`); in ``merge`` qualify columns as ``target.col``/``source.col``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The one MERGE: a :class:`MergeSql` planned by the query engine, run per partition table.
 
-``ns.merge``, SQL ``MERGE INTO`` and Spark's merge tasks (which run
-:func:`merge_table` per partition table and commit on the driver) all describe
-the statement as a :class:`MergeSql`, which the engine plans into a
-:class:`MergePlan`: the ON condition joins each partition table's candidate
-rows with the source (its key equalities prune the partitions read), and each
-row takes the first clause whose condition holds. Updated rows are deleted and
-re-inserted (a row whose partition values change moves), all in ONE
-``__manifest`` commit (:class:`.mutation.Mutation`). Clause semantics:
-docs/sql.md, "DML and CREATE TABLE on namespaces".
+``ns.merge``, SQL ``MERGE INTO`` and Spark's merge tasks all describe the statement as a
+:class:`MergeSql`; updated rows are deleted and re-inserted (a row whose partition values
+change moves), all in ONE ``__manifest`` commit. Semantics: docs/sql.md.
 """
 
 from __future__ import annotations
@@ -103,14 +97,11 @@ class MergeSql:
 
 @dataclass(frozen=True)
 class MergePlan:
-    """A :class:`MergeSql` as the engine planned it over the target's and the source's
-    columns (each table numbered in :data:`~.sql_eval.ROW`). ``pairs``: the target and
-    source rows ON joins -> (target ROW, source ROW, index of the ``matched`` clause that
-    applies or -1); ``lone_target`` / ``lone_source``: over the unmatched rows of one
-    side -> (index of the ``by_source`` / ``not_matched`` clause that applies or -1, ROW);
-    ``values``: per clause, the new values of its columns (then ROW) over the pairs
-    (joined on ROW) or the lone rows (None: nothing to compute); ``keys``: the (target,
-    source) column equalities of ON, which prune."""
+    """A :class:`MergeSql` as the engine planned it (each table numbered in
+    :data:`~.sql_eval.ROW`). ``pairs``: ON-joined rows -> (target ROW, source ROW, index
+    of the applying ``matched`` clause or -1); ``lone_target`` / ``lone_source``: unmatched
+    rows -> (index of the applying clause or -1, ROW); ``values``: per clause, its new
+    values (then ROW), None: nothing to compute; ``keys``: ON's (target, source) equalities."""
 
     sql: MergeSql
     keys: tuple[tuple[str, str], ...]
@@ -127,11 +118,8 @@ def plan_merge(ns: Any, src: pa.Table, sql: MergeSql) -> MergePlan:
 
 def key_filter(ns: Any, src: pa.Table, keys: Sequence[tuple[str, str]]) -> pc.Expression | None:
     """Target rows can match only where every ON key equality's column is a source value
-    (None: every row may match).
-
-    Floating-point keys are left out: SQL ``=`` holds for -0.0 and 0.0 and for
-    NaN and NaN, pyarrow's ``is_in`` does not.
-    """
+    (None: every row may match). Floating-point keys are left out: SQL ``=`` holds for
+    -0.0 and 0.0 and for NaN and NaN, pyarrow's ``is_in`` does not."""
     expr = None
     for tcol, scol in keys:
         if tcol not in ns.schema.names or scol not in src.column_names:

@@ -1,15 +1,8 @@
-"""One row-level change of a namespace: table deletes, dropped tables and new rows, one commit.
-
-The building block of ``delete``, ``overwrite`` (dynamic and by filter),
-``update``, ``merge`` and ``compact``, following the write protocol of
-:mod:`.writer`: every touched table gets its new version first (row deletes
-or a compaction on the pinned version, restored if needed), new rows go
-through a :class:`NamespaceWriter` that sees those changes
-(:class:`.manifest_delta.RowChanges`), and ``__manifest`` is committed ONCE
-with only the rows that change, rebased onto a concurrent commit that touched
-none of the same tables. On a conflict :func:`run` plans the operation again
-on the newer snapshot; the table versions of the failed attempt stay
-unreferenced and are restored over.
+"""One row-level change of a namespace (``delete``, ``overwrite``, ``update``, ``merge``,
+``compact``): touched tables get their new versions first, then ``__manifest`` is
+committed ONCE with only the rows that change. On a conflict :func:`run` plans the
+operation again on the newer snapshot; the failed attempt's table versions stay
+unreferenced and are restored over (protocol: :mod:`.writer`).
 """
 
 from __future__ import annotations
@@ -24,11 +17,10 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
 from lance_sql.tables.namespace.bounds_rows import carried_forward, touched_rows, with_key_filters
-from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_changed
+from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_delta_or_rows
 from lance_sql.tables.namespace.manifest_fragments import repinned
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
-    commit_rows,
     conform_rows,
     refreshed,
     snapshot_entries,
@@ -98,12 +90,8 @@ class Mutation:
     ) -> pa.Table:
         """Rows of ``entry`` (namespace names and types) plus ``_rowid``; ``pushdown`` may
         pre-filter inside Lance (it must keep every row the caller's exact filter keeps).
-
-        Read at the pinned version through the shared open cache (the same rows
-        and row ids the head has once restored: only tables that are written
-        pay for opening the head), or from the head when this operation
-        already changed the table. Safe to call from several threads.
-        """
+        Read at the pinned version, or from the head when this operation already changed
+        the table. Thread-safe."""
         _check_version_pin(entry)
         head = self._heads.get(entry.object_id)
         if head is not None:
@@ -115,8 +103,7 @@ class Mutation:
         return table_rows(self.ns.schema, entry.object_id, ds, tschema, columns, flt)
 
     def _lance_filter(self, pushdown: pc.Expression) -> pc.Expression | None:
-        """``pushdown`` with SQL float semantics for Lance (None: not expressible), rewritten
-        once per operation rather than once per partition table read."""
+        """``pushdown`` with SQL float semantics for Lance (None: not expressible)."""
         done = self._filters.get(id(pushdown))
         if done is not None and done[0] is pushdown:
             return done[1]
@@ -157,11 +144,8 @@ class Mutation:
         return len(ids)
 
     def set_version(self, entry: PartitionTable, ds: Any, *, same_rows: bool = False) -> None:
-        """Record ``ds`` (a new version of ``entry``'s table, e.g. compacted) as its pin.
-
-        ``same_rows``: the new version holds no row the pinned one lacks (compaction,
-        index changes), so the table's column bounds stay valid.
-        """
+        """Record ``ds`` (a new version of ``entry``'s table) as its pin; ``same_rows``: it
+        holds no row the pinned one lacks (compaction), so column bounds stay valid."""
         self._heads[entry.object_id] = ds
         self.versions[entry.object_id] = int(ds.version)
         self._subset[entry.object_id] = same_rows and self._subset.get(entry.object_id, True)
@@ -208,11 +192,8 @@ class Mutation:
         return repinned(rows, self.versions, self.dropped)
 
     def commit(self, stages: Sequence[Any] = ()) -> ManifestSnapshot:
-        """Write inserted rows (or adopt the staged files ``stages``, a distributed write's),
-        then commit ``__manifest`` once; returns the new snapshot.
-
-        Only the rows that change are committed (:func:`.manifest_delta.commit_changed`):
-        the cost follows the partitions touched, not those of the namespace."""
+        """Write inserted rows (or adopt the staged files ``stages``), then commit
+        ``__manifest`` once with only the rows that change; returns the new snapshot."""
         staged = any(st.partitions for st in stages)
         if not (self.changed or staged):
             return self.snapshot
@@ -231,17 +212,14 @@ class Mutation:
         return self._commit_rows(changes) if snap is self.snapshot else snap
 
     def _commit_rows(self, changes: RowChanges) -> ManifestSnapshot:
-        snap = None
-        if not changes.properties:
-            snap = commit_changed(
-                self.snapshot, changes.rows, changes.dropped, storage_options=self.storage_options
-            )
-        if snap is None:
-            rows = changes.apply(conform_rows(self.snapshot.rows, self.snapshot.lance_schema))
-            props = changes.properties or None
-            snap = commit_rows(
-                self.snapshot, rows, properties=props, storage_options=self.storage_options
-            )
+        snap = commit_delta_or_rows(
+            self.snapshot,
+            changes.rows,
+            changes.dropped,
+            lambda: changes.apply(conform_rows(self.snapshot.rows, self.snapshot.lance_schema)),
+            changes.properties,
+            self.storage_options,
+        )
         if snap.version == self.snapshot.version + 1:
             carry_namespaces(self.snapshot, snap)  # (only table rows were dropped or re-pinned)
         return snap
@@ -299,13 +277,9 @@ RETRIES = 4
 
 
 def run(ns: Any, build: Callable[[Mutation], T], *, retries: int = RETRIES) -> T:
-    """Plan an operation (``build`` stages it into a fresh :class:`Mutation` of the latest
-    snapshot) and commit it; on a conflict, plan it again on the newer snapshot.
-
-    Nothing of a failed attempt is visible (its table versions stay unreferenced
-    and are restored over), so replaying the whole operation on the latest
-    ``__manifest`` is always safe; after ``retries`` the conflict is raised.
-    """
+    """Stage an operation into a fresh :class:`Mutation` (``build``) and commit it; on a
+    conflict replan on the newer snapshot (a failed attempt is invisible, so replaying is
+    safe); after ``retries`` the conflict is raised."""
     import random
     import time
 

@@ -1,22 +1,9 @@
-"""Adding and dropping fields inside struct columns of a namespace (nested evolution).
+"""Adding, dropping and renaming fields inside struct columns of a namespace.
 
-Lance file format 2.2 lets one dataset add a field inside an existing struct
-(also the struct of a ``list<struct>``), drop one, and read old rows' new
-fields as NULL. A namespace does the same on its schema alone: every new
-nested field gets a ``lance:field_id`` after the highest id ever assigned
-(like a new top-level column); partition tables are not rewritten. Below the
-top level a partition table's fields are matched to the namespace's by name
-(top-level columns by namespace field id, :mod:`.field_map`), so:
-
-- a field a table lacks reads as NULL, a field the namespace dropped is not
-  read; appends add the namespace's new fields to a table first;
-- a dropped nested path is remembered (schema metadata :data:`DROPPED_KEY`)
-  and never added again, since older tables still hold its old values;
-- renaming a nested field keeps its id and records its former names in the
-  field's metadata (:data:`FORMER_KEY`); older tables, which still hold a
-  former name, are read through it (:func:`table_names`), an append renames
-  the table's field first (:func:`table_renames`), and the old path is
-  remembered like a dropped one, so no other field ever takes it.
+Only the namespace schema changes (partition tables are not rewritten): below the top
+level a table's fields are matched by name, so a field a table lacks reads as NULL and
+appends add it first; dropped and renamed-from paths are remembered (:data:`DROPPED_KEY`,
+:data:`FORMER_KEY`) and never reused, since older tables still hold their old values.
 """
 
 from __future__ import annotations
@@ -177,17 +164,21 @@ def _match(table_child: pa.Field, ns_t: pa.DataType) -> pa.Field | None:
     return None
 
 
+def _paired(table_t: pa.StructType, ns_t: pa.StructType) -> list[tuple[pa.Field, pa.Field | None]]:
+    """Each child of ``table_t`` with the child of ``ns_t`` it holds (:func:`_match`, or None)."""
+    return [(tc, _match(tc, ns_t)) for tc in table_t]
+
+
 def table_names(table_t: pa.DataType, ns_t: pa.DataType) -> pa.DataType:
     """``table_t`` with nested fields renamed in the namespace called by their namespace
     names (same layout: a table column can be ``view``-ed as it, then cast by name)."""
     if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
-        out = []
-        for i in range(table_t.num_fields):
-            tc = table_t.field(i)
-            c = _match(tc, ns_t)
-            out.append(tc if c is None else tc.with_name(c.name).with_type(
-                table_names(tc.type, c.type)))  # fmt: skip
-        return pa.struct(out)
+        return pa.struct(
+            [
+                tc if c is None else tc.with_name(c.name).with_type(table_names(tc.type, c.type))
+                for tc, c in _paired(table_t, ns_t)
+            ]
+        )
     if same_list_kind(table_t, ns_t):
         value = table_t.value_field
         return _rebuild_list(table_t, value.with_type(table_names(value.type, ns_t.value_type)))
@@ -213,9 +204,7 @@ def table_renames(table_t: pa.DataType, ns_t: pa.DataType, path: str) -> list[di
     nested names (children before parents, paths in the table's names)."""
     out: list[dict[str, str]] = []
     if pa.types.is_struct(table_t) and pa.types.is_struct(ns_t):
-        for i in range(table_t.num_fields):
-            tc = table_t.field(i)
-            c = _match(tc, ns_t)
+        for tc, c in _paired(table_t, ns_t):
             if c is None:
                 continue
             out += table_renames(tc.type, c.type, f"{path}.{tc.name}")

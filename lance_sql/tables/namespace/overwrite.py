@@ -1,13 +1,6 @@
-"""Partition overwrites: ``ns.overwrite(data, partitions="dynamic")`` and ``where=...``.
-
-*dynamic* replaces the partitions of the current spec that ``data`` has rows
-for (older spec versions' tables are never touched); *by filter* deletes the
-rows matching ``where`` (:func:`.delete.delete_matching`) and appends ``data``,
-refusing a row of ``data`` outside ``where`` with :class:`RowsOutsideFilterError`
-before anything is written. Both are one ``__manifest`` commit
-(:class:`.mutation.Mutation`). Details: docs/namespaces.md, "Dynamic overwrite
-and overwrite by filter".
-"""
+"""Partition overwrites: ``ns.overwrite(data, partitions="dynamic")`` and ``where=...``,
+each one ``__manifest`` commit. Details: docs/namespaces.md, "Dynamic overwrite and
+overwrite by filter"."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The namespace's root properties: its schema and partition spec versions.
-
-``__manifest`` root properties hold ``schema`` (JsonArrowSchema with field
-ids) and one ``partition_spec_v<N>`` per spec version; :func:`parse_properties`
-reads and validates them, :func:`normalize_schema` prepares a schema to store.
-"""
+"""The namespace's root properties: ``schema`` (JsonArrowSchema with field ids) and one
+``partition_spec_v<N>`` per spec version, read, validated and prepared for storing."""
 
 from __future__ import annotations
 
@@ -79,12 +75,8 @@ def checked_file_version(value: str | None) -> str | None:
 
 
 def check_column_name(name: str) -> None:
-    """Refuse a top-level column name no partition table could store (SpecError).
-
-    Lance refuses empty names, names with a ``.`` (a path into a struct) and
-    its reserved row-metadata names at the first write, with a raw error
-    after the namespace exists.
-    """
+    """Refuse a top-level column name no partition table could store (SpecError): Lance
+    would refuse empty, dotted and reserved names only at the first write."""
     if not name or "." in name or name in LANCE_RESERVED:
         why = "a reserved Lance column name" if name in LANCE_RESERVED else "empty or has a '.'"
         raise SpecError(

@@ -1,12 +1,6 @@
-"""Detect a damaged ``__manifest`` and rebuild it from the partition tables' data.
-
-A foreign writer (pylance's ``DirectoryNamespace``, lancedb) may rewrite
-``__manifest`` with only its base columns: :func:`check_manifest` refuses such
-a namespace on open with :class:`ManifestDamagedError` naming what is missing,
-and :func:`repair_manifest` rebuilds partition columns, pins and root
-properties from the tables in ONE commit. Details: docs/namespaces.md,
-"Foreign writers, damaged ``__manifest``, repair".
-"""
+"""Detect a damaged ``__manifest`` (a foreign writer kept only its base columns) and rebuild
+it from the partition tables in ONE commit. Details: docs/namespaces.md, "Foreign
+writers, damaged ``__manifest``, repair"."""
 
 from __future__ import annotations
 
@@ -43,13 +37,9 @@ def missing_parts(
     *,
     storage_options: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """What a partitioned ``__manifest`` lost (empty when it is whole).
-
-    Partition columns are required by the spec, so any missing one counts. The
-    ``read_version`` column and the schema-metadata copy of the root
-    properties are optional for other implementations: they count as lost
-    only when an earlier ``__manifest`` version had them.
-    """
+    """What a partitioned ``__manifest`` lost (empty when whole): any partition column, and
+    ``read_version`` or the schema-metadata root properties only when an earlier version
+    had them (they are optional for other implementations)."""
     names = set(snapshot.lance_schema.names)
     out = []
     cols = [f.column_name for f in all_fields(specs) if f.column_name not in names]

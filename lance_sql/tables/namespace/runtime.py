@@ -1,8 +1,4 @@
-"""Runtime views of a partitioned namespace: appendix E properties, foreign tables, repair.
-
-Kept apart from :mod:`.namespace` so that the namespace class stays one job
-(snapshot, writes, reads); these answer questions about ``__manifest`` rows.
-"""
+"""Runtime views of a partitioned namespace: appendix E properties, foreign tables, repair."""
 
 from __future__ import annotations
 
@@ -14,12 +10,8 @@ from lance_sql.tables.namespace.layout import NAMESPACE, spec_namespace_version,
 
 
 def foreign_tables(ns: Any) -> list[dict[str, Any]]:
-    """``table`` rows of ``__manifest`` outside every ``v<N>``: not partition tables,
-    ``{object_id, location}`` each.
-
-    Another writer (pylance, lancedb) may create tables at the namespace
-    root; reads ignore them, ``lance-sql inspect`` lists them.
-    """
+    """``table`` rows of ``__manifest`` outside every ``v<N>`` (another writer's), as
+    ``{object_id, location}``; reads ignore them, ``lance-sql inspect`` lists them."""
     rows = ns.snapshot.rows
     cols = {n: rows.column(n).to_pylist() for n in ("object_id", "object_type", "location")}
     return [

@@ -1,11 +1,5 @@
-"""Staged writes: tasks write a namespace's files, one driver commits or aborts them.
-
-Distributed writers (Spark tasks) run a :class:`~.writer.NamespaceWriter` with
-``staging=True`` and hand its :class:`StagedWrite` (files written, nothing
-committed; JSON-able) to one driver, whose :func:`commit_staged` adopts all of
-them into one writer and commits once; :func:`abort_staged` deletes the staged
-files.
-"""
+"""Staged writes: tasks write a namespace's files (a JSON-able :class:`StagedWrite`), one
+driver commits (:func:`commit_staged`) or aborts (:func:`abort_staged`) them."""
 
 from __future__ import annotations
 
@@ -49,12 +43,8 @@ class StagedPartition:
 
 @dataclass(frozen=True)
 class StagedWrite:
-    """What one task staged: small, picklable, and JSON round-trippable (``to_json``).
-
-    Nothing it describes is visible to readers until ``commit_staged``: the
-    files sit in partition table directories no ``__manifest`` version pins
-    (new tables) or outside every committed version (existing tables).
-    """
+    """What one task staged: small, picklable, and JSON round-trippable (``to_json``);
+    invisible to readers until ``commit_staged``."""
 
     root: str
     write_id: str
@@ -167,12 +157,9 @@ def abort_staged(
     *,
     storage_options: Mapping[str, str] | None = None,
 ) -> None:
-    """Best-effort deletion of staged files; ``__manifest`` is never touched.
-
-    Files that a committed table version references are kept (an abort after
-    a successful commit must not corrupt it); a new table's directory goes
-    entirely unless ``__manifest`` lists it.
-    """
+    """Best-effort deletion of staged files; ``__manifest`` is never touched. Files a
+    committed table version references are kept; a new table's directory goes entirely
+    unless ``__manifest`` lists it."""
     locations = sorted({p.location for st in stages for p in st.partitions})
     if not locations:
         _check_stages(root, stages)
@@ -200,11 +187,8 @@ def abort_staged(
 
 
 def _check_stages(root: str, stages: Sequence[StagedWrite]) -> None:
-    """Refuse stages of another namespace and any location or file escaping the root.
-
-    A StagedWrite arrives as JSON from other processes; committing or aborting
-    it moves and deletes files, so nothing in it may point outside the root.
-    """
+    """Refuse stages of another namespace and any location or file escaping the root (a
+    StagedWrite arrives as JSON, and committing or aborting it moves and deletes files)."""
     for st in stages:
         if st.root.rstrip("/") != root.rstrip("/"):
             raise LanceSqlError(

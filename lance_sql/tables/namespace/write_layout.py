@@ -1,16 +1,9 @@
 """Which partition namespaces and tables one spec version has in a ``__manifest`` snapshot.
 
-A write needs, for every partition it touches, the object id of the partition
-namespace at each level (to put a new table under it, or to create it) and
-the partition table's entry. While the partitions it touches are few, it finds
-them by key (:func:`keyed_layout`: one Arrow filter over the rows, then only
-their rows in Python), so the first write after opening a namespace costs what
-it changes. Otherwise the mappings are derived from all rows, once per
-snapshot (:attr:`ManifestSnapshot.derived`); a writer that has just committed
-hands its own, updated mappings to the snapshot it made
-(:meth:`WriteLayout.remember`), so the next write on that snapshot does not
-derive them again. The mappings are shared, never changed in place (a writer
-copies one before adding to it).
+While a write touches few partitions it finds them by key (:func:`keyed_layout`), so the
+first write after opening costs what it changes; else the mappings are derived once per
+snapshot, and a committing writer hands its updated ones to the snapshot it made. The
+mappings are shared, never changed in place (a writer copies one before adding to it).
 """
 
 from __future__ import annotations
@@ -117,14 +110,9 @@ _BY_VALUE = (
 def keyed_layout(
     snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str], raws: Sequence[tuple[Any, ...]]
 ) -> tuple[Namespaces, TableLookup] | None:
-    """The namespaces and tables of spec namespace ``prefix`` that partitions with partition
-    values ``raws`` go into, or None when they cannot be found by value (then
-    :func:`namespace_layout` and :func:`table_layout` find them).
-
-    Only the rows sharing a first partition value with ``raws`` are read (one Arrow
-    filter; every partition namespace and table row carries the values of its levels),
-    so looking up a few partitions costs the same at any number of partitions.
-    """
+    """The namespaces and tables of spec namespace ``prefix`` that partitions with values
+    ``raws`` go into (reading only the rows sharing a first partition value with them), or
+    None when they cannot be found by value."""
     rows = snapshot.rows
     column = f"partition_field_{fids[0]}" if fids else ""
     if column not in rows.column_names:
@@ -171,11 +159,9 @@ def has_row(snapshot: ManifestSnapshot, object_id: str) -> bool:
 class WriteLayout:
     """The namespaces and tables one write's spec version has in the snapshot it read.
 
-    The partitions a write touches are looked up by key (:func:`keyed_layout`) while
-    they are few; then, or when the snapshot already has it, the whole layout is used
-    (derived once per ``__manifest`` version). ``changed``: a mutation's tables (object
-    id -> entry now, None: dropped). ``namespaces`` is shared with the snapshot until
-    :meth:`add_namespace` copies it; ``created``: the namespaces the write adds.
+    ``changed``: a mutation's tables (object id -> entry now, None: dropped).
+    ``namespaces`` is shared with the snapshot until :meth:`add_namespace` copies it;
+    ``created``: the namespaces the write adds.
     """
 
     def __init__(
@@ -333,14 +319,10 @@ def rebase_blocker(
 ) -> str | None:
     """Why an append that read ``snapshot`` cannot be replayed onto ``latest`` (None: it can).
 
-    Rebasing is safe when the concurrent commits changed neither the schema
-    nor the specs, did not move any partition table this append wrote (its
-    table commit was based on the pinned version), and did not create any
-    partition or partition namespace this append also created. ``layout``:
-    ``latest``'s namespaces and tables of the write's spec version;
-    ``own_namespaces``: the writer's (with the ones it creates); ``changed_ids``: tables
-    whose rows the write changes too (a mutation's drops and re-pins): they must be
-    unchanged in ``latest``.
+    Safe when the concurrent commits changed neither schema nor specs, moved no partition
+    table this append wrote, and created no partition (namespace) it also created.
+    ``layout``: ``latest``'s of the write's spec version; ``own_namespaces``: the writer's;
+    ``changed_ids``: tables the write also changes (they must be unchanged in ``latest``).
     """
     if _root_properties(latest.properties) != _root_properties(snapshot.properties):
         return "the namespace schema, partition specs or indexes changed"

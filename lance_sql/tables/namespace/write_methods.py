@@ -1,8 +1,5 @@
 """Writes of a ``PartitionedNamespace``: append, overwrite, row operations, staged writes.
-
-Each write starts from the latest ``__manifest`` and moves the namespace object
-to the version it commits (the protocol: :mod:`.writer`).
-"""
+Each starts from the latest ``__manifest`` (the protocol: :mod:`.writer`)."""
 
 from __future__ import annotations
 
@@ -49,12 +46,11 @@ class WriteMethods:
         partitions: str | None = None,
         where: Any = None,
     ) -> int:
-        """Replace all rows with ``data`` (partitions it lacks leave ``__manifest``).
+        """Replace all rows with ``data``; returns the new ``__manifest`` version.
 
-        ``partitions="dynamic"`` replaces only the current-spec partitions ``data``
-        has rows for; ``where`` (SQL text) replaces only the rows it matches and
-        refuses rows of ``data`` outside it (:mod:`.overwrite`). Returns the new
-        ``__manifest`` version.
+        ``partitions="dynamic"`` replaces only the current-spec partitions ``data`` has
+        rows for; ``where`` (SQL) replaces only the rows it matches and refuses rows of
+        ``data`` outside it.
         """
         from lance_sql.tables.namespace import overwrite as ow
 
@@ -104,13 +100,10 @@ class WriteMethods:
     ) -> StagedWrite:
         """Write ``data`` as uncommitted Lance files; commit later with :meth:`commit_staged`.
 
-        For distributed writers: each task stages its rows (against this
-        object's snapshot) and returns the small :class:`StagedWrite`; one
-        driver commits all of them. Nothing is visible to readers before that
-        commit. Tasks of one job should share ``write_id``: new partitions are
-        then named alike by every task, so their files land in one table
-        directory (stages with different ids are merged at commit by moving
-        files). ``mode`` must match the later commit's mode.
+        For distributed writers: each task stages its rows and returns a small
+        :class:`StagedWrite`; one driver commits all. Tasks of one job should share
+        ``write_id`` so new partitions land in one table directory. ``mode`` must match
+        the later commit's mode.
         """
         self._check_writable()
         import uuid
@@ -126,13 +119,9 @@ class WriteMethods:
             raise
 
     def commit_staged(self, staged: Iterable[StagedWrite], *, mode: str = "append") -> int:
-        """Commit staged writes atomically: each partition table once, ``__manifest`` once.
-
-        Returns the new ``__manifest`` version (unchanged for an empty append).
-        ``mode="overwrite"`` replaces the whole namespace with the staged rows.
-        On failure ``__manifest`` is unchanged (call :meth:`abort_staged` to
-        remove the remaining files).
-        """
+        """Commit staged writes atomically (each partition table once, ``__manifest`` once);
+        returns the new ``__manifest`` version. On failure ``__manifest`` is unchanged
+        (:meth:`abort_staged` removes the remaining files)."""
         self.refresh()
         snap = self._writer(mode, None).commit_stages(list(staged))
         self._set_snapshot(snap)

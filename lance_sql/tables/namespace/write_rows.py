@@ -1,10 +1,5 @@
-"""The ``__manifest`` rows one write commits, and the commit itself.
-
-An append commits only the rows it changes (its tables' rows re-pinned, with
-new bounds, and its new rows: :func:`.manifest_delta.commit_changed`); an
-overwrite, or an append whose commit needs them, commits all rows of the next
-version (:func:`.manifest_table.commit_rows`).
-"""
+"""The ``__manifest`` rows one write commits, and the commit itself: an append commits
+only the rows it changes, an overwrite (or an append whose commit needs them) all rows."""
 
 from __future__ import annotations
 
@@ -37,14 +32,15 @@ def commit_write(
     """One ``__manifest`` commit of a write on ``snapshot`` (``new_rows``: rows it adds;
     ``versions``: object id -> table version committed; ``changes``: of other rows,
     committed with them)."""
-    from lance_sql.tables.namespace.manifest_delta import commit_changed
-    from lance_sql.tables.namespace.manifest_table import commit_rows
+    from lance_sql.tables.namespace.manifest_delta import commit_delta_or_rows
 
     schema = snapshot.lance_schema
     base = conform_rows(snapshot.rows, schema)
     new = conform_rows(pa.Table.from_pylist(list(new_rows), schema=_loose(schema)), schema)
     by_oid = {t.object_id: t for t in targets}
-    if mode == "append" and not (changes and changes.properties):
+    props = changes.properties if changes is not None else None
+    changed = None
+    if mode == "append" and not props:
         existing = pa.array(sorted(t.object_id for t in targets if t.entry is not None), pa.utf8())
         sub = (
             base.filter(pc.is_in(base.column("object_id"), value_set=existing))
@@ -59,18 +55,16 @@ def commit_write(
         table = repinned(pa.concat_tables([sub, new]) if new.num_rows else sub, versions)
         changed = stats.manifest_metadata(table, versions, by_oid, sub, True)
         changed = pa.concat_tables([changed, others]) if others.num_rows else changed
-        removed = changes.dropped if changes is not None else ()
-        snap = commit_changed(snapshot, changed, removed, storage_options=storage_options)
-        if snap is not None:
-            return snap
-    if changes is not None:
-        base = changes.apply(base)
-    table = repinned(pa.concat_tables([base, new]) if new.num_rows else base, versions)
-    if mode == "overwrite" and not keep_untouched:
-        table = _keep_live(table, set(versions))
-    rows = stats.manifest_metadata(table, versions, by_oid, base, mode == "append")
-    props = changes.properties if changes is not None else None
-    return commit_rows(snapshot, rows, properties=props, storage_options=storage_options)
+
+    def all_rows() -> pa.Table:
+        rows = changes.apply(base) if changes is not None else base
+        table = repinned(pa.concat_tables([rows, new]) if new.num_rows else rows, versions)
+        if mode == "overwrite" and not keep_untouched:
+            table = _keep_live(table, set(versions))
+        return stats.manifest_metadata(table, versions, by_oid, rows, mode == "append")
+
+    removed = changes.dropped if changes is not None else ()
+    return commit_delta_or_rows(snapshot, changed, removed, all_rows, props, storage_options)
 
 
 def _without(rows: pa.Table, other: pa.Table) -> pa.Table:

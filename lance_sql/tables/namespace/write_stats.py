@@ -1,13 +1,6 @@
-"""What one namespace write records about the rows it writes: column bounds and key filters.
-
-A :class:`~.writer.NamespaceWriter` hands every file's rows to
-:meth:`WriteStats.add` (on its helper thread, overlapping Lance's file write)
-and staged rows' bounds to :meth:`WriteStats.adopt`; at commit,
-:meth:`WriteStats.manifest_metadata` puts the written tables' new bounds and
-key-filter pointers into the ``metadata`` column of the ``__manifest`` rows
-(see :mod:`.bounds` and :mod:`.key_filters` for what they are and when they
-are valid).
-"""
+"""What one namespace write records about the rows it writes: column bounds and key filters
+(put into the ``metadata`` column of its ``__manifest`` rows at commit; validity:
+:mod:`.bounds`, :mod:`.key_filters`)."""
 
 from __future__ import annotations
 
@@ -77,14 +70,9 @@ class WriteStats:
         pinned_rows: pa.Table,
         append: bool,
     ) -> pa.Table:
-        """``table`` (``__manifest`` rows) whose written tables' ``metadata`` hold new bounds.
-
-        ``versions``: object id -> version committed; ``targets``: object id ->
-        the write's target; ``pinned_rows``: the ``__manifest`` rows written on.
-        New and overwritten tables get the bounds of the rows written; appended
-        ones (``append``) the union with their stored bounds when those describe
-        the version appended to, else none.
-        """
+        """``table`` (``__manifest`` rows) whose written tables' ``metadata`` hold new bounds:
+        those of the rows written, or for an ``append`` their union with the stored bounds
+        when those describe the version appended to (``pinned_rows``: the rows written on)."""
         touched = [o for o in versions if o in targets]
         if not touched or "metadata" not in table.column_names:
             return table

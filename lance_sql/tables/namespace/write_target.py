@@ -1,11 +1,6 @@
-"""One partition table a namespace write touches: its staged state, preparation and commit.
-
-:func:`prepare_target` pins an existing table's base version (restoring over
-versions the namespace never referenced), maps namespace columns to the
-table's columns (adding missing ones on append) and refuses tag pins;
-:func:`commit_target` makes the single Lance commit of the staged fragments.
-The protocol around them is in :mod:`.writer`.
-"""
+"""One partition table a namespace write touches: its staged state, preparation
+(:func:`prepare_target`) and single Lance commit (:func:`commit_target`); the protocol
+around them is in :mod:`.writer`."""
 
 from __future__ import annotations
 
@@ -73,10 +68,8 @@ def prepare_target(
 ) -> None:
     """Before writing files into an existing table: pin its base and map its columns.
 
-    A table pinned to a branch is written on that branch; one pinned to a tag
-    (immutable) is refused. While staging nothing is committed: the version
-    to restore over is left to the committer, and a table lacking namespace
-    columns (which would need a schema commit) is refused.
+    A branch pin is written on that branch, a tag pin refused. While staging nothing is
+    committed, so a table lacking namespace columns (a schema commit) is refused.
     """
     if t.prepared:
         return
@@ -95,9 +88,7 @@ def prepare_target(
     # Versions after the pinned one were never part of the namespace (a failed
     # write, or a direct pylance write): an append restores so they cannot leak in.
     ds = table_head(entry, storage_options, restore=mode == "append" and not staging)
-    latest = ds.version
-    base = entry.read_version if entry.read_version is not None else latest
-    at = base if staging else latest
+    base = entry.read_version if entry.read_version is not None else ds.version
 
     def schema_at(version: int) -> pa.Schema:
         return open_metadata(entry.uri, version, branch=branch, storage_options=opts).schema
@@ -109,12 +100,12 @@ def prepare_target(
             path=entry.uri,
         )
 
+    # Only a write that is not staging commits schema changes, each re-read at ds's new head.
     opts = storage_options
-    tschema = schema_at(at)
+    tschema = schema_at(base if staging else ds.version)
     if not is_marked(tschema) and not staging and mode == "append":
-        ds = _mark_legacy_columns(entry, ds if branch else entry.uri, tschema, latest, opts)
-        latest = at = ds.version
-        tschema = schema_at(at)
+        ds = _mark_legacy_columns(entry, ds if branch else entry.uri, tschema, ds.version, opts)
+        tschema = schema_at(ds.version)
     by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
     if mode == "append":
         for f in schema:
@@ -132,8 +123,7 @@ def prepare_target(
             taken.add(name)
             added.append(marked_field(name, f, nullable=True))
         ds.add_columns(added)
-        latest = at = ds.version
-        tschema = schema_at(at)
+        tschema = schema_at(ds.version)
         by_id = {fid: f.name for fid, f in columns_by_namespace_id(tschema).items()}
     if mode == "append":
         t.names = {f.name: by_id[field_id_of(f)] for f in schema}
@@ -148,20 +138,18 @@ def prepare_target(
         for r in renames:  # one at a time: each path names the table's fields as they are
             ds.alter_columns(r)
         if renames:
-            latest = at = ds.version
-            tschema = schema_at(at)
+            tschema = schema_at(ds.version)
         widened = widen_structs(schema, tschema, t.names)
         if widened and staging:
             refuse_staged(f"lacks nested fields of {sorted(widened)}", "adds")
         if widened:
             ds.add_columns(pa.schema([pa.field(n, w) for n, w in widened.items()]))
-            latest = at = ds.version
-            tschema = schema_at(at)
+            tschema = schema_at(ds.version)
         t.table_schema = pa.schema([table_field(f, tschema, t.names[f.name]) for f in schema])
     else:
         t.table_schema = table_schema
     t.dataset = ds if branch else None
-    t.base_version = latest
+    t.base_version = ds.version
     t.prepared = True
 
 
@@ -245,11 +233,8 @@ def _mark_legacy_columns(
     read_version: int,
     storage_options: Mapping[str, str] | None,
 ) -> Any:
-    """Record on every column of an unmarked (older) table the namespace id it holds.
-
-    Unmarked tables are read by Lance field id; marking keeps that mapping
-    when this write adds columns (whose Lance ids differ from the namespace's).
-    """
+    """Record on every column of an unmarked (older, read by Lance field id) table the
+    namespace id it holds, so the mapping survives columns this write adds."""
     import lance
 
     from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY

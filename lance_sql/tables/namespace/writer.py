@@ -1,18 +1,9 @@
 """Writing rows into a partitioned namespace: stage, commit tables, commit ``__manifest``.
 
-1. **Stage**: rows are conformed, grouped per partition and written as
-   *uncommitted* Lance files when the buffers outgrow a memory budget; nothing
-   is committed, so a bad batch leaves every table and ``__manifest`` untouched.
-2. **Commit partition tables**, one commit each on the version ``__manifest``
-   pins (a version a failed or foreign write left on top is first undone with
-   ``Restore``); a table pinned to a tag is refused, one pinned to a branch is
-   written on that branch.
-3. **Commit ``__manifest`` once** with the new rows and pins. A concurrent
-   commit is rebased onto when provably safe (:meth:`NamespaceWriter._rebase_blocker`),
-   else :class:`CommitConflictError`; unreferenced table versions are restored over.
-
-Distributed writers split step 1 (``staging=True``: a :class:`StagedWrite` per task)
-from steps 2-3 (:func:`commit_staged`). Details: docs/namespaces.md, "Write protocol".
+Rows are staged as uncommitted Lance files per partition, then each partition table gets
+one commit on its pinned version, then ``__manifest`` is committed once (rebased onto a
+concurrent commit when provably safe). Distributed writers split staging
+(``staging=True``) from the commits (:func:`commit_staged`). Details: docs/namespaces.md.
 """
 
 from __future__ import annotations
@@ -131,12 +122,8 @@ class NamespaceWriter(DistributedStaging):
 
     # -- staging ----------------------------------------------------------------------------
     def write(self, data: Any) -> None:
-        """Stage every batch of ``data`` (nothing is committed).
-
-        Batches larger than :data:`SPLIT_ROWS` are split first: the reordered
-        copy :func:`split_batch` makes then stays small, and the budget check
-        runs often enough to keep memory bounded for huge input batches too.
-        """
+        """Stage every batch of ``data`` (nothing is committed); batches over
+        :data:`SPLIT_ROWS` are split first, so memory stays bounded."""
         for whole in iter_batches(data):
             for start in range(0, max(whole.num_rows, 1), SPLIT_ROWS):
                 self._write_batch(whole.slice(start, SPLIT_ROWS))
@@ -178,8 +165,7 @@ class NamespaceWriter(DistributedStaging):
             list(pool.map(lambda t: self._flush_one(t, False), targets))
 
     def _flush_one(self, t: WriteTarget, overlap: bool = True) -> None:
-        """Write ``t``'s buffers as files; ``overlap``: compute their bounds meanwhile on the
-        helper thread (a single table's flush; many tables' flushes already overlap)."""
+        """Write ``t``'s buffers as files; ``overlap``: compute their bounds meanwhile."""
         from lance.fragment import write_fragments
 
         parts = [

@@ -1,13 +1,6 @@
-"""The driver and task sides of distributed namespace writes (a mixin of ``NamespaceWriter``).
-
-Tasks run a :class:`~.writer.NamespaceWriter` with ``staging=True`` and call
-:meth:`DistributedStaging.staged`: their rows become uncommitted files,
-described by a :class:`~.staging.StagedWrite`. The driver's writer
-:meth:`~DistributedStaging.adopt` s every task's files (moving a partition's
-files into one table directory) and commits once
-(:meth:`~DistributedStaging.commit_stages`); :meth:`~DistributedStaging.abort`
-removes what a failed write staged.
-"""
+"""The driver and task sides of distributed namespace writes (a mixin of ``NamespaceWriter``):
+tasks stage uncommitted files (:meth:`DistributedStaging.staged`), the driver adopts them
+all and commits once, or aborts."""
 
 from __future__ import annotations
 
@@ -81,11 +74,8 @@ class DistributedStaging:
     def commit_stages(
         self, stages: Sequence[StagedWrite], data: Sequence[Any] = ()
     ) -> ManifestSnapshot:
-        """:meth:`adopt` ``stages``, write ``data`` (each in any writable form) and
-        :meth:`commit`; on any failure :meth:`abort` and raise.
-
-        An append that adopts and writes no partition commits nothing (returns the snapshot).
-        """
+        """:meth:`adopt` ``stages``, write ``data`` and :meth:`commit`; on any failure
+        :meth:`abort` and raise. An append adopting and writing nothing commits nothing."""
         try:
             self.adopt(stages)
             for d in data:
@@ -96,13 +86,8 @@ class DistributedStaging:
             raise
 
     def adopt(self, stages: Sequence[StagedWrite]) -> None:
-        """Take over staged files as this writer's fragments (the driver side of staging).
-
-        Each staged partition joins the target for its partition values in the
-        latest ``__manifest``; files staged in another directory (a partition
-        created since, or staged by writes with different ids) are moved there,
-        so one partition always ends as one table.
-        """
+        """Take over staged files as this writer's fragments; files staged in another
+        directory than their partition's table are moved there (one partition, one table)."""
         from lance.fragment import FragmentMetadata
 
         schema_json = self.snapshot.properties.get("schema", "")
@@ -144,11 +129,8 @@ class DistributedStaging:
             )
 
     def abort(self) -> None:
-        """Best-effort removal of staged files of tables this write created.
-
-        Skipped when the ``__manifest`` commit may have happened (an error after
-        it was sent, other than a refused commit): those tables may be live.
-        """
+        """Best-effort removal of staged files of tables this write created; skipped when
+        the ``__manifest`` commit may have happened (those tables may be live)."""
         if self._may_be_committed:
             return
         if self.staging:  # new-table directories may be shared with other tasks' files

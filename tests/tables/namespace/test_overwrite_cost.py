@@ -51,10 +51,10 @@ def _ids(ns: PartitionedNamespace) -> list[int]:
 def test_overwrite_of_one_partition_writes_manifest_bytes_independent_of_partitions(
     tmp_path, monkeypatch
 ) -> None:
-    def full_rows(*args, **kwargs):  # the path comparing every row of the next version
+    def full_rows(*args, **kwargs):  # the planner comparing every row of the next version
         raise AssertionError("an overwrite of one partition committed all __manifest rows")
 
-    monkeypatch.setattr(manifest_commit, "commit_update", full_rows)
+    monkeypatch.setattr(manifest_commit, "plan_change", full_rows)
     written = {}
     for p in (200, 2000):
         ns = _namespace(tmp_path / f"p{p}", p)
