@@ -1,13 +1,8 @@
 """The one predicate IR of the planner: immutable terms, literals and boolean nodes.
 
-Every filter the planner sees (SQL text, a pyarrow/substrait expression, a
-partition predicate over ``__manifest`` columns) is converted into these nodes
-at the edge and back out at the other edge; the passes in between
-(:mod:`.passes`, :mod:`.projection`) only ever see this tree. Nodes are frozen
-dataclasses so that they can be shared, hashed and compared structurally.
-
-Semantics are SQL's three-valued logic: a comparison with a NULL operand is
-NULL, and a filter keeps a row only when the predicate is TRUE.
+Every filter (SQL text, a pyarrow/substrait expression, a ``__manifest`` predicate) is
+converted into these frozen nodes at the edge; the passes in between see only this tree.
+Semantics are SQL's three-valued logic: a filter keeps a row only when it is TRUE.
 """
 
 from __future__ import annotations
@@ -351,8 +346,7 @@ def literal_sql(lit: Literal) -> str:
 def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
     """SQL text of a timestamp that DataFusion reads back as exactly that value.
 
-    Naive: ``TIMESTAMP '...'``. Zoned: a ``Z``-suffixed string cast to the zoned
-    type (``TIMESTAMP '...Z'`` would be read as local time in the column's zone).
+    Zoned: a ``Z`` string cast to the type (``TIMESTAMP '...Z'`` would be local time).
     """
     if t.unit != "ns" or value % 1000 == 0:
         micros = value * 1_000_000 // PER_SECOND[t.unit]

@@ -206,9 +206,7 @@ class FieldTransform(Projects):
     _null_preserving = True
 
     def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
-        """Projection of a leaf on the source column. Default for a non-order-preserving,
-        single-source function f: = / IN only; strictly, f(x) != f(v) proves x != v,
-        and so does NOT IN."""
+        """Projection of a leaf on the source column (default: = / IN, strictly != / NOT IN)."""
         if isinstance(leaf, Compare) and leaf.op == ("!=" if strict else "="):
             literals = [leaf.literal]
         elif isinstance(leaf, InList) and leaf.negated == strict:

@@ -170,12 +170,8 @@ class TimeTransform(FieldTransform):
         return FALSE if strict else TRUE
 
     def _trunc_equality(self, leaf: Leaf, term: TransformTerm) -> Predicate:
-        """``date_trunc(unit, c) = T`` pins this field to T's value when it is within ``unit``.
-
-        Inclusive only, field by field, so a spec whose time fields are no chain
-        (``year`` and ``day`` without ``month``, or ``day`` alone) still prunes on
-        equality; ranges stay with :class:`TimeChain`.
-        """
+        """``date_trunc(unit, c) = T`` pins this field to T's value when it is within ``unit``
+        (inclusive, field by field: time fields that are no chain still prune on equality)."""
         if term.unit not in TIME_CHAIN or self.kind not in TIME_CHAIN:
             return TRUE
         depth = TIME_CHAIN.index(self.kind)
@@ -325,8 +321,7 @@ class TimeChain(Projects):
 def trunc_literal_info(lit: Literal, unit: str) -> tuple[tuple[int, ...], bool] | None:
     """(local (year, month, day, hour) of T cut at ``unit``, whether T is a period start).
 
-    Computed by DataFusion itself for zoned literals (its date_part/date_trunc
-    in the column's zone); by calendar arithmetic for naive ones.
+    Zoned literals: computed by DataFusion in the column's zone; naive: calendar arithmetic.
     """
     depth = TIME_CHAIN.index(unit) + 1
     t = lit.type
