@@ -1,12 +1,8 @@
 """Open one version of a Lance dataset's metadata: schema, fragments, deletions, config.
 
-This is the entry point of the format layer. ``open_metadata`` lists
-``_versions/`` (never trusting ``latest_version_hint.json``), reads a single
-manifest file through fsspec, refuses unknown reader feature flags and returns
-a frozen :class:`DatasetMetadata`. Only what is asked for is computed: the
-Arrow schema and the fragment dataclasses are built on first access, and
-``count_rows()`` sums the manifest's counts without touching deletion files
-(unless a manifest lacks the count, as very old writers' do).
+``open_metadata`` lists ``_versions/`` (never trusting ``latest_version_hint.json``),
+reads one manifest, refuses unknown reader feature flags and returns a frozen
+:class:`DatasetMetadata` whose schema and fragments are built on first access.
 """
 
 from __future__ import annotations

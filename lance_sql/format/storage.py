@@ -1,10 +1,8 @@
 """Where bytes come from: a URI plus storage options, resolved to an fsspec filesystem.
 
-Every read of Lance metadata (and of namespace files in higher layers) goes
-through this module so that local paths, ``file://``, ``memory://`` and any
-other fsspec URL behave alike, and so that a missing file always surfaces as
-:class:`~lance_sql.errors.NotFoundError` naming the path the user would
-recognise (the full URL, not fsspec's stripped path).
+Every metadata read goes through here so that local paths and any fsspec URL behave
+alike, and a missing file surfaces as :class:`~lance_sql.errors.NotFoundError` naming
+the full URL the user gave (not fsspec's stripped path).
 """
 
 from __future__ import annotations
