@@ -1,11 +1,9 @@
 """The SQL engine service: how code below the engine adapter evaluates SQL over Arrow data.
 
-Partition expressions, row-operation filters and literal coercion must mean what
-they mean in a query, so the query engine evaluates them. ``udfs``,
-``lance_sql.tables`` and ``lance_sql.planning`` never import it: they call
-:func:`sql_engine`. ``lance_sql.engines.datafusion.sql_evaluation`` implements
-:class:`SqlEngine`; ``import lance_sql`` registers a loader for it (imported on first
-use). This module imports nothing heavy."""
+Partition expressions, row-operation filters and literal coercion must mean what they mean
+in a query, so the query engine evaluates them; layers below it call :func:`sql_engine`.
+``import lance_sql`` registers a loader for the DataFusion implementation. Imports nothing heavy.
+"""
 
 from __future__ import annotations
 
