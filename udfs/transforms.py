@@ -263,9 +263,6 @@ def derived_expression(transform: Mapping[str, Any] | Any, num_columns: int = 1)
 def apply_transform(
     transform: Mapping[str, Any] | Any, columns: Sequence[Any]
 ) -> pa.Array | pa.ChunkedArray:
-    """Apply a spec transform object ``{"type": ..., "num_buckets": N, "width": W}``.
-
-    ``columns`` are the source columns in ``source_ids`` order. Objects with the
-    same attributes (``type``, ``num_buckets``, ``width``) are accepted too.
-    """
+    """Apply a spec transform ``{"type": ..., "num_buckets": N, "width": W}`` (or an object
+    with those attributes) to the source ``columns``, in ``source_ids`` order."""
     return _entry(transform)[0](list(columns), transform)

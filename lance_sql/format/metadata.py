@@ -253,11 +253,8 @@ class DatasetMetadata:
         return FragmentMetadata(frag.id, frag.physical_rows, deleted, files, deletion)
 
     def count_rows(self) -> int:
-        """Visible rows: sum of physical rows minus deleted rows, from the manifest alone.
-
-        Deletion files are read only for fragments whose manifest entry lacks the
-        count (manifests of very old writers).
-        """
+        """Visible rows from the manifest alone (deletion files are read only where an old
+        writer's manifest lacks the count)."""
         if "fragments" in self.__dict__:
             return sum(f.num_rows for f in self.fragments)
         # Hot path (benchmarks/bench_metadata.py): one pass, as few protobuf attribute

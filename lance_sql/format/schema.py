@@ -150,9 +150,8 @@ def to_arrow_schema(
 ) -> pa.Schema:
     """Build the Arrow schema of a flat Lance field list.
 
-    Raises LogicalTypeError (a ValueError) naming the field for unknown types,
-    orphans, cycles, duplicate ids or impossible nesting; callers turn it into
-    FormatError naming the file.
+    Raises LogicalTypeError naming the field for unknown types, orphans, cycles, duplicate
+    ids or impossible nesting (callers turn it into FormatError naming the file).
     """
     children: dict[int, list[LanceField]] = {}
     ids: set[int] = set()

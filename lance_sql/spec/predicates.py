@@ -53,14 +53,10 @@ class Column:
 class TransformTerm:
     """A known transform applied to column(s), e.g. ``date_part('year', ts)``.
 
-    ``transform`` is the query-term form (a
-    :class:`~lance_sql.spec.transforms.base.TermForm`, which owns the term's
-    type, SQL and values); ``param`` is N for ``murmur3(c) % N`` and
-    ``abs(murmur3(c)) % N``, W for truncate; ``unit`` is the date_trunc unit;
-    ``as_date`` marks ``CAST(ts AS DATE)`` (a date_trunc to 'day' whose value is
-    a date32); ``from_date`` marks ``date_trunc(unit, CAST(c AS TIMESTAMP))``,
-    DataFusion's form of ``date_trunc(unit, date_col)``, which binding accepts
-    only over a date column (where it is that term).
+    ``transform`` is its :class:`~lance_sql.spec.transforms.base.TermForm`; ``param`` is
+    N (bucket, hash_mod) or W (truncate); ``unit`` the date_trunc unit; ``as_date`` marks
+    ``CAST(ts AS DATE)``; ``from_date`` marks ``date_trunc(unit, CAST(c AS TIMESTAMP))``,
+    DataFusion's form of ``date_trunc(unit, date_col)`` (bound only over a date column).
     """
 
     transform: TermForm
@@ -87,13 +83,9 @@ Term = Column | TransformTerm
 
 @dataclass(frozen=True)
 class Literal:
-    """A typed literal. ``value`` is a plain Python value in Arrow's storage form:
-
-    ints for integers, dates (days since epoch) and timestamps (units since
-    epoch); ``decimal.Decimal`` for decimals; str / bytes / float / bool.
-    ``text`` keeps a temporal literal's original text (``TIMESTAMP '...'`` or
-    a string compared with a temporal column) until :func:`.passes.bind`
-    resolves it with the column's own type, as DataFusion does.
+    """A typed literal; ``value`` is in Arrow's storage form (dates in days, timestamps in
+    units since the epoch, ``decimal.Decimal`` for decimals). ``text`` keeps a temporal
+    literal's text until :func:`.passes.bind` resolves it with the column's type.
     """
 
     value: object
@@ -183,8 +175,7 @@ class Const:
 class Unsupported:
     """Anything the planner cannot reason about: TRUE inclusively, FALSE strictly.
 
-    ``description`` says what it was (shown in EXPLAIN and in residuals).
-    ``columns`` lists the columns it reads, when known.
+    ``description`` is shown in EXPLAIN and residuals; ``columns`` are the ones it reads.
     """
 
     description: str

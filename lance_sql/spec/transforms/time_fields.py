@@ -150,9 +150,8 @@ DATE_TRUNC = DateTrunc()
 class TimeTransform(FieldTransform):
     """year / month / day / hour: ``date_part`` of a date or timestamp (local time if zoned).
 
-    Equality and IN map through the value; ranges are projected by
-    :class:`TimeChain` (month/day/hour alone are not monotonic); a predicate on
-    the same ``date_part`` term maps to the partition column exactly.
+    Equality and IN map through the value; ranges are :class:`TimeChain`'s (month, day and
+    hour alone are not monotonic).
     """
 
     @classmethod
@@ -196,13 +195,9 @@ class TimeTransform(FieldTransform):
 
 
 class TimeChain(Projects):
-    """The spec's time fields on one source, combined into a lexicographic tuple.
-
-    Holds the longest prefix of (year, month, day, hour) present among the
-    spec's fields on that source; a range on the source is projected as a
-    tuple comparison (see :mod:`.time_ranges` for time zones), and a
-    ``date_trunc(unit, c)`` term as a tuple comparison at the unit's depth.
-    """
+    """The longest prefix of (year, month, day, hour) among the spec's fields on one source:
+    a range on the source (or a ``date_trunc(unit, c)`` term, at the unit's depth) is
+    projected as a lexicographic tuple comparison."""
 
     def __init__(self, source: Column, fields: dict[str, TimeTransform]) -> None:
         self.source = source
