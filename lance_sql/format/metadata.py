@@ -110,10 +110,8 @@ class BasePath:
 
 @dataclass(frozen=True)
 class PrimaryKeyField:
-    """A field of the unenforced primary key: its path of names, id and 1-based position.
-
-    ``position`` is 0 when the writer gave no position (ordering then follows field ids).
-    """
+    """A field of the unenforced primary key: its path of names, id and 1-based position
+    (0 when the writer gave none: ordering then follows field ids)."""
 
     path: tuple[str, ...]
     field_id: int

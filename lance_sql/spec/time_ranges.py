@@ -46,10 +46,7 @@ def naive_tuple(micros: int, depth: int) -> tuple[int, ...] | None:
 
 
 def period_start(values: tuple[int, ...]) -> int:
-    """µs since the epoch of the first instant of the naive period named by ``values``.
-
-    ``values`` is (year[, month[, day[, hour]]]); missing parts are the period's start.
-    """
+    """First µs since the epoch of the naive period (year[, month[, day[, hour]]])."""
     defaults = (1, 1, 1, 0)  # year is always given
     year, month, day, hour = (*values, *defaults[len(values) :])
     start = datetime.datetime(year, month, day, hour)
@@ -132,10 +129,7 @@ def _tzif_offsets(tz: str) -> list[int]:
 
 
 def lexicographic(fields: list[Column], values: tuple[int, ...], op: str) -> Predicate:
-    """``(f1, ..., fk) op (v1, ..., vk)`` over int32 partition columns, lexicographically.
-
-    ``op`` is one of ``>=``, ``>``, ``<=``, ``<``, ``=``, ``!=``.
-    """
+    """``(f1, ..., fk) op (v1, ..., vk)`` over int32 partition columns, lexicographically."""
     lits = [Literal(int(v), pa.int32()) for v in values]
     if op == "=":
         return and_(*(Compare(f, "=", v) for f, v in zip(fields, lits, strict=True)))

@@ -40,10 +40,8 @@ def is_spec_text(value: Any) -> bool:
 
 
 def parse_spec_text(text: str) -> list[dict[str, Any]]:
-    """Field dicts (``build_spec`` form) for an Iceberg-style partition list.
-
-    Raises :class:`SpecError` naming the term that is not a known transform.
-    """
+    """Field dicts (``build_spec`` form) for an Iceberg-style partition list (SpecError
+    names a term that is not a known transform)."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError
