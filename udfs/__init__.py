@@ -1,9 +1,8 @@
 """Hash functions and partition transforms of the Lance partitioning spec, vectorized.
 
-A package separate from ``lance_sql``: it needs pyarrow, numpy and numba only
-(partition expressions are evaluated by the SQL engine service,
-:mod:`udfs.sql_engine`), so writers and Spark workers can compute partition
-values without the SQL engine. Definitions: ``docs/hashing.md`` and NOTES 2.1/2.2.
+A package separate from ``lance_sql`` (pyarrow, numpy and numba only), so writers and
+Spark workers compute partition values without the SQL engine. Definitions:
+``docs/hashing.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Compiled MurmurHash3 (x86, 32-bit, seed 0) kernels over canonical bytes.
 
-Why numba: a Python loop calling ``mmh3.hash`` per value runs at ~5M rows/s and
-a numpy formulation of the hash needs too many temporaries (~20M rows/s); a
-compiled loop runs close to C speed. Every kernel is ``nogil`` so DataFusion can
-call the SQL functions from several partitions at once.
-
-All arithmetic is done in ``uint64`` and masked to 32 bits, because numba's
-integer promotion rules for mixed ``uint32`` expressions are easy to get wrong.
-Kernels write ``uint32`` results; callers view them as ``int32`` (the spec's
-signed hash).
-
-Two families:
-- single-value kernels hash one canonical byte string per row
-  (8-byte words, or variable-length bytes given by offsets into a data buffer);
-- streaming kernels (``feed_*`` / ``finish``) keep a per-row hash state so that
-  ``murmur3_multi`` hashes the *concatenation* of several columns' canonical
-  bytes without materializing it.
+numba, because a per-value Python loop or a numpy formulation is several times slower;
+every kernel is ``nogil`` so DataFusion can call them from several partitions at once.
+Arithmetic is in ``uint64`` masked to 32 bits (numba's mixed ``uint32`` promotion is
+easy to get wrong). ``feed_*`` / ``finish`` keep a per-row state for ``murmur3_multi``.
 """
 
 from __future__ import annotations
@@ -67,10 +55,7 @@ def _finish(h, tail, tail_len, length):
 
 @njit(nogil=True, cache=True)
 def hash_int_values(values, out):
-    """out[i] = murmur3 of the 8 little-endian bytes of ``values[i]`` widened to int64.
-
-    Compiled once per input dtype; saves materializing an int64 copy.
-    """
+    """out[i] = murmur3 of the 8 little-endian bytes of ``values[i]`` widened to int64."""
     for i in range(values.shape[0]):
         w = np.uint64(np.int64(values[i]))
         h = _mix_h(np.uint64(0), w & _M32)
@@ -80,11 +65,8 @@ def hash_int_values(values, out):
 
 @intrinsic
 def _load_u32(typingctx, data, p):
-    """The 4 bytes of C-contiguous uint8 ``data`` at ``p`` as a little-endian word.
-
-    One unaligned 32-bit load (``align 1``): LLVM does not merge four byte loads
-    into one here, and that costs a third of the string hash's time.
-    """
+    """The 4 bytes of uint8 ``data`` at ``p`` as one unaligned little-endian load
+    (LLVM does not merge four byte loads here: a third of the string hash's time)."""
     if not (
         isinstance(data, types.Array)
         and data.ndim == 1
@@ -105,12 +87,10 @@ def _load_u32(typingctx, data, p):
 
 @njit(nogil=True, cache=True)
 def hash_bytes(offsets, data, out):
-    """out[i] = murmur3 of ``data[offsets[i]:offsets[i+1]]`` (32- or 64-bit offsets).
+    """out[i] = murmur3 of ``data[offsets[i]:offsets[i+1]]`` (C-contiguous ``data``).
 
-    ``data`` must be C-contiguous. The tail (0-3 bytes) is read as one masked
-    4-byte word whenever 4 bytes are left in the buffer: no data-dependent branch,
-    which matters for short strings.
-    ``_mix_k(0) == 0``, so an empty tail needs no test either.
+    The 0-3 byte tail is read as one masked word when 4 bytes are left (no branch on
+    short strings); ``_mix_k(0) == 0``, so an empty tail needs no test.
     """
     size = data.shape[0]
     for i in range(out.shape[0]):
@@ -135,12 +115,8 @@ def hash_bytes(offsets, data, out):
 
 @njit(nogil=True, cache=True)
 def decimal_to_bytes(raw, width):
-    """Canonical bytes of little-endian two's-complement integers of ``width`` bytes.
-
-    ``raw`` holds ``n * width`` bytes. Returns (offsets int64[n+1], data uint8): for
-    each value the shortest big-endian two's-complement encoding (at least one
-    byte), i.e. Java's ``BigInteger.toByteArray()`` as Iceberg hashes decimals.
-    """
+    """Canonical bytes of the ``n * width``-byte ``raw`` little-endian integers: (offsets, data),
+    each the shortest big-endian two's complement (Java's ``BigInteger.toByteArray()``)."""
     n = raw.shape[0] // width
     lengths = np.empty(n, np.int64)
     for i in range(n):
@@ -227,12 +203,8 @@ def finish_streams(state_h, state_tail, state_tail_len, state_len, out):
 
 @njit(nogil=True, cache=True)
 def truncate_decimal(raw, width, w):
-    """Truncate little-endian two's-complement integers of ``width`` bytes toward zero.
-
-    In place on ``raw`` (n * width bytes): value - (value % w) with the remainder
-    taking the sign of the value (DataFusion's / Iceberg's ``%``), which equals
-    truncating the magnitude. ``w`` must be in [1, 2**32).
-    """
+    """In place on ``raw``: each ``width``-byte integer minus (value % w), the remainder with
+    the value's sign (toward zero, as DataFusion's ``%``); ``w`` in [1, 2**32)."""
     n = raw.shape[0] // width
     limbs = width // 4
     mag = np.empty(limbs, np.uint64)

@@ -1,11 +1,8 @@
 """The numba kernels of :mod:`udfs._kernels`, imported when a kernel first runs.
 
-Importing numba (and llvmlite) adds about 100 MB of resident memory and most of
-a second to a process. A service that registers the lance-sql functions but
-never hashes a value should not pay for it, so the modules that call kernels
-reach them through :data:`kernels`, which imports :mod:`udfs._kernels` on the
-first attribute access. Python's import lock makes that first access safe from
-any number of DataFusion threads at once.
+Importing numba costs about 100 MB and most of a second; a service that never hashes
+should not pay for it, so callers reach kernels through :data:`kernels`, which imports
+them on first attribute access.
 """
 
 from __future__ import annotations
@@ -23,14 +20,9 @@ _OPERATORS = ("and_", "or_", "xor", "invert", "not_", "lshift", "rshift")
 
 @contextmanager
 def _builtin_operators() -> Iterator[None]:
-    """The ``operator`` module's own functions while numba is imported.
-
-    numba captures ``operator.and_`` & co. when it is first imported and asserts
-    they are builtins when it compiles ``&``; a library that wraps them (keeping
-    the original as ``__wrapped__``, as lance-sql does for datafusion-python's
-    pushed filters) would make every later compile fail. The wrappers are put
-    back right after the import.
-    """
+    """The ``operator`` module's own functions while numba is imported: numba captures
+    ``operator.and_`` & co. then and asserts they are builtins, so lance-sql's wrappers
+    (``__wrapped__`` kept) are undone for the import and put back after it."""
     wrapped = {
         n: f
         for n in _OPERATORS
@@ -59,11 +51,8 @@ _NUMBA_READY = False
 def ensure_numba() -> None:
     """Import numba and load its registries once, with the builtin operator functions in place.
 
-    Every lance-sql module that uses numba calls this before its first
-    ``import numba``: whichever imports numba first fixes what numba captured
-    (the kernels here, or the writer's regrouping kernels). One thread
-    initialises: numba's registries are generators, and two threads refreshing
-    at once failed with "ValueError: generator already executing".
+    Every module that uses numba calls this before its first ``import numba``. One thread
+    initialises: two refreshing numba's registries at once raise "generator already executing".
     """
     global _NUMBA_READY
     if _NUMBA_READY:

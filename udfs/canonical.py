@@ -1,21 +1,9 @@
-"""Canonical bytes: what each Arrow value hashes as (NOTES 2.1, the table).
+"""Canonical bytes: what each Arrow value hashes as (the table is in ``docs/hashing.md``).
 
-The hash is *type-promotion resistant*: int32 5 and int64 5, float32 1.25 and
-float64 1.25, a date and the same date as date64, hash alike. So every value is
-first mapped to one of two canonical forms, straight from the Arrow buffers
-(slices with offsets included; values under NULL slots are mapped too and masked
-later):
-
-- ``Words``: one int64 per value, hashed as its 8 little-endian bytes (integers,
-  bool, floats as canonical float64 bits, dates as days, times/timestamps/
-  durations as microseconds). ``values`` may be any integer dtype; kernels widen
-  it to int64 without a copy.
-- ``Bytes``: variable-length bytes given by ``offsets`` (int32 or int64) into
-  ``data`` (strings, binaries, fixed-size binaries, decimals as the shortest
-  big-endian two's complement of the unscaled value).
-
-Dictionaries are not mapped here: callers hash the dictionary once and take by
-index, or decode first.
+Values map straight from the Arrow buffers (values under NULL slots too, masked later)
+to ``Words`` (one int64 per value, hashed as 8 little-endian bytes) or ``Bytes``
+(``offsets`` into ``data``). Dictionaries are not mapped here: callers hash the
+dictionary once and take by index, or decode first.
 """
 
 from __future__ import annotations

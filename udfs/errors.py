@@ -1,9 +1,5 @@
-"""The two errors :mod:`udfs` raises on purpose.
-
-They subclass the builtin errors a caller would expect (``TypeError`` for a value
-of the wrong Arrow type, ``ValueError`` for a bad expression) and carry the
-object at fault as attributes, so the SQL layer can re-raise them with context.
-"""
+"""The two errors :mod:`udfs` raises on purpose: builtin ``TypeError`` / ``ValueError``
+subclasses carrying the object at fault, so the SQL layer can re-raise with context."""
 
 from __future__ import annotations
 

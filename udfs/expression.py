@@ -1,21 +1,9 @@
 """Partition expressions: evaluate a DataFusion SQL expression over ``col0, col1, ...``.
 
-The spec requires partition expressions to be deterministic and stateless
-(NOTES 2.2). The SQL engine evaluates them (:mod:`udfs.sql_engine`); the check
-is strict and done on DataFusion's own parse of the expression
-(``SessionContext.parse_sql_expr``, which parses one expression only: no
-statement can be smuggled in):
-
-- every node must be one of a small set of expression kinds (columns,
-  literals, operators, CASE, CAST, IN-lists, LIKE, BETWEEN, IS ...): subqueries,
-  aggregates, window functions, placeholders and UNNEST are refused;
-- every function must be on :data:`ALLOWED_FUNCTIONS`, deterministic DataFusion
-  scalar functions plus ``murmur3``/``murmur3_multi``. ``random()``, ``now()``,
-  ``uuid()``, ``current_date`` and anything unknown are refused.
-
-The declared ``result_type`` is then enforced (:func:`enforce_result_type`).
-The engine (``lance_sql.engines.datafusion.sql_evaluation``) keeps one SessionContext
-per thread; this module never imports DataFusion.
+The spec requires them deterministic and stateless: the check runs on DataFusion's own
+parse of one expression (no statement can be smuggled in), allowing a small set of node
+kinds and the functions of :data:`ALLOWED_FUNCTIONS`; the declared ``result_type`` is then
+enforced. The SQL engine service evaluates them; this module never imports DataFusion.
 """
 
 from __future__ import annotations
@@ -87,12 +75,9 @@ def evaluate_expression(
 ) -> pa.Array | pa.ChunkedArray:
     """Evaluate a spec partition expression over ``columns`` (named ``col0, col1, ...``).
 
-    Refuses non-deterministic or unknown functions, subqueries, aggregates and
-    window functions (:class:`ExpressionError` naming the expression and the
-    part at fault). When ``result_type`` is given, the result must have that
-    type, or be losslessly castable to it (:func:`enforce_result_type`).
-    Array columns give an Array, any chunked column a ChunkedArray. The SQL
-    engine evaluates it (:mod:`udfs.sql_engine`; DataFusion under ``lance_sql``).
+    Refuses non-deterministic or unknown functions, subqueries, aggregates and window
+    functions (:class:`ExpressionError` naming the part at fault). When ``result_type`` is
+    given, the result must have it or cast to it losslessly (:func:`enforce_result_type`).
     """
     if not isinstance(expression, str) or not expression.strip():
         raise ExpressionError(str(expression), "an expression must be a non-empty string")
@@ -149,11 +134,8 @@ def _same_values(a: Any, b: Any) -> bool:
 def enforce_result_type(values: Any, result_type: pa.DataType, expression: str) -> Any:
     """Return ``values`` as ``result_type``, or raise :class:`ExpressionError`.
 
-    Equal types pass. Otherwise the value's type must be of the same kind
-    (integer, float, decimal, string, binary, date, timestamp with the same time
-    zone...) and the cast must be lossless on these values: it must succeed with
-    overflow checks and cast back to the same values. An all-NULL (null type)
-    result casts to anything.
+    Other types must be of the same kind (timestamps: the same zone) and the cast lossless
+    on these values (checked, and cast back equal); a null-type result casts to anything.
     """
     if not isinstance(result_type, pa.DataType):
         raise TypeError(f"result_type must be a pyarrow DataType, got {result_type!r}")
@@ -188,9 +170,7 @@ def apply_partition_field(
 ) -> pa.Array | pa.ChunkedArray:
     """One spec partition field's values: exactly one of ``transform`` / ``expression``.
 
-    The result has exactly ``result_type`` (a lossless cast of an equivalent type
-    is applied; anything else raises :class:`ExpressionError`). ``result_type=None``
-    skips the check.
+    The result has exactly ``result_type`` (lossless casts only; None skips the check).
     """
     if (transform is None) == (expression is None):
         raise ValueError("a partition field needs exactly one of transform or expression")

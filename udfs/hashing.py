@@ -1,17 +1,8 @@
-"""``murmur3`` and ``murmur3_multi`` over Arrow arrays (NOTES 2.1).
+"""``murmur3`` and ``murmur3_multi`` over Arrow arrays (definitions: ``docs/hashing.md``).
 
-- ``murmur3(x)``: MurmurHash3 x86 32-bit, seed 0, of the canonical bytes of each
-  value (:mod:`udfs.canonical`), as int32; NULL in, NULL out.
-- ``murmur3_multi([x0, x1, ...])``: the same hash over the concatenation of the
-  canonical bytes of the non-NULL arguments, in argument order; NULL only when
-  every argument is NULL. So ``murmur3_multi([x]) == murmur3(x)``.
-
-Shapes: an ``Array`` gives an ``Array``, a ``ChunkedArray`` a ``ChunkedArray``
-with the same chunking. ``murmur3_multi`` with any chunked input returns a
-``ChunkedArray`` chunked at the union of all inputs' chunk boundaries (every input
-is sliced, zero-copy, at those boundaries); with only plain arrays it returns an
-``Array``. Python sequences and numpy arrays are accepted and converted with
-``pa.array``.
+An ``Array`` gives an ``Array``, a ``ChunkedArray`` a ``ChunkedArray`` with the same
+chunking; ``murmur3_multi`` with any chunked input is chunked at the union of all
+inputs' chunk boundaries. Sequences and numpy arrays are converted with ``pa.array``.
 """
 
 from __future__ import annotations
@@ -48,16 +39,8 @@ def as_arrow(values: Any) -> pa.Array | pa.ChunkedArray:
 
 
 def _empty_hashes(n: int) -> np.ndarray:
-    """A uint32 output array allocated from pyarrow's memory pool, not by numpy.
-
-    Why: numpy takes arrays of 128 KiB and more straight from the OS (``mmap``), so
-    every DataFusion batch's output would be fresh pages, page-faulted in and
-    unmapped again. That cost more than the hashing itself (10M int64 in
-    131,072-row chunks: 45 ms with ``np.empty`` per chunk, 13 ms from the pool).
-    The array's ``base`` is the pyarrow buffer, which :func:`_int32_array` then
-    uses as is: the result owns no Python object, so DataFusion's threads free it
-    without taking the GIL.
-    """
+    """A uint32 output array from pyarrow's memory pool: numpy would ``mmap`` fresh pages per
+    batch (costlier than the hash), and a pool buffer is freed by DataFusion without the GIL."""
     return np.frombuffer(pa.allocate_buffer(4 * n), dtype=np.uint32)
 
 
@@ -176,13 +159,8 @@ _PLAIN_INTEGERS[pa.uint64().id] = np.dtype(np.int64)  # its 8 LE bytes, reinterp
 
 
 def _murmur3_plain_integers(arr: pa.Array, dtype: np.dtype) -> pa.Array:
-    """The fast path for integer arrays, the common case in SQL (one call per batch).
-
-    Same result as the general path, with only what an integer array needs: no
-    canonical-form object, and the hash written straight into the output buffer.
-    Costs about 3 us per call plus the kernel, which matters when DataFusion calls
-    once per batch (see docs/hashing.md).
-    """
+    """The fast path for integer arrays (the common case in SQL, one call per batch): the
+    general path's result, hashed straight into the output buffer."""
     n = len(arr)
     values = _buffer_values(arr, dtype)
     if n >= 2 * _PARALLEL_MIN_ROWS or n <= _PYTHON_MAX_ROWS:

@@ -1,11 +1,9 @@
 """The SQL engine service: how code below the engine adapter evaluates SQL over Arrow data.
 
-Partition expressions, row-operation filters and literal coercion must mean what
-they mean in a query, so the query engine evaluates them. ``udfs``,
-``lance_sql.tables`` and ``lance_sql.planning`` never import it: they call
-:func:`sql_engine`. ``lance_sql.engines.datafusion.sql_evaluation`` implements
-:class:`SqlEngine`; ``import lance_sql`` registers a loader for it (imported on first
-use). This module imports nothing heavy."""
+Partition expressions, row-operation filters and literal coercion must mean what they mean
+in a query, so the query engine evaluates them; layers below it call :func:`sql_engine`.
+``import lance_sql`` registers a loader for the DataFusion implementation. Imports nothing heavy.
+"""
 
 from __future__ import annotations
 
@@ -18,15 +16,13 @@ if TYPE_CHECKING:
 
 class SqlEngine(Protocol):
     def query(self, tables: Mapping[str, Any], sql: str) -> Any:
-        """Run ``sql`` with the Arrow ``tables`` registered under their names (``murmur3``
-        calls dispatched by type); the result as one ``pyarrow.Table``. The engine's own
-        errors propagate as raised (callers name the object at fault)."""
+        """Run ``sql`` over the Arrow ``tables`` registered under their names; one
+        ``pyarrow.Table``. The engine's own errors propagate as raised."""
         ...
 
     def run_plan(self, plan: Any, rows: Any) -> Any:
-        """Run a plan the engine made itself of a statement it planned (for DataFusion, its
-        expressions) over the Arrow table ``rows`` (a plan over a join: a mapping of the
-        joined tables by name); one ``pyarrow.Table``."""
+        """Run a plan the engine made over the Arrow table ``rows`` (over a join: a mapping
+        of the joined tables by name); one ``pyarrow.Table``."""
         ...
 
     def row_condition(self, schema: Any, where: str) -> Any:

@@ -1,23 +1,9 @@
-"""The spec's well-known partition transforms, vectorized (NOTES 2.2).
+"""The spec's well-known partition transforms, vectorized (definitions: ``docs/hashing.md``).
 
-Each transform equals DataFusion 55 evaluating the spec's derived expression
-(:func:`derived_expression`), with two deliberate, documented differences:
-results keep the source type where the spec says "same as source" (DataFusion
-widens ``int32 - (int32 % 5)`` to int64 and decimal(10,2) to decimal(11,2); the
-value always fits the source type, since ``|x - x % W| <= |x|``).
-
-- year/month/day/hour: calendar fields as DataFusion's ``date_part`` computes them,
-  int32; time-zone-aware timestamps in the zone's local time (pyarrow and
-  DataFusion agree, including across DST changes; pinned by tests).
-- bucket[N] = ``abs(murmur3(x)) % N``, ``abs`` in 64 bits, int32.
-- multi_bucket[N] = ``abs(murmur3_multi(x0, x1, ...)) % N``.
-- truncate[W]: strings to W characters (code points), binaries to W bytes,
-  integers and floats ``x - (x % W)`` with the remainder's sign that of ``x``
-  (so -7 -> -5 for W=5: truncation toward zero, not floor), decimals the same
-  on the decimal value (decimal(10,2) 1.25 with W=100 -> 0.00; not Iceberg's
-  rule on the unscaled integer, which gives 1.00; decision of 2026-11-23).
-
-Array in, Array out; ChunkedArray in, ChunkedArray out (same chunking).
+Each equals DataFusion evaluating the spec's derived expression (:func:`derived_expression`),
+except that results keep the source type where the spec says "same as source" (DataFusion
+widens; the value always fits, since ``|x - x % W| <= |x|``). Array in, Array out;
+ChunkedArray in, ChunkedArray out (same chunking).
 """
 
 from __future__ import annotations
@@ -156,12 +142,8 @@ def _truncate_floats(arr: pa.Array, width: int) -> pa.Array:
 
 
 def _truncate_decimals(arr: pa.Array, width: int) -> pa.Array:
-    """``x - (x % W)`` on the decimal *value*: W is ``W * 10**scale`` unscaled units.
-
-    The spec's derived expression as DataFusion 55 evaluates it (NOTES 2.2):
-    decimal(10,2) 1.25 with W=100 gives 0.00, -7.50 with W=5 gives -5.00.
-    A negative scale would make W fractional in unscaled units: refused.
-    """
+    """``x - (x % W)`` on the decimal *value* (W is ``W * 10**scale`` unscaled units;
+    a negative scale would make it fractional: refused)."""
     t = arr.type
     if t.scale < 0:
         raise UnsupportedTypeError("truncate", t, "expects a decimal with a non-negative scale")
@@ -281,9 +263,6 @@ def derived_expression(transform: Mapping[str, Any] | Any, num_columns: int = 1)
 def apply_transform(
     transform: Mapping[str, Any] | Any, columns: Sequence[Any]
 ) -> pa.Array | pa.ChunkedArray:
-    """Apply a spec transform object ``{"type": ..., "num_buckets": N, "width": W}``.
-
-    ``columns`` are the source columns in ``source_ids`` order. Objects with the
-    same attributes (``type``, ``num_buckets``, ``width``) are accepted too.
-    """
+    """Apply a spec transform ``{"type": ..., "num_buckets": N, "width": W}`` (or an object
+    with those attributes) to the source ``columns``, in ``source_ids`` order."""
     return _entry(transform)[0](list(columns), transform)

@@ -1,14 +1,7 @@
-"""Read deletion files: the row offsets a fragment no longer shows.
+"""Read deletion files (``.arrow`` offsets or ``.bin`` roaring bitmaps, see docs/format.md).
 
-Two formats (NOTES.md section 1), both found at
-``{base}/_deletions/{fragment_id}-{read_version}-{id}.{ext}``:
-
-* ``.arrow``: an Arrow IPC *file* with one integer column of offsets
-  (pylance writes uint32, zstd-compressed buffers, not sorted);
-* ``.bin``: a portable 32-bit roaring bitmap (pyroaring ``BitMap.deserialize``).
-
-Both are returned as a sorted, duplicate-free ``numpy.uint32`` array. Corrupted
-files give FormatError naming the file.
+Both give a sorted, duplicate-free ``numpy.uint32`` array of the row offsets a fragment
+no longer shows; corrupted files give FormatError naming the file.
 """
 
 from __future__ import annotations

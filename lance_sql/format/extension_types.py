@@ -1,15 +1,8 @@
 """Register pylance's Arrow extension types without requiring pandas.
 
-pylance 14 defines ``lance.blob.v2`` in ``lance.blob`` and ``lance.bfloat16`` in
-``lance._arrow.bf16``; both import without pandas. ``lance.arrow`` (which also
-registers the image extension types) imports ``PandasBFloat16Array``, which
-exists only when pandas is installed, so ``import lance.arrow`` fails without it
-(``cannot import name 'PandasBFloat16Array'``). pylance does not depend on
-pandas and neither does lance-sql: the pandas-free modules are registered
-always, ``lance.arrow`` only when it imports. Without pandas, the image types
-(``lance.image_uri``, ``lance.encoded_image``, ``lance.fixed_shape_image_tensor``)
-read as their storage types with the extension metadata kept, which is what
-pylance itself returns in such an environment.
+``lance.blob`` and ``lance._arrow.bf16`` import without pandas and are always
+registered; ``lance.arrow`` (the image types) fails to import without pandas, so it is
+registered only when it imports (the image types then read as their storage types).
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """Reader feature flags: which ones this reader understands, and refusing the rest.
 
-A manifest's ``reader_feature_flags`` lists features a reader must understand;
-an unknown bit means "do not read". The bits below were checked against the
-Lance sources (``rust/lance-table/src/feature_flags.rs``) and against pylance
-14.0.2, which opens datasets with bits 1, 2, 4, 8, 16, 32, 128, 256 and 2048 and
-refuses 64, 512 and 1024.
-
-This reader accepts only bits whose meaning does not change what it reports:
-
-=====  ===========================  ==========================================
-bit    meaning                      why it is safe here
-=====  ===========================  ==========================================
-1      deletion files               read by :mod:`deletions`
-2      stable row ids               row-id sequences are not needed for counts
-4      v2 data files (deprecated)   data pages are decoded by pylance
-8      table config present         exposed as ``config``
-16     multiple base paths          exposed as ``base_paths``; paths resolved
-32     no transaction files         a writer concern only
-128    covering index metadata      indices are not read by this layer
-256    mixed data-file versions     per-file versions exposed; pylance decodes
-=====  ===========================  ==========================================
-
-Refused: 64 (data overlay files change cell values), 512 and 1024 (fragment
-reuse index variants), 2048 (semantic logical types: different type strings)
-and every higher bit.
+An unknown bit of a manifest's ``reader_feature_flags`` means "do not read". Only bits
+whose meaning does not change what this reader reports are accepted (checked against
+``rust/lance-table/src/feature_flags.rs``); the table is in ``docs/format.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Read one manifest file: check the footer, find the message, parse it with protobuf.
 
-Layout (written by pylance 14, see NOTES.md section 1)::
-
-    ... | u32 length | Manifest message | u64 position | u16 major | u16 minor | "LANC"
-
-``position`` points at the u32 length. Everything read from the file is checked
-against the file size *before* any allocation or read, so a corrupted or
-hostile file gives :class:`FormatError` quickly and never a huge read, a hang or
-a raw ``struct.error`` / ``DecodeError``.
+Layout: ``... | u32 length | Manifest | u64 position | u16 major | u16 minor | "LANC"``.
+Every offset is checked against the file size *before* any read, so a corrupted or
+hostile file gives :class:`FormatError` quickly, never a huge read or a raw decode error.
 """
 
 from __future__ import annotations

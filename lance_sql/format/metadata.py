@@ -1,12 +1,8 @@
 """Open one version of a Lance dataset's metadata: schema, fragments, deletions, config.
 
-This is the entry point of the format layer. ``open_metadata`` lists
-``_versions/`` (never trusting ``latest_version_hint.json``), reads a single
-manifest file through fsspec, refuses unknown reader feature flags and returns
-a frozen :class:`DatasetMetadata`. Only what is asked for is computed: the
-Arrow schema and the fragment dataclasses are built on first access, and
-``count_rows()`` sums the manifest's counts without touching deletion files
-(unless a manifest lacks the count, as very old writers' do).
+``open_metadata`` lists ``_versions/`` (never trusting ``latest_version_hint.json``),
+reads one manifest, refuses unknown reader feature flags and returns a frozen
+:class:`DatasetMetadata` whose schema and fragments are built on first access.
 """
 
 from __future__ import annotations
@@ -114,10 +110,8 @@ class BasePath:
 
 @dataclass(frozen=True)
 class PrimaryKeyField:
-    """A field of the unenforced primary key: its path of names, id and 1-based position.
-
-    ``position`` is 0 when the writer gave no position (ordering then follows field ids).
-    """
+    """A field of the unenforced primary key: its path of names, id and 1-based position
+    (0 when the writer gave none: ordering then follows field ids)."""
 
     path: tuple[str, ...]
     field_id: int
@@ -257,11 +251,8 @@ class DatasetMetadata:
         return FragmentMetadata(frag.id, frag.physical_rows, deleted, files, deletion)
 
     def count_rows(self) -> int:
-        """Visible rows: sum of physical rows minus deleted rows, from the manifest alone.
-
-        Deletion files are read only for fragments whose manifest entry lacks the
-        count (manifests of very old writers).
-        """
+        """Visible rows from the manifest alone (deletion files are read only where an old
+        writer's manifest lacks the count)."""
         if "fragments" in self.__dict__:
             return sum(f.num_rows for f in self.fragments)
         # Hot path (benchmarks/bench_metadata.py): one pass, as few protobuf attribute

@@ -1,15 +1,8 @@
-"""Lance schema (flat ``lance.file.Field`` list) to ``pyarrow.Schema``.
+"""Lance schema (flat ``lance.file.Field`` list, by ``parent_id``) to ``pyarrow.Schema``.
 
-The manifest stores every field, nested ones included, as one flat list in
-depth-first order; a child names its parent by ``parent_id`` (-1 at the top).
-Types are strings (``lance-schema-format.txt``); see docs/format.md for the
-table. Every Arrow field built from a Lance field carries its id in the field
-metadata key ``lance:field_id`` (decimal text), next to the metadata stored in
-the manifest, so later layers can map columns to data files without names.
-
-The result is meant to equal ``lance.dataset(uri).schema`` apart from that key:
-``lance.bfloat16`` and other registered Arrow extension types are rebuilt the
-way pyarrow rebuilds them when it reads an IPC schema.
+Every Arrow field carries its Lance id in metadata ``lance:field_id``, so later layers
+map columns to data files without names. Apart from that key the result equals
+``lance.dataset(uri).schema`` (extension types rebuilt as pyarrow's IPC reader does).
 """
 
 from __future__ import annotations
@@ -157,9 +150,8 @@ def to_arrow_schema(
 ) -> pa.Schema:
     """Build the Arrow schema of a flat Lance field list.
 
-    Raises LogicalTypeError (a ValueError) naming the field for unknown types,
-    orphans, cycles, duplicate ids or impossible nesting; callers turn it into
-    FormatError naming the file.
+    Raises LogicalTypeError naming the field for unknown types, orphans, cycles, duplicate
+    ids or impossible nesting (callers turn it into FormatError naming the file).
     """
     children: dict[int, list[LanceField]] = {}
     ids: set[int] = set()
@@ -278,14 +270,8 @@ _LISTS = (
 
 
 def _rebuild_extensions(schema: pa.Schema) -> pa.Schema:
-    """Let pyarrow turn extension metadata into registered extension types.
-
-    The IPC reader does exactly what a reader of a Lance file does with
-    ``ARROW:extension:name``: build the registered type, or keep the storage
-    type and the metadata when the name is unknown. pylance's types are
-    registered only when a schema needs them (without pandas: see
-    :mod:`.extension_types`).
-    """
+    """Let pyarrow's IPC reader turn extension metadata into registered extension types
+    (an unknown name keeps the storage type and the metadata, as a Lance reader does)."""
     if _any_field(schema, lambda meta: meta.get(EXTENSION_NAME_KEY, b"").startswith(b"lance.")):
         from lance_sql.format.extension_types import register_lance_extension_types
 

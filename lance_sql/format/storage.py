@@ -1,10 +1,8 @@
 """Where bytes come from: a URI plus storage options, resolved to an fsspec filesystem.
 
-Every read of Lance metadata (and of namespace files in higher layers) goes
-through this module so that local paths, ``file://``, ``memory://`` and any
-other fsspec URL behave alike, and so that a missing file always surfaces as
-:class:`~lance_sql.errors.NotFoundError` naming the path the user would
-recognise (the full URL, not fsspec's stripped path).
+Every metadata read goes through here so that local paths and any fsspec URL behave
+alike, and a missing file surfaces as :class:`~lance_sql.errors.NotFoundError` naming
+the full URL the user gave (not fsspec's stripped path).
 """
 
 from __future__ import annotations
@@ -54,7 +52,6 @@ def resolve(
     """Resolve a URI (local path, ``file://``, ``memory://``, any fsspec URL) to a Location.
 
     Local paths are made absolute so that messages name an unambiguous file.
-    ``storage_options`` are passed to the fsspec filesystem constructor.
     """
     text = os.fspath(uri)
     if not isinstance(text, str):  # bytes paths
@@ -89,12 +86,9 @@ def _truthy(value: Any) -> bool:
 def fsspec_options(uri: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The fsspec constructor arguments meaning what Lance-style ``storage_options`` mean.
 
-    One options dict must work for both halves of the library: pylance (Rust
-    object_store names such as ``aws_endpoint``, ``aws_access_key_id``,
-    ``allow_http``) and the metadata layer (fsspec/s3fs names such as ``key``,
-    ``client_kwargs={"endpoint_url": ...}``). For ``s3://`` (and ``s3a://``)
-    URIs the Lance names are translated; native s3fs arguments given alongside
-    are kept and win. Other schemes get the options unchanged.
+    One dict serves pylance (object_store names: ``aws_endpoint``, ``allow_http``...) and
+    fsspec: for ``s3://`` / ``s3a://`` the Lance names are translated (native s3fs
+    arguments given alongside win); other schemes get the options unchanged.
     """
     opts = dict(storage_options or {})
     scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
@@ -180,11 +174,8 @@ class Entry:
 
 
 def list_dir(loc: Location) -> list[Entry]:
-    """The entries directly inside the directory at ``loc``, sorted by name.
-
-    A missing directory raises NotFoundError; fsspec's per-backend quirks
-    (``ls`` of a file returning the file itself) are normalised away.
-    """
+    """The entries directly inside the directory at ``loc``, sorted by name (NotFoundError
+    when missing; fsspec's ``ls`` of a file returning the file itself is normalised away)."""
     with _not_found_as_error(loc):
         raw = loc.fs.ls(loc.path, detail=True)
     base = loc.path.rstrip("/")
@@ -242,11 +233,8 @@ def _mtime(info: Mapping[str, Any]) -> datetime | None:
 
 
 def walk_files(loc: Location) -> list[FileInfo]:
-    """Every file below the directory at ``loc`` (recursively), sorted by relative path.
-
-    A missing directory gives an empty list: callers use this to find what to
-    clean up, where "nothing there" is a normal answer.
-    """
+    """Every file below the directory at ``loc`` (recursively), sorted by relative path;
+    a missing directory gives an empty list ("nothing to clean up")."""
     try:
         found = loc.fs.find(loc.path, detail=True)
     except FileNotFoundError:

@@ -1,21 +1,9 @@
 """Which manifest files a dataset has, and which one a version or a tag means.
 
-Two naming schemes exist in ``{root}/_versions/`` (NOTES.md section 1):
-
-* V2 (what pylance 14 writes): ``{u64::MAX - version:020}.manifest``, so that a
-  lexical listing starts with the newest version;
-* V1 (older datasets): ``{version}.manifest``.
-
-A dataset uses one scheme. If any 20-digit name is present the directory is V2
-and names of other lengths are ignored (a V2 *detached* version, whose version
-has the top bit set, has a 19-digit name and is not part of the main history).
-In V1, detached versions (top bit set) are ignored too. The
-``latest_version_hint.json`` file is never trusted: the latest version is the
-highest one listed.
-
-Tags live in ``{root}/_refs/tags/{name}.json`` as JSON holding at least
-``version`` and ``branch`` (``null`` for main). A branch's own versions live
-under ``{root}/tree/{branch}/``.
+Version file naming (V1/V2, detached versions ignored) is described in
+``docs/format.md``; ``latest_version_hint.json`` is never trusted. Tags live in
+``{root}/_refs/tags/{name}.json`` (``version``, ``branch``); a branch's versions under
+``{root}/tree/{branch}/``.
 """
 
 from __future__ import annotations

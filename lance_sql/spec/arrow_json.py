@@ -1,19 +1,8 @@
 """Arrow types and schemas as lance-namespace's JsonArrowDataType / JsonArrowSchema JSON.
 
-The partitioning spec stores the namespace ``schema`` and every ``result_type``
-in the lance-namespace client format (``lance_namespace_urllib3_client.models``:
-``JsonArrowSchema{fields, metadata}``, ``JsonArrowField{name, nullable, type,
-metadata}``, ``JsonArrowDataType{type, fields, length}``). The type names and the
-``length`` encodings below are the ones pylance 14's Rust converter writes
-(``bool``, ``utf8``, ``large_list``, ``fixed_size_binary`` with ``length``,
-``decimal128`` with ``length = precision * 1000 + scale``, ...), so documents
-written here are read by pylance and vice versa.
-
-That format has no slot for time units or time zones (pylance writes a bare
-``{"type": "timestamp"}``). To round-trip every Arrow type we add two optional
-keys, ``unit`` and ``timezone``, which lance-namespace's models ignore; when they
-are absent we read the Arrow defaults pylance would produce (``us``, no zone;
-``ms`` for time32). ``keys_sorted`` is likewise added for sorted maps.
+Type names and ``length`` encodings are the ones pylance's Rust converter writes, so
+pylance reads these documents and vice versa; the extra ``unit`` / ``timezone`` /
+``keys_sorted`` keys are explained in ``docs/format.md``.
 """
 
 from __future__ import annotations
@@ -221,11 +210,8 @@ MAX_JSON_BYTES = 1 << 20
 
 
 def loads_limited(text: str | bytes, *, key: str, limit: int = MAX_JSON_BYTES) -> Any:
-    """``json.loads`` that refuses documents over ``limit`` bytes before parsing them.
-
-    Metadata documents come from storage another party may write; bounding them
-    keeps a hostile or corrupted ``__manifest`` from exhausting memory.
-    """
+    """``json.loads`` that refuses documents over ``limit`` bytes before parsing them
+    (a hostile or corrupted ``__manifest`` must not exhaust memory)."""
     size = len(text.encode() if isinstance(text, str) else text)
     if size > limit:
         raise SpecError(f"JSON document of {size} bytes exceeds the {limit}-byte limit", key=key)
@@ -279,9 +265,7 @@ def field_id_of(field: pa.Field, key: str = FIELD_ID_KEY) -> int | None:
 def assign_field_ids(schema: pa.Schema) -> pa.Schema:
     """Give every field a ``lance:field_id``, depth-first from 0, as Lance does at creation.
 
-    A schema that already carries ids on every field is returned unchanged; one
-    that carries ids on some fields only is refused (the ids could not be
-    reconciled with the ones Lance would assign).
+    A schema with ids on every field is returned unchanged; ids on some fields only are refused.
     """
     ids = [field_id_of(f) for _, f in iter_fields(schema)]
     if all(i is not None for i in ids):

@@ -1,9 +1,8 @@
 """Which Arrow types each lance-sql feature supports, decided in this one place.
 
-:func:`scalar_kind` names the kind of a flat Arrow type; each feature supports
-a set of kinds (:data:`SUPPORTED`), asked with :func:`supports`. A type of no
-kind (nested, dictionary, null, extension types) is supported by none.
-:func:`datafusion_type_name` is the name DataFusion's ``arrow_cast`` takes for a type.
+:func:`scalar_kind` names the kind of a flat Arrow type; each feature supports a set
+of kinds (:data:`SUPPORTED`). A type of no kind (nested, dictionary, null, extension)
+is supported by none.
 """
 
 from __future__ import annotations

@@ -1,43 +1,10 @@
 """Exact coercion of a comparison's literal to the type of the term it is compared with.
 
-Pruning is only as correct as this step: a literal rounded the wrong way (or
-wrapped around) prunes partitions that hold matching rows. So every literal is
-converted to the term's own storage domain *exactly*, as an integer or a
-rational number, and a comparison whose literal falls between two
-representable values or outside the type's range is rewritten to the exact
-equivalent over representable values (``int_col < 1.5`` becomes
-``int_col <= 1``, ``int_col = 1.5`` becomes FALSE, ``int32_col < 3e9`` becomes
-``int32_col IS NOT NULL``). What cannot be decided exactly becomes
-:class:`~.predicates.Unsupported` (never a lossy value).
-
-Which side DataFusion 55 casts is mirrored from its type-coercion rules,
-checked against a real ``SessionContext``:
-
-- a string compared with a temporal column is cast *to the column's type*
-  (so ``date_col = '2025-12-10 05:00'`` is TRUE for 2025-12-10, and a string
-  without offset on a zoned column is local time in the column's zone, one
-  with an offset or ``Z`` is that instant);
-- ``TIMESTAMP 'text'`` is first a naive timestamp(ns) (an offset in the text
-  is converted to UTC and dropped), then cast to the column's type: on a
-  zoned column that naive value is read as *local* time, so
-  ``TIMESTAMP '...Z'`` does not mean the UTC instant there; on a µs column
-  the ns value truncates. These casts are performed by DataFusion itself so
-  that its parser decides;
-- an integer compared with a date32 column counts days since 1970-01-01;
-- ``TIMESTAMP '...'`` compared with a date column compares as timestamps
-  (the date at midnight); ``DATE '...'`` on a timestamp column is cast to the
-  column's type (local midnight in a zone);
-- an integer compared with an integer or decimal column compares exactly;
-- a float compared with an integer column widens the column to float64, which
-  is exact for int32 and for int64 magnitudes below 2**53 (beyond that the
-  literal is Unsupported);
-- a float compared with a decimal column is cast to a decimal (Decimal(30,15)
-  for float64 against decimal(10,2), Decimal(15,7) for float32: the scale is at
-  least 15 resp. 7), *rounding* it there (``c0 = 12.30`` matches decimal 12.30
-  although float64 12.30 is 12.300000000000000710...): the rounded value is
-  read from DataFusion's own folded plan (:func:`datafusion_comparison_value`);
-  a string compared with a decimal column is cast to the column's type, also
-  rounding, and read the same way.
+Pruning is only as correct as this step: a literal rounded the wrong way prunes
+partitions that hold matching rows. So each literal is converted exactly (an integer
+or a rational) and what cannot be decided exactly becomes
+:class:`~.predicates.Unsupported`. The DataFusion coercion rules mirrored here are
+listed in ``docs/pruning.md`` (Literal coercion).
 """
 
 from __future__ import annotations
@@ -74,8 +41,7 @@ _EPOCH_DATE = datetime.date(1970, 1, 1)
 def datafusion_cast(sql_value: str, target: pa.DataType) -> int | None:
     """Cast a SQL literal to a temporal ``target`` with DataFusion; return the storage int.
 
-    Raises :class:`PlanningError` naming the literal when DataFusion cannot cast
-    it (e.g. ``'2025-13-45'`` for a date, a nonexistent local time in a zone).
+    Raises :class:`PlanningError` naming the literal when DataFusion cannot cast it.
     """
     if pa.types.is_date32(target) and _ISO_DATE.fullmatch(sql_value):
         # 'YYYY-MM-DD', DataFusion's own date form: the same days without importing
@@ -148,11 +114,7 @@ def _number(lit: Literal) -> Fraction:
 
 
 def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
-    """The exact value of ``lit`` in ``target``'s integer storage units.
-
-    Raises :class:`PlanningError` where DataFusion itself refuses the
-    comparison and ``_Undecidable`` where the exact meaning is not known.
-    """
+    """The exact value of ``lit`` in ``target``'s storage units."""
     ltype = lit.type
     text = lit.text
     if pa.types.is_integer(target) or pa.types.is_decimal(target):
@@ -222,13 +184,8 @@ def _storage_value(lit: Literal, target: pa.DataType) -> Fraction:
 def datafusion_comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
     """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
 
-    DataFusion's coercion of temporal literals has several special cases
-    (``DATE`` on a zoned column is UTC midnight, ``TIMESTAMP 'text'`` is naive
-    then local in a zoned column, a date column is cast to timestamp(ns) for a
-    ``TIMESTAMP`` literal...). Rather than re-deriving them, the SQL engine service
-    plans ``c = <literal>`` and reads the folded literal from its optimised plan
-    (``engines/datafusion/sql_evaluation.py``). Raises :class:`PlanningError` when
-    DataFusion refuses the literal.
+    Read from the SQL engine's folded plan of ``c = <literal>`` rather than re-deriving
+    DataFusion's special cases. Raises :class:`PlanningError` when DataFusion refuses it.
     """
     value = sql_engine().comparison_value(target, literal_sql)
     if value is None:
@@ -388,8 +345,7 @@ def in_pred(term: Term, lits: list[Literal], negated: bool = False) -> Predicate
 
 
 def _one_list_type(values: tuple[Literal, ...], target: pa.DataType) -> tuple[Literal, ...]:
-    """The values as DataFusion types the list: as float64 when one is a float and the
-    column a 64-bit integer (each then compared as a float literal, see _storage_value)."""
+    """The values as float64 when one is a float and the column a 64-bit integer (as DataFusion)."""
     if not (pa.types.is_integer(target) and target.bit_width == 64) or not any(
         isinstance(v.value, float) or pa.types.is_floating(v.type) for v in values
     ):

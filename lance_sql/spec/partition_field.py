@@ -1,11 +1,7 @@
 """A partition field and its transform, exactly as the spec's JSON.
 
-``PartitionField`` is the one in-memory form of a field every layer shares: the
-writer applies it with :mod:`udfs`, the planner projects predicates through it,
-SPJ compares it. Validation against a namespace schema is
-:func:`lance_sql.tables.namespace.spec.validate_field`'s job; the per-transform
-decisions it asks (accepted source types, result type) live in
-:mod:`lance_sql.spec.transforms`.
+``PartitionField`` is the one in-memory form every layer shares (writer, planner, SPJ);
+validation against a namespace schema is :func:`lance_sql.tables.namespace.spec.validate_field`'s.
 """
 
 from __future__ import annotations

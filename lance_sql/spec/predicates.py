@@ -1,13 +1,8 @@
 """The one predicate IR of the planner: immutable terms, literals and boolean nodes.
 
-Every filter the planner sees (SQL text, a pyarrow/substrait expression, a
-partition predicate over ``__manifest`` columns) is converted into these nodes
-at the edge and back out at the other edge; the passes in between
-(:mod:`.passes`, :mod:`.projection`) only ever see this tree. Nodes are frozen
-dataclasses so that they can be shared, hashed and compared structurally.
-
-Semantics are SQL's three-valued logic: a comparison with a NULL operand is
-NULL, and a filter keeps a row only when the predicate is TRUE.
+Every filter (SQL text, a pyarrow/substrait expression, a ``__manifest`` predicate) is
+converted into these frozen nodes at the edge; the passes in between see only this tree.
+Semantics are SQL's three-valued logic: a filter keeps a row only when it is TRUE.
 """
 
 from __future__ import annotations
@@ -58,14 +53,10 @@ class Column:
 class TransformTerm:
     """A known transform applied to column(s), e.g. ``date_part('year', ts)``.
 
-    ``transform`` is the query-term form (a
-    :class:`~lance_sql.spec.transforms.base.TermForm`, which owns the term's
-    type, SQL and values); ``param`` is N for ``murmur3(c) % N`` and
-    ``abs(murmur3(c)) % N``, W for truncate; ``unit`` is the date_trunc unit;
-    ``as_date`` marks ``CAST(ts AS DATE)`` (a date_trunc to 'day' whose value is
-    a date32); ``from_date`` marks ``date_trunc(unit, CAST(c AS TIMESTAMP))``,
-    DataFusion's form of ``date_trunc(unit, date_col)``, which binding accepts
-    only over a date column (where it is that term).
+    ``transform`` is its :class:`~lance_sql.spec.transforms.base.TermForm`; ``param`` is
+    N (bucket, hash_mod) or W (truncate); ``unit`` the date_trunc unit; ``as_date`` marks
+    ``CAST(ts AS DATE)``; ``from_date`` marks ``date_trunc(unit, CAST(c AS TIMESTAMP))``,
+    DataFusion's form of ``date_trunc(unit, date_col)`` (bound only over a date column).
     """
 
     transform: TermForm
@@ -92,13 +83,9 @@ Term = Column | TransformTerm
 
 @dataclass(frozen=True)
 class Literal:
-    """A typed literal. ``value`` is a plain Python value in Arrow's storage form:
-
-    ints for integers, dates (days since epoch) and timestamps (units since
-    epoch); ``decimal.Decimal`` for decimals; str / bytes / float / bool.
-    ``text`` keeps a temporal literal's original text (``TIMESTAMP '...'`` or
-    a string compared with a temporal column) until :func:`.passes.bind`
-    resolves it with the column's own type, as DataFusion does.
+    """A typed literal; ``value`` is in Arrow's storage form (dates in days, timestamps in
+    units since the epoch, ``decimal.Decimal`` for decimals). ``text`` keeps a temporal
+    literal's text until :func:`.passes.bind` resolves it with the column's type.
     """
 
     value: object
@@ -188,8 +175,7 @@ class Const:
 class Unsupported:
     """Anything the planner cannot reason about: TRUE inclusively, FALSE strictly.
 
-    ``description`` says what it was (shown in EXPLAIN and in residuals).
-    ``columns`` lists the columns it reads, when known.
+    ``description`` is shown in EXPLAIN and residuals; ``columns`` are the ones it reads.
     """
 
     description: str
@@ -351,8 +337,7 @@ def literal_sql(lit: Literal) -> str:
 def _timestamp_sql(value: int, t: pa.TimestampType) -> str:
     """SQL text of a timestamp that DataFusion reads back as exactly that value.
 
-    Naive: ``TIMESTAMP '...'``. Zoned: a ``Z``-suffixed string cast to the zoned
-    type (``TIMESTAMP '...Z'`` would be read as local time in the column's zone).
+    Zoned: a ``Z`` string cast to the type (``TIMESTAMP '...Z'`` would be local time).
     """
     if t.unit != "ns" or value % 1000 == 0:
         micros = value * 1_000_000 // PER_SECOND[t.unit]

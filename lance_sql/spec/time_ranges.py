@@ -1,16 +1,8 @@
 """Calendar arithmetic for projecting time ranges: local-time tuples and zone offset bounds.
 
-A range ``ts >= T`` prunes a spec with fields (year, month, day) through the
-*lexicographic tuple* of those fields, which is monotonic in time even though
-month or day alone is not. For naive timestamps and dates the tuple of an
-instant is plain proleptic-Gregorian arithmetic. For a zoned column the
-fields are computed in local time, which jumps back at DST fall-back (and at
-historic offset changes), so no tuple of a local time is monotonic in the
-instant. The projection stays provably conservative by bounding local time:
-``t + min_offset <= local(t) <= t + max_offset`` where the bounds are the
-smallest and largest UTC offsets the zone ever used (read from the system's
-IANA database), widened by :data:`ZONE_MARGIN_US` to cover differences
-between that database and the one compiled into DataFusion.
+A lexicographic tuple of (year, month, day) fields is monotonic in time for naive
+values; for a zoned column local time jumps back at DST, so ranges are bounded with the
+zone's extreme UTC offsets (widened by :data:`ZONE_MARGIN_US`); see ``docs/pruning.md``.
 """
 
 from __future__ import annotations
@@ -54,10 +46,7 @@ def naive_tuple(micros: int, depth: int) -> tuple[int, ...] | None:
 
 
 def period_start(values: tuple[int, ...]) -> int:
-    """µs since the epoch of the first instant of the naive period named by ``values``.
-
-    ``values`` is (year[, month[, day[, hour]]]); missing parts are the period's start.
-    """
+    """First µs since the epoch of the naive period (year[, month[, day[, hour]]])."""
     defaults = (1, 1, 1, 0)  # year is always given
     year, month, day, hour = (*values, *defaults[len(values) :])
     start = datetime.datetime(year, month, day, hour)
@@ -71,9 +60,7 @@ _FIXED = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 def offset_bounds(tz: str | None) -> tuple[int, int] | None:
     """(min, max) UTC offset in µs that local times in ``tz`` may have; None if unknown.
 
-    Naive timestamps and UTC have (0, 0); fixed offsets ``+05:30`` are exact;
-    named zones use the extremes of every offset in their TZif file, widened
-    by :data:`ZONE_MARGIN_US`.
+    Named zones: the extremes of their TZif offsets, widened by :data:`ZONE_MARGIN_US`.
     """
     if tz is None or tz.upper() in ("UTC", "Z", "ETC/UTC", "GMT", "ETC/GMT"):
         return (0, 0)
@@ -142,10 +129,7 @@ def _tzif_offsets(tz: str) -> list[int]:
 
 
 def lexicographic(fields: list[Column], values: tuple[int, ...], op: str) -> Predicate:
-    """``(f1, ..., fk) op (v1, ..., vk)`` over int32 partition columns, lexicographically.
-
-    ``op`` is one of ``>=``, ``>``, ``<=``, ``<``, ``=``, ``!=``.
-    """
+    """``(f1, ..., fk) op (v1, ..., vk)`` over int32 partition columns, lexicographically."""
     lits = [Literal(int(v), pa.int32()) for v in values]
     if op == "=":
         return and_(*(Compare(f, "=", v) for f, v in zip(fields, lits, strict=True)))

@@ -1,25 +1,9 @@
 """Partition transforms that know their own algebra (one class per transform).
 
-Each class wraps one :class:`~lance_sql.spec.partition_field.PartitionField`
-bound to its source column(s) and answers, for one leaf predicate over source
-columns (or over a transform term):
-
-- :meth:`FieldTransform.project` — the *inclusive* projection: a predicate on
-  the partition column that is TRUE (or NULL-free TRUE) for every partition
-  that may hold a row matching the leaf. ``TRUE`` when the field says nothing.
-- :meth:`FieldTransform.strict_project` — the *strict* projection: TRUE only
-  for partitions in which every row matches the leaf. ``FALSE`` when unknown.
-- :meth:`FieldTransform.project_conjunction` — projection of a whole AND of
-  leaves, used where one leaf alone says nothing (multi-column transforms and
-  expression fields need every source bound by ``=`` / ``IN``).
-
-Partition values of literals are always computed with :mod:`udfs` (the same
-code that computed the stored partition values), never re-implemented here.
-Each transform lives in its own module of this package (expression fields in
-:mod:`.base`). The planner never
-switches on transform names: it asks the objects built by
-:func:`make_transform` (plus :class:`TimeChain` for several time fields on
-one source, see :mod:`..time_ranges`).
+Each class answers, for a leaf predicate, its inclusive projection (``project``), its
+strict projection (``strict_project``) and the projection of a whole AND
+(``project_conjunction``). Partition values of literals are computed with :mod:`udfs`,
+the code that computed the stored ones; the planner never switches on transform names.
 """
 
 from __future__ import annotations

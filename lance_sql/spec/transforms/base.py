@@ -84,10 +84,8 @@ class NotThisTerm(Exception):
 class TermForm:
     """A query term a transform equals: ``date_part('year', c)``, ``murmur3(c) % N``, ...
 
-    A :class:`~lance_sql.spec.predicates.TransformTerm` holds one. Each form lives
-    beside the transform it belongs to and answers for its terms: their value
-    type, SQL, values over Arrow arrays, pyarrow expression (if any) and the
-    column types they bind to. Subclasses are frozen dataclasses (equal by value).
+    It answers for its terms' value type, SQL, values, pyarrow expression and binding.
+    Subclasses are frozen dataclasses (equal by value).
     """
 
     name = ""
@@ -206,9 +204,7 @@ class FieldTransform(Projects):
     _null_preserving = True
 
     def _on_source(self, leaf: Leaf, strict: bool) -> Predicate:
-        """Projection of a leaf on the source column. Default for a non-order-preserving,
-        single-source function f: = / IN only; strictly, f(x) != f(v) proves x != v,
-        and so does NOT IN."""
+        """Projection of a leaf on the source column (default: = / IN, strictly != / NOT IN)."""
         if isinstance(leaf, Compare) and leaf.op == ("!=" if strict else "="):
             literals = [leaf.literal]
         elif isinstance(leaf, InList) and leaf.negated == strict:
@@ -280,12 +276,8 @@ def holds(leaf: Leaf, value: object) -> bool | None:
 
 
 def enumerate_conjunction(transform: FieldTransform, leaves: Sequence[Leaf]) -> Predicate:
-    """``p IN {f(v0, v1, ...)}`` when every source is bound to a finite set by the leaves.
-
-    Sound because a row matching the AND has each source value in its set, so
-    its partition value is one of the enumerated ones. ``IS NULL`` binds a
-    source to {NULL}; a source missing from the schema is NULL in every row.
-    """
+    """``p IN {f(v0, v1, ...)}`` when every source is bound to a finite set by the leaves
+    (``IS NULL`` binds it to {NULL}; a source missing from the schema is NULL)."""
     domains: list[list[Literal | None]] = []
     for src in transform.sources:
         if src is None:

@@ -1,11 +1,9 @@
 """Join coarsening: the group-key components transforms give a storage-partitioned join.
 
-A component is a function of the join-key values alone that every spec version
-of both sides computes from its partition values
-(:mod:`lance_sql.planning.joins.compatibility` picks them). Each class says
-which fields offer it, how offers with different parameters meet (bucket: the
-gcd of the counts; truncate: the lcm of the widths, or the shortest string
-prefix) and the group value of a partition.
+A component is a function of the join-key values alone that every spec version of both
+sides computes from its partition values. Each class says which fields offer it, how
+offers with different parameters meet (bucket: gcd; truncate: lcm or shortest prefix)
+and the group value of a partition.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """Partition specs written as text, Iceberg/Spark style, and warnings about time partitions.
 
-``parse_spec_text("bucket(16, customer_id), days(ts), truncate(4, s), c")``
-gives the field dicts :func:`~lance_sql.tables.namespace.spec_build.build_spec` takes (and
-``PartitionedNamespace.create`` accepts the text itself). The text is parsed
-as a SQL expression list by sqlglot; each term is one of:
-
-| term | fields |
-|---|---|
-| ``c`` or ``identity(c)`` | identity of ``c`` |
-| ``year(ts)`` / ``years(ts)`` | calendar year |
-| ``month(ts)`` / ``day(ts)`` / ``hour(ts)`` | month of year / day of month / hour of day, *alone* |
-| ``months(ts)`` | year, month |
-| ``days(ts)`` | year, month, day |
-| ``hours(ts)`` | year, month, day, hour |
-| ``bucket(N, c)`` (or ``bucket(c, N)``) | bucket[N] of ``c`` |
-| ``bucket(N, a, b, ...)`` | multi_bucket[N] of the columns, in order |
-| ``truncate(W, c)`` (or ``truncate(c, W)``) | truncate[W] of ``c`` |
-
-The spec's ``month``, ``day`` and ``hour`` transforms are month of *year*,
-day of *month* and hour of *day* (``date_part``), not Iceberg's months, days
-and hours since the epoch: ``day(ts)`` alone puts Jan 3 and Feb 3 in one
-partition and cannot prune a date range. The plural forms (Iceberg's names)
-expand to the calendar fields that together identify one month, day or hour,
-and prune ranges (see docs/pruning.md). :func:`time_partition_warnings`
-names every spec that uses a cyclic field without its coarser fields.
+``parse_spec_text("bucket(16, c), days(ts)")`` gives the field dicts ``build_spec``
+takes; the terms are listed in ``docs/namespaces.md``. The spec's ``month`` / ``day`` /
+``hour`` are ``date_part`` values, not Iceberg's periods since the epoch: the plural
+forms expand to the calendar fields that identify one period (and prune ranges).
 """
 
 from __future__ import annotations
@@ -60,10 +40,8 @@ def is_spec_text(value: Any) -> bool:
 
 
 def parse_spec_text(text: str) -> list[dict[str, Any]]:
-    """Field dicts (``build_spec`` form) for an Iceberg-style partition list.
-
-    Raises :class:`SpecError` naming the term that is not a known transform.
-    """
+    """Field dicts (``build_spec`` form) for an Iceberg-style partition list (SpecError
+    names a term that is not a known transform)."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError
@@ -148,15 +126,11 @@ def _positive(node: Any, key: str) -> int:
 
 
 def spec_fields(spec: Any) -> Any:
-    """The one entry point for a partition spec as a user writes it (docs/namespaces.md
-    "Partition specs"): Python ``create`` / ``add_spec``, the CLI's ``--spec``, SQL
-    ``PARTITIONED BY`` and Spark's ``partitionBy`` all pass through here.
+    """The one entry point for a partition spec as a user writes it (Python, CLI, SQL, Spark).
 
-    Text (``"bucket(16, c), days(ts)"``) becomes field dicts; a JSON list of field
-    dicts is decoded; in field dicts, Spark's and Iceberg's names (``years``,
-    ``months``, ``days``, ``hours``) expand to the calendar fields exactly as in
-    the text form. The spec's own JSON (an object with ``fields``, a
-    ``PartitionSpec``) is returned unchanged.
+    Text becomes field dicts; a JSON list of field dicts is decoded; plural time names
+    (``years`` ... ``hours``) expand as in the text form. The spec's own JSON (an object
+    with ``fields``, a ``PartitionSpec``) is returned unchanged.
     """
     import json
 
@@ -191,14 +165,11 @@ def _expanded(raw: Any, key: str) -> list[Any]:
 
 
 def time_partition_warnings(spec: Any, schema: Any = None) -> list[str]:
-    """One message per cyclic time field used without its coarser fields.
+    """One message per cyclic time field used without its coarser fields on the same source(s).
 
-    ``spec``: a :class:`~.spec.PartitionSpec`, spec text, or field dicts
-    (dicts naming ``source`` or ``source_ids``). ``day`` without ``year`` and
-    ``month`` (day of month), ``month`` without ``year``, ``hour`` without
-    ``year``, ``month`` and ``day`` of the same source(s) are flagged: such a
-    field mixes periods (Jan 3 and Feb 3 share a partition) and cannot prune
-    a time range. ``schema`` names source ids in the messages.
+    ``spec``: a :class:`~.spec.PartitionSpec`, spec text, or field dicts (naming ``source``
+    or ``source_ids``); ``schema`` names source ids in the messages. Such a field mixes
+    periods (Jan 3 and Feb 3 share a partition) and cannot prune a time range.
     """
     by_source = _time_fields(spec, schema)
     out = []

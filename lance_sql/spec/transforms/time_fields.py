@@ -150,9 +150,8 @@ DATE_TRUNC = DateTrunc()
 class TimeTransform(FieldTransform):
     """year / month / day / hour: ``date_part`` of a date or timestamp (local time if zoned).
 
-    Equality and IN map through the value; ranges are projected by
-    :class:`TimeChain` (month/day/hour alone are not monotonic); a predicate on
-    the same ``date_part`` term maps to the partition column exactly.
+    Equality and IN map through the value; ranges are :class:`TimeChain`'s (month, day and
+    hour alone are not monotonic).
     """
 
     @classmethod
@@ -170,12 +169,8 @@ class TimeTransform(FieldTransform):
         return FALSE if strict else TRUE
 
     def _trunc_equality(self, leaf: Leaf, term: TransformTerm) -> Predicate:
-        """``date_trunc(unit, c) = T`` pins this field to T's value when it is within ``unit``.
-
-        Inclusive only, field by field, so a spec whose time fields are no chain
-        (``year`` and ``day`` without ``month``, or ``day`` alone) still prunes on
-        equality; ranges stay with :class:`TimeChain`.
-        """
+        """``date_trunc(unit, c) = T`` pins this field to T's value when it is within ``unit``
+        (inclusive, field by field: time fields that are no chain still prune on equality)."""
         if term.unit not in TIME_CHAIN or self.kind not in TIME_CHAIN:
             return TRUE
         depth = TIME_CHAIN.index(self.kind)
@@ -200,13 +195,9 @@ class TimeTransform(FieldTransform):
 
 
 class TimeChain(Projects):
-    """The spec's time fields on one source, combined into a lexicographic tuple.
-
-    Holds the longest prefix of (year, month, day, hour) present among the
-    spec's fields on that source; a range on the source is projected as a
-    tuple comparison (see :mod:`.time_ranges` for time zones), and a
-    ``date_trunc(unit, c)`` term as a tuple comparison at the unit's depth.
-    """
+    """The longest prefix of (year, month, day, hour) among the spec's fields on one source:
+    a range on the source (or a ``date_trunc(unit, c)`` term, at the unit's depth) is
+    projected as a lexicographic tuple comparison."""
 
     def __init__(self, source: Column, fields: dict[str, TimeTransform]) -> None:
         self.source = source
@@ -325,8 +316,7 @@ class TimeChain(Projects):
 def trunc_literal_info(lit: Literal, unit: str) -> tuple[tuple[int, ...], bool] | None:
     """(local (year, month, day, hour) of T cut at ``unit``, whether T is a period start).
 
-    Computed by DataFusion itself for zoned literals (its date_part/date_trunc
-    in the column's zone); by calendar arithmetic for naive ones.
+    Zoned literals: computed by DataFusion in the column's zone; naive: calendar arithmetic.
     """
     depth = TIME_CHAIN.index(unit) + 1
     t = lit.type

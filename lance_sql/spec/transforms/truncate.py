@@ -84,12 +84,11 @@ def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
 
 
 def monotonic_range(leaf: Compare, strict: bool, value_of, succ) -> tuple[str, object] | Predicate:
-    """Project ``x op v`` through a monotonic non-decreasing ``f`` over a discrete domain.
+    """Project ``x op v`` through a monotonic non-decreasing ``f`` over a discrete domain:
+    ``(op, f(v or its neighbour))``, or a constant where the neighbour does not exist.
 
-    Inclusive: x >= v -> p >= f(v); x > v -> p >= f(v+1); x <= v -> p <= f(v);
-    x < v -> p <= f(v-1).  Strict: x >= v -> p > f(v-1); x > v -> p > f(v);
-    x <= v -> p < f(v+1); x < v -> p < f(v).  Returns ``(op, f(value))`` or a
-    constant predicate where the neighbour does not exist.
+    Inclusive: x > v -> p >= f(v+1), x < v -> p <= f(v-1); strict: x >= v -> p > f(v-1),
+    x <= v -> p < f(v+1); the other ops keep v.
     """
     op, v = leaf.op, leaf.literal.value
     if not strict:
