@@ -144,30 +144,56 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
     found = _dml_target(ctx, df)
     if found is None:
         return None
-    plan, name, table, op = found.plan, found.name, found.table, found.op
+    what, action, _ = _statement(ctx, found, query)
+    return DmlDataFrame(df, ctx, action, what)
+
+
+def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
+    """EXPLAIN of a DML statement on a lance-sql table (``plan_type``, ``plan``), else None.
+
+    The logical plan is DataFusion's ``Dml`` plan; the physical plan line says
+    what lance-sql runs instead (``LanceDml: ...``).
+    """
+    found = _dml_target(ctx, df)
+    if found is None:
+        return None
+    return explain_rows(found.plan.display_indent(), _statement(ctx, found, None)[2])
+
+
+def _statement(ctx: Any, found: _DmlTarget, query: str | None) -> tuple[str, Any, str]:
+    """The one table of DML ops: (statement, action, EXPLAIN line); ``query`` None: EXPLAIN."""
+    table, name, op = found.table, found.name, found.op
+    source = found.plan.inputs()[0]
     if found.kind == "lance":
-        return _plain_lance(ctx, df, name, op, table, plan)
+        return _plain_lance(ctx, name, op, table.table, source)
+    line = f"LanceDml: op={op} table={name} namespace={table.root} route="
     if op == "mergeinto":
         from lance_sql.engines.datafusion.dml_merge import merge_action
 
-        return DmlDataFrame(df, ctx, merge_action(ctx, table, name, plan, query), "MERGE")
-    source = plan.inputs()[0]
+        action = None if query is None else merge_action(ctx, table, name, found.plan, query)
+        route = "MERGE clauses evaluated by DataFusion per candidate partition table"
+        return "MERGE", action, line + route
     if op in ("insertinto", "append"):
-        return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, False), "INSERT")
+        route = "ns.append(<input rows>)"
+        return "INSERT", lambda: _insert(ctx, table, name, source, False), line + route
     if op == "overwrite":
-        return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
+        route = "ns.overwrite(<input rows>, partitions='dynamic')"
+        return "OVERWRITE", lambda: _insert(ctx, table, name, source, True), line + route
     if op == "delete":
         where = row_condition(ctx, source, table, name)
-        return DmlDataFrame(
-            df, ctx, lambda: writable_namespace(table, name).delete(where), "DELETE"
-        )
+        route = f"ns.delete(filter={_shown(where)})"
+        return "DELETE", lambda: writable_namespace(table, name).delete(where), line + route
     if op == "update":
         values, changed = update_values(ctx, source, table.schema, name)
         where = row_condition(ctx, source, table, name)
-        return DmlDataFrame(
-            df, ctx, lambda: _update(ctx, table, name, values, changed, where, source), "UPDATE"
-        )
+        route = f"ns.update(set={changed!r}, where={_shown(where)})"
+        action = lambda: _update(ctx, table, name, values, changed, where, source)  # noqa: E731
+        return "UPDATE", action, line + route
     raise UnsupportedFeatureError(f"{op} statements on namespace {name!r} are not supported")
+
+
+def _shown(where: Any) -> str:
+    return "TRUE" if where is None else str(where)  # DataFusion's display of it
 
 
 def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
@@ -183,9 +209,8 @@ def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
     return None
 
 
-def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, plan: Any) -> Any:
+def _plain_lance(ctx: Any, name: str, op: str, table: Any, source: Any) -> tuple[str, Any, str]:
     """INSERT INTO / INSERT OVERWRITE on a Lance dataset: one pylance write (one commit)."""
-    table = provider.table
     if op not in ("insertinto", "append", "overwrite"):
         raise UnsupportedFeatureError(
             f"{op.upper()} on Lance dataset {name!r}: only INSERT INTO and INSERT OVERWRITE run "
@@ -197,7 +222,6 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
             f"Lance dataset {name!r} is registered at a fixed version or tag; register it "
             "without one to write"
         )
-    source = plan.inputs()[0]
     mode = "overwrite" if op == "overwrite" else "append"
 
     def action() -> int:
@@ -208,7 +232,7 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
         lance.write_dataset(rows, table.uri, mode=mode, storage_options=table.storage_options)
         return rows.num_rows
 
-    return DmlDataFrame(df, ctx, action, "INSERT")
+    return "INSERT", action, f"LanceDml: op={op} table={name} uri={table.uri} route=write {mode}"
 
 
 def _update(
@@ -255,40 +279,6 @@ def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
     source = f"INSERT into {name!r}"
     batches = [conform(b, schema, source=source) for b in rows.to_batches()]
     return pa.Table.from_batches(batches, schema=schema)
-
-
-# -- EXPLAIN ------------------------------------------------------------------------------------
-def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
-    """EXPLAIN of a DML statement on a lance-sql table (``plan_type``, ``plan``), else None.
-
-    The logical plan is DataFusion's ``Dml`` plan; the physical plan line says
-    what lance-sql runs instead (``LanceDml: ...``).
-    """
-    found = _dml_target(ctx, df)
-    if found is None:
-        return None
-    plan, name, table, op = found.plan, found.name, found.table, found.op
-    if found.kind != "namespace":
-        _plain_lance(ctx, df, name, op, table, plan)  # refuses what does not run
-        mode = "overwrite" if op == "overwrite" else "append"
-        line = f"LanceDml: op={op} table={name} uri={table.table.uri} route=write {mode}"
-        return explain_rows(plan.display_indent(), line)
-    source = plan.inputs()[0]
-    if op in ("delete", "update"):
-        where = row_condition(ctx, source, table, name)
-        condition = "TRUE" if where is None else str(where)  # DataFusion's display of it
-        route = f"ns.delete(filter={condition})"
-        if op == "update":
-            _, changed = update_values(ctx, source, table.schema, name)
-            route = f"ns.update(set={changed!r}, where={condition})"
-    elif op == "overwrite":
-        route = "ns.overwrite(<input rows>, partitions='dynamic')"
-    elif op == "mergeinto":
-        route = "MERGE clauses evaluated by DataFusion per candidate partition table"
-    else:
-        route = "ns.append(<input rows>)"
-    line = f"LanceDml: op={op} table={name} namespace={table.root} route={route}"
-    return explain_rows(plan.display_indent(), line)
 
 
 # -- errors DataFusion raises while planning a DML statement ----------------------------------

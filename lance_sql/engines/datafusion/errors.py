@@ -37,7 +37,7 @@ import importlib
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import lance_sql.errors as lance_errors
 from lance_sql.errors import LanceSqlError
@@ -53,8 +53,6 @@ _PYERR = re.compile(r"PyErr \{ type: <class '(?P<cls>[\w.]+)'>, value: (?P<name>
 _PYERR_END = re.compile(r"\), traceback: (?:None|Some\()")
 # PyErr's Display, ``Name: message``, after the start or another ``...: `` prefix.
 _DISPLAY = re.compile(r"(?:^|: )(?P<name>[A-Z]\w*): ")
-
-R = TypeVar("R")
 
 
 def record(exc: BaseException) -> None:
@@ -79,12 +77,6 @@ def recording() -> Iterator[None]:
     except LanceSqlError as exc:
         record(exc)
         raise
-
-
-def recorded_iter(it: Iterator[R]) -> Iterator[R]:
-    """``it``, recording any lance-sql error raised while it is iterated."""
-    with recording():
-        yield from it
 
 
 def typed_error(exc: BaseException) -> LanceSqlError | None:

@@ -64,7 +64,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from lance_sql.engines.datafusion import filter_operators
-from lance_sql.engines.datafusion.errors import recorded_iter, recording
+from lance_sql.engines.datafusion.errors import recording
 from lance_sql.engines.datafusion.shutdown import guarded
 from lance_sql.engines.datafusion.substrait_stand_ins import schema_for_datafusion
 from lance_sql.planning.scan_plan import ScanPlan
@@ -135,11 +135,12 @@ class _Scanner:
         self.projected_schema = projected_schema(schema, self._columns)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return guarded(recorded_iter(self._batches()))
+        return guarded(self._batches())
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        for unit in self._units(self._filter):
-            yield from unit.to_batches(self._columns, self._filter, self._batch_size)
+        with recording():
+            for unit in self._units(self._filter):
+                yield from unit.to_batches(self._columns, self._filter, self._batch_size)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())

@@ -23,8 +23,12 @@ import datafusion
 from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
-from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
-from lance_sql.tables.substrait_schema import messages, nested_names
+from lance_sql.engines.datafusion.substrait_stand_ins import (
+    column_spans,
+    drop_stand_ins,
+    producing,
+)
+from lance_sql.tables.substrait_schema import messages
 
 Rel = algebra_pb2.Rel
 _J = algebra_pb2.JoinRel
@@ -356,7 +360,7 @@ def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
             continue
         schema = node.read.base_schema
         names = list(schema.names)
-        for i in _top_level(schema):
+        for i, _ in column_spans(schema):
             names[i] = prefix + names[i]
         del schema.names[:]
         schema.names.extend(names)
@@ -368,15 +372,7 @@ def top_level_names(schema: Any) -> list[str]:
     Substrait lists a schema's names depth first (struct children after their
     field): ``(st struct<a>, k)`` is ``["st", "a", "k"]``.
     """
-    return [schema.names[i] for i in _top_level(schema)]
-
-
-def _top_level(schema: Any) -> list[int]:
-    out, i = [], 0
-    for t in schema.struct.types:
-        out.append(i)
-        i += 1 + nested_names(t)
-    return out
+    return [schema.names[i] for i, _ in column_spans(schema)]
 
 
 def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:

@@ -88,15 +88,21 @@ def drop_stand_ins(plan: plan_pb2.Plan) -> None:
             _drop(msg)
 
 
-def _drop(read: Any) -> None:
-    names = list(read.base_schema.names)
-    types = list(read.base_schema.struct.types)
-    spans = []  # (first name, end) of each top-level column
-    at = 0
-    for t in types:
+def column_spans(schema: Any) -> list[tuple[int, int]]:
+    """(first name, end) of each top-level column of a Substrait ``NamedStruct``: its names
+    are listed depth first (struct children after their field)."""
+    spans, at = [], 0
+    for t in schema.struct.types:
         end = at + 1 + nested_names(t)
         spans.append((at, end))
         at = end
+    return spans
+
+
+def _drop(read: Any) -> None:
+    names = list(read.base_schema.names)
+    types = list(read.base_schema.struct.types)
+    spans = column_spans(read.base_schema)
     marked = {i for i, (a, b) in enumerate(spans) if MARKER in names[a:b]}
     if not marked:
         return
