@@ -1,15 +1,8 @@
 """``lance_sql.SessionContext``: DataFusion's SessionContext that also knows Lance tables.
 
-A thin subclass (datafusion-python's vocabulary, unchanged behaviour for every
-existing method) that registers lance-sql's SQL functions at construction,
-registers Lance datasets and namespaces as tables, and returns
-:class:`~.dataframe.LanceDataFrame` s from ``sql`` and ``table``: their plans
-get lance-sql's plan-level passes (storage-partitioned joins, transform-term
-pruning; :mod:`.plan_rewrite`) each time they run, whether built from SQL or
-from DataFrame calls. ``EXPLAIN`` shows the rewritten plan, a description
-line under each scan node of a lance-sql table (``LanceScan:``,
-``LanceNamespaceScan:``, ``StoragePartitionedJoin:``) and, for each join of
-two namespaces left as it was, ``storage-partitioned join: not used (why)``.
+A thin subclass that registers lance-sql's SQL functions, Lance datasets and
+namespaces, and returns :class:`~.dataframe.LanceDataFrame` s, whose plans get
+lance-sql's plan passes each time they run.
 """
 
 from __future__ import annotations

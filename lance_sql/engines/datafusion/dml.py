@@ -1,32 +1,9 @@
-"""SQL DML on registered namespaces: ``INSERT INTO``, ``INSERT OVERWRITE``, ``DELETE``, ``UPDATE``.
+"""SQL DML on registered tables: INSERT INTO / OVERWRITE, DELETE, UPDATE, MERGE.
 
-DataFusion 55 parses and plans these statements itself into a ``Dml``
-logical plan (``DmlStatement``: target table, write op, input plan) and fails
-only when it runs one, because a Python table cannot execute DML. So
-:meth:`lance_sql.SessionContext.sql` lets DataFusion plan the statement and
-hands the plan here; when the target is a partitioned namespace the
-statement becomes a :class:`DmlDataFrame` that runs the namespace's row
-operations (one atomic ``__manifest`` commit each) when it is executed:
-
-* ``INSERT INTO`` / ``INSERT OVERWRITE``: the input plan (DataFusion already
-  cast it to the table's columns) runs as a :class:`LanceDataFrame` (so
-  lance-sql's plan passes apply) and its rows are appended, or replace the
-  partitions they belong to (``ns.overwrite(rows, partitions="dynamic")``:
-  Spark's ``partitionOverwriteMode=dynamic``, Iceberg's ``ReplacePartitions``);
-* ``DELETE``: the input is ``Filter(condition, TableScan)``; the condition,
-  read from the plan (:mod:`.dml_plan`: its predicate IR and its Substrait
-  form), is handed to ``ns.delete``, which prunes with the IR and has
-  DataFusion evaluate the condition itself on the candidate rows;
-* ``UPDATE``: the input is ``Projection(new values, Filter(condition, ...))``;
-  the projection runs over the matched rows (``ns.update``).
-
-``MERGE INTO`` (DataFusion 55 plans it but keeps only the source in the plan)
-is in :mod:`.dml_merge`; ``CREATE TABLE ... PARTITIONED BY`` (DataFusion 55
-cannot parse transforms) in :mod:`.dml_create`.
-
-As in DataFusion, the statement runs each time its DataFrame is executed
-(``collect``, ``show``, ``to_arrow_table``, ...), never at ``ctx.sql()``, and
-its result is one row: ``count`` (UInt64, not null), the rows affected.
+DataFusion 55 plans these into a ``Dml`` plan but cannot run one on a Python
+table, so :meth:`lance_sql.SessionContext.sql` hands the plan here and gets a
+:class:`DmlDataFrame` that runs the row operation each time it is executed,
+answering one row ``count`` (UInt64). Routes: docs/engine-notes.md "SQL DML".
 """
 
 from __future__ import annotations

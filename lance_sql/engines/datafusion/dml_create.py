@@ -1,21 +1,9 @@
 """``CREATE TABLE name (...) PARTITIONED BY (...) [LOCATION ...] [TBLPROPERTIES ...] [AS ...]``.
 
-DataFusion 55's parser refuses partition transforms (``bucket(16, id)``), so
-this statement is read with ``sqlglot`` (Iceberg / Spark syntax); every part
-that has a meaning in SQL is still decided by DataFusion, from the text as
-written: the column list (read by DataFusion's own ``CREATE TABLE`` in a
-scratch context; view types stored as their plain forms) and the query of
-``CREATE TABLE ... AS SELECT`` (cut from the statement at the ``AS`` token).
-
-Partition terms: the spec text of docs/namespaces.md "Partition specs" (a
-column or ``identity(c)``, ``bucket(N, c, ...)``, ``truncate(W, c)``, ``year(c)``
-... ``hour(c)``, and Iceberg's ``years(c)`` ... ``hours(c)``), read by
-:func:`~lance_sql.spec.transforms.spec_text.spec_fields`. The namespace is created
-at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
-``SET lance.warehouse = '/path'``) and registered as ``name``. ``TBLPROPERTIES``
-takes ``'lance_sql.data_storage_version' = '2.0'`` (the Lance file format of the
-partition tables, see docs/namespaces.md); other keys are refused. As with
-DataFusion's DDL, the statement runs at ``ctx.sql()``.
+DataFusion 55's parser refuses partition transforms, so sqlglot reads the
+statement; the column list and a CTAS query are cut from the text as written and
+planned by DataFusion. Partition terms: docs/namespaces.md "Partition specs".
+Runs at ``ctx.sql()``, as DataFusion's DDL does.
 """
 
 from __future__ import annotations

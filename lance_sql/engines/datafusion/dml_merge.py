@@ -1,20 +1,9 @@
 """``MERGE INTO ns [AS t] USING <source> [AS s] ON <cond> WHEN ... THEN ...`` on a namespace.
 
-DataFusion 55 plans ``MERGE INTO`` into a ``Dml: op=[MergeInto]`` plan whose
-only input is the source; the ON condition and the WHEN clauses are not in
-it. So the statement's structure is read with ``sqlglot`` and the texts of its
-expressions are cut from the statement as written (:func:`merge_text`:
-sqlglot's printer would change them, e.g. integer ``a / b`` into a float
-division). That is the only SQL text left in a row operation: it becomes a
-:class:`~lance_sql.tables.namespace.merge.MergeSql`, whose every expression
-DataFusion plans once over the target's and the source's columns
-(:func:`.dml_plan.plan_merge`), and the one MERGE implementation
-(:mod:`lance_sql.tables.namespace.merge`) runs those plans over each candidate
-partition table's rows joined with the source rows (DataFusion's own plan of
-the source, run as a :class:`LanceDataFrame`). Spark's ``UPDATE SET *`` /
-``INSERT *`` do not parse in DataFusion 55.
-
-The result counts updated + deleted + inserted rows.
+DataFusion 55's ``Dml: MergeInto`` plan keeps only the source, so sqlglot reads
+the statement's structure and each expression's text is cut from the statement
+as written (sqlglot's printer would change it: integer ``a / b`` became a float
+division). The result counts updated + deleted + inserted rows.
 """
 
 from __future__ import annotations

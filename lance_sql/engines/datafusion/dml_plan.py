@@ -1,26 +1,9 @@
 """A DELETE's condition and an UPDATE's new values, read from DataFusion's own plan.
 
-DataFusion plans ``DELETE`` as ``Filter(condition, TableScan)`` and ``UPDATE``
-as ``Projection(values, Filter(condition, TableScan))``. The row operations
-(:mod:`lance_sql.tables.namespace.delete`, ``.merge``) receive them converted
-once, never as SQL text:
-
-* the condition as a :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`:
-  its predicate IR, decoded from the *optimized* plan's Substrait form (where
-  DataFusion has typed and folded the literals) as the transform-term pruning
-  of queries decodes it (:func:`.prune_plan.filter_predicate`), prunes
-  partitions and pre-filters Lance scans; and the condition itself, DataFusion's
-  own expression, is what the SQL engine service runs on the rows of each
-  candidate partition table (:class:`RowsPlan`). So a statement touches
-  exactly the rows DataFusion's condition keeps, with its NaN, cast, time-zone,
-  struct-field and NULL rules;
-* UPDATE's values as an :class:`~lance_sql.tables.namespace.sql_eval.EnginePlan`:
-  the projection's expressions of the changed columns (each cast to its column
-  by DataFusion), run over the matched rows without the condition (a volatile
-  condition is not drawn twice).
-
-The expressions are the *unoptimized* plan's: their literals are as written,
-and the engine analyses them again over the rows where they run.
+The condition's predicate IR is decoded from the *optimized* plan's Substrait
+form (literals typed and folded) to prune; the rows are filtered by DataFusion's
+own expressions from the *unoptimized* plan (literals as written), so a
+statement touches exactly the rows DataFusion's condition keeps.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""What every SQL DML statement on a namespace needs: the writable namespace behind a
-registered table and the statement's input rows."""
+"""The writable namespace behind a registered table and a DML statement's input rows."""
 
 from __future__ import annotations
 

@@ -1,31 +1,10 @@
 """Typed lance-sql errors back out of DataFusion.
 
-A :class:`~lance_sql.errors.LanceSqlError` raised inside a table provider
-callback (``get_fragments``, ``scanner``, ``to_batches``, ...) crosses Rust on
-its way to the caller and comes out of ``collect()`` as a bare ``Exception``
-whose text renders the Python error in one of two ways (datafusion-python 55):
-
-* planning (``get_fragments``, ``scanner``): pyo3's ``Debug`` of the error,
-  ``PyErr { type: <class 'lance_sql.errors.X'>, value: X('message'), traceback: ... }``;
-* execution (``to_batches`` on a tokio worker): its ``Display``,
-  ``External error: X: message``.
-
-A nested query (a storage-partitioned join group run from a callback) nests
-these texts, the inner one escaped as a Python string literal inside the outer.
-
-:func:`recording` (or :func:`record`) remembers each lance-sql error as it
-leaves a callback, in a small process-wide registry (bounded; an entry is
-dropped when it is recovered or when newer ones push it out).
-:func:`typed_error` finds, in the text of the exception DataFusion raised, the
-recorded error it renders (its ``repr`` or ``Name: message`` form) and returns
-that very object (same class, message, attributes and traceback). An error
-that was not recorded (or was pushed out) is rebuilt from the ``PyErr`` text:
-same class and message, the DataFusion exception as ``__cause__``.
-:func:`typed_errors` / :func:`reraise_typed` raise it in place of DataFusion's;
-:class:`TypedStream` does so for a stream's batches (errors of execution).
-
-Nothing of this raises in a provider's ``schema`` property: DataFusion turns
-an exception there into a Rust panic, so providers compute schemas eagerly.
+A lance-sql error raised in a provider callback comes out of ``collect()`` as a
+bare ``Exception`` whose text renders it (pyo3's ``PyErr { type: ..., value: ...}``
+while planning, ``External error: X: message`` while executing; nested queries nest
+them). :func:`recording` remembers each error as it leaves a callback;
+:func:`typed_error` finds it (else rebuilds it) from DataFusion's text.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The DataFusion table for one Lance dataset: :class:`LanceTable` scans as partitions.
 
-Each scan node DataFusion plans calls the planner once: it pins the table's
-version for that scan (latest at that moment unless the table was registered
-at a version or tag) and splits the pinned version's fragments into
-``partitions`` units balanced by live rows; each unit is one DataFusion
-partition, streamed from pylance with the projection and the filter pushed
-into Lance. A failure inside pylance while a unit is read (a damaged data
-file) is raised typed (``FormatError`` / ``NotFoundError`` naming the table,
-see :mod:`lance_sql.tables.pylance_errors`), like a partition table's.
+Each scan node pins a version and splits its fragments into ``partitions`` units
+balanced by live rows; pylance failures while a unit is read are raised typed
+(:mod:`lance_sql.tables.pylance_errors`).
 """
 
 from __future__ import annotations

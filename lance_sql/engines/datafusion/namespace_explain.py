@@ -1,14 +1,8 @@
 """The ``LanceNamespaceScan:`` line a namespace scan adds to EXPLAIN.
 
-It names the pinned ``__manifest`` version, the partition tables selected of
-all (per spec version, with the planner's partition predicate), what column
-bounds and key filters skipped, the scan's filter and its pruning-only filter.
-Pruning never fails a query: a filter, or a part of one, that the planner
-cannot read selects every partition table, and the full filter is still
-applied inside each table. That must never happen silently, so the line ends
-with ``not_used_for_pruning=[...]`` naming each such part and why (a condition
-on a column type Substrait cannot carry, a function the planner does not
-model, a filter the planner failed on).
+Pruning never fails a query: a filter part the planner cannot read selects every
+partition table. That must not happen silently, so the line ends with
+``not_used_for_pruning=[...]`` naming each such part and why.
 """
 
 from __future__ import annotations

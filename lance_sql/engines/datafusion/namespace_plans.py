@@ -1,11 +1,8 @@
 """Which partition tables a namespace scan reads, and with which filter.
 
-* :func:`planner_prune` / :class:`PlannerPrune`: the pruning hook of a namespace
-  table, the scan planner run on the thread DataFusion calls the provider from
-  (inside its runtime: see :func:`.sql_evaluation.inside_datafusion`);
-* :data:`PLANS`: partition plans cached by ``__manifest`` rows object and filter;
-* :func:`without_proven_filter`: partition tables whose partition values prove
-  the scan's whole filter are scanned without it (Iceberg's residuals).
+:class:`PlannerPrune` is the pruning hook, run inside DataFusion's runtime;
+:data:`PLANS` caches partition plans; :func:`without_proven_filter` drops the
+filter on tables whose partition values prove it (Iceberg's residuals).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """DataFusion tables over directory namespaces.
 
-* A **partitioned namespace** becomes one table with the namespace schema
-  (:class:`NamespaceTable`). Each scan node pins one ``__manifest`` version
-  (latest when the query is planned, or the registered ``version``), asks an
-  optional pruning hook which partition tables to read, and scans each of them
-  at the version ``__manifest`` pins: one DataFusion partition per partition
-  table (or per chunk of fragments of a large one), with the projection and
-  the filter pushed into each table's Lance scan.
-* A **plain directory namespace** (a V2 ``__manifest`` without partition spec,
-  e.g. written by pylance's ``DirectoryNamespace``) becomes a DataFusion schema
-  whose tables are its tables, queried as ``name."object_id"`` (ids of nested
-  tables contain ``$`` and need quotes).
+A partitioned namespace is one :class:`NamespaceTable`: each scan node pins one
+``__manifest`` version, prunes, and reads each partition table at the version it
+pins. A plain directory namespace is a schema of its tables
+(``name."object_id"``).
 """
 
 from __future__ import annotations

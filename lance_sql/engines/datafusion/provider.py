@@ -1,54 +1,10 @@
 """A generic DataFusion table over scan units, through the pyarrow-dataset protocol.
 
-datafusion-python 55 has no pure-Python ``TableProvider``. What it accepts from
-``SessionContext.register_table`` is an instance of ``pyarrow.dataset.Dataset``
-(checked with ``isinstance``), which it drives *by attribute name* from Rust
-(``crates/core/src/dataset.rs`` and ``dataset_exec.rs``). Verified by
-instrumenting a subclass under DataFusion 55.0.0, it calls:
-
-* ``dataset.schema`` (a property) - many times per query, while planning; the
-  Rust side ``unwrap()``s the result, so an exception here is a Rust panic
-  (``PanicException``). It must be a cheap, precomputed attribute.
-* once per scan node, while building the physical plan (on the thread that
-  called ``collect()``/``to_arrow_table()``, under the GIL):
-  ``dataset.scanner(columns=[...] | None, filter=Expression | None)`` - only
-  its ``projected_schema`` is read (the output schema of the scan node); then
-  ``dataset.get_fragments(filter)`` (filter positional) - turned into a
-  ``list``; **one element = one DataFusion partition**
-  (``UnknownPartitioning(len)``).
-* per partition, at execution, on a tokio worker thread:
-  ``fragment.scanner(dataset.schema, columns=..., filter=..., batch_size=N)``
-  (schema positional, ``N`` = ``datafusion.execution.batch_size``), then
-  ``projected_schema`` and ``to_batches()``, which is iterated lazily: the GIL
-  is taken for each ``next()`` only, so a ``LIMIT`` that stops pulling stops
-  the scan.
-* ``columns=[]`` is passed for ``count(*)``: batches with no columns but the
-  right ``num_rows`` are expected.
-
-Filters: DataFusion converts each WHERE conjunct it can (columns, literals,
-``= != < <= > >=``, AND, OR, NOT, IS [NOT] NULL, BETWEEN, IN lists of bool /
-int / float / utf8 literals) into one ``pyarrow.compute.Expression`` and marks
-it **Exact**: it will not re-check it, so every unit must apply it exactly.
-Everything else (LIKE, functions, casts, struct fields) stays in a
-``FilterExec`` above the scan. A WHERE that DataFusion simplifies to a
-constant arrives as a ``pyarrow.BooleanScalar`` instead of an Expression
-(normalized by :func:`lance_sql.tables.scan.normalize_filter`).
-
-``_limit`` is not passed down, no statistics are asked for
-(``Statistics::new_unknown``: no ``count_rows``), and the node is displayed as
-``DatasetExec: number_of_fragments=N, filter_expr=..., projection=[...]``
-without calling back into the dataset (hence :func:`capture_scans`).
-
-Errors: every callback records the lance-sql errors it raises
-(:mod:`.errors`), so that :func:`~.errors.typed_errors` can raise them typed
-out of DataFusion's ``collect()``; the ``schema`` property never raises.
-Importing this module installs :mod:`.filter_operators`, without which a
-pushed filter holding a boolean literal fails inside datafusion-python.
-
-:class:`ScanUnitDataset` adapts that protocol to a *planner*
-``planner(filter) -> ScanPlan`` (:class:`lance_sql.planning.scan_plan.ScanPlan`,
-its ``units`` and ``description``) called once per scan node, so all
-partitions of a scan share one plan (one pinned version).
+datafusion-python 55 has no pure-Python ``TableProvider``; it drives a
+``pyarrow.dataset.Dataset`` by attribute name (docs/engine-notes.md, "The
+pyarrow-dataset scan protocol"). :class:`ScanUnitDataset` adapts it to a planner
+``planner(filter) -> ScanPlan`` called once per scan node, so all partitions of a
+scan share one pinned version.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Transform-term pruning over a query's plan: conditions DataFusion keeps above a namespace scan.
 
-DataFusion pushes into a Python table only the conditions it can express as
-pyarrow expressions; conditions on transform terms (``date_trunc('day', ts) =
-...``, ``CAST(ts AS DATE) = ...``, ``murmur3(k) % 16 = 3``, ``left(s, 2) =
-'ab'``, ``s LIKE 'ab%'``) stay in a ``Filter`` above the scan. This pass
-decodes each such filter from the Substrait plan straight into the predicate
-IR (:func:`~lance_sql.planning.substrait_filter.decode_condition`) and points
-the read under it at a query-scoped copy of the namespace table that also
-prunes with it (:meth:`NamespaceTable.with_prune_filter`). The ``Filter``
-itself stays where it is, so rows are filtered exactly as before: the copy can
-only skip partition tables no row of which could pass.
-
-A conjunct reading a time-zoned timestamp column is left out (``date_trunc``
-there works in the zone's local time, which the transform terms do not
-model), which only prunes less.
+Conditions DataFusion cannot push as pyarrow expressions (``date_trunc``, casts,
+``murmur3(k) % 16``, ``LIKE 'ab%'``) are decoded from the Substrait plan into the
+predicate IR and prune a query-scoped copy of the namespace table; the
+``Filter`` stays, so rows are filtered exactly as before.
 """
 
 from __future__ import annotations

@@ -1,29 +1,10 @@
 """Any-type, any-arity ``murmur3`` / ``murmur3_multi`` for a DataFusion SessionContext.
 
-datafusion-python 55 scalar UDFs have one exact signature each, and DataFusion
-coerces an argument to it only by lossless widening. So SQL calls are
-*dispatched*: each ``murmur3(...)`` / ``murmur3_multi(...)`` call in the query
-text is renamed to a typed UDF registered on demand for its exact argument
-types (``__lance_murmur3__int64``, ``__lance_murmur3_multi__string__int32``...).
-
-How the argument types are found: DataFusion itself is asked, in the call's
-real scope (CTEs, subqueries, correlated references, GROUP BY/HAVING, ORDER BY
-aliases, JOIN ON...). Each unresolved call is renamed to a *probe* UDF whose
-signature no real type coerces to (a struct with a null field); planning the
-query under ``EXPLAIN`` (never executed, so DDL/DML are not run) then fails
-with DataFusion's coercion error, which names the probe and the exact argument
-types (``coercion from Utf8, Int64 to the signature ...``). DataFusion parses its
-own type names back (``arrow_cast(NULL, '<type>')``), the typed UDF is
-registered and the call renamed; the next round finds the next call. A probe
-that plans without error had only NULL arguments.
-
-Only the function-name token of each call is replaced (positions from a SQL
-tokenizer that knows strings, quoted identifiers and comments); every other
-byte of the query is kept, and queries not mentioning ``murmur3`` are returned
-unchanged without tokenizing. Results are cached per context by query text and
-the schemas of the tables the query names, so an identical query is not probed
-again unless one of its tables changed. Everything is thread-safe: registered
-names are deterministic (one name, one definition) and shared state is locked.
+A Python UDF has one exact signature, so each call's name token is renamed to a
+typed UDF registered for its argument types, which DataFusion reports itself:
+the call is planned under ``EXPLAIN`` as a probe no type coerces to, and the
+coercion error names the types. Why: docs/engine-notes.md. Cached per context by
+query text and the schemas of the tables it names.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """DataFusion as the SQL engine service of the lower layers (:mod:`udfs.sql_engine`).
 
-Partition expressions (``udfs.evaluate_expression``), row-operation filters and
-SET values (``tables/namespace/sql_eval.py``: SQL text, or the expressions of the
-statements DataFusion planned, :meth:`DataFusionSqlEngine.run_plan`), scan residuals
-(``planning/scan_filter.py``), ``date_trunc`` terms (``planning/arrow_expr.py``) and
-the coercion of comparison literals (``spec/literals.py``) are evaluated by
-DataFusion itself, so they mean what they mean in a query. Those layers never
-import DataFusion: they call :func:`udfs.sql_engine.sql_engine`, which the package
-root points at :data:`ENGINE` (this module is imported on first use). Each thread
-keeps one private SessionContext; literal coercion shares one under a lock.
-
-Code that DataFusion calls back from inside its runtime (a namespace scan's
-planner, run while DataFusion asks a table for its fragments) marks that with
-:func:`inside_datafusion`: running DataFusion again there would nest its tokio
-runtime and panic, so the engine then runs the call on a thread of its own.
-Everywhere else (and for the usual service query, which needs no SQL engine
-while it is planned) the call runs on the calling thread, with no thread hop.
+Partition expressions, row-operation filters and values, scan residuals and
+literal coercion are evaluated by DataFusion so they mean what they mean in a
+query; those layers never import DataFusion. Inside DataFusion's runtime
+(:func:`inside_datafusion`) a call runs on a thread of its own: a nested tokio
+runtime would panic.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Temporary tables: query-scoped ones for the plan passes (:mod:`.plan_rewrite`), and
 Arrow rows registered for one block (:func:`registered`).
-
-:func:`query_scope` / :func:`register_query_table` give the passes temporary
-tables that are dropped once the plan holding them is built. The one edit of
-a query's text before DataFusion plans it, the typed dispatch of ``murmur3``
-(:mod:`.sql_dispatch`), is called by ``SessionContext.sql`` directly.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Where ``murmur3`` / ``murmur3_multi`` are called in a SQL text, and select-list structure.
 
-A SQL *tokenizer* (sqlglot's Postgres one: DataFusion's SQL shares its lexical
-rules), never a parser: :mod:`.sql_dispatch` only replaces the name token
-of each call and aliases select-list items, so every other byte of the query
-is kept as the user wrote it.
+A tokenizer (sqlglot's Postgres one), never a parser: only name tokens are
+replaced and aliases added, every other byte of the query is kept.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """DataFusion logical plans as Substrait messages, and back: the plan-level edge of lance-sql.
 
-datafusion-python 55 gives Python no way to build or edit a logical plan node
-by node, but it converts plans to and from Substrait
-(``datafusion.substrait.Producer`` / ``Consumer``), and the ``substrait``
-package parses those bytes into protobuf messages Python can edit. Substrait
-refers to columns by position, not by name, so a subtree (a join) can be
-replaced by a read of a table with the same output columns in the same order
-and every expression above it still means what it meant (docs/engine-notes.md,
-"Plan-level integration", has the measured cost and the alternatives).
-
-This module only converts and walks; the passes that edit plans live in
-:mod:`.spj_plan` and :mod:`.prune_plan`.
+datafusion-python 55 cannot build or edit plan nodes from Python, but converts
+plans to and from Substrait; columns are positions there, so a subtree can be
+replaced by a read with the same columns (docs/engine-notes.md, "Plan-level
+integration"). This module only converts and walks.
 """
 
 from __future__ import annotations

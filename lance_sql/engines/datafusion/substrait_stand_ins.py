@@ -1,21 +1,10 @@
 """Tables with fixed-size list columns (vectors) through DataFusion's Substrait round trip.
 
-The plan passes (storage-partitioned joins, transform-term pruning, join
-statistics, ``NOT IN``) edit a query's plan as Substrait. DataFusion 55's
-producer refuses a ``FixedSizeList`` anywhere in a scanned table's schema
-("Unsupported cast type"), even when the query never reads that column, and
-its consumer refuses a read whose base schema types differ from the table's,
-but accepts a base schema holding a subset of the table's columns. So:
-
-- while :func:`producing` is active on a thread, lance-sql tables answer
-  DataFusion's ``schema`` calls with :func:`stand_in_schema` (each
-  fixed-size list replaced by a marked stand-in the producer accepts; the
-  producer reads the schema through that property when it converts a scan);
-- :func:`drop_stand_ins` then removes every stand-in column a read neither
-  projects nor filters on from its base schema, renumbering the read's
-  projection and filters. A read that does use one raises
-  ``NotImplementedError`` naming the column: that plan runs as DataFusion
-  built it (and EXPLAIN gives the reason).
+DataFusion 55's producer refuses a ``FixedSizeList`` anywhere in a scanned schema;
+its consumer accepts a base schema holding a subset of the table's columns. So
+while :func:`producing`, tables answer with :func:`stand_in_schema`, and
+:func:`drop_stand_ins` removes unused stand-ins from each read (a read that uses
+one raises ``NotImplementedError``: the plan runs as DataFusion built it).
 """
 
 from __future__ import annotations
