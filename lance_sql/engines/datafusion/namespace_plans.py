@@ -150,26 +150,6 @@ PruneHook = Callable[
 ]
 
 
-def planner_prune(
-    filter: pc.Expression | None,
-    namespace: PartitionedNamespace,
-    schema: pa.Schema | None = None,
-) -> list[str] | None:
-    """The default pruning hook: the scan planner (``planning.namespace_scan.plan_scan``).
-
-    Returns the object ids of the partition tables that may hold rows
-    matching ``filter`` (None: all of them). The full filter is still applied
-    inside every selected table, so pruning can only skip work. ``schema`` is
-    the schema the filter's column names refer to (the one registered in
-    DataFusion). Plans on the calling thread, cached per snapshot (:func:`plan_pruning`).
-    """
-    schema = schema or namespace.schema
-    if filter is None:
-        return None
-    plan = plan_pruning(filter, None, namespace, schema)
-    return None if plan.selects_all else plan.object_ids
-
-
 def plan_pruning(
     filter: pc.Expression | None,
     prune_filter: Any,
@@ -212,18 +192,28 @@ def _plan_pruning(
 
 
 class PlannerPrune:
-    """The ``"planner"`` pruning hook, bound to the schema registered in DataFusion.
-
-    A callable :data:`PruneHook` like any other; :class:`NamespaceTable`
-    recognises it to also get the planner's per-spec-version report (EXPLAIN)
-    and to add pruning-only filters (:meth:`NamespaceTable.with_prune_filter`).
+    """The ``"planner"`` pruning hook (the scan planner), bound to the schema registered in
+    DataFusion; :class:`NamespaceTable` recognises it to also get the planner's report
+    (EXPLAIN) and to add pruning-only filters (:meth:`NamespaceTable.with_prune_filter`).
     """
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
 
     def __call__(self, filter: pc.Expression | None, namespace: PartitionedNamespace) -> Any:
-        return planner_prune(filter, namespace, self.schema)
+        """Object ids of the partition tables that may hold rows matching ``filter`` (None:
+        all); the full filter is still applied inside each, so pruning only skips work."""
+        if filter is None:
+            return None
+        plan = self.plan(filter, None, namespace)
+        return None if plan.selects_all else plan.object_ids
 
     def plan(self, filter: pc.Expression | None, prune_filter: Any, namespace: Any) -> Any:
         return plan_pruning(filter, prune_filter, namespace, self.schema)
+
+
+def planner_prune(
+    filter: pc.Expression | None, namespace: PartitionedNamespace, schema: pa.Schema
+) -> list[str] | None:
+    """:class:`PlannerPrune` over ``schema``, called once."""
+    return PlannerPrune(schema)(filter, namespace)

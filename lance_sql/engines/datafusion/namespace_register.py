@@ -35,7 +35,7 @@ def register_namespace(
     ``__manifest`` as of planning, with one that version forever. A plain
     directory namespace becomes schema ``name`` holding one table per table of
     the namespace, named by object id (returns the table names). ``prune`` is
-    the partition pruning hook: ``"planner"`` (default, :func:`planner_prune`),
+    the partition pruning hook: ``"planner"`` (default, :class:`PlannerPrune`),
     ``None`` (read every partition table) or a callable
     ``prune(filter, namespace) -> object ids | None``; ``partitions`` is the number of
     DataFusion partitions a scan is split into (default: CPU count).
