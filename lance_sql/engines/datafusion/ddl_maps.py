@@ -47,10 +47,7 @@ def _split_maps(text: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def column_schema(columns: str, plan: Any) -> pa.Schema:
-    """The schema of the column list ``columns`` (``(a INT, m MAP(VARCHAR, INT), ...)``).
-
-    ``plan(text)`` plans a column list with DataFusion and returns its schema.
-    """
+    """The schema of the column list ``columns``; ``plan(text)`` plans one with DataFusion."""
     text, maps = _split_maps(columns)
     schema = plan(text)
     if not maps:

@@ -113,11 +113,7 @@ def _dml_target(ctx: Any, df: DataFrame) -> _DmlTarget | None:
 
 
 def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
-    """The DataFrame running ``df``'s DML statement on a lance-sql table, or None.
-
-    None: ``df`` is not a DML statement, or its target is not a lance-sql
-    table (DataFusion's own tables run their DML themselves).
-    """
+    """The DataFrame running ``df``'s DML statement on a lance-sql table, else None."""
     found = _dml_target(ctx, df)
     if found is None:
         return None
@@ -126,11 +122,7 @@ def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
 
 
 def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
-    """EXPLAIN of a DML statement on a lance-sql table (``plan_type``, ``plan``), else None.
-
-    The logical plan is DataFusion's ``Dml`` plan; the physical plan line says
-    what lance-sql runs instead (``LanceDml: ...``).
-    """
+    """EXPLAIN of a DML statement on a lance-sql table (``LanceDml: ...`` line), else None."""
     found = _dml_target(ctx, df)
     if found is None:
         return None
@@ -243,9 +235,7 @@ def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> in
 
 
 def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
-    """``rows`` (the Dml input: the table's columns, in order, already cast by DataFusion
-    to the table's types) checked by the one schema rule of every write path
-    (:mod:`lance_sql.tables.namespace.schema_rule`)."""
+    """``rows`` (the positional Dml input, cast by DataFusion) checked by the write schema rule."""
     from lance_sql.tables.namespace.schema_rule import conform
 
     if rows.num_columns != len(schema):

@@ -163,12 +163,7 @@ def _query_text(query: str, tokens: list[Any], name: str) -> str:
 
 
 def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -> pa.Schema:
-    """The column list's schema as DataFusion's own ``CREATE TABLE`` reads it.
-
-    The list is cut from the statement as written (its parentheses right after
-    the table name) and given to DataFusion in a scratch context, so types,
-    ``NOT NULL`` and name case mean what they mean in DataFusion DDL.
-    """
+    """The column list's schema, cut as written and read by DataFusion's ``CREATE TABLE``."""
     import datafusion
 
     if not isinstance(tree.this, exp.Schema) or not tree.this.expressions:
@@ -199,9 +194,7 @@ def _depths(tokens: list[Any]) -> list[int]:
 def _partition_fields(
     tree: exp.Create, query: str, tokens: list[Any], schema: pa.Schema, name: str
 ) -> list[dict[str, Any]]:
-    """The fields of ``PARTITIONED BY (...)``, read by the one spec-text parser
-    (:func:`~lance_sql.spec.transforms.spec_text.spec_fields`, docs/namespaces.md
-    "Partition specs"), with column names resolved as DataFusion resolves them."""
+    """The fields of ``PARTITIONED BY (...)``, names resolved as DataFusion does."""
     if tree.find(exp.PartitionedByProperty) is None:
         return []
     at = next((i for i, t in enumerate(tokens) if t.text.upper().startswith("PARTITIONED")), None)

@@ -47,12 +47,7 @@ class MergeText:
 
 
 def merge_text(query: str, name: str) -> MergeText:
-    """The ON condition and each WHEN clause's condition and values of a MERGE, as written.
-
-    sqlglot reads the statement's structure (:mod:`.dml_merge`); the texts are
-    cut from the statement itself, because printing them again in another SQL
-    dialect changes them (``a / b`` of integers became a float division).
-    """
+    """The ON condition and each WHEN clause's condition and values, cut as written."""
     tokens = [t for t in sqlglot.tokenize(query) if t.token_type != TokenType.SEMICOLON]
     # CASE ... END nests as brackets do: its WHEN and THEN are not the clauses'
     depth = depths_of((t.token_type.name for t in tokens), ("L_PAREN", "CASE"), ("R_PAREN", "END"))
@@ -168,8 +163,7 @@ def _column(col: str, schema: pa.Schema, name: str) -> str:
 
 
 def _clause(w: exp.When, cut: ClauseText, schema: pa.Schema, name: str) -> MergeClause:
-    """One WHEN clause: sqlglot's reading of its structure, with the texts ``cut`` from the
-    statement as written."""
+    """One WHEN clause: sqlglot's structure with the texts ``cut`` as written."""
     by_source = bool(w.args.get("source"))  # NOT MATCHED BY SOURCE: UPDATE / DELETE target rows
     matched = bool(w.args.get("matched")) or by_source
     when = "by_source" if by_source else "matched" if matched else "not_matched"

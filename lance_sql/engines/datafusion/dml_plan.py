@@ -120,9 +120,7 @@ def text_values(ctx: Any, schema: pa.Schema, set: Mapping[str, str]) -> EnginePl
 
 
 def _pruning(ctx: Any, predicate: Any, table: Any, name: str, unknown: Predicate) -> Predicate:
-    """The whole condition as IR for pruning, from the optimized plan, where DataFusion
-    typed its literals: the Filters over the read and the filter pushed into the read
-    (``unknown`` when the plan has another shape: nothing prunes, nothing is proven)."""
+    """The whole condition as pruning IR, from the optimized plan (``unknown`` for other shapes)."""
     try:
         with producing():  # the table's schema as the producer takes it (vector columns)
             base = datafusion.SessionContext.table(ctx, name)
@@ -155,12 +153,8 @@ def _pruning(ctx: Any, predicate: Any, table: Any, name: str, unknown: Predicate
 def update_values(
     ctx: Any, source: Any, schema: pa.Schema, name: str
 ) -> tuple[EnginePlan | None, list[str]]:
-    """An UPDATE's new values of the columns it changes, as a plan over the matched rows
-    (None: it changes none), and those columns.
-
-    DataFusion casts each value to its column's type; a struct value carrying
-    fields the column lacks is refused (the cast would drop them, as INSERT's would).
-    """
+    """An UPDATE's new values as a plan over the matched rows (None: no change), and
+    the changed columns; a struct value with fields the column lacks is refused."""
     values = {
         f.name: datafusion.Expr(expr)
         for expr, f in zip(source.to_variant().projections(), schema, strict=True)
@@ -193,12 +187,8 @@ _TARGET, _SOURCE = "__lance_sql_merge_target", "__lance_sql_merge_source"
 
 
 def plan_merge(ctx: Any, target: pa.Schema, source: pa.Schema, merge: Any) -> Any:
-    """A MERGE's clauses (:class:`~lance_sql.tables.namespace.merge.MergeSql`: SQL texts) as
-    a :class:`~lance_sql.tables.namespace.merge.MergePlan`: DataFusion plans each part once
-    over empty tables of the target's columns (``target``, plus :data:`ROW`) and of the
-    source's (``source``, numbered), under the statement's aliases; the expressions of
-    those plans then run over each partition table's rows. New values are cast to their
-    columns by DataFusion, as UPDATE and INSERT cast them."""
+    """A MERGE's SQL texts as a ``MergePlan``: each part planned once by DataFusion over
+    empty target and source tables, under the statement's aliases."""
     from lance_sql.tables.namespace.merge_rows import MergePlan
 
     t, s = quote(merge.target), quote(merge.source)
@@ -253,9 +243,7 @@ def _case(clauses: list[Any]) -> str:
 def _planned(
     ctx: Any, select: str, rows: str, merge: Any, types: Mapping[str, pa.DataType] | None = None
 ) -> EnginePlan:
-    """``SELECT select FROM rows`` as DataFusion plans it: an :class:`EnginePlan` over the
-    rows of the tables by their aliases (a join: on its ON condition). With ``types``,
-    the leading outputs are new values of those columns, cast to them (then ROW)."""
+    """``SELECT select FROM rows`` as DataFusion plans it (an :class:`EnginePlan`)."""
     df = ctx.sql(dispatch_sql(ctx, f"SELECT {select} FROM {rows}"))
     plan = df.logical_plan()
     exprs = [datafusion.Expr(e) for e in plan.to_variant().projections()]

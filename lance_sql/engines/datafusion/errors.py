@@ -61,9 +61,8 @@ def recording() -> Iterator[None]:
 def typed_error(exc: BaseException) -> LanceSqlError | None:
     """The lance-sql error that DataFusion's exception ``exc`` carries, or None.
 
-    ``exc`` itself when it already is one; else the recorded original whose
-    rendering appears earliest in ``exc``'s text (it is removed from the
-    registry), else one rebuilt from a ``PyErr`` rendering of a lance-sql class.
+    The recorded original whose rendering appears earliest in the text, else one
+    rebuilt from a ``PyErr`` rendering of a lance-sql class.
     """
     if isinstance(exc, LanceSqlError):
         return exc
@@ -103,11 +102,9 @@ def typed_errors() -> Iterator[None]:
 
 
 class TypedStream:
-    """A record batch stream (``DataFrame.execute_stream()``) whose iteration raises typed errors.
+    """A record batch stream whose iteration raises typed errors.
 
-    A stream runs the plan while it is iterated, after ``execute_stream``
-    returned, so wrapping that call alone leaves execution errors untyped.
-    Every other attribute is the wrapped stream's.
+    A stream runs the plan while iterated, after ``execute_stream`` returned.
     """
 
     def __init__(self, stream: Any) -> None:
@@ -150,11 +147,7 @@ def _texts(text: str, depth: int) -> Iterator[str]:
 
 
 def _pyerrs(text: str) -> Iterator[tuple[re.Match[str], tuple[object, ...]]]:
-    """Each top-level ``PyErr`` rendering in ``text`` with its value's arguments.
-
-    A rendering inside another one's arguments is escaped there (a nested
-    query's text): it is skipped here and read from the decoded argument.
-    """
+    """Each top-level ``PyErr`` rendering in ``text`` with its value's arguments."""
     done = 0
     for match in _PYERR.finditer(text):
         if match.start() < done:
@@ -233,12 +226,7 @@ def _lance_class(qualified: str) -> type[LanceSqlError] | None:
 
 
 def _instance(cls: type[LanceSqlError], args: tuple[object, ...]) -> LanceSqlError:
-    """An instance of ``cls`` whose ``str`` is exactly the recorded message.
-
-    Constructors add prefixes (``path: ``) or take keyword arguments only, so
-    the instance is made without calling them; attributes they would set
-    (``path``, ``key``, ...) read as None.
-    """
+    """An instance of ``cls`` whose ``str`` is exactly the message (constructors not called)."""
     exc = cls.__new__(cls)
     Exception.__init__(exc, *args)
     for attr in ("path", "key"):

@@ -27,17 +27,11 @@ ENABLE_PLAN_CACHE = [True]
 
 
 class _PlanCache:
-    """Partition plans by (``__manifest`` rows object, schema, filter, prune filter).
+    """Partition plans by (``__manifest`` rows object, schema, filter, prune filter), LRU.
 
-    A plan is a pure function of these (the key filters and column bounds it
-    uses belong to the table versions the rows pin), so a service answering
-    the same filter again on the same snapshot (a dashboard's one-day
-    aggregate) skips planning. Entries hold the rows, schema and filter
-    objects (ids are not reused while cached) and are confirmed with
-    ``Expression.equals``; the namespace root and the key filter switch are
-    part of the key. Bounded: plans of the last ``snapshots`` rows objects (a
-    large ``__manifest`` is MBs; a service reads its current snapshot),
-    ``capacity`` plans per rows object, LRU.
+    A plan is a pure function of these, so a service answering a filter again on
+    one snapshot skips planning; bounded by ``snapshots`` rows objects (a large
+    ``__manifest`` is MBs) and ``capacity`` plans each.
     """
 
     def __init__(self, capacity: int = 2048, snapshots: int = 4) -> None:
@@ -115,12 +109,8 @@ def without_proven_filter(
 ) -> tuple[list[ScanUnit], list[ScanUnit]]:
     """(engine partitions, table units) with ``filter`` dropped where partition values prove it.
 
-    Residual elimination: a table whose stored partition values make the whole
-    filter TRUE under its own spec version (its planner residual is TRUE) is
-    scanned without it. Only tables pinned at a version (no tag) qualify: a
-    table read at its latest version may hold rows appended by pylance since.
-    When every table qualifies, the chains themselves are wrapped, so a
-    ``count(*)`` is answered from metadata (:mod:`lance_sql.tables.chain`).
+    Only tables pinned at a version qualify: one read at latest may hold rows
+    appended by pylance since.
     """
     assert filter is not None
 
@@ -156,13 +146,10 @@ def plan_pruning(
     namespace: PartitionedNamespace,
     schema: pa.Schema,
 ) -> Any:
-    """The scan planner's ``ScanPlan`` for ``filter``, narrowed by ``prune_filter``.
+    """The scan planner's ``ScanPlan`` for ``filter``, narrowed by ``prune_filter`` (IR).
 
-    ``filter`` is what DataFusion pushed into the scan; ``prune_filter`` is a
-    predicate (IR) over ``schema`` that the query's WHERE implies but DataFusion
-    does not push (transform terms, see :mod:`.prune_plan`). Either one that the
-    planner cannot read is dropped (dropping a conjunct only widens the
-    selection), so pruning never fails a query. Plans are cached per snapshot.
+    A part the planner cannot read is dropped (only widening the selection), so
+    pruning never fails a query. Cached per snapshot.
     """
     if filter is None and prune_filter is None:  # every table: nothing to plan off-thread
         return _plan_pruning(None, None, namespace, schema)

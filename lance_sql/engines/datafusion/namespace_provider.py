@@ -75,14 +75,7 @@ class NamespaceTable(ScanUnitDataset):
         return isinstance(self.prune, PlannerPrune)
 
     def with_prune_filter(self, pred: Predicate) -> NamespaceTable:
-        """This table, pruning also with ``pred`` (a filter the query's WHERE implies).
-
-        The derived table reads the same namespace views (and counts into the
-        same :attr:`metrics`); ``pred`` only narrows the partition tables
-        selected, rows are filtered by the query as before. Used by the
-        transform-term pass (:mod:`.prune_plan`) for predicates
-        DataFusion does not push into a Python table.
-        """
+        """This table, also pruning with ``pred`` (implied by the WHERE); rows as before."""
         if not self.prunes_with_planner:
             raise ValueError(f"{self.name}: prune filters need the planner pruning hook")
         base = self._base or self
@@ -168,11 +161,7 @@ class NamespaceTable(ScanUnitDataset):
         return plan.with_units(units, describe)
 
     def _chain_anew(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
-        """``table_units`` as balanced chains (never cached: the units are this query's).
-
-        At least one: an empty chain keeps one DataFusion partition when pruning
-        removes every table.
-        """
+        """``table_units`` as balanced chains, at least one (an empty one keeps a partition)."""
         chains = chain_units(table_units, self.partitions, self.schema)
         return chains or [ChainedUnit([], self.schema)]
 

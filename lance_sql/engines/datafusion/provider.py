@@ -60,10 +60,7 @@ def capture_scans() -> Iterator[list[ScanRecord]]:
 
 
 def capturing() -> bool:
-    """True while :func:`capture_scans` is active on this thread (an EXPLAIN is planned).
-
-    Planners use it to compute costly EXPLAIN-only details only when shown.
-    """
+    """True while :func:`capture_scans` is active on this thread (EXPLAIN-only details)."""
     return getattr(_local, "records", None) is not None
 
 
@@ -71,10 +68,7 @@ Planner = Callable[["pc.Expression | None"], ScanPlan]
 
 
 class _Scanner:
-    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches.
-
-    ``units(filter)`` gives the units to read, called only if batches are requested
-    (a whole table's scanner plans then)."""
+    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches."""
 
     def __init__(
         self,
@@ -128,12 +122,8 @@ class UnitFragment:
 
 
 class ScanUnitDataset(pads.Dataset):
-    """A ``pyarrow.dataset.Dataset`` that DataFusion 55 scans unit by unit.
-
-    ``schema`` is fixed at construction (never computed inside the property);
-    ``planner(filter)`` is called once per scan node when DataFusion asks for
-    fragments and returns the units of that scan.
-    """
+    """A ``pyarrow.dataset.Dataset`` that DataFusion 55 scans unit by unit (schema fixed
+    at construction; ``planner(filter)`` called once per scan node)."""
 
     def __init__(self, schema: pa.Schema, planner: Planner, *, name: str = "") -> None:
         # pads.Dataset is a Cython class with no usable constructor for subclasses;

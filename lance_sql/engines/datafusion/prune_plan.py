@@ -68,9 +68,7 @@ def filter_predicate(
 ) -> tuple[sp.Rel, NamespaceTable, Predicate] | None:
     """A Filter over a namespace read: (the read, its table, the condition's pruning IR).
 
-    None when ``rel`` is no such Filter or nothing of its condition prunes. With
-    ``strict`` the IR means the whole condition (what it leaves out is
-    ``Unsupported``), so its strict projection may prove partitions too.
+    With ``strict`` the IR means the whole condition, so it may prove partitions.
     """
     if sp.kind(rel) != "filter":
         return None
@@ -101,8 +99,7 @@ def _nested_literal(message: Any) -> bool:
 def _read_fields(
     rel: sp.Rel, namespaces: Mapping[str, NamespaceTable], functions: dict[int, str]
 ) -> tuple[sp.Rel, NamespaceTable, list[_Path]] | None:
-    """The namespace read under ``rel`` (through projections), its table, and what each
-    output field is (None: no such read, or a table that does not prune with the planner)."""
+    """The namespace read under ``rel``, its table, and what each output field is."""
     kind = sp.kind(rel)
     if kind == "read":
         table = namespaces.get(sp.table_name(rel) or "")
@@ -126,8 +123,7 @@ def _read_fields(
 
 
 def _path_of(expr: Any, fields: list[_Path], functions: dict[int, str]) -> _Path:
-    """The column a projected expression is: a column, or ``get_field`` of a struct column
-    (DataFusion moves ``s['a']`` out of a filter into a projection under it)."""
+    """The column a projected expression is: a column, or ``get_field`` of a struct column."""
     ref = sp.field_ref(expr)
     if ref is not None:
         return fields[ref] if ref < len(fields) else None
@@ -153,8 +149,7 @@ def condition_predicate(
     fields: list[_Path],
     strict: bool = False,
 ) -> Predicate | None:
-    """A Filter's condition as IR over the namespace columns, for pruning (see
-    :func:`filter_predicate`); None when nothing of it prunes."""
+    """A Filter's condition as pruning IR over the namespace columns, else None."""
     zoned = {f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None}
     pred = decode_condition(condition, functions, schema, fields)
     kept = []

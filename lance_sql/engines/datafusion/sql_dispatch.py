@@ -129,10 +129,7 @@ _TYPED_CALL = re.compile(r"__lance_(murmur3(?:_multi)?)__[a-z0-9_]*\(")
 
 
 def readable_name(column_name: str) -> str:
-    """The name DataFusion would give a column if the typed UDFs were called ``murmur3``...
-
-    ``__lance_murmur3__int64(t.x) % Int64(16)`` -> ``murmur3(t.x) % Int64(16)``.
-    """
+    """The name DataFusion would give the column if the typed UDFs were called ``murmur3``."""
     return _TYPED_CALL.sub(r"\1(", column_name)
 
 
@@ -174,17 +171,9 @@ def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
 def with_readable_names(ctx: Any, sql: str) -> str:
     """Alias every unaliased typed call in a select list with its readable name.
 
-    The typed UDFs (``__lance_murmur3__int64``) would otherwise name the result
-    columns. DataFusion names a column by its expression, so each select list
-    holding unaliased typed calls is planned (logical plan only: nothing runs,
-    no DDL is executed) for the names DataFusion gives, and each such item gets
-    ``AS "<readable_name(...)>"``, e.g. ``murmur3(t.x) % Int64(16)``: exactly what
-    DataFusion names a call of a UDF called ``murmur3``. Select lists are done
-    innermost first, so a ``*`` over a subquery or a CTE sees readable names.
-    Items map to the planned columns in order; a list whose items cannot be
-    matched one to one, or that cannot be planned on its own (a correlated
-    subquery), keeps the typed names, as do statements other than queries and
-    ``CREATE ... AS`` queries (EXPLAIN shows the typed names).
+    Each such select list is planned (nothing runs) for the names DataFusion gives,
+    innermost first; a list that cannot be matched one to one or planned on its own
+    keeps the typed names.
     """
     if "__lance_murmur3" not in sql:
         return sql
@@ -292,11 +281,8 @@ def _resolve_groups(
 def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tuple[str, bool]:
     """Rewrite ``sql``; the flag says whether every call was resolved.
 
-    First every call is probed on its own, which finds each call's exact type
-    even when the same text means different columns in different scopes. If that
-    cannot plan because DataFusion matches expressions by text (``SELECT
-    murmur3(x) ... GROUP BY murmur3(x)`` needs both calls renamed alike), calls
-    with identical text are probed as one.
+    Calls are probed one by one; if that cannot plan (``GROUP BY murmur3(x)`` matches
+    expressions by text), calls with identical text are probed as one.
     """
     for call in calls:
         if call.arity == 0 or (HASH_KERNELS[call.function][1] and call.arity != 1):
@@ -311,11 +297,7 @@ def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tup
 
 
 def _fingerprint(ctx: Any, identifiers: set[str]) -> tuple[Any, ...]:
-    """Schemas of every registered table whose name the query mentions (cache validity).
-
-    All catalogs and schemas are searched, so a table re-registered with other
-    column types makes the cached rewrite stale.
-    """
+    """Schemas of every registered table the query names, in every catalog (cache validity)."""
     try:
         found = []
         for catalog_name in sorted(ctx.catalog_names()):
@@ -332,11 +314,8 @@ def _fingerprint(ctx: Any, identifiers: set[str]) -> tuple[Any, ...]:
 def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     """Rewrite every murmur3/murmur3_multi call in ``sql`` to its typed UDF on ``ctx``.
 
-    Returns ``sql`` itself when it has no such call. Raises
-    :class:`~.functions.UnsupportedFunctionArgumentError` naming the function and the
-    Arrow type when an argument's type has no canonical bytes,
-    :class:`~.functions.FunctionArityError` for a wrong number of arguments. Other
-    errors are left for DataFusion to report when it plans the returned text.
+    Raises :class:`~.functions.UnsupportedFunctionArgumentError` or
+    :class:`~.functions.FunctionArityError`; other errors are left to DataFusion.
     """
     if "murmur3" not in sql.lower():
         return sql

@@ -207,13 +207,8 @@ def _comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
 def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
 
-    DataFusion's coercion of temporal literals has several special cases
-    (``DATE`` on a zoned column is UTC midnight, ``TIMESTAMP 'text'`` is naive
-    then local in a zoned column, a date column is cast to timestamp(ns) for a
-    ``TIMESTAMP`` literal...). Rather than re-deriving them, this plans
-    ``c = <literal>`` over an empty table with a column of ``target``'s type and
-    reads the folded literal from the optimised plan. Raises
-    :class:`PlanningError` when DataFusion refuses the literal.
+    DataFusion's temporal literal coercion has many special cases, so this plans
+    ``c = <literal>`` over an empty table and reads the folded literal back.
     """
     ctx = _coercion_context()
     key = str(target)
@@ -272,11 +267,8 @@ def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
 def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) -> Fraction:
     """The decimal literal of a folded ``c = lit`` in ``target``'s unscaled units, exactly.
 
-    DataFusion either folded the literal into the column's own type (``c =
-    12.30``) or compares the column cast to a wider decimal (``CAST(c AS
-    Decimal128(30, 15)) = 12.301000000000000``); widening a decimal never
-    rounds, so comparing the unscaled column value with the literal rescaled to
-    the column's scale is exact. A narrowing cast of the column is undecidable.
+    Widening a decimal never rounds, so a literal folded into the column's type or
+    compared with the column widened is exact; a narrowing cast is undecidable.
     """
     raw, _precision, lit_scale = lit.value_decimal128()  # type: ignore[attr-defined]
     if raw is None:
