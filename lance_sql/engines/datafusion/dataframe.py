@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import datafusion
 from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.errors import TypedStream, typed_errors
@@ -161,8 +160,3 @@ for _name, _member in list(vars(DataFrame).items()):
         setattr(LanceDataFrame, _name, _executing(_name))
     elif not _name.startswith("_") or _name == "__getitem__":
         setattr(LanceDataFrame, _name, _building(_name))
-
-
-def wrap(df: datafusion.DataFrame, ctx: Any) -> LanceDataFrame:
-    """``df`` as a :class:`LanceDataFrame` of ``ctx`` (itself if it is one already)."""
-    return df if isinstance(df, LanceDataFrame) else LanceDataFrame(df, ctx)

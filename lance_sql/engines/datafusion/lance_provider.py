@@ -35,7 +35,6 @@ class LanceDatasetTable(ScanUnitDataset):
         self.table = table
         self.partitions = partitions
         self._pushable: OpenCache[str] = OpenCache(_MAX_CACHED_FILTERS)
-        self._typed: tuple[list[LanceFragmentsUnit], list[ScanUnit]] | None = None
         super().__init__(table.schema, self._plan, name=name)
 
     def live_rows(self, snapshot: Snapshot | None = None) -> int:
@@ -76,13 +75,8 @@ class LanceDatasetTable(ScanUnitDataset):
 
     def _typed_units(self, units: list[LanceFragmentsUnit], version: int) -> list[ScanUnit]:
         """``units`` typed; the same list while the table's split is reused (one version)."""
-        cached = self._typed
-        if cached is not None and cached[0] is units:
-            return cached[1]
         what = f"Lance table {self.name!r} at version {version}"
-        typed: list[ScanUnit] = [TypedFragmentsUnit(u, what) for u in units]
-        self._typed = (units, typed)
-        return typed
+        return self._reused(units, lambda us: [TypedFragmentsUnit(u, what) for u in us])
 
     def _refusal(self, snapshot: Snapshot, filter: pc.Expression) -> str | None:
         """Why pylance refuses ``filter`` (None when it accepts it); cached per filter text."""

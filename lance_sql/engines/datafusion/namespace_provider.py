@@ -66,7 +66,6 @@ class NamespaceTable(ScanUnitDataset):
         self.scan_options: dict[str, Any] | None = None
         self._base: NamespaceTable | None = None
         self._units = _UnitCache()  # shared with derived tables (same schema and views)
-        self._chained: tuple[list[ScanUnit], list[ScanUnit]] | None = None
         super().__init__(namespace.schema, self._plan, name=name)
 
     @property
@@ -167,12 +166,7 @@ class NamespaceTable(ScanUnitDataset):
 
     def _chains(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
         """``table_units`` as balanced chains; the same chains while the units are reused."""
-        cached = self._chained
-        if cached is not None and cached[0] is table_units:
-            return cached[1]
-        units = self._chain_anew(table_units)
-        self._chained = (table_units, units)
-        return units
+        return self._reused(table_units, self._chain_anew)
 
 
 def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int) -> None:

@@ -134,6 +134,7 @@ class ScanUnitDataset(pads.Dataset):
         self._planner = planner
         self.name = name
         self._last_columns = threading.local()
+        self._handed: tuple[list[Any], list[ScanUnit]] | None = None
 
     @property
     def schema(self) -> pa.Schema:  # type: ignore[override]
@@ -160,6 +161,17 @@ class ScanUnitDataset(pads.Dataset):
             columns = getattr(self._last_columns, "value", None)
             records.append(ScanRecord(self.name, columns, filter, plan, self))
         return [UnitFragment(unit, self._lance_schema) for unit in plan.units]
+
+    def _reused(
+        self, units: list[Any], make: Callable[[list[Any]], list[ScanUnit]]
+    ) -> list[ScanUnit]:
+        """``make(units)``; the same list while ``units`` (one list object) is reused."""
+        cached = self._handed
+        if cached is not None and cached[0] is units:
+            return cached[1]
+        made = make(units)
+        self._handed = (units, made)
+        return made
 
     def plan(self, filter: pc.Expression | None = None) -> ScanPlan:
         """The scan plan for ``filter`` (what ``get_fragments`` would scan)."""
