@@ -275,13 +275,8 @@ class SessionContext(datafusion.SessionContext):
         statement: DataFrame | None = None,
         options: str | None = None,
     ) -> pa.Table:
-        """EXPLAIN of ``inner`` as lance-sql runs it (``plan_type``, ``plan``), with its lines.
-
-        ``statement``: an ``EXPLAIN ANALYZE`` / ``VERBOSE`` DataFrame; ``options``
-        its ``EXPLAIN ...`` words. DataFusion explains (and, for ANALYZE, runs) the
-        rewritten plan with those options, through a view of it; without
-        ``options``, the statement's own output (the plan as built) is used.
-        """
+        """EXPLAIN of ``inner`` as lance-sql runs it, through a view of the rewritten plan
+        (``options``: the words of an ``EXPLAIN ANALYZE`` / ``VERBOSE`` ``statement``)."""
         done = rewrite(self, inner)
         with capture_scans() as records:
             if statement is not None and options is not None and done.dataframe is not inner:

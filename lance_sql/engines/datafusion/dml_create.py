@@ -39,10 +39,8 @@ def warehouse(ctx: Any) -> str | None:
 
 
 def create_statement(ctx: Any, query: str) -> Any | None:
-    """Run ``query`` if it is ``SET lance.warehouse`` or a namespace ``CREATE TABLE``.
-
-    Returns an empty DataFrame when it ran, None when ``query`` is neither.
-    """
+    """Run ``query`` if it is ``SET lance.warehouse`` or a namespace ``CREATE TABLE``
+    (an empty DataFrame), else None."""
     m = _SET_WAREHOUSE.match(query)
     if m:
         ctx.lance_warehouse = m.group(1).replace("''", "'")

@@ -47,10 +47,7 @@ def record(exc: BaseException) -> None:
 
 @contextlib.contextmanager
 def recording() -> Iterator[None]:
-    """Record any lance-sql error leaving the block (it still propagates, unchanged).
-
-    Also a decorator: ``@recording()`` records what the function raises.
-    """
+    """Record any lance-sql error leaving the block (it still propagates); also a decorator."""
     try:
         yield
     except LanceSqlError as exc:
@@ -89,10 +86,8 @@ def reraise_typed(exc: BaseException) -> NoReturn:
 
 @contextlib.contextmanager
 def typed_errors() -> Iterator[None]:
-    """Inside, a DataFusion exception that carries a lance-sql error is raised as that error.
-
-    Also a decorator: ``@typed_errors()`` (e.g. over ``DataFrame.collect``).
-    """
+    """Inside, a DataFusion exception carrying a lance-sql error is raised as that error;
+    also a decorator."""
     try:
         yield
     except LanceSqlError:

@@ -66,10 +66,8 @@ def filter_predicate(
     *,
     strict: bool = False,
 ) -> tuple[sp.Rel, NamespaceTable, Predicate] | None:
-    """A Filter over a namespace read: (the read, its table, the condition's pruning IR).
-
-    With ``strict`` the IR means the whole condition, so it may prove partitions.
-    """
+    """A Filter over a namespace read: (the read, its table, the condition's pruning IR);
+    with ``strict`` the IR means the whole condition, so it may prove partitions."""
     if sp.kind(rel) != "filter":
         return None
     found = _read_fields(rel.filter.input, namespaces, functions)

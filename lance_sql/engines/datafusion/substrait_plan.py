@@ -237,10 +237,8 @@ def wrap_in_fetch(rel: Rel, count: int) -> None:
 
 
 def grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
-    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set).
-
-    With several grouping sets a key may be NULL in a set without it.
-    """
+    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set,
+    where a key may be NULL in a set without it)."""
     if len(agg.groupings) != 1:
         return None
     refs = list(agg.groupings[0].expression_references)
