@@ -1,14 +1,8 @@
 """Typed errors for failures inside pylance, named after the object that failed.
 
-pylance reads a Lance manifest before this project's own parser sees it, and
-its refusals arrive as ``ValueError``/``OSError``/``ArrowInvalid`` or even as
-a Rust panic (``pyo3_runtime.PanicException``, a ``BaseException``). Checking
-every table with :func:`~lance_sql.format.metadata.open_metadata` first would
-read each manifest twice on the hot path, so the diagnosis runs only after a
-failure: the format layer's parser then says precisely what is wrong (unknown
-reader flags -> ``UnsupportedFeatureError``, damage -> ``FormatError``,
-missing -> ``NotFoundError``), and the error keeps the caller's description of
-the object (a partition table's object id, ``__manifest``).
+pylance refuses damaged manifests before our parser sees them (as ``ValueError``,
+``OSError`` or a Rust panic); diagnosing every table first would read each
+manifest twice, so the format parser gives its typed verdict only after a failure.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """``lance_sql.SessionContext``: DataFusion's SessionContext that also knows Lance tables.
 
-A thin subclass (datafusion-python's vocabulary, unchanged behaviour for every
-existing method) that registers lance-sql's SQL functions at construction,
-registers Lance datasets and namespaces as tables, and returns
-:class:`~.dataframe.LanceDataFrame` s from ``sql`` and ``table``: their plans
-get lance-sql's plan-level passes (storage-partitioned joins, transform-term
-pruning; :mod:`.plan_rewrite`) each time they run, whether built from SQL or
-from DataFrame calls. ``EXPLAIN`` shows the rewritten plan, a description
-line under each scan node of a lance-sql table (``LanceScan:``,
-``LanceNamespaceScan:``, ``StoragePartitionedJoin:``) and, for each join of
-two namespaces left as it was, ``storage-partitioned join: not used (why)``.
+A thin subclass that registers lance-sql's SQL functions, Lance datasets and
+namespaces, and returns :class:`~.dataframe.LanceDataFrame` s, whose plans get
+lance-sql's plan passes each time they run.
 """
 
 from __future__ import annotations
@@ -282,13 +275,8 @@ class SessionContext(datafusion.SessionContext):
         statement: DataFrame | None = None,
         options: str | None = None,
     ) -> pa.Table:
-        """EXPLAIN of ``inner`` as lance-sql runs it (``plan_type``, ``plan``), with its lines.
-
-        ``statement``: an ``EXPLAIN ANALYZE`` / ``VERBOSE`` DataFrame; ``options``
-        its ``EXPLAIN ...`` words. DataFusion explains (and, for ANALYZE, runs) the
-        rewritten plan with those options, through a view of it; without
-        ``options``, the statement's own output (the plan as built) is used.
-        """
+        """EXPLAIN of ``inner`` as lance-sql runs it, through a view of the rewritten plan
+        (``options``: the words of an ``EXPLAIN ANALYZE`` / ``VERBOSE`` ``statement``)."""
         done = rewrite(self, inner)
         with capture_scans() as records:
             if statement is not None and options is not None and done.dataframe is not inner:

@@ -1,14 +1,8 @@
 """``LanceDataFrame``: a DataFusion DataFrame whose plan lance-sql rewrites each time it runs.
 
-``lance_sql.SessionContext.sql`` and ``.table`` return these. Building a
-DataFrame (``filter``, ``join``, ``select``, ...) is DataFusion's own work and
-returns a ``LanceDataFrame`` again; running one (``collect``, ``show``,
-``to_arrow_table``, ``count``, ``execute_stream``, ``execution_plan``,
-``write_parquet``, iteration, ...) first applies lance-sql's plan passes
-(:mod:`.plan_rewrite`: storage-partitioned joins, transform-term pruning),
-against the namespaces as they are *now*, then runs the result; a lance-sql
-error raised anywhere inside reaches the caller as that typed error
-(:mod:`.errors`). ``logical_plan()`` shows the plan as built.
+Building one is DataFusion's work; running one first applies the plan passes
+(:mod:`.plan_rewrite`) against the namespaces as they are *now*, and raises
+lance-sql errors typed (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -16,7 +10,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import datafusion
 from datafusion import DataFrame
 
 from lance_sql.engines.datafusion.errors import TypedStream, typed_errors
@@ -167,8 +160,3 @@ for _name, _member in list(vars(DataFrame).items()):
         setattr(LanceDataFrame, _name, _executing(_name))
     elif not _name.startswith("_") or _name == "__getitem__":
         setattr(LanceDataFrame, _name, _building(_name))
-
-
-def wrap(df: datafusion.DataFrame, ctx: Any) -> LanceDataFrame:
-    """``df`` as a :class:`LanceDataFrame` of ``ctx`` (itself if it is one already)."""
-    return df if isinstance(df, LanceDataFrame) else LanceDataFrame(df, ctx)

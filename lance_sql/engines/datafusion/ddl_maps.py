@@ -1,14 +1,9 @@
 """``MAP(K, V)`` column types in ``CREATE TABLE`` column lists.
 
-DataFusion 55's SQL parser reads ``MAP(VARCHAR, VARCHAR)`` but its planner
-refuses it ("Unsupported SQL type Map(...)"), although maps work everywhere
-else (Python API, reads, ``map(...)`` values). lance-sql plans a column list
-with DataFusion's own ``CREATE TABLE`` (so every type means what it means in
-DataFusion DDL); each ``MAP(K, V)`` is first replaced by a placeholder struct
-``STRUCT<__lance_map_N VARCHAR>``, the list is planned, and each placeholder in
-the planned types (at any depth: inside structs and lists too) becomes the map
-of ``K`` and ``V`` as DataFusion plans those (maps inside them included). The
-map has DataFusion's shape: non-nullable keys, nullable values, unsorted.
+DataFusion 55's planner refuses ``MAP(...)`` in DDL, so each one is planned as a
+placeholder struct ``STRUCT<__lance_map_N VARCHAR>`` and then replaced (at any
+depth) by the map of ``K`` and ``V`` as DataFusion plans those: non-nullable
+keys, nullable values, unsorted.
 """
 
 from __future__ import annotations
@@ -52,10 +47,7 @@ def _split_maps(text: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def column_schema(columns: str, plan: Any) -> pa.Schema:
-    """The schema of the column list ``columns`` (``(a INT, m MAP(VARCHAR, INT), ...)``).
-
-    ``plan(text)`` plans a column list with DataFusion and returns its schema.
-    """
+    """The schema of the column list ``columns``; ``plan(text)`` plans one with DataFusion."""
     text, maps = _split_maps(columns)
     schema = plan(text)
     if not maps:

@@ -1,32 +1,9 @@
-"""SQL DML on registered namespaces: ``INSERT INTO``, ``INSERT OVERWRITE``, ``DELETE``, ``UPDATE``.
+"""SQL DML on registered tables: INSERT INTO / OVERWRITE, DELETE, UPDATE, MERGE.
 
-DataFusion 55 parses and plans these statements itself into a ``Dml``
-logical plan (``DmlStatement``: target table, write op, input plan) and fails
-only when it runs one, because a Python table cannot execute DML. So
-:meth:`lance_sql.SessionContext.sql` lets DataFusion plan the statement and
-hands the plan here; when the target is a partitioned namespace the
-statement becomes a :class:`DmlDataFrame` that runs the namespace's row
-operations (one atomic ``__manifest`` commit each) when it is executed:
-
-* ``INSERT INTO`` / ``INSERT OVERWRITE``: the input plan (DataFusion already
-  cast it to the table's columns) runs as a :class:`LanceDataFrame` (so
-  lance-sql's plan passes apply) and its rows are appended, or replace the
-  partitions they belong to (``ns.overwrite(rows, partitions="dynamic")``:
-  Spark's ``partitionOverwriteMode=dynamic``, Iceberg's ``ReplacePartitions``);
-* ``DELETE``: the input is ``Filter(condition, TableScan)``; the condition,
-  read from the plan (:mod:`.dml_plan`: its predicate IR and its Substrait
-  form), is handed to ``ns.delete``, which prunes with the IR and has
-  DataFusion evaluate the condition itself on the candidate rows;
-* ``UPDATE``: the input is ``Projection(new values, Filter(condition, ...))``;
-  the projection runs over the matched rows (``ns.update``).
-
-``MERGE INTO`` (DataFusion 55 plans it but keeps only the source in the plan)
-is in :mod:`.dml_merge`; ``CREATE TABLE ... PARTITIONED BY`` (DataFusion 55
-cannot parse transforms) in :mod:`.dml_create`.
-
-As in DataFusion, the statement runs each time its DataFrame is executed
-(``collect``, ``show``, ``to_arrow_table``, ...), never at ``ctx.sql()``, and
-its result is one row: ``count`` (UInt64, not null), the rows affected.
+DataFusion 55 plans these into a ``Dml`` plan but cannot run one on a Python
+table, so :meth:`lance_sql.SessionContext.sql` hands the plan here and gets a
+:class:`DmlDataFrame` that runs the row operation each time it is executed,
+answering one row ``count`` (UInt64). Routes: docs/engine-notes.md "SQL DML".
 """
 
 from __future__ import annotations
@@ -136,38 +113,56 @@ def _dml_target(ctx: Any, df: DataFrame) -> _DmlTarget | None:
 
 
 def dml_frame(ctx: Any, df: DataFrame, query: str) -> DataFrame | None:
-    """The DataFrame running ``df``'s DML statement on a lance-sql table, or None.
-
-    None: ``df`` is not a DML statement, or its target is not a lance-sql
-    table (DataFusion's own tables run their DML themselves).
-    """
+    """The DataFrame running ``df``'s DML statement on a lance-sql table, else None."""
     found = _dml_target(ctx, df)
     if found is None:
         return None
-    plan, name, table, op = found.plan, found.name, found.table, found.op
+    what, action, _ = _statement(ctx, found, query)
+    return DmlDataFrame(df, ctx, action, what)
+
+
+def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
+    """EXPLAIN of a DML statement on a lance-sql table (``LanceDml: ...`` line), else None."""
+    found = _dml_target(ctx, df)
+    if found is None:
+        return None
+    return explain_rows(found.plan.display_indent(), _statement(ctx, found, None)[2])
+
+
+def _statement(ctx: Any, found: _DmlTarget, query: str | None) -> tuple[str, Any, str]:
+    """The one table of DML ops: (statement, action, EXPLAIN line); ``query`` None: EXPLAIN."""
+    table, name, op = found.table, found.name, found.op
+    source = found.plan.inputs()[0]
     if found.kind == "lance":
-        return _plain_lance(ctx, df, name, op, table, plan)
+        return _plain_lance(ctx, name, op, table.table, source)
+    line = f"LanceDml: op={op} table={name} namespace={table.root} route="
     if op == "mergeinto":
         from lance_sql.engines.datafusion.dml_merge import merge_action
 
-        return DmlDataFrame(df, ctx, merge_action(ctx, table, name, plan, query), "MERGE")
-    source = plan.inputs()[0]
+        action = None if query is None else merge_action(ctx, table, name, found.plan, query)
+        route = "MERGE clauses evaluated by DataFusion per candidate partition table"
+        return "MERGE", action, line + route
     if op in ("insertinto", "append"):
-        return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, False), "INSERT")
+        route = "ns.append(<input rows>)"
+        return "INSERT", lambda: _insert(ctx, table, name, source, False), line + route
     if op == "overwrite":
-        return DmlDataFrame(df, ctx, lambda: _insert(ctx, table, name, source, True), "OVERWRITE")
+        route = "ns.overwrite(<input rows>, partitions='dynamic')"
+        return "OVERWRITE", lambda: _insert(ctx, table, name, source, True), line + route
     if op == "delete":
         where = row_condition(ctx, source, table, name)
-        return DmlDataFrame(
-            df, ctx, lambda: writable_namespace(table, name).delete(where), "DELETE"
-        )
+        route = f"ns.delete(filter={_shown(where)})"
+        return "DELETE", lambda: writable_namespace(table, name).delete(where), line + route
     if op == "update":
         values, changed = update_values(ctx, source, table.schema, name)
         where = row_condition(ctx, source, table, name)
-        return DmlDataFrame(
-            df, ctx, lambda: _update(ctx, table, name, values, changed, where, source), "UPDATE"
-        )
+        route = f"ns.update(set={changed!r}, where={_shown(where)})"
+        action = lambda: _update(ctx, table, name, values, changed, where, source)  # noqa: E731
+        return "UPDATE", action, line + route
     raise UnsupportedFeatureError(f"{op} statements on namespace {name!r} are not supported")
+
+
+def _shown(where: Any) -> str:
+    return "TRUE" if where is None else str(where)  # DataFusion's display of it
 
 
 def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
@@ -183,9 +178,8 @@ def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
     return None
 
 
-def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, plan: Any) -> Any:
+def _plain_lance(ctx: Any, name: str, op: str, table: Any, source: Any) -> tuple[str, Any, str]:
     """INSERT INTO / INSERT OVERWRITE on a Lance dataset: one pylance write (one commit)."""
-    table = provider.table
     if op not in ("insertinto", "append", "overwrite"):
         raise UnsupportedFeatureError(
             f"{op.upper()} on Lance dataset {name!r}: only INSERT INTO and INSERT OVERWRITE run "
@@ -197,7 +191,6 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
             f"Lance dataset {name!r} is registered at a fixed version or tag; register it "
             "without one to write"
         )
-    source = plan.inputs()[0]
     mode = "overwrite" if op == "overwrite" else "append"
 
     def action() -> int:
@@ -208,7 +201,7 @@ def _plain_lance(ctx: Any, df: DataFrame, name: str, op: str, provider: Any, pla
         lance.write_dataset(rows, table.uri, mode=mode, storage_options=table.storage_options)
         return rows.num_rows
 
-    return DmlDataFrame(df, ctx, action, "INSERT")
+    return "INSERT", action, f"LanceDml: op={op} table={name} uri={table.uri} route=write {mode}"
 
 
 def _update(
@@ -242,9 +235,7 @@ def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> in
 
 
 def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
-    """``rows`` (the Dml input: the table's columns, in order, already cast by DataFusion
-    to the table's types) checked by the one schema rule of every write path
-    (:mod:`lance_sql.tables.namespace.schema_rule`)."""
+    """``rows`` (the positional Dml input, cast by DataFusion) checked by the write schema rule."""
     from lance_sql.tables.namespace.schema_rule import conform
 
     if rows.num_columns != len(schema):
@@ -255,40 +246,6 @@ def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
     source = f"INSERT into {name!r}"
     batches = [conform(b, schema, source=source) for b in rows.to_batches()]
     return pa.Table.from_batches(batches, schema=schema)
-
-
-# -- EXPLAIN ------------------------------------------------------------------------------------
-def explain_dml(ctx: Any, df: DataFrame) -> pa.Table | None:
-    """EXPLAIN of a DML statement on a lance-sql table (``plan_type``, ``plan``), else None.
-
-    The logical plan is DataFusion's ``Dml`` plan; the physical plan line says
-    what lance-sql runs instead (``LanceDml: ...``).
-    """
-    found = _dml_target(ctx, df)
-    if found is None:
-        return None
-    plan, name, table, op = found.plan, found.name, found.table, found.op
-    if found.kind != "namespace":
-        _plain_lance(ctx, df, name, op, table, plan)  # refuses what does not run
-        mode = "overwrite" if op == "overwrite" else "append"
-        line = f"LanceDml: op={op} table={name} uri={table.table.uri} route=write {mode}"
-        return explain_rows(plan.display_indent(), line)
-    source = plan.inputs()[0]
-    if op in ("delete", "update"):
-        where = row_condition(ctx, source, table, name)
-        condition = "TRUE" if where is None else str(where)  # DataFusion's display of it
-        route = f"ns.delete(filter={condition})"
-        if op == "update":
-            _, changed = update_values(ctx, source, table.schema, name)
-            route = f"ns.update(set={changed!r}, where={condition})"
-    elif op == "overwrite":
-        route = "ns.overwrite(<input rows>, partitions='dynamic')"
-    elif op == "mergeinto":
-        route = "MERGE clauses evaluated by DataFusion per candidate partition table"
-    else:
-        route = "ns.append(<input rows>)"
-    line = f"LanceDml: op={op} table={name} namespace={table.root} route={route}"
-    return explain_rows(plan.display_indent(), line)
 
 
 # -- errors DataFusion raises while planning a DML statement ----------------------------------

@@ -1,21 +1,9 @@
 """``CREATE TABLE name (...) PARTITIONED BY (...) [LOCATION ...] [TBLPROPERTIES ...] [AS ...]``.
 
-DataFusion 55's parser refuses partition transforms (``bucket(16, id)``), so
-this statement is read with ``sqlglot`` (Iceberg / Spark syntax); every part
-that has a meaning in SQL is still decided by DataFusion, from the text as
-written: the column list (read by DataFusion's own ``CREATE TABLE`` in a
-scratch context; view types stored as their plain forms) and the query of
-``CREATE TABLE ... AS SELECT`` (cut from the statement at the ``AS`` token).
-
-Partition terms: the spec text of docs/namespaces.md "Partition specs" (a
-column or ``identity(c)``, ``bucket(N, c, ...)``, ``truncate(W, c)``, ``year(c)``
-... ``hour(c)``, and Iceberg's ``years(c)`` ... ``hours(c)``), read by
-:func:`~lance_sql.spec.transforms.spec_text.spec_fields`. The namespace is created
-at ``LOCATION`` (else ``<warehouse>/<name>``, the warehouse set with
-``SET lance.warehouse = '/path'``) and registered as ``name``. ``TBLPROPERTIES``
-takes ``'lance_sql.data_storage_version' = '2.0'`` (the Lance file format of the
-partition tables, see docs/namespaces.md); other keys are refused. As with
-DataFusion's DDL, the statement runs at ``ctx.sql()``.
+DataFusion 55's parser refuses partition transforms, so sqlglot reads the
+statement; the column list and a CTAS query are cut from the text as written and
+planned by DataFusion. Partition terms: docs/namespaces.md "Partition specs".
+Runs at ``ctx.sql()``, as DataFusion's DDL does.
 """
 
 from __future__ import annotations
@@ -51,10 +39,8 @@ def warehouse(ctx: Any) -> str | None:
 
 
 def create_statement(ctx: Any, query: str) -> Any | None:
-    """Run ``query`` if it is ``SET lance.warehouse`` or a namespace ``CREATE TABLE``.
-
-    Returns an empty DataFrame when it ran, None when ``query`` is neither.
-    """
+    """Run ``query`` if it is ``SET lance.warehouse`` or a namespace ``CREATE TABLE``
+    (an empty DataFrame), else None."""
     m = _SET_WAREHOUSE.match(query)
     if m:
         ctx.lance_warehouse = m.group(1).replace("''", "'")
@@ -175,12 +161,7 @@ def _query_text(query: str, tokens: list[Any], name: str) -> str:
 
 
 def _column_schema(query: str, tokens: list[Any], tree: exp.Create, name: str) -> pa.Schema:
-    """The column list's schema as DataFusion's own ``CREATE TABLE`` reads it.
-
-    The list is cut from the statement as written (its parentheses right after
-    the table name) and given to DataFusion in a scratch context, so types,
-    ``NOT NULL`` and name case mean what they mean in DataFusion DDL.
-    """
+    """The column list's schema, cut as written and read by DataFusion's ``CREATE TABLE``."""
     import datafusion
 
     if not isinstance(tree.this, exp.Schema) or not tree.this.expressions:
@@ -211,9 +192,7 @@ def _depths(tokens: list[Any]) -> list[int]:
 def _partition_fields(
     tree: exp.Create, query: str, tokens: list[Any], schema: pa.Schema, name: str
 ) -> list[dict[str, Any]]:
-    """The fields of ``PARTITIONED BY (...)``, read by the one spec-text parser
-    (:func:`~lance_sql.spec.transforms.spec_text.spec_fields`, docs/namespaces.md
-    "Partition specs"), with column names resolved as DataFusion resolves them."""
+    """The fields of ``PARTITIONED BY (...)``, names resolved as DataFusion does."""
     if tree.find(exp.PartitionedByProperty) is None:
         return []
     at = next((i for i, t in enumerate(tokens) if t.text.upper().startswith("PARTITIONED")), None)

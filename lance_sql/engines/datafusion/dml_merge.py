@@ -1,20 +1,9 @@
 """``MERGE INTO ns [AS t] USING <source> [AS s] ON <cond> WHEN ... THEN ...`` on a namespace.
 
-DataFusion 55 plans ``MERGE INTO`` into a ``Dml: op=[MergeInto]`` plan whose
-only input is the source; the ON condition and the WHEN clauses are not in
-it. So the statement's structure is read with ``sqlglot`` and the texts of its
-expressions are cut from the statement as written (:func:`merge_text`:
-sqlglot's printer would change them, e.g. integer ``a / b`` into a float
-division). That is the only SQL text left in a row operation: it becomes a
-:class:`~lance_sql.tables.namespace.merge.MergeSql`, whose every expression
-DataFusion plans once over the target's and the source's columns
-(:func:`.dml_plan.plan_merge`), and the one MERGE implementation
-(:mod:`lance_sql.tables.namespace.merge`) runs those plans over each candidate
-partition table's rows joined with the source rows (DataFusion's own plan of
-the source, run as a :class:`LanceDataFrame`). Spark's ``UPDATE SET *`` /
-``INSERT *`` do not parse in DataFusion 55.
-
-The result counts updated + deleted + inserted rows.
+DataFusion 55's ``Dml: MergeInto`` plan keeps only the source, so sqlglot reads
+the statement's structure and each expression's text is cut from the statement
+as written (sqlglot's printer would change it: integer ``a / b`` became a float
+division). The result counts updated + deleted + inserted rows.
 """
 
 from __future__ import annotations
@@ -58,12 +47,7 @@ class MergeText:
 
 
 def merge_text(query: str, name: str) -> MergeText:
-    """The ON condition and each WHEN clause's condition and values of a MERGE, as written.
-
-    sqlglot reads the statement's structure (:mod:`.dml_merge`); the texts are
-    cut from the statement itself, because printing them again in another SQL
-    dialect changes them (``a / b`` of integers became a float division).
-    """
+    """The ON condition and each WHEN clause's condition and values, cut as written."""
     tokens = [t for t in sqlglot.tokenize(query) if t.token_type != TokenType.SEMICOLON]
     # CASE ... END nests as brackets do: its WHEN and THEN are not the clauses'
     depth = depths_of((t.token_type.name for t in tokens), ("L_PAREN", "CASE"), ("R_PAREN", "END"))
@@ -179,8 +163,7 @@ def _column(col: str, schema: pa.Schema, name: str) -> str:
 
 
 def _clause(w: exp.When, cut: ClauseText, schema: pa.Schema, name: str) -> MergeClause:
-    """One WHEN clause: sqlglot's reading of its structure, with the texts ``cut`` from the
-    statement as written."""
+    """One WHEN clause: sqlglot's structure with the texts ``cut`` as written."""
     by_source = bool(w.args.get("source"))  # NOT MATCHED BY SOURCE: UPDATE / DELETE target rows
     matched = bool(w.args.get("matched")) or by_source
     when = "by_source" if by_source else "matched" if matched else "not_matched"

@@ -1,26 +1,9 @@
 """A DELETE's condition and an UPDATE's new values, read from DataFusion's own plan.
 
-DataFusion plans ``DELETE`` as ``Filter(condition, TableScan)`` and ``UPDATE``
-as ``Projection(values, Filter(condition, TableScan))``. The row operations
-(:mod:`lance_sql.tables.namespace.delete`, ``.merge``) receive them converted
-once, never as SQL text:
-
-* the condition as a :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`:
-  its predicate IR, decoded from the *optimized* plan's Substrait form (where
-  DataFusion has typed and folded the literals) as the transform-term pruning
-  of queries decodes it (:func:`.prune_plan.filter_predicate`), prunes
-  partitions and pre-filters Lance scans; and the condition itself, DataFusion's
-  own expression, is what the SQL engine service runs on the rows of each
-  candidate partition table (:class:`RowsPlan`). So a statement touches
-  exactly the rows DataFusion's condition keeps, with its NaN, cast, time-zone,
-  struct-field and NULL rules;
-* UPDATE's values as an :class:`~lance_sql.tables.namespace.sql_eval.EnginePlan`:
-  the projection's expressions of the changed columns (each cast to its column
-  by DataFusion), run over the matched rows without the condition (a volatile
-  condition is not drawn twice).
-
-The expressions are the *unoptimized* plan's: their literals are as written,
-and the engine analyses them again over the rows where they run.
+The condition's predicate IR is decoded from the *optimized* plan's Substrait
+form (literals typed and folded) to prune; the rows are filtered by DataFusion's
+own expressions from the *unoptimized* plan (literals as written), so a
+statement touches exactly the rows DataFusion's condition keeps.
 """
 
 from __future__ import annotations
@@ -137,9 +120,7 @@ def text_values(ctx: Any, schema: pa.Schema, set: Mapping[str, str]) -> EnginePl
 
 
 def _pruning(ctx: Any, predicate: Any, table: Any, name: str, unknown: Predicate) -> Predicate:
-    """The whole condition as IR for pruning, from the optimized plan, where DataFusion
-    typed its literals: the Filters over the read and the filter pushed into the read
-    (``unknown`` when the plan has another shape: nothing prunes, nothing is proven)."""
+    """The whole condition as pruning IR, from the optimized plan (``unknown`` for other shapes)."""
     try:
         with producing():  # the table's schema as the producer takes it (vector columns)
             base = datafusion.SessionContext.table(ctx, name)
@@ -172,12 +153,8 @@ def _pruning(ctx: Any, predicate: Any, table: Any, name: str, unknown: Predicate
 def update_values(
     ctx: Any, source: Any, schema: pa.Schema, name: str
 ) -> tuple[EnginePlan | None, list[str]]:
-    """An UPDATE's new values of the columns it changes, as a plan over the matched rows
-    (None: it changes none), and those columns.
-
-    DataFusion casts each value to its column's type; a struct value carrying
-    fields the column lacks is refused (the cast would drop them, as INSERT's would).
-    """
+    """An UPDATE's new values as a plan over the matched rows (None: no change), and
+    the changed columns; a struct value with fields the column lacks is refused."""
     values = {
         f.name: datafusion.Expr(expr)
         for expr, f in zip(source.to_variant().projections(), schema, strict=True)
@@ -210,12 +187,8 @@ _TARGET, _SOURCE = "__lance_sql_merge_target", "__lance_sql_merge_source"
 
 
 def plan_merge(ctx: Any, target: pa.Schema, source: pa.Schema, merge: Any) -> Any:
-    """A MERGE's clauses (:class:`~lance_sql.tables.namespace.merge.MergeSql`: SQL texts) as
-    a :class:`~lance_sql.tables.namespace.merge.MergePlan`: DataFusion plans each part once
-    over empty tables of the target's columns (``target``, plus :data:`ROW`) and of the
-    source's (``source``, numbered), under the statement's aliases; the expressions of
-    those plans then run over each partition table's rows. New values are cast to their
-    columns by DataFusion, as UPDATE and INSERT cast them."""
+    """A MERGE's SQL texts as a ``MergePlan``: each part planned once by DataFusion over
+    empty target and source tables, under the statement's aliases."""
     from lance_sql.tables.namespace.merge_rows import MergePlan
 
     t, s = quote(merge.target), quote(merge.source)
@@ -270,9 +243,7 @@ def _case(clauses: list[Any]) -> str:
 def _planned(
     ctx: Any, select: str, rows: str, merge: Any, types: Mapping[str, pa.DataType] | None = None
 ) -> EnginePlan:
-    """``SELECT select FROM rows`` as DataFusion plans it: an :class:`EnginePlan` over the
-    rows of the tables by their aliases (a join: on its ON condition). With ``types``,
-    the leading outputs are new values of those columns, cast to them (then ROW)."""
+    """``SELECT select FROM rows`` as DataFusion plans it (an :class:`EnginePlan`)."""
     df = ctx.sql(dispatch_sql(ctx, f"SELECT {select} FROM {rows}"))
     plan = df.logical_plan()
     exprs = [datafusion.Expr(e) for e in plan.to_variant().projections()]

@@ -1,12 +1,8 @@
 """SQL INSERT, UPDATE and MERGE never drop struct fields the table lacks.
 
-DataFusion casts each value an INSERT, an UPDATE or a MERGE writes to its
-column's type; a cast from one struct to a narrower one drops the fields the
-target lacks, without a word. ``ns.append`` refuses such data
-(:mod:`lance_sql.tables.namespace.schema_rule`); :func:`refuse_dropped_fields`
-gives SQL the same refusal, before anything runs, from the type a value has
-under the cast: a struct, at any depth (inside lists and maps too), carrying a
-field the target type does not have.
+DataFusion's cast to a narrower struct drops fields without a word; ``ns.append``
+refuses such data, and :func:`refuse_dropped_fields` gives SQL the same refusal
+before anything runs.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""What every SQL DML statement on a namespace needs: the writable namespace behind a
-registered table and the statement's input rows."""
+"""The writable namespace behind a registered table and a DML statement's input rows."""
 
 from __future__ import annotations
 
@@ -26,11 +25,8 @@ def writable_namespace(table: Any, name: str) -> Any:
 
 
 def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
-    """Run a DML statement's input plan as a :class:`LanceDataFrame`; its rows.
-
-    A value that does not cast to the target column's type fails here (in
-    DataFusion's optimizer or while running): :class:`SchemaMismatchError`.
-    """
+    """Run a DML statement's input plan; a value that does not fit its column is a
+    :class:`SchemaMismatchError`."""
     try:
         return LanceDataFrame(ctx.create_dataframe_from_logical_plan(plan), ctx).to_arrow_table()
     except LanceSqlError:

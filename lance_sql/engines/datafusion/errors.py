@@ -1,31 +1,10 @@
 """Typed lance-sql errors back out of DataFusion.
 
-A :class:`~lance_sql.errors.LanceSqlError` raised inside a table provider
-callback (``get_fragments``, ``scanner``, ``to_batches``, ...) crosses Rust on
-its way to the caller and comes out of ``collect()`` as a bare ``Exception``
-whose text renders the Python error in one of two ways (datafusion-python 55):
-
-* planning (``get_fragments``, ``scanner``): pyo3's ``Debug`` of the error,
-  ``PyErr { type: <class 'lance_sql.errors.X'>, value: X('message'), traceback: ... }``;
-* execution (``to_batches`` on a tokio worker): its ``Display``,
-  ``External error: X: message``.
-
-A nested query (a storage-partitioned join group run from a callback) nests
-these texts, the inner one escaped as a Python string literal inside the outer.
-
-:func:`recording` (or :func:`record`) remembers each lance-sql error as it
-leaves a callback, in a small process-wide registry (bounded; an entry is
-dropped when it is recovered or when newer ones push it out).
-:func:`typed_error` finds, in the text of the exception DataFusion raised, the
-recorded error it renders (its ``repr`` or ``Name: message`` form) and returns
-that very object (same class, message, attributes and traceback). An error
-that was not recorded (or was pushed out) is rebuilt from the ``PyErr`` text:
-same class and message, the DataFusion exception as ``__cause__``.
-:func:`typed_errors` / :func:`reraise_typed` raise it in place of DataFusion's;
-:class:`TypedStream` does so for a stream's batches (errors of execution).
-
-Nothing of this raises in a provider's ``schema`` property: DataFusion turns
-an exception there into a Rust panic, so providers compute schemas eagerly.
+A lance-sql error raised in a provider callback comes out of ``collect()`` as a
+bare ``Exception`` whose text renders it (pyo3's ``PyErr { type: ..., value: ...}``
+while planning, ``External error: X: message`` while executing; nested queries nest
+them). :func:`recording` remembers each error as it leaves a callback;
+:func:`typed_error` finds it (else rebuilds it) from DataFusion's text.
 """
 
 from __future__ import annotations
@@ -37,7 +16,7 @@ import importlib
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import lance_sql.errors as lance_errors
 from lance_sql.errors import LanceSqlError
@@ -54,8 +33,6 @@ _PYERR_END = re.compile(r"\), traceback: (?:None|Some\()")
 # PyErr's Display, ``Name: message``, after the start or another ``...: `` prefix.
 _DISPLAY = re.compile(r"(?:^|: )(?P<name>[A-Z]\w*): ")
 
-R = TypeVar("R")
-
 
 def record(exc: BaseException) -> None:
     """Remember ``exc`` (when it is a lance-sql error) as raised into DataFusion."""
@@ -70,10 +47,7 @@ def record(exc: BaseException) -> None:
 
 @contextlib.contextmanager
 def recording() -> Iterator[None]:
-    """Record any lance-sql error leaving the block (it still propagates, unchanged).
-
-    Also a decorator: ``@recording()`` records what the function raises.
-    """
+    """Record any lance-sql error leaving the block (it still propagates); also a decorator."""
     try:
         yield
     except LanceSqlError as exc:
@@ -81,18 +55,11 @@ def recording() -> Iterator[None]:
         raise
 
 
-def recorded_iter(it: Iterator[R]) -> Iterator[R]:
-    """``it``, recording any lance-sql error raised while it is iterated."""
-    with recording():
-        yield from it
-
-
 def typed_error(exc: BaseException) -> LanceSqlError | None:
     """The lance-sql error that DataFusion's exception ``exc`` carries, or None.
 
-    ``exc`` itself when it already is one; else the recorded original whose
-    rendering appears earliest in ``exc``'s text (it is removed from the
-    registry), else one rebuilt from a ``PyErr`` rendering of a lance-sql class.
+    The recorded original whose rendering appears earliest in the text, else one
+    rebuilt from a ``PyErr`` rendering of a lance-sql class.
     """
     if isinstance(exc, LanceSqlError):
         return exc
@@ -119,10 +86,8 @@ def reraise_typed(exc: BaseException) -> NoReturn:
 
 @contextlib.contextmanager
 def typed_errors() -> Iterator[None]:
-    """Inside, a DataFusion exception that carries a lance-sql error is raised as that error.
-
-    Also a decorator: ``@typed_errors()`` (e.g. over ``DataFrame.collect``).
-    """
+    """Inside, a DataFusion exception carrying a lance-sql error is raised as that error;
+    also a decorator."""
     try:
         yield
     except LanceSqlError:
@@ -132,11 +97,9 @@ def typed_errors() -> Iterator[None]:
 
 
 class TypedStream:
-    """A record batch stream (``DataFrame.execute_stream()``) whose iteration raises typed errors.
+    """A record batch stream whose iteration raises typed errors.
 
-    A stream runs the plan while it is iterated, after ``execute_stream``
-    returned, so wrapping that call alone leaves execution errors untyped.
-    Every other attribute is the wrapped stream's.
+    A stream runs the plan while iterated, after ``execute_stream`` returned.
     """
 
     def __init__(self, stream: Any) -> None:
@@ -179,11 +142,7 @@ def _texts(text: str, depth: int) -> Iterator[str]:
 
 
 def _pyerrs(text: str) -> Iterator[tuple[re.Match[str], tuple[object, ...]]]:
-    """Each top-level ``PyErr`` rendering in ``text`` with its value's arguments.
-
-    A rendering inside another one's arguments is escaped there (a nested
-    query's text): it is skipped here and read from the decoded argument.
-    """
+    """Each top-level ``PyErr`` rendering in ``text`` with its value's arguments."""
     done = 0
     for match in _PYERR.finditer(text):
         if match.start() < done:
@@ -262,12 +221,7 @@ def _lance_class(qualified: str) -> type[LanceSqlError] | None:
 
 
 def _instance(cls: type[LanceSqlError], args: tuple[object, ...]) -> LanceSqlError:
-    """An instance of ``cls`` whose ``str`` is exactly the recorded message.
-
-    Constructors add prefixes (``path: ``) or take keyword arguments only, so
-    the instance is made without calling them; attributes they would set
-    (``path``, ``key``, ...) read as None.
-    """
+    """An instance of ``cls`` whose ``str`` is exactly the message (constructors not called)."""
     exc = cls.__new__(cls)
     Exception.__init__(exc, *args)
     for attr in ("path", "key"):

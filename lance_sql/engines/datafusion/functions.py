@@ -1,19 +1,8 @@
 """lance-sql's SQL functions for DataFusion: ``murmur3(x)`` and ``murmur3_multi(x, y, ...)``.
 
-Both accept any type with canonical bytes (NOTES 2.1) and ``murmur3_multi`` any
-number (>= 1) of arguments of mixed types, anywhere in a query. DataFusion 55's
-Python UDFs have one exact signature each, so calls are dispatched before
-DataFusion plans the query (:func:`.sql_dispatch.dispatch_sql`): each call is
-renamed to a typed UDF registered on demand for its exact argument types, which
-DataFusion itself reports in the call's own scope. Unaliased select items holding
-a call get an alias with the name DataFusion would give a UDF called ``murmur3``
-(``murmur3(t.x) % Int64(16)``), so the typed names never reach result columns.
-Queries that do not mention ``murmur3`` are left byte-for-byte untouched.
-
-The plain names are registered too, for the DataFrame API and for calls the
-dispatch leaves alone (queries DataFusion cannot plan anyway): ``murmur3(Int64)`` and
-``murmur3_multi(Int64)``, to which DataFusion widens every smaller integer;
-the hash is type-promotion resistant, so widening never changes it.
+SQL calls of any types are dispatched to typed UDFs (:mod:`.sql_dispatch`); the
+plain names are registered too, as ``Int64`` (DataFusion widens smaller integers
+to it, and the hash is type-promotion resistant).
 """
 
 from __future__ import annotations

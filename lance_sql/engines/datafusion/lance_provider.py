@@ -1,13 +1,8 @@
 """The DataFusion table for one Lance dataset: :class:`LanceTable` scans as partitions.
 
-Each scan node DataFusion plans calls the planner once: it pins the table's
-version for that scan (latest at that moment unless the table was registered
-at a version or tag) and splits the pinned version's fragments into
-``partitions`` units balanced by live rows; each unit is one DataFusion
-partition, streamed from pylance with the projection and the filter pushed
-into Lance. A failure inside pylance while a unit is read (a damaged data
-file) is raised typed (``FormatError`` / ``NotFoundError`` naming the table,
-see :mod:`lance_sql.tables.pylance_errors`), like a partition table's.
+Each scan node pins a version and splits its fragments into ``partitions`` units
+balanced by live rows; pylance failures while a unit is read are raised typed
+(:mod:`lance_sql.tables.pylance_errors`).
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ class LanceDatasetTable(ScanUnitDataset):
         self.table = table
         self.partitions = partitions
         self._pushable: OpenCache[str] = OpenCache(_MAX_CACHED_FILTERS)
-        self._typed: tuple[list[LanceFragmentsUnit], list[ScanUnit]] | None = None
         super().__init__(table.schema, self._plan, name=name)
 
     def live_rows(self, snapshot: Snapshot | None = None) -> int:
@@ -81,13 +75,8 @@ class LanceDatasetTable(ScanUnitDataset):
 
     def _typed_units(self, units: list[LanceFragmentsUnit], version: int) -> list[ScanUnit]:
         """``units`` typed; the same list while the table's split is reused (one version)."""
-        cached = self._typed
-        if cached is not None and cached[0] is units:
-            return cached[1]
         what = f"Lance table {self.name!r} at version {version}"
-        typed: list[ScanUnit] = [TypedFragmentsUnit(u, what) for u in units]
-        self._typed = (units, typed)
-        return typed
+        return self._reused(units, lambda us: [TypedFragmentsUnit(u, what) for u in us])
 
     def _refusal(self, snapshot: Snapshot, filter: pc.Expression) -> str | None:
         """Why pylance refuses ``filter`` (None when it accepts it); cached per filter text."""

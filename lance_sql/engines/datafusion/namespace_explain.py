@@ -1,14 +1,8 @@
 """The ``LanceNamespaceScan:`` line a namespace scan adds to EXPLAIN.
 
-It names the pinned ``__manifest`` version, the partition tables selected of
-all (per spec version, with the planner's partition predicate), what column
-bounds and key filters skipped, the scan's filter and its pruning-only filter.
-Pruning never fails a query: a filter, or a part of one, that the planner
-cannot read selects every partition table, and the full filter is still
-applied inside each table. That must never happen silently, so the line ends
-with ``not_used_for_pruning=[...]`` naming each such part and why (a condition
-on a column type Substrait cannot carry, a function the planner does not
-model, a filter the planner failed on).
+Pruning never fails a query: a filter part the planner cannot read selects every
+partition table. That must not happen silently, so the line ends with
+``not_used_for_pruning=[...]`` naming each such part and why.
 """
 
 from __future__ import annotations
@@ -55,13 +49,7 @@ def _time_warnings(ns: PartitionedNamespace) -> str:
 def spec_version_lines(
     selected: set[str], totals: Mapping[int | None, int], manifest_filters: Mapping[int, str]
 ) -> list[str]:
-    """Per spec version: ``v{N}: selected/total, manifest_filter=...`` (EXPLAIN).
-
-    ``totals`` counts the partition tables per version (None: an object id
-    outside any ``v{N}$``); ``manifest_filters`` holds the planner's
-    per-version partition predicate; a version without one (no pruning, or a
-    version no spec describes) reads ``TRUE``.
-    """
+    """Per spec version: ``v{N}: selected/total, manifest_filter=...`` (``TRUE``: none)."""
     from lance_sql.tables.namespace.layout import spec_version_of
 
     chosen = Counter(spec_version_of(object_id) for object_id in selected)
@@ -80,12 +68,7 @@ def scan_line(
     filter: pc.Expression | None,
     units: tuple[Sequence[Any], Sequence[Any], int],
 ) -> str:
-    """The EXPLAIN line of one scan of namespace ``table`` (a ``NamespaceTable``).
-
-    ``plan``: the scan planner's ``ScanPlan`` (None under a custom pruning hook);
-    ``units``: the partition tables' units, the engine partitions, and how many
-    tables are read without the filter their partition values prove.
-    """
+    """The EXPLAIN line of one scan of namespace ``table`` (``plan`` None: a custom hook)."""
     table_units, partitions, n_proven = units
     selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
     totals = _version_totals(ns)
@@ -114,11 +97,7 @@ def scan_line(
 
 
 def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: Any) -> str:
-    """``, not_used_for_pruning=[...]`` for EXPLAIN, or ``""`` when the planner used everything.
-
-    ``plan``: the scan planner's ``ScanPlan`` for ``filter`` AND ``prune_filter``;
-    it lists the parts it could not read or plan (``extra["not_used_for_pruning"]``).
-    """
+    """``, not_used_for_pruning=[...]``, or ``""`` when the planner used everything."""
     if filter is None and prune_filter is None:
         return ""
     reasons = list(plan.extra.get("not_used_for_pruning", ()))

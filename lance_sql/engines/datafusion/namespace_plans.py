@@ -1,11 +1,8 @@
 """Which partition tables a namespace scan reads, and with which filter.
 
-* :func:`planner_prune` / :class:`PlannerPrune`: the pruning hook of a namespace
-  table, the scan planner run on the thread DataFusion calls the provider from
-  (inside its runtime: see :func:`.sql_evaluation.inside_datafusion`);
-* :data:`PLANS`: partition plans cached by ``__manifest`` rows object and filter;
-* :func:`without_proven_filter`: partition tables whose partition values prove
-  the scan's whole filter are scanned without it (Iceberg's residuals).
+:class:`PlannerPrune` is the pruning hook, run inside DataFusion's runtime;
+:data:`PLANS` caches partition plans; :func:`without_proven_filter` drops the
+filter on tables whose partition values prove it (Iceberg's residuals).
 """
 
 from __future__ import annotations
@@ -30,17 +27,11 @@ ENABLE_PLAN_CACHE = [True]
 
 
 class _PlanCache:
-    """Partition plans by (``__manifest`` rows object, schema, filter, prune filter).
+    """Partition plans by (``__manifest`` rows object, schema, filter, prune filter), LRU.
 
-    A plan is a pure function of these (the key filters and column bounds it
-    uses belong to the table versions the rows pin), so a service answering
-    the same filter again on the same snapshot (a dashboard's one-day
-    aggregate) skips planning. Entries hold the rows, schema and filter
-    objects (ids are not reused while cached) and are confirmed with
-    ``Expression.equals``; the namespace root and the key filter switch are
-    part of the key. Bounded: plans of the last ``snapshots`` rows objects (a
-    large ``__manifest`` is MBs; a service reads its current snapshot),
-    ``capacity`` plans per rows object, LRU.
+    A plan is a pure function of these, so a service answering a filter again on
+    one snapshot skips planning; bounded by ``snapshots`` rows objects (a large
+    ``__manifest`` is MBs) and ``capacity`` plans each.
     """
 
     def __init__(self, capacity: int = 2048, snapshots: int = 4) -> None:
@@ -118,12 +109,8 @@ def without_proven_filter(
 ) -> tuple[list[ScanUnit], list[ScanUnit]]:
     """(engine partitions, table units) with ``filter`` dropped where partition values prove it.
 
-    Residual elimination: a table whose stored partition values make the whole
-    filter TRUE under its own spec version (its planner residual is TRUE) is
-    scanned without it. Only tables pinned at a version (no tag) qualify: a
-    table read at its latest version may hold rows appended by pylance since.
-    When every table qualifies, the chains themselves are wrapped, so a
-    ``count(*)`` is answered from metadata (:mod:`lance_sql.tables.chain`).
+    Only tables pinned at a version qualify: one read at latest may hold rows
+    appended by pylance since.
     """
     assert filter is not None
 
@@ -153,39 +140,16 @@ PruneHook = Callable[
 ]
 
 
-def planner_prune(
-    filter: pc.Expression | None,
-    namespace: PartitionedNamespace,
-    schema: pa.Schema | None = None,
-) -> list[str] | None:
-    """The default pruning hook: the scan planner (``planning.namespace_scan.plan_scan``).
-
-    Returns the object ids of the partition tables that may hold rows
-    matching ``filter`` (None: all of them). The full filter is still applied
-    inside every selected table, so pruning can only skip work. ``schema`` is
-    the schema the filter's column names refer to (the one registered in
-    DataFusion). Plans on the calling thread, cached per snapshot (:func:`plan_pruning`).
-    """
-    schema = schema or namespace.schema
-    if filter is None:
-        return None
-    plan = plan_pruning(filter, None, namespace, schema)
-    return None if plan.selects_all else plan.object_ids
-
-
 def plan_pruning(
     filter: pc.Expression | None,
     prune_filter: Any,
     namespace: PartitionedNamespace,
     schema: pa.Schema,
 ) -> Any:
-    """The scan planner's ``ScanPlan`` for ``filter``, narrowed by ``prune_filter``.
+    """The scan planner's ``ScanPlan`` for ``filter``, narrowed by ``prune_filter`` (IR).
 
-    ``filter`` is what DataFusion pushed into the scan; ``prune_filter`` is a
-    predicate (IR) over ``schema`` that the query's WHERE implies but DataFusion
-    does not push (transform terms, see :mod:`.prune_plan`). Either one that the
-    planner cannot read is dropped (dropping a conjunct only widens the
-    selection), so pruning never fails a query. Plans are cached per snapshot.
+    A part the planner cannot read is dropped (only widening the selection), so
+    pruning never fails a query. Cached per snapshot.
     """
     if filter is None and prune_filter is None:  # every table: nothing to plan off-thread
         return _plan_pruning(None, None, namespace, schema)
@@ -215,18 +179,28 @@ def _plan_pruning(
 
 
 class PlannerPrune:
-    """The ``"planner"`` pruning hook, bound to the schema registered in DataFusion.
-
-    A callable :data:`PruneHook` like any other; :class:`NamespaceTable`
-    recognises it to also get the planner's per-spec-version report (EXPLAIN)
-    and to add pruning-only filters (:meth:`NamespaceTable.with_prune_filter`).
+    """The ``"planner"`` pruning hook (the scan planner), bound to the schema registered in
+    DataFusion; :class:`NamespaceTable` recognises it to also get the planner's report
+    (EXPLAIN) and to add pruning-only filters (:meth:`NamespaceTable.with_prune_filter`).
     """
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
 
     def __call__(self, filter: pc.Expression | None, namespace: PartitionedNamespace) -> Any:
-        return planner_prune(filter, namespace, self.schema)
+        """Object ids of the partition tables that may hold rows matching ``filter`` (None:
+        all); the full filter is still applied inside each, so pruning only skips work."""
+        if filter is None:
+            return None
+        plan = self.plan(filter, None, namespace)
+        return None if plan.selects_all else plan.object_ids
 
     def plan(self, filter: pc.Expression | None, prune_filter: Any, namespace: Any) -> Any:
         return plan_pruning(filter, prune_filter, namespace, self.schema)
+
+
+def planner_prune(
+    filter: pc.Expression | None, namespace: PartitionedNamespace, schema: pa.Schema
+) -> list[str] | None:
+    """:class:`PlannerPrune` over ``schema``, called once."""
+    return PlannerPrune(schema)(filter, namespace)

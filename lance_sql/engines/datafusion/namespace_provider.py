@@ -1,16 +1,9 @@
 """DataFusion tables over directory namespaces.
 
-* A **partitioned namespace** becomes one table with the namespace schema
-  (:class:`NamespaceTable`). Each scan node pins one ``__manifest`` version
-  (latest when the query is planned, or the registered ``version``), asks an
-  optional pruning hook which partition tables to read, and scans each of them
-  at the version ``__manifest`` pins: one DataFusion partition per partition
-  table (or per chunk of fragments of a large one), with the projection and
-  the filter pushed into each table's Lance scan.
-* A **plain directory namespace** (a V2 ``__manifest`` without partition spec,
-  e.g. written by pylance's ``DirectoryNamespace``) becomes a DataFusion schema
-  whose tables are its tables, queried as ``name."object_id"`` (ids of nested
-  tables contain ``$`` and need quotes).
+A partitioned namespace is one :class:`NamespaceTable`: each scan node pins one
+``__manifest`` version, prunes, and reads each partition table at the version it
+pins. A plain directory namespace is a schema of its tables
+(``name."object_id"``).
 """
 
 from __future__ import annotations
@@ -73,7 +66,6 @@ class NamespaceTable(ScanUnitDataset):
         self.scan_options: dict[str, Any] | None = None
         self._base: NamespaceTable | None = None
         self._units = _UnitCache()  # shared with derived tables (same schema and views)
-        self._chained: tuple[list[ScanUnit], list[ScanUnit]] | None = None
         super().__init__(namespace.schema, self._plan, name=name)
 
     @property
@@ -82,14 +74,7 @@ class NamespaceTable(ScanUnitDataset):
         return isinstance(self.prune, PlannerPrune)
 
     def with_prune_filter(self, pred: Predicate) -> NamespaceTable:
-        """This table, pruning also with ``pred`` (a filter the query's WHERE implies).
-
-        The derived table reads the same namespace views (and counts into the
-        same :attr:`metrics`); ``pred`` only narrows the partition tables
-        selected, rows are filtered by the query as before. Used by the
-        transform-term pass (:mod:`.prune_plan`) for predicates
-        DataFusion does not push into a Python table.
-        """
+        """This table, also pruning with ``pred`` (implied by the WHERE); rows as before."""
         if not self.prunes_with_planner:
             raise ValueError(f"{self.name}: prune filters need the planner pruning hook")
         base = self._base or self
@@ -175,22 +160,13 @@ class NamespaceTable(ScanUnitDataset):
         return plan.with_units(units, describe)
 
     def _chain_anew(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
-        """``table_units`` as balanced chains (never cached: the units are this query's).
-
-        At least one: an empty chain keeps one DataFusion partition when pruning
-        removes every table.
-        """
+        """``table_units`` as balanced chains, at least one (an empty one keeps a partition)."""
         chains = chain_units(table_units, self.partitions, self.schema)
         return chains or [ChainedUnit([], self.schema)]
 
     def _chains(self, table_units: list[ScanUnit]) -> list[ScanUnit]:
         """``table_units`` as balanced chains; the same chains while the units are reused."""
-        cached = self._chained
-        if cached is not None and cached[0] is table_units:
-            return cached[1]
-        units = self._chain_anew(table_units)
-        self._chained = (table_units, units)
-        return units
+        return self._reused(table_units, self._chain_anew)
 
 
 def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int) -> None:

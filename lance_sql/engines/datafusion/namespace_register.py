@@ -28,17 +28,10 @@ def register_namespace(
     prune: PruneHook | str | None = "planner",
     partitions: int | None = None,
 ) -> NamespaceTable | list[str]:
-    """Register the directory namespace at ``root`` in DataFusion context ``ctx``.
+    """Register the directory namespace at ``root`` in ``ctx`` (see ``SessionContext``).
 
-    A partitioned namespace becomes table ``name`` (returns its
-    :class:`NamespaceTable`); without ``version`` each query reads the latest
-    ``__manifest`` as of planning, with one that version forever. A plain
-    directory namespace becomes schema ``name`` holding one table per table of
-    the namespace, named by object id (returns the table names). ``prune`` is
-    the partition pruning hook: ``"planner"`` (default, :func:`planner_prune`),
-    ``None`` (read every partition table) or a callable
-    ``prune(filter, namespace) -> object ids | None``; ``partitions`` is the number of
-    DataFusion partitions a scan is split into (default: CPU count).
+    ``prune``: ``"planner"`` (:class:`PlannerPrune`), None (read every partition table)
+    or a callable ``prune(filter, namespace) -> object ids | None``.
     """
     root_s = root_uri(root)
     snapshot = read_manifest(root_s, version, storage_options=storage_options)

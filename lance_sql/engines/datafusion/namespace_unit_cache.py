@@ -31,12 +31,8 @@ def _pin(entry: PartitionTable) -> _PinKey:
 class _UnitCache:
     """Scan units of the partition tables a :class:`NamespaceTable` has read, by pin.
 
-    Units hold no per-scan state, so a query reuses the units (open datasets,
-    column mappings, fragment splits) of every earlier query that read the
-    same pins. Kept per namespace view; a new ``__manifest`` version carries
-    over the units of tables it pins at the same version (a table read at
-    latest or at a tag is planned again). Missing tables are opened
-    concurrently (:func:`~lance_sql.tables.dataset_cache.open_all`).
+    Units hold no per-scan state, so queries reuse those of every earlier query that
+    read the same pins; a table read at latest or at a tag is planned again.
     """
 
     def __init__(self) -> None:
@@ -98,9 +94,7 @@ class _UnitCache:
     def _for_view(
         self, ns: PartitionedNamespace
     ) -> tuple[dict[_PinKey, list[ScanUnit]], list[ScanUnit] | None]:
-        """The units by pin for view ``ns``: a new view drops the units of tables read at
-        latest or at a tag, and (when the units outnumber twice its tables) of pins it
-        no longer has; the units of other pins stay (a pin names one table version)."""
+        """The units by pin for view ``ns`` (a new view drops those of latest/tag reads)."""
         with self._lock:
             if self._view is ns:
                 return self._by_pin, self._all

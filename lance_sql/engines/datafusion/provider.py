@@ -1,54 +1,10 @@
 """A generic DataFusion table over scan units, through the pyarrow-dataset protocol.
 
-datafusion-python 55 has no pure-Python ``TableProvider``. What it accepts from
-``SessionContext.register_table`` is an instance of ``pyarrow.dataset.Dataset``
-(checked with ``isinstance``), which it drives *by attribute name* from Rust
-(``crates/core/src/dataset.rs`` and ``dataset_exec.rs``). Verified by
-instrumenting a subclass under DataFusion 55.0.0, it calls:
-
-* ``dataset.schema`` (a property) - many times per query, while planning; the
-  Rust side ``unwrap()``s the result, so an exception here is a Rust panic
-  (``PanicException``). It must be a cheap, precomputed attribute.
-* once per scan node, while building the physical plan (on the thread that
-  called ``collect()``/``to_arrow_table()``, under the GIL):
-  ``dataset.scanner(columns=[...] | None, filter=Expression | None)`` - only
-  its ``projected_schema`` is read (the output schema of the scan node); then
-  ``dataset.get_fragments(filter)`` (filter positional) - turned into a
-  ``list``; **one element = one DataFusion partition**
-  (``UnknownPartitioning(len)``).
-* per partition, at execution, on a tokio worker thread:
-  ``fragment.scanner(dataset.schema, columns=..., filter=..., batch_size=N)``
-  (schema positional, ``N`` = ``datafusion.execution.batch_size``), then
-  ``projected_schema`` and ``to_batches()``, which is iterated lazily: the GIL
-  is taken for each ``next()`` only, so a ``LIMIT`` that stops pulling stops
-  the scan.
-* ``columns=[]`` is passed for ``count(*)``: batches with no columns but the
-  right ``num_rows`` are expected.
-
-Filters: DataFusion converts each WHERE conjunct it can (columns, literals,
-``= != < <= > >=``, AND, OR, NOT, IS [NOT] NULL, BETWEEN, IN lists of bool /
-int / float / utf8 literals) into one ``pyarrow.compute.Expression`` and marks
-it **Exact**: it will not re-check it, so every unit must apply it exactly.
-Everything else (LIKE, functions, casts, struct fields) stays in a
-``FilterExec`` above the scan. A WHERE that DataFusion simplifies to a
-constant arrives as a ``pyarrow.BooleanScalar`` instead of an Expression
-(normalized by :func:`lance_sql.tables.scan.normalize_filter`).
-
-``_limit`` is not passed down, no statistics are asked for
-(``Statistics::new_unknown``: no ``count_rows``), and the node is displayed as
-``DatasetExec: number_of_fragments=N, filter_expr=..., projection=[...]``
-without calling back into the dataset (hence :func:`capture_scans`).
-
-Errors: every callback records the lance-sql errors it raises
-(:mod:`.errors`), so that :func:`~.errors.typed_errors` can raise them typed
-out of DataFusion's ``collect()``; the ``schema`` property never raises.
-Importing this module installs :mod:`.filter_operators`, without which a
-pushed filter holding a boolean literal fails inside datafusion-python.
-
-:class:`ScanUnitDataset` adapts that protocol to a *planner*
-``planner(filter) -> ScanPlan`` (:class:`lance_sql.planning.scan_plan.ScanPlan`,
-its ``units`` and ``description``) called once per scan node, so all
-partitions of a scan share one plan (one pinned version).
+datafusion-python 55 has no pure-Python ``TableProvider``; it drives a
+``pyarrow.dataset.Dataset`` by attribute name (docs/engine-notes.md, "The
+pyarrow-dataset scan protocol"). :class:`ScanUnitDataset` adapts it to a planner
+``planner(filter) -> ScanPlan`` called once per scan node, so all partitions of a
+scan share one pinned version.
 """
 
 from __future__ import annotations
@@ -64,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from lance_sql.engines.datafusion import filter_operators
-from lance_sql.engines.datafusion.errors import recorded_iter, recording
+from lance_sql.engines.datafusion.errors import recording
 from lance_sql.engines.datafusion.shutdown import guarded
 from lance_sql.engines.datafusion.substrait_stand_ins import schema_for_datafusion
 from lance_sql.planning.scan_plan import ScanPlan
@@ -104,10 +60,7 @@ def capture_scans() -> Iterator[list[ScanRecord]]:
 
 
 def capturing() -> bool:
-    """True while :func:`capture_scans` is active on this thread (an EXPLAIN is planned).
-
-    Planners use it to compute costly EXPLAIN-only details only when shown.
-    """
+    """True while :func:`capture_scans` is active on this thread (EXPLAIN-only details)."""
     return getattr(_local, "records", None) is not None
 
 
@@ -115,10 +68,7 @@ Planner = Callable[["pc.Expression | None"], ScanPlan]
 
 
 class _Scanner:
-    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches.
-
-    ``units(filter)`` gives the units to read, called only if batches are requested
-    (a whole table's scanner plans then)."""
+    """What DataFusion's ``scanner(...)`` calls get back: a schema and lazy batches."""
 
     def __init__(
         self,
@@ -135,11 +85,12 @@ class _Scanner:
         self.projected_schema = projected_schema(schema, self._columns)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return guarded(recorded_iter(self._batches()))
+        return guarded(self._batches())
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        for unit in self._units(self._filter):
-            yield from unit.to_batches(self._columns, self._filter, self._batch_size)
+        with recording():
+            for unit in self._units(self._filter):
+                yield from unit.to_batches(self._columns, self._filter, self._batch_size)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -171,12 +122,8 @@ class UnitFragment:
 
 
 class ScanUnitDataset(pads.Dataset):
-    """A ``pyarrow.dataset.Dataset`` that DataFusion 55 scans unit by unit.
-
-    ``schema`` is fixed at construction (never computed inside the property);
-    ``planner(filter)`` is called once per scan node when DataFusion asks for
-    fragments and returns the units of that scan.
-    """
+    """A ``pyarrow.dataset.Dataset`` that DataFusion 55 scans unit by unit (schema fixed
+    at construction; ``planner(filter)`` called once per scan node)."""
 
     def __init__(self, schema: pa.Schema, planner: Planner, *, name: str = "") -> None:
         # pads.Dataset is a Cython class with no usable constructor for subclasses;
@@ -187,6 +134,7 @@ class ScanUnitDataset(pads.Dataset):
         self._planner = planner
         self.name = name
         self._last_columns = threading.local()
+        self._handed: tuple[list[Any], list[ScanUnit]] | None = None
 
     @property
     def schema(self) -> pa.Schema:  # type: ignore[override]
@@ -213,6 +161,17 @@ class ScanUnitDataset(pads.Dataset):
             columns = getattr(self._last_columns, "value", None)
             records.append(ScanRecord(self.name, columns, filter, plan, self))
         return [UnitFragment(unit, self._lance_schema) for unit in plan.units]
+
+    def _reused(
+        self, units: list[Any], make: Callable[[list[Any]], list[ScanUnit]]
+    ) -> list[ScanUnit]:
+        """``make(units)``; the same list while ``units`` (one list object) is reused."""
+        cached = self._handed
+        if cached is not None and cached[0] is units:
+            return cached[1]
+        made = make(units)
+        self._handed = (units, made)
+        return made
 
     def plan(self, filter: pc.Expression | None = None) -> ScanPlan:
         """The scan plan for ``filter`` (what ``get_fragments`` would scan)."""

@@ -1,19 +1,9 @@
 """Transform-term pruning over a query's plan: conditions DataFusion keeps above a namespace scan.
 
-DataFusion pushes into a Python table only the conditions it can express as
-pyarrow expressions; conditions on transform terms (``date_trunc('day', ts) =
-...``, ``CAST(ts AS DATE) = ...``, ``murmur3(k) % 16 = 3``, ``left(s, 2) =
-'ab'``, ``s LIKE 'ab%'``) stay in a ``Filter`` above the scan. This pass
-decodes each such filter from the Substrait plan straight into the predicate
-IR (:func:`~lance_sql.planning.substrait_filter.decode_condition`) and points
-the read under it at a query-scoped copy of the namespace table that also
-prunes with it (:meth:`NamespaceTable.with_prune_filter`). The ``Filter``
-itself stays where it is, so rows are filtered exactly as before: the copy can
-only skip partition tables no row of which could pass.
-
-A conjunct reading a time-zoned timestamp column is left out (``date_trunc``
-there works in the zone's local time, which the transform terms do not
-model), which only prunes less.
+Conditions DataFusion cannot push as pyarrow expressions (``date_trunc``, casts,
+``murmur3(k) % 16``, ``LIKE 'ab%'``) are decoded from the Substrait plan into the
+predicate IR and prune a query-scoped copy of the namespace table; the
+``Filter`` stays, so rows are filtered exactly as before.
 """
 
 from __future__ import annotations
@@ -76,12 +66,8 @@ def filter_predicate(
     *,
     strict: bool = False,
 ) -> tuple[sp.Rel, NamespaceTable, Predicate] | None:
-    """A Filter over a namespace read: (the read, its table, the condition's pruning IR).
-
-    None when ``rel`` is no such Filter or nothing of its condition prunes. With
-    ``strict`` the IR means the whole condition (what it leaves out is
-    ``Unsupported``), so its strict projection may prove partitions too.
-    """
+    """A Filter over a namespace read: (the read, its table, the condition's pruning IR);
+    with ``strict`` the IR means the whole condition, so it may prove partitions."""
     if sp.kind(rel) != "filter":
         return None
     found = _read_fields(rel.filter.input, namespaces, functions)
@@ -111,8 +97,7 @@ def _nested_literal(message: Any) -> bool:
 def _read_fields(
     rel: sp.Rel, namespaces: Mapping[str, NamespaceTable], functions: dict[int, str]
 ) -> tuple[sp.Rel, NamespaceTable, list[_Path]] | None:
-    """The namespace read under ``rel`` (through projections), its table, and what each
-    output field is (None: no such read, or a table that does not prune with the planner)."""
+    """The namespace read under ``rel``, its table, and what each output field is."""
     kind = sp.kind(rel)
     if kind == "read":
         table = namespaces.get(sp.table_name(rel) or "")
@@ -136,8 +121,7 @@ def _read_fields(
 
 
 def _path_of(expr: Any, fields: list[_Path], functions: dict[int, str]) -> _Path:
-    """The column a projected expression is: a column, or ``get_field`` of a struct column
-    (DataFusion moves ``s['a']`` out of a filter into a projection under it)."""
+    """The column a projected expression is: a column, or ``get_field`` of a struct column."""
     ref = sp.field_ref(expr)
     if ref is not None:
         return fields[ref] if ref < len(fields) else None
@@ -163,8 +147,7 @@ def condition_predicate(
     fields: list[_Path],
     strict: bool = False,
 ) -> Predicate | None:
-    """A Filter's condition as IR over the namespace columns, for pruning (see
-    :func:`filter_predicate`); None when nothing of it prunes."""
+    """A Filter's condition as pruning IR over the namespace columns, else None."""
     zoned = {f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None}
     pred = decode_condition(condition, functions, schema, fields)
     kept = []

@@ -1,22 +1,9 @@
 """SQL search: the table functions ``lance_search`` and ``lance_hybrid_search``.
 
-* ``lance_search(table, column, query, k [, where] [, options])``
-* ``lance_hybrid_search(table, vector_column, vector, text_column, text, k [, where] [, options])``
-
-datafusion-python 55 hosts Python table functions (``SessionContext.register_udtf``):
-the function receives its arguments as literal expressions while the query is
-planned and returns a table. ``table`` is looked up among the Lance datasets
-and namespaces registered in the lance-sql context; ``query`` is a vector
-literal (``[0.1, 0.2, ...]``: ``_distance``) or a string (full text, ``_score``);
-``where`` a filter in the scan planner's SQL dialect (or NULL), applied before
-the top ``k`` (prefilter); ``options`` a struct literal of named options,
-``{'nprobes': 20, 'prefilter': false}`` (DataFusion 55 refuses ``name => value``
-arguments to a table function, and passes a struct literal through whole).
-
-Planning only prunes and picks each table's route (:func:`lance_sql.search` with
-``explain=True``); the returned table is a lazy dataset whose one partition runs
-the search when it is executed. So ``EXPLAIN`` describes the search (partitions
-searched / total, indexed or flat per table, the index used) without running it.
+Python table functions receive literal arguments while the query is planned
+(docs/search.md). Planning only prunes and picks each table's route; the
+returned lazy dataset runs the search when executed, so ``EXPLAIN`` describes
+it without running it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """``lance_sql.ServicePool``: SQL queries run in worker processes, to use every core.
 
-A query through one ``lance_sql.SessionContext`` spends part of its time in
-Python (DataFusion calls back into lance-sql's table providers to plan
-partitions and start pylance scans), and Python runs one thread at a time per
-process: 8 threads on one context use about one core. A pool of worker
-processes, each with its own ``SessionContext`` and the same registered
-tables, runs that Python work in parallel.
-
-* ``register_namespace`` / ``register_lance`` record a registration; every
-  worker applies the list (in order) before its next query, so all workers
-  see the same tables. A worker opens the tables itself (their metadata is
-  read from storage and cached per process, as in one process).
-* ``sql(query)`` runs the query in a free worker and returns a
-  ``pyarrow.Table`` (sent back as an Arrow IPC stream); ``submit(query)``
-  returns a ``concurrent.futures.Future`` of it. Both are safe from any number
-  of threads. Answers are the in-process answers: each worker plans against
-  the latest ``__manifest`` (or the pinned version) when the query runs.
-* An error raised by the query is raised by ``sql`` (lance-sql's typed errors
-  keep their class and message).
-
-Workers are started with ``spawn`` (a forked process would inherit
-DataFusion's and pylance's runtime threads in an unusable state).
+Part of a query's time is Python (table provider callbacks), which runs one
+thread at a time per process; workers each hold a ``SessionContext`` with the
+same registrations. Workers are started with ``spawn``: a forked process would
+inherit DataFusion's and pylance's runtime threads in an unusable state.
 """
 
 from __future__ import annotations

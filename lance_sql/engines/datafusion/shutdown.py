@@ -1,17 +1,9 @@
 """Let DataFusion's workers leave Python before the interpreter exits.
 
-DataFusion pulls scan batches from Python on its tokio worker threads. When a
-query stops early (``LIMIT``, an error, a dropped stream), a worker may still
-be pulling the next batch of a scan -- or start to -- while the main thread
-finalizes the interpreter; Python 3.11 then ends that thread with
-``pthread_exit`` inside Rust code, and the process aborts ("FATAL: exception
-not rethrown", exit 134) after the user's program finished (measured: 10 of 12
-runs of a script whose last query was ``SELECT * FROM t LIMIT 10``).
-
-:func:`guarded` wraps every batch iterator handed to DataFusion; an ``atexit``
-hook marks the process as closing (iterators then end at once) and waits until
-no worker has been inside one for :data:`GRACE` seconds (at most
-:data:`MAX_WAIT`). A process that ran no query does not wait.
+A worker still pulling a scan batch while the interpreter finalizes aborts the
+process (docs/engine-notes.md). :func:`guarded` wraps every batch iterator handed
+to DataFusion; an ``atexit`` hook ends them and waits until no worker has been
+inside one for :data:`GRACE` seconds (at most :data:`MAX_WAIT`).
 """
 
 from __future__ import annotations

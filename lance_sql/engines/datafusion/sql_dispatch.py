@@ -1,29 +1,10 @@
 """Any-type, any-arity ``murmur3`` / ``murmur3_multi`` for a DataFusion SessionContext.
 
-datafusion-python 55 scalar UDFs have one exact signature each, and DataFusion
-coerces an argument to it only by lossless widening. So SQL calls are
-*dispatched*: each ``murmur3(...)`` / ``murmur3_multi(...)`` call in the query
-text is renamed to a typed UDF registered on demand for its exact argument
-types (``__lance_murmur3__int64``, ``__lance_murmur3_multi__string__int32``...).
-
-How the argument types are found: DataFusion itself is asked, in the call's
-real scope (CTEs, subqueries, correlated references, GROUP BY/HAVING, ORDER BY
-aliases, JOIN ON...). Each unresolved call is renamed to a *probe* UDF whose
-signature no real type coerces to (a struct with a null field); planning the
-query under ``EXPLAIN`` (never executed, so DDL/DML are not run) then fails
-with DataFusion's coercion error, which names the probe and the exact argument
-types (``coercion from Utf8, Int64 to the signature ...``). DataFusion parses its
-own type names back (``arrow_cast(NULL, '<type>')``), the typed UDF is
-registered and the call renamed; the next round finds the next call. A probe
-that plans without error had only NULL arguments.
-
-Only the function-name token of each call is replaced (positions from a SQL
-tokenizer that knows strings, quoted identifiers and comments); every other
-byte of the query is kept, and queries not mentioning ``murmur3`` are returned
-unchanged without tokenizing. Results are cached per context by query text and
-the schemas of the tables the query names, so an identical query is not probed
-again unless one of its tables changed. Everything is thread-safe: registered
-names are deterministic (one name, one definition) and shared state is locked.
+A Python UDF has one exact signature, so each call's name token is renamed to a
+typed UDF registered for its argument types, which DataFusion reports itself:
+the call is planned under ``EXPLAIN`` as a probe no type coerces to, and the
+coercion error names the types. Why: docs/engine-notes.md. Cached per context by
+query text and the schemas of the tables it names.
 """
 
 from __future__ import annotations
@@ -148,10 +129,7 @@ _TYPED_CALL = re.compile(r"__lance_(murmur3(?:_multi)?)__[a-z0-9_]*\(")
 
 
 def readable_name(column_name: str) -> str:
-    """The name DataFusion would give a column if the typed UDFs were called ``murmur3``...
-
-    ``__lance_murmur3__int64(t.x) % Int64(16)`` -> ``murmur3(t.x) % Int64(16)``.
-    """
+    """The name DataFusion would give the column if the typed UDFs were called ``murmur3``."""
     return _TYPED_CALL.sub(r"\1(", column_name)
 
 
@@ -193,17 +171,9 @@ def _alias_select_list(ctx: Any, sql: str, ordinal: int) -> str:
 def with_readable_names(ctx: Any, sql: str) -> str:
     """Alias every unaliased typed call in a select list with its readable name.
 
-    The typed UDFs (``__lance_murmur3__int64``) would otherwise name the result
-    columns. DataFusion names a column by its expression, so each select list
-    holding unaliased typed calls is planned (logical plan only: nothing runs,
-    no DDL is executed) for the names DataFusion gives, and each such item gets
-    ``AS "<readable_name(...)>"``, e.g. ``murmur3(t.x) % Int64(16)``: exactly what
-    DataFusion names a call of a UDF called ``murmur3``. Select lists are done
-    innermost first, so a ``*`` over a subquery or a CTE sees readable names.
-    Items map to the planned columns in order; a list whose items cannot be
-    matched one to one, or that cannot be planned on its own (a correlated
-    subquery), keeps the typed names, as do statements other than queries and
-    ``CREATE ... AS`` queries (EXPLAIN shows the typed names).
+    Each such select list is planned (nothing runs) for the names DataFusion gives,
+    innermost first; a list that cannot be matched one to one or planned on its own
+    keeps the typed names.
     """
     if "__lance_murmur3" not in sql:
         return sql
@@ -311,11 +281,8 @@ def _resolve_groups(
 def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tuple[str, bool]:
     """Rewrite ``sql``; the flag says whether every call was resolved.
 
-    First every call is probed on its own, which finds each call's exact type
-    even when the same text means different columns in different scopes. If that
-    cannot plan because DataFusion matches expressions by text (``SELECT
-    murmur3(x) ... GROUP BY murmur3(x)`` needs both calls renamed alike), calls
-    with identical text are probed as one.
+    Calls are probed one by one; if that cannot plan (``GROUP BY murmur3(x)`` matches
+    expressions by text), calls with identical text are probed as one.
     """
     for call in calls:
         if call.arity == 0 or (HASH_KERNELS[call.function][1] and call.arity != 1):
@@ -330,11 +297,7 @@ def _resolve(ctx: Any, state: _ContextState, sql: str, calls: list[Call]) -> tup
 
 
 def _fingerprint(ctx: Any, identifiers: set[str]) -> tuple[Any, ...]:
-    """Schemas of every registered table whose name the query mentions (cache validity).
-
-    All catalogs and schemas are searched, so a table re-registered with other
-    column types makes the cached rewrite stale.
-    """
+    """Schemas of every registered table the query names, in every catalog (cache validity)."""
     try:
         found = []
         for catalog_name in sorted(ctx.catalog_names()):
@@ -351,11 +314,8 @@ def _fingerprint(ctx: Any, identifiers: set[str]) -> tuple[Any, ...]:
 def dispatch_sql(ctx: datafusion.SessionContext, sql: str) -> str:
     """Rewrite every murmur3/murmur3_multi call in ``sql`` to its typed UDF on ``ctx``.
 
-    Returns ``sql`` itself when it has no such call. Raises
-    :class:`~.functions.UnsupportedFunctionArgumentError` naming the function and the
-    Arrow type when an argument's type has no canonical bytes,
-    :class:`~.functions.FunctionArityError` for a wrong number of arguments. Other
-    errors are left for DataFusion to report when it plans the returned text.
+    Raises :class:`~.functions.UnsupportedFunctionArgumentError` or
+    :class:`~.functions.FunctionArityError`; other errors are left to DataFusion.
     """
     if "murmur3" not in sql.lower():
         return sql

@@ -1,21 +1,10 @@
 """DataFusion as the SQL engine service of the lower layers (:mod:`udfs.sql_engine`).
 
-Partition expressions (``udfs.evaluate_expression``), row-operation filters and
-SET values (``tables/namespace/sql_eval.py``: SQL text, or the expressions of the
-statements DataFusion planned, :meth:`DataFusionSqlEngine.run_plan`), scan residuals
-(``planning/scan_filter.py``), ``date_trunc`` terms (``planning/arrow_expr.py``) and
-the coercion of comparison literals (``spec/literals.py``) are evaluated by
-DataFusion itself, so they mean what they mean in a query. Those layers never
-import DataFusion: they call :func:`udfs.sql_engine.sql_engine`, which the package
-root points at :data:`ENGINE` (this module is imported on first use). Each thread
-keeps one private SessionContext; literal coercion shares one under a lock.
-
-Code that DataFusion calls back from inside its runtime (a namespace scan's
-planner, run while DataFusion asks a table for its fragments) marks that with
-:func:`inside_datafusion`: running DataFusion again there would nest its tokio
-runtime and panic, so the engine then runs the call on a thread of its own.
-Everywhere else (and for the usual service query, which needs no SQL engine
-while it is planned) the call runs on the calling thread, with no thread hop.
+Partition expressions, row-operation filters and values, scan residuals and
+literal coercion are evaluated by DataFusion so they mean what they mean in a
+query; those layers never import DataFusion. Inside DataFusion's runtime
+(:func:`inside_datafusion`) a call runs on a thread of its own: a nested tokio
+runtime would panic.
 """
 
 from __future__ import annotations
@@ -218,13 +207,8 @@ def _comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
 def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     """The exact value DataFusion compares a ``target``-typed column with, in its storage units.
 
-    DataFusion's coercion of temporal literals has several special cases
-    (``DATE`` on a zoned column is UTC midnight, ``TIMESTAMP 'text'`` is naive
-    then local in a zoned column, a date column is cast to timestamp(ns) for a
-    ``TIMESTAMP`` literal...). Rather than re-deriving them, this plans
-    ``c = <literal>`` over an empty table with a column of ``target``'s type and
-    reads the folded literal from the optimised plan. Raises
-    :class:`PlanningError` when DataFusion refuses the literal.
+    DataFusion's temporal literal coercion has many special cases, so this plans
+    ``c = <literal>`` over an empty table and reads the folded literal back.
     """
     ctx = _coercion_context()
     key = str(target)
@@ -283,11 +267,8 @@ def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
 def _decimal_comparison_value(lit: object, left: object, target: pa.DataType) -> Fraction:
     """The decimal literal of a folded ``c = lit`` in ``target``'s unscaled units, exactly.
 
-    DataFusion either folded the literal into the column's own type (``c =
-    12.30``) or compares the column cast to a wider decimal (``CAST(c AS
-    Decimal128(30, 15)) = 12.301000000000000``); widening a decimal never
-    rounds, so comparing the unscaled column value with the literal rescaled to
-    the column's scale is exact. A narrowing cast of the column is undecidable.
+    Widening a decimal never rounds, so a literal folded into the column's type or
+    compared with the column widened is exact; a narrowing cast is undecidable.
     """
     raw, _precision, lit_scale = lit.value_decimal128()  # type: ignore[attr-defined]
     if raw is None:

@@ -1,10 +1,5 @@
 """Temporary tables: query-scoped ones for the plan passes (:mod:`.plan_rewrite`), and
 Arrow rows registered for one block (:func:`registered`).
-
-:func:`query_scope` / :func:`register_query_table` give the passes temporary
-tables that are dropped once the plan holding them is built. The one edit of
-a query's text before DataFusion plans it, the typed dispatch of ``murmur3``
-(:mod:`.sql_dispatch`), is called by ``SessionContext.sql`` directly.
 """
 
 from __future__ import annotations
@@ -28,10 +23,8 @@ _SCOPE = threading.local()
 def query_scope(ctx: datafusion.SessionContext) -> Iterator[None]:
     """Drop the tables passes register for one query (:func:`register_query_table`) at exit.
 
-    ``SessionContext.sql`` plans the rewritten query inside this scope. A
-    DataFusion logical plan holds its table providers, so the names can go as
-    soon as the query is planned; the scope is per thread, so queries planned
-    concurrently on one context never drop each other's tables.
+    A logical plan holds its providers, so the names can go once it is planned;
+    the scope is per thread.
     """
     outer = getattr(_SCOPE, "names", None)
     _SCOPE.names = []
@@ -72,12 +65,8 @@ def fresh_table_name(prefix: str) -> str:
 
 
 def register_query_table(ctx: datafusion.SessionContext, name: str, table: object) -> None:
-    """Register ``table`` as ``name`` (from :func:`fresh_table_name`) for the query being rewritten.
-
-    Inside :func:`query_scope` the name is dropped once the query is planned;
-    outside one (a pass called directly, e.g. in a test) it stays registered.
-    An Arrow table is registered as a memory table (:func:`register_rows`).
-    """
+    """Register ``table`` as ``name`` for the query being rewritten (dropped by
+    :func:`query_scope`)."""
     if isinstance(table, pa.Table):
         register_rows(ctx, name, table)
     else:

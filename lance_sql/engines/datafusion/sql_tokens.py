@@ -1,9 +1,7 @@
 """Where ``murmur3`` / ``murmur3_multi`` are called in a SQL text, and select-list structure.
 
-A SQL *tokenizer* (sqlglot's Postgres one: DataFusion's SQL shares its lexical
-rules), never a parser: :mod:`.sql_dispatch` only replaces the name token
-of each call and aliases select-list items, so every other byte of the query
-is kept as the user wrote it.
+A tokenizer (sqlglot's Postgres one), never a parser: only name tokens are
+replaced and aliases added, every other byte of the query is kept.
 """
 
 from __future__ import annotations
@@ -78,13 +76,7 @@ def select_scopes(tokens: list[Token]) -> list[int]:
 
 
 def find_calls(sql: str, functions: Container[str]) -> tuple[list[Call], set[str]]:
-    """Calls of ``functions`` in ``sql``, and the identifiers the query names.
-
-    Postgres' tokenizer is used because DataFusion's SQL shares its lexical rules
-    (``''`` escapes, ``E''`` strings, ``$$`` strings, ``"quoted"`` identifiers,
-    ``--`` and ``/* */`` comments). Qualified names (``x.murmur3(...)``) are not calls
-    of ours.
-    """
+    """Calls of ``functions`` in ``sql`` (unqualified), and the identifiers the query names."""
     tokens = tokens_of(sql)
     depths = depths_of(t.kind for t in tokens)
     names: set[str] = set()
@@ -199,12 +191,8 @@ def has_typed_call(item: list[Token]) -> bool:
 
 
 def query_text(sql: str, tokens: list[Token], depths: list[int], select: int) -> str | None:
-    """A query DataFusion can plan on its own whose output columns are ``select``'s list.
-
-    The whole statement for its main SELECT (``CREATE VIEW/TABLE ... AS`` cut off);
-    for a subquery, its text up to the closing bracket, after the statement's WITH
-    clause (the CTEs it may read). None for other statements (EXPLAIN, INSERT...).
-    """
+    """A query DataFusion can plan on its own whose output columns are ``select``'s list
+    (None for statements other than queries)."""
     first = tokens[0].kind
     if depths[select] == 0:
         if first in ("SELECT", "WITH"):

@@ -1,16 +1,9 @@
 """DataFusion logical plans as Substrait messages, and back: the plan-level edge of lance-sql.
 
-datafusion-python 55 gives Python no way to build or edit a logical plan node
-by node, but it converts plans to and from Substrait
-(``datafusion.substrait.Producer`` / ``Consumer``), and the ``substrait``
-package parses those bytes into protobuf messages Python can edit. Substrait
-refers to columns by position, not by name, so a subtree (a join) can be
-replaced by a read of a table with the same output columns in the same order
-and every expression above it still means what it meant (docs/engine-notes.md,
-"Plan-level integration", has the measured cost and the alternatives).
-
-This module only converts and walks; the passes that edit plans live in
-:mod:`.spj_plan` and :mod:`.prune_plan`.
+datafusion-python 55 cannot build or edit plan nodes from Python, but converts
+plans to and from Substrait; columns are positions there, so a subtree can be
+replaced by a read with the same columns (docs/engine-notes.md, "Plan-level
+integration"). This module only converts and walks.
 """
 
 from __future__ import annotations
@@ -23,8 +16,12 @@ import datafusion
 from datafusion import substrait as ss
 from substrait import algebra_pb2, plan_pb2, type_pb2
 
-from lance_sql.engines.datafusion.substrait_stand_ins import drop_stand_ins, producing
-from lance_sql.tables.substrait_schema import messages, nested_names
+from lance_sql.engines.datafusion.substrait_stand_ins import (
+    column_spans,
+    drop_stand_ins,
+    producing,
+)
+from lance_sql.tables.substrait_schema import messages
 
 Rel = algebra_pb2.Rel
 _J = algebra_pb2.JoinRel
@@ -108,12 +105,7 @@ def inputs(rel: Rel) -> list[Rel]:
 
 
 def walk(rel: Rel) -> Iterator[Rel]:
-    """Every relation under ``rel`` (itself first), depth first, left to right.
-
-    Relations inside expressions (subqueries) are not visited: a plan holding
-    one is never rewritten (see :func:`has_subquery`). A relation the caller
-    replaces (``CopyFrom``) when it is yielded is walked as replaced.
-    """
+    """Every relation under ``rel`` (itself first), depth first; not those inside expressions."""
     yield rel
     for child in inputs(rel):
         yield from walk(child)
@@ -127,11 +119,7 @@ def has_subquery(message: Any) -> bool:
 
 
 def field_references(expr: Any) -> list[algebra_pb2.Expression.FieldReference]:
-    """Every plain column reference in ``expr`` (to edit its ``struct_field.field`` in place).
-
-    Raises ``ValueError`` for what positions alone cannot rewrite: a subquery,
-    an outer reference, a reference that is not a plain struct field.
-    """
+    """Every plain column reference in ``expr``; ``ValueError`` if positions cannot do."""
     if has_subquery(expr):
         raise ValueError("a subquery in the expression")
     out = []
@@ -150,9 +138,8 @@ def field_references(expr: Any) -> list[algebra_pb2.Expression.FieldReference]:
 def table_name(rel: Rel) -> str | None:
     """The table a ``read`` of a named table reads, else None.
 
-    A qualified name (``s2.orders``) comes back joined with dots: it is another
-    table than a lance-sql table registered under the bare name ``orders``, and
-    must never be taken for it (it was, by its last part: wrong rows).
+    A qualified name comes back joined with dots: ``s2.orders`` is not the lance-sql
+    table ``orders`` (taking it by its last part gave wrong rows).
     """
     if kind(rel) != "read" or not rel.read.HasField("named_table"):
         return None
@@ -162,11 +149,8 @@ def table_name(rel: Rel) -> str | None:
 
 @dataclass(frozen=True)
 class ScanChain:
-    """A join input that is a read of a named table under filters and projections only.
-
-    ``columns[i]`` is the table column the input's output field ``i`` is, or
-    None where that field is computed (not a plain column).
-    """
+    """A join input: a read of a named table under filters and projections only
+    (``columns[i]``: the table column of output field ``i``, None where computed)."""
 
     read: Rel
     table: str
@@ -201,11 +185,7 @@ def above(rel: Rel, below: ScanChain) -> ScanChain:
 
 
 def through(rel: Rel, fields: list[Any]) -> list[Any]:
-    """What a filter or projection ``rel`` outputs, given what its input's fields are.
-
-    A projection adds, per expression, the field it references (None where it
-    computes one); then ``common.emit`` picks.
-    """
+    """What a filter or projection ``rel`` outputs, given its input's fields."""
     out = list(fields)
     if kind(rel) == "project":
         for expr in rel.project.expressions:
@@ -257,12 +237,8 @@ def wrap_in_fetch(rel: Rel, count: int) -> None:
 
 
 def grouping_keys(agg: algebra_pb2.AggregateRel) -> int | None:
-    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set).
-
-    The output is the grouping expressions in order, then the measures; with
-    more than one grouping set a grouping-id column follows the keys, and a key
-    may be NULL in a set without it, so only a single set of every expression counts.
-    """
+    """How many grouping keys lead ``agg``'s output (None: not one plain grouping set,
+    where a key may be NULL in a set without it)."""
     if len(agg.groupings) != 1:
         return None
     refs = list(agg.groupings[0].expression_references)
@@ -346,37 +322,21 @@ def field_reference(index: int) -> algebra_pb2.Expression:
 
 
 def prefix_read_columns(rel: Rel, table: str, prefix: str) -> None:
-    """Prefix the top-level column names of every read of ``table`` under ``rel`` (in place).
-
-    Substrait lists a schema's names depth first (struct children after their
-    field); only top-level names change.
-    """
+    """Prefix the top-level column names of every read of ``table`` under ``rel`` (in place)."""
     for node in walk(rel):
         if table_name(node) != table:
             continue
         schema = node.read.base_schema
         names = list(schema.names)
-        for i in _top_level(schema):
+        for i, _ in column_spans(schema):
             names[i] = prefix + names[i]
         del schema.names[:]
         schema.names.extend(names)
 
 
 def top_level_names(schema: Any) -> list[str]:
-    """The top-level column names of a Substrait ``NamedStruct``.
-
-    Substrait lists a schema's names depth first (struct children after their
-    field): ``(st struct<a>, k)`` is ``["st", "a", "k"]``.
-    """
-    return [schema.names[i] for i in _top_level(schema)]
-
-
-def _top_level(schema: Any) -> list[int]:
-    out, i = [], 0
-    for t in schema.struct.types:
-        out.append(i)
-        i += 1 + nested_names(t)
-    return out
+    """The top-level column names of a Substrait ``NamedStruct``."""
+    return [schema.names[i] for i, _ in column_spans(schema)]
 
 
 def subplan(plan: plan_pb2.Plan, rel: Rel) -> plan_pb2.Plan:

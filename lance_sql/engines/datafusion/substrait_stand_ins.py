@@ -1,21 +1,10 @@
 """Tables with fixed-size list columns (vectors) through DataFusion's Substrait round trip.
 
-The plan passes (storage-partitioned joins, transform-term pruning, join
-statistics, ``NOT IN``) edit a query's plan as Substrait. DataFusion 55's
-producer refuses a ``FixedSizeList`` anywhere in a scanned table's schema
-("Unsupported cast type"), even when the query never reads that column, and
-its consumer refuses a read whose base schema types differ from the table's,
-but accepts a base schema holding a subset of the table's columns. So:
-
-- while :func:`producing` is active on a thread, lance-sql tables answer
-  DataFusion's ``schema`` calls with :func:`stand_in_schema` (each
-  fixed-size list replaced by a marked stand-in the producer accepts; the
-  producer reads the schema through that property when it converts a scan);
-- :func:`drop_stand_ins` then removes every stand-in column a read neither
-  projects nor filters on from its base schema, renumbering the read's
-  projection and filters. A read that does use one raises
-  ``NotImplementedError`` naming the column: that plan runs as DataFusion
-  built it (and EXPLAIN gives the reason).
+DataFusion 55's producer refuses a ``FixedSizeList`` anywhere in a scanned schema;
+its consumer accepts a base schema holding a subset of the table's columns. So
+while :func:`producing`, tables answer with :func:`stand_in_schema`, and
+:func:`drop_stand_ins` removes unused stand-ins from each read (a read that uses
+one raises ``NotImplementedError``: the plan runs as DataFusion built it).
 """
 
 from __future__ import annotations
@@ -88,15 +77,21 @@ def drop_stand_ins(plan: plan_pb2.Plan) -> None:
             _drop(msg)
 
 
-def _drop(read: Any) -> None:
-    names = list(read.base_schema.names)
-    types = list(read.base_schema.struct.types)
-    spans = []  # (first name, end) of each top-level column
-    at = 0
-    for t in types:
+def column_spans(schema: Any) -> list[tuple[int, int]]:
+    """(first name, end) of each top-level column of a Substrait ``NamedStruct``: its names
+    are listed depth first (struct children after their field)."""
+    spans, at = [], 0
+    for t in schema.struct.types:
         end = at + 1 + nested_names(t)
         spans.append((at, end))
         at = end
+    return spans
+
+
+def _drop(read: Any) -> None:
+    names = list(read.base_schema.names)
+    types = list(read.base_schema.struct.types)
+    spans = column_spans(read.base_schema)
     marked = {i for i, (a, b) in enumerate(spans) if MARKER in names[a:b]}
     if not marked:
         return

@@ -1,17 +1,10 @@
 """``murmur3`` / ``murmur3_multi`` of any type as DataFrame expressions.
 
-DataFusion 55's Python UDFs have one exact signature each, and a DataFrame
-expression is type-checked against its input as soon as it is used
-(``df.select(...)``), where a ``murmur3(Int64)`` UDF refuses a string column.
-The SQL path renames each call to a UDF for its argument types
-(:mod:`.sql_dispatch`); a DataFrame expression has no types until it meets a
-DataFrame. So ``ctx.udf("murmur3")(col("s"))`` (and ``lance_sql.murmur3(...)``)
-returns a :class:`TypedCall`: it records the call and what is done to it
-(``alias``, ``cast``, arithmetic, comparisons), and a
-:class:`~.dataframe.LanceDataFrame` method that receives one first asks the
-DataFrame for the arguments' types, registers the typed UDF and builds the real
-expression. Put the call on the left of an operator (``murmur3(x) % 16``, not
-``16 % murmur3(x)``): DataFusion's ``Expr`` does not defer to it.
+A DataFrame expression has no types until it meets a DataFrame, so
+``ctx.udf("murmur3")(col("s"))`` returns a :class:`TypedCall` that records the
+call and what is done to it; a :class:`~.dataframe.LanceDataFrame` method builds
+the typed UDF call. Put the call on the left of an operator: DataFusion's
+``Expr`` does not defer to it.
 """
 
 from __future__ import annotations
