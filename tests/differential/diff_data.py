@@ -100,6 +100,51 @@ SMALL_SCHEMA = pa.schema(
         pa.field("c", pa.bool_()),
     ]
 )
+#: decimals wider than Python's default 28-digit Decimal context, decimal256 too (within
+#: 38 digits, so that DuckDB, which has no decimal256, holds them exactly)
+WIDE_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("customer_id", pa.int64()),
+        pa.field("w4", pa.decimal128(38, 4)),
+        pa.field("w0", pa.decimal128(38, 0)),
+        pa.field("w6", pa.decimal256(50, 6)),
+    ]
+)
+WIDE_4 = [
+    Decimal(v)
+    for v in (
+        "12345678901234567890123456789012.3456",
+        "12345678901234567890123456789012.3457",
+        "-12345678901234567890123456789012.3455",
+        "9999999999999999999999999999.9999",
+        "10000000000000000000000000000.0000",
+        "1.5000",
+        "-0.0001",
+    )
+]
+WIDE_0 = [
+    Decimal(v)
+    for v in (
+        "1234567890123456789012345678901234",
+        "1234567890123456789012345678901999",
+        "1234567890123456789012345678902000",
+        "-1234567890123456789012345678901001",
+        "99999999999999999999999999999",
+        "7",
+    )
+]
+WIDE_6 = [
+    Decimal(v)
+    for v in (
+        "1234567890123456789012345678901.456789",
+        "1234567890123456789012345678901.456790",
+        "-9876543210987654321098765432109.500000",
+        "100000000000000000000000000000.000001",
+        "0.000000",
+        "-7.250000",
+    )
+]
 T_SCHEMA = pa.schema([pa.field("x", pa.int64()), pa.field("y", pa.int64())])
 #: ``s0`` / ``s1``: string-keyed namespaces bucketed differently in each of several spec
 #: versions, with non-ASCII keys and zoned timestamps (a RIGHT JOIN of the two with a
@@ -263,6 +308,17 @@ def s_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
     return pa.table(rows, schema=S_SCHEMA)
 
 
+def wide_rows(rng: random.Random, n: int, first_id: int) -> pa.Table:
+    rows: dict[str, list[Any]] = {f.name: [] for f in WIDE_SCHEMA}
+    for i in range(first_id, first_id + n):
+        rows["id"].append(i)
+        rows["customer_id"].append(_maybe(rng, rng.randrange(0, 520)))
+        rows["w4"].append(_maybe(rng, rng.choice(WIDE_4)))
+        rows["w0"].append(_maybe(rng, rng.choice(WIDE_0)))
+        rows["w6"].append(_maybe(rng, rng.choice(WIDE_6)))
+    return pa.table(rows, schema=WIDE_SCHEMA)
+
+
 def build_tables() -> dict[str, list[pa.Table]]:
     """Each table as the list of batches appended in order (one append each)."""
     rng = random.Random(SEED)
@@ -277,6 +333,7 @@ def build_tables() -> dict[str, list[pa.Table]]:
         "a_ns": [a],
         "b_ns": [b],
         "t": [t_rows(rng)],
+        "wide": [wide_rows(rng, 150, 0), wide_rows(rng, 150, 150)],
         "s0": [s_rows(rng, 20, 0), s_rows(rng, 20, 20), s_rows(rng, 20, 40)],
         "s1": [s_rows(rng, 20, 100), s_rows(rng, 25, 120), s_rows(rng, 20, 145)],
     }
@@ -301,6 +358,13 @@ NAMESPACES: dict[str, tuple[pa.Schema, list[list[dict[str, Any]]]]] = {
     "a_ns": (SMALL_SCHEMA, [[_t("k", "identity")]]),
     "b_ns": (SMALL_SCHEMA, [[_t("k", "identity")]]),
     "t": (T_SCHEMA, [[_bucket("x", 4)]]),
+    "wide": (
+        WIDE_SCHEMA,
+        [
+            [_t("w4", "identity"), _t("w0", "truncate", width=1000)],
+            [_bucket("w6", 4), _t("w6", "truncate", width=1000000), _t("w0", "identity")],
+        ],
+    ),
     "s0": (
         S_SCHEMA,
         [

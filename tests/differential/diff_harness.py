@@ -21,6 +21,7 @@ NaN equal to NaN, -0.0 equal to 0.0.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -158,7 +159,7 @@ def build_contexts(tables: dict[str, pa.Table], uris: dict[str, str]) -> Context
         batches = table.combine_chunks().to_batches(max_chunksize=1024)
         half = len(batches) // 2 or 1
         plain.register_record_batches(name, [batches[:half], batches[half:]])
-        duck.register(name, table)
+        duck.register(name, duck_copy(table))
     for ctx in (lance_on, lance_off, twin_on, twin_off, plain):
         for fn in USER_UDFS:
             ctx.register_udf(fn)
@@ -225,8 +226,27 @@ def run_plain(c: Contexts, sql: str, *, params: dict[str, Any] | None = None) ->
     return c.plain_cache[key]
 
 
+def duck_copy(table: pa.Table) -> pa.Table:
+    """``table`` for DuckDB, which has no decimal256: such columns become decimal128(38, s)
+    (the generated data keeps their values within 38 digits, so the cast is exact)."""
+    schema = pa.schema(
+        f.with_type(pa.decimal128(38, f.type.scale)) if pa.types.is_decimal256(f.type) else f
+        for f in table.schema
+    )
+    return table.cast(schema)
+
+
+def duck_sql(sql: str) -> str:
+    """``sql`` for DuckDB: a ``DECIMAL(p, s)`` wider than its 38 digits is ``DECIMAL(38, s)``."""
+    return re.sub(
+        r"DECIMAL\((\d+), (\d+)\)",
+        lambda m: f"DECIMAL({min(int(m.group(1)), 38)}, {m.group(2)})",
+        sql,
+    )
+
+
 def run_duck(c: Contexts, sql: str) -> pa.Table:
-    return c.duck.sql(sql).to_arrow_table()
+    return c.duck.sql(duck_sql(sql)).to_arrow_table()
 
 
 def run_both(

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 from datafusion import Expr, col, lit
 from datafusion import functions as f
-from diff_data import BIG, KINDS, NATIONS, S_KEYS, SKUS, STATUSES
+from diff_data import BIG, KINDS, NATIONS, S_KEYS, SKUS, STATUSES, WIDE_0, WIDE_4, WIDE_6
 from hypothesis import strategies as st
 
 #: table -> [(column, kind)]; kinds: int, big, float, str, date, ts, tstz, dec, bool
@@ -72,6 +72,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     "a_ns": [("id", "int"), ("k", "int"), ("x", "int"), ("b", "bool"), ("c", "bool")],
     "b_ns": [("id", "int"), ("k", "int"), ("x", "int"), ("b", "bool"), ("c", "bool")],
     "t": [("x", "int"), ("y", "int")],
+    "wide": [("id", "int"), ("customer_id", "int"), ("w4", "w4"), ("w0", "w0"), ("w6", "w6")],
     "s0": [("id", "int"), ("c0", "str"), ("c1", "float"), ("c2", "tstz")],
     "s1": [("id", "int"), ("c0", "str"), ("c1", "float"), ("c2", "tstz")],
 }
@@ -99,6 +100,10 @@ LITERALS: dict[str, list[Any]] = {
     "ts": _TS,
     "dec": [Decimal("0"), Decimal("1.5"), Decimal("100"), Decimal("-5.25"), Decimal("12.34")],
     "bool": [True, False],
+    # wide decimals (more than 28 digits; w6 is a decimal256), as CAST literals
+    "w4": [*WIDE_4, Decimal("12345678901234567890123456789012.34565"), Decimal("0")],
+    "w0": [*WIDE_0, Decimal("1234567890123456789012345678901000"), Decimal("-1")],
+    "w6": [*WIDE_6, Decimal("1234567890123456789012345678901.000000"), Decimal("-7.25")],
 }
 #: float IN lists never hold 0.0 / -0.0: plain DataFusion 55 is itself inconsistent there
 #: (an IN list of 3+ floats is a hash set that tells -0.0 from 0.0; ``=`` and short lists
@@ -113,8 +118,13 @@ ARROW: dict[str, pa.DataType] = {
     "ts": pa.timestamp("us"),
     "dec": pa.float64(),  # SQL parses 12.34 as a Float64 literal too
     "bool": pa.bool_(),
+    "w4": pa.decimal128(38, 4),
+    "w0": pa.decimal128(38, 0),
+    "w6": pa.decimal256(50, 6),
 }
-ORDERED_KINDS = {"int", "big", "float", "str", "date", "ts", "dec"}
+#: wide decimal kinds: literals are ``CAST('...' AS DECIMAL(p, s))`` of the column's type
+WIDE_KINDS = {"w4", "w0", "w6"}
+ORDERED_KINDS = {"int", "big", "float", "str", "date", "ts", "dec", *WIDE_KINDS}
 #: kinds compared with other columns only (no literal: a zoned literal means different
 #: instants to DataFusion and DuckDB)
 COLUMN_ONLY_KINDS = {"tstz"}
@@ -136,6 +146,9 @@ def sql_literal(value: Any, kind: str) -> str:
         return "true" if value else "false"
     if kind == "dec":
         return str(value)
+    if kind in WIDE_KINDS:
+        t = ARROW[kind]
+        return f"CAST('{value:f}' AS DECIMAL({t.precision}, {t.scale}))"
     if kind == "float":
         return repr(float(value))
     return str(value)

@@ -55,8 +55,10 @@ JOINS = [
     ("b_ns", "k", "a_ns", "k"),
     ("t", "x", "t", "x"),
     ("customers", "id", "customers", "id"),
+    ("wide", "customer_id", "customers", "id"),
+    ("wide", "w6", "wide", "w6"),
 ]
-NUMERIC = {"int", "big", "float", "dec"}
+NUMERIC = {"int", "big", "float", "dec", "w4", "w0", "w6"}
 
 #: one step: ("filter", predicate) | ("select", [(name, expr spec)]) | ("join", ...) |
 #: ("aggregate", groups, aggs) | ("distinct",) | ("sort_limit", n)
