@@ -1,23 +1,10 @@
-"""Whether a compatible namespace join is worth running storage-partitioned.
+"""Whether a compatible namespace join is worth running storage-partitioned (docs/joins.md).
 
-A storage-partitioned join (:mod:`.spj_plan`) pays where both inputs are
-large. It costs where one input is small after its filters: the plain join
-builds a small hash table once and streams the large input through it, where
-SPJ reads every group's share of the large input into memory and pays a
-nested query per group (docs/benchmarks/tpch.md).
-
-So a join keeps the plain plan when its smaller input is *estimated* at most
-:data:`SMALL_SIDE_ROWS` rows and its larger one at least
-:data:`LARGE_SIDE_ROWS`. Estimates are those of the join-statistics pass
-(:class:`.join_swap.Estimator`): physical rows of the namespace's partition
-tables from their manifests (no data read), times 0.25 per filter conjunct
-(at most three count). Joins of two small inputs keep SPJ: nothing large is
-streamed either way, and SPJ stays the default (as in Spark with Iceberg).
-The decision is printed by EXPLAIN either way.
-
-Knobs (plain attributes of a ``lance_sql.SessionContext``):
-``spj_small_side_rows`` (0 turns the decision off: every compatible join is
-storage-partitioned, as before) and ``spj_large_side_rows``.
+SPJ pays where both inputs are large; where one is small after its filters the
+plain hash join builds it once and streams the other, where SPJ would read each
+group's share of the large input and pay a nested query per group. Inputs are
+compared by :class:`.join_swap.Estimator`; the knobs are ``ctx.spj_small_side_rows``
+(0: always SPJ) and ``ctx.spj_large_side_rows``.
 """
 
 from __future__ import annotations
@@ -61,6 +48,11 @@ class SpjDecision:
         )
 
 
+def _knobs(ctx: Any) -> tuple[int, int]:
+    small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
+    return small, int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+
+
 def _fmt(rows: float | None) -> str:
     return "?" if rows is None else f"{round(rows):,}"
 
@@ -68,15 +60,10 @@ def _fmt(rows: float | None) -> str:
 def unaggregated_cost(ctx: Any, output_rows: float | None) -> str | None:
     """Why an SPJ whose output leaves its groups unaggregated is not worth it (None: it is).
 
-    Every row a group outputs goes from the group's nested query through
-    Python into the outer query (:class:`.spj_provider.GroupJoinUnit`); where
-    no partial aggregate moved into the groups (:mod:`.agg_plan`), that is the
-    whole join output. Measured on TPC-H SF1, ``lineitem JOIN orders JOIN part
-    ... GROUP BY p_brand`` (6M rows out of the join) took 1.19x the plain
-    join, the same join with its GROUP BY moved into the groups 0.79x.
+    Every row a group outputs crosses from its nested query through Python into
+    the outer query; with no partial aggregate in the groups that is the whole output.
     """
-    small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
-    large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+    small, large = _knobs(ctx)
     if small <= 0 or output_rows is None or output_rows < large:
         return None
     return (
@@ -97,13 +84,10 @@ def decide(
     """Whether a join of ``left`` and ``right`` would be worth storage-partitioning
     (with the estimated output rows of ``join``, their join, when given).
 
-    Also asked by the join reordering (:func:`.join_order.reorder_namespace_joins`)
-    before it moves two namespace scans next to each other: a pair SPJ will
-    not run stays where DataFusion's own order puts it (measured: moved
-    together and then joined plainly, TPC-H q5 and q8 took 1.6x and 3.2x).
+    Also asked by :func:`.join_order.reorder_namespace_joins`: a pair SPJ will not
+    run stays where DataFusion's own order puts it.
     """
-    small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
-    large = int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+    small, large = _knobs(ctx)
     # a dimension table joined into a side: its live rows
     estimate = Estimator(
         functions, namespaces, lambda n: getattr(table_count(ctx, n), "rows", None)
