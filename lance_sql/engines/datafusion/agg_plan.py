@@ -1,19 +1,10 @@
 """Partial aggregation inside storage-partitioned join groups (two-phase aggregation).
 
-An aggregate over a storage-partitioned join (``SELECT c.segment, sum(o.amount)
-FROM orders o JOIN customers c ON ... GROUP BY c.segment``) would otherwise pull
-every joined row out of the groups. When its measures are ``sum``, ``count``,
-``min`` and ``max`` (no DISTINCT, no FILTER, one grouping set) and only
-filters and projections sit between it and the join, each group runs the
-aggregate itself over its own rows (the *partial* aggregate: the very same
-Substrait ``AggregateRel`` over the group's join), and the query combines the
-groups' rows with the *final* aggregate: ``sum`` of sums, ``sum`` of counts
-(``coalesce``-d to 0), ``min`` of mins, ``max`` of maxes, cast back to the
-original result types. This is the two-phase aggregation DataFusion itself runs
-over partitions; each joined row is in exactly one group, so the result is the
-same. The final aggregate is planned by DataFusion from a query over the
-partial table (our own table and columns, not the user's SQL) and spliced in
-place of the original aggregate.
+An aggregate of ``sum``, ``count``, ``min``, ``max`` (no DISTINCT, no FILTER, one
+grouping set) over a storage-partitioned join, through filters and projections
+only, runs per group (the same ``AggregateRel``); the query combines the groups'
+rows with a final aggregate (``sum`` of sums, ``coalesce``-d ``sum`` of counts,
+``min`` of mins, ``max`` of maxes, cast back). Each joined row is in exactly one group.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Eager aggregation inside a storage-partitioned join group: aggregate one side before the join.
 
-A group's partial aggregate ``Aggregate[K; sum(o.amount)](o JOIN c ON o.k = c.id)``
-reads every row of ``o``. When every measure reads one side P only (``count(*)``
-reads none) and P is much larger than the other side, the group first
-aggregates P by the columns of P the rest of the query needs (its join keys
-and its grouping columns), then joins, then combines: ``sum`` of sums, ``sum``
-of counts, ``min`` of mins, ``max`` of maxes. Each pre-aggregated row stands
-for its rows: the join repeats it exactly as often as it would have repeated
-each of them, so the result is the same (Trino's
-``push_partial_aggregation_through_join``; it took a group's query on the
-appendix F benchmark from about 33 to 27 ms in the previous design).
-
-Only a narrow, common shape is rewritten (anything else is left as it is): an
-inner join with no post-join filter, under at most plain column projections,
-grouped by plain columns, with measures over plain columns.
+When every measure reads one side P only and P is much larger than the other,
+the group aggregates P by the columns the rest of the query needs, joins, then
+combines (``sum`` of sums and of counts, ``min`` of mins, ``max`` of maxes): the
+join repeats each pre-aggregated row as often as each of its rows, so the result
+is the same. Only a narrow shape is rewritten: an inner join without post-join
+filter, under plain projections, grouped by and measuring plain columns.
 """
 
 from __future__ import annotations

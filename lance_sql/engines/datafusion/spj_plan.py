@@ -1,18 +1,10 @@
 """The storage-partitioned-join pass over a query's Substrait plan.
 
-Every join whose two inputs are scans of registered partitioned namespaces
-(through filters and projections only) and whose equality keys are columns
-the namespaces are compatibly partitioned on (:func:`lance_sql.planning.joins.plan_join`)
-is replaced, in place, by a read of a query-scoped :class:`SpjTable`. That
-table's output columns are exactly the join's, in the same order, so every
-expression above it (which Substrait writes as column positions) keeps its
-meaning; each group runs the *same* join subtree (its filters, projections,
-extra ON conditions) over that group's partition tables only. Conditions
-above the join stay above it: a WHERE over an outer join is applied to the
-join's output, never inside the groups.
-
-Joins with a namespace on both sides that cannot be made storage-partitioned
-get a reason (EXPLAIN prints it).
+Every join of two namespace scans on compatible partition keys is replaced, in
+place, by a read of a query-scoped :class:`SpjTable` whose columns are exactly
+the join's, in order (Substrait refers to columns by position); each group runs
+the same join subtree over its partition tables. Conditions above the join stay
+above it. A namespace join left alone gets a reason (EXPLAIN prints it).
 """
 
 from __future__ import annotations
@@ -170,14 +162,8 @@ def _replace(
 
 
 def side_chain(rel: algebra_pb2.Rel, namespaces: Any) -> sp.ScanChain | None:
-    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
-
-    Like :func:`.substrait_plan.scan_chain`, and also through inner joins in which exactly one
-    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
-    read's, and the other tables' columns map to None. None when the input
-    holds no namespace read, two of them, or anything else than reads,
-    filters, projections and inner joins.
-    """
+    """A join input as one namespace scan, possibly inner-joined with other tables' scans
+    (their columns map to None); None for no namespace read, two, or other relations."""
     k = sp.kind(rel)
     if k == "join":
         join = rel.join
@@ -218,15 +204,9 @@ def unaggregated_pairs(
 ) -> dict[frozenset[str], str]:
     """The namespace pairs of ``used`` whose SPJ output stays large and unaggregated, with why.
 
-    Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
-    as such in ``plan`` has no aggregate inside its groups, so all its rows
-    cross from the groups into the outer query
-    (:func:`.spj_decision.unaggregated_cost`). The caller plans the query
-    again with these pairs left to DataFusion (``skip`` of
-    :func:`storage_partitioned_joins` and :func:`compatible_pair`): putting
-    the plain join back into this plan is not enough, because the join
-    reordering has already built the tree around the pair (measured: TPC-H
-    q9 took 4x).
+    Called after :func:`.agg_plan.push_partial_aggregates`. The caller plans the
+    query again with these pairs skipped: putting the plain join back here is not
+    enough, the join reordering has already built the tree around the pair.
     """
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
     out: dict[frozenset[str], str] = {}
