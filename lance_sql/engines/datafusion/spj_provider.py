@@ -26,7 +26,7 @@ from lance_sql.engines.datafusion.spj_sides import (
     group_context,
     plan_side_reads,
 )
-from lance_sql.planning.joins.plan import JoinGroup, JoinPlan
+from lance_sql.planning.joins.plan import PRESERVED, JoinGroup, JoinPlan
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
@@ -36,9 +36,6 @@ from lance_sql.tables.scan import (
     with_sql_semantics,
 )
 
-#: join types that produce no row in a group whose left / right side has no row
-_NEEDS_LEFT = ("inner", "semi", "right_semi", "left", "anti")
-_NEEDS_RIGHT = ("inner", "semi", "right_semi", "right", "right_anti")
 #: More groups than this are chained into this many units (one DataFusion partition each).
 MAX_UNITS = 256
 
@@ -155,8 +152,9 @@ class SpjTable(ScanUnitDataset):
         if self.side_reads is None:
             return groups
         kept = [self.side_reads[LEFT_TABLE].partitions, self.side_reads[RIGHT_TABLE].partitions]
-        how = self.plan.how
-        need = (how in _NEEDS_LEFT, how in _NEEDS_RIGHT)
+        # a side is needed unless the other side's unmatched rows are kept
+        keep_left, keep_right = PRESERVED[self.plan.how]
+        need = (not keep_right, not keep_left)
         out = []
         for g in groups:
             has = [

@@ -310,14 +310,3 @@ def _pruned(ns: Any, filter: Any) -> pa.Table:
     if plan.selects_all:
         return parts
     return parts.filter(pc.is_in(parts.column("object_id"), pa.array(plan.object_ids, pa.string())))
-
-
-__all__ = [
-    "PRESERVED",
-    "JoinGroup",
-    "JoinPlan",
-    "PartitionRef",
-    "normalize_how",
-    "plan_join",
-    "plan_join_partitions",
-]
