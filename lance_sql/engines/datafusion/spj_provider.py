@@ -131,7 +131,7 @@ class SpjTable(ScanUnitDataset):
         self.right = right
         self.group = group
         self.side_reads: dict[str, SideRead] | None = None
-        #: the estimates the decision to storage-partition was taken on (:mod:`.spj_decision`)
+        #: the estimates the decision to storage-partition was taken on (:func:`.spj_plan.decide`)
         self.estimate = ""
         #: the join's estimated output rows and its EXPLAIN name (set by :mod:`.spj_plan`)
         self.output_rows: float | None = None
