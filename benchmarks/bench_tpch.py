@@ -11,7 +11,7 @@ Variants (``--variants``, default ``spj,nospj,parquet``), all in this one proces
   ``SET lance.spj = true`` (the default) and join statistics on (the default);
 - ``nospj``: the same with ``SET lance.spj = false``;
 - ``spj_always``: ``spj`` with the per-join decision off (``ctx.spj_small_side_rows = 0``,
-  :mod:`lance_sql.engines.datafusion.spj_decision`): every compatible join storage-partitioned;
+  :func:`lance_sql.engines.datafusion.spj_plan.decide`): every compatible join storage-partitioned;
 - ``spj_nostats``: ``spj`` with the join-statistics pass off
   (``ctx.join_stats_enabled = False``, :mod:`lance_sql.engines.datafusion.join_stats`);
 - ``lance`` / ``lance_nostats``: all 8 tables plain Lance datasets, join statistics on / off;

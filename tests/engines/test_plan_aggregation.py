@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.engines.datafusion import eager_agg
+from lance_sql.engines.datafusion import agg_plan
 
 EXAMPLES = int(os.environ.get("LANCE_SQL_AGG_EXAMPLES", "120"))
 
@@ -152,12 +152,12 @@ def _check(contexts: tuple[object, object, object], sql: str) -> None:
 )
 @given(sql=queries(), force=st.booleans())
 def test_aggregates_over_spj_equal_plain_datafusion(contexts, sql: str, force: bool) -> None:
-    old = eager_agg.MIN_RATIO
-    eager_agg.MIN_RATIO = 0.0 if force else old
+    old = agg_plan.MIN_RATIO
+    agg_plan.MIN_RATIO = 0.0 if force else old
     try:
         _check(contexts, sql)
     finally:
-        eager_agg.MIN_RATIO = old
+        agg_plan.MIN_RATIO = old
 
 
 def test_aggregate_runs_inside_the_groups(contexts) -> None:

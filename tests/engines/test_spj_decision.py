@@ -1,4 +1,4 @@
-"""The per-join SPJ decision (engines/datafusion/spj_decision.py): plan choice and equal answers."""
+"""The per-join SPJ decision (engines/datafusion/spj_plan.decide): plan choice and equal answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_sql
-from lance_sql.engines.datafusion.spj_decision import LARGE_SIDE_ROWS, SMALL_SIDE_ROWS
+from lance_sql.engines.datafusion.spj_plan import LARGE_SIDE_ROWS, SMALL_SIDE_ROWS
 
 
 @pytest.fixture(scope="module")

@@ -1,28 +1,11 @@
 """Boolean literals in the filters DataFusion pushes into a pyarrow-dataset table.
 
-datafusion-python 55 builds the pushed filter in Python: it turns each
-DataFusion literal into a ``pyarrow`` *scalar* (``pa.BooleanScalar``, not an
-Expression), each ``AND``/``OR``/``NOT`` into a call of ``operator.and_`` /
-``operator.or_`` / ``operator.invert`` (looked up on the ``operator`` module at
-every call, ``crates/core/src/pyarrow_filter_expression.rs``), and joins the
-pushed conjuncts left to right with ``and_``. Its logical optimizer
-(``push_down_filter``) may leave a literal among those conjuncts: for
-``WHERE s = 'a' AND s = 'b' AND x > 0`` the table scan gets
-``full_filters=[false, x > 0]``. pyarrow has no ``BooleanScalar & Expression``,
-so ``and_(false, x > 0)`` raised ``TypeError`` in Rust, before any table code
-ran, and the query failed where DataFusion over memory tables returns no rows.
-
-:func:`install` wraps those three ``operator`` functions so that a boolean
-literal operand (a ``pa.BooleanScalar`` / ``pa.NullScalar`` or a literal
-Expression) next to a pyarrow Expression is folded with Kleene (SQL) logic:
-``false AND e`` is ``false``, ``true AND e`` is ``e``, ``true OR e`` is
-``true``, ``false OR e`` is ``e``, ``NOT`` of a literal is a literal; a NULL
-literal stays in the expression (``NULL AND e`` is not constant). Every other
-call goes to the original function unchanged, so the ``&``/``|``/``~``
-operators and calls on anything but pyarrow objects behave exactly as before.
-The fold is exact for boolean operands, which is all DataFusion pushes.
-:func:`lance_sql.tables.scan.normalize_filter` then turns a literal filter
-into "every row" or "no row".
+datafusion-python 55 builds a pushed filter in Python with ``operator.and_`` /
+``or_`` / ``invert`` and may leave a literal among the conjuncts
+(``full_filters=[false, x > 0]``); pyarrow has no ``BooleanScalar & Expression``,
+so the query failed. :func:`install` wraps those functions to fold a boolean
+literal next to an Expression with Kleene logic (a NULL literal stays); every
+other call goes to the original function.
 """
 
 from __future__ import annotations

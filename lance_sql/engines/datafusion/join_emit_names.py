@@ -1,30 +1,11 @@
 """Distinct names for the columns a rebuilt join puts back in their order, and for padded sides.
 
-lance-sql's join passes (:mod:`.join_order`, :mod:`.join_swap`) rebuild join
-trees and restore the original column order with an ``emit``. DataFusion's
-Substrait consumer turns that emit into a projection whose columns keep their
-table's names, so after a self-join it holds two columns of one name
-(``left.sku`` and ``right.sku`` are both ``sku`` in the physical plan).
-DataFusion 55 pushes join dynamic filters through a projection by column *name*
-and can put a semi join's filter on the wrong ``sku``: rows are lost
-(apache/datafusion#25263, fixed upstream after 55 by matching positions).
-
-:func:`name_columns_apart` therefore writes each such emit as a
-projection in which every column whose name was already emitted is
-``coalesce(column)``: the same values, type and nullability (DataFusion
-simplifies it back to the column, keeping the name ``coalesce(right.sku)``),
-but a name of its own. The query's output names come from the plan's root
-names, so answers keep their names.
-
-A WHERE condition on the NULL-padded side of an outer join stays above the
-join. DataFusion 55's physical filter pushdown moves it through the join by
-column *name*, so when the other side has a column of the same name (``a RIGHT
-JOIN b ... WHERE a.c1 IS NULL``, with ``b.c1`` read too) the condition can land
-on ``b.c1``: wrong rows (apache/datafusion#21246, fixed after 55; plain
-DataFusion gives them too). With ``padded_sides``, each column of a padded
-input whose name the other side also outputs (or whose name is unknown)
-becomes ``coalesce(column)`` the same way: the condition then names a column
-only the padded side has, and stays above.
+DataFusion 55 pushes filters through projections and joins by column *name*, so
+two columns of one name (a self-join's ``sku``, or an outer join's padded side
+and the other side) can get a filter on the wrong one: lost or extra rows
+(apache/datafusion#25263, #21246). Such a column becomes ``coalesce(column)``:
+same values, type and nullability, a name of its own. Output names come from the
+plan's root names, so answers keep theirs.
 """
 
 from __future__ import annotations
@@ -46,10 +27,10 @@ def name_columns_apart(
     plan: plan_pb2.Plan, width: Callable[[Rel], int], *, padded_sides: bool
 ) -> int:
     """Give repeated names apart in every join ``emit`` of ``plan``, and with ``padded_sides``
-    the NULL-padded side of every outer join names of its own (in place; see the module).
+    the NULL-padded side of every outer join names of its own (in place).
 
-    Run once, after the last pass that builds or swaps joins. Returns how many
-    padded sides were named apart: a plan needing only that must still be rewritten.
+    Run after the last pass that builds or swaps joins. Returns how many padded
+    sides were named apart: a plan needing only that must still be rewritten.
     """
     return _apart_under(plan, sp.root_rel(plan), width, padded_sides)
 
@@ -107,9 +88,8 @@ def _project_renamed(
     rename: list[bool] | None,
     width: Callable[[Rel], int],
 ) -> int:
-    """Replace ``rel`` (in place) by a projection of ``source``'s columns ``mapping`` (None:
-    all), each ``coalesce(column)`` where ``rename`` says so (None: every one); 1, or 0 when
-    none is renamed, ``source``'s width is unknown or the plan cannot declare the function."""
+    """Replace ``rel`` by a projection of ``source``'s columns ``mapping`` (None: all), each
+    ``coalesce(column)`` where ``rename`` says so (None: every one); 1 if done, else 0."""
     if rename is not None and not any(rename):
         return 0
     try:

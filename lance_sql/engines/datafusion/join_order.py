@@ -1,16 +1,10 @@
-"""Bring two co-partitioned namespaces of an inner-join chain next to each other.
+"""Put two compatibly partitioned namespaces of an inner-join chain next to each other.
 
-DataFusion orders ``customer, orders, lineitem WHERE c.k = o.ck AND o.k = l.k``
-as ``(customer JOIN orders) JOIN lineitem``: orders and lineitem never meet as
-the two inputs of one join, so the storage-partitioned-join pass
-(:mod:`.spj_plan`) could not use their common partitioning. This pass
-flattens each tree of inner joins (with the filters and plain column
-projections between them) into its inputs and conditions, and, when two
-namespace scans in it are joined by an equality and compatibly partitioned,
-rebuilds the tree with those two joined first: ``(orders JOIN lineitem) JOIN
-customer``. Inner joins are associative and commutative, every condition
-lands on the lowest join that sees all its columns, and the rebuilt tree
-emits the columns in the original order, so the rows are the same.
+DataFusion joins ``customer, orders, lineitem`` as ``(customer JOIN orders) JOIN
+lineitem``, so :mod:`.spj_plan` never sees orders and lineitem as one join's
+inputs. Each inner-join tree is flattened and rebuilt with such a pair joined
+first; every condition lands on the lowest join that sees its columns and the
+tree emits its original column order, so the rows are the same.
 """
 
 from __future__ import annotations
@@ -34,9 +28,8 @@ INNER = algebra_pb2.JoinRel.JOIN_TYPE_INNER
 class NotFlat(ValueError):
     """The subtree is not a tree of inner joins this pass can rebuild.
 
-    Callers catch ``ValueError``: :func:`.substrait_plan.field_references` raises it for
-    what positions cannot rewrite (a subquery, an outer reference), and
-    :func:`.substrait_plan.conjunction` for a plan that declares no function.
+    Callers catch ``ValueError``, which :mod:`.substrait_plan` also raises for a
+    subquery, an outer reference or a plan that declares no function.
     """
 
 
@@ -195,14 +188,10 @@ def _attach(
 ) -> tuple[list[int], list[int]]:
     """The inputs each side of the pair takes into its groups, the pair's scan first.
 
-    A filtered scan of a table that is not a namespace (a dimension table with
-    a WHERE condition), joined by a condition to one side only, joins that side
-    *inside* every group: the groups of ``lineitem`` then meet only the parts a
-    filter kept (TPC-H q8, q9), where joining them above the
-    storage-partitioned join would carry every lineitem row through it. Inner
-    joins distribute over the groups, so the rows are the same; such an input
-    is read once per group, which is why only filtered scans qualify. Its other
-    conditions are evaluated on the lowest join above that sees their inputs.
+    A filtered non-namespace scan joined to one side only joins that side inside
+    every group (TPC-H q8, q9: lineitem then meets only the kept parts). Inner
+    joins distribute over the groups; such an input is read once per group,
+    which is why only filtered scans qualify.
     """
     sides = ([pair[0]], [pair[1]])
     candidates = [
@@ -349,17 +338,8 @@ def _build(
     names: dict[int, str],
     plan: plan_pb2.Plan,
 ) -> TreeBuilder:
-    """The builder that joined the tree (:meth:`TreeBuilder.emitting` gives it).
-
-    The pair's two sides (each with the inputs it takes into the groups) are
-    joined first, left input first as the original tree had it. Every further
-    input joins as the *left* input over the tree so far (DataFusion builds its
-    hash table on the left input). DataFusion flattens directly nested inner
-    joins and rebuilds them greedily, so this order is a starting point only:
-    :mod:`.join_stats` / :mod:`.join_swap` then order such trees and pick
-    build sides from Lance row estimates. The order of each side's inputs is
-    the one ``_attach`` found, so each joins by a condition.
-    """
+    """The builder that joined the tree: the pair's two sides first, then every further
+    input as the *left* (hash build) input over the tree so far."""
     b = TreeBuilder(tree, conds, names, plan)
     side_a = _ordered(sides[0], conds)
     side_b = _ordered(sides[1], conds)

@@ -1,28 +1,11 @@
 """Metadata-driven join planning: exact row bounds from Lance manifests, as hints DataFusion reads.
 
-DataFusion 55 gets no statistics from lance-sql's tables, so its ``JoinSelection``
-never collects a small input as the build side (``CollectLeft``). A ``LIMIT n``
-directly over a join input is the one construct that hands it a row count: an
-input under ``hash_join_single_partition_threshold_rows`` then becomes the
-collected build side. Joins no hint applies to are ordered and swapped by
-estimates (:mod:`.join_swap`).
-
-A ``LIMIT`` can only be a hint if it never removes a row: the count must be an
-upper bound of the input's rows *at the version the query reads*. This pass
-computes such bounds without reading data: a read of a registered Lance dataset
-counts its live rows at one pinned version (a table that follows its latest
-version is read through a copy pinned at exactly the version counted,
-:func:`.sql_rewrite.register_query_table`, so a concurrent append can never make
-the bound too small); every other relation derives its bound from its inputs'
-(:class:`.join_swap.RelationRows`).
-
-Only reads of bare table names count (``dim``, not ``s2.dim``: another table).
-
-Namespace scans (and the storage-partitioned joins built on them) get no
-bound: their partition tables follow their own versions, and they are large.
-Only inputs whose bound is at most the threshold are hinted: a ``LIMIT``
-makes DataFusion coalesce its input into one partition, harmless for an
-input that will be collected anyway, costly for a large one.
+DataFusion gets no statistics from lance-sql's tables; a ``LIMIT n`` over a join
+input is the one hint that makes it collect a small input as the build side. A
+``LIMIT`` must never remove a row, so the bound counts live rows at the version
+the query reads (a follow-latest table is read through a copy pinned at it).
+Only inputs under the broadcast threshold are hinted; others are left to
+:mod:`.join_swap`'s estimates.
 """
 
 from __future__ import annotations
@@ -91,16 +74,8 @@ def plan_join_stats(
 ) -> JoinStats:
     """Order, hint and swap joins by Lance metadata (in place).
 
-    Inner-join trees DataFusion would rebuild from their left-most input are
-    ordered by estimate (:func:`.join_swap.reorder_flat_trees`); every join
-    input whose row bound is at most the context's
-    ``hash_join_single_partition_threshold_rows`` gets its hint;
-    inner joins with no hinted input are swapped when the right input is
-    estimated much smaller (:func:`.join_swap.swap_inner_joins`).
-    ``namespaces`` (registered namespace tables by name) and ``extra_rows``
-    (estimated rows of other tables, e.g. storage-partitioned joins) feed the
-    estimates. Aggregates joined on their grouping keys first aggregate only
-    the groups the join can match (:mod:`.semi_reduce`).
+    ``namespaces`` (by name) and ``extra_rows`` (estimated rows of other tables,
+    e.g. storage-partitioned joins) feed the estimates.
     """
     out = JoinStats()
     limit = threshold_rows(ctx)
@@ -123,10 +98,9 @@ def plan_join_stats(
 
 
 def _hint(ctx: Any, plan: plan_pb2.Plan, limit: int, out: JoinStats, counts: _BoundCounter) -> None:
-    """Hint every join input whose bound is at most ``limit``, also of joins inside subquery
-    expressions (TPC-H q11's ``HAVING sum(...) > (SELECT ... FROM partsupp, supplier, ...)``
-    keeps its own joins). Innermost first: a hint moves its input under a new relation,
-    so no join still to be hinted may lie under it."""
+    """Hint every join input (also inside subqueries) whose bound is at most ``limit``.
+
+    Innermost first: a hint moves its input under a new relation."""
     joins = [m for m in sp.messages(plan) if isinstance(m, Rel) and sp.kind(m) == "join"]
     for rel in reversed(joins):
         for side_name in ("left", "right"):
@@ -184,8 +158,6 @@ class _BoundCounter(RelationRows):
         return below * len(agg.groupings) + empty
 
     def join(self, kind: int, left: int | None, right: int | None) -> int | None:
-        """The most rows a join of ``kind`` over inputs of at most ``left`` / ``right`` rows
-        returns."""
         if kind in sp.LEFT_ONLY_JOINS:
             return left
         if kind in sp.RIGHT_ONLY_JOINS:
@@ -238,11 +210,7 @@ _PINNED: weakref.WeakKeyDictionary[LanceDatasetTable, tuple[int, int, LanceDatas
 
 
 def _pinned(provider: LanceDatasetTable, snapshot: Any) -> LanceDatasetTable:
-    """``provider`` pinned at ``snapshot`` (cached per provider while the version is current).
-
-    The copy shows the registered schema and counts its rows into the
-    registered table's :attr:`~.LanceDatasetTable.metrics`.
-    """
+    """``provider`` pinned at ``snapshot`` (cached while the version is current)."""
     with _PINNED_LOCK:
         cached = _PINNED.get(provider)
         if cached is not None and cached[:2] == (snapshot.version, provider.partitions):

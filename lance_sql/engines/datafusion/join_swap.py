@@ -1,37 +1,16 @@
 """Row estimates from Lance metadata, and the inner-join edits they decide (for :mod:`.join_stats`).
 
-Where no exact bound is small enough for a hint (:mod:`.join_stats`), the
-inputs of an inner join are compared by *estimate*: table rows from the
-manifests (Lance datasets: live rows; namespaces: physical rows of their
-partition tables; a storage-partitioned join: its larger side), times
-:data:`FILTER_SELECTIVITY` per AND-ed conjunct of a filter (pushed into a scan
-or not; at most :data:`MAX_FILTER_CONJUNCTS` count), an
-aggregate keeps its input's rows (one row without grouping keys), an inner or
-outer join the larger input's (a key-foreign-key join), a semi or anti join
-half of the side it returns. Estimates only choose between plans that return
-the same rows.
-
-Two edits, both on inner joins only (commutative and associative, so the
-rows are the same; columns are put back in their order with an ``emit``):
-
-- :func:`swap_inner_joins`: a join whose right input is estimated at most
-  half its left one gets its inputs swapped: DataFusion builds its hash table
-  on the left input and, without statistics, never swaps itself.
-- :func:`reorder_flat_trees`: DataFusion's optimizer flattens a tree of inner
-  joins nested directly in one another (no projection between them; the trees
-  :mod:`.join_order` builds) and rebuilds it left-deep, greedily, from its
-  left-most input, joining next the first input that has an equality with those
-  joined so far (``EliminateCrossJoin``). This pass orders the inputs so that
-  the greedy rebuild starts with the smallest input joined to the largest one,
-  then the largest one, then the others smallest first, each joined as soon as
-  an equality links it.
+Estimates (docs/sql.md) only choose between plans that return the same rows:
+:func:`swap_inner_joins` puts the smaller input on the left (DataFusion's hash
+build side; without statistics it never swaps), :func:`reorder_flat_trees`
+orders the inputs of inner-join trees DataFusion flattens and rebuilds greedily.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
@@ -56,13 +35,10 @@ _UNKNOWN = 1e15  # an input with no estimate counts as very large
 
 
 class RelationRows:
-    """Rows of Substrait relations, walked from the reads up.
+    """Rows of Substrait relations, walked from the reads up (None: unknown).
 
-    One walk for two counts: the estimates of :class:`Estimator` and the exact
-    upper bounds of :mod:`.join_stats`. A subclass says what a read of a named
-    table, a filter, an aggregate, a join and a set operation return (methods
-    ``read(rel)``, ``filter(below, condition)``, ``aggregate(agg)``,
-    ``join(kind, left, right)``, ``set(op, parts)``). None: unknown.
+    One walk for :class:`Estimator` and the exact bounds of :mod:`.join_stats`: a
+    subclass says what a read, filter, aggregate, join and set operation return.
     """
 
     def rows(self, rel: Rel) -> Any:
@@ -93,11 +69,10 @@ class RelationRows:
 
 
 class Estimator(RelationRows):
-    """Estimated output rows of Substrait relations (see the module doc).
+    """Estimated output rows of Substrait relations.
 
     Tables: ``extra`` (estimated rows by name, e.g. storage-partitioned joins),
-    then ``namespaces`` (registered namespace tables by name), then
-    ``lance_rows(name)`` (live rows of a Lance dataset, None: not one).
+    then ``namespaces`` (by name), then ``lance_rows(name)`` (None: not Lance).
     """
 
     def __init__(
@@ -131,14 +106,7 @@ class Estimator(RelationRows):
             return None
 
     def selectivity(self, condition: algebra_pb2.Expression) -> float:
-        """The share of rows ``condition`` keeps: :data:`FILTER_SELECTIVITY` per conjunct.
-
-        Counts at most :data:`MAX_FILTER_CONJUNCTS` top-level conjuncts. TPC-H q12
-        filters lineitem with five (1/200 of the rows are kept); counted as one
-        filter, the 6M-row scan looked as large as the 1.5M rows of orders and
-        orders stayed the hash join's build side (Parquet statistics put the
-        filtered lineitem there).
-        """
+        """The share of rows ``condition`` keeps: :data:`FILTER_SELECTIVITY` per conjunct."""
         n = len(sp.conjuncts(condition, self.functions))
         return FILTER_SELECTIVITY ** max(1, min(n, MAX_FILTER_CONJUNCTS))
 
@@ -174,9 +142,7 @@ class Estimator(RelationRows):
 def bare_table_name(rel: Rel) -> str | None:
     """The table a read names by a bare name (``t``), else None.
 
-    lance-sql's tables are registered by bare name in the default schema; a
-    qualified name (``s2.t``, ``datafusion.public.t``) may be another table
-    of the same last name, so it gets no estimate nor bound (and is never repointed).
+    A qualified name (``s2.t``) may be another table of the same last name.
     """
     if sp.kind(rel) != "read" or not rel.read.HasField("named_table"):
         return None
@@ -223,19 +189,12 @@ def swap_inner_joins(
 ) -> list[str]:
     """Swap joins whose right input is estimated much smaller (in place); what was done.
 
-    Inner, left and right outer, left semi and left anti joins, mirrored
-    (:data:`MIRROR`). Inner joins only where DataFusion will not flatten and
-    rebuild them: neither input nor the parent is an inner join directly (see
-    :func:`reorder_flat_trees`). Never where an input is hinted
-    (:mod:`.join_stats` leaves those to DataFusion).
+    Inner joins only where DataFusion will not flatten and rebuild them: neither
+    input nor the parent is an inner join directly; never where an input is hinted.
     """
     done: list[str] = []
-    pending: list[tuple[Rel, bool]] = [(sp.root_rel(plan), False)]
-    while pending:
-        rel, under_inner = pending.pop()
-        is_join = sp.kind(rel) == "join"
-        is_inner = is_join and rel.join.type == INNER
-        if is_join and rel.join.type in MIRROR and _swappable(rel.join, under_inner):
+    for rel, under_inner in _under_inner(plan):
+        if sp.kind(rel) == "join" and rel.join.type in MIRROR and _swappable(rel.join, under_inner):
             left, right = estimate.rows(rel.join.left), estimate.rows(rel.join.right)
             smaller = left is not None and right is not None and right * SWAP_FACTOR <= left
             kind = J.JoinType.Name(rel.join.type).removeprefix("JOIN_TYPE_").lower()
@@ -244,8 +203,17 @@ def swap_inner_joins(
                     f"{kind} join inputs swapped: the right input (~{right:,.0f} rows "
                     f"estimated) builds the hash table, the left (~{left:,.0f}) probes"
                 )
-        pending.extend((child, is_inner) for child in sp.inputs(rel))
     return done
+
+
+def _under_inner(plan: plan_pb2.Plan) -> Iterator[tuple[Rel, bool]]:
+    """Every relation (walked as edited when yielded) and whether its parent is an inner join."""
+    pending: list[tuple[Rel, bool]] = [(sp.root_rel(plan), False)]
+    while pending:
+        rel, under_inner = pending.pop()
+        yield rel, under_inner
+        is_inner = sp.kind(rel) == "join" and rel.join.type == INNER
+        pending.extend((child, is_inner) for child in sp.inputs(rel))
 
 
 def _swappable(join: algebra_pb2.JoinRel, under_inner: bool) -> bool:
@@ -300,9 +268,7 @@ def reorder_flat_trees(
     """Order the inputs of directly nested inner-join trees (in place); what was done."""
     names = sp.function_names(plan)
     done: list[str] = []
-    pending: list[tuple[Rel, bool]] = [(sp.root_rel(plan), False)]
-    while pending:
-        rel, under_inner = pending.pop()
+    for rel, under_inner in _under_inner(plan):
         is_inner = sp.kind(rel) == "join" and rel.join.type == INNER
         if is_inner and not under_inner and _flat_tree(rel):
             try:
@@ -311,7 +277,6 @@ def reorder_flat_trees(
                 line = None
             if line is not None:
                 done.append(line)
-        pending.extend((child, is_inner) for child in sp.inputs(rel))
     return done
 
 
@@ -352,8 +317,7 @@ def _reorder(
 
 
 def _greedy_order(size: list[float], links: list[set[int]]) -> list[int] | None:
-    """The smallest input linked to the largest, the largest, then the others smallest first,
-    as DataFusion's greedy rebuild (:func:`connected`) joins them."""
+    """The smallest input linked to the largest, the largest, then the others smallest first."""
     largest = max(range(len(size)), key=lambda i: size[i])
     linked = [i for i in range(len(size)) if {i, largest} in links]
     if not linked:

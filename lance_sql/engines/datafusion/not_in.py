@@ -1,26 +1,15 @@
 """``NOT IN`` subqueries in a form DataFusion's Substrait round trip keeps.
 
-DataFusion plans ``a.k NOT IN (SELECT b.k FROM b ...)`` as a *null-aware*
-anti join: an ``a`` row is kept only when no ``b`` key equals it *and* the
-comparison is never unknown, so a NULL among the ``b`` keys removes every row,
-and a NULL ``a.k`` is removed unless the subquery is empty. Substrait has no
-null-aware flag: its producer writes a plain anti join, and the plan read back
-keeps NULL-keyed rows it must not.
+DataFusion plans ``a.k NOT IN (SELECT b.k FROM b)`` as a *null-aware* anti join;
+Substrait has no such flag and the plan read back keeps NULL-keyed rows it must
+not. :func:`expand_not_in` rewrites each into three plain anti joins::
 
-:func:`expand_not_in` rewrites each null-aware anti join of the Substrait plan
-(in place) into three plain ones with the same answer::
-
-    J1 = a ANTI JOIN b ON a.k = b.k            -- the hash join, as before
+    J1 = a ANTI JOIN b ON a.k = b.k
     J2 = J1 ANTI JOIN (b WHERE b.k IS NULL LIMIT 1) ON b.k IS NULL
     J3 = J2 ANTI JOIN (b LIMIT 1) ON a.k IS NULL
 
-J2 removes every row when ``b`` has a NULL key, J3 removes NULL ``a.k`` rows
-when ``b`` has any row; both join at most one row. ``J1`` is an ordinary anti
-join of the two inputs, which the storage-partitioned-join pass can then
-replace like any other (``b`` is read again, at most one row of it, for J2/J3).
-Only the simple form is expanded (one key equality of plain columns, no other
-condition: what DataFusion's decorrelation produces for an uncorrelated
-``NOT IN``); anything else keeps the query as built, with the reason.
+J2 removes every row when ``b`` has a NULL key, J3 the NULL ``a.k`` rows when
+``b`` has any row. Only one plain key equality and no other condition is expanded.
 """
 
 from __future__ import annotations
@@ -47,12 +36,9 @@ def null_aware_flags(logical: Any) -> list[bool]:
 
 
 def expand_not_in(ctx: Any, plan: plan_pb2.Plan, logical: Any) -> str | None:
-    """Expand every null-aware anti join of ``plan`` (see the module doc); None, or why not.
+    """Expand every null-aware anti join of ``plan``; None, or why not (``plan`` then unusable).
 
-    The Substrait producer writes the logical plan's joins in the same preorder,
-    so the n-th ``LeftAnti`` join of ``logical`` is the n-th left anti ``JoinRel``.
-    On a reason, ``plan`` may be partly changed and must not be used. The caller
-    calls it only for plans whose text shows a ``null_aware`` join.
+    The n-th ``LeftAnti`` join of ``logical`` (preorder) is the n-th left anti ``JoinRel``.
     """
     flags = null_aware_flags(logical)
     if not any(flags):

@@ -1,26 +1,12 @@
 """Outer joins that a WHERE condition makes inner: tell DataFusion so, in the plan.
 
-A WHERE conjunct that cannot be true where one side of an outer join is all
-NULL (it is *null-rejecting* for that side) drops every row that join pads
-with NULLs for that side, so ``a RIGHT JOIN b ... WHERE f(a.x)`` is ``a JOIN b
-... WHERE f(a.x)`` (a FULL JOIN loses one or both of its padded sides).
-DataFusion 55 does this for plain comparisons only; a conjunct over a function
-(``nullif(a.c0, 'é') < '日本'``, ``upper(a.s) = 'X'``) keeps the outer join and
-the WHERE above it, where DataFusion 55's physical filter pushdown can move
-the condition onto the other side's column of the same name through a
-projection that holds both (apache/datafusion#21246, fixed upstream by
-#25259): wrong rows, the NULL-padded ones kept. Once the join is inner,
-DataFusion pushes the conjunct into its own side and nothing stays above the
-join to be moved.
-
-The test is exact, not a guess: each conjunct is evaluated over sets of
-possible values, with every column of the padded side NULL and every other
-input unknown; it rejects the side when the result can only be NULL or
-false. Functions not known to return NULL on a NULL argument count as unknown
-(so ``coalesce`` and ``concat`` never reject). The filter itself stays, so rows
-are the same with either join; an edit whose output schema differs from the
-original (a column of the padded side that is not nullable in its table) is
-taken back.
+A WHERE conjunct that is *null-rejecting* for a side drops every row the join
+pads with NULLs there. DataFusion 55 sees this for plain comparisons only; over a
+function the WHERE stays above the outer join, where its filter pushdown can move
+it onto the other side's column of the same name (apache/datafusion#21246):
+wrong rows. The test is exact: each conjunct is evaluated over sets of possible
+values with the padded side all NULL; a function not known to return NULL on
+NULL counts as unknown. The filter itself stays.
 """
 
 from __future__ import annotations

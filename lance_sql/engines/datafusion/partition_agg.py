@@ -1,26 +1,10 @@
 """Partition-wise aggregation: an aggregate grouped by a namespace's partition source, per table.
 
-A namespace partitioned by a transform of column ``k`` (``bucket(16, k)``,
-``identity(k)``, ``day(k)``, ...) holds all rows of one value of ``k`` in one
-partition table. An aggregate grouped by ``k`` (and maybe more keys) over a
-scan of that namespace therefore computes each of its groups from one
-partition table: run per table, the aggregate is complete there (any measure:
-nothing is combined across tables), and the query's result is the concatenation
-of the tables' results. Per table there is no repartition, and the HAVING filter
-and projections above the aggregate run per table too.
-
-Which tables hold one value's rows is the join planner's question for the
-namespace joined with itself on ``k`` (:func:`~lance_sql.planning.joins.plan.plan_join`:
-it also regroups tables written under several spec versions). Each group of
-that plan runs the aggregate subtree in the storage-partitioned join's
-machinery (:class:`.spj_provider.SpjTable`, one side only).
-
-Applied when the aggregate reads at least :data:`MIN_INPUT_ROWS` rows by
-estimate (partition-table metadata; below it the per-table query costs more
-than it saves) from at least two partition tables, with ``lance.spj`` on, in
-plans lance-sql rewrites anyway (joins, a HAVING or another filter left above
-a scan): deciding it for every lone ``GROUP BY`` would cost each such query a
-Substrait round trip, which the skip cache of :mod:`.plan_rewrite` avoids.
+A namespace partitioned by a transform of ``k`` holds all rows of one ``k`` in
+one partition table, so an aggregate grouped by ``k`` is complete per table
+(any measure, HAVING too). Which tables hold one value is the join planner's
+answer for the namespace self-joined on ``k``. Applied from :data:`MIN_INPUT_ROWS`
+estimated rows over two or more tables, only in plans rewritten anyway.
 """
 
 from __future__ import annotations
@@ -95,8 +79,7 @@ def _candidate(
     rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]
 ) -> tuple[algebra_pb2.Rel, sp.ScanChain, JoinPlan] | None:
     """``rel`` as filters/projections over an aggregate of one namespace scan grouped by a
-    partition source column: (the aggregate, its input chain, the self-join plan on that
-    column, whose groups' left tables hold each value's rows); else None."""
+    partition source column: (the aggregate, its input chain, the self-join plan); else None."""
     while sp.kind(rel) in sp.ROW_WISE:
         body = getattr(rel, sp.kind(rel))
         if sp.has_subquery(body):

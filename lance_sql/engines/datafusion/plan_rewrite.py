@@ -1,20 +1,10 @@
 """lance-sql's plan-level integration: one rewrite of a DataFrame's plan, right before it runs.
 
-Called by :class:`~.dataframe.LanceDataFrame` each time a plan is executed
-(``collect``, ``show``, ``to_arrow_table``, ``execution_plan``, ...), for
-DataFrames built from SQL and from DataFrame calls alike, so storage-partitioned
-join groups and partition lists are resolved against the namespaces' current
-``__manifest`` (or their pinned versions) at that moment, as plain scans are.
-
-The rewrite works on DataFusion's optimized logical plan, converted to
-Substrait (:mod:`.substrait_plan`), edited by the passes (:mod:`.join_stats`, :mod:`.spj_plan`,
-:mod:`.prune_plan`) and converted back. It never changes an answer: a plan is
-only rewritten when a pass applies; a construct the Substrait round trip is
-known to lose (a null-aware anti join from ``NOT IN``) is first rewritten
-into plain anti joins with the same answer (:mod:`.not_in`), or the plan is
-left as built; and the rewritten plan must have exactly the original output
-schema (names, types, nullability), else the original plan runs and the
-reason is reported.
+Run at each execution, so partition lists are resolved against the namespaces'
+current manifests, as plain scans are. The optimized logical plan goes through
+Substrait, is edited by the passes and read back; it is only used when a pass
+applied and its output schema equals the original (names, types, nullability),
+else the original plan runs and the reason is reported.
 """
 
 from __future__ import annotations
@@ -135,10 +125,9 @@ def rewrite(
 #: what may hide a join or a subquery from the plan as built (they appear when optimized)
 _NOT_CACHED = ("Join", "ubquery", "Exists", "Union", "Recursive", "Window", "Unnest")
 _TABLE_SCAN = re.compile(r"TableScan: ([^\s,]+)")
-#: a number or date literal as DataFusion displays it (``Int64(5)``, ``Date32("2024-01-03")``).
-#: Strings are not masked: their content can change the plan (``LIKE 'abc'`` becomes an
-#: equality DataFusion pushes, ``LIKE 'ab%'`` stays a filter the prune pass reads).
-#: SQL's ``DATE '2024-01-03'`` is built as ``CAST(Utf8("2024-01-03") AS Date32)``.
+#: a number or date literal as DataFusion displays it (``Int64(5)``, ``Date32("2024-01-03")``,
+#: SQL's DATE as a CAST of Utf8). Strings are not masked: ``LIKE 'abc'`` and ``LIKE 'ab%'``
+#: plan differently.
 _LITERAL = re.compile(
     r"\b((?:U?Int|Float)\d+|Date32|Date64)\((?:\"[0-9-]*\"|[0-9.eE+-]*|NULL)\)"
     r"|\bCAST\(Utf8\(\"[0-9-]+\"\) AS (Date32|Date64)\)"
@@ -148,15 +137,10 @@ _LITERAL = re.compile(
 def _skip_shape(df: Any, namespaces: dict[str, Any]) -> tuple[Any, ...] | None:
     """The key of ``df``'s plan for :data:`_SKIPS`, or None when it must not be cached.
 
-    The plan *as built* with its number and date literals replaced by their
-    types (one key per query shape: ``id = 5`` and ``id = 6`` share it; such a
-    literal cannot make the optimizer leave a filter above the scan that
-    another literal of the same type pushes), of a plan that only scans
-    registered namespaces
-    (by provider object: a namespace registered again is another key) and has
-    no join, subquery or union (which the optimizer could turn into joins). For
-    such a plan only the prune pass can apply, and only to a filter left above
-    the scan: a skip never changes an answer, at worst it reads more tables.
+    The plan as built with number and date literals masked (one key per shape),
+    only scanning registered namespaces (by provider object) and with no join,
+    subquery or union. Only the prune pass could apply to it: a skip never changes
+    an answer, at worst it reads more tables.
     """
     text = df.logical_plan().display_indent()
     if any(word in text for word in _NOT_CACHED):
@@ -173,13 +157,10 @@ def _masked(match: re.Match[str]) -> str:
 
 
 class _Skips:
-    """Plan shapes for which :func:`rewrite` found that no pass applies, per context.
+    """Plan shapes for which :func:`rewrite` found that no pass applies, per context (bounded).
 
-    Skipping saves DataFusion's optimization of the plan and its text on every
-    run of the same shape (about 0.1-0.4 ms a query). Keyed by the plan as
-    built and the namespace providers it scans (held in the value, so that a
-    provider's id cannot be reused while its entry lives), and the context's
-    SPJ switch; bounded.
+    The providers are held in the value, so a provider's id cannot be reused while
+    its entry lives.
     """
 
     capacity = 4096
@@ -313,11 +294,9 @@ def _rewrite_plan(
 def _unique_output_names(plan: Any, schema: pa.Schema) -> list[str] | None:
     """Make the plan's output names unique (in place); the original names if they were not.
 
-    A query may output two columns of one name (``SELECT *`` of a self-join):
-    DataFusion tells them apart by their tables, but a storage-partitioned join
-    is one table, whose columns cannot share a name. The rewritten plan then
-    outputs ``name__lance_<i>`` and :class:`~.dataframe.LanceDataFrame` gives
-    the results their original names back.
+    A storage-partitioned join is one table, whose columns cannot share a name:
+    the plan outputs ``name__lance_<i>`` and :class:`~.dataframe.LanceDataFrame`
+    gives the results their original names back.
     """
     root = next(r.root for r in plan.relations if r.HasField("root"))
     every = list(root.names)  # depth first: struct field names follow their column's

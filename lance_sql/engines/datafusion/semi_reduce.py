@@ -1,27 +1,11 @@
 """Semi-join reduction of grouped aggregates: aggregate only the groups a join can match.
 
-TPC-H q17 and q20 decorrelate into a join of a small, filtered input with an
-aggregate of lineitem grouped by the join key; DataFusion aggregates every
-group and then joins.
-
-The rewrite: a join ``other.k = agg.g`` where ``agg`` aggregates ``X`` grouped
-by ``g`` (a plain column of ``X``, one grouping set) gets ``X`` replaced by
-``X LEFT SEMI JOIN S ON X.g = S.k``, ``S`` being the smallest relation below
-``other`` that ``k`` comes from unchanged (through projections, filters, sorts,
-limits, either side of a join, an aggregate's grouping keys). Every value of
-``k`` in ``other`` is a value of ``S.k``, so a group removed has a key no row
-of ``other`` holds: equality never matches it, and the join drops unmatched
-rows of the aggregate side for the join types it is applied to (inner; left,
-left semi and left anti with the aggregate on the right; their mirrors). The
-aggregate's other groups are computed from all their rows, as before. A NULL
-key never matches ``=`` on either side (null-safe equality is not an
-``equal`` call, so such joins are left alone).
-
-Applied when ``S`` filters its rows somewhere (an unfiltered table holds
-every key: q15's suppliers, q18's orders) and is estimated at most
-1/:data:`MIN_REDUCTION` of ``X``'s rows (:class:`.join_swap.Estimator`);
-``S`` is then computed twice (its scan too), which the smaller input makes
-cheap.
+A join ``other.k = agg.g`` (``agg`` grouping ``X`` by column ``g``) gets ``X``
+replaced by ``X LEFT SEMI JOIN S ON X.g = S.k``, ``S`` the smallest relation under
+``other`` that ``k`` comes from unchanged. A removed group's key is in no row of
+``other`` and the join drops unmatched aggregate rows; NULL never matches ``=``.
+Applied when ``S`` filters rows and is estimated 1/:data:`MIN_REDUCTION` of ``X``
+(TPC-H q17, q20); ``S`` is then computed twice.
 """
 
 from __future__ import annotations
@@ -39,7 +23,6 @@ Rel = algebra_pb2.Rel
 J = algebra_pb2.JoinRel
 
 #: apply when the reducing input is estimated this many times smaller than the aggregated one
-#: (TPC-H q17: 480x, 0.46-0.5x the time; q2: 64x, no faster: its reducer is a LIKE scan)
 MIN_REDUCTION = 100.0
 
 #: join type -> the sides whose unmatched rows the join drops (where an aggregate may shrink)
@@ -139,11 +122,8 @@ def _natural(body: object, field: int) -> int:
 def _aggregate_columns(
     rel: Rel, fields: list[int], width: Callable[[Rel], int]
 ) -> tuple[Rel, list[int]] | None:
-    """The aggregate ``fields`` of ``rel`` are grouping keys of, and their input columns.
-
-    Only through filters, sorts and projections: below a limit or a join, removing
-    groups from the aggregate would change which rows those keep.
-    """
+    """The aggregate ``fields`` of ``rel`` are grouping keys of, and their input columns
+    (not below a limit or join: removing groups would change which rows those keep)."""
     for below, at in _descend(rel, fields, width, reducer=False):
         if sp.kind(below) == "aggregate":
             body = below.aggregate
@@ -174,9 +154,7 @@ def _descend(
     rel: Rel, fields: list[int], width: Callable[[Rel], int], *, reducer: bool
 ) -> Iterator[tuple[Rel, list[int]]]:
     """``rel`` and each relation below it that outputs the values of ``fields`` unchanged,
-    with those fields there (through filters, sorts, projections and aggregates' grouping
-    keys; ``reducer``: also through limits and the side of a join they come from, which
-    keep a subset of the values)."""
+    with those fields there (``reducer``: also through limits and joins, keeping a subset)."""
     while True:
         yield rel, fields
         k = sp.kind(rel)

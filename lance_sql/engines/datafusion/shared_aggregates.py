@@ -1,14 +1,9 @@
 """An aggregate a plan computes twice, computed once (TPC-H q15's view).
 
-DataFusion 55 inlines a view, so a query that reads one twice (q15: the view,
-and its maximum in a scalar subquery) plans and runs the view's aggregate
-twice, scanning ``lineitem`` twice. Here an aggregate subtree that occurs more
-than once in the Substrait plan (byte for byte, subqueries included), reads a
-lance-sql table and calls no volatile function, runs once, into memory, and
-every occurrence reads that result instead: the answer is the same rows (each
-occurrence computes the same ones). A result over :data:`MAX_ROWS` rows is not
-kept (the plan stays as it was). EXPLAIN runs the shared aggregate too (its
-plan reads the result, shown as a memory table named ``__lance_shared_<n>``).
+DataFusion inlines a view, so a query reading one twice runs its aggregate twice.
+An aggregate subtree occurring more than once (byte for byte) that reads a
+lance-sql table and calls no volatile function runs once, into memory (at most
+:data:`MAX_ROWS` rows), and every occurrence reads that result.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ def repeated_aggregate(plan_text: str) -> bool:
 
 def share_repeated_aggregates(ctx: Any, plan: Any, is_lance: Callable[[str], bool]) -> list[str]:
     """Run each repeated aggregate of ``plan`` once and point its occurrences at the result
-    (in place); the names of the memory tables it registers in ``ctx`` for the query
-    (:func:`~.sql_rewrite.register_query_table`: dropped once the plan is consumed)."""
+    (in place); the names of the memory tables it registers in ``ctx`` for the query."""
     functions = sp.function_names(plan)
     names: list[str] = []
     refused: set[bytes] = set()

@@ -1,18 +1,16 @@
 """The storage-partitioned-join pass over a query's Substrait plan.
 
-Every join whose two inputs are scans of registered partitioned namespaces
-(through filters and projections only) and whose equality keys are columns
-the namespaces are compatibly partitioned on (:func:`lance_sql.planning.joins.plan_join`)
-is replaced, in place, by a read of a query-scoped :class:`SpjTable`. That
-table's output columns are exactly the join's, in the same order, so every
-expression above it (which Substrait writes as column positions) keeps its
-meaning; each group runs the *same* join subtree (its filters, projections,
-extra ON conditions) over that group's partition tables only. Conditions
-above the join stay above it: a WHERE over an outer join is applied to the
-join's output, never inside the groups.
+Every join of two namespace scans on compatible partition keys is replaced, in
+place, by a read of a query-scoped :class:`SpjTable` whose columns are exactly
+the join's, in order (Substrait refers to columns by position); each group runs
+the same join subtree over its partition tables. Conditions above the join stay
+above it. A namespace join left alone gets a reason (EXPLAIN prints it).
 
-Joins with a namespace on both sides that cannot be made storage-partitioned
-get a reason (EXPLAIN prints it).
+Only where it pays (:func:`decide`, docs/joins.md): where one input is small after
+its filters the plain hash join builds it once and streams the other, where SPJ
+would read each group's share of the large input and pay a nested query per
+group. Inputs are compared by :class:`.join_swap.Estimator`; the knobs are
+``ctx.spj_small_side_rows`` (0: always SPJ) and ``ctx.spj_large_side_rows``.
 """
 
 from __future__ import annotations
@@ -25,8 +23,9 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_stats import table_count
+from lance_sql.engines.datafusion.join_swap import Estimator
 from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
-from lance_sql.engines.datafusion.spj_decision import decide, unaggregated_cost
 from lance_sql.engines.datafusion.spj_provider import SpjTable
 from lance_sql.engines.datafusion.spj_sides import (
     LEFT_TABLE,
@@ -37,6 +36,89 @@ from lance_sql.engines.datafusion.spj_sides import (
 )
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
+
+#: a join whose smaller input is estimated at most this many rows ...
+SMALL_SIDE_ROWS = 500_000
+#: ... and whose larger input at least this many runs as the plain join
+LARGE_SIDE_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class SpjDecision:
+    """The estimates of a join's two inputs and whether to storage-partition it."""
+
+    use: bool
+    left_rows: float | None
+    right_rows: float | None
+    small: int
+    large: int
+    #: the join's estimated output rows (None: unknown)
+    output_rows: float | None = None
+
+    def explain(self) -> str:
+        """One line for EXPLAIN."""
+        lr, rr = _fmt(self.left_rows), _fmt(self.right_rows)
+        if self.use:
+            return f"inputs ~{lr} x ~{rr} rows estimated"
+        return (
+            f"the smaller input is small (~{lr} x ~{rr} rows estimated; "
+            f"<= {self.small:,} against >= {self.large:,}): the plain hash join builds it "
+            "once and streams the larger one (ctx.spj_small_side_rows = 0 forces SPJ)"
+        )
+
+
+def _knobs(ctx: Any) -> tuple[int, int]:
+    small = int(getattr(ctx, "spj_small_side_rows", SMALL_SIDE_ROWS))
+    return small, int(getattr(ctx, "spj_large_side_rows", LARGE_SIDE_ROWS))
+
+
+def _fmt(rows: float | None) -> str:
+    return "?" if rows is None else f"{round(rows):,}"
+
+
+def unaggregated_cost(ctx: Any, output_rows: float | None) -> str | None:
+    """Why an SPJ whose output leaves its groups unaggregated is not worth it (None: it is).
+
+    Every row a group outputs crosses from its nested query through Python into
+    the outer query; with no partial aggregate in the groups that is the whole output.
+    """
+    small, large = _knobs(ctx)
+    if small <= 0 or output_rows is None or output_rows < large:
+        return None
+    return (
+        f"~{round(output_rows):,} output rows estimated and no aggregate inside the groups "
+        f"(>= {large:,}): every row would cross from the groups into the query, the plain "
+        "join streams them"
+    )
+
+
+def decide(
+    ctx: Any,
+    left: algebra_pb2.Rel,
+    right: algebra_pb2.Rel,
+    namespaces: Mapping[str, Any],
+    functions: Mapping[int, str],
+    join: algebra_pb2.Rel | None = None,
+) -> SpjDecision:
+    """Whether a join of ``left`` and ``right`` would be worth storage-partitioning
+    (with the estimated output rows of ``join``, their join, when given).
+
+    Also asked by :func:`.join_order.reorder_namespace_joins`: a pair SPJ will not
+    run stays where DataFusion's own order puts it.
+    """
+    small, large = _knobs(ctx)
+    # a dimension table joined into a side: its live rows
+    estimate = Estimator(
+        functions, namespaces, lambda n: getattr(table_count(ctx, n), "rows", None)
+    )
+    lr, rr = estimate.guess(left), estimate.guess(right)
+    use = True
+    if small > 0 and lr is not None and rr is not None:
+        lo, hi = min(lr, rr), max(lr, rr)
+        use = not (lo <= small and hi >= large)
+    output = None if join is None else estimate.guess(join)
+    return SpjDecision(use, lr, rr, small, large, output)
+
 
 #: column name prefixes of the two sides inside a group's query
 LEFT_PREFIX, RIGHT_PREFIX = "l$", "r$"
@@ -92,7 +174,7 @@ def compatible_pair(
     skip: Mapping[frozenset[str], str],
 ) -> bool:
     """Whether two namespace scans joined (inner) on ``keys`` can be storage-partitioned,
-    and whether it is worth it (:func:`.spj_decision.decide`)."""
+    and whether it is worth it (:func:`decide`)."""
     lt, rt = namespaces[left.table], namespaces[right.table]
     if not plan_join(lt._current(), rt._current(), on=keys, how="inner").compatible:
         return False
@@ -170,14 +252,8 @@ def _replace(
 
 
 def side_chain(rel: algebra_pb2.Rel, namespaces: Any) -> sp.ScanChain | None:
-    """A join input as one namespace scan, possibly inner-joined with other tables' scans.
-
-    Like :func:`.substrait_plan.scan_chain`, and also through inner joins in which exactly one
-    read is of a table in ``namespaces``: the chain's ``read``/``table`` are that
-    read's, and the other tables' columns map to None. None when the input
-    holds no namespace read, two of them, or anything else than reads,
-    filters, projections and inner joins.
-    """
+    """A join input as one namespace scan, possibly inner-joined with other tables' scans
+    (their columns map to None); None for no namespace read, two, or other relations."""
     k = sp.kind(rel)
     if k == "join":
         join = rel.join
@@ -218,15 +294,9 @@ def unaggregated_pairs(
 ) -> dict[frozenset[str], str]:
     """The namespace pairs of ``used`` whose SPJ output stays large and unaggregated, with why.
 
-    Called after :func:`.agg_plan.push_partial_aggregates`: a table still read
-    as such in ``plan`` has no aggregate inside its groups, so all its rows
-    cross from the groups into the outer query
-    (:func:`.spj_decision.unaggregated_cost`). The caller plans the query
-    again with these pairs left to DataFusion (``skip`` of
-    :func:`storage_partitioned_joins` and :func:`compatible_pair`): putting
-    the plain join back into this plan is not enough, because the join
-    reordering has already built the tree around the pair (measured: TPC-H
-    q9 took 4x).
+    Called after :func:`.agg_plan.push_partial_aggregates`. The caller plans the
+    query again with these pairs skipped: putting the plain join back here is not
+    enough, the join reordering has already built the tree around the pair.
     """
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
     out: dict[frozenset[str], str] = {}

@@ -1,25 +1,9 @@
 """A storage-partitioned join as one table: one DataFusion partition per chain of join groups.
 
-The settings that make a per-group join shuffle-free (``repartition_joins``
-off) are session-wide, and the user's other joins must be planned as before.
-So the join is not planned in the user's session at all: :class:`SpjTable` is a
-:class:`ScanUnitDataset` whose units are :class:`GroupJoinUnit` s, and each unit
-runs its groups' query (:mod:`.spj_plan`) in a private DataFusion context where
-each side is the namespace restricted to the group's partition tables. The outer
-query sees a table with one partition per unit: groups run in parallel, memory
-is bounded by a group, and no ``RepartitionExec`` sits over either namespace
-scan (those scans live inside the units).
-
-Each group reads its sides as :mod:`.spj_sides` plans them (into memory,
-or streamed when large).
-
-Why a dedicated thread pool: units are iterated on DataFusion's tokio worker
-threads, where a nested query cannot block on the (global) runtime, and a
-nested query whose plan spawns tasks would wait for workers that are all
-blocked in units. So each group's query runs with ``collect()`` on a plain
-thread of :data:`_POOL`, planned with one target partition and side tables of
-one partition each: its plan spawns nothing, so it never needs a tokio worker
-(measured: ``execute_stream`` spawns and deadlocks; ``collect`` does not).
+Shuffle-free join settings are session-wide, so each unit runs its groups' query
+in a private context. It runs with ``collect()`` on a thread of :data:`_POOL`,
+planned with one partition: units are iterated on tokio workers, where a nested
+query cannot block on the runtime, and a plan that spawns tasks would deadlock.
 """
 
 from __future__ import annotations
@@ -42,7 +26,7 @@ from lance_sql.engines.datafusion.spj_sides import (
     group_context,
     plan_side_reads,
 )
-from lance_sql.planning.joins.plan import JoinGroup, JoinPlan
+from lance_sql.planning.joins.plan import PRESERVED, JoinGroup, JoinPlan
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
@@ -52,9 +36,6 @@ from lance_sql.tables.scan import (
     with_sql_semantics,
 )
 
-#: join types that produce no row in a group whose left / right side has no row
-_NEEDS_LEFT = ("inner", "semi", "right_semi", "left", "anti")
-_NEEDS_RIGHT = ("inner", "semi", "right_semi", "right", "right_anti")
 #: More groups than this are chained into this many units (one DataFusion partition each).
 MAX_UNITS = 256
 
@@ -131,12 +112,7 @@ class GroupJoinUnit(ScanUnit):
 
 
 class SpjTable(ScanUnitDataset):
-    """The result of a compatible :class:`JoinPlan` as a table (one unit per group).
-
-    ``group`` is the query each group runs over tables :data:`LEFT_TABLE`
-    and :data:`RIGHT_TABLE`; ``schema`` its output schema (see
-    :func:`group_schema`).
-    """
+    """The result of a compatible :class:`JoinPlan` as a table (one unit per group)."""
 
     def __init__(
         self,
@@ -155,7 +131,7 @@ class SpjTable(ScanUnitDataset):
         self.right = right
         self.group = group
         self.side_reads: dict[str, SideRead] | None = None
-        #: the estimates the decision to storage-partition was taken on (:mod:`.spj_decision`)
+        #: the estimates the decision to storage-partition was taken on (:func:`.spj_plan.decide`)
         self.estimate = ""
         #: the join's estimated output rows and its EXPLAIN name (set by :mod:`.spj_plan`)
         self.output_rows: float | None = None
@@ -163,30 +139,22 @@ class SpjTable(ScanUnitDataset):
         super().__init__(schema, self._plan_units, name=name)
 
     def prepare(self) -> None:
-        """Plan what each group reads of each side (:func:`plan_side_reads`).
-
-        Call it on the caller's thread before the query runs: nested DataFusion
-        planning cannot run inside DataFusion's runtime (where this table's
-        partitions are asked for). Unprepared, or if it cannot be planned,
-        every group streams its sides (slower, same rows).
-        """
+        """Plan what each group reads of each side, on the caller's thread (nested planning
+        cannot run inside DataFusion's runtime); unprepared, every group streams its sides."""
         try:
             self.side_reads = plan_side_reads(self.left, self.right, self.group)
         except Exception:
             self.side_reads = None
 
     def live_groups(self) -> list[JoinGroup]:
-        """The groups that can produce rows, given the partitions each side's filter keeps.
-
-        An inner or semi join needs rows on both sides, a left (anti) join on the
-        left, a right (anti) join on the right, a full join on either.
-        """
+        """The groups that can produce rows, given the partitions each side's filter keeps."""
         groups = list(self.plan.groups)
         if self.side_reads is None:
             return groups
         kept = [self.side_reads[LEFT_TABLE].partitions, self.side_reads[RIGHT_TABLE].partitions]
-        how = self.plan.how
-        need = (how in _NEEDS_LEFT, how in _NEEDS_RIGHT)
+        # a side is needed unless the other side's unmatched rows are kept
+        keep_left, keep_right = PRESERVED[self.plan.how]
+        need = (not keep_right, not keep_left)
         out = []
         for g in groups:
             has = [

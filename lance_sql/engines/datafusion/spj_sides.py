@@ -1,18 +1,10 @@
 """The two sides of a storage-partitioned join's groups, and the private context they run in.
 
-Each group's query (:class:`GroupQuery`) runs in a :func:`private_context`
-over two tables, :data:`LEFT_TABLE` and :data:`RIGHT_TABLE`: the join's
-namespaces restricted to the group's partition tables. What each side reads
-is planned once per query (:func:`plan_side_reads`): the columns the group
-query needs, the filter DataFusion would push into the side's scan (applied
-by Lance while reading; the query applies its WHERE again) and the partition
-tables that filter can match. A group then reads each side into memory
-(:class:`InMemorySideUnit`: one native pylance read per partition table, off
-the GIL, decoded in parallel); a side holding more than
-:data:`MATERIALIZE_ROWS` rows in a group is streamed instead, so a skewed
-group cannot exhaust memory. Measured on the appendix F benchmark, reading
-the sides into memory took SPJ from 1.08 to 0.97 of the plain join's time,
-0.89 with 65,536-row batches (``docs/benchmarks/spj.md``).
+Each group's query runs in a :func:`private_context` over :data:`LEFT_TABLE` and
+:data:`RIGHT_TABLE`: the join's namespaces restricted to the group's partition
+tables. What each side reads is planned once per query (:func:`plan_side_reads`);
+a group reads each side into memory unless it holds more than
+:data:`MATERIALIZE_ROWS` rows, so a skewed group cannot exhaust memory.
 """
 
 from __future__ import annotations
@@ -49,8 +41,6 @@ LEFT_TABLE, RIGHT_TABLE = "__spj_left", "__spj_right"
 #: A group side with at most this many rows (before filtering) is read into memory.
 MATERIALIZE_ROWS = 4_000_000
 #: Rows per batch inside a group's query (and per batch of a side read into memory).
-#: Measured on the appendix F benchmark: 65536 took 0.80 of the plain join's time
-#: where 16384 took 0.89, at the same peak memory.
 GROUP_BATCH_ROWS = 65536
 #: A nested group query runs with these settings: one partition, nothing spawned.
 GROUP_CONFIG = {
@@ -88,11 +78,7 @@ def group_context(
     reads: dict[str, SideRead] | None = None,
 ) -> Any:
     """A private context with both sides as scans, restricted to ``group`` (all when None),
-    read as ``reads`` plans them (:func:`group_side`; streamed when None).
-
-    Each side prunes with the planner too (the group query's WHERE conditions
-    on one side arrive as that side's scan filter), and is one partition.
-    """
+    read as ``reads`` plans them (streamed when None)."""
     ctx = private_context()
     for table, side, refs in (
         (LEFT_TABLE, left, None if group is None else group.left),
@@ -104,12 +90,10 @@ def group_context(
 
 @dataclass(frozen=True)
 class SideRead:
-    """What every group reads of one side (planned once per query by :func:`plan_side_reads`).
+    """What every group reads of one side.
 
-    ``columns``: what the group query needs from the side; ``filter``: the
-    conjuncts DataFusion pushes into the side's scan (pre-applied while
-    reading, re-applied by the query); ``partitions``: the partition tables
-    that filter can match (None: all of them).
+    ``filter``: what DataFusion pushes into the side's scan (re-applied by the
+    query); ``partitions``: the partition tables it can match (None: all).
     """
 
     columns: tuple[str, ...]
@@ -132,11 +116,8 @@ def plan_side_reads(left: SpjSide, right: SpjSide, group: GroupQuery) -> dict[st
 
 
 def _needed_columns(sides: dict[str, SpjSide], group: GroupQuery) -> dict[str, tuple[str, ...]]:
-    """Each side's columns the query reads, from its plan over empty in-memory sides.
-
-    In-memory tables take no filters, so their scans list every column the
-    query uses, including those only its WHERE mentions.
-    """
+    """Each side's columns the query reads, from its plan over empty in-memory sides
+    (which take no filters, so their scans list the WHERE's columns too)."""
     ctx = private_context()
     for name, side in sides.items():
         register_rows(ctx, name, side.schema.empty_table())
@@ -218,13 +199,9 @@ def group_side(side: SpjSide, refs: Sequence[Any] | None, read: SideRead | None)
 def _in_memory_side(side: SpjSide, units: Sequence[ScanUnit], read: SideRead) -> ScanUnitDataset:
     """A group side read into memory now, scanned by DataFusion like any side.
 
-    Not a DataFusion memory table: those carry statistics, and with them
-    DataFusion 55 swaps join inputs and pushes WHERE conditions through
-    projections whose column names repeat (both sides' ``k``), where its
-    physical filter pushdown can move a condition onto the wrong side (seen
-    in the differential test: ``a.v > 2`` applied to ``b.v``). A scan of
-    unknown size keeps the plan of the streamed side, which the plain join
-    has too.
+    Not a DataFusion memory table: with its statistics DataFusion's filter
+    pushdown can move a condition onto the wrong side of repeated names
+    (``a.v > 2`` applied to ``b.v``).
     """
     unit = InMemorySideUnit(units, read, side.schema)
     plan = ScanPlan.of_units([unit], unit.describe())
@@ -234,10 +211,7 @@ def _in_memory_side(side: SpjSide, units: Sequence[ScanUnit], read: SideRead) ->
 class InMemorySideUnit(ScanUnit):
     """Rows of some partition tables read once into memory with a :class:`SideRead`.
 
-    DataFusion plans the group query again over this side and pushes the same
-    filter, so the rows are served as read (sliced, not copied). A scan asking
-    for anything else (another filter, a column not read) streams from storage
-    instead: correct before fast.
+    A scan asking for another filter or a column not read streams from storage.
     """
 
     def __init__(self, units: Sequence[ScanUnit], read: SideRead, schema: pa.Schema) -> None:
@@ -278,13 +252,10 @@ class InMemorySideUnit(ScanUnit):
 
 @dataclass(frozen=True)
 class GroupQuery:
-    """The query every group runs: a join subtree (Substrait) over :data:`LEFT_TABLE` and
-    :data:`RIGHT_TABLE`.
+    """The query every group runs: a join subtree (Substrait) over the two side tables.
 
-    ``udfs``: the user's scalar UDFs the subtree calls, registered into each
-    private group context (DataFusion resolves functions by name); ``inside``:
-    what runs inside each group besides the join, for EXPLAIN; ``tables``: the
-    other tables the join's inputs read (dimension tables joined in every group).
+    ``udfs``: the user's scalar UDFs it calls; ``inside``: what runs in each group
+    besides the join (EXPLAIN); ``tables``: other tables the join's inputs read.
     """
 
     plan: plan_pb2.Plan
@@ -313,7 +284,7 @@ class GroupQuery:
 
 @functools.cache
 def _builtin_functions() -> frozenset[str]:
-    """Scalar functions every lance-sql group context has (DataFusion's and lance-sql's)."""
+    """Scalar functions every group context has."""
     return frozenset(private_context().udfs())
 
 
@@ -326,13 +297,12 @@ def _user_udfs(ctx: Any, plan: plan_pb2.Plan) -> tuple[Any, ...]:
             continue
         try:
             out.append(ctx.udf(name))
-        except (KeyError, Exception):  # an aggregate or a built-in of another kind
+        except Exception:  # an aggregate or a built-in of another kind
             continue
     return tuple(out)
 
 
 def group_schema(left: SpjSide, right: SpjSide, group: GroupQuery) -> pa.Schema:
-    """The output schema of ``group``, its columns named ``c0``, ``c1``, ... (logical
-    planning only: nothing is read)."""
+    """The output schema of ``group``, its columns named ``c0``, ``c1``, ... (nothing read)."""
     schema = group.dataframe(group_context(left, right, None)).schema()
     return pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])

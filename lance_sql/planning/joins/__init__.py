@@ -1,15 +1,7 @@
 """Storage-partitioned joins: which partitions of two namespaces can only meet each other.
 
-- :mod:`.keys` — join-key columns and which values compare equal across types;
-- :mod:`.compatibility` — compatible partition fields and the common group key;
-- :mod:`.grouping` — each partition's group key, from its own spec version;
-- :mod:`.plan` — :func:`plan_join` / :func:`plan_join_partitions` and
-  :class:`JoinPlan` (JSON form for shipping to tasks, through
-  :mod:`lance_sql.planning.plan_json`).
-
-Running a plan in DataFusion: :mod:`lance_sql.engines.datafusion.spj_plan`.
-
-Rules and formats: ``docs/joins.md``.
+Rules and formats: ``docs/joins.md``; run in DataFusion by
+:mod:`lance_sql.engines.datafusion.spj_plan`.
 """
 
 from __future__ import annotations

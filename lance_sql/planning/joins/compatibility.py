@@ -1,26 +1,10 @@
 """Which partition fields of two namespaces agree on the join keys, and the common group key.
 
-The group key of a join is a tuple of *components*. Each component is a
-function of the join-key values alone (so two rows the join matches always
-agree on it) that every spec version of both sides can compute from its
-partition values:
-
-- ``identity`` of key k (identity fields on both sides);
-- ``bucket`` over keys P with G buckets: ``abs(murmur3(...)) % G``, computable
-  from bucket[N] / multi_bucket[N] when G divides N (``b % G``), or from
-  identity values by hashing them; G is the largest count dividing one field
-  of every version (the gcd rule: 4 and 6 give 2);
-- ``truncate`` of key k to width W: from truncate[W'] when W' divides W
-  (numbers) or W' >= W (strings), or from identity values;
-- ``year`` / ``month`` / ``day`` / ``hour`` of key k: the same field on every
-  version (or computed from identity values when both key types are identical);
-  using only the parts every version has is what groups (year, month, day)
-  partitions with (year, month) ones;
-- ``expression``: the same expression text over the same key positions.
-
-A component is used only when *every* spec version present on *both* sides can
-compute it. No component at all means the join is not storage-partitioned:
-the plan says why (side, spec version, field, transform).
+The group key is a tuple of *components*, each a function of the join-key values
+alone (so two rows the join matches agree on it) that every spec version present
+on both sides can compute from its partition values (the table is in
+docs/joins.md). No component: the join is not storage-partitioned, and the plan
+says why (side, spec version, field, transform).
 """
 
 from __future__ import annotations

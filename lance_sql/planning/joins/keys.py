@@ -1,12 +1,9 @@
 """Join keys: resolve column names to field ids and decide which values compare equal.
 
-A group key is only correct if two rows that the join matches always get the
-same group key. That depends on the join-key *types* of both sides: int32 5
-and int64 5 are equal (and hash alike), but int 1 and float 1.0 hash
-differently, and decimals hash their unscaled value (so scales must agree).
-This module answers "are these two key columns compatible for component X" and
-turns partition values into canonical Python values that compare equal exactly
-when the engine's equality would (or coarser: merging groups is always safe,
+Two rows the join matches must get the same group key, which depends on both
+sides' key *types*: int32 5 and int64 5 are equal, int 1 and float 1.0 hash
+differently, decimals hash their unscaled value. Canonical values compare equal
+exactly when the engine's equality would (or coarser: merging groups is safe,
 splitting them never is).
 """
 

@@ -1,12 +1,9 @@
 """``plan_join``: a storage-partitioned join as groups of partitions that meet only each other.
 
-The plan is data, not code: a list of groups, each with the left and right
-partition tables whose rows may match. Joining group by group and concatenating
-gives exactly the join of all rows, because every pair of matching rows lands
-in one group (the group key is a function of the join-key values; see
-:mod:`.compatibility`) and every partition is in at most one group per side.
-When no common group key exists the plan says ``compatible=False`` with the
-reason, and the caller runs an ordinary (shuffling) join.
+Joining group by group gives exactly the join of all rows: every pair of
+matching rows lands in one group (the group key is a function of the join-key
+values) and every partition is in at most one group per side. Without a common
+group key the plan says ``compatible=False`` with the reason.
 """
 
 from __future__ import annotations
@@ -286,12 +283,9 @@ def plan_join(
 ) -> JoinPlan:
     """Plan a join of two partitioned namespaces (``.specs``, ``.schema``, ``.partitions()``).
 
-    ``left_filter`` / ``right_filter`` (SQL text, pyarrow expression or predicate)
-    are conditions on that side's rows that hold before the join (for example a
-    WHERE condition on the preserved side); they prune partitions first. They
-    only remove partitions: the scans must still apply them to rows, exactly as
-    the plan's ``left_filter`` / ``right_filter`` (``ScanFilter``, shipped in
-    the JSON form) do.
+    ``left_filter`` / ``right_filter`` (SQL text, pyarrow expression or predicate):
+    conditions on that side's rows before the join; they only prune partitions,
+    the scans must still apply them to rows.
     """
     lparts = _pruned(left, left_filter)
     rparts = _pruned(right, right_filter)
@@ -316,14 +310,3 @@ def _pruned(ns: Any, filter: Any) -> pa.Table:
     if plan.selects_all:
         return parts
     return parts.filter(pc.is_in(parts.column("object_id"), pa.array(plan.object_ids, pa.string())))
-
-
-__all__ = [
-    "PRESERVED",
-    "JoinGroup",
-    "JoinPlan",
-    "PartitionRef",
-    "normalize_how",
-    "plan_join",
-    "plan_join_partitions",
-]
