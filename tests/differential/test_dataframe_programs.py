@@ -232,10 +232,14 @@ def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None
     try:
         limits = limits_kept(c.plain, table, steps)
         want = run_program(c.plain, table, steps, limits).to_arrow_table()
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017  (plain DataFusion refused it too)
-            run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
-        return
+    except Exception as exc:
+        one = c.plain_oracle_after(exc)
+        if one is None:
+            with pytest.raises(Exception):  # noqa: B017  (plain DataFusion refused it too)
+                run_program(c.lance_ctx(spj), table, steps).to_arrow_table()
+            return
+        limits = limits_kept(one, table, steps)
+        want = run_program(one, table, steps, limits).to_arrow_table()
     try:  # and the tables read are those of the scalar-only twin schema
         got = run_lance_twin_checked(
             c,
@@ -269,6 +273,24 @@ def check_program(c: Contexts, table: str, steps: list[Step], spj: bool) -> None
 #: minimal failing programs found by this test, kept as regression cases (KNOWN_FAILURES
 #: holds the ones failing today under the same id)
 REGRESSIONS: dict[str, tuple[str, list[Step]]] = {
+    # plain DataFusion's planner fails (SanityCheckPlan) on its two-partition memory table;
+    # a one-partition plain context answers (no rows: the filter holds a bare NULL)
+    "df_topk_over_id_plus_one_after_null_filter": (
+        "a_ns",
+        [
+            ("filter", ("cmpcol", "=", (None, "id", "int"), (None, "k", "int"))),
+            ("select", [("id", "id"), ("p1", "id")]),
+            (
+                "filter",
+                (
+                    "and",
+                    ("null", (None, "id", "int")),
+                    ("not", ("between", (None, "p1", "big"), 7, 7, True)),
+                ),
+            ),
+            ("sort_limit", 1),
+        ],
+    ),
     # SPJ off: UnboundLocalError in plan_rewrite.rewrite (``spj`` unset) once pruning changed
     # the plan; SQL twin: right_join_on_right_only_where_left
     "df_right_join_right_filter_then_filter": (
