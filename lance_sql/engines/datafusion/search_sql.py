@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 from datafusion import Expr, udtf
 
+from lance_sql.engines.datafusion.dml_target import registered_target
 from lance_sql.engines.datafusion.errors import recording, typed_error
-from lance_sql.engines.datafusion.lance_provider import find_registered
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError
 from lance_sql.planning.search import result_schema, search
@@ -93,18 +93,15 @@ def _tail(fn: str, rest: list[Any], allowed: dict[str, Any]) -> tuple[Any, dict[
 def _target(ctx: Any, fn: str, name: Any) -> Any:
     if not isinstance(name, str):
         raise SearchError(f"{fn}: the table is given as a string ('name')")
-    namespaces = ctx.registered_namespaces()
-    namespace = find_registered(namespaces, name)
-    if namespace is not None:
-        return namespace._current()
-    try:
-        return ctx.lance_table(name).table.snapshot().dataset
-    except KeyError:
-        known = sorted([*namespaces, *ctx._lance_tables])
+    found = registered_target(ctx, name, as_written=True)
+    if found is None:
+        known = sorted([*ctx.registered_namespaces(), *ctx._lance_tables])
         raise SearchError(
             f"{fn}: no Lance dataset or namespace named {name!r} is registered "
             f"(registered: {known}); use register_lance or register_namespace"
-        ) from None
+        )
+    kind, table = found
+    return table._current() if kind == "namespace" else table.table.snapshot().dataset
 
 
 def _check_k(fn: str, k: Any) -> int:
