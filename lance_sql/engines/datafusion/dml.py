@@ -191,8 +191,7 @@ def _plain_lance(ctx: Any, name: str, op: str, table: Any, source: Any) -> tuple
     def action() -> int:
         import lance
 
-        check_insert_structs(ctx, source, table.schema, name)
-        rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), table.schema, name)
+        rows = _insert_rows(ctx, source, table.schema, name)
         lance.write_dataset(rows, table.uri, mode=mode, storage_options=table.storage_options)
         return rows.num_rows
 
@@ -220,8 +219,7 @@ def _update(
 # -- INSERT -----------------------------------------------------------------------------------
 def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> int:
     ns = writable_namespace(table, name)
-    check_insert_structs(ctx, source, ns.schema, name)
-    rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), ns.schema, name)
+    rows = _insert_rows(ctx, source, ns.schema, name)
     if overwrite:
         ns.overwrite(rows, partitions="dynamic")
     elif rows.num_rows:
@@ -229,17 +227,19 @@ def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> in
     return rows.num_rows
 
 
-def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
-    """``rows`` (the positional Dml input, cast by DataFusion) checked by the write schema rule."""
+def _insert_rows(ctx: Any, source: Any, schema: pa.Schema, name: str) -> pa.Table:
+    """An INSERT's input rows (positional, cast by DataFusion) checked by the schema rule."""
     from lance_sql.tables.namespace.schema_rule import conform
 
+    what = f"INSERT into {name!r}"
+    check_insert_structs(ctx, source, schema, name)
+    rows = source_rows(ctx, source, what)
     if rows.num_columns != len(schema):
         raise SchemaMismatchError(
-            f"INSERT into {name!r}: {rows.num_columns} columns given, the table has {len(schema)}"
+            f"{what}: {rows.num_columns} columns given, the table has {len(schema)}"
         )
     rows = rows.rename_columns(schema.names)  # the Dml input is positional
-    source = f"INSERT into {name!r}"
-    batches = [conform(b, schema, source=source) for b in rows.to_batches()]
+    batches = [conform(b, schema, source=what) for b in rows.to_batches()]
     return pa.Table.from_batches(batches, schema=schema)
 
 
