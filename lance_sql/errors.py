@@ -118,9 +118,7 @@ _SCHEMA_TEXTS = ("Schema error", "Inconsistent data length", "Cannot automatical
 
 
 def datafusion_error_kinds(exc: BaseException) -> frozenset[str]:
-    """What a DataFusion error's text says went wrong (it raises untyped errors):
-    ``not_found`` (a table), ``partitioned_insert`` (INSERT ... PARTITION), ``not_null``
-    (NULL into a NOT NULL column), ``schema`` (columns do not match), ``cast``."""
+    """What an (untyped) DataFusion error's text says went wrong: the keys below."""
     text = str(exc)
     found = {
         "not_found": "not found" in text and "table" in text,

@@ -19,12 +19,8 @@ from lance_sql.errors import (
 
 
 def registered_target(ctx: Any, name: str, *, as_written: bool = False) -> tuple[str, Any] | None:
-    """("namespace" | "lance", table) registered under ``name``, else None.
-
-    A name read from a plan is DataFusion's catalog name: looked up exactly (its lower
-    case could be another table: ``"Foo"`` and ``foo``). ``as_written`` (a name a user
-    gave as a string) falls back to the catalog name an identifier would resolve to.
-    """
+    """("namespace" | "lance", table) registered as ``name`` (a plan's name: exactly, as
+    ``"Foo"`` and ``foo`` are two tables; ``as_written``: then as an identifier resolves)."""
     kinds = (("namespace", ctx.registered_namespaces()), ("lance", ctx._lance_tables))
     for key in (name, catalog_name(name)) if as_written else (name,):
         for kind, tables in kinds:
