@@ -112,3 +112,19 @@ def first_line(exc: BaseException) -> str:
     """The first line of ``exc``'s message (its type name when the message is empty)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+_SCHEMA_TEXTS = ("Schema error", "Inconsistent data length", "Cannot automatically convert")
+
+
+def datafusion_error_kinds(exc: BaseException) -> frozenset[str]:
+    """What an (untyped) DataFusion error's text says went wrong: the keys below."""
+    text = str(exc)
+    found = {
+        "not_found": "not found" in text and "table" in text,
+        "partitioned_insert": "Partitioned inserts not yet supported" in text,
+        "not_null": "non-nullable" in text,
+        "schema": any(s in text for s in _SCHEMA_TEXTS),
+        "cast": "cast" in text.lower(),
+    }
+    return frozenset(kind for kind, hit in found.items() if hit)

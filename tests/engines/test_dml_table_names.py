@@ -72,3 +72,25 @@ def test_plan_passes_and_search_find_mixed_case_namespaces(tmp_path: Path) -> No
     assert ctx.sql(query).to_pylist() == [{"n": 40}]
     with pytest.raises(lance_sql.LanceSqlError, match="column 'v' is int64"):  # found 'Left'
         ctx.sql("SELECT * FROM lance_search('Left', 'v', [1.0, 2.0], 3)").collect()
+
+
+def test_quoted_and_unquoted_names_are_two_tables(tmp_path: Path) -> None:
+    """``"Foo"`` and ``foo`` both registered: DML writes the table its plan names (never
+    the lower-cased other one); ``lance_search('Foo')`` takes the exact name first."""
+    ctx = lance_sql.SessionContext()
+    for name, path in (('"Foo"', "upper"), ("foo", "lower")):
+        ns = lance_sql.PartitionedNamespace.create(str(tmp_path / path), SCHEMA, "k")
+        ns.append(ROWS)
+        ctx.register_namespace(name, str(tmp_path / path))
+    assert sorted(ctx.registered_namespaces()) == ["Foo", "foo"]
+    assert ctx.sql('INSERT INTO "Foo" VALUES (4, 40)').to_pylist() == [{"count": 1}]
+    assert ctx.sql('DELETE FROM "Foo" WHERE k = 1').to_pylist() == [{"count": 1}]
+    assert ctx.sql("UPDATE Foo SET v = 0 WHERE k = 2").to_pylist() == [{"count": 1}]
+    upper = ctx.sql('SELECT k, v FROM "Foo" ORDER BY k').to_pylist()
+    lower = ctx.sql("SELECT k, v FROM foo ORDER BY k").to_pylist()
+    assert upper == [{"k": 2, "v": 20}, {"k": 3, "v": 30}, {"k": 4, "v": 40}]
+    assert lower == [{"k": 1, "v": 10}, {"k": 2, "v": 0}, {"k": 3, "v": 30}]
+    for name in ("Foo", "FOO"):  # found (a table of no vector column), not "not registered"
+        query = f"SELECT count(*) AS n FROM lance_search('{name}', 'v', [1.0], 1)"
+        with pytest.raises(lance_sql.LanceSqlError, match="column 'v' is int64"):
+            ctx.sql(query).collect()

@@ -20,7 +20,11 @@ from datafusion import DataFrame
 from lance_sql.engines.datafusion.dataframe import EXECUTING, LanceDataFrame
 from lance_sql.engines.datafusion.dml_plan import row_condition, update_values
 from lance_sql.engines.datafusion.dml_struct_check import check_insert_structs
-from lance_sql.engines.datafusion.dml_target import source_rows, writable_namespace
+from lance_sql.engines.datafusion.dml_target import (
+    registered_target,
+    source_rows,
+    writable_namespace,
+)
 from lance_sql.engines.datafusion.errors import typed_errors
 from lance_sql.engines.datafusion.provider import explain_rows
 from lance_sql.engines.datafusion.sql_tokens import sqlglot_tokens
@@ -29,6 +33,7 @@ from lance_sql.errors import (
     NotFoundError,
     SchemaMismatchError,
     UnsupportedFeatureError,
+    datafusion_error_kinds,
     first_line,
 )
 
@@ -106,7 +111,10 @@ def _dml_target(ctx: Any, df: DataFrame) -> _DmlTarget | None:
     if type(variant).__name__ != "DmlStatement":
         return None
     name = str(variant.table_name())
-    target = _target(ctx, name)
+    short = name.split(".")[-1]
+    if name not in (short, f"public.{short}", f"datafusion.public.{short}"):
+        return None
+    target = registered_target(ctx, short)
     if target is None:
         return None
     return _DmlTarget(plan, name, target[0], target[1], _op_name(variant))
@@ -165,19 +173,6 @@ def _shown(where: Any) -> str:
     return "TRUE" if where is None else str(where)  # DataFusion's display of it
 
 
-def _target(ctx: Any, name: str) -> tuple[str, Any] | None:
-    short = name.split(".")[-1]
-    if name not in (short, f"public.{short}", f"datafusion.public.{short}"):
-        return None
-    namespaces = ctx.registered_namespaces()
-    if short in namespaces:
-        return ("namespace", namespaces[short])
-    lance_tables = getattr(ctx, "_lance_tables", {})
-    if short in lance_tables:
-        return ("lance", lance_tables[short])
-    return None
-
-
 def _plain_lance(ctx: Any, name: str, op: str, table: Any, source: Any) -> tuple[str, Any, str]:
     """INSERT INTO / INSERT OVERWRITE on a Lance dataset: one pylance write (one commit)."""
     if op not in ("insertinto", "append", "overwrite"):
@@ -196,8 +191,7 @@ def _plain_lance(ctx: Any, name: str, op: str, table: Any, source: Any) -> tuple
     def action() -> int:
         import lance
 
-        check_insert_structs(ctx, source, table.schema, name)
-        rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), table.schema, name)
+        rows = _insert_rows(ctx, source, table.schema, name)
         lance.write_dataset(rows, table.uri, mode=mode, storage_options=table.storage_options)
         return rows.num_rows
 
@@ -225,8 +219,7 @@ def _update(
 # -- INSERT -----------------------------------------------------------------------------------
 def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> int:
     ns = writable_namespace(table, name)
-    check_insert_structs(ctx, source, ns.schema, name)
-    rows = _conform(source_rows(ctx, source, f"INSERT into {name!r}"), ns.schema, name)
+    rows = _insert_rows(ctx, source, ns.schema, name)
     if overwrite:
         ns.overwrite(rows, partitions="dynamic")
     elif rows.num_rows:
@@ -234,17 +227,19 @@ def _insert(ctx: Any, table: Any, name: str, source: Any, overwrite: bool) -> in
     return rows.num_rows
 
 
-def _conform(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
-    """``rows`` (the positional Dml input, cast by DataFusion) checked by the write schema rule."""
+def _insert_rows(ctx: Any, source: Any, schema: pa.Schema, name: str) -> pa.Table:
+    """An INSERT's input rows (positional, cast by DataFusion) checked by the schema rule."""
     from lance_sql.tables.namespace.schema_rule import conform
 
+    what = f"INSERT into {name!r}"
+    check_insert_structs(ctx, source, schema, name)
+    rows = source_rows(ctx, source, what)
     if rows.num_columns != len(schema):
         raise SchemaMismatchError(
-            f"INSERT into {name!r}: {rows.num_columns} columns given, the table has {len(schema)}"
+            f"{what}: {rows.num_columns} columns given, the table has {len(schema)}"
         )
     rows = rows.rename_columns(schema.names)  # the Dml input is positional
-    source = f"INSERT into {name!r}"
-    batches = [conform(b, schema, source=source) for b in rows.to_batches()]
+    batches = [conform(b, schema, source=what) for b in rows.to_batches()]
     return pa.Table.from_batches(batches, schema=schema)
 
 
@@ -264,27 +259,24 @@ def _target_name(query: str) -> str | None:
     return names[0] if names else None
 
 
-_SCHEMA_ERRORS = ("Schema error", "Inconsistent data length", "Cannot automatically convert")
-
-
 def typed_planning_error(query: str, exc: Exception) -> LanceSqlError | None:
     """DataFusion's planning error of a DML statement as a typed error naming the table."""
     keyword = statement_keyword(query)
     if keyword not in _DML_KEYWORDS:
         return None
-    text = str(exc)
+    kinds = datafusion_error_kinds(exc)
     first = first_line(exc)
-    if "not found" in text and "table" in text:
+    if "not_found" in kinds:
         return NotFoundError(f"{first} (the target or a source of the statement)")
-    if "Partitioned inserts not yet supported" in text:
+    if "partitioned_insert" in kinds:
         return UnsupportedFeatureError(
             f"INSERT ... PARTITION (...) into {_target_name(query)!r}: static partition values "
             "are not supported (DataFusion 55's planner refuses them); give the partition "
             "columns in the rows (INSERT OVERWRITE replaces the partitions they fall in)"
         )
-    if any(s in text for s in _SCHEMA_ERRORS) or "cast" in text.lower():
+    if kinds & {"schema", "cast"}:
         hint = ""
-        if keyword == "UPDATE" and "No field named" in text and _SET_FIELD.search(query):
+        if keyword == "UPDATE" and "No field named" in str(exc) and _SET_FIELD.search(query):
             hint = (
                 "; a field inside a struct cannot be SET on its own: SET the whole struct "
                 "(e.g. s = named_struct('a', 1, 'b', s['b']))"

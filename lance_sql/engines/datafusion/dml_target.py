@@ -9,7 +9,24 @@ import pyarrow as pa
 from sqlglot import exp
 
 from lance_sql.engines.datafusion.dataframe import LanceDataFrame
-from lance_sql.errors import LanceSqlError, SchemaMismatchError, UnsupportedFeatureError
+from lance_sql.engines.datafusion.lance_provider import catalog_name
+from lance_sql.errors import (
+    LanceSqlError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+    datafusion_error_kinds,
+)
+
+
+def registered_target(ctx: Any, name: str, *, as_written: bool = False) -> tuple[str, Any] | None:
+    """("namespace" | "lance", table) registered as ``name`` (a plan's name: exactly, as
+    ``"Foo"`` and ``foo`` are two tables; ``as_written``: then as an identifier resolves)."""
+    kinds = (("namespace", ctx.registered_namespaces()), ("lance", ctx._lance_tables))
+    for key in (name, catalog_name(name)) if as_written else (name,):
+        for kind, tables in kinds:
+            if key in tables:
+                return kind, tables[key]
+    return None
 
 
 def writable_namespace(table: Any, name: str) -> Any:
@@ -32,15 +49,15 @@ def source_rows(ctx: Any, plan: Any, what: str) -> pa.Table:
     except LanceSqlError:
         raise
     except Exception as exc:
-        text = str(exc)
-        if "non-nullable" in text:
+        text, kinds = str(exc), datafusion_error_kinds(exc)
+        if "not_null" in kinds:
             schema = ctx.create_dataframe_from_logical_plan(plan).schema()
             names = [f.name for f in schema if not f.nullable]
             reason = next((ln for ln in text.splitlines() if "non-nullable" in ln), text)
             raise SchemaMismatchError(
                 f"{what}: NULL given for a NOT NULL column (NOT NULL: {names}): {reason.strip()}"
             ) from exc
-        if "Cast error" in text or "cast" in text.lower():
+        if "cast" in kinds:
             reason = next((ln for ln in text.splitlines() if "ast" in ln), text)
             raise SchemaMismatchError(f"{what}: {reason.strip()}") from exc
         raise

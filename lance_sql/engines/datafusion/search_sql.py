@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 from datafusion import Expr, udtf
 
+from lance_sql.engines.datafusion.dml_target import registered_target
 from lance_sql.engines.datafusion.errors import recording, typed_error
-from lance_sql.engines.datafusion.lance_provider import find_registered
 from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
 from lance_sql.errors import LanceSqlError
 from lance_sql.planning.search import result_schema, search
@@ -93,18 +93,15 @@ def _tail(fn: str, rest: list[Any], allowed: dict[str, Any]) -> tuple[Any, dict[
 def _target(ctx: Any, fn: str, name: Any) -> Any:
     if not isinstance(name, str):
         raise SearchError(f"{fn}: the table is given as a string ('name')")
-    namespaces = ctx.registered_namespaces()
-    namespace = find_registered(namespaces, name)
-    if namespace is not None:
-        return namespace._current()
-    try:
-        return ctx.lance_table(name).table.snapshot().dataset
-    except KeyError:
-        known = sorted([*namespaces, *ctx._lance_tables])
+    found = registered_target(ctx, name, as_written=True)
+    if found is None:
+        known = sorted([*ctx.registered_namespaces(), *ctx._lance_tables])
         raise SearchError(
             f"{fn}: no Lance dataset or namespace named {name!r} is registered "
             f"(registered: {known}); use register_lance or register_namespace"
-        ) from None
+        )
+    kind, table = found
+    return table._current() if kind == "namespace" else table.table.snapshot().dataset
 
 
 def _check_k(fn: str, k: Any) -> int:
@@ -113,35 +110,33 @@ def _check_k(fn: str, k: Any) -> int:
     return k
 
 
-def _search_call(ctx: Any, args: list[Any]) -> tuple[str, Any, dict[str, Any], str]:
-    fn = "lance_search"
-    if not 4 <= len(args) <= 6:
-        raise SearchError(
-            f"{fn} takes (table, column, query, k [, where] [, options]); got {len(args)} arguments"
-        )
-    table, column, query, k, *rest = args
-    if not isinstance(column, str):
-        raise SearchError(f"{fn}: the column is given as a string ('name')")
-    where, opts = _tail(fn, rest, OPTIONS)
-    target = _target(ctx, fn, table)
-    kwargs = dict(column=column, query=query, k=_check_k(fn, k), where=where, **opts)
-    return table, target, kwargs, fn
+#: each function's positional arguments (with k, before [, where] [, options]) and options
+_SIGNATURES = {
+    "lance_search": ("table, column, query, k", OPTIONS),
+    "lance_hybrid_search": ("table, vector_column, vector, text_column, text, k", HYBRID_OPTIONS),
+}
 
 
-def _hybrid_call(ctx: Any, args: list[Any]) -> tuple[str, Any, dict[str, Any], str]:
-    fn = "lance_hybrid_search"
-    if not 6 <= len(args) <= 8:
-        raise SearchError(
-            f"{fn} takes (table, vector_column, vector, text_column, text, k [, where] "
-            f"[, options]); got {len(args)} arguments"
-        )
-    table, vcol, vec, tcol, text, k, *rest = args
-    if not isinstance(vcol, str) or not isinstance(tcol, str) or not isinstance(text, str):
-        raise SearchError(f"{fn}: column names and the text are given as strings")
-    where, opts = _tail(fn, rest, HYBRID_OPTIONS)
+def _arguments(ctx: Any, fn: str, args: list[Any]) -> tuple[str, Any, dict[str, Any]]:
+    """(table name, what to search, ``search`` keyword arguments) of a call of ``fn``."""
+    names, allowed = _SIGNATURES[fn]
+    n = names.count(",") + 1
+    if not n <= len(args) <= n + 2:
+        raise SearchError(f"{fn} takes ({names} [, where] [, options]); got {len(args)} arguments")
+    table, *given, k = args[:n]
+    if fn == "lance_search":
+        column, query = given
+        if not isinstance(column, str):
+            raise SearchError(f"{fn}: the column is given as a string ('name')")
+        kwargs = dict(column=column, query=query)
+    else:
+        vcol, vec, tcol, text = given
+        if not isinstance(vcol, str) or not isinstance(tcol, str) or not isinstance(text, str):
+            raise SearchError(f"{fn}: column names and the text are given as strings")
+        kwargs = dict(vector=(vcol, vec), text=(tcol, text))
+    where, opts = _tail(fn, args[n:], allowed)
     target = _target(ctx, fn, table)
-    kwargs = dict(vector=(vcol, vec), text=(tcol, text), k=_check_k(fn, k), where=where, **opts)
-    return table, target, kwargs, fn
+    return table, target, dict(**kwargs, k=_check_k(fn, k), where=where, **opts)
 
 
 class SearchUnit(ScanUnit):
@@ -184,7 +179,7 @@ def _call(ctx_ref: weakref.ref, hybrid: bool, *raw: Any) -> pds.Dataset:
     ctx = ctx_ref()
     fn = "lance_hybrid_search" if hybrid else "lance_search"
     args = [_value(fn, a, i + 1) for i, a in enumerate(raw)]
-    table, target, kwargs, fn = (_hybrid_call if hybrid else _search_call)(ctx, args)
+    table, target, kwargs = _arguments(ctx, fn, args)
     report = search(target, explain=True, **kwargs)  # prunes and routes; runs no search
     schema = result_schema(target, report.kind)
     reports = getattr(_LOCAL, "reports", None)

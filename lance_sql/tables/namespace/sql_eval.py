@@ -17,7 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.errors import LanceSqlError, SchemaMismatchError, first_line
+from lance_sql.errors import (
+    LanceSqlError,
+    SchemaMismatchError,
+    datafusion_error_kinds,
+    first_line,
+)
 from udfs.sql_engine import sql_engine
 
 if TYPE_CHECKING:
@@ -38,7 +43,7 @@ def values_fit(what: str, columns: list[str]) -> Iterator[None]:
     try:
         yield
     except SqlExpressionError as exc:
-        if "cast" not in str(exc).lower():
+        if "cast" not in datafusion_error_kinds(exc):
             raise
         message = f"{what}: a value does not fit its column {columns}: {exc}"
         raise SchemaMismatchError(message) from exc
