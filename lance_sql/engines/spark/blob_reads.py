@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.engines.spark.options import open_at
-from lance_sql.engines.spark.types import spark_struct, spark_target_schema
+from lance_sql.engines.spark.types import map_arrow, spark_struct
 
 #: Rows per Spark task reading blobs (a task holds its rows' bytes in memory at once).
 ROWS_PER_TASK = 64
@@ -40,21 +40,16 @@ def read_blob_bytes(
     n = max(1, -(-ids.num_rows // max(1, rows_per_task)))
     rows = spark.sparkContext.parallelize([tuple(r.values()) for r in ids.to_pylist()], n)
     df = spark.createDataFrame(rows, schema=spark_struct(ids.schema))  # n tasks, no shuffle
-    target = spark_target_schema(spark_struct(out))  # what Spark checks the batches against
     version, opts = ns.manifest_version, dict(storage_options or {})
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def task(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Each task opens the namespace at the same version and reads its rows' blobs."""
-        task_ns = None
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            if task_ns is None:
-                task_ns = open_at(root, version, opts)
-            tables = batch.column("partition_table").to_pylist()
-            pairs = list(zip(tables, batch.column("row_id").to_pylist(), strict=True))
-            data = pa.array(task_ns.read_blobs(column, pairs), pa.binary())
-            names = [*batch.schema.names, column]
-            yield pa.RecordBatch.from_arrays([*batch.columns, data], names).cast(target)
+        if not batch.num_rows:
+            return
+        task_ns = open_at(root, version, opts)
+        tables = batch.column("partition_table").to_pylist()
+        pairs = list(zip(tables, batch.column("row_id").to_pylist(), strict=True))
+        data = pa.array(task_ns.read_blobs(column, pairs), pa.binary())
+        yield pa.RecordBatch.from_arrays([*batch.columns, data], [*batch.schema.names, column])
 
-    return df.mapInArrow(task, spark_struct(out))
+    return map_arrow(df, task, out)

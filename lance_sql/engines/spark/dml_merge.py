@@ -223,6 +223,7 @@ class MergeJob(DeleteJob):
     def insert_step(
         self, version: int, write_id: str, matched_rows: list[int]
     ) -> tuple[list[Any], list[str]]:
+        from lance_sql.engines.spark.options import read_options
         from lance_sql.engines.spark.types import spark_struct
         from lance_sql.engines.spark.write import LanceNamespaceWriter
         from lance_sql.tables.namespace.staging import StagedWrite
@@ -237,9 +238,7 @@ class MergeJob(DeleteJob):
         for f in struct.fields:
             if rest.schema[f.name].dataType != f.dataType:
                 rest = rest.withColumn(f.name, rest[f.name].cast(f.dataType))
-        options = {"path": self.root, "version": str(version)}
-        if self.storage_options:
-            options["storage_options"] = json.dumps(self.storage_options)
+        options = read_options(self.root, version, self.storage_options)
         writer = LanceNamespaceWriter(options, False, rest.schema)
         writer.write_id = write_id
         out = rest.mapInArrow(InsertTask(writer), "staged string, attempt string").collect()

@@ -7,7 +7,6 @@ a shuffle, and each joins its groups locally (:mod:`.join_arrow`).
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -16,8 +15,9 @@ import pyarrow as pa
 
 from lance_sql.engines.spark.join_arrow import arrow_join_supports, join_group, read_side
 from lance_sql.engines.spark.join_profile import profiled
+from lance_sql.engines.spark.options import open_at, read_options
 from lance_sql.engines.spark.read_packing import pack_groups, packing_from_spark, unit_bytes
-from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
+from lance_sql.engines.spark.types import map_tasks
 from lance_sql.errors import LanceSqlError
 
 _SPARK_HOW = {"semi": "left_semi", "anti": "left_anti", "full": "full_outer"}
@@ -84,7 +84,6 @@ def partitioned_join(
     ``on``: a warning and Spark's own join of the two reads. ``tasks``: Spark tasks
     (default: groups packed by bytes, :func:`.read_packing.pack_groups`).
     """
-    from lance_sql.engines.spark.options import open_at
     from lance_sql.planning.joins import plan_join
     from lance_sql.planning.joins.plan import normalize_how
 
@@ -126,34 +125,24 @@ def partitioned_join(
         for g in plan.groups
     ]
     out = output_schema(lschema, rschema, how)
-    struct = spark_struct(out)
-    target = spark_target_schema(struct)
     lcols, rcols = read_columns(lschema, rschema, pairs, how)
     lfilter, rfilter = plan.left_filter, plan.right_filter
     batch_rows = _batch_rows(spark)
 
-    def group_batches(lu: Sequence[Any], ru: Sequence[Any]) -> Iterator[pa.RecordBatch]:
-        left = read_side(lu, lfilter, lschema, lcols)
-        right = read_side(ru, rfilter, rschema, rcols)
-        return join_group(left, right, pairs, how, out, batch_rows)
+    def joined(task_groups: Sequence[tuple[Any, Any]]) -> Iterator[pa.RecordBatch]:
+        for lu, ru in task_groups:
+            left = read_side(lu, lfilter, lschema, lcols)
+            right = read_side(ru, rfilter, rschema, rcols)
+            for rb in join_group(left, right, pairs, how, out, batch_rows):
+                if rb.num_rows:
+                    yield rb
+
+    def task(task_groups: Sequence[tuple[Any, Any]]) -> Iterator[pa.RecordBatch]:
+        return profiled(joined(task_groups))  # LANCE_SQL_JOIN_PROFILE: see join_profile
 
     sizes = [sum(unit_bytes(u) for u in (*lu, *ru)) for lu, ru in groups]
     bins = pack_groups(sizes, packing_from_spark(spark), tasks)
-    task_groups = [[groups[i] for i in b] for b in bins]
-
-    def joined(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for t in b.column(0).to_pylist():
-                for lu, ru in task_groups[t]:
-                    for rb in group_batches(lu, ru):
-                        if rb.num_rows:
-                            yield to_spark_batch(rb, target)
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return profiled(joined(batches))  # LANCE_SQL_JOIN_PROFILE: see join_profile
-
-    n = len(task_groups)
-    return spark.range(0, n, 1, n).mapInArrow(task, struct)
+    return map_tasks(spark, [[groups[i] for i in b] for b in bins], task, out)
 
 
 def _spark_join(
@@ -178,14 +167,8 @@ def _spark_join(
     from pyspark.sql import functions as F
 
     def load(root: str, version: int | None, where: str | None) -> Any:
-        reader = spark.read.format("lance_ns")
-        if version is not None:
-            reader = reader.option("version", str(version))
-        if storage_options:
-            reader = reader.option("storage_options", json.dumps(dict(storage_options)))
-        if where:
-            reader = reader.option("where", where)
-        return reader.load(root)
+        options = read_options(root, version, storage_options, where=where)
+        return spark.read.format("lance_ns").options(**options).load()
 
     ldf = load(left_root, left_version, left_filter)
     rdf = load(right_root, right_version, right_filter)

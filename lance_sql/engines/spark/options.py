@@ -76,6 +76,21 @@ def storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in value.items()}
 
 
+def read_options(
+    root: str,
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    **extra: str,
+) -> dict[str, str]:
+    """The ``lance_ns`` options naming ``root`` at ``version`` (read by :func:`open_namespace`)."""
+    options = {"path": root}
+    if version is not None:
+        options["version"] = str(version)
+    if storage_options:
+        options["storage_options"] = json.dumps(dict(storage_options))
+    return options | {k: v for k, v in extra.items() if v}
+
+
 def open_at(
     root: str, version: int | None = None, storage_options: Mapping[str, str] | None = None
 ) -> Any:

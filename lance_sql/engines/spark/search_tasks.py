@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.engines.spark.options import open_at
+from lance_sql.engines.spark.types import map_arrow, map_tasks
 
 
 def search(
@@ -34,7 +35,6 @@ def search(
     "...")`` makes it a hybrid search: ``column``/``query`` are the vector part,
     fused with the full-text search by reciprocal rank (``_hybrid_score``).
     """
-    from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
     from lance_sql.planning.search import search as run_search
 
     ns = open_at(root, version, storage_options)
@@ -51,38 +51,31 @@ def search(
     scores = [pa.field(score, pa.float32()) for score, _, _ in lists]
     cols = list(ns.schema.names if columns is None else columns)
     out = pa.schema([ns.schema.field(c) for c in cols] + scores + extra)
-    struct = spark_struct(out)
-    target = spark_target_schema(struct)
     n = max(1, min(len(oids), tasks or spark.sparkContext.defaultParallelism))
-    shares = [oids[i::n] for i in range(n)]
     rank = {oid: i for i, oid in enumerate(oids)}
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def task(share: list[str]) -> Iterator[pa.RecordBatch]:
+        if not share:
+            return
         task_ns = open_at(root, pinned, storage_options)
-        for b in batches:
-            for t in b.column(0).to_pylist():
-                share = shares[t]
-                if not share:
-                    continue
-                mine = sorted(share)  # the search numbered its tables in object_id order
-                for score, col, q in lists:
-                    got = run_search(
-                        task_ns, col, q, k, where=where, columns=cols,
-                        with_row_ids=True, partitions=share, **options,
-                    )  # fmt: skip
-                    parts = [rank[mine[p]] for p in got["_part"].to_pylist()]
-                    got = got.set_column(
-                        got.schema.get_field_index("_part"), "_part", pa.array(parts, pa.int32())
-                    )
-                    rowid = got.schema.get_field_index("_rowid")
-                    got = got.set_column(rowid, "_rowid", got["_rowid"].cast(pa.int64()))
-                    for other in scores:  # the other list's score is NULL on these rows
-                        if other.name != score:
-                            got = got.append_column(other, pa.nulls(got.num_rows, other.type))
-                    for rb in got.select(out.names).to_batches():
-                        yield to_spark_batch(rb, target)
+        mine = sorted(share)  # the search numbered its tables in object_id order
+        for score, col, q in lists:
+            got = run_search(
+                task_ns, col, q, k, where=where, columns=cols,
+                with_row_ids=True, partitions=share, **options,
+            )  # fmt: skip
+            parts = [rank[mine[p]] for p in got["_part"].to_pylist()]
+            got = got.set_column(
+                got.schema.get_field_index("_part"), "_part", pa.array(parts, pa.int32())
+            )
+            rowid = got.schema.get_field_index("_rowid")
+            got = got.set_column(rowid, "_rowid", got["_rowid"].cast(pa.int64()))
+            for other in scores:  # the other list's score is NULL on these rows
+                if other.name != score:
+                    got = got.append_column(other, pa.nulls(got.num_rows, other.type))
+            yield from got.select(out.names).to_batches()
 
-    df = spark.range(0, n, 1, n).mapInArrow(task, struct)
+    df = map_tasks(spark, [oids[i::n] for i in range(n)], task, out)
     if text is not None:
         return _fuse(df, cols, int(k), rrf_k)
     score = scores[0].name
@@ -138,7 +131,6 @@ def search_batch(
     with ``_rank`` (1 = nearest)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
     from lance_sql.planning.search import search as run_search
 
     ns = open_at(root, version, storage_options)
@@ -146,20 +138,16 @@ def search_batch(
     qid_field = pa.field(id_column, to_arrow_type(queries.schema[id_column].dataType))
     fields = [ns.schema.field(c) for c in (ns.schema.names if columns is None else columns)]
     out = pa.schema([qid_field, *fields, ("_distance", pa.float32()), ("_rank", pa.int32())])
-    struct = spark_struct(out)
-    target = spark_target_schema(struct)
     cols = None if columns is None else list(columns)
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def task(b: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         task_ns = open_at(root, pinned, storage_options)
-        for b in batches:
-            ids = b.column(id_column).to_pylist()
-            for qid, vec in zip(ids, b.column(query_column).to_pylist(), strict=True):
-                got = run_search(task_ns, column, vec, k, where=where, columns=cols, **options)
-                got = got.append_column(
-                    "_rank", pa.array(range(1, got.num_rows + 1), pa.int32())
-                ).add_column(0, id_column, pa.array([qid] * got.num_rows, qid_field.type))
-                for rb in got.select(out.names).to_batches():
-                    yield to_spark_batch(rb, target)
+        ids = b.column(id_column).to_pylist()
+        for qid, vec in zip(ids, b.column(query_column).to_pylist(), strict=True):
+            got = run_search(task_ns, column, vec, k, where=where, columns=cols, **options)
+            got = got.append_column(
+                "_rank", pa.array(range(1, got.num_rows + 1), pa.int32())
+            ).add_column(0, id_column, pa.array([qid] * got.num_rows, qid_field.type))
+            yield from got.select(out.names).to_batches()
 
-    return queries.select(id_column, query_column).mapInArrow(task, struct)
+    return map_arrow(queries.select(id_column, query_column), task, out)

@@ -7,6 +7,7 @@ named ``element``), never to a guess.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -150,3 +151,36 @@ def to_spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
                 f"column {f.name!r} of type {col.type} cannot be read as {f.type}: {e}"
             ) from e
     return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def map_arrow(
+    df: Any, run: Callable[[pa.RecordBatch], Iterable[pa.RecordBatch]], schema: pa.Schema
+) -> Any:
+    """``df.mapInArrow`` to a DataFrame of ``schema``: ``run`` maps each input batch to output
+    batches, cast here as Spark requires them."""
+    struct = spark_struct(schema)
+    target = spark_target_schema(struct)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for rb in run(b):
+                yield to_spark_batch(rb, target)
+
+    return df.mapInArrow(task, struct)
+
+
+def map_tasks(
+    spark: Any,
+    payloads: Sequence[Any],
+    run: Callable[[Any], Iterable[pa.RecordBatch]],
+    schema: pa.Schema,
+) -> Any:
+    """A DataFrame of ``schema``: one Spark task per (picklable) payload, without a shuffle;
+    ``run(payload)`` yields the task's batches."""
+    n = len(payloads)
+
+    def task(ids: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        for i in ids.column(0).to_pylist():
+            yield from run(payloads[i])
+
+    return map_arrow(spark.range(0, n, 1, n), task, schema)
