@@ -41,7 +41,7 @@ def test_dml_resolves_a_mixed_case_registration_as_select_does(
 ) -> None:
     assert ctx.sql("INSERT INTO MyT VALUES (4, 40)").to_pylist() == [{"count": 1}]
     expected = [{"k": 1, "v": 10}, {"k": 2, "v": 20}, {"k": 3, "v": 30}, {"k": 4, "v": 40}]
-    if "MyT" in ctx.registered_namespaces():  # DELETE / UPDATE need a namespace
+    if "myt" in ctx.registered_namespaces():  # DELETE / UPDATE need a namespace
         assert ctx.sql("DELETE FROM MyT WHERE k = 1").to_pylist() == [{"count": 1}]
         assert ctx.sql("UPDATE myt SET v = 99 WHERE k = 2").to_pylist() == [{"count": 1}]
         expected = [{"k": 2, "v": 99}, *expected[2:]]
