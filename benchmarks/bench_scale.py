@@ -283,6 +283,20 @@ def bench_scan(root: Path, p: int, per: int, repeat: int) -> dict[str, float]:
     }
 
 
+#: The writers' row ids start here, above every other step's.
+WRITER_IDS = 10**11
+
+
+def writer_rows(root: Path) -> tuple[int, int]:
+    """(rows, distinct ids) the writers of any run added."""
+    from lance_sql.tables.namespace.namespace import PartitionedNamespace
+
+    ids = PartitionedNamespace.open(str(root)).to_table(
+        columns=["id"], filter=pa.compute.field("id") >= WRITER_IDS
+    )["id"]
+    return len(ids), pa.compute.count_distinct(ids).as_py()
+
+
 def bench_writers(root: Path, p: int, seconds: float, threads: int) -> dict[str, float]:
     from lance_sql.errors import CommitConflictError
     from lance_sql.tables.namespace.namespace import PartitionedNamespace
@@ -297,7 +311,8 @@ def bench_writers(root: Path, p: int, seconds: float, threads: int) -> dict[str,
         n = 0
         while time.monotonic() < stop:
             try:
-                ns.append(rows(np.full(10, k, np.int32), start=3 * 10**9 + (i << 32) + n * 10))
+                start = WRITER_IDS + (threads << 40) + (i << 32) + n * 10
+                ns.append(rows(np.full(10, k, np.int32), start=start))
                 counts[i] += 1
             except CommitConflictError:
                 failed[i] += 1
@@ -387,16 +402,18 @@ def main() -> None:
         }
         print(f"P={p}: {results[p]}", flush=True)
         if p == args.concurrent_p and args.seconds > 0:
+            earlier = writer_rows(root)  # (--reuse: an earlier run's writers)
             one = bench_writers(root, p, args.seconds / 2, 1)
             four = bench_writers(root, p, args.seconds, 4)
             ns = type(ns).open(str(root))
             expected = 10 * (one["commits"] + four["commits"])
-            got = ns.to_table(filter=pa.compute.field("id") >= 3 * 10**9).num_rows
+            got, distinct = (a - b for a, b in zip(writer_rows(root), earlier, strict=True))
             ns.expire_versions(older_than=timedelta(0))
             orphan = ns.cleanup(older_than=timedelta(0), dry_run=True).bytes
             print(
                 f"writers P={p}: one {one} four {four} ratio "
                 f"{four['per_s'] / max(one['per_s'], 1e-9):.2f} rows {got}/{expected} "
+                f"(distinct ids {distinct}) "
                 f"orphaned bytes after expire_versions {orphan}",
                 flush=True,
             )

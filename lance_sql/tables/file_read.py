@@ -1,7 +1,7 @@
 """Small Lance tables read from their data files, without a pylance scanner.
 
 A scanner's fixed cost dominates tiny partition tables; their files are decoded with
-``lance.file.LanceFileReader`` minus deletions, and opened readers are kept per (file,
+``lance.file.LanceFileReader`` minus deletions, and the decoded rows are kept per (file,
 columns) since data files never change. Only fragments the file reader reads exactly as
 the dataset would are taken (one local 2.x file holding every column, same field ids
 and schema); anything else returns None and the caller scans with pylance.
@@ -28,8 +28,13 @@ DIRECT_MAX_BYTES = 4 * 1024 * 1024
 
 _DELETION_TYPES = {"array": "arrow", "bitmap": "bitmap"}
 
-#: Opened file readers kept for the next read of the same file and columns.
-READERS_MAX = 8192
+#: Decoded rows kept for the next read of the same file and columns, at most this many
+#: bytes (estimated as the Arrow buffers plus :data:`_COLUMN_OVERHEAD` per column).
+KEPT_MAX_BYTES = 128 * 1024 * 1024
+
+#: Memory a kept table costs per column beyond its buffers (allocations, array objects):
+#: about 1.3 KB measured for one-row tables.
+_COLUMN_OVERHEAD = 1536
 
 
 def _new_file_session() -> Any:
@@ -45,34 +50,33 @@ _file_session: PerProcess[Any] = PerProcess(_new_file_session)
 _Key = tuple[str, tuple[str, ...], int, int]  # path, columns, size, modification time
 
 
-class _Readers:
-    """Opened file readers by :data:`_Key`, at most :data:`READERS_MAX`.
-
-    A reader serves one thread at a time ("Already borrowed"), so :meth:`take` removes
-    it and :meth:`give` puts it back. When full, the reader given back last makes room,
-    so a repeated scan of more files than fit keeps finding the others.
-    """
+class _Kept:
+    """Decoded files by :data:`_Key` (data files never change once written), at most
+    :data:`KEPT_MAX_BYTES`. When full, the table kept last makes room, so a repeated scan
+    of more files than fit keeps finding the others."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._kept: dict[_Key, Any] = {}
+        self._tables: dict[_Key, tuple[pa.Table, int]] = {}
+        self.bytes = 0
 
-    def take(self, key: _Key) -> Any:
+    def get(self, key: _Key) -> pa.Table | None:
         with self._lock:
-            reader = self._kept.pop(key, None)
-        if reader is None:
-            reader = _file_session().open_reader(key[0].lstrip("/"), columns=list(key[1]))
-        return reader
+            kept = self._tables.get(key)
+        return None if kept is None else kept[0]
 
-    def give(self, key: _Key, reader: Any) -> None:
+    def put(self, key: _Key, table: pa.Table) -> None:
+        cost = table.nbytes + _COLUMN_OVERHEAD * max(1, table.num_columns)
         with self._lock:
-            if key not in self._kept:  # (else another thread's copy came back first)
-                if len(self._kept) >= READERS_MAX:
-                    self._kept.popitem()
-                self._kept[key] = reader
+            if key in self._tables or cost > KEPT_MAX_BYTES:
+                return
+            while self._tables and self.bytes + cost > KEPT_MAX_BYTES:
+                self.bytes -= self._tables.popitem()[1][1]
+            self._tables[key] = (table, cost)
+            self.bytes += cost
 
 
-_readers = PerProcess(_Readers)
+_kept = PerProcess(_Kept)
 
 
 @dataclass(frozen=True)
@@ -178,9 +182,11 @@ def read_direct(
         else:
             st = os.stat(f.path)
             key = (f.path, tuple(columns), st.st_size, st.st_mtime_ns)
-            reader = _readers().take(key)
-            table = _read_whole(reader)
-            _readers().give(key, reader)
+            table = _kept().get(key)
+            if table is None:
+                reader = _file_session().open_reader(f.path.lstrip("/"), columns=list(columns))
+                table = _read_whole(reader)
+                _kept().put(key, table)
         if columns is None and not _same_columns(table.schema, schema):
             return None
         if f.live is not None:

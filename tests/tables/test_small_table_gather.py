@@ -92,9 +92,9 @@ def test_repeated_scans_gather_small_tables_and_equal_datafusion(tmp_path, monke
     assert calls and max(calls) > 1, "the gathered route was not taken"
 
 
-def test_concurrent_scans_share_kept_readers(tmp_path):
-    """8 threads scanning one namespace at once (each kept reader reads for one thread
-    at a time) get the same rows as plain DataFusion, every time."""
+def test_concurrent_scans_share_kept_tables(tmp_path):
+    """8 threads scanning one namespace at once (sharing what is kept) get the same rows
+    as plain DataFusion, every time."""
     root = str(tmp_path / "ns")
     _namespace(root, parts=60)
     queries = _QUERIES[1:4]
@@ -156,9 +156,9 @@ def _write_file(path: str, values: list[int]) -> None:
         writer.write_batch(pa.table({"a": pa.array(values, pa.int64())}))
 
 
-def test_a_kept_reader_is_not_used_for_a_file_that_changed(tmp_path):
+def test_kept_rows_are_not_used_for_a_file_that_changed(tmp_path):
     """A data file replaced at the same path (size or modification time differs) is
-    opened again, never read through the reader kept for the old file."""
+    read again, never answered from the rows kept for the old file."""
     path = str(tmp_path / "f.lance")
     schema = pa.schema([("a", pa.int64())])
     _write_file(path, [1, 2, 3])
@@ -169,11 +169,12 @@ def test_a_kept_reader_is_not_used_for_a_file_that_changed(tmp_path):
     assert again is not None and again[0].column("a").to_pylist() == [7, 9, 10]
 
 
-def test_kept_readers_stay_within_their_bound(tmp_path, monkeypatch):
-    """With room for 3 readers, 10 files read over and over give their own rows and
-    never more than 3 readers are kept."""
-    monkeypatch.setattr(file_read, "READERS_MAX", 3)
-    monkeypatch.setattr(file_read, "_readers", PerProcess(file_read._Readers))
+def test_kept_tables_stay_within_their_bound(tmp_path, monkeypatch):
+    """With room for 3 decoded files, 10 files read over and over give their own rows
+    and never more than 3 are kept."""
+    one = file_read._COLUMN_OVERHEAD + 16  # a kept two-row int64 column
+    monkeypatch.setattr(file_read, "KEPT_MAX_BYTES", 3 * one)
+    monkeypatch.setattr(file_read, "_kept", PerProcess(file_read._Kept))
     schema = pa.schema([("a", pa.int64())])
     paths = []
     for i in range(10):
@@ -183,25 +184,27 @@ def test_kept_readers_stay_within_their_bound(tmp_path, monkeypatch):
         for i, path in enumerate(paths):
             got = read_direct([DataFileRead(path, None)], schema, ["a"])
             assert got is not None and got[0].column("a").to_pylist() == [i, 10 * i]
-            assert len(file_read._readers()._kept) <= 3
+            assert len(file_read._kept()._tables) <= 3
+            assert file_read._kept().bytes <= 3 * one
+    assert len(file_read._kept()._tables) == 3
 
 
 def _read_in_child(path: str, out) -> None:  # type: ignore[no-untyped-def]
-    kept = len(file_read._readers()._kept)
+    kept = len(file_read._kept()._tables)
     got = read_direct([DataFileRead(path, None)], pa.schema([("a", pa.int64())]), ["a"])
     out.put((kept, got[0].column("a").to_pylist() if got else None))
 
 
 @pytest.mark.filterwarnings("ignore:lance is not fork-safe")
-def test_a_forked_child_opens_its_own_readers(tmp_path):
-    """Readers kept by the parent are not used in a forked child (pylance's are not
-    fork-safe): the child starts with none and reads the file itself."""
+def test_a_forked_child_reads_for_itself(tmp_path):
+    """What the parent kept is not used in a forked child (pylance's readers are not
+    fork-safe): the child starts with nothing kept and reads the file itself."""
     import multiprocessing
 
     path = str(tmp_path / "f.lance")
     _write_file(path, [4, 5])
     assert read_direct([DataFileRead(path, None)], pa.schema([("a", pa.int64())]), ["a"])
-    assert file_read._readers()._kept
+    assert file_read._kept()._tables
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     child = ctx.Process(target=_read_in_child, args=(path, out))
