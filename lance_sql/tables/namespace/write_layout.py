@@ -24,7 +24,7 @@ from lance_sql.tables.namespace.layout import (
     join_object_id,
     random_namespace_name,
 )
-from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
+from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, snapshot_entries
 from lance_sql.tables.namespace.partition_rows import keys_of
 
 if TYPE_CHECKING:
@@ -81,8 +81,6 @@ class TableLookup:
 
 def table_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -> TableLookup:
     """The partition tables under spec namespace ``prefix``."""
-    from lance_sql.tables.namespace.manifest_table import snapshot_entries
-
     # (the memo of snapshot_entries itself, not its copy: 3 ms at 100,000 tables)
     entries = snapshot.derived.get(("entries", tuple(fids))) or snapshot_entries(snapshot, fids)
     memo = (TABLES, prefix, tuple(fids))
