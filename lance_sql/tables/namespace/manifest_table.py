@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,11 +23,9 @@ from lance_sql.tables.namespace import manifest_fragments as fragments
 from lance_sql.tables.namespace.layout import manifest_uri
 from lance_sql.tables.namespace.locations import derive_locations
 from lance_sql.tables.namespace.manifest_commit import commit_or_discard, commit_overwrite
+from lance_sql.tables.namespace.reader import PartitionTable, table_entries
 from lance_sql.tables.path_kind import wrong_kind
 from lance_sql.tables.pylance_errors import pylance_errors
-
-if TYPE_CHECKING:
-    from lance_sql.tables.namespace.reader import PartitionTable
 
 PK_KEY = b"lance-schema:unenforced-primary-key:position"
 
@@ -219,8 +217,6 @@ _ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_
 def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[PartitionTable]:
     """``table_entries`` of ``snapshot``; a row equal in every column its entry is made of
     to one seen before reuses that entry, so only new or changed rows are derived."""
-    from lance_sql.tables.namespace.reader import table_entries  # (reader reads snapshots)
-
     memo = ("entries", tuple(field_ids))
     done = snapshot.derived.get(memo)
     if done is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,10 +26,8 @@ from lance_sql.tables.namespace.layout import (
 )
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, snapshot_entries
 from lance_sql.tables.namespace.partition_rows import keys_of
-
-if TYPE_CHECKING:
-    from lance_sql.tables.namespace.reader import PartitionTable
-    from lance_sql.tables.namespace.write_target import WriteTarget
+from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.namespace.write_target import WriteTarget
 
 MEMO = "namespaces"  # first item of this module's ManifestSnapshot.derived keys
 TABLES = "table_ids"  # (the other one: partition values -> table object id)
@@ -128,8 +126,6 @@ def keyed_layout(
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     sub = rows.filter(pc.is_in(col, value_set=values, skip_nulls=False))
-    from lance_sql.tables.namespace.reader import table_entries
-
     entries = table_entries(sub, snapshot.root, list(fids))
     found = _derive(sub, prefix, fids)[0], TableLookup(_table_ids(entries, prefix, fids), entries)
     snapshot.derived[memo] = (firsts, found)
