@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from lance_sql.format.metadata import open_metadata
-from lance_sql.format.storage import FileInfo, Location, remove_file, resolve, walk_files
+from lance_sql.format.storage import FileInfo, Location, list_dir, remove_file, resolve, walk_files
 from lance_sql.format.versions import list_manifests
 from lance_sql.tables.namespace.bounds import referenced_key_filters
 from lance_sql.tables.namespace.key_filters import FILTER_DIR
@@ -195,8 +195,6 @@ def expiry_pins(
 
 
 def _list_dirs(root: Location) -> list[Location]:
-    from lance_sql.format.storage import list_dir
-
     return [e.location for e in list_dir(root) if e.is_dir]
 
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 from lance_sql.errors import SpecError
 from lance_sql.spec.arrow_json import dumps, field_ids, schema_to_json
 from lance_sql.spec.partition_field import PartitionField
+from lance_sql.spec.transforms.spec_text import spec_fields
 from lance_sql.tables.blob_columns import stored_schema
 from lance_sql.tables.namespace import nested_evolution as nested
 from lance_sql.tables.namespace.field_map import last_field_id, with_last_field_id
@@ -37,8 +38,6 @@ def add_spec(
 
     ``fields``: field dicts or spec text, as ``PartitionedNamespace.create`` takes them.
     """
-    from lance_sql.spec.transforms.spec_text import spec_fields
-
     ns.refresh()
     new_id = max(ns._specs) + 1
     spec = build_spec(spec_fields(fields), spec_id=new_id, schema=ns._schema, previous=ns._specs)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import LanceSqlError, UnsafeLocationError
+from lance_sql.format.storage import resolve
 
 DELIMITER = "$"
 MANIFEST_NAME = "__manifest"
@@ -141,8 +142,6 @@ def remove_quietly(
 ) -> None:
     """Best-effort deletion of the files ``names`` (relative to ``uri``) or, with None,
     of ``uri`` and everything below it (cleanup() finds what is left)."""
-    from lance_sql.format.storage import resolve
-
     try:
         loc = resolve(uri, storage_options)
         for path in [loc.path] if names is None else [f"{loc.path}/{n}" for n in names]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from lance_sql.errors import FormatError
+from lance_sql.format.storage import resolve
 
 _HEX_PREFIX = re.compile(r"^[0-9a-f]{8}_(.+)$")
 
@@ -22,8 +23,6 @@ def derive_locations(
     storage_options: Mapping[str, str] | None = None,
 ) -> pa.Array:
     """The ``location`` of every row of ``rows`` (NULL for namespace rows)."""
-    from lance_sql.format.storage import resolve
-
     kinds = rows.column("object_type").to_pylist()
     oids = rows.column("object_id").to_pylist()
     if "table" not in kinds:

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from lance_sql.errors import LanceSqlError
+from lance_sql.format.storage import list_dir, resolve, walk_files
+from lance_sql.tables.namespace.cleanup import expiry_pins, written_rows
+from lance_sql.tables.namespace.key_filters import remove_unreferenced
+from lance_sql.tables.namespace.layout import child_uri, manifest_uri
 from lance_sql.tables.namespace.mutation import Mutation, run
 from lance_sql.tables.namespace.write_target import table_conflicts, written_concurrently
 
@@ -95,9 +100,6 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
     """Remove versions older than ``older_than`` that nothing live pins (module docstring)."""
     import lance
 
-    from lance_sql.tables.namespace.cleanup import expiry_pins, written_rows
-    from lance_sql.tables.namespace.layout import child_uri, manifest_uri
-
     ns._check_writable()
     if older_than < timedelta(0):
         raise ValueError(f"older_than must not be negative, got {older_than}")
@@ -130,8 +132,6 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
         report.tables += 1
         report.table_versions_removed += int(stats.old_versions)
         report.bytes_removed += int(stats.bytes_removed)
-    from lance_sql.tables.namespace.key_filters import remove_unreferenced
-
     for location, pin in pins.items():
         report.key_filters_removed += remove_unreferenced(
             child_uri(ns.root, location), pin.key_filters, cutoff, opts
@@ -142,9 +142,6 @@ def expire_versions(ns: Any, *, older_than: timedelta) -> ExpireReport:
 
 def _one_version(uri: str, opts: Any) -> bool:
     """Whether the table at ``uri`` has a single version file (False when unsure)."""
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.format.storage import list_dir, resolve
-
     try:
         found = list_dir(resolve(f"{uri.rstrip('/')}/_versions", opts))
     except (OSError, ValueError, LanceSqlError):
@@ -162,8 +159,6 @@ def table_stats(ns: Any) -> list[dict[str, Any]]:
     (files the pinned version does not reference, plus the share of referenced files
     holding deleted rows)."""
     import lance
-
-    from lance_sql.format.storage import resolve, walk_files
 
     out = []
     for entry in ns.tables():

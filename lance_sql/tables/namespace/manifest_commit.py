@@ -26,6 +26,7 @@ from lance_sql.tables.namespace.manifest_fragments import (
     fragment_keys,
     kept_rows,
     remember_state,
+    root_properties,
     seed_overwrite,
     slices_of,
 )
@@ -252,11 +253,8 @@ def open_base(
         ds = lance.dataset(uri, version=base_version, storage_options=opts)
     if fragment_keys(ds) != base.frags or not schema.equals(ds.schema):
         return None
-    if properties is not None:
-        from lance_sql.tables.namespace.manifest_fragments import root_properties
-
-        if root_properties(ds) != dict(properties):
-            return None  # new root properties: they go with the rows (an Overwrite)
+    if properties is not None and root_properties(ds) != dict(properties):
+        return None  # new root properties: they go with the rows (an Overwrite)
     return base, ds
 
 

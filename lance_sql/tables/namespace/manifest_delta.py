@@ -1,9 +1,10 @@
 """``__manifest`` commits given only the rows that change (their cost follows the change,
-not the number of partitions), falling back to all rows when the commit needs them."""
+not the number of partitions), falling back to all rows when the commit needs them; and
+the rows one write commits (:func:`commit_write`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,13 +12,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.tables.namespace.layout import TABLE
 from lance_sql.tables.namespace.manifest_commit import (
     Change,
     ancestors_of,
     unique,
     with_ancestors,
 )
-from lance_sql.tables.namespace.manifest_fragments import Committed
+from lance_sql.tables.namespace.manifest_fragments import Committed, repinned
+from lance_sql.tables.namespace.manifest_table import (
+    ManifestSnapshot,
+    commit_rows,
+    commit_update_rows,
+    conform_rows,
+)
+from lance_sql.tables.namespace.write_target import WriteTarget
 
 
 @dataclass
@@ -63,8 +72,6 @@ def commit_changed(
 ) -> Any | None:
     """Commit rows ``changed`` (re-pinned and new) and the removal of object ids ``removed``
     as one ``Update``; None when the commit needs all rows (raises as ``commit_rows``)."""
-    from lance_sql.tables.namespace.manifest_table import commit_update_rows
-
     if not (changed.num_rows or removed) or not snapshot.identity:
         return None  # (no identity: rows changed in memory, e.g. a mutation's drops)
     return commit_update_rows(
@@ -86,8 +93,6 @@ def commit_delta_or_rows(
 ) -> Any:
     """:func:`commit_changed` when there are no new root ``properties``, else (or when it
     cannot) all rows ``all_rows()``; ``changed`` None: all rows only."""
-    from lance_sql.tables.namespace.manifest_table import commit_rows
-
     if changed is not None and not properties:
         snap = commit_changed(snapshot, changed, removed, storage_options=storage_options)
         if snap is not None:
@@ -95,3 +100,74 @@ def commit_delta_or_rows(
     return commit_rows(
         snapshot, all_rows(), properties=properties or None, storage_options=storage_options
     )
+
+
+def commit_write(
+    snapshot: ManifestSnapshot,
+    new_rows: Sequence[Mapping[str, Any]],
+    targets: Sequence[WriteTarget],
+    versions: Mapping[str, int],
+    stats: Any,  # the write's WriteStats
+    *,
+    mode: str,
+    keep_untouched: bool,
+    storage_options: Mapping[str, str] | None,
+    changes: RowChanges | None = None,
+) -> ManifestSnapshot:
+    """One ``__manifest`` commit of a write on ``snapshot`` (``new_rows``: rows it adds;
+    ``versions``: object id -> table version committed; ``changes``: of other rows,
+    committed with them)."""
+    schema = snapshot.lance_schema
+    base = conform_rows(snapshot.rows, schema)
+    new = conform_rows(pa.Table.from_pylist(list(new_rows), schema=_loose(schema)), schema)
+    by_oid = {t.object_id: t for t in targets}
+    props = changes.properties if changes is not None else None
+    changed = None
+    if mode == "append" and not props:
+        existing = pa.array(sorted(t.object_id for t in targets if t.entry is not None), pa.utf8())
+        sub = (
+            base.filter(pc.is_in(base.column("object_id"), value_set=existing))
+            if len(existing)
+            else base[:0]
+        )
+        others = base.schema.empty_table()
+        if changes is not None:  # the changed rows replace the rows read
+            ours = pc.is_in(changes.rows.column("object_id"), value_set=existing)
+            sub = pa.concat_tables([changes.rows.filter(ours), _without(sub, changes.rows)])
+            others = changes.rows.filter(pc.invert(ours))
+        table = repinned(pa.concat_tables([sub, new]) if new.num_rows else sub, versions)
+        changed = stats.manifest_metadata(table, versions, by_oid, sub, True)
+        changed = pa.concat_tables([changed, others]) if others.num_rows else changed
+
+    def all_rows() -> pa.Table:
+        rows = changes.apply(base) if changes is not None else base
+        table = repinned(pa.concat_tables([rows, new]) if new.num_rows else rows, versions)
+        if mode == "overwrite" and not keep_untouched:
+            table = _keep_live(table, set(versions))
+        return stats.manifest_metadata(table, versions, by_oid, rows, mode == "append")
+
+    removed = changes.dropped if changes is not None else ()
+    return commit_delta_or_rows(snapshot, changed, removed, all_rows, props, storage_options)
+
+
+def _without(rows: pa.Table, other: pa.Table) -> pa.Table:
+    """``rows`` without those whose object id ``other`` has a row for."""
+    ids = other.column("object_id")
+    return rows.filter(pc.invert(pc.is_in(rows.column("object_id"), value_set=ids)))
+
+
+def _loose(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field nullable (for building rows dict by dict)."""
+    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
+
+
+def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
+    """After an overwrite: only the written tables, their ancestors and spec version rows."""
+    keep_ns = ancestors_of(list(tables))
+    oids = table.column("object_id").to_pylist()
+    types = table.column("object_type").to_pylist()
+    mask = [
+        (o in tables) if t == TABLE else (o in keep_ns or "$" not in o)
+        for o, t in zip(oids, types, strict=True)
+    ]
+    return table.filter(pa.array(mask))

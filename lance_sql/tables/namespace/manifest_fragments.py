@@ -20,6 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_sql.errors import LanceSqlError
+from lance_sql.tables.namespace.layout import spec_ids_of
+from lance_sql.tables.namespace.reader import table_entries
+
 _STATES_PER_TABLE = 4
 _TABLES = 64
 ADDR = "_rowaddr"
@@ -211,8 +215,6 @@ def table_versions_of(rows: pa.Table) -> np.ndarray:
     """:func:`table_versions` computed afresh over every row."""
     if not rows.num_rows:
         return np.zeros(0, np.int64)
-    from lance_sql.tables.namespace.layout import spec_ids_of
-
     is_table = pc.equal(rows.column("object_type"), "table").to_numpy(zero_copy_only=False)
     return np.where(np.asarray(is_table, bool), spec_ids_of(rows.column("object_id")), -1)
 
@@ -308,9 +310,6 @@ def carry_entries(before: Any, after: Any) -> None:
     delta = state.facts.get("delta") if state is not None else None
     if delta is None or delta[0] != before.version or not before.identity:
         return
-    from lance_sql.errors import LanceSqlError
-    from lance_sql.tables.namespace.reader import table_entries
-
     _, replaced, write = delta
     tables = write.filter(pc.equal(write.column("object_type"), "table"))
     for key, old in list(before.derived.items()):

@@ -11,19 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, FormatError, NotFoundError
 from lance_sql.spec.partition_field import PartitionField
+from lance_sql.tables.namespace import manifest_commit as mc
 from lance_sql.tables.namespace import manifest_fragments as fragments
 from lance_sql.tables.namespace.layout import manifest_uri
+from lance_sql.tables.namespace.locations import derive_locations
+from lance_sql.tables.namespace.manifest_commit import commit_or_discard, commit_overwrite
+from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.path_kind import wrong_kind
 from lance_sql.tables.pylance_errors import pylance_errors
-
-if TYPE_CHECKING:
-    from lance_sql.tables.namespace.reader import PartitionTable
 
 PK_KEY = b"lance-schema:unenforced-primary-key:position"
 
@@ -96,8 +98,6 @@ def read_manifest(
     try:
         return _read_manifest(root, version, storage_options)
     except NotFoundError as exc:
-        from lance_sql.tables.path_kind import wrong_kind
-
         better = wrong_kind(root, "namespace", storage_options)  # a dataset or a file at the root
         if better is not None:
             raise better from exc
@@ -191,8 +191,6 @@ def _snapshot(
     else:
         rows = fragments.load_rows(manifest_uri(root), ds)  # only fragments not read before
     if "location" not in lance_schema.names:
-        from lance_sql.tables.namespace.locations import derive_locations
-
         derived = derive_locations(
             root, rows, manifest=manifest_uri(root), storage_options=storage_options
         )
@@ -219,8 +217,6 @@ _ENTRY_COLUMNS = ("object_id", "object_type", "location", "read_version", "read_
 def snapshot_entries(snapshot: ManifestSnapshot, field_ids: list[str]) -> list[PartitionTable]:
     """``table_entries`` of ``snapshot``; a row equal in every column its entry is made of
     to one seen before reuses that entry, so only new or changed rows are derived."""
-    from lance_sql.tables.namespace.reader import table_entries  # (reader reads snapshots)
-
     memo = ("entries", tuple(field_ids))
     done = snapshot.derived.get(memo)
     if done is not None:
@@ -332,8 +328,6 @@ def commit_rows(
     """Make ``rows`` all rows (optionally with a new schema) in ONE commit on ``snapshot``:
     only the rows that change when schema and properties stay, else a rewrite. Raises
     CommitConflictError when a commit since ``snapshot`` conflicts."""
-    from lance_sql.tables.namespace.manifest_commit import commit_overwrite
-
     props = {**snapshot.properties, **(properties or {})}
     if schema is None:
         snap = commit_update_rows(snapshot, rows, props, storage_options)
@@ -355,8 +349,6 @@ def commit_update_rows(
 ) -> ManifestSnapshot | None:
     """:func:`.manifest_commit.commit_update` of ``rows`` on ``snapshot``; None when the
     table must be rewritten."""
-    from lance_sql.tables.namespace import manifest_commit as mc
-
     with _conflicts(snapshot.uri, snapshot.version):
         rows = conform_rows(rows, snapshot.lance_schema)
         done = mc.commit_update(
@@ -383,8 +375,6 @@ def update_properties(
 ) -> ManifestSnapshot:
     """Set (or with None, remove) root properties in one commit based on ``snapshot``."""
     import lance
-
-    from lance_sql.tables.namespace.manifest_commit import commit_or_discard
 
     op = lance.LanceOperation.UpdateConfig(
         table_metadata_updates=lance.LanceOperation.UpdateMap(dict(updates)),

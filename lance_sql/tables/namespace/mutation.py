@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError
+from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
 from lance_sql.tables.namespace.bounds_rows import carried_forward, touched_rows, with_key_filters
 from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_delta_or_rows
 from lance_sql.tables.namespace.manifest_fragments import repinned
@@ -107,8 +108,6 @@ class Mutation:
         done = self._filters.get(id(pushdown))
         if done is not None and done[0] is pushdown:
             return done[1]
-        from lance_sql.tables.float_filters import FloatRewriteError, with_sql_float_semantics
-
         try:
             flt = with_sql_float_semantics(pushdown, self.ns.schema, columns_only=True)
         except FloatRewriteError:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.errors import FormatError
+from lance_sql.format.metadata import open_metadata
 from lance_sql.spec.arrow_json import FIELD_ID_KEY, field_id_of
 from lance_sql.tables.blob_columns import plain_read_schema
 from lance_sql.tables.dataset_cache import (
@@ -173,8 +174,6 @@ def table_field_ids(
     entry: PartitionTable, version: int, *, storage_options: Mapping[str, str] | None = None
 ) -> pa.Schema:
     """The partition table's Arrow schema with ``lance:field_id`` on every field."""
-    from lance_sql.format.metadata import open_metadata
-
     return open_metadata(
         entry.uri, version, branch=entry.read_branch, storage_options=storage_options
     ).schema

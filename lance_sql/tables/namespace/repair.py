@@ -10,7 +10,9 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.errors import LanceSqlError, ManifestDamagedError
-from lance_sql.tables.namespace.layout import NAMESPACE, TABLE, spec_version_of
+from lance_sql.format.metadata import open_metadata
+from lance_sql.spec.arrow_json import source_fields
+from lance_sql.tables.namespace.layout import NAMESPACE, TABLE, resolve_location, spec_version_of
 from lance_sql.tables.namespace.manifest_table import (
     ManifestSnapshot,
     commit_rows,
@@ -19,7 +21,9 @@ from lance_sql.tables.namespace.manifest_table import (
     mirror_properties,
     read_manifest,
 )
+from lance_sql.tables.namespace.partition_rows import partition_values
 from lance_sql.tables.namespace.properties import parse_properties
+from lance_sql.tables.namespace.reader import PartitionTable, open_partition_table, partition_units
 from lance_sql.tables.namespace.spec import SPEC_KEY_PREFIX, PartitionSpec, all_fields
 
 _HISTORY_LIMIT = 64  # earlier __manifest versions looked at to tell "lost" from "never had"
@@ -157,16 +161,6 @@ def _table_values(
     storage_options: Mapping[str, str] | None,
 ) -> tuple[int, tuple[Any, ...] | None]:
     """(latest version, the one partition value tuple of the table's rows, or None if empty)."""
-    from lance_sql.format.metadata import open_metadata
-    from lance_sql.spec.arrow_json import source_fields
-    from lance_sql.tables.namespace.layout import resolve_location
-    from lance_sql.tables.namespace.partition_rows import partition_values
-    from lance_sql.tables.namespace.reader import (
-        PartitionTable,
-        open_partition_table,
-        partition_units,
-    )
-
     if location is None:
         raise LanceSqlError(f"partition table {object_id!r} has no location: cannot repair it")
     uri = resolve_location(root, location, object_id)

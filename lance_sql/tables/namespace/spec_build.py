@@ -15,6 +15,7 @@ from lance_sql.errors import SpecError
 from lance_sql.spec.arrow_json import data_type_to_json, source_fields
 from lance_sql.spec.partition_field import PartitionField, Transform
 from lance_sql.spec.transforms import default_field_id, transform_class
+from lance_sql.spec.transforms.spec_text import spec_fields
 from lance_sql.tables.namespace.spec import (
     SPEC_KEY_PREFIX,
     PartitionSpec,
@@ -26,8 +27,6 @@ from lance_sql.tables.namespace.spec import (
 def spec_of(spec: Any, schema: pa.Schema, *, spec_id: int = 1) -> PartitionSpec:
     """Spec ``spec_id`` over ``schema`` from a PartitionSpec, its JSON, field dicts or spec
     text (docs/namespaces.md, "Partition specs")."""
-    from lance_sql.spec.transforms.spec_text import spec_fields
-
     if isinstance(spec, (str, list, tuple)):
         spec = spec_fields(spec)
     if isinstance(spec, PartitionSpec):

@@ -20,7 +20,7 @@ from lance_sql.tables.namespace.layout import (
     resolve_location,
 )
 from lance_sql.tables.namespace.manifest_table import read_manifest
-from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.namespace.reader import PartitionTable, open_partition_table, table_entries
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,6 @@ def _committed_paths(
     root: str, p: StagedPartition, storage_options: Mapping[str, str] | None
 ) -> set[str]:
     """Data files referenced by table versions made after ``p`` was staged."""
-    from lance_sql.tables.namespace.reader import open_partition_table
-
     head = PartitionTable(
         p.object_id, p.location, child_uri(root, p.location), None, None, p.branch, None
     )

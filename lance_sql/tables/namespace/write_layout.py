@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,12 +24,10 @@ from lance_sql.tables.namespace.layout import (
     join_object_id,
     random_namespace_name,
 )
-from lance_sql.tables.namespace.manifest_table import ManifestSnapshot
+from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, snapshot_entries
 from lance_sql.tables.namespace.partition_rows import keys_of
-
-if TYPE_CHECKING:
-    from lance_sql.tables.namespace.reader import PartitionTable
-    from lance_sql.tables.namespace.write_target import WriteTarget
+from lance_sql.tables.namespace.reader import PartitionTable, table_entries
+from lance_sql.tables.namespace.write_target import WriteTarget
 
 MEMO = "namespaces"  # first item of this module's ManifestSnapshot.derived keys
 TABLES = "table_ids"  # (the other one: partition values -> table object id)
@@ -81,8 +79,6 @@ class TableLookup:
 
 def table_layout(snapshot: ManifestSnapshot, prefix: str, fids: Sequence[str]) -> TableLookup:
     """The partition tables under spec namespace ``prefix``."""
-    from lance_sql.tables.namespace.manifest_table import snapshot_entries
-
     # (the memo of snapshot_entries itself, not its copy: 3 ms at 100,000 tables)
     entries = snapshot.derived.get(("entries", tuple(fids))) or snapshot_entries(snapshot, fids)
     memo = (TABLES, prefix, tuple(fids))
@@ -130,8 +126,6 @@ def keyed_layout(
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     sub = rows.filter(pc.is_in(col, value_set=values, skip_nulls=False))
-    from lance_sql.tables.namespace.reader import table_entries
-
     entries = table_entries(sub, snapshot.root, list(fids))
     found = _derive(sub, prefix, fids)[0], TableLookup(_table_ids(entries, prefix, fids), entries)
     snapshot.derived[memo] = (firsts, found)

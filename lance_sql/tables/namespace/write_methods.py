@@ -10,6 +10,7 @@ from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace import delete as delete_op
 from lance_sql.tables.namespace import maintenance
 from lance_sql.tables.namespace import merge as merge_op
+from lance_sql.tables.namespace import overwrite as ow
 from lance_sql.tables.namespace.cleanup import cleanup_namespace
 from lance_sql.tables.namespace.staging import StagedWrite, abort_staged
 from lance_sql.tables.namespace.writer import NamespaceWriter
@@ -52,8 +53,6 @@ class WriteMethods:
         rows for; ``where`` (SQL) replaces only the rows it matches and refuses rows of
         ``data`` outside it.
         """
-        from lance_sql.tables.namespace import overwrite as ow
-
         if partitions is not None and where is not None:
             raise ValueError("give either partitions='dynamic' or where=..., not both")
         if partitions is not None and partitions != "dynamic":

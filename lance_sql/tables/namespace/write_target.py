@@ -14,15 +14,17 @@ import numpy as np
 import pyarrow as pa
 
 from lance_sql.errors import CommitConflictError, UnsupportedFeatureError, first_line
+from lance_sql.format.metadata import open_metadata
 from lance_sql.spec.arrow_json import field_id_of
 from lance_sql.tables.namespace.field_map import (
+    NS_FIELD_ID_KEY,
     check_column_type,
     columns_by_namespace_id,
     is_marked,
     marked_field,
 )
 from lance_sql.tables.namespace.nested_evolution import table_field, table_renames, widen_structs
-from lance_sql.tables.namespace.reader import PartitionTable
+from lance_sql.tables.namespace.reader import PartitionTable, open_partition_table
 
 
 @dataclass
@@ -73,8 +75,6 @@ def prepare_target(
     """
     if t.prepared:
         return
-    from lance_sql.format.metadata import open_metadata
-
     entry = t.entry
     assert entry is not None
     if entry.read_tag:
@@ -164,8 +164,6 @@ def table_head(
     versions after the pinned one are first undone by a ``Restore`` commit of it."""
     import lance
 
-    from lance_sql.tables.namespace.reader import open_partition_table
-
     head = dataclasses.replace(entry, read_version=None, read_tag=None)  # the branch's latest
     ds = open_partition_table(head, storage_options=storage_options)
     pinned = entry.read_version
@@ -236,8 +234,6 @@ def _mark_legacy_columns(
     """Record on every column of an unmarked (older, read by Lance field id) table the
     namespace id it holds, so the mapping survives columns this write adds."""
     import lance
-
-    from lance_sql.tables.namespace.field_map import NS_FIELD_ID_KEY
 
     updates = {
         fid: lance.LanceOperation.UpdateMap({NS_FIELD_ID_KEY: str(fid)})

@@ -28,7 +28,7 @@ from lance_sql.tables.namespace.layout import (
     join_object_id,
     table_dir_name,
 )
-from lance_sql.tables.namespace.manifest_delta import RowChanges
+from lance_sql.tables.namespace.manifest_delta import RowChanges, commit_write
 from lance_sql.tables.namespace.manifest_table import ManifestSnapshot, read_manifest
 from lance_sql.tables.namespace.overlap import Overlap
 from lance_sql.tables.namespace.partition_rows import (
@@ -43,7 +43,6 @@ from lance_sql.tables.namespace.schema_rule import conform as conform_batch
 from lance_sql.tables.namespace.spec import PartitionSpec
 from lance_sql.tables.namespace.staging import StagedWrite
 from lance_sql.tables.namespace.write_layout import WriteLayout, new_namespaces, rebase_blocker
-from lance_sql.tables.namespace.write_rows import commit_write
 from lance_sql.tables.namespace.write_stats import WriteStats
 from lance_sql.tables.namespace.write_target import (
     WriteTarget,
