@@ -19,7 +19,6 @@ from lance_sql.engines.datafusion.namespace_explain import scan_line
 from lance_sql.engines.datafusion.namespace_plans import (
     PlannerPrune,
     PruneHook,
-    planner_prune,
     proven_tables,
     without_proven_filter,
 )
@@ -179,6 +178,3 @@ def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int
                 f"{name}: namespace column {f.name!r} (field id {field_id_of(f)}) was dropped "
                 f"or retyped in __manifest version {version}; register the namespace again"
             )
-
-
-__all__ = ["NamespaceTable", "planner_prune"]

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.engines.datafusion.spj_sides import (
     LEFT_TABLE,
     RIGHT_TABLE,
@@ -27,6 +27,7 @@ from lance_sql.engines.datafusion.spj_sides import (
     plan_side_reads,
 )
 from lance_sql.planning.joins.plan import PRESERVED, JoinGroup, JoinPlan
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
