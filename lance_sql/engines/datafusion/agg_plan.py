@@ -25,8 +25,6 @@ from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import group_schema
-from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.spec.time_ranges import datafusion_type_name
 from lance_sql.tables.substrait_schema import referenced_positions
 
@@ -63,13 +61,10 @@ def push_partial_aggregates(
         if eager is not None:
             inside += f" + {eager} side aggregated before the join"
         group = replace(table.group, plan=group_plan, inside=inside)
-        schema = group_schema(table.left, table.right, group)
-        name = fresh_table_name("__lance_spj_agg")
-        partial = SpjTable(
-            table.plan, table.left, table.right, name=name, group=group, schema=schema
+        partial = SpjTable.register(
+            ctx, "__lance_spj_agg", table.plan, table.left, table.right, group
         )
-        register_query_table(ctx, name, partial)
-        final = _final_rel(ctx, plan, name, original, functions)
+        final = _final_rel(ctx, plan, partial.name, original, functions)
         if final is None:
             continue
         rel.CopyFrom(final)

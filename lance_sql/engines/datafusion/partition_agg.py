@@ -19,8 +19,7 @@ from substrait import algebra_pb2, plan_pb2
 from lance_sql.engines.datafusion import substrait_plan as sp
 from lance_sql.engines.datafusion.join_swap import Estimator
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, GroupQuery, SpjSide, group_schema
-from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, GroupQuery, SpjSide
 from lance_sql.planning.joins.plan import JoinGroup, JoinPlan, plan_join
 
 #: aggregates estimated to read fewer rows stay DataFusion's
@@ -64,13 +63,10 @@ def partition_wise_aggregates(
         sp.rename_tables(sp.root_rel(group_plan), chain.table, LEFT_TABLE)
         group = GroupQuery.of(ctx, group_plan)
         side = SpjSide(snap, ns.schema, chain.table, ns.name)
-        schema = group_schema(side, side, group)
-        name = fresh_table_name("__lance_pagg")
-        table = PartitionAggTable(jp, side, side, name=name, group=group, schema=schema)
+        table = PartitionAggTable.register(ctx, "__lance_pagg", jp, side, side, group)
         table.estimate = f"~{round(rows):,} input rows estimated"
         table.output_rows = output_rows  # the join statistics' estimate of this table
-        register_query_table(ctx, name, table)
-        rel.CopyFrom(sp.table_read(ctx, name))
+        rel.CopyFrom(sp.table_read(ctx, table.name))
         out.append(table)
     return out
 

@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Self
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,8 +25,10 @@ from lance_sql.engines.datafusion.spj_sides import (
     SideRead,
     SpjSide,
     group_context,
+    group_schema,
     plan_side_reads,
 )
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import PRESERVED, JoinGroup, JoinPlan
 from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.scan import (
@@ -123,7 +126,6 @@ class SpjTable(ScanUnitDataset):
         *,
         name: str,
         group: GroupQuery,
-        schema: pa.Schema,
     ) -> None:
         if not plan.compatible:
             raise ValueError(f"{name}: the join plan is not compatible ({plan.reason})")
@@ -137,7 +139,17 @@ class SpjTable(ScanUnitDataset):
         #: the join's estimated output rows and its EXPLAIN name (set by :mod:`.spj_plan`)
         self.output_rows: float | None = None
         self.where = name
-        super().__init__(schema, self._plan_units, name=name)
+        super().__init__(group_schema(left, right, group), self._plan_units, name=name)
+
+    @classmethod
+    def register(
+        cls, ctx: Any, prefix: str, plan: JoinPlan, left: SpjSide, right: SpjSide, group: GroupQuery
+    ) -> Self:
+        """A new table of ``group``, registered in ``ctx`` for this query only."""
+        name = fresh_table_name(prefix)
+        table = cls(plan, left, right, name=name, group=group)
+        register_query_table(ctx, name, table)
+        return table
 
     def prepare(self) -> None:
         """Plan what each group reads of each side, on the caller's thread (nested planning
