@@ -160,10 +160,12 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     if sp.kind(root) != "aggregate" or len(root.aggregate.groupings) > 1:
         return None
     agg = root.aggregate
-    found = _join_below(agg.input)
+    found = sp.join_below(agg.input, _inner_join_fields, plain=True)
     if found is None:
         return None
-    join, to_join, widths = found
+    join, to_join = found[0].join, found[1]
+    widths = _widths(join)
+    assert widths is not None
     try:  # positions are rewritten below: a subquery or outer reference cannot be
         sp.field_references(join.expression)
     except ValueError:
@@ -182,29 +184,15 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     return "left" if side == 0 else "right"
 
 
-def _join_below(
-    rel: Rel,
-) -> tuple[algebra_pb2.JoinRel, list[int], tuple[int, int]] | None:
-    """The inner join under plain projections, aggregate-input field -> join-input field,
-    and the widths of the join's inputs."""
-    chain: list[Rel] = []
-    while sp.kind(rel) == "project":
-        chain.append(rel)
-        rel = rel.project.input
-    if sp.kind(rel) != "join":
-        return None
+def _inner_join_fields(rel: Rel) -> list[int] | None:
+    """The fields of an inner join without post-join filter or output mapping, else None."""
     join = rel.join
     if join.type != INNER or join.HasField("post_join_filter") or not join.HasField("expression"):
         return None
     widths = _widths(join)
     if join.common.HasField("emit") or widths is None:
         return None
-    fields = list(range(widths[0] + widths[1]))
-    for proj in reversed(chain):
-        if any(sp.field_ref(e) is None for e in proj.project.expressions):
-            return None
-        fields = sp.through(proj, fields)
-    return join, fields, widths
+    return list(range(widths[0] + widths[1]))
 
 
 def _widths(join: algebra_pb2.JoinRel) -> tuple[int, int] | None:
