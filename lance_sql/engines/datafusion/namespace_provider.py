@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from lance_sql.engines.datafusion.namespace_plans import (
     PlannerPrune,
+    ProvenFilterUnit,
     PruneHook,
     proven_tables,
     without_proven_filter,
@@ -34,7 +35,6 @@ from lance_sql.tables.chain import ChainedUnit, chain_units
 from lance_sql.tables.dataset_cache import open_all
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import PartitionTable, open_for_read, partition_units
-from lance_sql.tables.proven_filter import ProvenFilterUnit
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
 
 #: (object_id, uri, read_version, read_branch, read_tag) of a partition table entry.
