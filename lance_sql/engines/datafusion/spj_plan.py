@@ -296,7 +296,7 @@ def unaggregated_pairs(
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
     out: dict[frozenset[str], str] = {}
     for table in used:
-        why = unaggregated_cost(ctx, getattr(table, "output_rows", None))
+        why = unaggregated_cost(ctx, table.output_rows)
         if table.name in read and why is not None:
             out[frozenset((table.left.name, table.right.name))] = f"{table.where}: {why}"
     return out
