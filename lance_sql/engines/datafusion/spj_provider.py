@@ -9,7 +9,6 @@ query cannot block on the runtime, and a plan that spawns tasks would deadlock.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
@@ -31,6 +30,7 @@ from lance_sql.engines.datafusion.spj_sides import (
 from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import PRESERVED, JoinGroup, JoinPlan
 from lance_sql.planning.scan_plan import ScanPlan
+from lance_sql.tables.dataset_cache import PerProcess
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
@@ -43,19 +43,10 @@ from lance_sql.tables.scan import (
 #: More groups than this are chained into this many units (one DataFusion partition each).
 MAX_UNITS = 256
 
-_POOL_LOCK = threading.Lock()
-_POOL: ThreadPoolExecutor | None = None
-
-
-def group_pool() -> ThreadPoolExecutor:
-    """The process-wide threads that run group queries (one per core: bounds concurrent groups)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(
-                max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="lance-spj"
-            )
-        return _POOL
+#: The process-wide threads that run group queries (one per core: bounds concurrent groups).
+group_pool = PerProcess(
+    lambda: ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="lance-spj")
+)
 
 
 def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
