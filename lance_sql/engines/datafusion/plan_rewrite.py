@@ -41,6 +41,7 @@ from lance_sql.engines.datafusion.spj_plan import (
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
 from lance_sql.errors import first_line
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.substrait_schema import arrow_nested_names
 
 
@@ -169,11 +170,11 @@ class _Skips:
         self._lock = threading.Lock()
         self.hits = 0
 
-    def _cache(self, ctx: Any) -> dict[Any, tuple[Any, ...]]:
+    def _cache(self, ctx: Any) -> OpenCache[tuple[Any, ...]]:
         cache = ctx.__dict__.get("_lance_rewrite_skips")
         if cache is None:
             with self._lock:
-                cache = ctx.__dict__.setdefault("_lance_rewrite_skips", {})
+                cache = ctx.__dict__.setdefault("_lance_rewrite_skips", OpenCache(self.capacity))
         return cache  # type: ignore[no-any-return]
 
     def known(self, ctx: Any, shape: tuple[Any, ...]) -> bool:
@@ -187,11 +188,7 @@ class _Skips:
 
     def remember(self, ctx: Any, shape: tuple[Any, ...]) -> None:
         key, providers = shape
-        cache = self._cache(ctx)
-        with self._lock:
-            if len(cache) >= self.capacity:
-                cache.clear()
-            cache[(key, bool(ctx.spj_enabled))] = providers
+        self._cache(ctx).put((key, bool(ctx.spj_enabled)), providers)
 
 
 _SKIPS = _Skips()
