@@ -17,7 +17,11 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
+from lance_sql.engines.datafusion.agg_plan import (
+    PartitionAggTable,
+    partition_wise_aggregates,
+    push_partial_aggregates,
+)
 from lance_sql.engines.datafusion.join_emit_names import name_columns_apart
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
@@ -25,10 +29,6 @@ from lance_sql.engines.datafusion.join_swap import namespace_rows, output_width
 from lance_sql.engines.datafusion.lance_provider import lance_dataset
 from lance_sql.engines.datafusion.not_in import expand_not_in
 from lance_sql.engines.datafusion.outer_join_elimination import eliminate_outer_joins
-from lance_sql.engines.datafusion.partition_agg import (
-    PartitionAggTable,
-    partition_wise_aggregates,
-)
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.shared_aggregates import (
     repeated_aggregate,
