@@ -169,6 +169,7 @@ class _Skips:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.hits = 0
+        self.misses = 0
 
     def _cache(self, ctx: Any) -> OpenCache[tuple[Any, ...]]:
         cache = ctx.__dict__.get("_lance_rewrite_skips")
@@ -181,9 +182,11 @@ class _Skips:
         key, providers = shape
         held = self._cache(ctx).get((key, bool(ctx.spj_enabled)))
         hit = held is not None and all(a is b for a, b in zip(held, providers, strict=True))
-        if hit:
-            with self._lock:
+        with self._lock:
+            if hit:
                 self.hits += 1
+            else:
+                self.misses += 1
         return hit
 
     def remember(self, ctx: Any, shape: tuple[Any, ...]) -> None:
