@@ -155,7 +155,7 @@ class ScanUnitDataset(pads.Dataset):
 
     @recording()
     def get_fragments(self, filter: pc.Expression | None = None) -> list[UnitFragment]:  # type: ignore[override]
-        plan = self.plan(filter)
+        plan = self._planner(normalize_filter(filter))
         records = getattr(_local, "records", None)
         if records is not None:
             columns = getattr(self._last_columns, "value", None)
