@@ -160,8 +160,26 @@ class ForwardingUnit(ScanUnit):
 
 
 _NOTHING = pc.scalar(False)
-_EVERYTHING = pc.scalar(True)
-_NULLS = (pc.scalar(pa.scalar(None, pa.bool_())), pc.scalar(None))
+#: boolean literal Expressions and their values (a NULL one typed or untyped)
+_LITERALS = (
+    (pc.scalar(True), True),
+    (_NOTHING, False),
+    (pc.scalar(pa.scalar(None, pa.bool_())), None),
+    (pc.scalar(None), None),
+)
+#: what :func:`boolean_literal` returns for anything but a boolean literal
+NOT_LITERAL = object()
+
+
+def boolean_literal(value: object) -> object:
+    """True, False or None for a pyarrow boolean (or NULL) literal, else :data:`NOT_LITERAL`."""
+    if isinstance(value, pc.Expression):
+        return next((out for lit, out in _LITERALS if value.equals(lit)), NOT_LITERAL)
+    if isinstance(value, pa.BooleanScalar):
+        return value.as_py()
+    if isinstance(value, pa.NullScalar):
+        return None
+    return NOT_LITERAL
 
 
 def normalize_filter(filter: object) -> pc.Expression | None:
@@ -170,18 +188,13 @@ def normalize_filter(filter: object) -> pc.Expression | None:
     DataFusion may pass a constant (a ``BooleanScalar`` or literal Expression) for a
     folded filter: TRUE becomes None; FALSE and NULL become ``pc.scalar(False)``.
     """
-    if filter is None:
+    literal = boolean_literal(filter)
+    if filter is None or filter is True or literal is True:
         return None
+    if filter is False or literal is not NOT_LITERAL or isinstance(filter, pa.Scalar):
+        return _NOTHING
     if isinstance(filter, pc.Expression):
-        if filter.equals(_EVERYTHING):
-            return None
-        if filter.equals(_NOTHING) or any(filter.equals(n) for n in _NULLS):
-            return _NOTHING
         return filter
-    if isinstance(filter, bool):
-        return None if filter else _NOTHING
-    if isinstance(filter, pa.Scalar):
-        return None if filter.is_valid and filter.as_py() is True else _NOTHING
     raise TypeError(f"a filter must be a pyarrow.compute.Expression, got {type(filter).__name__}")
 
 

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 import pytest
 
 import lance_sql
-from lance_sql.engines.datafusion.provider import ExplainAnnotation, ScanPlan, ScanRecord
+from lance_sql.engines.datafusion.provider import ExplainAnnotation, ScanRecord
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 NATIONS = ["FRANCE", "GERMANY", "JAPAN", "PERU"]

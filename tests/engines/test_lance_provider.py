@@ -393,7 +393,8 @@ def test_explain_analyze_still_works(ctx, numbers_uri) -> None:
 
 
 def test_scan_unit_dataset_rejects_bad_schema() -> None:
-    from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+    from lance_sql.engines.datafusion.provider import ScanUnitDataset
+    from lance_sql.planning.scan_plan import ScanPlan
 
     with pytest.raises(TypeError, match="mytable"):
         ScanUnitDataset("not a schema", lambda f: ScanPlan.of_units([]), name="mytable")  # type: ignore[arg-type]

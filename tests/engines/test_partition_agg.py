@@ -1,4 +1,4 @@
-"""Partition-wise aggregation (engines/datafusion/partition_agg.py) against plain DataFusion.
+"""Partition-wise aggregation (engines/datafusion/agg_plan.py) against plain DataFusion.
 
 An aggregate grouped by the column a namespace is partitioned by runs per group
 of partition tables; every answer must equal plain DataFusion's over the same
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lance_sql
-from lance_sql.engines.datafusion import partition_agg
+from lance_sql.engines.datafusion import agg_plan
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
 SCHEMA = pa.schema(
@@ -56,7 +56,7 @@ def data(tmp_path_factory) -> tuple[str, pa.Table]:
 
 @pytest.fixture
 def small_threshold(monkeypatch) -> None:
-    monkeypatch.setattr(partition_agg, "MIN_INPUT_ROWS", 1)
+    monkeypatch.setattr(agg_plan, "MIN_INPUT_ROWS", 1)
 
 
 def _ctx(root: str, spj: bool = True) -> lance_sql.SessionContext:

@@ -102,9 +102,9 @@ def test_q18_aggregate_runs_partition_wise(
 ) -> None:
     """q18's ``GROUP BY l_orderkey HAVING ...`` over lineitem bucket[16] runs per partition
     table (the 1M-row threshold lowered to this scale) and still gives DuckDB's answer."""
-    from lance_sql.engines.datafusion import partition_agg
+    from lance_sql.engines.datafusion import agg_plan
 
-    monkeypatch.setattr(partition_agg, "MIN_INPUT_ROWS", 1)
+    monkeypatch.setattr(agg_plan, "MIN_INPUT_ROWS", 1)
     ctx = lance_contexts[True]
     text = tpch_data.query_text(18).replace("> 313", "> 300")
     (statement,) = tpch_data.statements(text)

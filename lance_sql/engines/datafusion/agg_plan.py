@@ -12,11 +12,13 @@ the rest of the query needs, joins, then combines: the join repeats each
 pre-aggregated row as often as each of its rows, so the result is the same. Only
 an inner join without post-join filter under plain projections, grouped by and
 measuring plain columns, is rewritten.
+
+Partition-wise aggregation: :func:`partition_wise_aggregates`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,9 +26,10 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from lance_sql.engines.datafusion import substrait_plan as sp
+from lance_sql.engines.datafusion.join_swap import Estimator
 from lance_sql.engines.datafusion.spj_provider import SpjTable
-from lance_sql.engines.datafusion.spj_sides import group_schema
-from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
+from lance_sql.engines.datafusion.spj_sides import LEFT_TABLE, GroupQuery, SpjSide
+from lance_sql.planning.joins.plan import JoinGroup, JoinPlan, plan_join
 from lance_sql.spec.time_ranges import datafusion_type_name
 from lance_sql.tables.substrait_schema import referenced_positions
 
@@ -63,13 +66,10 @@ def push_partial_aggregates(
         if eager is not None:
             inside += f" + {eager} side aggregated before the join"
         group = replace(table.group, plan=group_plan, inside=inside)
-        schema = group_schema(table.left, table.right, group)
-        name = fresh_table_name("__lance_spj_agg")
-        partial = SpjTable(
-            table.plan, table.left, table.right, name=name, group=group, schema=schema
+        partial = SpjTable.register(
+            ctx, "__lance_spj_agg", table.plan, table.left, table.right, group
         )
-        register_query_table(ctx, name, partial)
-        final = _final_rel(ctx, plan, name, original, functions)
+        final = _final_rel(ctx, plan, partial.name, original, functions)
         if final is None:
             continue
         rel.CopyFrom(final)
@@ -165,10 +165,12 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     if sp.kind(root) != "aggregate" or len(root.aggregate.groupings) > 1:
         return None
     agg = root.aggregate
-    found = _join_below(agg.input)
+    found = sp.join_below(agg.input, _inner_join_fields, plain=True)
     if found is None:
         return None
-    join, to_join, widths = found
+    join, to_join = found[0].join, found[1]
+    widths = _widths(join)
+    assert widths is not None
     try:  # positions are rewritten below: a subquery or outer reference cannot be
         sp.field_references(join.expression)
     except ValueError:
@@ -187,29 +189,15 @@ def eager_aggregate(plan: plan_pb2.Plan, rows: tuple[int, int]) -> str | None:
     return "left" if side == 0 else "right"
 
 
-def _join_below(
-    rel: Rel,
-) -> tuple[algebra_pb2.JoinRel, list[int], tuple[int, int]] | None:
-    """The inner join under plain projections, aggregate-input field -> join-input field,
-    and the widths of the join's inputs."""
-    chain: list[Rel] = []
-    while sp.kind(rel) == "project":
-        chain.append(rel)
-        rel = rel.project.input
-    if sp.kind(rel) != "join":
-        return None
+def _inner_join_fields(rel: Rel) -> list[int] | None:
+    """The fields of an inner join without post-join filter or output mapping, else None."""
     join = rel.join
     if join.type != INNER or join.HasField("post_join_filter") or not join.HasField("expression"):
         return None
     widths = _widths(join)
     if join.common.HasField("emit") or widths is None:
         return None
-    fields = list(range(widths[0] + widths[1]))
-    for proj in reversed(chain):
-        if any(sp.field_ref(e) is None for e in proj.project.expressions):
-            return None
-        fields = sp.through(proj, fields)
-    return join, fields, widths
+    return list(range(widths[0] + widths[1]))
 
 
 def _widths(join: algebra_pb2.JoinRel) -> tuple[int, int] | None:
@@ -323,3 +311,95 @@ def _rewrite(
         new.measure.phase = m.measure.phase
         new.measure.arguments.add().value.CopyFrom(sp.field_reference(partial_at + i))
     root.CopyFrom(combined)
+
+
+#: aggregates estimated to read fewer rows stay DataFusion's
+MIN_INPUT_ROWS = 1_000_000
+
+
+class PartitionAggTable(SpjTable):
+    """An aggregate (with the filters and projections above it) run per group of tables."""
+
+    def description(self) -> str:
+        groups = self.live_groups()
+        n = sum(len(g.left) for g in groups)
+        return (
+            f"PartitionWiseAggregate: {self.left.name} {self.left.alias}, "
+            f"grouped by partition source {self.plan.on[0][0]}, groups={len(groups)}, "
+            f"partition_tables={n}, {self.estimate}"
+        )
+
+
+def partition_wise_aggregates(
+    ctx: Any, plan: plan_pb2.Plan, namespaces: Mapping[str, Any]
+) -> list[PartitionAggTable]:
+    """Run every aggregate grouped by its namespace's partition source per table (in place).
+
+    A namespace partitioned by a transform of ``k`` holds all rows of one ``k`` in one
+    partition table, so an aggregate grouped by ``k`` is complete per table (any measure,
+    HAVING too); which tables hold one value is the join planner's answer for the
+    namespace self-joined on ``k``. Applied from :data:`MIN_INPUT_ROWS` estimated rows
+    over two or more tables, only in plans rewritten anyway.
+    """
+    names = sp.function_names(plan)
+    estimate = Estimator(names, namespaces)
+    out: list[PartitionAggTable] = []
+    for rel in sp.walk(sp.root_rel(plan)):  # a replaced subtree is a read: not walked
+        found = _candidate(rel, namespaces)
+        if found is None:
+            continue
+        agg, chain, jp = found
+        ns = namespaces[chain.table]
+        snap = ns._current()
+        rows = estimate.guess(agg.aggregate.input)
+        output_rows = estimate.guess(rel)
+        tables = sum(len(g.left) for g in jp.groups)
+        if tables < 2 or rows is None or rows < MIN_INPUT_ROWS:
+            continue
+        jp = replace(jp, groups=tuple(JoinGroup(g.key, g.left, ()) for g in jp.groups if g.left))
+        group_plan = sp.subplan(plan, rel)
+        sp.rename_tables(sp.root_rel(group_plan), chain.table, LEFT_TABLE)
+        group = GroupQuery.of(ctx, group_plan)
+        side = SpjSide(snap, ns.schema, chain.table, ns.name)
+        table = PartitionAggTable.register(ctx, "__lance_pagg", jp, side, side, group)
+        table.estimate = f"~{round(rows):,} input rows estimated"
+        table.output_rows = output_rows  # the join statistics' estimate of this table
+        rel.CopyFrom(sp.table_read(ctx, table.name))
+        out.append(table)
+    return out
+
+
+def _candidate(
+    rel: algebra_pb2.Rel, namespaces: Mapping[str, Any]
+) -> tuple[algebra_pb2.Rel, sp.ScanChain, JoinPlan] | None:
+    """``rel`` as filters/projections over an aggregate of one namespace scan grouped by a
+    partition source column: (the aggregate, its input chain, the self-join plan); else None."""
+    while sp.kind(rel) in sp.ROW_WISE:
+        body = getattr(rel, sp.kind(rel))
+        if sp.has_subquery(body):
+            return None
+        rel = body.input
+    if sp.kind(rel) != "aggregate":
+        return None
+    agg = rel.aggregate
+    chain = sp.scan_chain(agg.input)
+    if chain is None or chain.table not in namespaces or sp.has_subquery(agg):
+        return None
+    if sp.grouping_keys(agg) is None:
+        return None
+    table = namespaces[chain.table]
+    snap = table._current()
+    for expr in agg.grouping_expressions:
+        ref = sp.field_ref(expr)
+        col = chain.columns[ref] if ref is not None and ref < len(chain.columns) else None
+        if col is None or col not in table.schema.names:
+            continue
+        if pa.types.is_floating(table.schema.field(col).type):
+            continue  # GROUP BY holds -0.0 and 0.0 in one group, their buckets differ
+        try:
+            jp = plan_join(snap, snap, on=[(col, col)], how="left")
+        except Exception:  # not a column the planner can key on: try the next key
+            continue
+        if jp.compatible:
+            return rel, chain, jp
+    return None

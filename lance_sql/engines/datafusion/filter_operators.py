@@ -19,30 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_TRUE = pc.scalar(True)
-_FALSE = pc.scalar(False)
-_NULL = pc.scalar(pa.scalar(None, pa.bool_()))
-_UNTYPED_NULL = pc.scalar(None)
-
-#: Not a boolean literal.
-_NO = object()
+from lance_sql.tables.scan import NOT_LITERAL, boolean_literal
 
 _lock = threading.Lock()
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
-
-
-def literal_value(value: object) -> object:
-    """True, False or None for a pyarrow boolean (or NULL) literal; ``_NO`` otherwise."""
-    if isinstance(value, pc.Expression):
-        for lit, out in ((_TRUE, True), (_FALSE, False), (_NULL, None), (_UNTYPED_NULL, None)):
-            if value.equals(lit):
-                return out
-        return _NO
-    if isinstance(value, pa.BooleanScalar):
-        return value.as_py()
-    if isinstance(value, pa.NullScalar):
-        return None
-    return _NO
 
 
 def _expression(value: object) -> pc.Expression:
@@ -52,7 +32,7 @@ def _expression(value: object) -> pc.Expression:
 
 
 def _literal(value: bool | None) -> pc.Expression:
-    return _NULL if value is None else (_TRUE if value else _FALSE)
+    return pc.scalar(pa.scalar(value, pa.bool_()))
 
 
 def _pyarrow(value: object) -> bool:
@@ -61,22 +41,22 @@ def _pyarrow(value: object) -> bool:
 
 def _connective(name: str, absorbing: bool, a: Any, b: Any) -> Any:
     """AND (``absorbing`` False) or OR (True) with its constant operands folded."""
-    la, lb = literal_value(a), literal_value(b)
-    if (la is _NO and lb is _NO) or not (_pyarrow(a) and _pyarrow(b)):
+    la, lb = boolean_literal(a), boolean_literal(b)
+    if (la is NOT_LITERAL and lb is NOT_LITERAL) or not (_pyarrow(a) and _pyarrow(b)):
         return _ORIGINALS[name](a, b)
     if la is absorbing or lb is absorbing:
         return _literal(absorbing)
     if la is (not absorbing):
-        return _literal(lb) if lb is not _NO else _expression(b)  # type: ignore[arg-type]
+        return _literal(lb) if lb is not NOT_LITERAL else _expression(b)  # type: ignore[arg-type]
     if lb is (not absorbing):
-        return _literal(la) if la is not _NO else _expression(a)  # type: ignore[arg-type]
+        return _literal(la) if la is not NOT_LITERAL else _expression(a)  # type: ignore[arg-type]
     # a NULL literal: not constant
     return _expression(a) | _expression(b) if absorbing else _expression(a) & _expression(b)
 
 
 def _invert(a: Any) -> Any:
-    la = literal_value(a)
-    if la is _NO:
+    la = boolean_literal(a)
+    if la is NOT_LITERAL:
         return _ORIGINALS["invert"](a)
     return _literal(None if la is None else not la)
 

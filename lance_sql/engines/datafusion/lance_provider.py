@@ -13,8 +13,9 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capturing
+from lance_sql.engines.datafusion.provider import ScanUnitDataset, capturing
 from lance_sql.errors import FormatError
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.fragments_unit import LanceFragmentsUnit
 from lance_sql.tables.lance_scanner import FILTER_REFUSED, lance_scanner

@@ -17,8 +17,7 @@ from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
 from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.namespace.reader import PartitionTable
-from lance_sql.tables.proven_filter import ProvenFilterUnit
-from lance_sql.tables.scan import ScanUnit
+from lance_sql.tables.scan import ForwardingUnit, ScanUnit, normalize_filter
 
 MISS = object()
 
@@ -98,6 +97,24 @@ def proven_tables(plan: Any, filter: pc.Expression | None) -> frozenset[str]:
 
 #: Residual elimination switch (benchmarks and tests compare on / off).
 ENABLE_RESIDUAL_ELIMINATION = [True]
+
+
+class ProvenFilterUnit(ForwardingUnit):
+    """``inner`` scanned without ``proven``, a filter its partition values prove TRUE; only
+    when handed that very filter (``equals``): any other filter is applied as before."""
+
+    def __init__(self, inner: ScanUnit, proven: pc.Expression) -> None:
+        super().__init__(inner)
+        self.proven = proven
+
+    def inner_filter(self, filter: object) -> pc.Expression | None:
+        f = normalize_filter(filter)
+        if f is not None and (f is self.proven or f.equals(self.proven)):
+            return None
+        return f
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()} (filter proven by partition values)"
 
 
 def without_proven_filter(

@@ -10,30 +10,128 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.namespace_explain import scan_line
 from lance_sql.engines.datafusion.namespace_plans import (
     PlannerPrune,
+    ProvenFilterUnit,
     PruneHook,
-    planner_prune,
     proven_tables,
     without_proven_filter,
 )
-from lance_sql.engines.datafusion.namespace_unit_cache import _UnitCache
 from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.engines.datafusion.sql_evaluation import inside_datafusion
-from lance_sql.errors import SchemaMismatchError
+from lance_sql.errors import LanceSqlError, SchemaMismatchError
 from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.spec.arrow_json import field_id_of
-from lance_sql.spec.predicates import Predicate
+from lance_sql.spec.predicates import NULL_BOOL, And, Not, Or, Predicate, Unsupported, to_sql
 from lance_sql.tables.chain import ChainedUnit, chain_units
+from lance_sql.tables.dataset_cache import open_all
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
-from lance_sql.tables.proven_filter import ProvenFilterUnit
+from lance_sql.tables.namespace.reader import PartitionTable, open_for_read, partition_units
 from lance_sql.tables.scan import ScanMetrics, ScanUnit
+
+#: (object_id, uri, read_version, read_branch, read_tag) of a partition table entry.
+_PinKey = tuple[str, str, "int | None", "str | None", "str | None"]
+
+
+#: Cached pins kept at least, before pins a new view no longer has are dropped.
+STALE_PINS_MIN = 1024
+
+
+def _pin(entry: PartitionTable) -> _PinKey:
+    return (entry.object_id, entry.uri, entry.read_version, entry.read_branch, entry.read_tag)
+
+
+class _UnitCache:
+    """Scan units of the partition tables a :class:`NamespaceTable` has read, by pin.
+
+    Units hold no per-scan state, so queries reuse those of every earlier query that
+    read the same pins; a table read at latest or at a tag is planned again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._view: PartitionedNamespace | None = None
+        self._by_pin: dict[_PinKey, list[ScanUnit]] = {}
+        #: pins read at latest or at a tag: planned again for each view
+        self._unpinned: set[_PinKey] = set()
+        self._all: list[ScanUnit] | None = None
+
+    def units(
+        self,
+        ns: PartitionedNamespace,
+        partitions: Iterable[PartitionTable | str] | None,
+        table: Any,  # the NamespaceTable asking
+    ) -> list[ScanUnit]:
+        """Units of ``partitions`` (object ids or entries; all when None) in object id order."""
+        by_pin, every = self._for_view(ns)
+        if partitions is None and every is not None:
+            return every
+        if partitions is not None:
+            # entries by bisection in the view's sorted tables: a pruned query selecting
+            # one of 100,000s costs what it selects (its tables are in object id order)
+            wanted = sorted({p if isinstance(p, str) else p.object_id for p in partitions})
+            found = [ns.table_entry(oid) for oid in wanted]
+            unknown = [oid for oid, e in zip(wanted, found, strict=True) if e is None]
+            if unknown:
+                raise LanceSqlError(f"not partition tables of this namespace: {unknown}")
+            entries = [e for e in found if e is not None]
+        else:
+            entries = ns.tables()
+        missing = [e for e in entries if _pin(e) not in by_pin]
+        if missing:
+            opts = table.storage_options
+            opened = open_all(missing, lambda e: open_for_read(e, storage_options=opts))
+            fresh = {
+                _pin(e): partition_units(
+                    e,
+                    o,
+                    table.schema,
+                    rows_per_unit=table.rows_per_unit,
+                    storage_options=table.storage_options,
+                    metrics=table.metrics,
+                    scan_options=table.scan_options,
+                )
+                for e, o in zip(missing, opened, strict=True)
+            }
+            with self._lock:
+                by_pin.update(fresh)
+                if by_pin is self._by_pin:
+                    self._unpinned.update(k for k in fresh if k[2] is None or k[4])
+        out = [u for e in entries for u in by_pin[_pin(e)]]
+        if partitions is None:
+            with self._lock:
+                if self._view is ns:
+                    self._all = out
+        return out
+
+    def _for_view(
+        self, ns: PartitionedNamespace
+    ) -> tuple[dict[_PinKey, list[ScanUnit]], list[ScanUnit] | None]:
+        """The units by pin for view ``ns`` (a new view drops those of latest/tag reads)."""
+        with self._lock:
+            if self._view is ns:
+                return self._by_pin, self._all
+            for k in self._unpinned:
+                self._by_pin.pop(k, None)
+            self._unpinned = set()
+            self._all = None
+            self._view = ns
+            by_pin = self._by_pin
+        # (amortized: stale pins pile up; the tables listed only then: 1-3 ms at 100,000)
+        if len(by_pin) > STALE_PINS_MIN and len(by_pin) > 2 * len(ns.tables()):
+            live = {_pin(e) for e in ns.tables()}
+            with self._lock:
+                self._by_pin = {k: v for k, v in self._by_pin.items() if k in live}
+                return self._by_pin, self._all
+        return by_pin, None
 
 
 class NamespaceTable(ScanUnitDataset):
@@ -181,4 +279,104 @@ def _check_schema(name: str, registered: pa.Schema, now: pa.Schema, version: int
             )
 
 
-__all__ = ["NamespaceTable", "planner_prune"]
+_TOTALS_LOCK = threading.Lock()
+_TOTALS: weakref.WeakKeyDictionary[PartitionedNamespace, dict[int | None, int]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _version_totals(ns: PartitionedNamespace) -> dict[int | None, int]:
+    """Partition tables per spec version of this namespace view (computed once per view)."""
+    from lance_sql.tables.namespace.layout import spec_version_of
+
+    with _TOTALS_LOCK:
+        hit = _TOTALS.get(ns)
+    if hit is not None:
+        return hit
+    totals = Counter(spec_version_of(t.object_id) for t in ns.tables())
+    with _TOTALS_LOCK:
+        _TOTALS[ns] = totals
+    return totals
+
+
+def _time_warnings(ns: PartitionedNamespace) -> str:
+    """``, warnings=[...]`` for time fields that prune no time range (EXPLAIN), else ``""``."""
+    from lance_sql.spec.transforms.spec_text import time_partition_warnings
+
+    found = time_partition_warnings(ns.current_spec, ns.schema)
+    return f", warnings=[{'; '.join(found)}]" if found else ""
+
+
+def spec_version_lines(
+    selected: set[str], totals: Mapping[int | None, int], manifest_filters: Mapping[int, str]
+) -> list[str]:
+    """Per spec version: ``v{N}: selected/total, manifest_filter=...`` (``TRUE``: none)."""
+    from lance_sql.tables.namespace.layout import spec_version_of
+
+    chosen = Counter(spec_version_of(object_id) for object_id in selected)
+    out = []
+    for version in sorted(totals, key=lambda v: (v is None, v or 0)):
+        label = "other" if version is None else f"v{version}"
+        mf = manifest_filters.get(version, "TRUE") if version is not None else "TRUE"
+        out.append(f"{label}: {chosen[version]}/{totals[version]}, manifest_filter={mf}")
+    return out
+
+
+def scan_line(
+    table: Any,
+    ns: PartitionedNamespace,
+    plan: Any,
+    filter: pc.Expression | None,
+    units: tuple[Sequence[Any], Sequence[Any], int],
+) -> str:
+    """The EXPLAIN line of one scan of namespace ``table`` (``plan`` None: a custom hook)."""
+    table_units, partitions, n_proven = units
+    selected_ids = {getattr(u, "entry", u).object_id for u in table_units}
+    totals = _version_totals(ns)
+    pin = "latest" if table.follow_latest else "pinned"
+    where = "filter=none" if filter is None else f"filter={filter} (in each partition table)"
+    shown = "" if table.prune_filter is None else to_sql(table.prune_filter)
+    prune_sql = shown and f", prune_filter={shown}"
+    spec_filters = {}
+    if plan is not None:  # why parts of the filter cannot prune
+        prune_sql += pruning_note(plan, filter, table.prune_filter)
+        if plan.selection is not None:
+            spec_filters = {s.spec_version: s.manifest_filter for s in plan.specs}
+    versions = spec_version_lines(selected_ids, totals, spec_filters)
+    skipped = 0 if plan is None else plan.skipped_by_bounds
+    by_key = 0 if plan is None else plan.skipped_by_key_filter
+    return (
+        f"LanceNamespaceScan: table={table.name}, root={table.root}, "
+        f"manifest_version={ns.manifest_version} ({pin}), "
+        f"partition_tables={len(selected_ids)}/{sum(totals.values())}, "
+        + (f"skipped_by_bounds={skipped}, " if skipped else "")
+        + (f"skipped_by_key_filter={by_key}, " if by_key else "")
+        + f"units={len(table_units)}, partitions={len(partitions)}, {where}{prune_sql}, "
+        + (f"filter_proven_by_partition_values={n_proven}, " if n_proven else "")
+        + f"spec_versions=[{'; '.join(versions)}]{_time_warnings(ns)}"
+    )
+
+
+def pruning_note(plan: Any, filter: pc.Expression | None, prune_filter: Any) -> str:
+    """``, not_used_for_pruning=[...]``, or ``""`` when the planner used everything.
+
+    Pruning never fails a query: a filter part the planner cannot read selects every
+    partition table. That must not happen silently: the note names each such part and why.
+    """
+    if filter is None and prune_filter is None:
+        return ""
+    reasons = list(plan.extra.get("not_used_for_pruning", ()))
+    if plan.predicate is not None:
+        reasons += _unsupported(plan.predicate)
+    reasons = list(dict.fromkeys(reasons))
+    return f", not_used_for_pruning=[{'; '.join(reasons)}]" if reasons else ""
+
+
+def _unsupported(pred: Predicate) -> list[str]:
+    if isinstance(pred, (And, Or)):
+        return [r for c in pred.children for r in _unsupported(c)]
+    if isinstance(pred, Not):
+        return _unsupported(pred.child)
+    if isinstance(pred, Unsupported) and pred != NULL_BOOL:
+        return [pred.description]
+    return []

@@ -49,10 +49,10 @@ def eliminate_outer_joins(
     for rel in list(sp.walk(sp.root_rel(plan))):
         if sp.kind(rel) != "filter" or sp.has_subquery(rel.filter.condition):
             continue
-        found = _join_below(rel.filter.input, width)
+        found = sp.join_below(rel.filter.input, lambda j: _origins(j, width))
         if found is None:
             continue
-        join, origins = found
+        join, origins = found[0].join, found[1]
         new = join.type
         for conjunct in sp.conjuncts(rel.filter.condition, names):
             if _rejects(conjunct, origins, "left", names):
@@ -73,25 +73,12 @@ def _sql_name(join_type: int) -> str:
     return JT.Name(join_type).removeprefix("JOIN_TYPE_").replace("OUTER", "FULL")
 
 
-def _join_below(rel: Rel, width: Callable[[Rel], int]) -> tuple[Any, list[Any]] | None:
-    """The outer join under ``rel`` (through projections) and where ``rel``'s columns come from.
-
-    Each origin is ``("left" | "right", index)`` or None for a computed column.
-    """
-    chain = []
-    while sp.kind(rel) == "project":
-        chain.append(rel)
-        rel = rel.project.input
-    if sp.kind(rel) != "join" or rel.join.type not in (*_LEFT_PADDED, *_RIGHT_PADDED):
+def _origins(rel: Rel, width: Callable[[Rel], int]) -> list[Any] | None:
+    """Where an outer join's columns come from: ``("left" | "right", index)``; else None."""
+    if rel.join.type not in (*_LEFT_PADDED, *_RIGHT_PADDED):
         return None
-    n_left = width(rel.join.left)
-    n_right = width(rel.join.right)
-    origins: list[Any] = [("left", i) for i in range(n_left)]
-    origins += [("right", i) for i in range(n_right)]
-    origins = sp.emitted(rel, origins)
-    for project in reversed(chain):
-        origins = sp.through(project, origins)
-    return rel.join, origins
+    origins: list[Any] = [("left", i) for i in range(width(rel.join.left))]
+    return origins + [("right", i) for i in range(width(rel.join.right))]
 
 
 def _rejects(expr: Any, origins: list[Any], side: str, names: dict[int, str]) -> bool:

@@ -17,7 +17,11 @@ from typing import Any
 import pyarrow as pa
 
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.agg_plan import push_partial_aggregates
+from lance_sql.engines.datafusion.agg_plan import (
+    PartitionAggTable,
+    partition_wise_aggregates,
+    push_partial_aggregates,
+)
 from lance_sql.engines.datafusion.join_emit_names import name_columns_apart
 from lance_sql.engines.datafusion.join_order import reorder_namespace_joins
 from lance_sql.engines.datafusion.join_stats import plan_join_stats
@@ -25,10 +29,6 @@ from lance_sql.engines.datafusion.join_swap import namespace_rows, output_width
 from lance_sql.engines.datafusion.lance_provider import lance_dataset
 from lance_sql.engines.datafusion.not_in import expand_not_in
 from lance_sql.engines.datafusion.outer_join_elimination import eliminate_outer_joins
-from lance_sql.engines.datafusion.partition_agg import (
-    PartitionAggTable,
-    partition_wise_aggregates,
-)
 from lance_sql.engines.datafusion.prune_plan import attach_prune_filters, preorder, scan_name
 from lance_sql.engines.datafusion.shared_aggregates import (
     repeated_aggregate,
@@ -41,6 +41,7 @@ from lance_sql.engines.datafusion.spj_plan import (
 )
 from lance_sql.engines.datafusion.sql_rewrite import query_scope
 from lance_sql.errors import first_line
+from lance_sql.tables.dataset_cache import OpenCache
 from lance_sql.tables.substrait_schema import arrow_nested_names
 
 
@@ -170,11 +171,11 @@ class _Skips:
         self.hits = 0
         self.misses = 0
 
-    def _cache(self, ctx: Any) -> dict[Any, tuple[Any, ...]]:
+    def _cache(self, ctx: Any) -> OpenCache[tuple[Any, ...]]:
         cache = ctx.__dict__.get("_lance_rewrite_skips")
         if cache is None:
             with self._lock:
-                cache = ctx.__dict__.setdefault("_lance_rewrite_skips", {})
+                cache = ctx.__dict__.setdefault("_lance_rewrite_skips", OpenCache(self.capacity))
         return cache  # type: ignore[no-any-return]
 
     def known(self, ctx: Any, shape: tuple[Any, ...]) -> bool:
@@ -190,11 +191,7 @@ class _Skips:
 
     def remember(self, ctx: Any, shape: tuple[Any, ...]) -> None:
         key, providers = shape
-        cache = self._cache(ctx)
-        with self._lock:
-            if len(cache) >= self.capacity:
-                cache.clear()
-            cache[(key, bool(ctx.spj_enabled))] = providers
+        self._cache(ctx).put((key, bool(ctx.spj_enabled)), providers)
 
 
 _SKIPS = _Skips()

@@ -245,7 +245,6 @@ def _match(line: str, records: list[ScanRecord]) -> ScanRecord:
 
 __all__ = [
     "ExplainAnnotation",
-    "ScanPlan",
     "ScanRecord",
     "ScanUnitDataset",
     "UnitFragment",

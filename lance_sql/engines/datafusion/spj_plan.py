@@ -32,9 +32,7 @@ from lance_sql.engines.datafusion.spj_sides import (
     RIGHT_TABLE,
     GroupQuery,
     SpjSide,
-    group_schema,
 )
-from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import plan_join
 
 #: a join whose smaller input is estimated at most this many rows ...
@@ -239,14 +237,11 @@ def _replace(
     group = GroupQuery.of(ctx, group_plan)
     lside = SpjSide(lsnap, _prefixed(ltable.schema, LEFT_PREFIX), left.table, ltable.name)
     rside = SpjSide(rsnap, _prefixed(rtable.schema, RIGHT_PREFIX), right.table, rtable.name)
-    name = fresh_table_name("__lance_spj")
-    schema = group_schema(lside, rside, group)
-    table = SpjTable(jp, lside, rside, name=name, group=group, schema=schema)
+    table = SpjTable.register(ctx, "__lance_spj", jp, lside, rside, group)
     table.estimate, table.output_rows, table.where = decision.explain(), decision.output_rows, where
-    register_query_table(ctx, name, table)
     # the group query is the join *with* its output mapping (``common.emit``): the
     # table's columns are already the join's output columns
-    rel.CopyFrom(sp.table_read(ctx, name))
+    rel.CopyFrom(sp.table_read(ctx, table.name))
     outcome.used.append(table)
     return None
 
@@ -301,7 +296,7 @@ def unaggregated_pairs(
     read = {sp.table_name(r) for r in sp.walk(sp.root_rel(plan)) if sp.kind(r) == "read"}
     out: dict[frozenset[str], str] = {}
     for table in used:
-        why = unaggregated_cost(ctx, getattr(table, "output_rows", None))
+        why = unaggregated_cost(ctx, table.output_rows)
         if table.name in read and why is not None:
             out[frozenset((table.left.name, table.right.name))] = f"{table.where}: {why}"
     return out

@@ -9,14 +9,14 @@ query cannot block on the runtime, and a plan that spawns tasks would deadlock.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Self
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.engines.datafusion.spj_sides import (
     LEFT_TABLE,
     RIGHT_TABLE,
@@ -24,9 +24,13 @@ from lance_sql.engines.datafusion.spj_sides import (
     SideRead,
     SpjSide,
     group_context,
+    group_schema,
     plan_side_reads,
 )
+from lance_sql.engines.datafusion.sql_rewrite import fresh_table_name, register_query_table
 from lance_sql.planning.joins.plan import PRESERVED, JoinGroup, JoinPlan
+from lance_sql.planning.scan_plan import ScanPlan
+from lance_sql.tables.dataset_cache import PerProcess
 from lance_sql.tables.scan import (
     ScanUnit,
     conform,
@@ -39,19 +43,10 @@ from lance_sql.tables.scan import (
 #: More groups than this are chained into this many units (one DataFusion partition each).
 MAX_UNITS = 256
 
-_POOL_LOCK = threading.Lock()
-_POOL: ThreadPoolExecutor | None = None
-
-
-def group_pool() -> ThreadPoolExecutor:
-    """The process-wide threads that run group queries (one per core: bounds concurrent groups)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(
-                max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="lance-spj"
-            )
-        return _POOL
+#: The process-wide threads that run group queries (one per core: bounds concurrent groups).
+group_pool = PerProcess(
+    lambda: ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="lance-spj")
+)
 
 
 def run_group(table: SpjTable, group: JoinGroup) -> list[pa.RecordBatch]:
@@ -122,7 +117,6 @@ class SpjTable(ScanUnitDataset):
         *,
         name: str,
         group: GroupQuery,
-        schema: pa.Schema,
     ) -> None:
         if not plan.compatible:
             raise ValueError(f"{name}: the join plan is not compatible ({plan.reason})")
@@ -136,7 +130,17 @@ class SpjTable(ScanUnitDataset):
         #: the join's estimated output rows and its EXPLAIN name (set by :mod:`.spj_plan`)
         self.output_rows: float | None = None
         self.where = name
-        super().__init__(schema, self._plan_units, name=name)
+        super().__init__(group_schema(left, right, group), self._plan_units, name=name)
+
+    @classmethod
+    def register(
+        cls, ctx: Any, prefix: str, plan: JoinPlan, left: SpjSide, right: SpjSide, group: GroupQuery
+    ) -> Self:
+        """A new table of ``group``, registered in ``ctx`` for this query only."""
+        name = fresh_table_name(prefix)
+        table = cls(plan, left, right, name=name, group=group)
+        register_query_table(ctx, name, table)
+        return table
 
     def prepare(self) -> None:
         """Plan what each group reads of each side, on the caller's thread (nested planning

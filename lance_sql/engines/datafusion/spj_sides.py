@@ -21,11 +21,13 @@ from substrait import plan_pb2
 
 from lance_sql.engines.datafusion import functions
 from lance_sql.engines.datafusion import substrait_plan as sp
-from lance_sql.engines.datafusion.namespace_provider import NamespaceTable, planner_prune
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset, capture_scans
+from lance_sql.engines.datafusion.namespace_plans import planner_prune
+from lance_sql.engines.datafusion.namespace_provider import NamespaceTable
+from lance_sql.engines.datafusion.provider import ScanUnitDataset, capture_scans
 from lance_sql.engines.datafusion.prune_plan import preorder
 from lance_sql.engines.datafusion.sql_rewrite import register_rows
 from lance_sql.planning.joins.plan import JoinGroup
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.tables.chain import ChainedUnit
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 from lance_sql.tables.scan import (

@@ -8,7 +8,7 @@ integration"). This module only converts and walks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,6 +192,26 @@ def through(rel: Rel, fields: list[Any]) -> list[Any]:
             ref = field_ref(expr)
             out.append(fields[ref] if ref is not None and ref < len(fields) else None)
     return emitted(rel, out)
+
+
+def join_below(
+    rel: Rel, fields: Callable[[Rel], list[Any] | None], *, plain: bool = False
+) -> tuple[Rel, list[Any]] | None:
+    """The join under ``rel`` through projections only, and where ``rel``'s columns come from:
+    ``fields(join)`` (None: not this join) carried through the projections (a computed
+    column: None; with ``plain``, a computed column anywhere means no join)."""
+    projects = []
+    while kind(rel) == "project":
+        projects.append(rel)
+        rel = rel.project.input
+    if kind(rel) != "join" or (out := fields(rel)) is None:
+        return None
+    out = emitted(rel, out)
+    for project in reversed(projects):
+        if plain and any(field_ref(e) is None for e in project.project.expressions):
+            return None
+        out = through(project, out)
+    return rel, out
 
 
 def emitted(rel: Rel, fields: list[Any]) -> list[Any]:

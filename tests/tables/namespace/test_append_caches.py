@@ -144,9 +144,9 @@ def test_sql_point_queries_see_every_commit_of_other_objects_and_processes(
 def test_sql_unit_cache_drops_stale_pins_and_stays_right(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lance_sql.engines.datafusion import namespace_unit_cache
+    from lance_sql.engines.datafusion import namespace_provider
 
-    monkeypatch.setattr(namespace_unit_cache, "STALE_PINS_MIN", 4)
+    monkeypatch.setattr(namespace_provider, "STALE_PINS_MIN", 4)
     root = tmp_path / "ns"
     seeded(root, 3)
     ctx = lance_sql.SessionContext()
