@@ -20,8 +20,9 @@ from datafusion import Expr, udtf
 
 from lance_sql.engines.datafusion.dml_target import registered_target
 from lance_sql.engines.datafusion.errors import recording, typed_error
-from lance_sql.engines.datafusion.provider import ScanPlan, ScanUnitDataset
+from lance_sql.engines.datafusion.provider import ScanUnitDataset
 from lance_sql.errors import LanceSqlError
+from lance_sql.planning.scan_plan import ScanPlan
 from lance_sql.planning.search import result_schema, search
 from lance_sql.planning.search_table import SearchError
 from lance_sql.tables.scan import (
