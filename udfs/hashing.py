@@ -73,9 +73,8 @@ def _warm(kernel: Any, *args: np.ndarray) -> None:
             _WARM.add(key)
 
 
-#: Arrays of at most this many values are hashed in Python, without numba: planning
-#: hashes a filter's few literals (``bucket(17)``), and importing numba for them
-#: cost a Spark planning worker ~100 MB RSS and ~0.7 s.
+#: Arrays of at most this many values are hashed in Python: planning hashes a filter's
+#: few literals (``bucket(17)``) without importing numba.
 _PYTHON_MAX_ROWS = 16
 
 

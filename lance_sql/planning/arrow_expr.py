@@ -57,28 +57,41 @@ def to_pyarrow(pred: Predicate) -> pc.Expression:
     return fold(pred, _leaf, both, either, operator.invert)
 
 
-def _leaf(pred: Predicate) -> pc.Expression:
+def _leaf(pred: Predicate, table: pa.Table | None = None) -> pc.Expression | pa.Array:
+    """``pred`` as a pyarrow expression (``table`` None) or evaluated on ``table``'s rows."""
     if isinstance(pred, Const):
-        return pc.scalar(pred.value)
+        if table is None:
+            return pc.scalar(pred.value)
+        return pa.array([pred.value] * table.num_rows, pa.bool_())
     if isinstance(pred, Unsupported):
-        raise PlanningError(f"cannot convert unsupported predicate to pyarrow: {pred.description}")
-    term = _term(pred.term)
+        if table is None:
+            raise PlanningError(
+                f"cannot convert unsupported predicate to pyarrow: {pred.description}"
+            )
+        raise PlanningError(f"cannot evaluate unsupported predicate {pred.description}")
+    values = _term(pred.term) if table is None else term_values(pred.term, table)
     if isinstance(pred, Compare):
-        return _OPS[pred.op](term, pc.scalar(pred.literal.scalar()))
+        literal = pred.literal.scalar()
+        return _OPS[pred.op](values, literal if table is None else literal.cast(values.type))
     if isinstance(pred, InList):
-        values = pa.array([v.value for v in pred.values], type=pred.values[0].type)
-        if pa.types.is_floating(values.type):
+        value_set = pa.array([v.value for v in pred.values], type=pred.values[0].type)
+        if table is not None:
+            value_set = value_set.cast(values.type)
+        if pa.types.is_floating(value_set.type):
             # is_in hashes floats bitwise (-0.0 is not in [0.0]); SQL's IN is `=`, where
             # -0.0 = 0.0: compare both sides plus 0.0, which turns -0.0 into 0.0
-            zero = pa.scalar(0.0, values.type)
-            term, values = term + pc.scalar(zero), pc.add(values, zero)
-        found = term.isin(values)
-        return (~found & term.is_valid()) if pred.negated else found
+            zero = pa.scalar(0.0, value_set.type)
+            values, value_set = pc.add_checked(values, zero), pc.add_checked(value_set, zero)
+        found = pc.is_in(values, value_set=value_set)
+        if table is None:  # a filter: a NULL never passes NOT IN
+            return pc.invert(found) & pc.is_valid(values) if pred.negated else found
+        found = pc.if_else(pc.is_null(values), pa.scalar(None, pa.bool_()), found)
+        return pc.invert(found) if pred.negated else found
     if isinstance(pred, IsNull):
-        return term.is_valid() if pred.negated else term.is_null()
+        return pc.is_valid(values) if pred.negated else pc.is_null(values)
     if isinstance(pred, StartsWith):
-        found = pc.starts_with(term, pattern=pred.prefix)
-        return ~found if pred.negated else found
+        found = pc.starts_with(values, pattern=pred.prefix)
+        return pc.invert(found) if pred.negated else found
     raise TypeError(f"not a predicate: {pred!r}")
 
 
@@ -100,32 +113,7 @@ def term_values(term: Term, table: pa.Table) -> pa.Array:
 def evaluate(pred: Predicate, table: pa.Table) -> pa.Array:
     """A boolean array (TRUE / FALSE / NULL) of ``pred`` for every row of ``table``."""
     both, either = (lambda *p: reduce(pc.and_kleene, p)), (lambda *p: reduce(pc.or_kleene, p))
-    return fold(pred, partial(_value_leaf, table=table), both, either, pc.invert)
-
-
-def _value_leaf(pred: Predicate, table: pa.Table) -> pa.Array:
-    if isinstance(pred, Const):
-        return pa.array([pred.value] * table.num_rows, pa.bool_())
-    if isinstance(pred, Unsupported):
-        raise PlanningError(f"cannot evaluate unsupported predicate {pred.description}")
-    values = term_values(pred.term, table)
-    if isinstance(pred, Compare):
-        return _OPS[pred.op](values, pred.literal.scalar().cast(values.type))
-    if isinstance(pred, InList):
-        value_set = pa.array([v.value for v in pred.values], type=pred.values[0].type)
-        value_set = value_set.cast(values.type)
-        if pa.types.is_floating(values.type):  # IN is `=`: -0.0 = 0.0 (is_in hashes bits)
-            zero = pa.scalar(0.0, values.type)
-            values, value_set = pc.add(values, zero), pc.add(value_set, zero)
-        found = pc.is_in(values, value_set=value_set)
-        found = pc.if_else(pc.is_null(values), pa.scalar(None, pa.bool_()), found)
-        return pc.invert(found) if pred.negated else found
-    if isinstance(pred, IsNull):
-        return pc.is_valid(values) if pred.negated else pc.is_null(values)
-    if isinstance(pred, StartsWith):
-        found = pc.starts_with(values, pattern=pred.prefix)
-        return pc.invert(found) if pred.negated else found
-    raise TypeError(f"not a predicate: {pred!r}")
+    return fold(pred, partial(_leaf, table=table), both, either, pc.invert)
 
 
 def matching_rows(pred: Predicate, table: pa.Table) -> pa.Table:

@@ -142,18 +142,12 @@ def _from_selection(
         col = sel.selected.column("object_id")
         return pc.take(col, pc.sort_indices(col)).to_pylist()
 
-    def spec_reports() -> tuple[SpecVersionReport, ...]:
-        return tuple(
-            SpecVersionReport(s.spec_id, s.filter_sql, s.selected, s.total, s.fully_matching)
-            for s in rep.specs
-        )
-
     return ScanPlan(
         root=root,
         manifest_version=manifest_version,
         partitions=lambda: planned_partitions(sel.selected, partition_columns(specs)),
         total_partitions=rep.total,
-        specs=spec_reports,
+        specs=rep.specs,
         manifest_filter=lambda: rep.manifest_filter_sql,
         scan_filter=scan_filter,
         skipped_by_bounds=sel.skipped_by_bounds,

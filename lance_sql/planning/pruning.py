@@ -221,18 +221,36 @@ def _text(source: str | Callable[[], str]) -> str:
 
 
 @dataclass(frozen=True)
-class SpecReport:
-    """One spec version's pruning; its SQL is rendered only when read."""
+class SpecVersionReport:
+    """Pruning of one spec version: its ``__manifest`` filter (SQL, rendered when first
+    read) and selected/total counts; ``fully_matching``: selected partitions whose
+    values prove the whole filter."""
 
-    spec_id: int
-    sql_source: str | Callable[[], str] = field(repr=False, compare=False)
+    spec_version: int
+    manifest_filter_source: str | Callable[[], str] = field(repr=False, compare=False)
     selected: int
     total: int
-    fully_matching: int  # selected partitions needing no re-check at all
+    fully_matching: int = 0
 
     @functools.cached_property
-    def filter_sql(self) -> str:
-        return _text(self.sql_source)
+    def manifest_filter(self) -> str:
+        return _text(self.manifest_filter_source)
+
+    spec_id = property(lambda self: self.spec_version)
+    filter_sql = property(lambda self: self.manifest_filter)
+
+    def line(self, label: str) -> str:
+        return (
+            f"  v{self.spec_version}: {self.selected}/{self.total} selected"
+            f" ({self.fully_matching} without re-check); {label}: {self.manifest_filter}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        names = ("spec_version", "manifest_filter", "selected", "total", "fully_matching")
+        return {name: getattr(self, name) for name in names}
+
+
+SpecReport = SpecVersionReport
 
 
 @dataclass(frozen=True)
@@ -240,7 +258,7 @@ class PruningReport:
     """What pruning did, per spec version (for EXPLAIN and tests)."""
 
     manifest_sql_source: str | Callable[[], str] = field(repr=False, compare=False)
-    specs: tuple[SpecReport, ...]
+    specs: tuple[SpecVersionReport, ...]
     selected: int
     total: int
 
@@ -249,13 +267,8 @@ class PruningReport:
         return _text(self.manifest_sql_source)
 
     def lines(self) -> list[str]:
-        out = [f"partitions: {self.selected}/{self.total} selected"]
-        for s in self.specs:
-            out.append(
-                f"  v{s.spec_id}: {s.selected}/{s.total} selected"
-                f" ({s.fully_matching} without re-check); filter: {s.filter_sql}"
-            )
-        return out
+        header = f"partitions: {self.selected}/{self.total} selected"
+        return [header, *(s.line("filter") for s in self.specs)]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -266,7 +279,7 @@ def report(
 ) -> PruningReport:
     """The report from the spec version of every table row and of every selected row."""
     specs = tuple(
-        SpecReport(
+        SpecVersionReport(
             spec_id,
             functools.partial(mf.spec_sql, spec_id),
             int((versions == spec_id).sum()),

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.plan_json import plan_object
-from lance_sql.planning.pruning import spec_ids
+from lance_sql.planning.pruning import SpecVersionReport, spec_ids
 from lance_sql.planning.scan_filter import ScanFilter
 from lance_sql.spec.predicates import to_sql
 
@@ -39,20 +39,6 @@ class PlannedPartition:
     read_tag: str | None = None
     #: (manifest column name, value), non-null only (a join plan's: (field_id, value))
     values: tuple[tuple[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class SpecVersionReport:
-    """Pruning of one spec version: the manifest filter used and selected/total counts.
-
-    ``fully_matching``: selected partitions whose values prove the whole filter.
-    """
-
-    spec_version: int
-    manifest_filter: str
-    selected: int
-    total: int
-    fully_matching: int = 0
 
 
 def partition_columns(specs: Mapping[int, Any]) -> list[str]:
@@ -251,11 +237,7 @@ class ScanPlan:
             lines[0] += f" ({self.skipped_by_key_filter} skipped by key filters)"
         if not self.pruned:
             lines.append(f"  no pruning: {self.reason}")
-        for s in self.specs:
-            lines.append(
-                f"  v{s.spec_version}: {s.selected}/{s.total} selected"
-                f" ({s.fully_matching} without re-check); manifest filter: {s.manifest_filter}"
-            )
+        lines.extend(s.line("manifest filter") for s in self.specs)
         if self.filter_sql is not None:
             lines.append(f"  scan filter: {self.filter_sql}")
         return "\n".join(lines)
@@ -274,7 +256,7 @@ class ScanPlan:
             "filter": None if self.scan_filter is None else self.scan_filter.to_dict(),
             "skipped_by_bounds": self.skipped_by_bounds,
             "skipped_by_key_filter": self.skipped_by_key_filter,
-            "specs": [s.__dict__ for s in self.specs],
+            "specs": [s.to_dict() for s in self.specs],
             "partitions": [
                 {**{k: getattr(p, k) for k in _BASE}, "values": [list(v) for v in p.values]}
                 for p in self.partitions
@@ -301,7 +283,16 @@ class ScanPlan:
             manifest_version=obj["manifest_version"],
             partitions=parts,
             total_partitions=obj["total_partitions"],
-            specs=tuple(SpecVersionReport(**s) for s in obj["specs"]),
+            specs=tuple(
+                SpecVersionReport(
+                    s["spec_version"],
+                    s["manifest_filter"],
+                    s["selected"],
+                    s["total"],
+                    s.get("fully_matching", 0),
+                )
+                for s in obj["specs"]
+            ),
             manifest_filter=obj["manifest_filter"],
             filter_sql=obj["filter_sql"],
             pruned=obj["pruned"],

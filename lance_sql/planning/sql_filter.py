@@ -8,9 +8,7 @@ is not a boolean expression raises :class:`~lance_sql.errors.PlanningError`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
 
 import pyarrow as pa
 import sqlglot
@@ -19,6 +17,8 @@ from sqlglot.errors import ParseError
 
 from lance_sql.errors import PlanningError
 from lance_sql.planning.passes import prepare
+from lance_sql.planning.terms import CAST_DATE, CAST_INT, CAST_TIMESTAMP, call_term
+from lance_sql.planning.terms import NotATerm as _NotATerm
 from lance_sql.spec.literals import decimal_of
 from lance_sql.spec.predicates import (
     FALSE,
@@ -34,22 +34,13 @@ from lance_sql.spec.predicates import (
     Predicate,
     StartsWith,
     Term,
-    TransformTerm,
     Unsupported,
     and_,
     or_,
     quote_str,
 )
-from lance_sql.spec.time_ranges import TIME_CHAIN
-from lance_sql.spec.transforms.bucket import hash_term, is_hash_call, is_hash_term, modulo_term
-from lance_sql.spec.transforms.time_fields import DATE_PARTS, DATE_TRUNC
-from lance_sql.spec.transforms.truncate import TRUNCATE
 
 _CMP = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-
-
-class _NotATerm(Exception):
-    pass
 
 
 def parse_filter(sql: str, schema: pa.Schema) -> Predicate:
@@ -159,19 +150,6 @@ def like_predicate(term: Term, pattern: str) -> Predicate | None:
     if body == pattern:
         return Compare(term, "=", Literal(pattern, pa.string()))
     return IsNull(term, negated=True) if body == "" else StartsWith(term, body)
-
-
-def call_term(
-    name: str, args: Sequence[Any], column: Callable[[Any], Column], text: Callable[[Any], str]
-) -> TransformTerm | None:
-    """The transform term of the call ``name(args)`` (lower-case ``name``): the hash or
-    ``date_part('unit', c)``; None for another call. ``column`` reads an argument as a
-    column and ``text`` as a lower-case string literal (either raises when it cannot)."""
-    if args and is_hash_call(name):
-        return hash_term(name, tuple(column(a) for a in args))
-    if name in ("date_part", "datepart") and len(args) == 2 and text(args[0]) in TIME_CHAIN:
-        return TransformTerm(DATE_PARTS[text(args[0])], (column(args[1]),))
-    return None
 
 
 # ----------------------------------------------------------------------- literals
@@ -296,115 +274,78 @@ def _struct_field(node: exp.Bracket) -> Column:
     if len(keys) != 1 or not (isinstance(keys[0], exp.Literal) and keys[0].is_string):
         raise _NotATerm
     inner = node.this
-    base = _struct_field(inner) if isinstance(inner, exp.Bracket) else _column_only(inner)
+    base = _struct_field(inner) if isinstance(inner, exp.Bracket) else _SqlReader.column(inner)
     return Column(f"{base.name}.{keys[0].this}")
 
 
-def _int_arg(node: exp.Expression) -> int:
-    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
-        return int(node.this)
-    raise _NotATerm
-
-
 def _term(node: exp.Expression) -> Term:
-    if isinstance(node, exp.Paren):
-        return _term(node.this)
-    if isinstance(node, exp.Column):
-        return _column(node)
-    if isinstance(node, exp.Bracket):
-        return _struct_field(node)
-    if isinstance(node, (exp.Year, exp.Month, exp.Day, exp.Hour)):
-        unit = type(node).__name__.lower()
-        return TransformTerm(DATE_PARTS[unit], (_column_only(node.this),))
-    if isinstance(node, exp.Extract):
-        unit = node.this.name.lower()
-        if unit not in TIME_CHAIN:
-            raise _NotATerm
-        return TransformTerm(DATE_PARTS[unit], (_column_only(node.expression),))
-    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
-        unit_node = node.args.get("unit")
-        unit = unit_node.name.lower() if unit_node is not None else ""
-        if unit not in TIME_CHAIN:
-            raise _NotATerm
-        inner = node.this
-        while isinstance(inner, exp.Paren):
-            inner = inner.this
-        if isinstance(inner, exp.Cast) and inner.to.this == exp.DataType.Type.TIMESTAMP:
-            # DataFusion's form of date_trunc over a date column (binding checks the type)
-            col = _column_only(inner.this)
-            return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
-        return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit=unit)
-    if isinstance(node, exp.Cast):
-        hashed = _widened(node)
-        if hashed is not node:  # CAST(murmur3(k) AS BIGINT): DataFusion's widening, same value
-            term = _term(hashed)
-            if is_hash_term(term):
-                return term
-            raise _NotATerm
-        if node.to.this == exp.DataType.Type.DATE:
-            return TransformTerm(DATE_TRUNC, (_column_only(node.this),), unit="day", as_date=True)
-        raise _NotATerm
-    if isinstance(node, exp.Anonymous):  # (year(c) ... hour(c) parse as exp.Year ... above)
-        term = call_term(node.name.lower(), node.expressions, _column_only, _literal_text)
-        if term is None:
-            raise _NotATerm
-        return term
-    if isinstance(node, exp.Left):
-        return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(node.expression))
-    if isinstance(node, exp.Substring):
-        start, length = node.args.get("start"), node.args.get("length")
-        if start is not None and length is not None and _int_arg(start) == 1:
-            return TransformTerm(TRUNCATE, (_column_only(node.this),), param=_int_arg(length))
-        raise _NotATerm
-    if isinstance(node, exp.Mod):
-        n = _int_arg(node.expression)
-        inner = _widened(node.this)
-        absolute = isinstance(inner, exp.Abs)
-        term = modulo_term(_term(_widened(inner.this) if absolute else inner), n, absolute=absolute)
-        if term is None:
-            raise _NotATerm
-        return term
-    if isinstance(node, exp.Sub):
-        left, right = node.this, node.expression
-        while isinstance(right, exp.Paren):
-            right = right.this
-        if isinstance(left, exp.Column) and isinstance(right, exp.Mod):
-            inner = right.this
-            if isinstance(inner, exp.Column) and _column(inner) == _column(left):
-                width = _int_arg(right.expression)
-                if width > 0:
-                    return TransformTerm(TRUNCATE, (_column(left),), param=width)
-        raise _NotATerm
-    raise _NotATerm
-
-
-_WIDER_INTEGERS = (exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
-
-
-def _widened(node: exp.Expression) -> exp.Expression:
-    """``node`` without parentheses and DataFusion's widening casts of a hash (int32) call
-    (``CAST(murmur3(k) AS BIGINT) % 16``: the same value)."""
-    while True:
-        if isinstance(node, exp.Paren) or (
-            isinstance(node, exp.Cast)
-            and node.to.this in _WIDER_INTEGERS
-            and any(isinstance(f, exp.Anonymous) and is_hash_call(f.name) for f in node.walk())
-        ):
-            node = node.this
-        else:
-            return node
-
-
-def _column_only(node: exp.Expression) -> Column:
     while isinstance(node, exp.Paren):
         node = node.this
-    if isinstance(node, exp.Column):
-        return _column(node)
-    raise _NotATerm
+    if isinstance(node, exp.Bracket):
+        return _struct_field(node)
+    return call_term(node, _SqlReader())
 
 
-def _literal_text(node: exp.Expression) -> str:
-    return node.this.lower() if isinstance(node, exp.Literal) else ""
+_CASTS = {
+    exp.DataType.Type.DATE: CAST_DATE,
+    exp.DataType.Type.TIMESTAMP: CAST_TIMESTAMP,
+    exp.DataType.Type.INT: CAST_INT,
+    exp.DataType.Type.BIGINT: CAST_INT,
+}
+
+
+class _SqlReader:
+    """sqlglot nodes as :func:`~lance_sql.planning.terms.call_term` reads them."""
+
+    term = staticmethod(_term)
+
+    @staticmethod
+    def call(node: exp.Expression) -> tuple[str, list] | None:
+        if isinstance(node, exp.Paren):
+            return _SqlReader.call(node.this)
+        if isinstance(node, (exp.Year, exp.Month, exp.Day, exp.Hour)):
+            return "date_part", [type(node).__name__.lower(), node.this]
+        if isinstance(node, exp.Extract):
+            return "date_part", [node.this.name.lower(), node.expression]
+        if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+            unit = node.args.get("unit")
+            return "date_trunc", [unit.name.lower() if unit is not None else "", node.this]
+        if isinstance(node, exp.Cast):
+            return _CASTS.get(node.to.this, "::other"), [node.this]
+        if isinstance(node, exp.Anonymous):
+            return node.name.lower(), node.expressions
+        if isinstance(node, exp.Left):
+            return "left", [node.this, node.expression]
+        if isinstance(node, exp.Substring):
+            bounds = [node.args.get("start"), node.args.get("length")]
+            return "substr", [node.this, *(b for b in bounds if b is not None)]
+        if isinstance(node, exp.Abs):
+            return "abs", [node.this]
+        if isinstance(node, exp.Mod):
+            return "modulus", [node.this, node.expression]
+        if isinstance(node, exp.Sub):
+            return "subtract", [node.this, node.expression]
+        return None
+
+    @staticmethod
+    def column(node: exp.Expression) -> Column:
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Column):
+            return _column(node)
+        raise _NotATerm
+
+    @staticmethod
+    def integer(node: exp.Expression) -> int:
+        if _is_int_text(node):
+            return int(node.this)
+        raise _NotATerm
+
+    @staticmethod
+    def text(node: exp.Expression | str) -> str:
+        if isinstance(node, str):  # a unit sqlglot parsed into the node (year(c), extract)
+            return node
+        return node.this.lower() if isinstance(node, exp.Literal) else ""
 
 
 def _column_names(node: exp.Expression) -> tuple[str, ...]:

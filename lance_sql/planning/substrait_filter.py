@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_sql.planning.passes import prepare
-from lance_sql.planning.sql_filter import call_term, like_predicate
+from lance_sql.planning.sql_filter import like_predicate
+from lance_sql.planning.terms import CAST_DATE, CAST_INT, CAST_TIMESTAMP, NotATerm, call_term
 from lance_sql.spec.literals import decimal_of
 from lance_sql.spec.predicates import (
     FALSE,
@@ -30,18 +31,19 @@ from lance_sql.spec.predicates import (
     Predicate,
     StartsWith,
     Term,
-    TransformTerm,
     Unsupported,
     and_,
     or_,
 )
-from lance_sql.spec.time_ranges import TIME_CHAIN
-from lance_sql.spec.transforms.bucket import is_hash_term, modulo_term
-from lance_sql.spec.transforms.time_fields import DATE_TRUNC
-from lance_sql.spec.transforms.truncate import TRUNCATE
 from lance_sql.tables.substrait_schema import referenced_positions, substrait_schema
 
 _CMP = {"equal": "=", "not_equal": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+_CASTS = {
+    "date": CAST_DATE,
+    "precision_timestamp": CAST_TIMESTAMP,
+    "i32": CAST_INT,
+    "i64": CAST_INT,
+}
 
 
 class Computed(NamedTuple):
@@ -49,10 +51,6 @@ class Computed(NamedTuple):
 
     expr: Any
     columns: list[Any]
-
-
-class _Opaque(Exception):
-    """A sub-expression that is not a term or a literal the planner understands."""
 
 
 def from_pyarrow(expr: pc.Expression, schema: pa.Schema) -> Predicate:
@@ -116,14 +114,14 @@ class _Decoder:
             if kind == "singular_or_list":
                 return self._in(node.singular_or_list)
             if kind == "selection":
-                return Compare(self._column(node), "=", Literal(True, pa.bool_()))
+                return Compare(self.column(node), "=", Literal(True, pa.bool_()))
             if kind == "literal":
                 lit = self._literal(node.literal)
                 if lit.is_null:
                     return NULL_BOOL
                 if lit.type == pa.bool_():
                     return TRUE if lit.value else FALSE
-        except _Opaque:
+        except NotATerm:
             pass
         columns = self._columns(node)
         awkward = [
@@ -145,164 +143,120 @@ class _Decoder:
         if name == "not" and len(args) == 1:
             return Not(self.pred(args[0]))
         if name in ("is_null", "is_not_null") and len(args) == 1:
-            return IsNull(self._term(args[0]), negated=name == "is_not_null")
+            return IsNull(self.term(args[0]), negated=name == "is_not_null")
         if name in _CMP and len(args) == 2:
             left, right = args
             if right.WhichOneof("rex_type") == "literal":
-                return Compare(self._term(left), _CMP[name], self._literal(right.literal))
+                return Compare(self.term(left), _CMP[name], self._literal(right.literal))
             if left.WhichOneof("rex_type") == "literal":
                 return Compare(
-                    self._term(right), FLIPPED_OP[_CMP[name]], self._literal(left.literal)
+                    self.term(right), FLIPPED_OP[_CMP[name]], self._literal(left.literal)
                 )
-            raise _Opaque
+            raise NotATerm
         if name == "starts_with" and len(args) == 2:
             for opt in fn.options:
                 if opt.name == "case_sensitivity" and "INSENSITIVE" in ",".join(opt.preference):
-                    raise _Opaque
+                    raise NotATerm
             prefix = self._literal(args[1].literal)
             if not isinstance(prefix.value, str):
-                raise _Opaque
-            return StartsWith(self._column(args[0]), prefix.value)
+                raise NotATerm
+            return StartsWith(self.column(args[0]), prefix.value)
         if name == "like" and len(args) in (2, 3) and self.columns is not None:
             return self._like(args)
-        raise _Opaque
+        raise NotATerm
 
     def _like(self, args: list) -> Predicate:
         """``t LIKE 'text'`` / ``'prefix%'`` / ``'%'`` (no other wildcard, no escape)."""
         if args[1].WhichOneof("rex_type") != "literal":
-            raise _Opaque
+            raise NotATerm
         text = self._literal(args[1].literal).value
         if len(args) == 3:
             escape = args[2].literal if args[2].WhichOneof("rex_type") == "literal" else None
             if escape is None or self._literal(escape).value not in (None, ""):
-                raise _Opaque
-        pred = like_predicate(self._term(args[0]), text) if isinstance(text, str) else None
+                raise NotATerm
+        pred = like_predicate(self.term(args[0]), text) if isinstance(text, str) else None
         if pred is None:
-            raise _Opaque
+            raise NotATerm
         return pred
 
-    def _term(self, node) -> Term:
+    def term(self, node) -> Term:
         """A column or a transform term (see :func:`decode_condition`)."""
         kind = node.WhichOneof("rex_type")
         if kind == "selection" and self.columns is not None:
             ref = node.selection.direct_reference.struct_field.field
             entry = self.columns[ref] if 0 <= ref < len(self.columns) else None
             if isinstance(entry, Computed) and not node.selection.HasField("outer_reference"):
-                below = _Decoder(self.functions, self.schema, columns=entry.columns)
-                return below._term(entry.expr)
+                return _Decoder(self.functions, self.schema, columns=entry.columns).term(entry.expr)
         if kind == "selection" or self.columns is None:  # a pyarrow filter: columns only
-            return self._column(node)
+            return self.column(node)
+        return call_term(node, self)
+
+    def call(self, node) -> tuple[str, list] | None:
+        """A scalar function or a cast as a call name and arguments (for :func:`call_term`)."""
+        kind = node.WhichOneof("rex_type")
         if kind == "cast":
             target = node.cast.type.WhichOneof("kind")
-            if target == "date":
-                col = self._column(node.cast.input)
-                return TransformTerm(DATE_TRUNC, (col,), unit="day", as_date=True)
-            term = self._term(node.cast.input) if self._widening(node) else None
-            if term is not None and is_hash_term(term):  # DataFusion widens the int32 hash
-                return term
-            raise _Opaque
-        if kind != "scalar_function":
-            raise _Opaque
-        fn = node.scalar_function
-        name = self.functions.get(fn.function_reference, "?").lower()
-        args = [a.value for a in fn.arguments]
-        term = call_term(name, args, self._column, self._text)
-        if term is not None:
-            return term
-        if name == DATE_TRUNC.name and len(args) == 2 and self._text(args[0]) in TIME_CHAIN:
-            unit, inner = self._text(args[0]), args[1]
-            if inner.WhichOneof("rex_type") == "cast":  # date_trunc over a date column
-                if inner.cast.type.WhichOneof("kind") != "precision_timestamp":
-                    raise _Opaque
-                col = self._column(inner.cast.input)
-                return TransformTerm(DATE_TRUNC, (col,), unit=unit, from_date=True)
-            return TransformTerm(DATE_TRUNC, (self._column(inner),), unit=unit)
-        if name == "left" and len(args) == 2:
-            return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[1]))
-        if name in ("substr", "substring") and len(args) == 3 and self._int(args[1]) == 1:
-            return TransformTerm(TRUNCATE, (self._column(args[0]),), param=self._int(args[2]))
-        if name == "modulus" and len(args) == 2:
-            inner, absolute = args[0], False
-            while inner.WhichOneof("rex_type") == "cast" and self._widening(inner):
-                inner = inner.cast.input
-            if inner.WhichOneof("rex_type") == "scalar_function":
-                f = inner.scalar_function
-                if self.functions.get(f.function_reference) == "abs" and len(f.arguments) == 1:
-                    inner, absolute = f.arguments[0].value, True
-            term = modulo_term(self._term(inner), self._int(args[1]), absolute=absolute)
-            if term is not None:
-                return term
-        if name == "subtract" and len(args) == 2:  # x - x % w
-            col = self._column(args[0])
-            right = args[1]
-            if right.WhichOneof("rex_type") == "scalar_function":
-                f = right.scalar_function
-                parts = [a.value for a in f.arguments]
-                if self.functions.get(f.function_reference) == "modulus" and len(parts) == 2:
-                    width = self._int(parts[1])
-                    if self._column(parts[0]) == col and width > 0:
-                        return TransformTerm(TRUNCATE, (col,), param=width)
-        raise _Opaque
+            return _CASTS.get(target, f"::{target}"), [node.cast.input]
+        if kind == "scalar_function":
+            fn = node.scalar_function
+            name = self.functions.get(fn.function_reference, "?").lower()
+            return name, [a.value for a in fn.arguments]
+        return None
 
-    @staticmethod
-    def _widening(node) -> bool:
-        """A cast to int32 / int64 (DataFusion's widening of the int32 hash)."""
-        return node.cast.type.WhichOneof("kind") in ("i32", "i64")
-
-    def _text(self, node, *, lower: bool = True) -> str:
+    def text(self, node, *, lower: bool = True) -> str:
         if node.WhichOneof("rex_type") != "literal":
-            raise _Opaque
+            raise NotATerm
         value = self._literal(node.literal).value
         if not isinstance(value, str):
-            raise _Opaque
+            raise NotATerm
         return value.lower() if lower else value
 
-    def _int(self, node) -> int:
+    def integer(self, node) -> int:
         if node.WhichOneof("rex_type") != "literal":
-            raise _Opaque
+            raise NotATerm
         value = self._literal(node.literal).value
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _Opaque
+            raise NotATerm
         return value
 
     def _in(self, node) -> Predicate:
         values = []
         for option in node.options:
             if option.WhichOneof("rex_type") != "literal":
-                raise _Opaque
+                raise NotATerm
             lit = self._literal(option.literal)
             if lit.is_null and self.columns is None:
-                raise _Opaque  # pyarrow's is_in matches NULL to NULL; SQL (a plan's) does not
+                raise NotATerm  # pyarrow's is_in matches NULL to NULL; SQL (a plan's) does not
             values.append(lit)
         if not values:
             return FALSE
-        return InList(self._term(node.value), tuple(values))
+        return InList(self.term(node.value), tuple(values))
 
-    def _column(self, node) -> Column:
+    def column(self, node) -> Column:
         if node.WhichOneof("rex_type") == "scalar_function" and self.columns is not None:
             return self._struct_field(node)
         if node.WhichOneof("rex_type") != "selection" or node.selection.HasField("outer_reference"):
-            raise _Opaque
+            raise NotATerm
         ref = node.selection.direct_reference.struct_field
         if ref.field in self.stand_ins:
-            raise _Opaque  # a column serialised with a stand-in type
+            raise NotATerm  # a column serialised with a stand-in type
         if self.columns is None:
             field = self.schema.field(ref.field)
             names = [field.name]
         else:  # a plan's input field: the column (path) it is, if any
             path = self.columns[ref.field] if 0 <= ref.field < len(self.columns) else None
             if not isinstance(path, tuple):
-                raise _Opaque
+                raise NotATerm
             field = self.schema.field(path[0])
             for key in path[1:]:  # get_field of a map or a list is not a column
                 if not pa.types.is_struct(field.type) or field.type.get_field_index(key) < 0:
-                    raise _Opaque
+                    raise NotATerm
                 field = field.type.field(key)
             names = list(path)
         while ref.HasField("child"):  # a field inside a struct column: its dotted path
             ref = ref.child.struct_field
             if not pa.types.is_struct(field.type) or not 0 <= ref.field < field.type.num_fields:
-                raise _Opaque
+                raise NotATerm
             field = field.type.field(ref.field)
             names.append(field.name)
         return Column(".".join(names), type=None if self.columns is None else field.type)
@@ -312,12 +266,12 @@ class _Decoder:
         fn = node.scalar_function
         args = [a.value for a in fn.arguments]
         if self.functions.get(fn.function_reference) != "get_field" or len(args) < 2:
-            raise _Opaque
-        column = self._column(args[0])
+            raise NotATerm
+        column = self.column(args[0])
         for arg in args[1:]:  # get_field(s, 'a', 'b') is s['a']['b']
-            key, t = self._text(arg, lower=False), column.type
+            key, t = self.text(arg, lower=False), column.type
             if t is None or not pa.types.is_struct(t) or t.get_field_index(key) < 0:
-                raise _Opaque
+                raise NotATerm
             column = Column(f"{column.name}.{key}", type=t.field(key).type)
         return column
 
@@ -337,7 +291,7 @@ class _Decoder:
                     return Literal(_signed64(field.data), pa.timestamp("us"))
                 if field.field_number == 27:  # deprecated timestamp_tz (µs since epoch)
                     return Literal(_signed64(field.data), pa.timestamp("us", "UTC"))
-            raise _Opaque
+            raise NotATerm
         if kind == "null":
             return Literal(None, pa.null())
         if kind == "boolean":
@@ -357,7 +311,7 @@ class _Decoder:
             ts = getattr(lit, kind)
             unit = {0: "s", 3: "ms", 6: "us", 9: "ns"}.get(ts.precision)
             if unit is None:
-                raise _Opaque
+                raise NotATerm
             tz = "UTC" if kind.endswith("_tz") else None
             return Literal(int(ts.value), pa.timestamp(unit, tz))
         if kind == "decimal":
@@ -366,7 +320,7 @@ class _Decoder:
             precision = max(lit.decimal.precision, 1)
             width = pa.decimal128 if precision <= 38 else pa.decimal256
             return Literal(value, width(precision, lit.decimal.scale))
-        raise _Opaque
+        raise NotATerm
 
 
 def _path(entry: Any) -> bool:

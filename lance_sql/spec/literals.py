@@ -77,7 +77,7 @@ def int_range(t: pa.DataType) -> tuple[int, int]:
     return 0, (1 << t.bit_width) - 1
 
 
-def _domain(t: pa.DataType) -> tuple[int, int] | None:
+def storage_domain(t: pa.DataType) -> tuple[int, int] | None:
     """The storage-integer range of an integer-like type, else None."""
     if pa.types.is_integer(t):
         return int_range(t)
@@ -214,8 +214,8 @@ def _make_literal(value: int, target: pa.DataType) -> Literal:
 
 
 def _rational_compare(term: Term, op: str, q: Fraction, target: pa.DataType) -> Predicate:
-    """``term op q`` for an integer-valued term with domain ``_domain(target)``, exactly."""
-    lo, hi = _domain(target)  # type: ignore[misc]
+    """``term op q`` for an integer-valued term with domain ``storage_domain(target)``, exactly."""
+    lo, hi = storage_domain(target)  # type: ignore[misc]
     integral = q.denominator == 1
     if op == "=":
         return (
@@ -286,7 +286,7 @@ def coerce_compare(term: Term, op: str, lit: Literal, target: pa.DataType) -> Pr
     if lit.is_null:
         return FALSE  # a comparison with NULL is never TRUE
     try:
-        if _domain(target) is not None:
+        if storage_domain(target) is not None:
             return _rational_compare(term, op, _storage_value(lit, target), target)
         return Compare(term, op, Literal(_plain_value(lit, target), target))
     except _Undecidable:

@@ -126,8 +126,7 @@ class DateTrunc(TermForm):
             and src is not None
             and (pa.types.is_date(src) or pa.types.is_timestamp(src))
         ):
-            # CAST(ts AS DATE): the local calendar day (pyarrow agrees with DataFusion 55
-            # in every zone, measured across DST changes); Substrait takes unsafe casts only
+            # CAST(ts AS DATE): the local calendar day; Substrait takes unsafe casts only
             return pc.field(term.column.name).cast(pa.date32(), safe=False)
         return None
 

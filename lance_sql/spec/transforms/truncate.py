@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from lance_sql.errors import PlanningError
 from lance_sql.spec.arrow_types import scalar_kind
-from lance_sql.spec.literals import decimal_of, int_range, unscaled_of
+from lance_sql.spec.literals import decimal_of, storage_domain, unscaled_of
 from lance_sql.spec.partition_field import Transform
 from lance_sql.spec.predicates import (
     FALSE,
@@ -70,44 +70,13 @@ TRUNCATE = TruncateForm()
 
 
 def _succ(value: object, arrow_type: pa.DataType, step: int) -> object | None:
-    """The next (step=1) / previous (step=-1) representable integer-like value, or None."""
-    if pa.types.is_integer(arrow_type):
-        lo, hi = int_range(arrow_type)
-        nxt = int(value) + step
-        return nxt if lo <= nxt <= hi else None
-    if pa.types.is_decimal(arrow_type):
-        unscaled = unscaled_of(value, arrow_type.scale) + step
-        if abs(unscaled) > 10**arrow_type.precision - 1:
-            return None
-        return decimal_of(unscaled, arrow_type.scale)
-    return None
-
-
-def monotonic_range(leaf: Compare, strict: bool, value_of, succ) -> tuple[str, object] | Predicate:
-    """Project ``x op v`` through a monotonic non-decreasing ``f`` over a discrete domain:
-    ``(op, f(v or its neighbour))``, or a constant where the neighbour does not exist.
-
-    Inclusive: x > v -> p >= f(v+1), x < v -> p <= f(v-1); strict: x >= v -> p > f(v-1),
-    x <= v -> p < f(v+1); the other ops keep v.
-    """
-    op, v = leaf.op, leaf.literal.value
-    if not strict:
-        if op == ">=":
-            return (">=", value_of(v))
-        if op == "<=":
-            return ("<=", value_of(v))
-        nb = succ(v, 1 if op == ">" else -1)
-        if nb is None:
-            return FALSE  # nothing above the maximum / below the minimum
-        return (">=" if op == ">" else "<=", value_of(nb))
-    if op == ">":
-        return (">", value_of(v))
-    if op == "<":
-        return ("<", value_of(v))
-    nb = succ(v, -1 if op == ">=" else 1)
-    if nb is None:
-        return TRUE  # x >= MIN / x <= MAX holds for every non-NULL x
-    return (">" if op == ">=" else "<", value_of(nb))
+    """The next (step=1) / previous (step=-1) value of an integer or decimal type, or None."""
+    is_decimal = pa.types.is_decimal(arrow_type)
+    stored = (unscaled_of(value, arrow_type.scale) if is_decimal else int(value)) + step
+    lo, hi = storage_domain(arrow_type)
+    if not lo <= stored <= hi:
+        return None
+    return decimal_of(stored, arrow_type.scale) if is_decimal else stored
 
 
 class TruncateTransform(FieldTransform):
@@ -157,12 +126,16 @@ class TruncateTransform(FieldTransform):
             return Compare(self.partition_column, ">=" if leaf.op in (">", ">=") else "<=", p)
         if not self.is_discrete:
             return FALSE if strict else TRUE
-        src_type = self.source.type
-        out = monotonic_range(leaf, strict, self._one, lambda v, step: _succ(v, src_type, step))
-        if not isinstance(out, tuple):
-            return IsNull(self.partition_column, negated=True) if out == TRUE else out
-        op, value = out
-        return Compare(self.partition_column, op, self._value_literal(value))
+        # monotonic non-decreasing over a discrete domain: inclusive, x > v -> p >= f(v+1) and
+        # x < v -> p <= f(v-1); strict, x >= v -> p > f(v-1) and x <= v -> p < f(v+1)
+        op, v = leaf.op, leaf.literal.value
+        if op in ((">", "<") if strict else (">=", "<=")):
+            return Compare(self.partition_column, op, self._value_literal(self._one(v)))
+        nb = _succ(v, self.source.type, 1 if op in (">", "<=") else -1)
+        if nb is None:  # no value above the maximum / below the minimum
+            return IsNull(self.partition_column, negated=True) if strict else FALSE
+        bound = self._value_literal(self._one(nb))
+        return Compare(self.partition_column, op[0] if strict else op + "=", bound)
 
     @classmethod
     def accepts(cls, transform: Transform, t: pa.DataType) -> bool:
