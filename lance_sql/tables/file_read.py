@@ -159,10 +159,16 @@ def _same_columns(a: pa.Schema, b: pa.Schema) -> bool:
     return a.names == b.names and all(x.type.equals(y.type) for x, y in zip(a, b, strict=True))
 
 
+#: Files of at most this many rows are read by a take of every row: cheaper than
+#: ``read_all`` for a few rows (0.10 against 0.12 ms of CPU for one row), dearer from
+#: about a thousand (0.50 against 0.25 ms for 5,459 rows).
+TAKE_MAX_ROWS = 512
+
+
 def _read_whole(reader: Any) -> pa.Table:
-    """Every row of an open reader's (small) file, by a take (cheaper than ``read_all``)."""
+    """Every row of an open reader's (small) file."""
     rows = reader.num_rows()
-    if not rows:
+    if not rows or rows > TAKE_MAX_ROWS:
         return reader.read_all(batch_size=DIRECT_MAX_ROWS, batch_readahead=1).to_table()
     return reader.take_rows(list(range(rows))).to_table()
 

@@ -204,10 +204,11 @@ def test_paths_the_file_reader_spells_differently_still_read_right(tmp_path) -> 
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
-@pytest.mark.parametrize("n", [1, 3, 257])
+@pytest.mark.parametrize("n", [1, 3, 257, 600])
 def test_take_of_every_row_equals_pylance_read_all(tmp_path, version, n) -> None:
-    """A kept reader's file is read by a take of all its row numbers: the same rows, names
-    and types as pylance's ``read_all``, for every column kind and projection."""
+    """A small file is read by a take of all its row numbers (a larger one by
+    ``read_all``): the same rows, names and types as pylance's ``read_all``, for every
+    column kind and projection."""
     from lance.file import LanceFileReader
 
     from lance_sql.tables.file_read import _read_whole
