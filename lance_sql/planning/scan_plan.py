@@ -270,14 +270,24 @@ class ScanPlan:
     def from_dict(cls, obj: Mapping[str, Any] | str | bytes) -> ScanPlan:
         """The plan of :meth:`to_dict`'s object (or of :meth:`to_json`'s text)."""
         obj = plan_object(obj, FORMAT, "scan plan")
+        if obj.get("filter") is None and obj.get("filter_sql") is not None:
+            raise PlanningError("scan plan has a filter_sql but no filter: plan it again")
+        try:
+            return cls._from_object(obj)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PlanningError(
+                f"scan plan: malformed ({type(exc).__name__}: {exc}); "
+                "pass what ScanPlan.to_json() wrote"
+            ) from exc
+
+    @classmethod
+    def _from_object(cls, obj: Mapping[str, Any]) -> ScanPlan:
         parts = tuple(
             PlannedPartition(
                 **{k: p[k] for k in _BASE}, values=tuple((k, v) for k, v in p["values"])
             )
             for p in obj["partitions"]
         )
-        if obj.get("filter") is None and obj.get("filter_sql") is not None:
-            raise PlanningError("scan plan has a filter_sql but no filter: plan it again")
         return cls(
             root=obj["root"],
             manifest_version=obj["manifest_version"],

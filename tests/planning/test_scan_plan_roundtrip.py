@@ -233,6 +233,26 @@ def test_unmodelled_leaf_is_never_rendered_true(ns: PartitionedNamespace) -> Non
     assert {r["c1"] for r in _task_scan(plan, ns).to_pylist()} <= {6, 7}
 
 
+def test_a_malformed_plan_is_one_planning_error(ns: PartitionedNamespace) -> None:
+    """A shipped plan missing a key, or with a value of the wrong shape, is refused with
+    one typed line naming the scan plan, never a KeyError or TypeError."""
+    import json
+
+    good = json.loads(plan_scan(ns, "c1 = 3").to_json())
+    broken = [
+        {k: v for k, v in good.items() if k != "partitions"},
+        {**good, "specs": [{"spec_version": 1}]},
+        {**good, "specs": [7]},
+        {**good, "partitions": [{"values": 3}]},
+        {**good, "skipped_by_bounds": "many"},
+    ]
+    for obj in broken:
+        with pytest.raises(PlanningError, match=r"^scan plan: malformed") as err:
+            ScanPlan.from_json(json.dumps(obj))
+        assert "\n" not in str(err.value)
+    assert ScanPlan.from_json(json.dumps(good)).object_ids == plan_scan(ns, "c1 = 3").object_ids
+
+
 def test_pyarrow_expression_filters_round_trip(ns: PartitionedNamespace) -> None:
     import pyarrow.compute as pc
 
