@@ -272,8 +272,10 @@ def apply_change(
 
     opts = dict(storage_options) if storage_options else None
     removed, marks, rewrite = fragment_plan(base, change)
-    moved = base.rows.filter(pa.array(rewrite))
-    write = pa.concat_tables([moved, change.write]) if moved.num_rows else change.write
+    moved = base.rows.filter(pa.array(rewrite)) if rewrite.any() else None
+    write = pa.concat_tables([moved, change.write]) if moved is not None else change.write
+    if write.num_columns and write.column(0).num_chunks > 1:  # (kept in the cached rows)
+        write = write.combine_chunks()
     new_frags = (
         write_fragments(write, uri, schema=ds.schema, mode="append", storage_options=opts)
         if write.num_rows
@@ -312,7 +314,8 @@ def apply_change(
                 (np.uint64(f.fragment_id) << np.uint64(32)) + np.arange(n, dtype=np.uint64)
             )
         kept = kept_rows(base.rows, stay)
-        all_rows = few_chunks(pa.concat_tables([kept, write.cast(kept.schema)]))
+        same = write.schema.equals(kept.schema, check_metadata=True)
+        all_rows = few_chunks(pa.concat_tables([kept, write if same else write.cast(kept.schema)]))
         carry_versions(base.rows, all_rows, stay)
         addresses = np.concatenate(arrays)
         if len(addresses) == all_rows.num_rows:

@@ -212,10 +212,18 @@ def create_table(
     commit, as :func:`commit_target` would make it)."""
     import lance
 
+    schema = t.table_schema
+    assert schema is not None
+    # the field metadata comes from the data: the table's schema (no cast when only the
+    # metadata differs, the usual case: casting 10,000 rows cost 0.2 ms)
+    if table.schema.equals(schema):
+        table = pa.Table.from_arrays(table.columns, schema=schema)
+    else:
+        table = table.cast(schema)
     ds = lance.write_dataset(
-        table.cast(t.table_schema),  # (the field metadata comes from the data)
+        table,
         t.uri,
-        schema=t.table_schema,
+        schema=schema,
         mode="create",
         storage_options=storage_options,
         data_storage_version=file_version,
