@@ -118,12 +118,15 @@ def bench_append(ns: Any, root: Path, p: int, repeat: int) -> tuple[float, int, 
 
 
 def bench_overwrite(ns: Any, p: int, n: int, repeat: int) -> dict[str, float]:
-    """Dynamic overwrite of one partition with ``n`` rows against its floor: pylance alone
-    overwriting a dataset of the same rows plus one commit to a small Lance table (what a
-    ``__manifest`` commit costs at least), alternating."""
+    """Dynamic overwrite of one partition with ``n`` rows against two floors, alternating:
+    pylance alone overwriting a dataset of the same rows plus an append to a small Lance
+    table, or plus an ``Update`` of one of its rows (what replacing a ``__manifest`` row
+    costs at least: a fragment, a deletion vector, one commit)."""
     scratch = Path(tempfile.mkdtemp(prefix="bench_overwrite_"))
     lance.write_dataset(rows(np.zeros(1, np.int32)), str(scratch / "commit"))
-    ours, floor = [], []
+    small = rows(np.zeros(1000, np.int32))
+    lance.write_dataset(small, str(scratch / "update"), max_rows_per_file=100)
+    ours, floor, update = [], [], []
     for i in range(repeat):
         data = rows(np.full(n, (i * 7) % p, np.int32), start=6 * 10**9 + i * n)
         t0 = time.perf_counter()
@@ -133,9 +136,36 @@ def bench_overwrite(ns: Any, p: int, n: int, repeat: int) -> dict[str, float]:
         lance.write_dataset(data, str(scratch / "day"), mode="overwrite")
         lance.write_dataset(rows(np.zeros(1, np.int32)), str(scratch / "commit"), mode="append")
         floor.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        lance.write_dataset(data, str(scratch / "day2"), mode="overwrite")
+        _update_one_row(str(scratch / "update"), i)
+        update.append(time.perf_counter() - t0)
     shutil.rmtree(scratch, ignore_errors=True)
-    o, f = statistics.median(ours), statistics.median(floor)
-    return {"overwrite_s": o, "overwrite_floor_s": f, "overwrite_ratio": o / f}
+    o, f, u = statistics.median(ours), statistics.median(floor), statistics.median(update)
+    return {
+        "overwrite_s": o,
+        "overwrite_floor_s": f,
+        "overwrite_ratio": o / f,
+        "overwrite_update_floor_s": u,
+        "overwrite_update_ratio": o / u,
+    }
+
+
+def _update_one_row(uri: str, i: int) -> None:
+    """Replace one row of the small table at ``uri`` in one ``Update`` commit."""
+    ds = lance.dataset(uri)
+    frag = ds.get_fragments()[i % len(ds.get_fragments())]
+    first = frag.to_table(columns=["id"]).column(0)[0].as_py()
+    new = lance.fragment.write_fragments(
+        rows(np.zeros(1, np.int32), start=10**12 + i), uri, schema=ds.schema
+    )
+    kept = frag.delete(f"id = {first}")
+    op = lance.LanceOperation.Update(
+        removed_fragment_ids=[] if kept else [frag.fragment_id],
+        updated_fragments=[kept] if kept else [],
+        new_fragments=new,
+    )
+    lance.LanceDataset.commit(uri, op, read_version=ds.version)
 
 
 def bench_point(root: Path, p: int, repeat: int) -> float:
