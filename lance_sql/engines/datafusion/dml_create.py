@@ -29,8 +29,9 @@ _SET_WAREHOUSE = re.compile(
     r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+LEADING_COMMENTS = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
 #: a statement starting with CREATE (comments skipped): the only ones tokenized here
-_CREATE = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b", re.IGNORECASE | re.DOTALL)
+_CREATE = re.compile(LEADING_COMMENTS + r"create\b", re.IGNORECASE | re.DOTALL)
 
 
 def warehouse(ctx: Any) -> str | None:

@@ -22,7 +22,7 @@ import datafusion
 import pyarrow as pa
 
 from lance_sql.engines.datafusion.functions import FunctionArityError
-from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
+from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql, scratch_context
 from lance_sql.engines.datafusion.sql_rewrite import register_rows, registered
 from lance_sql.errors import PlanningError, first_line
 from lance_sql.tables.namespace.sql_eval import quote
@@ -62,11 +62,6 @@ def _outside(fn: Callable[..., _R], *args: Any) -> _R:
 
 class _Undecidable(Exception):
     pass
-
-
-@lru_cache(maxsize=1)
-def _coercion_context() -> Any:
-    return datafusion.SessionContext()
 
 
 _TABLE = "__lance_expression_input"
@@ -210,7 +205,7 @@ def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     DataFusion's temporal literal coercion has many special cases, so this plans
     ``c = <literal>`` over an empty table and reads the folded literal back.
     """
-    ctx = _coercion_context()
+    ctx = scratch_context()
     key = str(target)
     with _LOCK:
         name = _TABLES.get(key)
