@@ -156,10 +156,15 @@ class DataFusionSqlEngine:
                 df = df.filter(plan.where)
             return df.select(*plan.select).to_arrow_table()
 
-    def row_condition(self, schema: pa.Schema, where: str) -> Any:
+    @staticmethod
+    @lru_cache(maxsize=256)
+    def row_condition(schema: pa.Schema, where: str) -> Any:
         """SQL filter text over ``schema`` as a row operation's condition (a
-        :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`), as DataFusion plans it."""
-        return _row_condition(schema, where)
+        :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`), as DataFusion plans it;
+        cached (a filter is planned once, not per batch)."""
+        from lance_sql.engines.datafusion.dml_plan import text_condition
+
+        return _outside(lambda: text_condition(_context(), schema, where))
 
     def update_values(self, schema: pa.Schema, set: Mapping[str, str]) -> Any:
         """SQL expressions of columns of ``schema`` as an UPDATE's new values (an
@@ -183,14 +188,6 @@ class DataFusionSqlEngine:
 
 
 _TABLES: dict[str, str] = {}
-
-
-@lru_cache(maxsize=256)
-def _row_condition(schema: pa.Schema, where: str) -> Any:
-    """:func:`.dml_plan.text_condition`, cached (a filter is planned once, not per batch)."""
-    from lance_sql.engines.datafusion.dml_plan import text_condition
-
-    return _outside(lambda: text_condition(_context(), schema, where))
 
 
 @lru_cache(maxsize=8192)
