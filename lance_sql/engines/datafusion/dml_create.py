@@ -34,11 +34,6 @@ LEADING_COMMENTS = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
 _CREATE = re.compile(LEADING_COMMENTS + r"create\b", re.IGNORECASE | re.DOTALL)
 
 
-def warehouse(ctx: Any) -> str | None:
-    """The folder ``CREATE TABLE`` without ``LOCATION`` creates namespaces in."""
-    return getattr(ctx, "lance_warehouse", None)
-
-
 def create_statement(ctx: Any, query: str) -> Any | None:
     """Run ``query`` if it is ``SET lance.warehouse`` or a namespace ``CREATE TABLE``
     (an empty DataFrame), else None."""
@@ -145,7 +140,7 @@ def _location(ctx: Any, tree: exp.Create, name: str) -> str:
     prop = tree.find(exp.LocationProperty)
     if prop is not None:
         return str(prop.this.this if isinstance(prop.this, exp.Literal) else prop.this.sql())
-    folder = warehouse(ctx)
+    folder = getattr(ctx, "lance_warehouse", None)  # SET lance.warehouse
     if folder is None:
         raise PlanningError(
             f"CREATE TABLE {name!r}: give LOCATION '<path>' or SET lance.warehouse = '<folder>'"
