@@ -272,8 +272,8 @@ def partitions_json(root: str, where: str | None) -> dict[str, Any]:
             "spec_version": p.spec_version,
             "read_version": p.read_version,
             "values": {
-                k[len(PREFIX) :]: v if isinstance(v, (int, float, str, bool)) else str(v)
-                for k, v in p.values
+                k: v if isinstance(v, (int, float, str, bool)) else str(v)
+                for k, v in _partition_values(dict(p.values)).items()
             },
         }
         for p in plan.partitions

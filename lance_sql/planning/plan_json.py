@@ -94,26 +94,22 @@ _NODES = {
 _VALUES = (bool, int, float, str, bytes, decimal.Decimal, dt.date, dt.time)
 
 
-def _out(v: Any) -> Any:
-    """An IR node as an object naming its class, one entry per dataclass field."""
+def to_json_value(v: Any) -> Any:
+    """A predicate (IR node) as nested dicts/lists of JSON values, exactly: each node an
+    object naming its class, one entry per dataclass field."""
     if isinstance(v, pa.DataType):
         schema = pa.schema([pa.field("t", v)]).serialize().to_pybytes()
         return {"$arrow": base64.b64encode(schema).decode()}
     if isinstance(v, TermForm):
         return {"$term": v.name}
     if dataclasses.is_dataclass(v) and type(v).__name__ in _NODES:
-        fields = {f.name: _out(getattr(v, f.name)) for f in dataclasses.fields(v)}
+        fields = {f.name: to_json_value(getattr(v, f.name)) for f in dataclasses.fields(v)}
         return {"$node": type(v).__name__, **fields}
     if isinstance(v, tuple):
-        return [_out(x) for x in v]
+        return [to_json_value(x) for x in v]
     if v is None or isinstance(v, _VALUES):
         return encode(v)
     raise PlanningError(f"literal value {v!r} ({type(v).__name__}) has no JSON form")
-
-
-def to_json_value(pred: Predicate) -> dict[str, Any]:
-    """``pred`` as nested dicts/lists of JSON values, exactly."""
-    return _out(pred)  # type: ignore[no-any-return]
 
 
 def from_json_value(obj: dict[str, Any]) -> Predicate:

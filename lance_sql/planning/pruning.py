@@ -250,9 +250,6 @@ class SpecVersionReport:
         return {name: getattr(self, name) for name in names}
 
 
-SpecReport = SpecVersionReport
-
-
 @dataclass(frozen=True)
 class PruningReport:
     """What pruning did, per spec version (for EXPLAIN and tests)."""

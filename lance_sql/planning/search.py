@@ -126,17 +126,22 @@ def _memo(key: tuple | None, make: Any) -> Any:
     return make() if key is None else _PLANS.get_or_open(key, make)
 
 
-def _snapshot_key(obj: Any, where: Any) -> tuple | None:
-    """(root, ``__manifest`` version, filter text): all a plan over a snapshot depends on."""
-    if not _is_namespace(obj) or (where is not None and not isinstance(where, str)):
+def _key(tag: str, obj: Any, where: Any, partitions: Any, *rest: Any) -> tuple | None:
+    """(``tag``, root, ``__manifest`` version, filter text, ``*rest``): all a result over a
+    snapshot depends on; None (not remembered) for a subset of the tables or unhashable parts."""
+    if partitions is not None or not _is_namespace(obj) or not isinstance(where, (str, type(None))):
         return None
-    return (str(obj.root), obj.manifest_version, where)
+    key = (tag, str(obj.root), obj.manifest_version, where, *rest)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _plan(ns: Any, where: Any, plan_scan: Any) -> Any:
     """``plan_scan(ns, where)``, remembered per snapshot and filter text."""
-    key = _snapshot_key(ns, where)
-    return _memo(None if key is None else ("plan", *key), lambda: plan_scan(ns, where))
+    return _memo(_key("plan", ns, where, None), lambda: plan_scan(ns, where))
 
 
 def _prepared(obj: Any, q: SearchQuery, where: Any, prefilter: bool, partitions: Any) -> tuple:
@@ -146,26 +151,17 @@ def _prepared(obj: Any, q: SearchQuery, where: Any, prefilter: bool, partitions:
         targets, sf, total, pruning = _targets(obj, where, partitions)
         return targets, sf, total, pruning, [plan_table(t, q, sf, prefilter) for t in targets]
 
-    key = _snapshot_key(obj, where)
-    if key is not None and partitions is None:
-        key = ("search", *key, q.kind, q.column, q.use_index, prefilter)
-    else:
-        key = None
+    key = _key("search", obj, where, partitions, q.kind, q.column, q.use_index, prefilter)
     return _memo(key, make)
 
 
 def _call_key(obj: Any, where: Any, partitions: Any, column: str, query: Any, *opts: Any):
     """The key a prepared one-table search is remembered under (None: not remembered)."""
-    key = _snapshot_key(obj, where)
-    if key is None or partitions is not None or not isinstance(opts[1], (list, tuple, type(None))):
+    if not isinstance(opts[1], (list, tuple, type(None))):
         return None
     cols = None if opts[1] is None else tuple(opts[1])
-    key = ("call", *key, column, isinstance(query, str), int(opts[0]), cols, *opts[2:])
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    rest = (column, isinstance(query, str), int(opts[0]), cols, *opts[2:])
+    return _key("call", obj, where, partitions, *rest)
 
 
 def _query(

@@ -52,10 +52,10 @@ def test_pruned_read(spark: Any, tmp_path: Any, make_ns: Any) -> None:
     packed = spark.read.format("lance_ns").option("rows_per_partition", "1000").load(root)
     assert packed.rdd.getNumPartitions() == 1 and packed.count() == 200
     # about 25 rows per table: a 60-row target packs 2 tables per Spark partition
-    from lance_sql.engines.spark.source import pack
+    from lance_sql.engines.spark.read_packing import Packing, pack_units
 
     sizes = [u.estimated_rows for u in ns.scan_units()]
-    groups = pack(ns.scan_units(), 60)
+    groups = pack_units(ns.scan_units(), Packing(), 60)
     assert 1 < len(groups) < 8 and all(sum(u.estimated_rows for u in g) <= 60 for g in groups)
     assert sum(sizes) == 200
     packed = spark.read.format("lance_ns").option("rows_per_partition", "60").load(root)
@@ -127,14 +127,17 @@ def test_bad_option_surfaces_through_spark(spark: Any, tmp_path: Any, make_ns: A
 
 
 def test_pack_first_fit_decreasing() -> None:
-    from lance_sql.engines.spark.source import pack
+    from lance_sql.engines.spark.read_packing import Packing, pack_units
+
+    def pack(units: list[Any], rows_per_partition: int) -> list[list[Any]]:
+        return pack_units(units, Packing(), rows_per_partition)
 
     class Unit:
         def __init__(self, name: str, rows: int) -> None:
             self.name, self.estimated_rows = name, rows
 
     units = [Unit("a", 50), Unit("b", 200), Unit("c", 30), Unit("d", 60), Unit("e", 20)]
-    assert [[u.name for u in g] for g in pack(units, None)] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    assert [[u.name for u in g] for g in pack(units, 1)] == [["a"], ["b"], ["c"], ["d"], ["e"]]
     groups = [[u.name for u in g] for g in pack(units, 100)]
     # b is above the target and stays alone; the small ones fill groups of <= 100 rows
     assert groups == [["a", "e"], ["b"], ["c", "d"]]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lance_sql.engines.spark.read_packing import Packing, pack_by_bytes, parse_bytes, unit_bytes
+from lance_sql.engines.spark.read_packing import Packing, pack_units, parse_bytes, unit_bytes
 from lance_sql.errors import LanceSqlError
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -44,13 +44,13 @@ def test_spark_split_rule() -> None:
     assert p.max_split([0]) == 4 * MB  # never below the open cost
 
 
-def test_pack_by_bytes_first_fit_decreasing_keeps_order() -> None:
+def test_pack_units_first_fit_decreasing_keeps_order() -> None:
     units = [_Unit(f"t{i}", s * MB) for i, s in enumerate([10, 1, 30, 2, 200, 3])]
     p = Packing(max_partition_bytes=40 * MB, open_cost=1 * MB, min_partitions=1)
-    groups = pack_by_bytes(units, p)
+    groups = pack_units(units, p)
     assert _names(groups) == [["t0"], ["t1", "t2", "t3", "t5"], ["t4"]]
     assert sorted(u.name for g in groups for u in g) == sorted(u.name for u in units)
-    assert pack_by_bytes([], p) == []
+    assert pack_units([], p) == []
 
 
 def test_options_override_and_bad_values_name_the_option() -> None:
@@ -96,7 +96,7 @@ def test_session_settings_reach_the_planner(spark: Any, tmp_path: Any, make_ns: 
         spark.conf.unset("spark.sql.files.minPartitionNum")
         lance_spark.register(spark)
     opt = spark.read.format("lance_ns").option("min_partitions", "4").load(root)
-    want = pack_by_bytes(ns.scan_units(), Packing(min_partitions=4))
+    want = pack_units(ns.scan_units(), Packing(min_partitions=4))
     assert 2 < len(want) <= 8 and opt.rdd.getNumPartitions() == len(want)
     assert sorted(r.k for r in opt.collect()) == list(range(400))
 

@@ -37,11 +37,10 @@ from lance_sql.errors import PlanningError
 from lance_sql.tables.lance_table import LanceTable
 from lance_sql.tables.scan_options import checked_scan_options
 
-_LEADING_COMMENTS = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
-_EXPLAIN = re.compile(_LEADING_COMMENTS + r"explain\b", re.IGNORECASE | re.DOTALL)
+_EXPLAIN = re.compile(dml_create.LEADING_COMMENTS + r"explain\b", re.IGNORECASE | re.DOTALL)
 #: the options of an EXPLAIN statement (``EXPLAIN ANALYZE VERBOSE FORMAT indent``), verbatim
 _EXPLAIN_OPTIONS = re.compile(
-    _LEADING_COMMENTS + r"(explain(?:\s+(?:analyze|verbose|format\s+\w+))*)\s",
+    dml_create.LEADING_COMMENTS + r"(explain(?:\s+(?:analyze|verbose|format\s+\w+))*)\s",
     re.IGNORECASE | re.DOTALL,
 )
 _EXPLAIN_VIEWS = itertools.count(1)

@@ -29,13 +29,9 @@ _SET_WAREHOUSE = re.compile(
     r"^\s*set\s+lance\.warehouse\s*(?:=|\bto\b)\s*'((?:[^']|'')*)'\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+LEADING_COMMENTS = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
 #: a statement starting with CREATE (comments skipped): the only ones tokenized here
-_CREATE = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b", re.IGNORECASE | re.DOTALL)
-
-
-def warehouse(ctx: Any) -> str | None:
-    """The folder ``CREATE TABLE`` without ``LOCATION`` creates namespaces in."""
-    return getattr(ctx, "lance_warehouse", None)
+_CREATE = re.compile(LEADING_COMMENTS + r"create\b", re.IGNORECASE | re.DOTALL)
 
 
 def create_statement(ctx: Any, query: str) -> Any | None:
@@ -144,7 +140,7 @@ def _location(ctx: Any, tree: exp.Create, name: str) -> str:
     prop = tree.find(exp.LocationProperty)
     if prop is not None:
         return str(prop.this.this if isinstance(prop.this, exp.Literal) else prop.this.sql())
-    folder = warehouse(ctx)
+    folder = getattr(ctx, "lance_warehouse", None)  # SET lance.warehouse
     if folder is None:
         raise PlanningError(
             f"CREATE TABLE {name!r}: give LOCATION '<path>' or SET lance.warehouse = '<folder>'"

@@ -204,7 +204,8 @@ def _split_types(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _type_context() -> Any:
+def scratch_context() -> Any:
+    """A plain DataFusion context for planning probes (types, literal coercion)."""
     return datafusion.SessionContext()
 
 
@@ -214,7 +215,7 @@ def _arrow_type(type_text: str, function: str) -> pa.DataType:
     literal = type_text.replace("'", "''")
     try:
         df = datafusion.SessionContext.sql(
-            _type_context(), f"SELECT arrow_cast(NULL, '{literal}') AS v"
+            scratch_context(), f"SELECT arrow_cast(NULL, '{literal}') AS v"
         )
         return df.schema().field(0).type
     except Exception as exc:

@@ -22,7 +22,7 @@ import datafusion
 import pyarrow as pa
 
 from lance_sql.engines.datafusion.functions import FunctionArityError
-from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql
+from lance_sql.engines.datafusion.sql_dispatch import dispatch_sql, scratch_context
 from lance_sql.engines.datafusion.sql_rewrite import register_rows, registered
 from lance_sql.errors import PlanningError, first_line
 from lance_sql.tables.namespace.sql_eval import quote
@@ -62,11 +62,6 @@ def _outside(fn: Callable[..., _R], *args: Any) -> _R:
 
 class _Undecidable(Exception):
     pass
-
-
-@lru_cache(maxsize=1)
-def _coercion_context() -> Any:
-    return datafusion.SessionContext()
 
 
 _TABLE = "__lance_expression_input"
@@ -161,10 +156,15 @@ class DataFusionSqlEngine:
                 df = df.filter(plan.where)
             return df.select(*plan.select).to_arrow_table()
 
-    def row_condition(self, schema: pa.Schema, where: str) -> Any:
+    @staticmethod
+    @lru_cache(maxsize=256)
+    def row_condition(schema: pa.Schema, where: str) -> Any:
         """SQL filter text over ``schema`` as a row operation's condition (a
-        :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`), as DataFusion plans it."""
-        return _row_condition(schema, where)
+        :class:`~lance_sql.tables.namespace.sql_eval.RowCondition`), as DataFusion plans it;
+        cached (a filter is planned once, not per batch)."""
+        from lance_sql.engines.datafusion.dml_plan import text_condition
+
+        return _outside(lambda: text_condition(_context(), schema, where))
 
     def update_values(self, schema: pa.Schema, set: Mapping[str, str]) -> Any:
         """SQL expressions of columns of ``schema`` as an UPDATE's new values (an
@@ -190,14 +190,6 @@ class DataFusionSqlEngine:
 _TABLES: dict[str, str] = {}
 
 
-@lru_cache(maxsize=256)
-def _row_condition(schema: pa.Schema, where: str) -> Any:
-    """:func:`.dml_plan.text_condition`, cached (a filter is planned once, not per batch)."""
-    from lance_sql.engines.datafusion.dml_plan import text_condition
-
-    return _outside(lambda: text_condition(_context(), schema, where))
-
-
 @lru_cache(maxsize=8192)
 def _comparison_value(target: pa.DataType, literal_sql: str) -> Fraction:
     """:func:`_folded_value`, cached (a hit never leaves the calling thread)."""
@@ -210,7 +202,7 @@ def _folded_value(target: pa.DataType, literal_sql: str) -> Fraction:
     DataFusion's temporal literal coercion has many special cases, so this plans
     ``c = <literal>`` over an empty table and reads the folded literal back.
     """
-    ctx = _coercion_context()
+    ctx = scratch_context()
     key = str(target)
     with _LOCK:
         name = _TABLES.get(key)

@@ -97,12 +97,19 @@ def unit_bytes(unit: Any) -> int:
     return (unit.estimated_rows or 0) * FALLBACK_ROW_BYTES
 
 
-def pack_by_bytes(units: Sequence[Any], packing: Packing) -> list[list[Any]]:
-    """Units grouped into Spark input partitions of about :meth:`Packing.max_split` bytes,
-    in the units' order (a task reads its tables in ``object_id`` order)."""
+def pack_units(
+    units: Sequence[Any], packing: Packing, rows_per_partition: int | None = None
+) -> list[list[Any]]:
+    """Units grouped into Spark input partitions, in the units' order (a task reads its tables
+    in ``object_id`` order): of about :meth:`Packing.max_split` bytes, or first-fit decreasing
+    by metadata row counts under ``rows_per_partition``."""
     if not units:
         return []
-    return [[units[i] for i in g] for g in pack_groups([unit_bytes(u) for u in units], packing)]
+    if rows_per_partition:
+        groups = first_fit([u.estimated_rows or 0 for u in units], rows_per_partition)
+    else:
+        groups = pack_groups([unit_bytes(u) for u in units], packing)
+    return [[units[i] for i in g] for g in groups]
 
 
 def pack_groups(

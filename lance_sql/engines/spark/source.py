@@ -23,7 +23,7 @@ from lance_sql.engines.spark.options import (
     storage_options,
 )
 from lance_sql.engines.spark.paths import normalize_root
-from lance_sql.engines.spark.read_packing import Packing, first_fit, pack_by_bytes
+from lance_sql.engines.spark.read_packing import Packing, pack_units
 from lance_sql.engines.spark.types import spark_struct, spark_target_schema, to_spark_batch
 from lance_sql.errors import LanceSqlError, SchemaMismatchError
 
@@ -83,15 +83,6 @@ class LanceInputPartition(InputPartition):
         self.scan_filter = scan_filter  # the planned exact filter (ScanFilter) or None
 
 
-def pack(units: Sequence[Any], rows_per_partition: int | None) -> list[list[Any]]:
-    """Scan units grouped into Spark input partitions: one per unit, or with a target
-    first-fit decreasing by metadata row counts (:func:`.read_packing.first_fit`)."""
-    if not rows_per_partition:
-        return [[u] for u in units]
-    rows = [u.estimated_rows or 0 for u in units]
-    return [[units[i] for i in g] for g in first_fit(rows, rows_per_partition)]
-
-
 class LanceNamespaceReader(DataSourceReader):
     """Plans (prunes, packs) once per query in ``partitions()``; ``read()`` runs in tasks."""
 
@@ -149,10 +140,7 @@ class LanceNamespaceReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         ns, plan = self.plan()
         units = plan.scan_units(ns, schema=self.ns_schema) if plan.partitions else []
-        if self.rows_per_partition:
-            groups = pack(units, self.rows_per_partition)
-        else:
-            groups = pack_by_bytes(units, self.packing)
+        groups = pack_units(units, self.packing, self.rows_per_partition)
         sf = plan.scan_filter if self.options.get("where") else None
         if not groups:
             return [LanceInputPartition([], [], sf)]
