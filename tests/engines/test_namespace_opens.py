@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pytest
 
 from lance_sql import SessionContext
+from lance_sql.tables.chain import PREFETCH_UNITS
 from lance_sql.tables.namespace import reader
 from lance_sql.tables.namespace.namespace import PartitionedNamespace
 
@@ -143,9 +144,11 @@ def test_limit_over_many_partitions_stops_early(days) -> None:
     ctx.sql("SELECT * FROM ns LIMIT 3").collect()
     table.metrics.reset()
     assert ctx.sql("SELECT * FROM ns LIMIT 3").to_arrow_table().num_rows == 3
-    # at most a few partition tables per DataFusion partition are read ahead
-    assert table.metrics.scans_started <= 2 * (1 + 2 + 1)
-    assert table.metrics.rows_read < data.num_rows
+    # at most a few of the 40 partition tables are started: per DataFusion partition the
+    # current one and PREFETCH_UNITS ahead, plus those started while the stream is pulled
+    # on before the limit ends it (a race: 1-10 in 300 runs, 9-10 in 7 of them)
+    assert table.metrics.scans_started <= 2 * (1 + PREFETCH_UNITS + 3)
+    assert table.metrics.rows_read < data.num_rows // 2
 
 
 def test_eight_threads_on_one_context(days) -> None:
